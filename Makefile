@@ -1,0 +1,42 @@
+# ctxstore: see README.md. Every target works on a fresh machine with Go,
+# a JDK and Maven (the XTDB server's artifacts come from Maven Central).
+GO       ?= go
+BIN      ?= bin/ctxstore
+PKGS     ?= ./...
+BENCHTIME ?= 1x
+
+.PHONY: all build test test-short bench lint demo xtdb clean
+
+all: lint build test
+
+build:
+	$(GO) build -o $(BIN) ./cmd/ctxstore
+
+# The full suite, XTDB included (a server is started from Maven artifacts
+# unless XTDB_URL points at one; with CI=true a missing server fails).
+test:
+	$(GO) test -count=1 -timeout 25m $(PKGS)
+
+# Without the tests that need a JVM or take long.
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem $(PKGS)
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+# The main job on the embedded SQLite default: a bitemporal round trip in
+# ./.ctxstore/store.db.
+demo: build
+	./scripts/demo.sh $(BIN)
+
+# Run a persistent XTDB 1.24.5 node for local use (data in ./.ctxstore/xtdb).
+xtdb: build
+	$(BIN) xtdb serve --data-dir .ctxstore/xtdb --port 3000
+
+clean:
+	rm -rf bin

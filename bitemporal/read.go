@@ -1,0 +1,306 @@
+package bitemporal
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// visiblePoint returns the point of eid seen at valid time vt as of tx: the
+// greatest valid time <= vt among points of tx <= tx, the latest tx
+// breaking ties; nil if none. A tombstone has a nil Hash.
+func visiblePoint(ctx context.Context, q queryer, eid string, vt, tx int64) (*pointRow, error) {
+	var p pointRow
+	err := q.GetContext(ctx, &p, `SELECT vt, tx_id, tx_time, hash FROM points
+		WHERE eid = ? AND vt <= ? AND tx_id <= ? ORDER BY vt DESC, tx_id DESC LIMIT 1`, eid, vt, tx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// resolve turns a basis into a valid time and a tx id (-1: before any
+// transaction), checking the basis is not beyond the latest transaction.
+func (s *Store) resolve(ctx context.Context, q queryer, op string, b store.Basis) (vt, tx int64, err error) {
+	if err := s.check(op); err != nil {
+		return 0, 0, err
+	}
+	vt = ms(s.now())
+	if !b.ValidTime.IsZero() {
+		vt = ms(b.ValidTime)
+	}
+	last, err := s.latest(ctx, q)
+	if err != nil {
+		return 0, 0, dbErr(op, "", err)
+	}
+	latest := int64(-1)
+	if last != nil {
+		latest = last.ID
+	}
+	switch {
+	case b.TxID != nil:
+		if *b.TxID > latest {
+			return 0, 0, store.Errorf(op, store.ErrInvalid, "", fmt.Sprintf("basis tx %d is after the latest transaction (%d)", *b.TxID, latest))
+		}
+		return vt, *b.TxID, nil
+	case b.TxTime != nil:
+		t := ms(*b.TxTime)
+		if last == nil || t > ms(last.Time) {
+			return 0, 0, store.Errorf(op, store.ErrInvalid, "", fmt.Sprintf("basis tx time %s is after the latest transaction", store.FormatTime(*b.TxTime)))
+		}
+		var id sql.NullInt64
+		if err := q.GetContext(ctx, &id, "SELECT max(tx_id) FROM txs WHERE tx_time <= ?", t); err != nil {
+			return 0, 0, dbErr(op, "", err)
+		}
+		if !id.Valid {
+			return vt, -1, nil
+		}
+		return vt, id.Int64, nil
+	}
+	return vt, latest, nil
+}
+
+// AwaitTx implements store.Store: transactions are indexed by Submit, so it
+// only checks that txID was submitted.
+func (s *Store) AwaitTx(ctx context.Context, txID int64, timeout time.Duration) (store.Tx, error) {
+	if err := s.check("await"); err != nil {
+		return store.Tx{}, err
+	}
+	last, err := s.latest(ctx, s.r)
+	if err != nil {
+		return store.Tx{}, dbErr("await", "", err)
+	}
+	if last == nil || last.ID < txID {
+		return store.Tx{}, store.Errorf("await", store.ErrUnavailable, "", fmt.Sprintf("transaction %d has not been submitted", txID))
+	}
+	return *last, nil
+}
+
+// TxCommitted implements store.Store.
+func (s *Store) TxCommitted(ctx context.Context, txID int64) (bool, error) {
+	if err := s.check("tx-committed"); err != nil {
+		return false, err
+	}
+	var ok bool
+	err := s.r.GetContext(ctx, &ok, "SELECT committed FROM txs WHERE tx_id = ?", txID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, store.Errorf("tx-committed", store.ErrNotFound, "", fmt.Sprintf("no transaction %d", txID))
+	}
+	return ok, dbErr("tx-committed", "", err)
+}
+
+// Entity implements store.Store.
+func (s *Store) Entity(ctx context.Context, id string, b store.Basis) (store.Doc, error) {
+	rtx, err := s.r.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, dbErr("entity", id, err)
+	}
+	defer rtx.Rollback()
+	vt, tx, err := s.resolve(ctx, rtx, "entity", b)
+	if err != nil {
+		return nil, err
+	}
+	var raw sql.NullString
+	err = rtx.GetContext(ctx, &raw, `SELECT d.doc FROM points p LEFT JOIN docs d ON d.hash = p.hash
+		WHERE p.eid = ? AND p.vt <= ? AND p.tx_id <= ? ORDER BY p.vt DESC, p.tx_id DESC LIMIT 1`, id, vt, tx)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && !raw.Valid) {
+		return nil, store.Errorf("entity", store.ErrNotFound, id, "no document at this basis")
+	}
+	if err != nil {
+		return nil, dbErr("entity", id, err)
+	}
+	return decodeStored(raw.String, id)
+}
+
+func decodeStored(raw, id string) (store.Doc, error) {
+	doc, err := store.DecodeDoc([]byte(raw))
+	if err != nil {
+		return nil, &store.Error{Op: "read", Kind: store.ErrInvalid, ID: id, Msg: "stored document is corrupt", Err: err}
+	}
+	return doc, nil
+}
+
+// EntityTx implements store.Store.
+func (s *Store) EntityTx(ctx context.Context, id string, b store.Basis) (store.EntityTx, error) {
+	rtx, err := s.r.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return store.EntityTx{}, dbErr("entity-tx", id, err)
+	}
+	defer rtx.Rollback()
+	vt, tx, err := s.resolve(ctx, rtx, "entity-tx", b)
+	if err != nil {
+		return store.EntityTx{}, err
+	}
+	p, err := visiblePoint(ctx, rtx, id, vt, tx)
+	if err != nil {
+		return store.EntityTx{}, dbErr("entity-tx", id, err)
+	}
+	if p == nil {
+		return store.EntityTx{}, store.Errorf("entity-tx", store.ErrNotFound, id, "no point at this basis")
+	}
+	return store.EntityTx{ID: id, ValidTime: fromMS(p.VT), TxID: p.TxID, TxTime: fromMS(p.TT), ContentHash: str(p.Hash), Deleted: p.Hash == nil}, nil
+}
+
+// History implements store.Store with XTDB's bounds (see store.Store).
+func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) ([]store.HistoryEntry, error) {
+	rtx, err := s.r.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, dbErr("history", id, err)
+	}
+	defer rtx.Rollback()
+	vt, tx, err := s.resolve(ctx, rtx, "history", o.Basis)
+	if err != nil {
+		return nil, err
+	}
+	desc := o.Order == store.Desc
+	var where string
+	var args []any
+	add := func(cond string, v int64) { where += " AND " + cond; args = append(args, v) }
+	if desc {
+		add("p.vt <= ?", min(optMSv(o.StartValidTime, vt), vt))
+		add("p.tx_id <= ?", min(optInt(o.StartTxID, tx), tx))
+		if o.EndValidTime != nil {
+			add("p.vt > ?", ms(*o.EndValidTime))
+		}
+		if o.EndTxID != nil {
+			add("p.tx_id > ?", *o.EndTxID)
+		}
+	} else {
+		add("p.vt < ?", min(optMSv(o.EndValidTime, vt+1), vt+1))
+		add("p.tx_id < ?", min(optInt(o.EndTxID, tx+1), tx+1))
+		if o.StartValidTime != nil {
+			add("p.vt >= ?", ms(*o.StartValidTime))
+		}
+		if o.StartTxID != nil {
+			add("p.tx_id >= ?", *o.StartTxID)
+		}
+	}
+	dir := "ASC"
+	if desc {
+		dir = "DESC"
+	}
+	docCol := "NULL"
+	join := ""
+	if o.WithDocs {
+		docCol, join = "d.doc", " LEFT JOIN docs d ON d.hash = p.hash"
+	}
+	q := fmt.Sprintf(`SELECT p.vt, p.tx_id, p.tx_time, p.hash, %s AS doc FROM points p%s
+		WHERE p.eid = ?%s ORDER BY p.vt %s, p.tx_id %s`, docCol, join, where, dir, dir)
+	rows, err := rtx.QueryxContext(ctx, q, append([]any{id}, args...)...)
+	if err != nil {
+		return nil, dbErr("history", id, err)
+	}
+	defer rows.Close()
+	var out []store.HistoryEntry
+	for rows.Next() {
+		var r struct {
+			pointRow
+			Doc *string `db:"doc"`
+		}
+		if err := rows.StructScan(&r); err != nil {
+			return nil, dbErr("history", id, err)
+		}
+		e := store.HistoryEntry{ValidTime: fromMS(r.VT), TxID: r.TxID, TxTime: fromMS(r.TT), ContentHash: str(r.Hash), Deleted: r.Hash == nil}
+		if r.Doc != nil {
+			if e.Doc, err = decodeStored(*r.Doc, id); err != nil {
+				return nil, err
+			}
+		}
+		if !o.WithCorrections && len(out) > 0 && out[len(out)-1].ValidTime.Equal(e.ValidTime) {
+			if !desc { // ascending keeps the latest tx of each valid time
+				out[len(out)-1] = e
+			}
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, dbErr("history", id, rows.Err())
+}
+
+func optMSv(t *time.Time, def int64) int64 {
+	if t == nil {
+		return def
+	}
+	return ms(*t)
+}
+
+func optInt(t *int64, def int64) int64 {
+	if t == nil {
+		return def
+	}
+	return *t
+}
+
+// TxLog implements store.Store.
+func (s *Store) TxLog(ctx context.Context, after int64, limit int) ([]store.LoggedTx, error) {
+	if err := s.check("tx-log"); err != nil {
+		return nil, err
+	}
+	rtx, err := s.r.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, dbErr("tx-log", "", err)
+	}
+	defer rtx.Rollback()
+	q := "SELECT tx_id, tx_time, ops FROM txs WHERE tx_id > ? AND committed = 1 ORDER BY tx_id"
+	args := []any{after}
+	if limit > 0 {
+		q += " LIMIT ?"
+		args = append(args, limit)
+	}
+	var rows []struct {
+		ID   int64  `db:"tx_id"`
+		Time int64  `db:"tx_time"`
+		Ops  string `db:"ops"`
+	}
+	if err := rtx.SelectContext(ctx, &rows, q, args...); err != nil {
+		return nil, dbErr("tx-log", "", err)
+	}
+	out := make([]store.LoggedTx, 0, len(rows))
+	for _, r := range rows {
+		var logged []loggedOp
+		if err := json.Unmarshal([]byte(r.Ops), &logged); err != nil {
+			return nil, &store.Error{Op: "tx-log", Kind: store.ErrInvalid, Msg: fmt.Sprintf("tx %d: stored ops are corrupt", r.ID), Err: err}
+		}
+		lt := store.LoggedTx{Tx: store.Tx{ID: r.ID, Time: fromMS(r.Time)}, Ops: make([]store.Op, len(logged))}
+		for i, l := range logged {
+			op := store.Op{Kind: l.Kind, ID: l.ID}
+			if l.ValidFrom != nil {
+				t := fromMS(*l.ValidFrom)
+				op.ValidFrom = &t
+			}
+			if l.ValidTo != nil {
+				t := fromMS(*l.ValidTo)
+				op.ValidTo = &t
+			}
+			if len(l.Doc) > 0 {
+				if op.Doc, err = decodeStored(string(l.Doc), l.ID); err != nil {
+					return nil, err
+				}
+			}
+			if l.Hash != "" {
+				var raw string
+				err := rtx.GetContext(ctx, &raw, "SELECT doc FROM docs WHERE hash = ?", l.Hash)
+				switch {
+				case errors.Is(err, sql.ErrNoRows): // evicted
+				case err != nil:
+					return nil, dbErr("tx-log", l.ID, err)
+				default:
+					if op.Doc, err = decodeStored(raw, l.ID); err != nil {
+						return nil, err
+					}
+				}
+			}
+			lt.Ops[i] = op
+		}
+		out = append(out, lt)
+	}
+	return out, nil
+}

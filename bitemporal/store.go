@@ -1,0 +1,301 @@
+// Package bitemporal is the embedded backend of ctxstore: a bitemporal
+// document store with XTDB 1.24.5 semantics on one SQLite file
+// (modernc.org/sqlite, no cgo).
+//
+// The file holds XTDB's index shape as tables: points (entity, valid time,
+// tx id) naming a content hash or a tombstone, documents stored once per
+// content hash, a transaction table, and an index of top-level field
+// values for the portable query. One writer connection (WAL, busy timeout,
+// immediate transactions) applies transactions synchronously, so a
+// transaction is indexed when Submit returns; a pool of read-only
+// connections serves reads. Several processes may open the same file.
+package bitemporal
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+
+	"github.com/ctxstore/ctxstore/migrations"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// applicationID marks a SQLite file as a ctxstore store ("ctxs").
+const applicationID = 0x63747873
+
+// Options configure Open.
+type Options struct {
+	// Clock gives transaction times and the default valid time (nil:
+	// time.Now). Transaction times never go backwards, whatever it says.
+	Clock func() time.Time
+	// Readers is the size of the read connection pool (default 4).
+	Readers int
+	// Durable sets synchronous=FULL, so a committed transaction survives a
+	// power loss, not only a process crash (the default, NORMAL in WAL mode).
+	Durable bool
+	// BusyTimeout is how long a connection waits for another process's lock
+	// (default 10s).
+	BusyTimeout time.Duration
+}
+
+// Store is the SQLite backend. It is safe for concurrent use.
+type Store struct {
+	path   string
+	w      *sqlx.DB // the one writer connection
+	r      *sqlx.DB // read-only pool (== w for in-memory stores)
+	now    func() time.Time
+	wmu    sync.Mutex
+	closed atomic.Bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating it if needed) the store in the SQLite file at path,
+// applying any pending migrations. Path ":memory:" opens a private
+// in-memory store. A file that is not a SQLite database, a SQLite database
+// of another application, or a store written by a newer ctxstore is refused
+// with an error wrapping store.ErrInvalid; the file is left as it was.
+func Open(ctx context.Context, path string, o Options) (*Store, error) {
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Readers <= 0 {
+		o.Readers = 4
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 10 * time.Second
+	}
+	s := &Store{path: path, now: o.Clock}
+	syncMode := "NORMAL"
+	if o.Durable {
+		syncMode = "FULL"
+	}
+	pragmas := []string{
+		fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()),
+		"journal_mode(WAL)", "synchronous(" + syncMode + ")", "foreign_keys(ON)",
+	}
+	memory := path == ":memory:"
+	if memory {
+		pragmas[1] = "journal_mode(MEMORY)"
+	} else if err := checkFile(path); err != nil {
+		return nil, err
+	}
+	dsn := func(extra ...string) string {
+		q := url.Values{}
+		for _, p := range append(pragmas, extra...) {
+			q.Add("_pragma", p)
+		}
+		q.Set("_txlock", "immediate")
+		if memory {
+			return ":memory:?" + q.Encode()
+		}
+		return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	}
+	w, err := sqlx.Open("sqlite", dsn())
+	if err != nil {
+		return nil, openErr(path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	s.w = w
+	if err := s.init(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
+	if memory {
+		s.r = w
+		return s, nil
+	}
+	r, err := sqlx.Open("sqlite", dsn("query_only(1)"))
+	if err != nil {
+		w.Close()
+		return nil, openErr(path, err)
+	}
+	r.SetMaxOpenConns(o.Readers)
+	r.SetMaxIdleConns(o.Readers)
+	s.r = r
+	return s, nil
+}
+
+// checkFile refuses, before SQLite touches it, a file that is not a SQLite
+// database.
+func checkFile(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return openErr(path, err)
+	}
+	defer f.Close()
+	head := make([]byte, 16)
+	n, _ := f.Read(head)
+	if n == 0 {
+		return nil
+	}
+	if n < 16 || string(head) != "SQLite format 3\x00" {
+		return &store.Error{Op: "open", Kind: store.ErrInvalid, Msg: fmt.Sprintf("%s is not a SQLite database (corrupt or foreign file)", path)}
+	}
+	return nil
+}
+
+func openErr(path string, err error) error {
+	kind := store.ErrUnavailable
+	msg := err.Error()
+	if strings.Contains(msg, "not a database") || strings.Contains(msg, "malformed") || strings.Contains(msg, "corrupt") {
+		kind = store.ErrInvalid
+	}
+	return &store.Error{Op: "open", Kind: kind, Msg: path, Err: err}
+}
+
+// init checks the file belongs to ctxstore and migrates it.
+func (s *Store) init(ctx context.Context) error {
+	var appID int64
+	if err := s.w.GetContext(ctx, &appID, "PRAGMA application_id"); err != nil {
+		return openErr(s.path, err)
+	}
+	var tables int
+	if err := s.w.GetContext(ctx, &tables, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"); err != nil {
+		return openErr(s.path, err)
+	}
+	switch {
+	case appID == 0 && tables > 0:
+		return &store.Error{Op: "open", Kind: store.ErrInvalid, Msg: fmt.Sprintf("%s is a SQLite database of another application (it has tables but no ctxstore mark); refusing to touch it", s.path)}
+	case appID != 0 && appID != applicationID:
+		return &store.Error{Op: "open", Kind: store.ErrInvalid, Msg: fmt.Sprintf("%s belongs to another application (application_id %#x)", s.path, appID)}
+	}
+	mig, err := fs.Sub(migrations.FS, ".")
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, s.w.DB, mig)
+	if err != nil {
+		return &store.Error{Op: "open", Kind: store.ErrUnavailable, Msg: "loading migrations", Err: err}
+	}
+	if tables > 0 {
+		cur, err := p.GetDBVersion(ctx)
+		if err != nil {
+			return openErr(s.path, err)
+		}
+		srcs := p.ListSources()
+		if latest := srcs[len(srcs)-1].Version; cur > latest {
+			return &store.Error{Op: "open", Kind: store.ErrInvalid, Msg: fmt.Sprintf("%s has schema version %d, newer than this ctxstore knows (%d); upgrade ctxstore", s.path, cur, latest)}
+		}
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return &store.Error{Op: "open", Kind: store.ErrUnavailable, Msg: "migrating " + s.path, Err: err}
+	}
+	if appID == 0 {
+		if _, err := s.w.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", applicationID)); err != nil {
+			return openErr(s.path, err)
+		}
+	}
+	return nil
+}
+
+// Close implements store.Store. It runs PRAGMA optimize and closes every
+// connection.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	_, _ = s.w.Exec("PRAGMA optimize")
+	var errs []error
+	if s.r != s.w {
+		errs = append(errs, s.r.Close())
+	}
+	errs = append(errs, s.w.Close())
+	return errors.Join(errs...)
+}
+
+func (s *Store) check(op string) error {
+	if s.closed.Load() {
+		return store.Errorf(op, store.ErrUnavailable, "", "store is closed")
+	}
+	return nil
+}
+
+// dbErr wraps a database error met while doing op.
+func dbErr(op, id string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *store.Error
+	if errors.As(err, &se) {
+		return err
+	}
+	kind := store.ErrUnavailable
+	if errors.Is(err, sql.ErrNoRows) {
+		kind = store.ErrNotFound
+	} else if m := err.Error(); strings.Contains(m, "malformed") || strings.Contains(m, "not a database") {
+		kind = store.ErrInvalid
+	}
+	return &store.Error{Op: op, Kind: kind, ID: id, Err: err}
+}
+
+// Status implements store.Store.
+func (s *Store) Status(ctx context.Context) (store.Status, error) {
+	if err := s.check("status"); err != nil {
+		return store.Status{}, err
+	}
+	st := store.Status{Backend: "sqlite", Version: "1", Location: s.path}
+	last, err := s.latest(ctx, s.r)
+	if err != nil {
+		return st, dbErr("status", "", err)
+	}
+	if last != nil {
+		st.LatestCompleted, st.LatestSubmitted = last, last
+	}
+	var n struct {
+		Entities int64 `db:"entities"`
+		Docs     int64 `db:"docs"`
+		Points   int64 `db:"points"`
+	}
+	err = s.r.GetContext(ctx, &n, `SELECT (SELECT count(DISTINCT eid) FROM points) AS entities,
+		(SELECT count(*) FROM docs) AS docs, (SELECT count(*) FROM points) AS points`)
+	if err != nil {
+		return st, dbErr("status", "", err)
+	}
+	st.Detail = map[string]int64{"entities": n.Entities, "documents": n.Docs, "points": n.Points}
+	return st, nil
+}
+
+type queryer interface {
+	sqlx.QueryerContext
+	GetContext(ctx context.Context, dest any, query string, args ...any) error
+	SelectContext(ctx context.Context, dest any, query string, args ...any) error
+}
+
+// latest returns the latest transaction, nil if there is none.
+func (s *Store) latest(ctx context.Context, q queryer) (*store.Tx, error) {
+	var row struct {
+		ID   int64 `db:"tx_id"`
+		Time int64 `db:"tx_time"`
+	}
+	err := q.GetContext(ctx, &row, "SELECT tx_id, tx_time FROM txs ORDER BY tx_id DESC LIMIT 1")
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &store.Tx{ID: row.ID, Time: fromMS(row.Time)}, nil
+}
+
+func ms(t time.Time) int64     { return t.UnixMilli() }
+func fromMS(m int64) time.Time { return time.UnixMilli(m).UTC() }

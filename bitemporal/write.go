@@ -1,0 +1,409 @@
+package bitemporal
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// prepared is one op made ready for the database outside the write lock.
+type prepared struct {
+	op     store.Op
+	hash   string // content hash of op.Doc ("" for none)
+	canon  string // canonical JSON of op.Doc
+	fields []fieldRow
+}
+
+type fieldRow struct {
+	field, kind string
+	value       any
+}
+
+// loggedOp is how an op is kept in the txs table: its document by hash.
+type loggedOp struct {
+	Kind      store.OpKind `json:"op"`
+	ID        string       `json:"id"`
+	Hash      string       `json:"hash,omitempty"`
+	// Doc holds a match op's expected document inline (put documents are
+	// referenced by Hash).
+	Doc       json.RawMessage `json:"doc,omitempty"`
+	ValidFrom *int64       `json:"vf,omitempty"`
+	ValidTo   *int64       `json:"vt,omitempty"`
+}
+
+func prepare(ops []store.Op) ([]prepared, []loggedOp, error) {
+	out := make([]prepared, len(ops))
+	logged := make([]loggedOp, len(ops))
+	for i, op := range ops {
+		p := prepared{op: op}
+		if op.Doc != nil {
+			c, err := store.Canonical(op.Doc)
+			if err != nil {
+				return nil, nil, &store.Error{Op: "submit", Kind: store.ErrInvalid, OpIndex: i + 1, ID: op.ID, Field: "doc", Err: err}
+			}
+			sum := sha256.Sum256(c)
+			p.hash, p.canon = hex.EncodeToString(sum[:]), string(c)
+			if op.Kind == store.OpPut {
+				p.fields = fieldRows(op.Doc)
+			}
+		}
+		out[i] = p
+		logged[i] = loggedOp{Kind: op.Kind, ID: op.ID, ValidFrom: optMS(op.ValidFrom), ValidTo: optMS(op.ValidTo)}
+		if op.Kind == store.OpMatch {
+			logged[i].Doc = json.RawMessage(p.canon)
+		} else {
+			logged[i].Hash = p.hash
+		}
+	}
+	return out, logged, nil
+}
+
+func optMS(t *time.Time) *int64 {
+	if t == nil {
+		return nil
+	}
+	m := ms(*t)
+	return &m
+}
+
+// fieldRows indexes the top-level scalar values of doc, array elements one
+// row each (the portable query's element-wise semantics).
+func fieldRows(doc store.Doc) []fieldRow {
+	var rows []fieldRow
+	add := func(k string, v any) {
+		switch x := v.(type) {
+		case string:
+			rows = append(rows, fieldRow{k, "s", x})
+		case bool:
+			b := 0
+			if x {
+				b = 1
+			}
+			rows = append(rows, fieldRow{k, "b", b})
+		case json.Number:
+			if f, err := x.Float64(); err == nil {
+				rows = append(rows, fieldRow{k, "n", f})
+			}
+		case float64:
+			rows = append(rows, fieldRow{k, "n", x})
+		case int:
+			rows = append(rows, fieldRow{k, "n", float64(x)})
+		case int64:
+			rows = append(rows, fieldRow{k, "n", float64(x)})
+		}
+	}
+	for k, v := range doc {
+		if arr, ok := v.([]any); ok {
+			for _, e := range arr {
+				add(k, e)
+			}
+			continue
+		}
+		if arr, ok := v.([]string); ok {
+			for _, e := range arr {
+				add(k, e)
+			}
+			continue
+		}
+		add(k, v)
+	}
+	return rows
+}
+
+// Submit implements store.Store. The transaction is applied and indexed
+// before Submit returns; a failed match records it as aborted.
+func (s *Store) Submit(ctx context.Context, ops []store.Op) (store.Tx, error) {
+	if err := s.check("submit"); err != nil {
+		return store.Tx{}, err
+	}
+	ops, err := store.Normalize(ops)
+	if err != nil {
+		return store.Tx{}, err
+	}
+	prep, logged, err := prepare(ops)
+	if err != nil {
+		return store.Tx{}, err
+	}
+	opsJSON, err := json.Marshal(logged)
+	if err != nil {
+		return store.Tx{}, err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.submitLocked(ctx, prep, string(opsJSON), nil)
+}
+
+// SubmitAt is Submit with a given transaction time, for imports that keep
+// the original times. txTime must not be before the latest transaction's
+// time (ErrInvalid otherwise).
+func (s *Store) SubmitAt(ctx context.Context, ops []store.Op, txTime time.Time) (store.Tx, error) {
+	if err := s.check("submit"); err != nil {
+		return store.Tx{}, err
+	}
+	ops, err := store.Normalize(ops)
+	if err != nil {
+		return store.Tx{}, err
+	}
+	prep, logged, err := prepare(ops)
+	if err != nil {
+		return store.Tx{}, err
+	}
+	opsJSON, err := json.Marshal(logged)
+	if err != nil {
+		return store.Tx{}, err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	t := store.MS(txTime)
+	return s.submitLocked(ctx, prep, string(opsJSON), &t)
+}
+
+func (s *Store) submitLocked(ctx context.Context, prep []prepared, opsJSON string, at *time.Time) (store.Tx, error) {
+	tx, err := s.w.BeginTxx(ctx, nil)
+	if err != nil {
+		return store.Tx{}, dbErr("submit", "", err)
+	}
+	defer tx.Rollback()
+	last, err := s.latest(ctx, tx)
+	if err != nil {
+		return store.Tx{}, dbErr("submit", "", err)
+	}
+	receipt := store.Tx{ID: 0, Time: store.MS(s.now())}
+	if at != nil {
+		receipt.Time = *at
+	}
+	if last != nil {
+		receipt.ID = last.ID + 1
+		if receipt.Time.Before(last.Time) {
+			if at != nil {
+				return store.Tx{}, store.Errorf("submit", store.ErrInvalid, "", fmt.Sprintf("tx time %s is before the latest transaction's (%s)", store.FormatTime(*at), store.FormatTime(last.Time)))
+			}
+			receipt.Time = last.Time
+		}
+	}
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT ops"); err != nil {
+		return store.Tx{}, dbErr("submit", "", err)
+	}
+	a := applier{ctx: ctx, tx: tx, txID: receipt.ID, tt: ms(receipt.Time)}
+	committed := true
+	for i, p := range prep {
+		ok, err := a.apply(p)
+		if err != nil {
+			return store.Tx{}, dbErr("submit", p.op.ID, fmt.Errorf("op %d (%s): %w", i+1, p.op.Kind, err))
+		}
+		if !ok {
+			committed = false
+			break
+		}
+	}
+	if !committed {
+		if _, err := tx.ExecContext(ctx, "ROLLBACK TO ops"); err != nil {
+			return store.Tx{}, dbErr("submit", "", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, "RELEASE ops"); err != nil {
+		return store.Tx{}, dbErr("submit", "", err)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO txs (tx_id, tx_time, committed, ops) VALUES (?, ?, ?, ?)",
+		receipt.ID, ms(receipt.Time), committed, opsJSON); err != nil {
+		return store.Tx{}, dbErr("submit", "", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return store.Tx{}, dbErr("submit", "", err)
+	}
+	return receipt, nil
+}
+
+// applier applies the ops of one transaction inside its SQL transaction.
+type applier struct {
+	ctx  context.Context
+	tx   *sqlx.Tx
+	txID int64
+	tt   int64
+}
+
+type pointRow struct {
+	VT   int64   `db:"vt"`
+	TxID int64   `db:"tx_id"`
+	TT   int64   `db:"tx_time"`
+	Hash *string `db:"hash"`
+}
+
+func (p pointRow) same(q pointRow) bool {
+	return p.TxID == q.TxID && p.TT == q.TT && str(p.Hash) == str(q.Hash)
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// apply applies one op; false means a match failed and the tx aborts.
+func (a *applier) apply(p prepared) (bool, error) {
+	op := p.op
+	switch op.Kind {
+	case store.OpPut, store.OpDelete:
+		var hash *string
+		if op.Kind == store.OpPut {
+			hash = &p.hash
+			if err := a.putDoc(p); err != nil {
+				return false, err
+			}
+		}
+		start := a.tt
+		if op.ValidFrom != nil {
+			start = ms(*op.ValidFrom)
+		}
+		if op.ValidTo == nil {
+			return true, a.writeOpen(op.ID, start, hash)
+		}
+		return true, a.writeRange(op.ID, start, ms(*op.ValidTo), hash)
+	case store.OpMatch:
+		at := a.tt
+		if op.ValidFrom != nil {
+			at = ms(*op.ValidFrom)
+		}
+		cur, err := visiblePoint(a.ctx, a.tx, op.ID, at, a.txID)
+		if err != nil {
+			return false, err
+		}
+		have := ""
+		if cur != nil {
+			have = str(cur.Hash)
+		}
+		return have == p.hash, nil
+	case store.OpEvict:
+		for _, q := range []string{
+			"DELETE FROM points WHERE eid = ?",
+			"DELETE FROM fields WHERE hash IN (SELECT hash FROM docs WHERE eid = ?)",
+			"DELETE FROM docs WHERE eid = ?",
+		} {
+			if _, err := a.tx.ExecContext(a.ctx, q, op.ID); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("unknown op %q", op.Kind)
+}
+
+func (a *applier) putDoc(p prepared) error {
+	res, err := a.tx.ExecContext(a.ctx, "INSERT OR IGNORE INTO docs (hash, eid, doc) VALUES (?, ?, ?)", p.hash, p.op.ID, p.canon)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil // stored already, with its fields
+	}
+	for _, f := range p.fields {
+		if _, err := a.tx.ExecContext(a.ctx, "INSERT INTO fields (field, kind, value, hash) VALUES (?, ?, ?, ?)", f.field, f.kind, f.value, p.hash); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *applier) point(eid string, vt, txID, tt int64, hash *string) error {
+	_, err := a.tx.ExecContext(a.ctx, "INSERT OR REPLACE INTO points (eid, vt, tx_id, tx_time, hash) VALUES (?, ?, ?, ?, ?)", eid, vt, txID, tt, hash)
+	return err
+}
+
+// writeOpen writes from start until the next different version: at start,
+// and at every later point that continues the version visible at start
+// (same tx and content; a tombstone has no continuation).
+func (a *applier) writeOpen(eid string, start int64, hash *string) error {
+	vts := []int64{start}
+	vis, err := visiblePoint(a.ctx, a.tx, eid, start, a.txID)
+	if err != nil {
+		return err
+	}
+	if vis != nil && vis.Hash != nil {
+		rows, err := a.tx.QueryxContext(a.ctx, "SELECT vt, tx_id, tx_time, hash FROM points WHERE eid = ? AND vt > ? ORDER BY vt, tx_id DESC", eid, start)
+		if err != nil {
+			return err
+		}
+		lastVT := int64(-1 << 63)
+		for rows.Next() {
+			var r pointRow
+			if err := rows.StructScan(&r); err != nil {
+				rows.Close()
+				return err
+			}
+			if r.VT == lastVT {
+				continue // not the winner at this valid time
+			}
+			lastVT = r.VT
+			if !r.same(*vis) {
+				break
+			}
+			vts = append(vts, r.VT)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+	}
+	for _, vt := range vts {
+		if err := a.point(eid, vt, a.txID, a.tt, hash); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeRange writes [start, end): at start and every winning point strictly
+// inside, then restores at end the version that was visible there (keeping
+// its tx), or a tombstone if there was none.
+func (a *applier) writeRange(eid string, start, end int64, hash *string) error {
+	if start == end {
+		return nil
+	}
+	rows, err := a.tx.QueryxContext(a.ctx, "SELECT vt, tx_id, tx_time, hash FROM points WHERE eid = ? AND vt <= ? ORDER BY vt DESC, tx_id DESC", eid, end)
+	if err != nil {
+		return err
+	}
+	vts := []int64{start}
+	var restore *pointRow
+	lastVT := int64(1<<63 - 1)
+	for rows.Next() {
+		var r pointRow
+		if err := rows.StructScan(&r); err != nil {
+			rows.Close()
+			return err
+		}
+		if r.VT == lastVT {
+			continue
+		}
+		lastVT = r.VT
+		if restore == nil {
+			rr := r
+			restore = &rr
+		}
+		if r.VT <= start {
+			break
+		}
+		if r.VT != end {
+			vts = append(vts, r.VT)
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for _, vt := range vts {
+		if err := a.point(eid, vt, a.txID, a.tt, hash); err != nil {
+			return err
+		}
+	}
+	if restore != nil {
+		return a.point(eid, end, restore.TxID, restore.TT, restore.Hash)
+	}
+	return a.point(eid, end, a.txID, a.tt, nil)
+}

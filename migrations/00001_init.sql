@@ -1,0 +1,56 @@
+-- The bitemporal index of XTDB 1.x, as tables. Times are milliseconds since
+-- the Unix epoch (UTC). See docs/architecture.md.
+
+-- +goose Up
+CREATE TABLE ctxstore_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- One row per transaction, committed or aborted. ops is the JSON of the ops
+-- as submitted, with documents replaced by their content hash.
+CREATE TABLE txs (
+    tx_id     INTEGER PRIMARY KEY,
+    tx_time   INTEGER NOT NULL,
+    committed INTEGER NOT NULL,
+    ops       TEXT NOT NULL
+);
+CREATE INDEX txs_time ON txs (tx_time, tx_id);
+
+-- Documents, once per content hash (SHA-256 of RFC 8785 canonical JSON).
+CREATE TABLE docs (
+    hash TEXT PRIMARY KEY,
+    eid  TEXT NOT NULL,
+    doc  TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX docs_eid ON docs (eid);
+
+-- Points: (entity, valid time, tx) naming a document hash; NULL hash is a
+-- tombstone. tx_time is the writing transaction's time, or, for a version
+-- restored at the end of a range, the original one's.
+CREATE TABLE points (
+    eid     TEXT NOT NULL,
+    vt      INTEGER NOT NULL,
+    tx_id   INTEGER NOT NULL,
+    tx_time INTEGER NOT NULL,
+    hash    TEXT,
+    PRIMARY KEY (eid, vt, tx_id)
+) WITHOUT ROWID;
+
+-- Top-level scalar field values of each document (array elements one row
+-- each), for the portable query. kind: 's' string, 'n' number, 'b' boolean.
+CREATE TABLE fields (
+    field TEXT NOT NULL,
+    kind  TEXT NOT NULL,
+    value ANY,
+    hash  TEXT NOT NULL
+);
+CREATE INDEX fields_fkv ON fields (field, kind, value);
+CREATE INDEX fields_hash ON fields (hash);
+
+-- +goose Down
+DROP TABLE fields;
+DROP TABLE points;
+DROP TABLE docs;
+DROP TABLE txs;
+DROP TABLE ctxstore_meta;
