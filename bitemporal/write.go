@@ -28,14 +28,14 @@ type fieldRow struct {
 
 // loggedOp is how an op is kept in the txs table: its document by hash.
 type loggedOp struct {
-	Kind      store.OpKind `json:"op"`
-	ID        string       `json:"id"`
-	Hash      string       `json:"hash,omitempty"`
+	Kind store.OpKind `json:"op"`
+	ID   string       `json:"id"`
+	Hash string       `json:"hash,omitempty"`
 	// Doc holds a match op's expected document inline (put documents are
 	// referenced by Hash).
 	Doc       json.RawMessage `json:"doc,omitempty"`
-	ValidFrom *int64       `json:"vf,omitempty"`
-	ValidTo   *int64       `json:"vt,omitempty"`
+	ValidFrom *int64          `json:"vf,omitempty"`
+	ValidTo   *int64          `json:"vt,omitempty"`
 }
 
 func prepare(ops []store.Op) ([]prepared, []loggedOp, error) {

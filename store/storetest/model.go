@@ -49,8 +49,8 @@ func NewModel(clock func() time.Time) *Model {
 	return &Model{now: clock, points: map[string][]point{}, docs: map[string]store.Doc{}, evicted: map[string]int64{}}
 }
 
-func ms(t time.Time) int64      { return t.UnixMilli() }
-func fromMS(m int64) time.Time  { return time.UnixMilli(m).UTC() }
+func ms(t time.Time) int64     { return t.UnixMilli() }
+func fromMS(m int64) time.Time { return time.UnixMilli(m).UTC() }
 func modelHash(d store.Doc) string {
 	c, err := store.Canonical(d)
 	if err != nil {
