@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -76,11 +77,21 @@ func Normalize(ops []Op) ([]Op, error) {
 		return nil, &Error{Op: "submit", Kind: ErrInvalid, Msg: "a transaction needs at least one op"}
 	}
 	out := make([]Op, len(ops))
+	evicted := map[string]int{}
 	for i, op := range ops {
 		n, err := normalizeOp(op)
 		if err != nil {
 			err.OpIndex = i + 1
 			return nil, err
+		}
+		if at, ok := evicted[n.ID]; ok {
+			// XTDB 1.x loses such ops (its issue 1337); refuse them on
+			// every backend rather than diverge.
+			return nil, &Error{Op: "submit", Kind: ErrInvalid, OpIndex: i + 1, ID: n.ID, Field: "op",
+				Msg: fmt.Sprintf("%s after evict (op %d) of the same entity in one transaction; submit it in a later transaction", n.Kind, at)}
+		}
+		if n.Kind == OpEvict {
+			evicted[n.ID] = i + 1
 		}
 		out[i] = n
 	}
@@ -154,6 +165,9 @@ func normalizeOp(op Op) (Op, *Error) {
 	return op, nil
 }
 
+// maxSafeInt is the largest integer every JSON consumer holds exactly.
+const maxSafeInt = 1 << 53
+
 // DocID returns doc's id, or an error if it has none or it is not a
 // non-empty string.
 func DocID(doc Doc) (string, error) {
@@ -197,6 +211,9 @@ func validateValue(path string, v any) error {
 		f, err := x.Float64()
 		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 			return fmt.Errorf("field %q: number %s is not a finite 64-bit number", path, x)
+		}
+		if math.Abs(f) > maxSafeInt && !strings.ContainsAny(string(x), ".eE") {
+			return fmt.Errorf("field %q: integer %s is beyond 2^53 and would lose precision; store it as a string", path, x)
 		}
 	case float64:
 		if math.IsInf(x, 0) || math.IsNaN(x) {

@@ -45,6 +45,9 @@ func (m *Model) resolve(op string, b store.Basis) (int64, int64, error) {
 func (m *Model) AwaitTx(ctx context.Context, txID int64, timeout time.Duration) (store.Tx, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return store.Tx{}, store.Errorf("await", store.ErrUnavailable, "", "store is closed")
+	}
 	if txID >= int64(len(m.txs)) || txID < 0 {
 		return store.Tx{}, store.Errorf("await", store.ErrUnavailable, "", "transaction not submitted")
 	}
@@ -55,6 +58,9 @@ func (m *Model) AwaitTx(ctx context.Context, txID int64, timeout time.Duration) 
 func (m *Model) TxCommitted(ctx context.Context, txID int64) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return false, store.Errorf("tx-committed", store.ErrUnavailable, "", "store is closed")
+	}
 	if txID < 0 || txID >= int64(len(m.txs)) {
 		return false, store.Errorf("tx-committed", store.ErrNotFound, "", "no such transaction")
 	}
@@ -193,6 +199,9 @@ func (m *Model) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 func (m *Model) TxLog(ctx context.Context, after int64, limit int) ([]store.LoggedTx, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return nil, store.Errorf("tx-log", store.ErrUnavailable, "", "store is closed")
+	}
 	var out []store.LoggedTx
 	for _, t := range m.txs {
 		if t.ID <= after || !t.committed {
@@ -216,6 +225,9 @@ func (m *Model) TxLog(ctx context.Context, after int64, limit int) ([]store.Logg
 func (m *Model) Status(ctx context.Context) (store.Status, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return store.Status{}, store.Errorf("status", store.ErrUnavailable, "", "store is closed")
+	}
 	st := store.Status{Backend: "model", Version: "1"}
 	if n := len(m.txs); n > 0 {
 		t := m.txs[n-1].Tx

@@ -1,0 +1,79 @@
+package bitemporal_test
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctxstore/ctxstore/bitemporal"
+	"github.com/ctxstore/ctxstore/store"
+	"github.com/ctxstore/ctxstore/store/storetest"
+)
+
+// frozenClock is a clock tests can freeze.
+type frozenClock struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (c *frozenClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at.IsZero() {
+		return time.Now()
+	}
+	return c.at
+}
+
+func (c *frozenClock) set(t time.Time) {
+	c.mu.Lock()
+	c.at = t
+	c.mu.Unlock()
+}
+
+func openTemp(t *testing.T, clock func() time.Time) *bitemporal.Store {
+	t.Helper()
+	s, err := bitemporal.Open(context.Background(), filepath.Join(t.TempDir(), "store.db"), bitemporal.Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	clock := &frozenClock{}
+	storetest.Run(t, storetest.Harness{
+		Name:     "sqlite",
+		New:      func(t *testing.T) store.Store { return openTemp(t, clock.now) },
+		SetClock: clock.set,
+	})
+}
+
+func TestConformanceInMemory(t *testing.T) {
+	storetest.Run(t, storetest.Harness{
+		Name: "sqlite-memory",
+		New: func(t *testing.T) store.Store {
+			s, err := bitemporal.Open(context.Background(), ":memory:", bitemporal.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+	})
+}
+
+// TestDifferentialAgainstModel runs the randomized differential test of the
+// SQLite backend against the naive executable model.
+func TestDifferentialAgainstModel(t *testing.T) {
+	cfg := storetest.DiffConfig{Seed: 20261122, Txs: 300, Entities: 40, BasisPoints: 2000}
+	if testing.Short() {
+		cfg.Txs, cfg.BasisPoints = 150, 800
+	}
+	storetest.Differential(t, func(t *testing.T) (store.Store, store.Store) {
+		return storetest.NewModel(nil), openTemp(t, nil)
+	}, cfg)
+}

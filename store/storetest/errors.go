@@ -1,0 +1,137 @@
+package storetest
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/ctxstore/ctxstore/store"
+)
+
+func errorCases() []testCase {
+	return []testCase{
+		{"invalid-ops-write-nothing", testInvalidOps},
+		{"not-found", testNotFound},
+		{"calls-after-close", testAfterClose},
+	}
+}
+
+// testInvalidOps: every invalid op makes Submit fail with ErrInvalid, with
+// a message naming the op's index and the field (and id) at fault, and
+// nothing of the transaction is written.
+func testInvalidOps(e *env) {
+	id := e.id("bad")
+	marker := e.submit(store.PutAt(e.doc("marker"), inst("2019-01-01")))
+	y2019, y2020 := inst("2019-01-01"), inst("2020-01-01")
+	for _, c := range []struct {
+		name string
+		op   store.Op
+		want []string // substrings of the message
+	}{
+		{"put without a document", store.Op{Kind: store.OpPut, ID: id}, []string{`"doc"`, id}},
+		{"document without an id", store.Op{Kind: store.OpPut, Doc: store.Doc{"a": 1}}, []string{`"xt/id"`}},
+		{"non-string id", store.Op{Kind: store.OpPut, Doc: store.Doc{store.IDKey: 5}}, []string{`"xt/id"`}},
+		{"empty id", store.Op{Kind: store.OpPut, Doc: store.Doc{store.IDKey: ""}}, []string{`"xt/id"`}},
+		{"op id differs from the document's", store.Op{Kind: store.OpPut, ID: id + "x", Doc: e.doc("bad")}, []string{`"xt/id"`}},
+		{"delete without an id", store.Op{Kind: store.OpDelete}, []string{`"id"`}},
+		{"evict without an id", store.Op{Kind: store.OpEvict}, []string{`"id"`}},
+		{"match without an id", store.Op{Kind: store.OpMatch, Doc: e.doc("bad")}, []string{`"id"`}},
+		{"match document of another id", store.Match(id, e.doc("other")), []string{`"xt/id"`, id}},
+		{"put end before start", store.PutRange(e.doc("bad"), y2020, y2019), []string{`"valid_to"`, id}},
+		{"delete end before start", store.DeleteRange(id, y2020, &y2019), []string{`"valid_to"`, id}},
+		{"end without a start", store.Op{Kind: store.OpDelete, ID: id, ValidTo: &y2020}, []string{`"valid_from"`, id}},
+		{"match with an end", store.Op{Kind: store.OpMatch, ID: id, ValidFrom: &y2019, ValidTo: &y2020}, []string{`"valid_to"`, id}},
+		{"evict with a start", store.Op{Kind: store.OpEvict, ID: id, ValidFrom: &y2019}, []string{`"valid_from"`, id}},
+		{"evict with a range", store.Op{Kind: store.OpEvict, ID: id, ValidFrom: &y2019, ValidTo: &y2020}, []string{"evict", id}},
+		{"unknown op kind", store.Op{Kind: "upsert", ID: id}, []string{"upsert", id}},
+		{"delete with a document", store.Op{Kind: store.OpDelete, ID: id, Doc: e.doc("bad")}, []string{`"doc"`, id}},
+		{"document with an empty key", store.Put(e.doc("bad", "", 1)), []string{id}},
+	} {
+		ops := []store.Op{store.PutAt(e.doc("good", "case", c.name), inst("2019-01-01")), c.op}
+		_, err := e.s.Submit(e.ctx, ops)
+		if !errors.Is(err, store.ErrInvalid) {
+			e.t.Errorf("%s: Submit = %v, want an error wrapping ErrInvalid", c.name, err)
+			continue
+		}
+		for _, w := range append([]string{"op 2"}, c.want...) {
+			if !strings.Contains(err.Error(), w) {
+				e.t.Errorf("%s: error %q does not name %s", c.name, err, w)
+			}
+		}
+	}
+	e.wantEntity(e.id("good"), allVT, nil)
+	e.wantEntity(id, allVT, nil)
+	// Nothing was logged: no tx between two markers mentions the case's ids.
+	marker2 := e.submit(store.PutAt(e.doc("marker"), inst("2019-01-02")))
+	log, err := e.s.TxLog(e.ctx, marker.ID, 0)
+	if err != nil {
+		e.t.Fatalf("TxLog: %v", err)
+	}
+	for _, l := range log {
+		if l.ID >= marker2.ID {
+			break
+		}
+		for _, op := range l.Ops {
+			if strings.HasPrefix(op.ID, e.pfx) {
+				e.t.Errorf("tx %d was logged from an invalid submission: %s", l.ID, showOps(l.Ops))
+			}
+		}
+	}
+}
+
+// testNotFound: reads of an id that never existed give ErrNotFound naming
+// it (history gives no rows), as does TxCommitted of an unknown tx.
+func testNotFound(e *env) {
+	tx := e.submit(store.PutAt(e.doc("known"), inst("2019-01-01")))
+	id := e.id("never")
+	for _, b := range []store.Basis{{}, allVT, store.AtTx(tx.ID, inst("2019-06-01"))} {
+		_, err := e.s.Entity(e.ctx, id, b)
+		e.wantErr("Entity of an unknown id", err, store.ErrNotFound)
+		if err != nil && !strings.Contains(err.Error(), id) {
+			e.t.Errorf("Entity error %q does not name the id %q", err, id)
+		}
+		_, err = e.s.EntityTx(e.ctx, id, b)
+		e.wantErr("EntityTx of an unknown id", err, store.ErrNotFound)
+		if err != nil && !strings.Contains(err.Error(), id) {
+			e.t.Errorf("EntityTx error %q does not name the id %q", err, id)
+		}
+	}
+	// Known, but not yet valid.
+	_, err := e.s.Entity(e.ctx, e.id("known"), store.Basis{ValidTime: inst("2018-01-01")})
+	e.wantErr("Entity before its valid time", err, store.ErrNotFound)
+	_, err = e.s.TxCommitted(e.ctx, tx.ID+1_000_000)
+	e.wantErr("TxCommitted of an unknown tx", err, store.ErrNotFound)
+}
+
+// testAfterClose: every call after Close fails with ErrUnavailable.
+func testAfterClose(e *env) {
+	tx := e.submit(store.PutAt(e.doc("x"), inst("2019-01-01")))
+	if err := e.s.Close(); err != nil {
+		e.t.Fatalf("Close: %v", err)
+	}
+	id := e.id("x")
+	b := store.AtTx(tx.ID, inst("2019-06-01"))
+	calls := map[string]func() error{
+		"Submit": func() error { _, err := e.s.Submit(e.ctx, []store.Op{store.Put(e.doc("y"))}); return err },
+		"AwaitTx": func() error {
+			_, err := e.s.AwaitTx(e.ctx, tx.ID, time.Second)
+			return err
+		},
+		"TxCommitted": func() error { _, err := e.s.TxCommitted(e.ctx, tx.ID); return err },
+		"Entity":      func() error { _, err := e.s.Entity(e.ctx, id, b); return err },
+		"EntityTx":    func() error { _, err := e.s.EntityTx(e.ctx, id, b); return err },
+		"History": func() error {
+			_, err := e.s.History(e.ctx, id, store.HistoryOptions{Order: store.Asc, Basis: b})
+			return err
+		},
+		"Query": func() error {
+			_, err := e.s.Query(e.ctx, store.Query{Where: []store.Pred{store.Where(store.IDKey, id)}, Basis: b})
+			return err
+		},
+		"TxLog":  func() error { _, err := e.s.TxLog(e.ctx, tx.ID-1, 0); return err },
+		"Status": func() error { _, err := e.s.Status(e.ctx); return err },
+	}
+	for name, call := range calls {
+		e.wantErr(name+" after Close", call(), store.ErrUnavailable)
+	}
+}

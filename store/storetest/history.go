@@ -1,0 +1,185 @@
+package storetest
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ctxstore/ctxstore/store"
+)
+
+func historyCases() []testCase {
+	return []testCase{
+		{"test-entity-history-seq-corner-cases", testHistoryCornerCases},
+		{"test-history-api", testHistoryAPI},
+		{"history-bounds-clipped-by-basis", testHistoryClippedByBasis},
+		{"history-of-unknown-entity", testHistoryUnknown},
+	}
+}
+
+// boundedHistory is one history read of a table: order, corrections, and
+// bounds ("" and -1 mean unbounded; tx bounds are receipt indexes).
+type boundedHistory struct {
+	name         string
+	order        store.SortOrder
+	corrections  bool
+	startVT      string
+	endVT        string
+	startTx      int
+	endTx        int
+	want         []int // indexes into the case's expected points
+	withBasisTx  int   // basis tx as a receipt index; -1: latest
+	withBasisVT  string
+	beforeAnyTx  bool // basis tx time just before the case's first tx
+	reverseWants bool // also check the opposite order with want reversed
+}
+
+func (e *env) readBounded(id string, txs []store.Tx, h boundedHistory, order store.SortOrder) []store.HistoryEntry {
+	o := store.HistoryOptions{Order: order, WithCorrections: h.corrections, WithDocs: true, Basis: allVT}
+	if h.startVT != "" {
+		o.StartValidTime = instPtr(h.startVT)
+	}
+	if h.endVT != "" {
+		o.EndValidTime = instPtr(h.endVT)
+	}
+	if h.startTx >= 0 {
+		o.StartTxID = &txs[h.startTx].ID
+	}
+	if h.endTx >= 0 {
+		o.EndTxID = &txs[h.endTx].ID
+	}
+	if h.withBasisVT != "" {
+		o.Basis.ValidTime = inst(h.withBasisVT)
+	}
+	if h.withBasisTx >= 0 {
+		o.Basis.TxID = &txs[h.withBasisTx].ID
+	}
+	if h.beforeAnyTx {
+		o.Basis.TxTime = ptr(txs[0].Time.Add(-time.Millisecond))
+	}
+	return e.hist(id, o)
+}
+
+// runBounded checks every read of table against the expected points.
+func (e *env) runBounded(id string, txs []store.Tx, points []hrow, table []boundedHistory) {
+	e.t.Helper()
+	for _, h := range table {
+		want := make([]hrow, len(h.want))
+		for i, k := range h.want {
+			want[i] = points[k]
+		}
+		e.checkRows(h.name, txs, e.readBounded(id, txs, h, h.order), want, true)
+		if h.reverseWants {
+			rev := slices.Clone(want)
+			slices.Reverse(rev)
+			other := store.Desc
+			if h.order == store.Desc {
+				other = store.Asc
+			}
+			e.checkRows(fmt.Sprintf("%s (%s)", h.name, other), txs, e.readBounded(id, txs, h, other), rev, true)
+		}
+	}
+}
+
+// testHistoryCornerCases ports tx_test.clj
+// test-entity-history-seq-corner-cases: start bounds are inclusive, end
+// bounds exclusive, in both orders.
+func testHistoryCornerCases(e *env) {
+	id := e.id("ivan")
+	ivan1, ivan2 := e.doc("ivan", "value", 1), e.doc("ivan", "value", 2)
+	t1, t2 := "2020-05-01", "2020-05-02"
+	txs := []store.Tx{
+		e.submit(store.PutAt(ivan1, inst(t1))),
+		e.submit(store.PutAt(ivan2, inst(t1)), store.PutAt(ivan2, inst(t2))),
+	}
+	points := []hrow{{t1, 0, ivan1}, {t1, 1, ivan2}, {t2, 1, ivan2}} // v1-t1, v1-t2, v2-t2
+	const none = -1
+	e.runBounded(id, txs, points, []boundedHistory{
+		{name: "start inclusive: desc from (t2, tx#1)", order: store.Desc, startVT: t2, startTx: 1, endTx: none, withBasisTx: none, want: []int{2, 1}},
+		{name: "start inclusive: desc from t1", order: store.Desc, startVT: t1, startTx: none, endTx: none, withBasisTx: none, want: []int{1}},
+		{name: "start inclusive: asc from tx#1", order: store.Asc, startTx: 1, endTx: none, withBasisTx: none, want: []int{1, 2}},
+		{name: "start inclusive: asc from (t1, tx#0) with corrections", order: store.Asc, corrections: true, startVT: t1, startTx: 0, endTx: none, withBasisTx: none, want: []int{0, 1, 2}},
+		{name: "end exclusive: desc (t2, tx#1) to (t1, tx#0)", order: store.Desc, startVT: t2, startTx: 1, endVT: t1, endTx: 0, withBasisTx: none, want: []int{2}},
+		{name: "end exclusive: desc to t2", order: store.Desc, endVT: t2, startTx: none, endTx: none, withBasisTx: none, want: nil},
+		{name: "end exclusive: asc to tx#1", order: store.Asc, startTx: none, endTx: 1, withBasisTx: none, want: []int{0}},
+		{name: "end exclusive: asc from t1 to tx#0", order: store.Asc, startVT: t1, startTx: none, endTx: 0, withBasisTx: none, want: nil},
+	})
+}
+
+// testHistoryAPI ports api_test.clj test-history-api: history with and
+// without corrections, limited by the basis (valid time and tx).
+func testHistoryAPI(e *env) {
+	id := e.id("ivan")
+	ivan := func(kv ...any) store.Doc { return e.doc("ivan", append([]any{"name", "Ivan"}, kv...)...) }
+	v1, v2, v3 := ivan("version", 1), ivan("version", 2), ivan("version", 3)
+	v2c := ivan("version", 2, "corrected", true)
+	txs := []store.Tx{
+		e.submit(store.PutAt(v1, inst("2019-02-01"))),
+		e.submit(store.PutAt(v2, inst("2019-02-02"))),
+		e.submit(store.PutAt(v3, inst("2019-02-03"))),
+		e.submit(store.PutAt(v2c, inst("2019-02-02"))),
+	}
+	points := []hrow{{"2019-02-01", 0, v1}, {"2019-02-02", 1, v2}, {"2019-02-03", 2, v3}, {"2019-02-02", 3, v2c}}
+	const none = -1
+	b := func(name, vt string, tx int, want ...int) boundedHistory {
+		return boundedHistory{name: name, order: store.Asc, startTx: none, endTx: none, withBasisVT: vt, withBasisTx: tx, want: want, reverseWants: true}
+	}
+	table := []boundedHistory{
+		b("at vt 2019-02-03", "2019-02-03", none, 0, 3, 2),
+		b("at vt 2019-02-02", "2019-02-02", none, 0, 3),
+		b("at vt 2019-01-31", "2019-01-31", none),
+		b("at vt 2019-02-04", "2019-02-04", none, 0, 3, 2),
+		b("at vt 2019-02-02, tx#1", "2019-02-02", 1, 0, 1),
+		b("at vt 2019-02-03, tx#1", "2019-02-03", 1, 0, 1),
+		b("at vt 2019-02-04, tx#2", "2019-02-04", 2, 0, 1, 2),
+		b("at vt 2019-02-01T23:59:59.999Z", "2019-02-01T23:59:59.999Z", none, 0),
+	}
+	before := b("at vt 2019-02-04 before any tx", "2019-02-04", none)
+	before.beforeAnyTx = true
+	table = append(table, before)
+	for _, c := range []boundedHistory{
+		b("with corrections at vt 2019-02-04", "2019-02-04", none, 0, 1, 3, 2),
+		b("with corrections at vt 2019-02-02, tx#2", "2019-02-02", 2, 0, 1),
+		b("with corrections at vt 2019-02-03, tx#3", "2019-02-03", 3, 0, 1, 3, 2),
+	} {
+		c.corrections = true
+		table = append(table, c)
+	}
+	e.runBounded(id, txs, points, table)
+}
+
+// testHistoryClippedByBasis: explicit bounds beyond the basis are cut to
+// it (descending starts at most at the basis, ascending ends at most
+// just after it).
+func testHistoryClippedByBasis(e *env) {
+	id := e.id("x")
+	d := func(n int) store.Doc { return e.doc("x", "n", n) }
+	txs := []store.Tx{
+		e.submit(store.PutAt(d(1), inst("2019-01-01"))),
+		e.submit(store.PutAt(d(2), inst("2019-02-01"))),
+		e.submit(store.PutAt(d(3), inst("2019-03-01"))),
+	}
+	points := []hrow{{"2019-01-01", 0, d(1)}, {"2019-02-01", 1, d(2)}, {"2019-03-01", 2, d(3)}}
+	const none = -1
+	e.runBounded(id, txs, points, []boundedHistory{
+		{name: "desc start after basis vt", order: store.Desc, startVT: "2019-04-01", startTx: none, endTx: none, withBasisVT: "2019-02-01", withBasisTx: none, want: []int{1, 0}},
+		{name: "asc end after basis vt", order: store.Asc, endVT: "2019-04-01", startTx: none, endTx: none, withBasisVT: "2019-02-01", withBasisTx: none, want: []int{0, 1}},
+		{name: "desc start tx after basis tx", order: store.Desc, startTx: 2, endTx: none, withBasisVT: "2019-04-01", withBasisTx: 1, want: []int{1, 0}},
+		{name: "asc end tx after basis tx", order: store.Asc, startTx: none, endTx: 2, withBasisVT: "2019-04-01", withBasisTx: 0, want: []int{0}},
+		{name: "asc within bounds", order: store.Asc, startVT: "2019-02-01", endVT: "2019-03-01", startTx: none, endTx: none, withBasisTx: none, want: []int{1}},
+		{name: "desc within bounds", order: store.Desc, startVT: "2019-03-01", endVT: "2019-01-01", startTx: none, endTx: none, withBasisTx: none, want: []int{2, 1}},
+	})
+}
+
+// testHistoryUnknown: an entity that never existed has no rows, in any
+// order, with no error.
+func testHistoryUnknown(e *env) {
+	for _, o := range []store.HistoryOptions{
+		{Order: store.Asc, Basis: allVT},
+		{Order: store.Desc, WithCorrections: true, WithDocs: true},
+	} {
+		if rows := e.hist(e.id("never"), o); len(rows) != 0 {
+			e.t.Errorf("history of an unknown entity: %d rows", len(rows))
+		}
+	}
+}

@@ -1,0 +1,179 @@
+package storetest
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ctxstore/ctxstore/store"
+)
+
+func queryCases() []testCase {
+	return []testCase{
+		{"query-contract", testQueryContract},
+		{"query-at-a-basis", testQueryBasis},
+		{"invalid-query", testInvalidQuery},
+	}
+}
+
+// queryWant is one query of a table and the ids (unprefixed) it returns,
+// in order; find, if set, gives the projected documents instead.
+type queryWant struct {
+	name string
+	q    store.Query
+	ids  []string
+	find []store.Doc
+}
+
+// runQueries checks each query, scoped to the case's documents by the
+// "suite" field, against its expected result (as an ordered list: results
+// are ordered by OrderBy and then by id).
+func (e *env) runQueries(table []queryWant) {
+	e.t.Helper()
+	for _, c := range table {
+		q := c.q
+		q.Where = append([]store.Pred{store.Where("suite", e.pfx)}, q.Where...)
+		got, err := e.s.Query(e.ctx, q)
+		if err != nil {
+			e.t.Errorf("%s: Query: %v", c.name, err)
+			continue
+		}
+		if c.find != nil {
+			e.sameDocs(c.name, got, c.find)
+			continue
+		}
+		var gotIDs []string
+		for _, d := range got {
+			id, _ := d[store.IDKey].(string)
+			gotIDs = append(gotIDs, strings.TrimPrefix(id, e.pfx))
+		}
+		if fmt.Sprint(gotIDs) != fmt.Sprint(c.ids) {
+			e.t.Errorf("%s: got ids %v, want %v", c.name, gotIDs, c.ids)
+		}
+	}
+}
+
+// sameDocs compares two document lists in order with SameDoc.
+func (e *env) sameDocs(what string, got, want []store.Doc) {
+	e.t.Helper()
+	render := func(ds []store.Doc) string {
+		parts := make([]string, len(ds))
+		for i, d := range ds {
+			parts[i] = showDoc(d)
+		}
+		return "[" + strings.Join(parts, " ") + "]"
+	}
+	if g, w := render(got), render(want); g != w {
+		e.t.Errorf("%s:\ngot  %s\nwant %s", what, g, w)
+	}
+}
+
+// testQueryContract covers the portable query: equality, In, ranges,
+// Exists, element-wise matching of arrays (back-links), RefBy, projection,
+// ordering with the id tie-break, Limit and set semantics.
+func testQueryContract(e *env) {
+	s := func(name string, kv ...any) store.Doc {
+		return e.doc(name, append([]any{"suite", e.pfx}, kv...)...)
+	}
+	a := s("a", "kind", "note", "title", "Alpha", "n", 3, "tags", []any{"x", "y", "x"}, "links", []any{e.id("b"), e.id("c")})
+	b := s("b", "kind", "note", "title", "Bravo", "n", 1, "tags", []any{"y"}, "links", []any{e.id("c")})
+	c := s("c", "kind", "file", "title", "Charlie", "n", 2, "path", "/c")
+	d := s("d", "kind", "file", "n", 2)
+	x := s("e", "kind", "chat", "title", nil)
+	var ops []store.Op
+	for _, doc := range []store.Doc{a, b, c, d, x} {
+		ops = append(ops, store.PutAt(doc, inst("2020-01-01")))
+	}
+	e.submit(ops...)
+	w := store.Where
+	p := func(field string, op store.PredOp, v any) store.Pred {
+		return store.Pred{Field: field, Op: op, Value: v}
+	}
+	e.runQueries([]queryWant{
+		{name: "all, ordered by id", ids: []string{"a", "b", "c", "d", "e"}},
+		{name: "eq", q: store.Query{Where: []store.Pred{w("kind", "note")}}, ids: []string{"a", "b"}},
+		{name: "eq on the id", q: store.Query{Where: []store.Pred{w(store.IDKey, e.id("c"))}}, ids: []string{"c"}},
+		{name: "two predicates", q: store.Query{Where: []store.Pred{w("kind", "file"), w("n", 2)}}, ids: []string{"c", "d"}},
+		{name: "no match", q: store.Query{Where: []store.Pred{w("kind", "nothing")}}, ids: nil},
+		{name: "in", q: store.Query{Where: []store.Pred{{Field: "kind", Op: store.In, Values: []any{"file", "chat"}}}}, ids: []string{"c", "d", "e"}},
+		{name: "gt", q: store.Query{Where: []store.Pred{p("n", store.Gt, 1)}}, ids: []string{"a", "c", "d"}},
+		{name: "gte", q: store.Query{Where: []store.Pred{p("n", store.Gte, 2)}}, ids: []string{"a", "c", "d"}},
+		{name: "lt", q: store.Query{Where: []store.Pred{p("n", store.Lt, 2)}}, ids: []string{"b"}},
+		{name: "lte", q: store.Query{Where: []store.Pred{p("n", store.Lte, 2)}}, ids: []string{"b", "c", "d"}},
+		{name: "range", q: store.Query{Where: []store.Pred{p("n", store.Gt, 1), p("n", store.Lt, 3)}}, ids: []string{"c", "d"}},
+		{name: "lt on strings", q: store.Query{Where: []store.Pred{p("title", store.Lt, "C")}}, ids: []string{"a", "b"}},
+		{name: "numbers do not compare with strings", q: store.Query{Where: []store.Pred{p("title", store.Gt, 0)}}, ids: nil},
+		{name: "exists (null does not count)", q: store.Query{Where: []store.Pred{{Field: "title", Op: store.Exists}}}, ids: []string{"a", "b", "c"}},
+		{name: "exists on an array field", q: store.Query{Where: []store.Pred{{Field: "tags", Op: store.Exists}}}, ids: []string{"a", "b"}},
+		{name: "eq on an array element", q: store.Query{Where: []store.Pred{w("tags", "x")}}, ids: []string{"a"}},
+		{name: "in on array elements, no duplicates", q: store.Query{Where: []store.Pred{{Field: "tags", Op: store.In, Values: []any{"x", "y"}}}}, ids: []string{"a", "b"}},
+		{name: "back-links", q: store.Query{Where: []store.Pred{w("links", e.id("c"))}}, ids: []string{"a", "b"}},
+		{name: "ref_by (forward refs)", q: store.Query{Where: []store.Pred{p("links", store.RefBy, e.id("a"))}}, ids: []string{"b", "c"}},
+		{name: "ref_by and eq", q: store.Query{Where: []store.Pred{p("links", store.RefBy, e.id("a")), w("kind", "file")}}, ids: []string{"c"}},
+		{name: "ref_by of a document without the field", q: store.Query{Where: []store.Pred{p("links", store.RefBy, e.id("c"))}}, ids: nil},
+		{name: "ref_by of an unknown document", q: store.Query{Where: []store.Pred{p("links", store.RefBy, e.id("nobody"))}}, ids: nil},
+		{name: "order asc, ties by id, docs lacking the field left out", q: store.Query{OrderBy: []store.Order{{Field: "n"}}}, ids: []string{"b", "c", "d", "a"}},
+		{name: "order desc, ties by id ascending", q: store.Query{OrderBy: []store.Order{{Field: "n", Desc: true}}}, ids: []string{"a", "c", "d", "b"}},
+		{name: "order by a string field, null left out", q: store.Query{OrderBy: []store.Order{{Field: "title"}}}, ids: []string{"a", "b", "c"}},
+		{name: "two order keys", q: store.Query{OrderBy: []store.Order{{Field: "kind"}, {Field: "n", Desc: true}}}, ids: []string{"c", "d", "a", "b"}},
+		{name: "order and limit", q: store.Query{OrderBy: []store.Order{{Field: "n"}}, Limit: 2}, ids: []string{"b", "c"}},
+		{name: "limit alone keeps the id order", q: store.Query{Limit: 2}, ids: []string{"a", "b"}},
+		{name: "limit beyond the results", q: store.Query{Where: []store.Pred{w("kind", "note")}, Limit: 10}, ids: []string{"a", "b"}},
+		{name: "find projects chosen fields and the id; missing fields left out",
+			q: store.Query{Where: []store.Pred{w("kind", "file")}, Find: []string{"title", "path"}},
+			find: []store.Doc{
+				{store.IDKey: e.id("c"), "title": "Charlie", "path": "/c"},
+				{store.IDKey: e.id("d")},
+			}},
+		{name: "find an array field with order",
+			q: store.Query{Where: []store.Pred{w("kind", "note")}, Find: []string{"links"}, OrderBy: []store.Order{{Field: "n"}}},
+			find: []store.Doc{
+				{store.IDKey: e.id("b"), "links": []any{e.id("c")}},
+				{store.IDKey: e.id("a"), "links": []any{e.id("b"), e.id("c")}},
+			}},
+		{name: "whole documents", q: store.Query{Where: []store.Pred{w("kind", "note")}}, find: []store.Doc{a, b}},
+	})
+}
+
+// testQueryBasis: a query reads at its basis, in valid time and tx.
+func testQueryBasis(e *env) {
+	s := func(name string, kv ...any) store.Doc {
+		return e.doc(name, append([]any{"suite", e.pfx}, kv...)...)
+	}
+	a1, b1 := s("a", "n", 1), s("b", "n", 2)
+	tx0 := e.submit(store.PutAt(a1, inst("2020-01-01")), store.PutAt(b1, inst("2020-01-01")))
+	a2 := s("a", "n", 5)
+	tx1 := e.submit(store.PutAt(a2, inst("2020-06-01")), store.DeleteRange(e.id("b"), inst("2020-06-01"), nil))
+	gt := store.Pred{Field: "n", Op: store.Gt, Value: 0}
+	e.runQueries([]queryWant{
+		{name: "now", q: store.Query{Where: []store.Pred{gt}}, find: []store.Doc{a2}},
+		{name: "at vt 2020-03-01", q: store.Query{Where: []store.Pred{gt}, Basis: store.Basis{ValidTime: inst("2020-03-01")}}, find: []store.Doc{a1, b1}},
+		{name: "at vt 2019-01-01", q: store.Query{Where: []store.Pred{gt}, Basis: store.Basis{ValidTime: inst("2019-01-01")}}, ids: nil},
+		{name: "at tx#0, now", q: store.Query{Where: []store.Pred{gt}, Basis: store.AtTx(tx0.ID, inst("2020-07-01"))}, find: []store.Doc{a1, b1}},
+		{name: "at tx#1, vt 2020-07-01", q: store.Query{Where: []store.Pred{gt}, Basis: store.AtTx(tx1.ID, inst("2020-07-01"))}, find: []store.Doc{a2}},
+		{name: "order at tx#0", q: store.Query{OrderBy: []store.Order{{Field: "n", Desc: true}}, Basis: store.AtTx(tx0.ID, inst("2020-07-01"))}, ids: []string{"b", "a"}},
+		{name: "eq on an old value now", q: store.Query{Where: []store.Pred{store.Where("n", 1)}}, ids: nil},
+	})
+}
+
+// testInvalidQuery: a malformed query gives ErrInvalid.
+func testInvalidQuery(e *env) {
+	for _, c := range []struct {
+		name string
+		q    store.Query
+	}{
+		{"unknown operator", store.Query{Where: []store.Pred{{Field: "n", Op: "like", Value: "x"}}}},
+		{"empty field", store.Query{Where: []store.Pred{{Field: "", Op: store.Eq, Value: 1}}}},
+		{"field with a bracket", store.Query{Where: []store.Pred{{Field: "a[0]", Op: store.Eq, Value: 1}}}},
+		{"eq without a value", store.Query{Where: []store.Pred{{Field: "n", Op: store.Eq}}}},
+		{"eq on an object", store.Query{Where: []store.Pred{{Field: "n", Op: store.Eq, Value: map[string]any{"a": 1}}}}},
+		{"lt on a boolean", store.Query{Where: []store.Pred{{Field: "n", Op: store.Lt, Value: true}}}},
+		{"in without values", store.Query{Where: []store.Pred{{Field: "n", Op: store.In}}}},
+		{"ref_by without an id", store.Query{Where: []store.Pred{{Field: "links", Op: store.RefBy}}}},
+		{"bad find field", store.Query{Find: []string{"a b"}}},
+		{"bad order field", store.Query{OrderBy: []store.Order{{Field: ""}}}},
+		{"negative limit", store.Query{Limit: -1}},
+	} {
+		_, err := e.s.Query(e.ctx, c.q)
+		e.wantErr("Query "+c.name, err, store.ErrInvalid)
+	}
+}
