@@ -89,7 +89,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	memory := path == ":memory:"
 	if memory {
 		pragmas[1] = "journal_mode(MEMORY)"
-	} else if err := checkFile(path); err != nil {
+	} else if err := checkFile(ctx, path); err != nil {
 		return nil, err
 	}
 	dsn := func(extra ...string) string {
@@ -130,9 +130,11 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	return s, nil
 }
 
-// checkFile refuses, before SQLite touches it, a file that is not a SQLite
-// database.
-func checkFile(path string) error {
+// checkFile refuses, before any connection that could write to it is
+// opened, a file that is not a SQLite database or is one of another
+// application. It reads the header and, through a read-only connection,
+// the application id and the tables.
+func checkFile(ctx context.Context, path string) error {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -149,6 +151,31 @@ func checkFile(path string) error {
 	if n < 16 || string(head) != "SQLite format 3\x00" {
 		return &store.Error{Op: "open", Kind: store.ErrInvalid, Msg: fmt.Sprintf("%s is not a SQLite database (corrupt or foreign file)", path)}
 	}
+	ro, err := sqlx.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro&_pragma=busy_timeout(10000)")
+	if err != nil {
+		return openErr(path, err)
+	}
+	defer ro.Close()
+	return checkOwner(ctx, ro, path)
+}
+
+// checkOwner refuses a database that has tables but is not marked as a
+// ctxstore store, or is marked by another application.
+func checkOwner(ctx context.Context, db *sqlx.DB, path string) error {
+	var appID int64
+	if err := db.GetContext(ctx, &appID, "PRAGMA application_id"); err != nil {
+		return openErr(path, err)
+	}
+	var tables int
+	if err := db.GetContext(ctx, &tables, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"); err != nil {
+		return openErr(path, err)
+	}
+	switch {
+	case appID == 0 && tables > 0:
+		return &store.Error{Op: "open", Kind: store.ErrInvalid, Msg: fmt.Sprintf("%s is a SQLite database of another application (it has tables but no ctxstore mark); refusing to touch it", path)}
+	case appID != 0 && appID != applicationID:
+		return &store.Error{Op: "open", Kind: store.ErrInvalid, Msg: fmt.Sprintf("%s belongs to another application (application_id %#x)", path, appID)}
+	}
 	return nil
 }
 
@@ -163,19 +190,12 @@ func openErr(path string, err error) error {
 
 // init checks the file belongs to ctxstore and migrates it.
 func (s *Store) init(ctx context.Context) error {
-	var appID int64
-	if err := s.w.GetContext(ctx, &appID, "PRAGMA application_id"); err != nil {
-		return openErr(s.path, err)
+	if err := checkOwner(ctx, s.w, s.path); err != nil {
+		return err
 	}
 	var tables int
 	if err := s.w.GetContext(ctx, &tables, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"); err != nil {
 		return openErr(s.path, err)
-	}
-	switch {
-	case appID == 0 && tables > 0:
-		return &store.Error{Op: "open", Kind: store.ErrInvalid, Msg: fmt.Sprintf("%s is a SQLite database of another application (it has tables but no ctxstore mark); refusing to touch it", s.path)}
-	case appID != 0 && appID != applicationID:
-		return &store.Error{Op: "open", Kind: store.ErrInvalid, Msg: fmt.Sprintf("%s belongs to another application (application_id %#x)", s.path, appID)}
 	}
 	mig, err := fs.Sub(migrations.FS, ".")
 	if err != nil {
@@ -197,11 +217,6 @@ func (s *Store) init(ctx context.Context) error {
 	}
 	if _, err := p.Up(ctx); err != nil {
 		return &store.Error{Op: "open", Kind: store.ErrUnavailable, Msg: "migrating " + s.path, Err: err}
-	}
-	if appID == 0 {
-		if _, err := s.w.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", applicationID)); err != nil {
-			return openErr(s.path, err)
-		}
 	}
 	return nil
 }

@@ -2,6 +2,9 @@
 -- the Unix epoch (UTC). See docs/architecture.md.
 
 -- +goose Up
+-- Marks the file as a ctxstore store ("ctxs"), atomically with the schema.
+PRAGMA application_id = 1668577395;
+
 CREATE TABLE ctxstore_meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL

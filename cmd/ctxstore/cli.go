@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/alecthomas/kong"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// cli is the command line: global flags and one field per subcommand.
+type cli struct {
+	Store string `name:"store" env:"CTXSTORE_URL" placeholder:"URL" help:"Store to use: sqlite:PATH, file:PATH, PATH.db, :memory: or http(s)://HOST:PORT (XTDB). Default: ./.ctxstore/store.db."`
+	JSON  bool   `name:"json" help:"Print stable machine-readable JSON on stdout."`
+
+	Put     putCmd     `cmd:"" help:"Write one JSON document (or, with --lines, many) in one transaction."`
+	Delete  deleteCmd  `cmd:"" help:"Delete a document (write a tombstone), optionally over a valid-time range."`
+	Evict   evictCmd   `cmd:"" help:"Remove every version of a document, in all times."`
+	Get     getCmd     `cmd:"" help:"Print a document as of a basis (valid time, transaction)."`
+	History historyCmd `cmd:"" help:"List the versions of a document, up to the basis (valid time now unless --valid-time says otherwise)."`
+	Query   queryCmd   `cmd:"" help:"Find documents by field values."`
+	Log     logCmd     `cmd:"" help:"List committed transactions and their operations."`
+	Status  statusCmd  `cmd:"" help:"Describe the store and its latest transaction."`
+	Help    helpCmd    `cmd:"" help:"Show help for ctxstore or one of its commands."`
+}
+
+// app is what every command's Run gets: the context, the standard streams
+// and the global flags.
+type app struct {
+	ctx    context.Context
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	cli    *cli
+}
+
+// usageError is a mistake on the command line; it exits with status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// exitRequest is panicked by kong's Exit hook (after --help) and recovered
+// by run, so that run returns instead of exiting the process.
+type exitRequest struct{ code int }
+
+type helpCmd struct {
+	Command []string `arg:"" optional:"" help:"The command to describe."`
+}
+
+// Run prints the help of c.Command by parsing "COMMAND... --help" (run
+// rewrites a leading "help X" that way before parsing, so this is reached
+// only when global flags come first).
+func (c *helpCmd) Run(kctx *kong.Context) error {
+	if _, err := kctx.Kong.Parse(append(append([]string{}, c.Command...), "--help")); err != nil {
+		return &usageError{err.Error()}
+	}
+	return nil
+}
+
+// run parses args, runs the selected command and returns the exit status.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	c := &cli{}
+	a := &app{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, cli: c}
+	parser, err := kong.New(c,
+		kong.Name("ctxstore"),
+		kong.Description("A bitemporal JSON document store. Data goes to stdout, errors to stderr.\n\nRun \"ctxstore help COMMAND\" for a command's flags; docs/cli.md has the full reference."),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { panic(exitRequest{code}) }),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoExpandSubcommands: true}),
+		kong.Bind(a),
+	)
+	if err != nil { // a programming error in the cli struct
+		fmt.Fprintf(stderr, "ctxstore: %v\n", err)
+		return exitError
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if e, ok := r.(exitRequest); ok {
+				code = e.code
+				return
+			}
+			panic(r)
+		}
+	}()
+	if len(args) > 0 && args[0] == "help" {
+		args = append(append([]string{}, args[1:]...), "--help")
+	}
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "ctxstore: no command given")
+		fmt.Fprintln(stderr, `Run "ctxstore help" for the list of commands.`)
+		return exitUsage
+	}
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		hint := "ctxstore help"
+		var pe *kong.ParseError
+		if errors.As(err, &pe) && pe.Context != nil {
+			if cmd := pe.Context.Command(); cmd != "" {
+				hint += " " + strings.Fields(cmd)[0]
+			} else if word, ok := strings.CutPrefix(err.Error(), "unexpected argument "); ok {
+				err = fmt.Errorf("unknown command %q", word)
+			}
+		}
+		printError(stderr, err)
+		fmt.Fprintf(stderr, "Run %q for usage.\n", hint)
+		return exitUsage
+	}
+	if err := kctx.Run(); err != nil {
+		printError(stderr, err)
+		var ue *usageError
+		if errors.As(err, &ue) {
+			return exitUsage
+		}
+		return exitError
+	}
+	return exitOK
+}
+
+// printError writes err to w as "ctxstore: <message>", one prefixed line
+// per line of the message.
+func printError(w io.Writer, err error) {
+	for line := range strings.SplitSeq(strings.TrimRight(err.Error(), "\n"), "\n") {
+		fmt.Fprintf(w, "ctxstore: %s\n", line)
+	}
+}

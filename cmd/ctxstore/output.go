@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// printJSON writes v to stdout as one line of compact JSON.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// jsonDoc marshals a document with "xt/id" first and the other keys
+// sorted, without HTML escaping.
+type jsonDoc store.Doc
+
+// MarshalJSON implements json.Marshaler.
+func (d jsonDoc) MarshalJSON() ([]byte, error) {
+	if d == nil {
+		return []byte("null"), nil
+	}
+	keys := make([]string, 0, len(d))
+	for k := range d {
+		if k != store.IDKey {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	if _, ok := d[store.IDKey]; ok {
+		keys = append([]string{store.IDKey}, keys...)
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if err := encodeValue(&b, k); err != nil {
+			return nil, err
+		}
+		b.WriteByte(':')
+		if err := encodeValue(&b, d[k]); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func encodeValue(b *bytes.Buffer, v any) error {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	b.Truncate(b.Len() - 1) // Encode's newline
+	return nil
+}
+
+// docText formats a document as JSON, indented by two spaces if pretty.
+func docText(doc store.Doc, pretty bool) (string, error) {
+	raw, err := jsonDoc(doc).MarshalJSON()
+	if err != nil {
+		return "", err
+	}
+	if !pretty {
+		return string(raw), nil
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// valueText formats one field value for a table cell: strings as they
+// are, everything else as compact JSON.
+func valueText(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	var b bytes.Buffer
+	if err := encodeValue(&b, v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return b.String()
+}
+
+// timeText formats a time as RFC 3339 UTC with milliseconds.
+func timeText(t time.Time) string { return store.FormatTime(t) }
+
+// optTimeText is timeText for an optional time; nil gives nil (JSON null
+// or an omitted field).
+func optTimeText(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := timeText(*t)
+	return &s
+}
+
+// table writes aligned columns.
+type table struct{ tw *tabwriter.Writer }
+
+func newTable(w io.Writer, header ...any) *table {
+	t := &table{tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	t.row(header...)
+	return t
+}
+
+func (t *table) row(cells ...any) {
+	for i, c := range cells {
+		if i > 0 {
+			fmt.Fprint(t.tw, "\t")
+		}
+		fmt.Fprint(t.tw, c)
+	}
+	fmt.Fprintln(t.tw)
+}
+
+func (t *table) flush() error { return t.tw.Flush() }
+
+// txJSON is the --json form of a transaction receipt.
+type txJSON struct {
+	TxID   int64  `json:"tx_id"`
+	TxTime string `json:"tx_time"`
+}
+
+func txOut(tx store.Tx) txJSON { return txJSON{TxID: tx.ID, TxTime: timeText(tx.Time)} }

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/term"
+
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// maxLineErrors caps how many bad lines put --lines reports.
+const maxLineErrors = 10
+
+type putCmd struct {
+	File  string `arg:"" optional:"" default:"-" placeholder:"FILE" help:"JSON file to read; - or nothing reads stdin."`
+	Lines bool   `name:"lines" help:"Read JSON Lines: one document per line, all written in one transaction."`
+	validRange
+}
+
+type deleteCmd struct {
+	ID string `arg:"" help:"The document id (xt/id)."`
+	validRange
+}
+
+type evictCmd struct {
+	ID string `arg:"" help:"The document id (xt/id)."`
+}
+
+// writeJSON is the --json output of put, delete and evict.
+type writeJSON struct {
+	TxID   int64    `json:"tx_id"`
+	TxTime string   `json:"tx_time"`
+	IDs    []string `json:"ids"`
+}
+
+// Run implements put.
+func (c *putCmd) Run(a *app) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	name, data, err := a.readInput(c.File)
+	if err != nil {
+		return err
+	}
+	var docs []store.Doc
+	if c.Lines {
+		docs, err = decodeLines(name, data)
+	} else {
+		var doc store.Doc
+		doc, err = decodeOne(name, data)
+		docs = []store.Doc{doc}
+	}
+	if err != nil {
+		return err
+	}
+	ops := make([]store.Op, len(docs))
+	for i, d := range docs {
+		ops[i] = store.Op{Kind: store.OpPut, Doc: d, ValidFrom: c.ValidFrom.ptr(), ValidTo: c.ValidTo.ptr()}
+	}
+	return a.submit(ops)
+}
+
+// Run implements delete.
+func (c *deleteCmd) Run(a *app) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	return a.submit([]store.Op{{Kind: store.OpDelete, ID: c.ID, ValidFrom: c.ValidFrom.ptr(), ValidTo: c.ValidTo.ptr()}})
+}
+
+// Run implements evict.
+func (c *evictCmd) Run(a *app) error {
+	return a.submit([]store.Op{store.Evict(c.ID)})
+}
+
+// submit writes ops as one transaction, waits for it and prints the
+// receipt. An aborted transaction is an error.
+func (a *app) submit(ops []store.Op) error {
+	ops, err := store.Normalize(ops)
+	if err != nil {
+		return err
+	}
+	s, err := a.open(true)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	tx, err := store.SubmitWait(a.ctx, s, ops)
+	if err != nil {
+		return err
+	}
+	if err := s.Close(); err != nil {
+		return fmt.Errorf("closing the store after tx %d: %w", tx.ID, err)
+	}
+	ids := make([]string, len(ops))
+	for i, op := range ops {
+		ids[i] = op.ID
+	}
+	if a.cli.JSON {
+		return a.printJSON(writeJSON{TxID: tx.ID, TxTime: timeText(tx.Time), IDs: ids})
+	}
+	_, err = fmt.Fprintf(a.stdout, "tx %d at %s\n", tx.ID, timeText(tx.Time))
+	return err
+}
+
+// readInput reads a file, or stdin for "-". It returns the name to use in
+// error messages.
+func (a *app) readInput(file string) (string, []byte, error) {
+	if file == "-" || file == "" {
+		if f, ok := a.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			fmt.Fprintln(a.stderr, "ctxstore: reading JSON from the terminal; end with Ctrl-D")
+		}
+		data, err := io.ReadAll(a.stdin)
+		if err != nil {
+			return "", nil, fmt.Errorf("reading stdin: %w", err)
+		}
+		return "stdin", data, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", nil, err // *PathError names the file
+	}
+	return file, data, nil
+}
+
+// decodeOne decodes the one document of a file. Syntax errors name the
+// line they are on.
+func decodeOne(name string, data []byte) (store.Doc, error) {
+	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("%s: no document (the input is empty)", name)
+	}
+	doc, err := store.DecodeDoc(data)
+	if err == nil {
+		return doc, nil
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return nil, fmt.Errorf("%s:%d: %w", name, lineOf(data, se.Offset), err)
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "data after the document"):
+		msg += " (use --lines for one document per line)"
+	case strings.Contains(msg, "got an array"):
+		msg += " (use --lines for many documents, one per line)"
+	}
+	return nil, fmt.Errorf("%s: %s", name, msg)
+}
+
+// lineOf returns the 1-based line holding byte offset off (the offset
+// just after the bad byte, as json.SyntaxError gives it).
+func lineOf(data []byte, off int64) int {
+	if off > 0 {
+		off--
+	}
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	return bytes.Count(data[:off], []byte("\n")) + 1
+}
+
+// decodeLines decodes JSON Lines: one document per non-blank line. Every
+// bad line (up to maxLineErrors) is reported as "name:line: problem".
+func decodeLines(name string, data []byte) ([]store.Doc, error) {
+	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
+	var docs []store.Doc
+	var errs []string
+	bad := 0
+	r := bufio.NewReader(bytes.NewReader(data))
+	for n := 1; ; n++ {
+		line, readErr := r.ReadBytes('\n')
+		line = bytes.TrimRight(line, "\r\n")
+		if len(bytes.TrimSpace(line)) > 0 {
+			doc, err := store.DecodeDoc(line)
+			if err != nil {
+				bad++
+				if len(errs) < maxLineErrors {
+					errs = append(errs, fmt.Sprintf("%s:%d: %v", name, n, err))
+				}
+			} else {
+				docs = append(docs, doc)
+			}
+		}
+		if readErr != nil { // io.EOF: reading from memory fails no other way
+			break
+		}
+	}
+	if bad > 0 {
+		if bad > len(errs) {
+			errs = append(errs, fmt.Sprintf("... and %d more bad lines", bad-len(errs)))
+		}
+		errs = append(errs, fmt.Sprintf("%s: %d bad line(s); nothing was written", name, bad))
+		return nil, errors.New(strings.Join(errs, "\n"))
+	}
+	if len(docs) == 0 {
+		return nil, fmt.Errorf("%s: no documents (the input is empty)", name)
+	}
+	return docs, nil
+}

@@ -1,0 +1,192 @@
+package xtdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// basisParams renders a basis as query parameters: always a tx id (or a
+// tx time when that is what was asked), valid time only when given (the
+// server's clock is "now").
+func basisParams(q url.Values, b store.Basis) url.Values {
+	if q == nil {
+		q = url.Values{}
+	}
+	if !b.ValidTime.IsZero() {
+		q.Set("valid-time", store.FormatTime(b.ValidTime))
+	}
+	switch {
+	case b.TxID != nil:
+		q.Set("tx-id", strconv.FormatInt(*b.TxID, 10))
+	case b.TxTime != nil:
+		q.Set("tx-time", store.FormatTime(*b.TxTime))
+	}
+	return q
+}
+
+// Entity implements store.Store.
+func (s *Store) Entity(ctx context.Context, id string, b store.Basis) (store.Doc, error) {
+	if b.TxID != nil && *b.TxID < 0 {
+		return nil, store.Errorf("entity", store.ErrNotFound, id, "no document before the first transaction")
+	}
+	q := basisParams(url.Values{"eid": {id}}, b)
+	v, err := s.readEDN(ctx, request{op: "entity", id: id, method: http.MethodGet, path: "/entity", query: q})
+	if err != nil {
+		return nil, err
+	}
+	if v == nil {
+		return nil, store.Errorf("entity", store.ErrNotFound, id, "no document at this basis")
+	}
+	doc, err := ednDoc(v)
+	if err != nil {
+		return nil, &store.Error{Op: "entity", Kind: store.ErrUnavailable, ID: id, Msg: "unexpected document", Err: err}
+	}
+	if len(doc) == 0 || doc[store.IDKey] == nil {
+		return nil, store.Errorf("entity", store.ErrNotFound, id, "no document at this basis")
+	}
+	return doc, nil
+}
+
+// EntityTx implements store.Store.
+func (s *Store) EntityTx(ctx context.Context, id string, b store.Basis) (store.EntityTx, error) {
+	if b.TxID != nil && *b.TxID < 0 {
+		return store.EntityTx{}, store.Errorf("entity-tx", store.ErrNotFound, id, "no point before the first transaction")
+	}
+	q := basisParams(url.Values{"eid": {id}}, b)
+	v, err := s.readEDN(ctx, request{op: "entity-tx", id: id, method: http.MethodGet, path: "/entity-tx", query: q})
+	if err != nil {
+		return store.EntityTx{}, err
+	}
+	m, ok := ednMap(v)
+	if !ok || len(m) == 0 {
+		return store.EntityTx{}, store.Errorf("entity-tx", store.ErrNotFound, id, "no point at this basis")
+	}
+	row, err := historyRow(m, false)
+	if err != nil {
+		return store.EntityTx{}, &store.Error{Op: "entity-tx", Kind: store.ErrUnavailable, ID: id, Err: err}
+	}
+	return store.EntityTx{ID: id, ValidTime: row.ValidTime, TxID: row.TxID, TxTime: row.TxTime, ContentHash: row.ContentHash, Deleted: row.Deleted}, nil
+}
+
+// historyRow reads one entity-history or entity-tx map.
+func historyRow(m map[string]any, withDoc bool) (store.HistoryEntry, error) {
+	var e store.HistoryEntry
+	var err error
+	if e.TxID, err = ednInt(m["xtdb.api/tx-id"]); err != nil {
+		return e, fmt.Errorf("tx-id: %w", err)
+	}
+	if e.TxTime, err = ednTime(m["xtdb.api/tx-time"]); err != nil {
+		return e, fmt.Errorf("tx-time: %w", err)
+	}
+	if e.ValidTime, err = ednTime(m["xtdb.api/valid-time"]); err != nil {
+		return e, fmt.Errorf("valid-time: %w", err)
+	}
+	e.ContentHash = ednHash(m["xtdb.api/content-hash"])
+	e.Deleted = e.ContentHash == ""
+	if withDoc && !e.Deleted {
+		if d := m["xtdb.api/doc"]; d != nil {
+			if e.Doc, err = ednDoc(d); err != nil {
+				return e, fmt.Errorf("doc: %w", err)
+			}
+		}
+	}
+	return e, nil
+}
+
+// History implements store.Store.
+func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) ([]store.HistoryEntry, error) {
+	if o.Basis.TxID != nil && *o.Basis.TxID < 0 {
+		return nil, nil
+	}
+	order := "asc"
+	if o.Order == store.Desc {
+		order = "desc"
+	}
+	q := basisParams(url.Values{"eid": {id}, "history": {"true"}, "sort-order": {order}}, o.Basis)
+	q.Set("with-corrections", strconv.FormatBool(o.WithCorrections))
+	q.Set("with-docs", strconv.FormatBool(o.WithDocs))
+	setT := func(k string, t *time.Time) {
+		if t != nil {
+			q.Set(k, store.FormatTime(*t))
+		}
+	}
+	setI := func(k string, v *int64) {
+		if v != nil {
+			q.Set(k, strconv.FormatInt(*v, 10))
+		}
+	}
+	setT("start-valid-time", o.StartValidTime)
+	setT("end-valid-time", o.EndValidTime)
+	setI("start-tx-id", o.StartTxID)
+	setI("end-tx-id", o.EndTxID)
+	v, err := s.readEDN(ctx, request{op: "history", id: id, method: http.MethodGet, path: "/entity", query: q})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	rows, ok := v.([]any)
+	if !ok && v != nil {
+		return nil, store.Errorf("history", store.ErrUnavailable, id, fmt.Sprintf("unexpected answer %T", v))
+	}
+	out := make([]store.HistoryEntry, 0, len(rows))
+	for _, r := range rows {
+		m, ok := ednMap(r)
+		if !ok {
+			return nil, store.Errorf("history", store.ErrUnavailable, id, "history row is not a map")
+		}
+		e, err := historyRow(m, o.WithDocs)
+		if err != nil {
+			return nil, &store.Error{Op: "history", Kind: store.ErrUnavailable, ID: id, Err: err}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Status implements store.Store.
+func (s *Store) Status(ctx context.Context) (store.Status, error) {
+	v, err := s.readEDN(ctx, request{op: "status", method: http.MethodGet, path: "/status"})
+	if err != nil {
+		return store.Status{}, err
+	}
+	m, _ := ednMap(v)
+	detail := map[string]any{}
+	for k, e := range m {
+		if j, err := ednJSON(e); err == nil {
+			detail[k] = j
+		}
+	}
+	st := store.Status{Backend: "xtdb", Location: s.base, Detail: detail}
+	st.Version, _ = m["xtdb.version/version"].(string)
+	for _, x := range []struct {
+		path string
+		dst  **store.Tx
+	}{{"/latest-completed-tx", &st.LatestCompleted}, {"/latest-submitted-tx", &st.LatestSubmitted}} {
+		v, err := s.readEDN(ctx, request{op: "status", method: http.MethodGet, path: x.path})
+		if errors.Is(err, store.ErrNotFound) || (err == nil && v == nil) {
+			continue
+		}
+		if err != nil {
+			return st, err
+		}
+		m, _ := ednMap(v)
+		var tx store.Tx
+		if tx.ID, err = ednInt(m["xtdb.api/tx-id"]); err != nil {
+			return st, &store.Error{Op: "status", Kind: store.ErrUnavailable, Err: err}
+		}
+		if t, err := ednTime(m["xtdb.api/tx-time"]); err == nil {
+			tx.Time = t // latest-submitted-tx carries no time
+		}
+		*x.dst = &tx
+	}
+	return st, nil
+}

@@ -1,0 +1,263 @@
+package xtdb
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// jsonOp renders an op in XTDB's JSON tx-op form, every valid time written
+// out as an RFC 3339 string with milliseconds.
+func jsonOp(op store.Op) []any {
+	t := func(p *time.Time) any {
+		if p == nil {
+			return nil
+		}
+		return store.FormatTime(*p)
+	}
+	switch op.Kind {
+	case store.OpPut:
+		out := []any{"put", op.Doc}
+		if op.ValidFrom != nil {
+			out = append(out, t(op.ValidFrom))
+			if op.ValidTo != nil {
+				out = append(out, t(op.ValidTo))
+			}
+		}
+		return out
+	case store.OpDelete:
+		out := []any{"delete", op.ID}
+		if op.ValidFrom != nil {
+			out = append(out, t(op.ValidFrom))
+			if op.ValidTo != nil {
+				out = append(out, t(op.ValidTo))
+			}
+		}
+		return out
+	case store.OpMatch:
+		var doc any
+		if op.Doc != nil {
+			doc = op.Doc
+		}
+		out := []any{"match", op.ID, doc}
+		if op.ValidFrom != nil {
+			out = append(out, t(op.ValidFrom))
+		}
+		return out
+	}
+	return []any{"evict", op.ID}
+}
+
+// Submit implements store.Store. The transaction is logged when Submit
+// returns; it is indexed (and its abort known) after AwaitTx.
+func (s *Store) Submit(ctx context.Context, ops []store.Op) (store.Tx, error) {
+	ops, err := store.Normalize(ops)
+	if err != nil {
+		return store.Tx{}, err
+	}
+	txOps := make([]any, len(ops))
+	for i, op := range ops {
+		txOps[i] = jsonOp(op)
+		s.ids.add(op.ID)
+	}
+	body, err := json.Marshal(map[string]any{"tx-ops": txOps})
+	if err != nil {
+		return store.Tx{}, &store.Error{Op: "submit", Kind: store.ErrInvalid, Err: err}
+	}
+	// Any transaction of ours that lands comes after the latest this
+	// client has seen.
+	before := s.lastSeen.Load()
+	r := request{op: "submit", method: http.MethodPost, path: "/submit-tx", body: body, ctype: "application/json", accept: "application/edn"}
+	delay := s.o.Backoff
+	for attempt := 0; ; attempt++ {
+		data, err := s.do(ctx, r)
+		if err == nil {
+			v, derr := decodeEDN(data)
+			if derr != nil {
+				return store.Tx{}, &store.Error{Op: "submit", Kind: store.ErrUnavailable, Msg: "unexpected answer", Err: derr}
+			}
+			tx, err := txFromEDN(v)
+			if err != nil {
+				return store.Tx{}, &store.Error{Op: "submit", Kind: store.ErrUnavailable, Msg: "unexpected answer", Err: err}
+			}
+			s.seen(tx.ID)
+			return tx, nil
+		}
+		if !transient(err) || attempt >= s.o.Retries || s.closed.Load() {
+			return store.Tx{}, err
+		}
+		if !errors.Is(err, errNotSent) {
+			// The server may have logged the transaction: find out before
+			// sending it again.
+			tx, found, rerr := s.findSubmitted(ctx, before, ops)
+			if rerr != nil {
+				return store.Tx{}, fmt.Errorf("%w (and whether the transaction landed is unknown: %v)", err, rerr)
+			}
+			if found {
+				return tx, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return store.Tx{}, &store.Error{Op: "submit", Kind: store.ErrUnavailable, Err: ctx.Err()}
+		case <-time.After(delay):
+		}
+		delay *= 2
+	}
+}
+
+// latestSubmitted returns the latest logged tx id, -1 if none.
+func (s *Store) latestSubmitted(ctx context.Context) (int64, error) {
+	v, err := s.readEDN(ctx, request{op: "submit", method: http.MethodGet, path: "/latest-submitted-tx"})
+	if errors.Is(err, store.ErrNotFound) {
+		return -1, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	m, ok := ednMap(v)
+	if !ok {
+		return -1, nil
+	}
+	id, err := ednInt(m["xtdb.api/tx-id"])
+	if err != nil {
+		return 0, &store.Error{Op: "submit", Kind: store.ErrUnavailable, Msg: "latest-submitted-tx", Err: err}
+	}
+	return id, nil
+}
+
+// findSubmitted waits for the server to answer, lets it index what was
+// logged, and looks in the log after tx `after` for a transaction with
+// exactly ops.
+func (s *Store) findSubmitted(ctx context.Context, after int64, ops []store.Op) (store.Tx, bool, error) {
+	latest, err := s.latestSubmitted(ctx)
+	if err != nil {
+		return store.Tx{}, false, err
+	}
+	if latest <= after {
+		return store.Tx{}, false, nil
+	}
+	if _, err := s.AwaitTx(ctx, latest, 0); err != nil {
+		return store.Tx{}, false, err
+	}
+	log, err := s.TxLog(ctx, after, 0)
+	if err != nil {
+		return store.Tx{}, false, err
+	}
+	for _, lt := range log {
+		if sameOps(lt.Ops, ops) {
+			return lt.Tx, true, nil
+		}
+	}
+	// An aborted transaction is not in the log: check the ids in between.
+	for id := after + 1; id <= latest; id++ {
+		if ok, err := s.TxCommitted(ctx, id); err == nil && !ok && !inLog(log, id) {
+			// An aborted tx whose ops we cannot see; it had no effect, so
+			// sending ours again is safe only if it was not ours. We cannot
+			// tell: report it as ours, aborted.
+			return store.Tx{ID: id}, true, nil
+		}
+	}
+	return store.Tx{}, false, nil
+}
+
+func inLog(log []store.LoggedTx, id int64) bool {
+	for _, lt := range log {
+		if lt.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func sameOps(a, b []store.Op) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Kind != y.Kind || x.ID != y.ID || !sameTime(x.ValidFrom, y.ValidFrom) || !sameTime(x.ValidTo, y.ValidTo) {
+			return false
+		}
+		if (x.Doc == nil) != (y.Doc == nil) || (x.Doc != nil && !store.SameDoc(x.Doc, y.Doc)) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Equal(*b)
+}
+
+// txFromEDN reads {:xtdb.api/tx-id N, :xtdb.api/tx-time #inst ...}.
+func txFromEDN(v any) (store.Tx, error) {
+	m, ok := ednMap(v)
+	if !ok {
+		return store.Tx{}, fmt.Errorf("expected a tx map, got %T", v)
+	}
+	id, err := ednInt(m["xtdb.api/tx-id"])
+	if err != nil {
+		return store.Tx{}, fmt.Errorf("tx-id: %w", err)
+	}
+	t, err := ednTime(m["xtdb.api/tx-time"])
+	if err != nil {
+		return store.Tx{}, fmt.Errorf("tx-time: %w", err)
+	}
+	return store.Tx{ID: id, Time: t}, nil
+}
+
+// AwaitTx implements store.Store with /await-tx, always with a timeout.
+func (s *Store) AwaitTx(ctx context.Context, txID int64, timeout time.Duration) (store.Tx, error) {
+	if timeout <= 0 {
+		timeout = s.o.AwaitTimeout
+	}
+	q := url.Values{"tx-id": {strconv.FormatInt(txID, 10)}, "timeout": {strconv.FormatInt(timeout.Milliseconds(), 10)}}
+	v, err := s.readEDN(ctx, request{op: "await", method: http.MethodGet, path: "/await-tx", query: q})
+	if err != nil {
+		var se *store.Error
+		if errors.As(err, &se) && se.Kind != store.ErrUnavailable {
+			se.Kind = store.ErrUnavailable // a timeout comes back as a server error
+		}
+		return store.Tx{}, err
+	}
+	tx, err := txFromEDN(v)
+	if err != nil {
+		return store.Tx{}, &store.Error{Op: "await", Kind: store.ErrUnavailable, Err: err}
+	}
+	s.seen(tx.ID)
+	if tx.ID < txID {
+		return tx, store.Errorf("await", store.ErrUnavailable, "", fmt.Sprintf("tx %d not indexed within %s", txID, timeout))
+	}
+	return tx, nil
+}
+
+// TxCommitted implements store.Store. XTDB answers a tx id it has not
+// indexed with node-out-of-sync (400 here, 500 from XTDB's own HTTP module).
+func (s *Store) TxCommitted(ctx context.Context, txID int64) (bool, error) {
+	q := url.Values{"tx-id": {strconv.FormatInt(txID, 10)}}
+	v, err := s.readEDN(ctx, request{op: "tx-committed", method: http.MethodGet, path: "/tx-committed", query: q})
+	if err != nil {
+		if errors.Is(err, store.ErrInvalid) || strings.Contains(err.Error(), "NodeOutOfSync") || strings.Contains(err.Error(), "node-out-of-sync") {
+			return false, &store.Error{Op: "tx-committed", Kind: store.ErrNotFound, Msg: fmt.Sprintf("tx %d is not indexed", txID), Err: err}
+		}
+		return false, err
+	}
+	m, _ := ednMap(v)
+	ok, isBool := m["tx-committed?"].(bool)
+	if !isBool {
+		return false, store.Errorf("tx-committed", store.ErrUnavailable, "", fmt.Sprintf("unexpected answer %v", v))
+	}
+	return ok, nil
+}

@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package xtdbserver
+
+import "syscall"
+
+func setPdeathsig(*syscall.SysProcAttr) {}
