@@ -78,7 +78,7 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 // predSQL renders one predicate as a condition on document d.
 func predSQL(p store.Pred, vt, tx int64) (string, []any) {
 	if p.Op == store.RefBy {
-		return fmt.Sprintf(`d.eid IN (SELECT f.value FROM fields f WHERE f.field = ? AND f.kind = 's' AND f.hash = %s)`,
+		return fmt.Sprintf(`d.eid IN (SELECT f.value FROM fields f WHERE f.field = ? AND f.kind = 's' AND f.doc = (SELECT id FROM docs WHERE hash = %s))`,
 			fmt.Sprintf(visibleHashSQL, "?")), []any{p.Field, p.Value, vt, tx}
 	}
 	var cond string
@@ -100,7 +100,7 @@ func predSQL(p store.Pred, vt, tx int64) (string, []any) {
 		cond = "f.field = ? AND f.kind = ? AND f.value " + ops[p.Op] + " ?"
 		args = append(args, kind, val)
 	}
-	return "d.hash IN (SELECT f.hash FROM fields f WHERE " + cond + ")", args
+	return "d.id IN (SELECT f.doc FROM fields f WHERE " + cond + ")", args
 }
 
 // sqlValue maps a scalar to its field-index kind and stored value.

@@ -8,16 +8,17 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/ctxstore/ctxstore/store"
 )
 
 // visiblePoint returns the point of eid seen at valid time vt as of tx: the
 // greatest valid time <= vt among points of tx <= tx, the latest tx
 // breaking ties; nil if none. A tombstone has a nil Hash.
-func visiblePoint(ctx context.Context, q queryer, eid string, vt, tx int64) (*pointRow, error) {
+func visiblePoint(ctx context.Context, q *sqlx.Stmt, eid string, vt, tx int64) (*pointRow, error) {
 	var p pointRow
-	err := q.GetContext(ctx, &p, `SELECT vt, tx_id, tx_time, hash FROM points
-		WHERE eid = ? AND vt <= ? AND tx_id <= ? ORDER BY vt DESC, tx_id DESC LIMIT 1`, eid, vt, tx)
+	err := q.GetContext(ctx, &p, eid, vt, tx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -139,7 +140,12 @@ func (s *Store) EntityTx(ctx context.Context, id string, b store.Basis) (store.E
 	if err != nil {
 		return store.EntityTx{}, err
 	}
-	p, err := visiblePoint(ctx, rtx, id, vt, tx)
+	st, err := rtx.PreparexContext(ctx, visibleSQL)
+	if err != nil {
+		return store.EntityTx{}, dbErr("entity-tx", id, err)
+	}
+	defer st.Close()
+	p, err := visiblePoint(ctx, st, id, vt, tx)
 	if err != nil {
 		return store.EntityTx{}, dbErr("entity-tx", id, err)
 	}

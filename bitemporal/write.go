@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -188,10 +189,18 @@ func (s *Store) submitLocked(ctx context.Context, prep []prepared, opsJSON strin
 			receipt.Time = last.Time
 		}
 	}
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT ops"); err != nil {
-		return store.Tx{}, dbErr("submit", "", err)
+	// Only a match can abort a transaction; without one there is nothing
+	// to roll back to, and a savepoint would journal every page it touches.
+	hasMatch := false
+	for _, p := range prep {
+		hasMatch = hasMatch || p.op.Kind == store.OpMatch
 	}
-	a := applier{ctx: ctx, tx: tx, txID: receipt.ID, tt: ms(receipt.Time)}
+	if hasMatch {
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT ops"); err != nil {
+			return store.Tx{}, dbErr("submit", "", err)
+		}
+	}
+	a := applier{ctx: ctx, tx: tx, s: s, txID: receipt.ID, tt: ms(receipt.Time)}
 	committed := true
 	for i, p := range prep {
 		ok, err := a.apply(p)
@@ -203,13 +212,15 @@ func (s *Store) submitLocked(ctx context.Context, prep []prepared, opsJSON strin
 			break
 		}
 	}
-	if !committed {
-		if _, err := tx.ExecContext(ctx, "ROLLBACK TO ops"); err != nil {
+	if hasMatch {
+		if !committed {
+			if _, err := tx.ExecContext(ctx, "ROLLBACK TO ops"); err != nil {
+				return store.Tx{}, dbErr("submit", "", err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, "RELEASE ops"); err != nil {
 			return store.Tx{}, dbErr("submit", "", err)
 		}
-	}
-	if _, err := tx.ExecContext(ctx, "RELEASE ops"); err != nil {
-		return store.Tx{}, dbErr("submit", "", err)
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO txs (tx_id, tx_time, committed, ops) VALUES (?, ?, ?, ?)",
 		receipt.ID, ms(receipt.Time), committed, opsJSON); err != nil {
@@ -225,8 +236,80 @@ func (s *Store) submitLocked(ctx context.Context, prep []prepared, opsJSON strin
 type applier struct {
 	ctx  context.Context
 	tx   *sqlx.Tx
+	s    *Store
 	txID int64
 	tt   int64
+}
+
+// writeSQL lists every statement the write path runs; Open prepares them
+// all on the writer connection (preparing inside a transaction would wait
+// for the only connection, which the transaction holds).
+func writeSQL() []string {
+	qs := []string{
+		visibleSQL,
+		"DELETE FROM points WHERE eid = ?",
+		"DELETE FROM fields WHERE doc IN (SELECT id FROM docs WHERE eid = ?)",
+		"DELETE FROM docs WHERE eid = ?",
+		insertDocSQL, insertPointSQL, continuationSQL, rangeSQL,
+	}
+	for n := 1; n <= fieldChunk; n++ {
+		qs = append(qs, insertFieldsSQL(n))
+	}
+	return qs
+}
+
+const (
+	insertDocSQL    = "INSERT OR IGNORE INTO docs (hash, eid, doc) VALUES (?, ?, ?)"
+	insertPointSQL  = "INSERT OR REPLACE INTO points (eid, vt, tx_id, tx_time, hash) VALUES (?, ?, ?, ?, ?)"
+	continuationSQL = "SELECT vt, tx_id, tx_time, hash FROM points WHERE eid = ? AND vt > ? ORDER BY vt, tx_id DESC"
+	rangeSQL        = "SELECT vt, tx_id, tx_time, hash FROM points WHERE eid = ? AND vt <= ? ORDER BY vt DESC, tx_id DESC"
+	fieldChunk      = 8
+)
+
+func insertFieldsSQL(n int) string {
+	return "INSERT INTO fields (doc, field, kind, value) VALUES (?, ?, ?, ?)" + strings.Repeat(", (?, ?, ?, ?)", n-1)
+}
+
+// prepareWrites prepares writeSQL on the writer connection.
+func (s *Store) prepareWrites(ctx context.Context) error {
+	for _, q := range writeSQL() {
+		st, err := s.w.PreparexContext(ctx, q)
+		if err != nil {
+			return openErr(s.path, err)
+		}
+		s.wstmts[q] = st
+	}
+	return nil
+}
+
+// stmt returns the prepared statement q bound to this transaction.
+func (a *applier) stmt(q string) (*sqlx.Stmt, error) {
+	st, ok := a.s.wstmts[q]
+	if !ok {
+		return nil, fmt.Errorf("statement not prepared: %s", q)
+	}
+	return a.tx.StmtxContext(a.ctx, st), nil
+}
+
+func (a *applier) exec(q string, args ...any) error {
+	st, err := a.stmt(q)
+	if err != nil {
+		return err
+	}
+	_, err = st.ExecContext(a.ctx, args...)
+	return err
+}
+
+const visibleSQL = `SELECT vt, tx_id, tx_time, hash FROM points
+	WHERE eid = ? AND vt <= ? AND tx_id <= ? ORDER BY vt DESC, tx_id DESC LIMIT 1`
+
+// visible is visiblePoint inside the write transaction.
+func (a *applier) visible(eid string, vt int64) (*pointRow, error) {
+	st, err := a.stmt(visibleSQL)
+	if err != nil {
+		return nil, err
+	}
+	return visiblePoint(a.ctx, st, eid, vt, a.txID)
 }
 
 type pointRow struct {
@@ -272,7 +355,7 @@ func (a *applier) apply(p prepared) (bool, error) {
 		if op.ValidFrom != nil {
 			at = ms(*op.ValidFrom)
 		}
-		cur, err := visiblePoint(a.ctx, a.tx, op.ID, at, a.txID)
+		cur, err := a.visible(op.ID, at)
 		if err != nil {
 			return false, err
 		}
@@ -284,10 +367,10 @@ func (a *applier) apply(p prepared) (bool, error) {
 	case store.OpEvict:
 		for _, q := range []string{
 			"DELETE FROM points WHERE eid = ?",
-			"DELETE FROM fields WHERE hash IN (SELECT hash FROM docs WHERE eid = ?)",
+			"DELETE FROM fields WHERE doc IN (SELECT id FROM docs WHERE eid = ?)",
 			"DELETE FROM docs WHERE eid = ?",
 		} {
-			if _, err := a.tx.ExecContext(a.ctx, q, op.ID); err != nil {
+			if err := a.exec(q, op.ID); err != nil {
 				return false, err
 			}
 		}
@@ -297,24 +380,40 @@ func (a *applier) apply(p prepared) (bool, error) {
 }
 
 func (a *applier) putDoc(p prepared) error {
-	res, err := a.tx.ExecContext(a.ctx, "INSERT OR IGNORE INTO docs (hash, eid, doc) VALUES (?, ?, ?)", p.hash, p.op.ID, p.canon)
+	st, err := a.stmt(insertDocSQL)
+	if err != nil {
+		return err
+	}
+	res, err := st.ExecContext(a.ctx, p.hash, p.op.ID, p.canon)
 	if err != nil {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return nil // stored already, with its fields
 	}
-	for _, f := range p.fields {
-		if _, err := a.tx.ExecContext(a.ctx, "INSERT INTO fields (field, kind, value, hash) VALUES (?, ?, ?, ?)", f.field, f.kind, f.value, p.hash); err != nil {
+	docID, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	// All of a document's fields in one statement, in chunks that keep the
+	// number of distinct statements small.
+	for rest := p.fields; len(rest) > 0; {
+		n := min(len(rest), fieldChunk)
+		q := insertFieldsSQL(n)
+		args := make([]any, 0, 4*n)
+		for _, f := range rest[:n] {
+			args = append(args, docID, f.field, f.kind, f.value)
+		}
+		if err := a.exec(q, args...); err != nil {
 			return err
 		}
+		rest = rest[n:]
 	}
 	return nil
 }
 
 func (a *applier) point(eid string, vt, txID, tt int64, hash *string) error {
-	_, err := a.tx.ExecContext(a.ctx, "INSERT OR REPLACE INTO points (eid, vt, tx_id, tx_time, hash) VALUES (?, ?, ?, ?, ?)", eid, vt, txID, tt, hash)
-	return err
+	return a.exec(insertPointSQL, eid, vt, txID, tt, hash)
 }
 
 // writeOpen writes from start until the next different version: at start,
@@ -322,12 +421,16 @@ func (a *applier) point(eid string, vt, txID, tt int64, hash *string) error {
 // (same tx and content; a tombstone has no continuation).
 func (a *applier) writeOpen(eid string, start int64, hash *string) error {
 	vts := []int64{start}
-	vis, err := visiblePoint(a.ctx, a.tx, eid, start, a.txID)
+	vis, err := a.visible(eid, start)
 	if err != nil {
 		return err
 	}
 	if vis != nil && vis.Hash != nil {
-		rows, err := a.tx.QueryxContext(a.ctx, "SELECT vt, tx_id, tx_time, hash FROM points WHERE eid = ? AND vt > ? ORDER BY vt, tx_id DESC", eid, start)
+		st, err := a.stmt(continuationSQL)
+		if err != nil {
+			return err
+		}
+		rows, err := st.QueryxContext(a.ctx, eid, start)
 		if err != nil {
 			return err
 		}
@@ -366,7 +469,11 @@ func (a *applier) writeRange(eid string, start, end int64, hash *string) error {
 	if start == end {
 		return nil
 	}
-	rows, err := a.tx.QueryxContext(a.ctx, "SELECT vt, tx_id, tx_time, hash FROM points WHERE eid = ? AND vt <= ? ORDER BY vt DESC, tx_id DESC", eid, end)
+	st, err := a.stmt(rangeSQL)
+	if err != nil {
+		return err
+	}
+	rows, err := st.QueryxContext(a.ctx, eid, end)
 	if err != nil {
 		return err
 	}

@@ -21,11 +21,14 @@ CREATE TABLE txs (
 CREATE INDEX txs_time ON txs (tx_time, tx_id);
 
 -- Documents, once per content hash (SHA-256 of RFC 8785 canonical JSON).
+-- Documents, once per content hash (SHA-256 of RFC 8785 canonical JSON).
+-- A rowid table: rows are large and arrive in no useful key order.
 CREATE TABLE docs (
-    hash TEXT PRIMARY KEY,
+    id   INTEGER PRIMARY KEY,
+    hash TEXT NOT NULL UNIQUE,
     eid  TEXT NOT NULL,
     doc  TEXT NOT NULL
-) WITHOUT ROWID;
+);
 CREATE INDEX docs_eid ON docs (eid);
 
 -- Points: (entity, valid time, tx) naming a document hash; NULL hash is a
@@ -43,13 +46,13 @@ CREATE TABLE points (
 -- Top-level scalar field values of each document (array elements one row
 -- each), for the portable query. kind: 's' string, 'n' number, 'b' boolean.
 CREATE TABLE fields (
+    doc   INTEGER NOT NULL,
     field TEXT NOT NULL,
     kind  TEXT NOT NULL,
-    value ANY,
-    hash  TEXT NOT NULL
+    value ANY NOT NULL
 );
 CREATE INDEX fields_fkv ON fields (field, kind, value);
-CREATE INDEX fields_hash ON fields (hash);
+CREATE INDEX fields_doc ON fields (doc);
 
 -- +goose Down
 DROP TABLE fields;

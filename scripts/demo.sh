@@ -5,6 +5,7 @@
 set -euo pipefail
 bin="${1:-bin/ctxstore}"
 store="${CTXSTORE_URL:-.ctxstore/demo.db}"
+mkdir -p "$(dirname "$store")"
 rm -f "$store" "$store-wal" "$store-shm"
 run() { echo "\$ ctxstore $*" >&2; "$bin" --store "$store" "$@"; }
 echo '{"xt/id":"note:plan","type":"note","title":"Plan","status":"draft"}' | run put --valid-from 2024-01-01T00:00:00Z -

@@ -43,7 +43,7 @@ func TestConformance(t *testing.T) {
 // moderate size; XTDB_DIFF_TXS, XTDB_DIFF_BASIS and XTDB_DIFF_SEED scale it
 // (see docs/xtdb.md for the big run).
 func TestDifferential(t *testing.T) {
-	cfg := storetest.DiffConfig{Seed: 1, Txs: 400, Entities: 50, BasisPoints: 2500}
+	cfg := storetest.DiffConfig{Seed: 1, Txs: 300, Entities: 50, BasisPoints: 400}
 	envInt(t, "XTDB_DIFF_TXS", &cfg.Txs)
 	envInt(t, "XTDB_DIFF_BASIS", &cfg.BasisPoints)
 	var seed int

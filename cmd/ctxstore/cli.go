@@ -30,6 +30,7 @@ type cli struct {
 	Query   queryCmd   `cmd:"" help:"Find documents by field values."`
 	Log     logCmd     `cmd:"" help:"List committed transactions and their operations."`
 	Status  statusCmd  `cmd:"" help:"Describe the store and its latest transaction."`
+	XTDB    xtdbCmd    `cmd:"" name:"xtdb" help:"Run a real XTDB 1.24.5 server for production or local use."`
 	Help    helpCmd    `cmd:"" help:"Show help for ctxstore or one of its commands."`
 }
 

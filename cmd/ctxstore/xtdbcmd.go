@@ -1,0 +1,65 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
+)
+
+// xtdbCmd groups the commands that run an XTDB server.
+type xtdbCmd struct {
+	Serve xtdbServeCmd `cmd:"" help:"Run an XTDB 1.24.5 node (from Maven Central, on this machine's JDK) until interrupted."`
+	Fetch xtdbFetchCmd `cmd:"" help:"Resolve and cache the XTDB jars (Maven) and compile the HTTP front, without starting a node."`
+}
+
+type xtdbServeCmd struct {
+	Port     int    `default:"3000" help:"Port on 127.0.0.1 (0: a free one)."`
+	DataDir  string `name:"data-dir" placeholder:"DIR" help:"Keep the data in RocksDB under DIR (tx-log, documents, indexes). Empty: in memory, lost on exit."`
+	CacheDir string `name:"cache-dir" placeholder:"DIR" help:"Where the classpath and compiled front are cached. Default: $CTXSTORE_CACHE or the user cache dir."`
+	Heap     string `default:"1g" help:"JVM maximum heap (-Xmx)."`
+}
+
+// Run starts the node, prints its URL on stdout and waits for SIGINT or
+// SIGTERM, then stops it cleanly.
+func (c *xtdbServeCmd) Run(a *app) error {
+	args := append([]string{"-Xmx" + c.Heap}, xtdbserver.DefaultJVMArgs[1:]...)
+	srv, err := xtdbserver.Start(a.ctx, xtdbserver.Options{Port: c.Port, DataDir: c.DataDir, CacheDir: c.CacheDir, JVMArgs: args, Log: a.stderr})
+	if err != nil {
+		return err
+	}
+	if a.cli.JSON {
+		json.NewEncoder(a.stdout).Encode(map[string]string{"url": srv.URL(), "data_dir": c.DataDir})
+	} else {
+		fmt.Fprintln(a.stdout, srv.URL())
+	}
+	fmt.Fprintf(a.stderr, "ctxstore: XTDB %s ready at %s; use --store %s; Ctrl-C stops it\n", xtdbserver.Version, srv.URL(), srv.URL())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	select {
+	case <-sig:
+	case <-a.ctx.Done():
+	}
+	fmt.Fprintln(a.stderr, "ctxstore: stopping XTDB")
+	return srv.Stop()
+}
+
+type xtdbFetchCmd struct {
+	CacheDir string `name:"cache-dir" placeholder:"DIR" help:"Cache directory (see xtdb serve)."`
+}
+
+// Run resolves the classpath, printing progress on stderr and the cache's
+// classpath length on stdout.
+func (c *xtdbFetchCmd) Run(a *app) error {
+	cp, err := xtdbserver.EnsureClasspath(a.ctx, c.CacheDir, a.stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "XTDB %s ready (%d classpath entries)\n", xtdbserver.Version, len(filepath.SplitList(cp)))
+	return nil
+}
