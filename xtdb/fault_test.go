@@ -1,0 +1,195 @@
+package xtdb_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ctxstore/ctxstore/store"
+	"github.com/ctxstore/ctxstore/xtdb"
+	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
+)
+
+// faultProxy sits between the driver and the real server and injects
+// failures: it is the only fake in these tests, and only for the faults.
+type faultProxy struct {
+	*httptest.Server
+	// failReads makes the next n GET requests fail with a closed connection
+	// before they reach the server.
+	failReads atomic.Int32
+	// loseSubmitReply makes the next n submit-tx requests reach the server
+	// but lose the reply (the connection is closed instead).
+	loseSubmitReply atomic.Int32
+	// unavailable answers 503 to the next n requests.
+	unavailable atomic.Int32
+	// dropSubmit closes the connection of the next n submit-tx requests
+	// without forwarding them: sent, but never arrived.
+	dropSubmit atomic.Int32
+	submits    atomic.Int32
+}
+
+func newFaultProxy(t *testing.T, target string) *faultProxy {
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	p := &faultProxy{}
+	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hijackClose := func() {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+		}
+		if p.unavailable.Load() > 0 {
+			p.unavailable.Add(-1)
+			http.Error(w, "injected 503", http.StatusServiceUnavailable)
+			return
+		}
+		if r.Method == http.MethodGet && p.failReads.Load() > 0 {
+			p.failReads.Add(-1)
+			hijackClose()
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/submit-tx") {
+			p.submits.Add(1)
+			if p.dropSubmit.Load() > 0 {
+				p.dropSubmit.Add(-1)
+				hijackClose()
+				return
+			}
+			if p.loseSubmitReply.Load() > 0 {
+				p.loseSubmitReply.Add(-1)
+				// Forward, let the server log the tx, then drop the reply.
+				rec := httptest.NewRecorder()
+				rp.ServeHTTP(rec, r)
+				hijackClose()
+				return
+			}
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(p.Close)
+	return p
+}
+
+func openVia(t *testing.T, base string) *xtdb.Store {
+	t.Helper()
+	s, err := xtdb.Open(context.Background(), base, xtdb.Options{Backoff: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestReadsRetryTransientFailures(t *testing.T) {
+	p := newFaultProxy(t, xtdbserver.ForTest(t))
+	s := openVia(t, p.URL)
+	ctx := context.Background()
+	id := "fault-read-" + time.Now().Format("150405.000000")
+	if _, err := store.SubmitWait(ctx, s, []store.Op{store.Put(store.Doc{"xt/id": id, "v": "x"})}); err != nil {
+		t.Fatal(err)
+	}
+	p.failReads.Store(3)
+	doc, err := s.Entity(ctx, id, store.Basis{})
+	if err != nil || doc["v"] != "x" {
+		t.Fatalf("entity after 3 dropped connections: %v %v", doc, err)
+	}
+	p.unavailable.Store(2)
+	if _, err := s.History(ctx, id, store.HistoryOptions{Order: store.Asc}); err != nil {
+		t.Fatalf("history after two 503s: %v", err)
+	}
+	// More failures than retries: the error says the server is unavailable.
+	p.failReads.Store(100)
+	_, err = s.Entity(ctx, id, store.Basis{})
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("entity with the server gone: %v, want ErrUnavailable", err)
+	}
+	p.failReads.Store(0)
+}
+
+func TestSubmitWithLostReplyIsNotDuplicated(t *testing.T) {
+	base := xtdbserver.ForTest(t)
+	p := newFaultProxy(t, base)
+	s := openVia(t, p.URL)
+	ctx := context.Background()
+	id := "fault-submit-" + time.Now().Format("150405.000000")
+	vt := time.Date(2021, 3, 4, 5, 6, 7, 8e6, time.UTC)
+	p.loseSubmitReply.Store(1)
+	tx, err := store.SubmitWait(ctx, s, []store.Op{store.PutAt(store.Doc{"xt/id": id, "n": 1}, vt)})
+	if err != nil {
+		t.Fatalf("submit with a lost reply: %v", err)
+	}
+	if got := p.submits.Load(); got != 1 {
+		t.Errorf("the driver sent the transaction %d times, want 1 (it landed the first time)", got)
+	}
+	// Exactly one transaction wrote the entity, and it is the one reported.
+	direct := openVia(t, base)
+	h, err := direct.History(ctx, id, store.HistoryOptions{Order: store.Asc, WithCorrections: true, Basis: store.Basis{ValidTime: vt.AddDate(1, 0, 0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h) != 1 || h[0].TxID != tx.ID {
+		t.Fatalf("history %+v, want one point by tx %d", h, tx.ID)
+	}
+}
+
+func TestSubmitLostBeforeTheServerIsResent(t *testing.T) {
+	base := xtdbserver.ForTest(t)
+	p := newFaultProxy(t, base)
+	s := openVia(t, p.URL)
+	ctx := context.Background()
+	id := "fault-lost-" + time.Now().Format("150405.000000")
+	vt := time.Date(2021, 3, 4, 5, 6, 7, 8e6, time.UTC)
+	p.dropSubmit.Store(1)
+	tx, err := store.SubmitWait(ctx, s, []store.Op{store.PutAt(store.Doc{"xt/id": id, "n": 2}, vt)})
+	if err != nil {
+		t.Fatalf("submit whose first send was lost: %v", err)
+	}
+	if got := p.submits.Load(); got != 2 {
+		t.Errorf("the driver sent the transaction %d times, want 2 (the first never arrived)", got)
+	}
+	h, err := openVia(t, base).History(ctx, id, store.HistoryOptions{Order: store.Asc, WithCorrections: true, Basis: store.Basis{ValidTime: vt.AddDate(1, 0, 0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h) != 1 || h[0].TxID != tx.ID {
+		t.Fatalf("history %+v, want one point by tx %d", h, tx.ID)
+	}
+}
+
+func TestSubmitRetriedWhenDialFails(t *testing.T) {
+	base := xtdbserver.ForTest(t)
+	var dials atomic.Int32
+	failing := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if dials.Add(1) <= 3 {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("injected: connection refused")}
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}
+	s, err := xtdb.Open(context.Background(), base, xtdb.Options{HTTPClient: &http.Client{Transport: failing}, Backoff: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("open (its status read retries the refused dials): %v", err)
+	}
+	defer s.Close()
+	failing.CloseIdleConnections()
+	dials.Store(0)
+	id := "fault-dial-" + time.Now().Format("150405.000000")
+	tx, err := store.SubmitWait(context.Background(), s, []store.Op{store.Put(store.Doc{"xt/id": id})})
+	if err != nil {
+		t.Fatalf("submit while dials are refused: %v", err)
+	}
+	if _, err := s.Entity(context.Background(), id, store.AtTx(tx.ID, time.Time{})); err != nil {
+		t.Fatalf("entity written through the retried submit: %v", err)
+	}
+}
