@@ -121,30 +121,18 @@ func fieldRows(doc store.Doc) []fieldRow {
 // Submit implements store.Store. The transaction is applied and indexed
 // before Submit returns; a failed match records it as aborted.
 func (s *Store) Submit(ctx context.Context, ops []store.Op) (store.Tx, error) {
-	if err := s.check("submit"); err != nil {
-		return store.Tx{}, err
-	}
-	ops, err := store.Normalize(ops)
-	if err != nil {
-		return store.Tx{}, err
-	}
-	prep, logged, err := prepare(ops)
-	if err != nil {
-		return store.Tx{}, err
-	}
-	opsJSON, err := json.Marshal(logged)
-	if err != nil {
-		return store.Tx{}, err
-	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	return s.submitLocked(ctx, prep, string(opsJSON), nil)
+	return s.submit(ctx, ops, nil)
 }
 
 // SubmitAt is Submit with a given transaction time, for imports that keep
 // the original times. txTime must not be before the latest transaction's
 // time (ErrInvalid otherwise).
 func (s *Store) SubmitAt(ctx context.Context, ops []store.Op, txTime time.Time) (store.Tx, error) {
+	t := store.MS(txTime)
+	return s.submit(ctx, ops, &t)
+}
+
+func (s *Store) submit(ctx context.Context, ops []store.Op, at *time.Time) (store.Tx, error) {
 	if err := s.check("submit"); err != nil {
 		return store.Tx{}, err
 	}
@@ -162,8 +150,7 @@ func (s *Store) SubmitAt(ctx context.Context, ops []store.Op, txTime time.Time) 
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	t := store.MS(txTime)
-	return s.submitLocked(ctx, prep, string(opsJSON), &t)
+	return s.submitLocked(ctx, prep, string(opsJSON), at)
 }
 
 func (s *Store) submitLocked(ctx context.Context, prep []prepared, opsJSON string, at *time.Time) (store.Tx, error) {

@@ -54,3 +54,24 @@ func SameDoc(a, b Doc) bool {
 	cb, err2 := Canonical(b)
 	return err1 == nil && err2 == nil && bytes.Equal(ca, cb)
 }
+
+// Num returns v as a float64 if it is a JSON number (json.Number or a Go
+// numeric type).
+func Num(v any) (float64, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	}
+	return 0, false
+}

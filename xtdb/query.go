@@ -2,7 +2,6 @@ package xtdb
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -27,7 +26,7 @@ func datalog(q store.Query) (text string, sendLimit bool, err error) {
 		attr := ednKeyword(p.Field)
 		switch p.Op {
 		case store.Eq:
-			if _, isNum := isNum(p.Value); isNum {
+			if _, isNum := store.Num(p.Value); isNum {
 				lit, err := ednScalar(p.Value)
 				if err != nil {
 					return "", false, err
@@ -48,7 +47,7 @@ func datalog(q store.Query) (text string, sendLimit bool, err error) {
 				if err != nil {
 					return "", false, err
 				}
-				if _, isNum := isNum(val); isNum {
+				if _, isNum := store.Num(val); isNum {
 					alts = append(alts, fmt.Sprintf("(and [(number? %s)] [(== %s %s)])", v, v, lit))
 				} else {
 					alts = append(alts, fmt.Sprintf("[(= %s %s)]", v, lit))
@@ -62,7 +61,7 @@ func datalog(q store.Query) (text string, sendLimit bool, err error) {
 				return "", false, err
 			}
 			guard := "string?"
-			if _, isNum := isNum(p.Value); isNum {
+			if _, isNum := store.Num(p.Value); isNum {
 				guard = "number?"
 			}
 			sym := map[store.PredOp]string{store.Lt: "<", store.Lte: "<=", store.Gt: ">", store.Gte: ">="}[p.Op]
@@ -158,20 +157,4 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 		}
 	}
 	return out, nil
-}
-
-// isNum reports whether v is a number.
-func isNum(v any) (float64, bool) {
-	switch x := v.(type) {
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	case float64:
-		return x, true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	}
-	return 0, false
 }

@@ -49,6 +49,11 @@ func (s *Store) rawTxLog(ctx context.Context, after int64, limit int) ([]rawTx, 
 	if after >= 0 {
 		q.Set("after-tx-id", strconv.FormatInt(after, 10))
 	}
+	if limit > 0 {
+		// ctxstore's HTTP front pages with it; XTDB's own module ignores it
+		// and the cut below applies.
+		q.Set("limit", strconv.Itoa(limit))
+	}
 	v, err := s.readEDN(ctx, request{op: "tx-log", method: http.MethodGet, path: "/tx-log", query: q})
 	if err != nil {
 		return nil, err

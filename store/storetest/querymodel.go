@@ -126,25 +126,8 @@ func Compare(a, b any) (c int, ok bool) {
 	return 0, false
 }
 
-// Num returns v as a float64 if it is a number.
-func Num(v any) (float64, bool) {
-	switch x := v.(type) {
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	case float64:
-		return x, true
-	case float32:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case int32:
-		return float64(x), true
-	}
-	return 0, false
-}
+// Num returns v as a float64 if it is a number (see store.Num).
+func Num(v any) (float64, bool) { return store.Num(v) }
 
 // FinishQuery orders, cuts and projects matching documents the way every
 // backend must: documents lacking a scalar order field are dropped, then
