@@ -2,7 +2,6 @@ package bitemporal
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 
@@ -21,12 +20,7 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}
-	rtx, err := s.r.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, dbErr("query", "", err)
-	}
-	defer rtx.Rollback()
-	vt, tx, err := s.resolve(ctx, rtx, "query", q.Basis)
+	vt, tx, err := s.resolve(ctx, s.r, "query", q.Basis)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +49,7 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 	if q.Limit > 0 {
 		stmt += fmt.Sprintf(" LIMIT %d", q.Limit)
 	}
-	rows, err := rtx.QueryxContext(ctx, stmt, args...)
+	rows, err := s.r.QueryxContext(ctx, stmt, args...)
 	if err != nil {
 		return nil, dbErr("query", "", err)
 	}

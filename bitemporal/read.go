@@ -38,21 +38,28 @@ func (s *Store) resolve(ctx context.Context, q queryer, op string, b store.Basis
 	if !b.ValidTime.IsZero() {
 		vt = ms(b.ValidTime)
 	}
-	last, err := s.latest(ctx, q)
-	if err != nil {
-		return 0, 0, dbErr(op, "", err)
-	}
-	latest := int64(-1)
-	if last != nil {
-		latest = last.ID
-	}
 	switch {
 	case b.TxID != nil:
-		if *b.TxID > latest {
-			return 0, 0, store.Errorf(op, store.ErrInvalid, "", fmt.Sprintf("basis tx %d is after the latest transaction (%d)", *b.TxID, latest))
+		// The cached latest tx id only grows and never passes the truth, so
+		// a basis at or below it is valid without asking the database.
+		if *b.TxID > s.latestID.Load() {
+			last, err := s.latest(ctx, q)
+			if err != nil {
+				return 0, 0, dbErr(op, "", err)
+			}
+			if last != nil {
+				s.noteLatest(last.ID)
+			}
+			if latest := s.latestID.Load(); *b.TxID > latest {
+				return 0, 0, store.Errorf(op, store.ErrInvalid, "", fmt.Sprintf("basis tx %d is after the latest transaction (%d)", *b.TxID, latest))
+			}
 		}
 		return vt, *b.TxID, nil
 	case b.TxTime != nil:
+		last, err := s.latest(ctx, q)
+		if err != nil {
+			return 0, 0, dbErr(op, "", err)
+		}
 		t := ms(*b.TxTime)
 		if last == nil || t > ms(last.Time) {
 			return 0, 0, store.Errorf(op, store.ErrInvalid, "", fmt.Sprintf("basis tx time %s is after the latest transaction", store.FormatTime(*b.TxTime)))
@@ -66,7 +73,22 @@ func (s *Store) resolve(ctx context.Context, q queryer, op string, b store.Basis
 		}
 		return vt, id.Int64, nil
 	}
-	return vt, latest, nil
+	// The latest basis: every point was written by a committed tx, so no
+	// tx bound is needed.
+	return vt, unboundedTx, nil
+}
+
+// unboundedTx is a tx bound above every tx id (with room for +1).
+const unboundedTx = int64(1) << 62
+
+// noteLatest records that tx id exists.
+func (s *Store) noteLatest(id int64) {
+	for {
+		cur := s.latestID.Load()
+		if id <= cur || s.latestID.CompareAndSwap(cur, id) {
+			return
+		}
+	}
 }
 
 // AwaitTx implements store.Store: transactions are indexed by Submit, so it
@@ -98,20 +120,14 @@ func (s *Store) TxCommitted(ctx context.Context, txID int64) (bool, error) {
 	return ok, dbErr("tx-committed", "", err)
 }
 
-// Entity implements store.Store.
+// Entity implements store.Store: one prepared statement.
 func (s *Store) Entity(ctx context.Context, id string, b store.Basis) (store.Doc, error) {
-	rtx, err := s.r.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, dbErr("entity", id, err)
-	}
-	defer rtx.Rollback()
-	vt, tx, err := s.resolve(ctx, rtx, "entity", b)
+	vt, tx, err := s.resolve(ctx, s.r, "entity", b)
 	if err != nil {
 		return nil, err
 	}
 	var raw sql.NullString
-	err = rtx.GetContext(ctx, &raw, `SELECT d.doc FROM points p LEFT JOIN docs d ON d.hash = p.hash
-		WHERE p.eid = ? AND p.vt <= ? AND p.tx_id <= ? ORDER BY p.vt DESC, p.tx_id DESC LIMIT 1`, id, vt, tx)
+	err = s.rstmts.entity.GetContext(ctx, &raw, id, vt, tx)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && !raw.Valid) {
 		return nil, store.Errorf("entity", store.ErrNotFound, id, "no document at this basis")
 	}
@@ -121,6 +137,9 @@ func (s *Store) Entity(ctx context.Context, id string, b store.Basis) (store.Doc
 	return decodeStored(raw.String, id)
 }
 
+const entitySQL = `SELECT d.doc FROM points p LEFT JOIN docs d ON d.hash = p.hash
+	WHERE p.eid = ? AND p.vt <= ? AND p.tx_id <= ? ORDER BY p.vt DESC, p.tx_id DESC LIMIT 1`
+
 func decodeStored(raw, id string) (store.Doc, error) {
 	doc, err := store.DecodeDoc([]byte(raw))
 	if err != nil {
@@ -129,23 +148,13 @@ func decodeStored(raw, id string) (store.Doc, error) {
 	return doc, nil
 }
 
-// EntityTx implements store.Store.
+// EntityTx implements store.Store: one prepared statement.
 func (s *Store) EntityTx(ctx context.Context, id string, b store.Basis) (store.EntityTx, error) {
-	rtx, err := s.r.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return store.EntityTx{}, dbErr("entity-tx", id, err)
-	}
-	defer rtx.Rollback()
-	vt, tx, err := s.resolve(ctx, rtx, "entity-tx", b)
+	vt, tx, err := s.resolve(ctx, s.r, "entity-tx", b)
 	if err != nil {
 		return store.EntityTx{}, err
 	}
-	st, err := rtx.PreparexContext(ctx, visibleSQL)
-	if err != nil {
-		return store.EntityTx{}, dbErr("entity-tx", id, err)
-	}
-	defer st.Close()
-	p, err := visiblePoint(ctx, st, id, vt, tx)
+	p, err := visiblePoint(ctx, s.rstmts.visible, id, vt, tx)
 	if err != nil {
 		return store.EntityTx{}, dbErr("entity-tx", id, err)
 	}
@@ -157,12 +166,7 @@ func (s *Store) EntityTx(ctx context.Context, id string, b store.Basis) (store.E
 
 // History implements store.Store with XTDB's bounds (see store.Store).
 func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) ([]store.HistoryEntry, error) {
-	rtx, err := s.r.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, dbErr("history", id, err)
-	}
-	defer rtx.Rollback()
-	vt, tx, err := s.resolve(ctx, rtx, "history", o.Basis)
+	vt, tx, err := s.resolve(ctx, s.r, "history", o.Basis)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +204,7 @@ func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) 
 	}
 	q := fmt.Sprintf(`SELECT p.vt, p.tx_id, p.tx_time, p.hash, %s AS doc FROM points p%s
 		WHERE p.eid = ?%s ORDER BY p.vt %s, p.tx_id %s`, docCol, join, where, dir, dir)
-	rows, err := rtx.QueryxContext(ctx, q, append([]any{id}, args...)...)
+	rows, err := s.r.QueryxContext(ctx, q, append([]any{id}, args...)...)
 	if err != nil {
 		return nil, dbErr("history", id, err)
 	}

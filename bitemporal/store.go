@@ -62,6 +62,11 @@ type Store struct {
 	// by wmu): re-preparing each statement of a 1,000-put transaction
 	// would cost more than running it.
 	wstmts map[string]*sqlx.Stmt
+	// rstmts are the hot reads, prepared on the reader pool.
+	rstmts struct{ entity, visible *sqlx.Stmt }
+	// latestID caches the latest tx id known to exist (-1: none); it only
+	// grows, so it never claims a tx that does not exist.
+	latestID atomic.Int64
 }
 
 var _ store.Store = (*Store)(nil)
@@ -82,6 +87,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 		o.BusyTimeout = 10 * time.Second
 	}
 	s := &Store{path: path, now: o.Clock, wstmts: map[string]*sqlx.Stmt{}}
+	s.latestID.Store(-1)
 	syncMode := "NORMAL"
 	if o.Durable {
 		syncMode = "FULL"
@@ -125,7 +131,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	}
 	if memory {
 		s.r = w
-		return s, nil
+		return s, s.prepareReads(ctx)
 	}
 	r, err := sqlx.Open("sqlite", dsn("query_only(1)"))
 	if err != nil {
@@ -135,7 +141,31 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	r.SetMaxOpenConns(o.Readers)
 	r.SetMaxIdleConns(o.Readers)
 	s.r = r
+	if err := s.prepareReads(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// prepareReads prepares the hot read statements and primes the latest tx
+// id cache.
+func (s *Store) prepareReads(ctx context.Context) error {
+	var err error
+	if s.rstmts.entity, err = s.r.PreparexContext(ctx, entitySQL); err != nil {
+		return openErr(s.path, err)
+	}
+	if s.rstmts.visible, err = s.r.PreparexContext(ctx, visibleSQL); err != nil {
+		return openErr(s.path, err)
+	}
+	last, err := s.latest(ctx, s.r)
+	if err != nil {
+		return openErr(s.path, err)
+	}
+	if last != nil {
+		s.noteLatest(last.ID)
+	}
+	return nil
 }
 
 // checkFile refuses, before any connection that could write to it is
@@ -239,6 +269,11 @@ func (s *Store) Close() error {
 	defer s.wmu.Unlock()
 	for _, st := range s.wstmts {
 		st.Close()
+	}
+	for _, st := range []*sqlx.Stmt{s.rstmts.entity, s.rstmts.visible} {
+		if st != nil {
+			st.Close()
+		}
 	}
 	_, _ = s.w.Exec("PRAGMA optimize")
 	var errs []error

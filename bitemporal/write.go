@@ -216,6 +216,7 @@ func (s *Store) submitLocked(ctx context.Context, prep []prepared, opsJSON strin
 	if err := tx.Commit(); err != nil {
 		return store.Tx{}, dbErr("submit", "", err)
 	}
+	s.noteLatest(receipt.ID)
 	return receipt, nil
 }
 

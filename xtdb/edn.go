@@ -77,8 +77,8 @@ func ednKeyword(field string) string { return ":" + field }
 
 // decodeEDN parses an EDN response body.
 func decodeEDN(body []byte) (any, error) {
-	var v any
-	if err := edn.Unmarshal(body, &v); err != nil {
+	v, err := readEDN(body)
+	if err != nil {
 		return nil, fmt.Errorf("decoding EDN response: %w", err)
 	}
 	return v, nil
