@@ -1,0 +1,284 @@
+// Package files turns files on disk into versioned file objects (004 §5):
+// filesystem ids, the indexing protocol, text versus binary content,
+// tombstone versions for deleted files, and fsnotify trackers that keep
+// indexed files up to date.
+package files
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"unicode/utf8"
+
+	"github.com/ctxstore/ctxstore/objects"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// DefaultMaxTextBytes is the largest file whose text is stored as content;
+// larger files are indexed with null content, like binary files.
+const DefaultMaxTextBytes = 4 << 20
+
+// Indexer runs the indexing protocol (004 §5.5) against a store. It is
+// safe for concurrent use. Writes are plain puts without match ops: two
+// clients that index the same change both write, which 004 §3.7 accepts.
+type Indexer struct {
+	st  store.Store
+	res *Resolver
+	max int64
+}
+
+// NewIndexer returns an indexer writing to st and resolving filesystem ids
+// with res. maxTextBytes <= 0 means DefaultMaxTextBytes.
+func NewIndexer(st store.Store, res *Resolver, maxTextBytes int64) *Indexer {
+	if maxTextBytes <= 0 {
+		maxTextBytes = DefaultMaxTextBytes
+	}
+	return &Indexer{st: st, res: res, max: maxTextBytes}
+}
+
+// Resolver returns the indexer's filesystem resolver.
+func (ix *Indexer) Resolver() *Resolver { return ix.res }
+
+// Outcome says what indexing did.
+type Outcome string
+
+// The outcomes of Index and MarkDeleted.
+const (
+	// Created: the file was not in the store; its first version was written.
+	Created Outcome = "created"
+	// Updated: the file changed; a new version was written.
+	Updated Outcome = "updated"
+	// Unchanged: the stored version matches; nothing was written.
+	Unchanged Outcome = "unchanged"
+	// Deleted: a null-content version recording the deletion was written.
+	Deleted Outcome = "deleted"
+	// Unreachable: the file's directory is gone too, so the file may be
+	// unreachable rather than deleted (an unmounted volume); nothing was
+	// written and the object stays orphaned (004 §3.6). Reconcile only.
+	Unreachable Outcome = "unreachable"
+)
+
+// Result is the outcome of indexing one path.
+type Result struct {
+	// Path is the clean absolute slash path indexed.
+	Path string
+	// Object is the current version (nil only when MarkDeleted found
+	// nothing to mark).
+	Object  *objects.Object
+	Outcome Outcome
+	// Tx is the transaction that wrote the version, or -1 when nothing was
+	// written (Unchanged): the protocol spends no extra lookup on it; use
+	// store.EntityTx when a static reference is needed.
+	Tx int64
+}
+
+// Written reports whether a version was written.
+func (r Result) Written() bool { return r.Outcome != Unchanged && r.Tx >= 0 }
+
+// CleanPath converts an OS path to the absolute, clean, slash-separated
+// form source bindings use. A relative path is taken relative to the
+// working directory.
+func CleanPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", fmt.Errorf("files: absolute path of %q: %w", p, err)
+	}
+	return path.Clean(filepath.ToSlash(abs)), nil
+}
+
+// Source returns the source binding of p: its filesystem id and clean path.
+func (ix *Indexer) Source(p string) (objects.FilesystemSource, error) {
+	clean, err := CleanPath(p)
+	if err != nil {
+		return objects.FilesystemSource{}, err
+	}
+	fsid, err := ix.res.Resolve(clean)
+	if err != nil {
+		return objects.FilesystemSource{}, err
+	}
+	return objects.FilesystemSource{FilesystemID: fsid, Path: clean}, nil
+}
+
+// ObjectID returns the id the file at p has or would have (its identity
+// hash), without touching disk contents or the store.
+func (ix *Indexer) ObjectID(p string) (string, error) {
+	src, err := ix.Source(p)
+	if err != nil {
+		return "", err
+	}
+	env, err := objects.NewSourcedEnvelope(objects.KindFile, src)
+	if err != nil {
+		return "", fmt.Errorf("files: envelope for %s: %w", src.Path, err)
+	}
+	return env.ID(), nil
+}
+
+// Index runs the indexing protocol on the regular file at p: resolve the
+// filesystem, bind the source, hash the raw bytes, derive the id, and look
+// the object up once. A missing object gets its first version, a changed
+// source hash a new version, and an unchanged file costs that one hash and
+// one lookup, with no write. Text (valid UTF-8 without NUL bytes, at most
+// the size limit) is stored as content; anything else gets null content and
+// metadata only. A directory or a missing file is an error (wrapping
+// fs.ErrNotExist for the latter); use MarkDeleted for a confirmed deletion.
+func (ix *Indexer) Index(ctx context.Context, p string) (Result, error) {
+	src, err := ix.Source(p)
+	if err != nil {
+		return Result{}, err
+	}
+	raw, err := readRegular(src.Path, ix.max)
+	if err != nil {
+		return Result{}, err
+	}
+	env, err := objects.NewSourcedEnvelope(objects.KindFile, src)
+	if err != nil {
+		return Result{}, fmt.Errorf("files: envelope for %s: %w", src.Path, err)
+	}
+	hash := objects.HashBytes(raw.data)
+	cur, err := ix.current(ctx, env.ID())
+	if err != nil {
+		return Result{}, err
+	}
+	if cur != nil && cur.SourceHash == hash && !raw.truncated {
+		return Result{Path: src.Path, Object: cur, Outcome: Unchanged, Tx: -1}, nil
+	}
+	var content *string
+	if !raw.truncated && IsText(raw.data) {
+		s := string(raw.data)
+		content = &s
+	}
+	o, err := objects.NewFile(src, content, raw.data)
+	if err != nil {
+		return Result{}, fmt.Errorf("files: file object for %s: %w", src.Path, err)
+	}
+	if raw.truncated {
+		// Too large to hold in memory as text: hash the whole file
+		// without keeping it.
+		if o.SourceHash, err = hashFile(src.Path); err != nil {
+			return Result{}, err
+		}
+		if cur != nil && cur.SourceHash == o.SourceHash {
+			return Result{Path: src.Path, Object: cur, Outcome: Unchanged, Tx: -1}, nil
+		}
+		if err := o.Seal(); err != nil {
+			return Result{}, fmt.Errorf("files: sealing %s: %w", src.Path, err)
+		}
+	}
+	outcome := Created
+	if cur != nil {
+		outcome = Updated
+	}
+	return ix.write(ctx, src.Path, o, outcome)
+}
+
+// MarkDeleted records that the file at p is confirmed gone (an unlink or
+// rename event, or a missing file on reconciliation): the object gets a new
+// version with null content and no source hash, its history intact
+// (004 §5.7). A file never indexed, or already marked, is left alone
+// (Outcome Unchanged, Object nil for the former). It does not check the
+// disk; callers do.
+func (ix *Indexer) MarkDeleted(ctx context.Context, p string) (Result, error) {
+	src, err := ix.Source(p)
+	if err != nil {
+		return Result{}, err
+	}
+	env, err := objects.NewSourcedEnvelope(objects.KindFile, src)
+	if err != nil {
+		return Result{}, fmt.Errorf("files: envelope for %s: %w", src.Path, err)
+	}
+	cur, err := ix.current(ctx, env.ID())
+	if err != nil {
+		return Result{}, err
+	}
+	if cur == nil || IsDeletedVersion(cur) {
+		return Result{Path: src.Path, Object: cur, Outcome: Unchanged, Tx: -1}, nil
+	}
+	o, err := objects.NewFile(src, nil, nil)
+	if err != nil {
+		return Result{}, fmt.Errorf("files: deletion version for %s: %w", src.Path, err)
+	}
+	o.Nickname = cur.Nickname
+	if err := o.Seal(); err != nil {
+		return Result{}, fmt.Errorf("files: sealing %s: %w", src.Path, err)
+	}
+	return ix.write(ctx, src.Path, o, Deleted)
+}
+
+// Sync brings the object of p in line with the disk: Index when p is a
+// file, MarkDeleted when it is confirmed missing. Used by trackers and on
+// resume.
+func (ix *Indexer) Sync(ctx context.Context, p string) (Result, error) {
+	r, err := ix.Index(ctx, p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ix.MarkDeleted(ctx, p)
+	}
+	return r, err
+}
+
+// IsDeletedVersion reports whether o is a deletion version: null content
+// and no source hash (a binary file has null content but a source hash).
+func IsDeletedVersion(o *objects.Object) bool {
+	return o.Content == nil && o.SourceHash == ""
+}
+
+// current fetches the latest version of id, nil when absent.
+func (ix *Indexer) current(ctx context.Context, id string) (*objects.Object, error) {
+	doc, err := ix.st.Entity(ctx, id, store.Basis{})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("files: looking up %s: %w", id, err)
+	}
+	o, err := objects.FromDoc(doc)
+	if err != nil {
+		return nil, fmt.Errorf("files: decoding stored %s: %w", id, err)
+	}
+	return o, nil
+}
+
+func (ix *Indexer) write(ctx context.Context, p string, o *objects.Object, outcome Outcome) (Result, error) {
+	doc, err := o.Doc()
+	if err != nil {
+		return Result{}, fmt.Errorf("files: document for %s: %w", p, err)
+	}
+	tx, err := store.SubmitWait(ctx, ix.st, []store.Op{store.Put(doc)})
+	if err != nil {
+		return Result{}, fmt.Errorf("files: writing %s: %w", p, err)
+	}
+	return Result{Path: p, Object: o, Outcome: outcome, Tx: tx.ID}, nil
+}
+
+// IsText reports whether b is stored as text: valid UTF-8 with no NUL byte.
+func IsText(b []byte) bool {
+	return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0
+}
+
+type rawFile struct {
+	data      []byte
+	truncated bool // larger than the limit: data is nil
+}
+
+// readRegular reads p if it is a regular file of at most max bytes.
+func readRegular(p string, max int64) (rawFile, error) {
+	fi, err := os.Stat(filepath.FromSlash(p))
+	if err != nil {
+		return rawFile{}, fmt.Errorf("files: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return rawFile{}, fmt.Errorf("files: %s is not a regular file (%s)", p, fi.Mode().Type())
+	}
+	if fi.Size() > max {
+		return rawFile{truncated: true}, nil
+	}
+	b, err := os.ReadFile(filepath.FromSlash(p))
+	if err != nil {
+		return rawFile{}, fmt.Errorf("files: %w", err)
+	}
+	return rawFile{data: b}, nil
+}

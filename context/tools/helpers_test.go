@@ -1,0 +1,10 @@
+package tools
+
+import (
+	"github.com/ctxstore/ctxstore/context/expand"
+	"github.com/ctxstore/ctxstore/objects"
+)
+
+func resolveLatest(e *env, id string) (*objects.Object, int64, error) {
+	return expand.Resolve(e.ctx, e.st, objects.DynamicRef(id))
+}

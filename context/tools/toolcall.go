@@ -1,0 +1,164 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ctxstore/ctxstore/context/collapse"
+	"github.com/ctxstore/ctxstore/objects"
+	"github.com/ctxstore/ctxstore/session"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// ManagementTools are the context-management tools: their calls do not
+// count toward the auto-activation window and are never auto-activated.
+var ManagementTools = map[string]bool{"activate": true, "deactivate": true, "pin": true, "unpin": true}
+
+// Call is one tool call as the harness reports it.
+type Call struct {
+	// ID is the provider's tool-call id; it becomes the toolcall object id.
+	ID string
+	// Tool is the tool name.
+	Tool string
+	// Args are the structured arguments as the provider emitted them.
+	Args map[string]any
+	// ArgsDisplay is a short rendering for metadata; when empty,
+	// objects.DefaultArgsDisplay(Args) is used.
+	ArgsDisplay string
+	// Failed marks a failed call (status "fail").
+	Failed bool
+	// Output is the tool's output, nil when it produced none.
+	Output *string
+	// FileRefs are files the call touched, besides those the wrappers find.
+	FileRefs []string
+	// Management marks the call as not counted by the auto-activation
+	// policy even if Tool is not in ManagementTools (RecordResult sets it
+	// for read, whose output is only a confirmation).
+	Management bool
+}
+
+// Record stores a tool call as a toolcall object (id = the provider's id,
+// chat_ref = the session's chat) and, in the same transaction, adds it to
+// the session: in the pool, active unless it is a context-management call,
+// and then applies the auto-activation policy, collapsing outputs that fell
+// out of the window. Recording an id twice writes a new version of the
+// toolcall but does not count it again.
+func (t *Tools) Record(ctx context.Context, c Call) (Result, error) {
+	return t.record(ctx, c, nil)
+}
+
+func (t *Tools) record(ctx context.Context, c Call, fileIDs []string) (Result, error) {
+	refs := append(append([]string(nil), c.FileRefs...), fileIDs...)
+	refs = dedupe(refs)
+	status := objects.StatusOK
+	if c.Failed {
+		status = objects.StatusFail
+	}
+	display := c.ArgsDisplay
+	if display == "" {
+		display = objects.DefaultArgsDisplay(c.Args)
+	}
+	f := objects.ToolcallFields{
+		Tool: c.Tool, Args: c.Args, ArgsDisplay: display, Status: status,
+		ChatRef: t.s.Info().ChatID, FileRefs: refs,
+	}
+	if f.Args == nil {
+		f.Args = map[string]any{}
+	}
+	o, err := objects.NewToolcall(c.ID, f, c.Output)
+	if err != nil {
+		return Result{}, fmt.Errorf("toolcall %s: %w", c.ID, err)
+	}
+	doc, err := o.Doc()
+	if err != nil {
+		return Result{}, fmt.Errorf("toolcall %s: %w", c.ID, err)
+	}
+	mgmt := c.Management || ManagementTools[c.Tool]
+	tx, _, err := t.s.Update(ctx, []store.Op{store.Put(doc)}, func(s *session.State) error {
+		for _, id := range fileIDs {
+			s.AddToPool(id)
+		}
+		if !recorded(s, c.ID) {
+			s.AddToolcall(c.ID, mgmt)
+			if !mgmt {
+				s.Activate(c.ID)
+			}
+		}
+		t.applyPolicy(s)
+		return nil
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("toolcall %s: %w", c.ID, err)
+	}
+	return Result{ID: c.ID, Object: o, Ref: objects.StaticRef(o, tx), Message: objects.RenderMetadata(o), Tx: tx, Files: fileIDs}, nil
+}
+
+// RecordResult records the call of one of our own tools (read, activate,
+// deactivate, pin, unpin) that r answered: its output is r.Message and its
+// file_refs r.Files. These calls do not count toward the auto-activation
+// window and are not activated: what they load lives in the objects they
+// act on (a read activates the file object, 000 §18.1), not in their
+// output. A failed tool is recorded with Failed set and the error's text as
+// Output.
+func (t *Tools) RecordResult(ctx context.Context, c Call, r Result) (Result, error) {
+	if c.Output == nil {
+		msg := r.Message
+		c.Output = &msg
+	}
+	c.Management = true
+	c.FileRefs = append(c.FileRefs, r.Files...)
+	return t.record(ctx, c, nil)
+}
+
+// BeginTurn starts a new turn (a new user message) and applies the
+// auto-activation policy, so outputs older than the window collapse.
+func (t *Tools) BeginTurn(ctx context.Context) (int, error) {
+	var turn int
+	_, _, err := t.s.Update(ctx, nil, func(s *session.State) error {
+		s.Turn++
+		turn = s.Turn
+		t.applyPolicy(s)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("beginning a turn: %w", err)
+	}
+	return turn, nil
+}
+
+// applyPolicy deactivates the active toolcalls the policy collapses.
+func (t *Tools) applyPolicy(s *session.State) {
+	calls := make([]collapse.Call, len(s.Toolcalls))
+	for i, c := range s.Toolcalls {
+		calls[i] = collapse.Call{ID: c.ID, Turn: c.Turn, Seq: c.Seq, Management: c.Management, Pinned: s.IsPinned(c.ID)}
+	}
+	for _, id := range collapse.Decide(calls, s.Turn, t.policy).Collapse {
+		if s.IsActive(id) {
+			_ = s.Deactivate(id) // toolcalls are never locked
+		}
+	}
+}
+
+func recorded(s *session.State, id string) bool {
+	for _, c := range s.Toolcalls {
+		if c.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func dedupe(ids []string) []string {
+	if len(ids) == 0 {
+		return nil
+	}
+	seen := map[string]bool{}
+	out := ids[:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}

@@ -1,0 +1,286 @@
+// Package tools is the agent's tool surface over a session, harness-neutral
+// (000 §18.1, §20; 004 §3.3): read, activate, deactivate, pin and unpin
+// are ours; write, edit, ls, find and grep are executed by the harness and
+// reported here so ctxstore indexes what they touch or list; bash is
+// observed, with best-effort file attribution. Every tool call becomes a
+// toolcall object, and the auto-activation policy (package collapse) keeps
+// the most recent outputs active. Methods return a Result whose Message is
+// what the agent should be told; an error means the tool failed and its
+// text is the message.
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ctxstore/ctxstore/context/collapse"
+	"github.com/ctxstore/ctxstore/context/expand"
+	"github.com/ctxstore/ctxstore/context/files"
+	"github.com/ctxstore/ctxstore/objects"
+	"github.com/ctxstore/ctxstore/session"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// ErrUnknownObject is returned (wrapped) when an id or nickname names no
+// object.
+var ErrUnknownObject = errors.New("no such object")
+
+// Options configure New.
+type Options struct {
+	// Policy is the auto-activation window; the zero value means
+	// collapse.Default().
+	Policy collapse.Config
+	// Tracker, if set, watches every file the tools index.
+	Tracker *files.Tracker
+	// MaxDiscovered caps how many files one ls, find, grep or bash output
+	// may index (default 200); the rest are ignored.
+	MaxDiscovered int
+}
+
+// Tools drives one session. It is safe for concurrent use as far as the
+// session is; a conflicting concurrent writer of the same session makes a
+// call fail with an error wrapping store.ErrConflict.
+type Tools struct {
+	s      *session.Session
+	ix     *files.Indexer
+	tr     *files.Tracker
+	policy collapse.Config
+	maxDis int
+}
+
+// New returns the tools of session s, indexing files through ix.
+func New(s *session.Session, ix *files.Indexer, o Options) *Tools {
+	if o.Policy == (collapse.Config{}) {
+		o.Policy = collapse.Default()
+	}
+	if o.MaxDiscovered <= 0 {
+		o.MaxDiscovered = 200
+	}
+	return &Tools{s: s, ix: ix, tr: o.Tracker, policy: o.Policy, maxDis: o.MaxDiscovered}
+}
+
+// Session returns the session the tools drive.
+func (t *Tools) Session() *session.Session { return t.s }
+
+// Result is the outcome of a tool.
+type Result struct {
+	// ID is the object the tool acted on (the file for read, the toolcall
+	// for recorded calls).
+	ID string
+	// Object is its current version, when the tool looked it up.
+	Object *objects.Object
+	// Ref is a static reference to that version (transaction and hashes),
+	// set whenever Object is: what a chat records so that the context of
+	// any past call can be rebuilt.
+	Ref objects.Ref
+	// Message is what to tell the agent.
+	Message string
+	// Tx is the transaction that wrote the session change, or the
+	// session's current version when nothing changed.
+	Tx int64
+	// Files are the file objects the tool indexed or touched.
+	Files []string
+}
+
+// Read is read(path) (000 §18.1): index the file (a new version if it
+// changed on disk), add it to the metadata pool, and activate it. The
+// file's content is in Result.Object for the harness to show the user; the
+// model sees it through the active content. A file that cannot be read is
+// an error.
+func (t *Tools) Read(ctx context.Context, path string) (Result, error) {
+	r, err := t.ix.Index(ctx, path)
+	if err != nil {
+		return Result{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	t.track(r.Path)
+	id := r.Object.ID()
+	ref, err := t.staticRef(ctx, r)
+	if err != nil {
+		return Result{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	before := t.s.State()
+	tx, _, err := t.s.Update(ctx, nil, func(s *session.State) error { s.Activate(id); return nil })
+	if err != nil {
+		return Result{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	var msg string
+	switch {
+	case before.IsActive(id) && r.Written():
+		msg = "Refreshed (the file changed on disk): "
+	case before.IsActive(id):
+		msg = "Already active and unchanged: "
+	case before.InPool(id):
+		msg = "Activated (it was already in your metadata pool; next time use activate(id)): "
+	default:
+		msg = "Read and activated: "
+	}
+	msg += objects.RenderMetadata(r.Object)
+	if note, null := objects.NullContent(r.Object); null {
+		msg = note
+	}
+	return Result{ID: id, Object: r.Object, Ref: ref, Message: msg, Tx: tx, Files: []string{id}}, nil
+}
+
+// Activate is activate(id) (000 §18.1, 004 §3.3): load an object's content
+// into the active set. ref is an object id or a nickname; an object the
+// session only indexed, or only the store knows, is promoted to the pool
+// first. A toolcall activated explicitly re-enters the auto-activation
+// window as if it had just run. Activating null content succeeds but says
+// that nothing can be loaded.
+func (t *Tools) Activate(ctx context.Context, ref string) (Result, error) {
+	o, sref, err := t.resolve(ctx, ref)
+	if err != nil {
+		return Result{}, fmt.Errorf("activate %s: %w", ref, err)
+	}
+	id := o.ID()
+	was := t.s.State().IsActive(id)
+	tx, _, err := t.s.Update(ctx, nil, func(s *session.State) error {
+		s.Activate(id)
+		s.TouchToolcall(id)
+		return nil
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("activate %s: %w", ref, err)
+	}
+	msg := "Activated; the content appears in your context from the next call: " + objects.RenderMetadata(o)
+	if was {
+		msg = "Already active: " + objects.RenderMetadata(o)
+	}
+	if note, null := objects.NullContent(o); null {
+		msg = note
+	}
+	return Result{ID: id, Object: o, Ref: sref, Message: msg, Tx: tx}, nil
+}
+
+// Deactivate is deactivate(id): collapse an object to its metadata. It is
+// refused on locked objects (the chat and the system prompt) with an error
+// wrapping session.ErrLocked whose text says why.
+func (t *Tools) Deactivate(ctx context.Context, ref string) (Result, error) {
+	id, err := t.resolveID(ctx, ref)
+	if err != nil {
+		return Result{}, fmt.Errorf("deactivate %s: %w", ref, err)
+	}
+	was := t.s.State().IsActive(id)
+	tx, _, err := t.s.Update(ctx, nil, func(s *session.State) error { return s.Deactivate(id) })
+	if err != nil {
+		return Result{}, fmt.Errorf("deactivate %s: %w", ref, err)
+	}
+	msg := "Deactivated " + id + "; its metadata stays visible."
+	if !was {
+		msg = id + " was not active."
+	}
+	return Result{ID: id, Message: msg, Tx: tx}, nil
+}
+
+// Pin pins an object: it is activated and never auto-collapsed until it is
+// deactivated or unpinned.
+func (t *Tools) Pin(ctx context.Context, ref string) (Result, error) {
+	o, sref, err := t.resolve(ctx, ref)
+	if err != nil {
+		return Result{}, fmt.Errorf("pin %s: %w", ref, err)
+	}
+	id := o.ID()
+	tx, _, err := t.s.Update(ctx, nil, func(s *session.State) error { s.Pin(id); s.Activate(id); return nil })
+	if err != nil {
+		return Result{}, fmt.Errorf("pin %s: %w", ref, err)
+	}
+	return Result{ID: id, Object: o, Ref: sref, Message: "Pinned and active: " + objects.RenderMetadata(o), Tx: tx}, nil
+}
+
+// Unpin unpins an object; it stays active until the policy or the agent
+// collapses it.
+func (t *Tools) Unpin(ctx context.Context, ref string) (Result, error) {
+	id, err := t.resolveID(ctx, ref)
+	if err != nil {
+		return Result{}, fmt.Errorf("unpin %s: %w", ref, err)
+	}
+	tx, _, err := t.s.Update(ctx, nil, func(s *session.State) error { s.Unpin(id); return nil })
+	if err != nil {
+		return Result{}, fmt.Errorf("unpin %s: %w", ref, err)
+	}
+	return Result{ID: id, Message: "Unpinned " + id + ".", Tx: tx}, nil
+}
+
+// resolveID maps an id or nickname to an id without loading the object
+// when the session already knows the id.
+func (t *Tools) resolveID(ctx context.Context, ref string) (string, error) {
+	if t.s.State().Indexed(ref) {
+		return ref, nil
+	}
+	o, _, err := t.resolve(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	return o.ID(), nil
+}
+
+// resolve finds the latest version of the object ref names, and a static
+// reference to it: ref is an object id, or else a nickname, preferring
+// objects in the session's pool.
+func (t *Tools) resolve(ctx context.Context, ref string) (*objects.Object, objects.Ref, error) {
+	id := ref
+	if !t.s.State().Indexed(ref) {
+		var err error
+		if id, err = t.lookup(ctx, ref); err != nil {
+			return nil, objects.Ref{}, err
+		}
+	}
+	o, tx, err := expand.Resolve(ctx, t.s.Store(), objects.DynamicRef(id))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, objects.Ref{}, fmt.Errorf("%w: %v", ErrUnknownObject, err)
+	}
+	if err != nil {
+		return nil, objects.Ref{}, err
+	}
+	return o, objects.StaticRef(o, tx), nil
+}
+
+// lookup maps ref to an object id: ref itself if the store has it, else
+// the object with that nickname, preferring the session's pool.
+func (t *Tools) lookup(ctx context.Context, ref string) (string, error) {
+	st := t.s.Store()
+	_, err := st.EntityTx(ctx, ref, store.Basis{})
+	if err == nil {
+		return ref, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return "", err
+	}
+	docs, err := st.Query(ctx, store.Query{Where: []store.Pred{store.Where("nickname", ref)}, Find: []string{"nickname"}})
+	if err != nil {
+		return "", fmt.Errorf("looking up nickname: %w", err)
+	}
+	if len(docs) == 0 {
+		return "", fmt.Errorf("%w: no object has the id or nickname %q", ErrUnknownObject, ref)
+	}
+	state := t.s.State()
+	best, _ := docs[0][store.IDKey].(string)
+	for _, d := range docs {
+		if id, _ := d[store.IDKey].(string); state.InPool(id) {
+			return id, nil
+		}
+	}
+	return best, nil
+}
+
+// staticRef returns a static reference to the version r indexed; an
+// unchanged file costs one more lookup for its transaction.
+func (t *Tools) staticRef(ctx context.Context, r files.Result) (objects.Ref, error) {
+	if r.Written() {
+		return objects.StaticRef(r.Object, r.Tx), nil
+	}
+	et, err := t.s.Store().EntityTx(ctx, r.Object.ID(), store.Basis{})
+	if err != nil {
+		return objects.Ref{}, fmt.Errorf("transaction of %s: %w", r.Object.ID(), err)
+	}
+	return objects.StaticRef(r.Object, et.TxID), nil
+}
+
+// track starts watching p if there is a tracker; failures only mean the
+// file is not watched, so they are not reported to the agent.
+func (t *Tools) track(p string) {
+	if t.tr != nil {
+		_ = t.tr.Track(p)
+	}
+}

@@ -1,0 +1,148 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/ctxstore/ctxstore/objects"
+)
+
+// ErrLocked is returned (wrapped) when the agent tries to deactivate a
+// locked object: a chat or a system prompt (000 §20.1).
+var ErrLocked = errors.New("object is locked")
+
+// ErrNotInPool is returned (wrapped) when an operation needs an object the
+// session does not know.
+var ErrNotInPool = errors.New("object is not in the session")
+
+// Toolcall is the session's record of one toolcall, used by the
+// auto-activation policy.
+type Toolcall struct {
+	// ID is the toolcall object id.
+	ID string `json:"id"`
+	// Turn is the turn in which the toolcall ran, or in which the agent
+	// last activated it explicitly (which puts it back in the window).
+	Turn int `json:"turn"`
+	// Seq orders toolcalls by that same moment; higher is more recent.
+	Seq int64 `json:"seq"`
+	// Management marks context-management calls (activate, deactivate,
+	// pin, unpin), which the policy does not count.
+	Management bool `json:"management,omitempty"`
+}
+
+// State is a session's context state (004 §3.1). Slices keep their order
+// of entry. Invariants, kept by the methods: Active ⊆ Pool ⊆ Index, Index
+// only grows, and the chat and system prompt are always active. Pinned
+// objects are in the pool but need not be active.
+type State struct {
+	// Index is every object id the session has encountered (append-only).
+	Index []string
+	// Pool is the metadata pool: ids shown to the agent as metadata.
+	Pool []string
+	// Active is the active set: ids whose content is loaded.
+	Active []string
+	// Pinned is the pinned set: ids exempt from auto-collapse.
+	Pinned []string
+	// Turn is the current turn number (0 before the first turn).
+	Turn int
+	// Seq is the last sequence number given to a Toolcall.
+	Seq int64
+	// Toolcalls records every toolcall of the session, oldest first.
+	Toolcalls []Toolcall
+}
+
+// Clone returns a deep copy of s.
+func (s *State) Clone() State {
+	return State{
+		Index: slices.Clone(s.Index), Pool: slices.Clone(s.Pool), Active: slices.Clone(s.Active),
+		Pinned: slices.Clone(s.Pinned), Turn: s.Turn, Seq: s.Seq, Toolcalls: slices.Clone(s.Toolcalls),
+	}
+}
+
+// Locked reports whether id names an object of a locked kind (chat,
+// system prompt), which can never be deactivated.
+func Locked(id string) bool {
+	kind, _, ok := objects.SessionIDOf(id)
+	return ok && kind.Locked()
+}
+
+// Indexed, InPool, IsActive and IsPinned report set membership.
+func (s State) Indexed(id string) bool  { return slices.Contains(s.Index, id) }
+func (s State) InPool(id string) bool   { return slices.Contains(s.Pool, id) }
+func (s State) IsActive(id string) bool { return slices.Contains(s.Active, id) }
+func (s State) IsPinned(id string) bool { return slices.Contains(s.Pinned, id) }
+
+// AddToIndex records id in the session index.
+func (s *State) AddToIndex(id string) {
+	if !s.Indexed(id) {
+		s.Index = append(s.Index, id)
+	}
+}
+
+// AddToPool adds id to the metadata pool (and the index).
+func (s *State) AddToPool(id string) {
+	s.AddToIndex(id)
+	if !s.InPool(id) {
+		s.Pool = append(s.Pool, id)
+	}
+}
+
+// Activate adds id to the active set, promoting it to the pool first if
+// needed (004 §3.3).
+func (s *State) Activate(id string) {
+	s.AddToPool(id)
+	if !s.IsActive(id) {
+		s.Active = append(s.Active, id)
+	}
+}
+
+// Deactivate removes id from the active set; it stays in the pool. A
+// locked object gives an error wrapping ErrLocked; an object not in the
+// pool one wrapping ErrNotInPool. Deactivating an inactive object is a
+// no-op.
+func (s *State) Deactivate(id string) error {
+	if Locked(id) {
+		return fmt.Errorf("cannot deactivate %s: %w (chats and system prompts are always active)", id, ErrLocked)
+	}
+	if !s.InPool(id) {
+		return fmt.Errorf("cannot deactivate %s: %w", id, ErrNotInPool)
+	}
+	s.Active = slices.DeleteFunc(s.Active, func(x string) bool { return x == id })
+	return nil
+}
+
+// Pin adds id to the pinned set (and the pool); it does not activate it.
+func (s *State) Pin(id string) {
+	s.AddToPool(id)
+	if !s.IsPinned(id) {
+		s.Pinned = append(s.Pinned, id)
+	}
+}
+
+// Unpin removes id from the pinned set.
+func (s *State) Unpin(id string) {
+	s.Pinned = slices.DeleteFunc(s.Pinned, func(x string) bool { return x == id })
+}
+
+// AddToolcall records a toolcall run in the current turn and adds it to
+// the pool.
+func (s *State) AddToolcall(id string, management bool) {
+	s.AddToPool(id)
+	s.Seq++
+	s.Toolcalls = append(s.Toolcalls, Toolcall{ID: id, Turn: s.Turn, Seq: s.Seq, Management: management})
+}
+
+// TouchToolcall moves an existing toolcall to the current turn and the
+// newest position, as when the agent activates it explicitly. It reports
+// whether id is a recorded toolcall.
+func (s *State) TouchToolcall(id string) bool {
+	for i := range s.Toolcalls {
+		if s.Toolcalls[i].ID == id {
+			s.Seq++
+			s.Toolcalls[i].Turn, s.Toolcalls[i].Seq = s.Turn, s.Seq
+			return true
+		}
+	}
+	return false
+}
