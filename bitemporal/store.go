@@ -205,7 +205,9 @@ func checkOwner(ctx context.Context, db *sqlx.DB, path string) error {
 		return openErr(path, err)
 	}
 	var tables int
-	if err := db.GetContext(ctx, &tables, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"); err != nil {
+	// goose's version table alone is a store another opener is creating
+	// right now (it is made before the migration that marks the file).
+	if err := db.GetContext(ctx, &tables, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'goose_db_version'"); err != nil {
 		return openErr(path, err)
 	}
 	switch {

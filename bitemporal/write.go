@@ -176,13 +176,18 @@ func (s *Store) submitLocked(ctx context.Context, prep []prepared, opsJSON strin
 			receipt.Time = last.Time
 		}
 	}
-	// Only a match can abort a transaction; without one there is nothing
-	// to roll back to, and a savepoint would journal every page it touches.
-	hasMatch := false
+	// Only a match can abort a transaction, and it only has something to
+	// undo if a write came before it; otherwise a savepoint would just
+	// journal every page the transaction touches.
+	needSavepoint, wrote := false, false
 	for _, p := range prep {
-		hasMatch = hasMatch || p.op.Kind == store.OpMatch
+		if p.op.Kind == store.OpMatch {
+			needSavepoint = needSavepoint || wrote
+		} else {
+			wrote = true
+		}
 	}
-	if hasMatch {
+	if needSavepoint {
 		if _, err := tx.ExecContext(ctx, "SAVEPOINT ops"); err != nil {
 			return store.Tx{}, dbErr("submit", "", err)
 		}
@@ -199,7 +204,7 @@ func (s *Store) submitLocked(ctx context.Context, prep []prepared, opsJSON strin
 			break
 		}
 	}
-	if hasMatch {
+	if needSavepoint {
 		if !committed {
 			if _, err := tx.ExecContext(ctx, "ROLLBACK TO ops"); err != nil {
 				return store.Tx{}, dbErr("submit", "", err)

@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
 )
 
 // ctxstoreBin is the CLI binary TestMain builds once for the package.
@@ -37,7 +39,11 @@ func buildAndRun(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "building ctxstore: %v\n%s", err, out)
 		return 1
 	}
-	return m.Run()
+	code := m.Run()
+	if err := xtdbserver.StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the XTDB server:", err)
+	}
+	return code
 }
 
 // result is what one CLI run produced.

@@ -136,9 +136,13 @@ func opFromEDN(v any) (store.Op, string, error) {
 	case "xtdb.api/match":
 		op.Kind, hash = store.OpMatch, ednHash(vec[1])
 		if len(vec) > 2 {
-			if _, isMap := vec[2].(map[any]any); isMap {
-				if op.Doc, err = ednDoc(vec[2]); err != nil {
-					return op, "", err
+			// An expected document that was evicted since reads as the
+			// eviction marker: there is no document to give back.
+			if m, isMap := ednMap(vec[2]); isMap {
+				if ev, _ := m["xtdb.api/evicted?"].(bool); !ev {
+					if op.Doc, err = ednDoc(vec[2]); err != nil {
+						return op, "", err
+					}
 				}
 			}
 		}

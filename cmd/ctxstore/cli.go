@@ -30,6 +30,9 @@ type cli struct {
 	Query   queryCmd   `cmd:"" help:"Find documents by field values."`
 	Log     logCmd     `cmd:"" help:"List committed transactions and their operations."`
 	Status  statusCmd  `cmd:"" help:"Describe the store and its latest transaction."`
+	Export  exportCmd  `cmd:"" help:"Write the store's history (or what follows a tx) as a portable version log."`
+	Import  importCmd  `cmd:"" help:"Apply a version log to the store, resuming where an earlier import of its source stopped."`
+	Sync    syncCmd    `cmd:"" help:"Bring one store up to date with another, applying only what is new."`
 	XTDB    xtdbCmd    `cmd:"" name:"xtdb" help:"Run a real XTDB 1.24.5 server for production or local use."`
 	Help    helpCmd    `cmd:"" help:"Show help for ctxstore or one of its commands."`
 }

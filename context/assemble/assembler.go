@@ -1,0 +1,323 @@
+package assemble
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ctxstore/ctxstore/context/expand"
+	"github.com/ctxstore/ctxstore/context/tools"
+	"github.com/ctxstore/ctxstore/objects"
+	"github.com/ctxstore/ctxstore/session"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// Layout chooses the order of a context.
+type Layout string
+
+// The layouts.
+const (
+	// LayoutStream is the cache-stable layout (the default).
+	LayoutStream Layout = "stream"
+	// LayoutLiteral is the spec's literal order: metadata pool block, chat,
+	// active-content block.
+	LayoutLiteral Layout = "literal"
+)
+
+// Options configure an Assembler.
+type Options struct {
+	// Layout defaults to LayoutStream.
+	Layout Layout
+	// Tools is the tool list offered to the model, fixed for the session.
+	Tools []ToolSpec
+	// Policy is the rebase cost model's configuration.
+	Policy Policy
+	// Tokenizer counts tokens; default BytesTokenizer.
+	Tokenizer Tokenizer
+	// Now is the clock used for cache expiry; default time.Now.
+	Now func() time.Time
+}
+
+// Assembler assembles the contexts of one session. It reads the session's
+// state (session.Session) as the tools change it; the harness reports the
+// chat through User, Assistant and ToolResult and asks for each call's
+// context with Call. Methods are safe for concurrent use but meant to be
+// called in the order the events happen.
+type Assembler struct {
+	mu  sync.Mutex
+	s   *session.Session
+	st  store.Store
+	o   Options
+	pol Policy
+	tok Tokenizer
+
+	sys    *objects.Object
+	sysRef objects.Ref
+	head   []byte
+
+	items []*item // the stream (LayoutStream) or every event (LayoutLiteral)
+	offs  []int   // byte offset of each item in buf (LayoutStream)
+	buf   []byte  // rendered bytes (LayoutStream)
+
+	poolSeen int                 // State.Pool entries already looked at
+	listed   map[string]bool     // ids with a metadata line or toolcall_ref
+	latest   map[string]*version // latest known version of each id seen
+	shown    map[string]int      // id -> index of its live content item
+	stale    int                 // stale tokens rendered
+	tokens   int                 // tokens of buf
+
+	calls     int             // calls assembled
+	committed int             // len(items) at the last commit
+	lastCall  time.Time       // time of the previous call
+	rebaseAt  int             // -1, or the lowest item index rewritten since the last commit
+	snapEnd   int             // items in the session-start snapshot
+	pending   map[string]bool // tool calls of the last assistant message without a result yet
+}
+
+type version struct {
+	obj *objects.Object
+	ref objects.Ref
+}
+
+// New returns the Assembler of session s. It takes the session-start
+// snapshot at once: the system prompt, then a metadata entry for every
+// object in the pool and a content block for every active one. It reads the
+// store but writes nothing; the first Call writes the first commit.
+func New(ctx context.Context, s *session.Session, o Options) (*Assembler, error) {
+	if o.Layout == "" {
+		o.Layout = LayoutStream
+	}
+	if o.Layout != LayoutStream && o.Layout != LayoutLiteral {
+		return nil, fmt.Errorf("assemble: unknown layout %q", o.Layout)
+	}
+	if o.Tokenizer == nil {
+		o.Tokenizer = BytesTokenizer{}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Tools != nil {
+		var ts []ToolSpec
+		v, err := toJSONValue(o.Tools)
+		if err == nil {
+			err = fromJSONValue(v, &ts)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("assemble: tools: %w", err)
+		}
+		o.Tools = ts // as a commit stores them, so rebuilds render the same
+	}
+	a := &Assembler{s: s, st: s.Store(), o: o, pol: o.Policy.withDefaults(), tok: o.Tokenizer,
+		listed: map[string]bool{}, latest: map[string]*version{}, shown: map[string]int{}, rebaseAt: -1}
+	sys, tx, err := expand.Resolve(ctx, a.st, objects.DynamicRef(s.Info().SystemPromptID))
+	if err != nil {
+		return nil, fmt.Errorf("assemble: system prompt: %w", err)
+	}
+	a.sys, a.sysRef = sys, objects.StaticRef(sys, tx)
+	text := ""
+	if sys.Content != nil {
+		text = *sys.Content
+	}
+	if a.head, err = renderHead(text, o.Tools); err != nil {
+		return nil, fmt.Errorf("assemble: tools: %w", err)
+	}
+	a.buf = append([]byte(nil), a.head...)
+	a.tokens = a.tok.Count(string(a.head))
+	if err := a.sync(ctx, false); err != nil {
+		return nil, err
+	}
+	a.snapEnd = len(a.items)
+	return a, nil
+}
+
+// User appends a user message to the stream (a new turn's prompt). The
+// tools' BeginTurn is the harness's to call.
+func (a *Assembler) User(ctx context.Context, text string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.sync(ctx, false); err != nil {
+		return err
+	}
+	a.push(&item{kind: kUser, text: text})
+	return nil
+}
+
+// Assistant appends an assistant message: its text and the tool calls it
+// made (provider ids, names, structured arguments).
+func (a *Assembler) Assistant(ctx context.Context, text string, calls []ToolCall) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	cs := make([]ToolCall, len(calls))
+	for i, c := range calls {
+		args, err := normalizeArgs(c.Args)
+		if err != nil {
+			return fmt.Errorf("assemble: tool call %s: %w", c.ID, err)
+		}
+		cs[i] = ToolCall{ID: c.ID, Name: c.Name, Args: args}
+	}
+	a.pending = map[string]bool{}
+	for _, c := range cs {
+		a.pending[c.ID] = true
+	}
+	a.push(&item{kind: kAssistant, text: text, calls: cs})
+	return nil
+}
+
+// ToolResult appends the result of a tool call as recorded by the tools
+// (tools.Record, RecordResult or a wrapped tool): a tool-result message
+// holding only the toolcall's metadata line (toolcall_ref id=… tool=…
+// status=…), never its output. Then whatever the call changed follows in the
+// stream: metadata entries for the objects it discovered, notes for what
+// collapsed, and content blocks for what it activated (its own output when
+// the toolcall is active, the file of a read). When the last assistant
+// message made several calls, these follow the last of their results, since
+// providers require a message's tool results to come together.
+func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r.Object == nil || r.Object.Kind() != objects.KindToolcall || !r.Ref.Static {
+		return fmt.Errorf("assemble: tool result %q is not a recorded toolcall", r.ID)
+	}
+	v := &version{obj: r.Object, ref: r.Ref}
+	a.latest[r.ID] = v
+	a.listed[r.ID] = true
+	a.push(&item{kind: kToolRef, ref: r.Ref, obj: r.Object})
+	delete(a.pending, r.ID)
+	if len(a.pending) > 0 {
+		return nil // providers want all results of a message together
+	}
+	return a.sync(ctx, false)
+}
+
+// push renders it and appends it to the stream.
+func (a *Assembler) push(it *item) {
+	if it.f == nil {
+		it.render()
+	}
+	var prev *frag
+	if n := len(a.items); n > 0 {
+		prev = a.items[n-1].f
+	}
+	start := len(a.buf)
+	a.buf = appendFrag(a.buf, prev, it.f)
+	it.tokens = a.tok.Count(string(a.buf[start:]))
+	a.tokens += it.tokens
+	a.offs = append(a.offs, start)
+	a.items = append(a.items, it)
+}
+
+// resolve returns the latest version of id, from the cache or the store.
+func (a *Assembler) resolve(ctx context.Context, id string) (*version, error) {
+	if v, ok := a.latest[id]; ok {
+		return v, nil
+	}
+	o, tx, err := expand.Resolve(ctx, a.st, objects.DynamicRef(id))
+	if err != nil {
+		return nil, err
+	}
+	v := &version{obj: o, ref: objects.StaticRef(o, tx)}
+	a.latest[id] = v
+	return v, nil
+}
+
+// rendered reports whether id is rendered as an object at all (the
+// session's own objects are the chat and system prompt themselves).
+func rendered(id string) bool {
+	_, _, own := objects.SessionIDOf(id)
+	return !own
+}
+
+// sync brings the stream up to date with the session state: metadata
+// entries for new pool entries, a note for deactivated content, content
+// blocks for newly active objects; with checkVersions, a new content block
+// for every active object that has a newer version in the store.
+func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
+	st := a.s.State()
+	if a.poolSeen > len(st.Pool) {
+		a.poolSeen = 0 // the pool never shrinks; be safe if it did
+	}
+	for _, id := range st.Pool[a.poolSeen:] {
+		if !rendered(id) || a.listed[id] {
+			continue
+		}
+		v, err := a.resolve(ctx, id)
+		if err != nil {
+			return fmt.Errorf("assemble: pool entry: %w", err)
+		}
+		a.listed[id] = true
+		a.push(&item{kind: kMeta, ref: v.ref, obj: v.obj})
+	}
+	a.poolSeen = len(st.Pool)
+
+	active := make(map[string]bool, len(st.Active))
+	for _, id := range st.Active {
+		active[id] = true
+	}
+	var gone, changed []string
+	for id, i := range a.shown {
+		if !active[id] {
+			gone = append(gone, id)
+			a.markStale(i)
+			delete(a.shown, id)
+		}
+	}
+	if checkVersions {
+		if err := a.checkVersions(ctx, &changed); err != nil {
+			return err
+		}
+	}
+	if len(gone) > 0 {
+		sort.Strings(gone)
+		a.push(&item{kind: kNote, text: "[context] deactivated, now metadata only (ignore their content above): " +
+			strings.Join(gone, ", ")})
+	}
+	if len(changed) > 0 {
+		sort.Strings(changed)
+		a.push(&item{kind: kNote, text: "[context] changed since shown (new version follows): " +
+			strings.Join(changed, ", ")})
+	}
+	for _, id := range st.Active {
+		if !rendered(id) {
+			continue
+		}
+		if _, ok := a.shown[id]; ok {
+			continue
+		}
+		v, err := a.resolve(ctx, id)
+		if err != nil {
+			return fmt.Errorf("assemble: active object: %w", err)
+		}
+		a.shown[id] = len(a.items)
+		a.push(&item{kind: kContent, ref: v.ref, obj: v.obj})
+	}
+	return nil
+}
+
+// checkVersions looks up the latest transaction of every shown object; a
+// newer version makes the shown block stale, and sync shows the new one.
+func (a *Assembler) checkVersions(ctx context.Context, changed *[]string) error {
+	for id, i := range a.shown {
+		et, err := a.st.EntityTx(ctx, id, store.Basis{})
+		if err != nil {
+			return fmt.Errorf("assemble: checking %s: %w", id, err)
+		}
+		if et.TxID == a.items[i].ref.Tx {
+			continue
+		}
+		delete(a.latest, id)
+		a.markStale(i)
+		delete(a.shown, id)
+		*changed = append(*changed, id)
+	}
+	return nil
+}
+
+func (a *Assembler) markStale(i int) {
+	if !a.items[i].stale {
+		a.items[i].stale = true
+		a.stale += a.items[i].tokens
+	}
+}

@@ -1,0 +1,290 @@
+package assemble
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// Assembled is one call's context.
+type Assembled struct {
+	// N is the call number, from 1.
+	N int
+	// CommitID is the context commit recording the call ("ctx-{session}-{N}").
+	CommitID string
+	// Layout is the layout used.
+	Layout Layout
+	// Bytes is the deterministic text rendering of the whole context
+	// (system prompt, tools, messages): what prefix caching is judged on.
+	// It must not be modified.
+	Bytes []byte
+	// Tokens is the Tokenizer's count of Bytes; StaleTokens the part that is
+	// collapsed content still rendered.
+	Tokens, StaleTokens int
+	// Rebased tells whether this call rebased, why (Reason) and from which
+	// byte on the context differs from the previous call (RebaseOffset, -1
+	// without a rebase).
+	Rebased      bool
+	Reason       string
+	RebaseOffset int
+	// SessionTx is the session version the context reflects.
+	SessionTx int64
+
+	system string
+	tools  []ToolSpec
+	frags  []*frag
+}
+
+// System returns the system prompt text.
+func (c *Assembled) System() string { return c.system }
+
+// Tools returns the tool list.
+func (c *Assembled) Tools() []ToolSpec { return c.tools }
+
+// Messages returns the context's messages, in order; building them takes
+// time proportional to the context.
+func (c *Assembled) Messages() []Message { return messages(c.frags) }
+
+// Call assembles the context of the next model call and records it as a
+// context commit. In LayoutStream it first brings the stream up to date
+// (new pool entries, activations, deactivations, new versions of active
+// objects), then asks the cost model (Decide) whether to rebase, and rebases
+// from the first stale item if so.
+func (a *Assembler) Call(ctx context.Context) (*Assembled, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.sync(ctx, true); err != nil {
+		return nil, err
+	}
+	now := a.o.Now()
+	c := &Assembled{N: a.calls + 1, Layout: a.o.Layout, RebaseOffset: -1, SessionTx: a.s.Tx(),
+		system: a.systemText(), tools: a.o.Tools}
+	c.CommitID = CommitID(a.s.ID(), c.N)
+	var pool, active []*item
+	switch a.o.Layout {
+	case LayoutStream:
+		d := Decide(Inputs{StaleTokens: a.stale, ContextTokens: a.tokens, Idle: now.Sub(a.lastCall), HasPrevious: a.calls > 0}, a.pol)
+		if d.Rebase {
+			c.Rebased, c.Reason = true, d.Reason
+			c.RebaseOffset = a.rebase()
+		}
+		c.Bytes = a.buf[:len(a.buf):len(a.buf)]
+		c.Tokens, c.StaleTokens = a.tokens, a.stale
+		c.frags = make([]*frag, len(a.items))
+		for i, it := range a.items {
+			c.frags[i] = it.f
+		}
+	case LayoutLiteral:
+		var err error
+		if pool, active, err = a.literalBlocks(ctx); err != nil {
+			return nil, err
+		}
+		c.frags = literalFrags(a.items, pool, active)
+		c.Bytes = renderFrags(a.head, c.frags)
+		c.Tokens = a.tok.Count(string(c.Bytes))
+	}
+	if err := a.commit(ctx, c, pool, active); err != nil {
+		return nil, err
+	}
+	a.calls++
+	a.lastCall = now
+	return c, nil
+}
+
+func (a *Assembler) systemText() string {
+	if a.sys.Content == nil {
+		return ""
+	}
+	return *a.sys.Content
+}
+
+// rebase rewrites the stream from its first stale item: stale content
+// blocks become "collapsed:" references, everything else is kept. It
+// returns the byte offset from which the rendering changed. The previous
+// buffers are left untouched, so earlier Assembled values stay valid.
+func (a *Assembler) rebase() int {
+	p := -1
+	for i, it := range a.items {
+		if it.stale {
+			p = i
+			break
+		}
+	}
+	if p < 0 {
+		return -1
+	}
+	off := a.offs[p]
+	tail := a.items[p:]
+	a.items = append(make([]*item, 0, len(a.items)+16), a.items[:p]...)
+	a.offs = append(make([]int, 0, cap(a.items)), a.offs[:p]...)
+	a.buf = append(make([]byte, 0, len(a.buf)+4096), a.buf[:off]...)
+	for _, it := range tail {
+		a.tokens -= it.tokens
+	}
+	a.stale = 0
+	for id, i := range a.shown {
+		if i >= p {
+			delete(a.shown, id)
+			defer func(id string, it *item) { a.shown[id] = a.indexOf(it, p) }(id, tail[i-p])
+		}
+	}
+	for _, it := range tail {
+		if it.stale && it.kind == kContent {
+			it = &item{kind: kStub, ref: it.ref, obj: it.obj}
+		}
+		a.push(it)
+	}
+	if a.rebaseAt < 0 || p < a.rebaseAt {
+		a.rebaseAt = p
+	}
+	return off
+}
+
+// indexOf finds it in the stream at or after from.
+func (a *Assembler) indexOf(it *item, from int) int {
+	for i := from; i < len(a.items); i++ {
+		if a.items[i] == it {
+			return i
+		}
+	}
+	return -1
+}
+
+// literalBlocks returns the pool and active items of the literal layout,
+// at the latest versions the Assembler knows.
+func (a *Assembler) literalBlocks(ctx context.Context) (pool, active []*item, err error) {
+	st := a.s.State()
+	for _, id := range st.Pool {
+		if !rendered(id) {
+			continue
+		}
+		v, err := a.resolve(ctx, id)
+		if err != nil {
+			return nil, nil, fmt.Errorf("assemble: pool entry: %w", err)
+		}
+		pool = append(pool, &item{kind: kMeta, ref: v.ref, obj: v.obj})
+	}
+	for _, id := range st.Active {
+		if !rendered(id) {
+			continue
+		}
+		v, err := a.resolve(ctx, id)
+		if err != nil {
+			return nil, nil, fmt.Errorf("assemble: active object: %w", err)
+		}
+		active = append(active, &item{kind: kContent, ref: v.ref, obj: v.obj})
+	}
+	for _, it := range append(pool[:len(pool):len(pool)], active...) {
+		it.render()
+	}
+	return pool, active, nil
+}
+
+// literalFrags orders the literal layout: pool block, chat, active block.
+// The pool and active blocks are user messages of their own.
+func literalFrags(items, pool, active []*item) []*frag {
+	var out []*frag
+	if len(pool) > 0 {
+		f := &frag{role: RoleUser}
+		for _, it := range pool {
+			f.blocks = append(f.blocks, it.f.blocks...)
+		}
+		out = append(out, f)
+	}
+	for _, it := range items {
+		if it.kind.chatItem() {
+			out = append(out, it.f)
+		}
+	}
+	if len(active) > 0 {
+		f := &frag{role: RoleUser}
+		for _, it := range active {
+			f.blocks = append(f.blocks, it.f.blocks...)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// renderFrags renders a whole context.
+func renderFrags(head []byte, frags []*frag) []byte {
+	buf := append([]byte(nil), head...)
+	var prev *frag
+	for _, f := range frags {
+		buf = appendFrag(buf, prev, f)
+		prev = f
+	}
+	return buf
+}
+
+// CommitID returns the id of the context commit of call n of a session.
+func CommitID(sessionID string, n int) string { return fmt.Sprintf("ctx-%s-%d", sessionID, n) }
+
+func digest(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// commit writes c's context commit: only the items added (or rewritten by a
+// rebase) since the previous commit, guarded so that an existing commit of
+// the same number is never overwritten.
+func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*item) error {
+	base := a.committed
+	if a.rebaseAt >= 0 && a.rebaseAt < base {
+		base = a.rebaseAt
+	}
+	docs := make([]itemDoc, 0, len(a.items)-base)
+	for _, it := range a.items[base:] {
+		docs = append(docs, it.doc())
+	}
+	items, err := toJSONValue(docs)
+	if err != nil {
+		return fmt.Errorf("assemble: commit %s: %w", c.CommitID, err)
+	}
+	doc := store.Doc{
+		store.IDKey: c.CommitID, "type": CommitType, "session_id": a.s.ID(), "call": int64(c.N),
+		"layout": string(c.Layout), "session_tx": c.SessionTx, "system_ref": a.sysRef.String(),
+		"base": int64(base), "items": items, "item_count": int64(len(a.items)),
+		"byte_len": int64(len(c.Bytes)), "bytes_sha256": digest(c.Bytes),
+		"tokens": int64(c.Tokens), "stale_tokens": int64(c.StaleTokens),
+		"time": store.FormatTime(a.o.Now().UTC().Truncate(time.Millisecond)),
+	}
+	if c.N > 1 {
+		doc["parent"] = CommitID(a.s.ID(), c.N-1)
+	} else {
+		t, err := toJSONValue(a.o.Tools)
+		if err != nil {
+			return fmt.Errorf("assemble: commit %s: tools: %w", c.CommitID, err)
+		}
+		doc["tools"] = t
+		doc["snapshot_end"] = int64(a.snapEnd)
+	}
+	if c.Rebased {
+		doc["rebase_from"] = int64(a.rebaseAt)
+		doc["rebase_reason"] = c.Reason
+	}
+	if c.Layout == LayoutLiteral {
+		doc["pool"], doc["active"] = refStrings(pool), refStrings(active)
+	}
+	if _, err := store.SubmitWait(ctx, a.st, []store.Op{store.Match(c.CommitID, nil), store.Put(doc)}); err != nil {
+		return fmt.Errorf("assemble: writing context commit %s: %w", c.CommitID, err)
+	}
+	a.committed = len(a.items)
+	a.rebaseAt = -1
+	return nil
+}
+
+func refStrings(items []*item) []any {
+	out := make([]any, len(items))
+	for i, it := range items {
+		out[i] = it.ref.String()
+	}
+	return out
+}
+
+// CommitType is the "type" of context commit documents.
+const CommitType = "context_commit"

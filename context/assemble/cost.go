@@ -1,0 +1,112 @@
+package assemble
+
+import "time"
+
+// Tokenizer counts the tokens of a text. Implementations must be
+// deterministic and safe for concurrent use.
+type Tokenizer interface {
+	Count(s string) int
+}
+
+// BytesTokenizer is the default Tokenizer: one token per four bytes,
+// rounded up, a usual estimate for English text and code.
+type BytesTokenizer struct{}
+
+// Count returns ceil(len(s)/4).
+func (BytesTokenizer) Count(s string) int { return (len(s) + 3) / 4 }
+
+// Policy configures the rebase cost model. The zero value of each field
+// means its default.
+type Policy struct {
+	// StaleThreshold is the number of stale tokens (collapsed content still
+	// rendered) past which a rebase pays for itself (default 4,000).
+	StaleThreshold int
+	// CacheTTL is the provider's prompt-cache lifetime (default 5 minutes):
+	// after that long without a call the cache is cold and a rebase is free.
+	CacheTTL time.Duration
+	// Window is the model's context window in tokens (default 200,000).
+	Window int
+	// WindowMargin is the fraction of Window at which the context counts as
+	// nearly full (default 0.9).
+	WindowMargin float64
+}
+
+// DefaultPolicy returns the defaults: 4,000 stale tokens, 5 minute cache,
+// a 200,000-token window, 90%.
+func DefaultPolicy() Policy {
+	return Policy{StaleThreshold: 4000, CacheTTL: 5 * time.Minute, Window: 200000, WindowMargin: 0.9}
+}
+
+func (p Policy) withDefaults() Policy {
+	d := DefaultPolicy()
+	if p.StaleThreshold <= 0 {
+		p.StaleThreshold = d.StaleThreshold
+	}
+	if p.CacheTTL <= 0 {
+		p.CacheTTL = d.CacheTTL
+	}
+	if p.Window <= 0 {
+		p.Window = d.Window
+	}
+	if p.WindowMargin <= 0 || p.WindowMargin > 1 {
+		p.WindowMargin = d.WindowMargin
+	}
+	return p
+}
+
+// Inputs are what the cost model looks at before a call.
+type Inputs struct {
+	// StaleTokens are tokens of content still rendered but no longer
+	// active (deactivated, collapsed or superseded by a newer version).
+	StaleTokens int
+	// ContextTokens is the size of the context as it would be sent.
+	ContextTokens int
+	// Idle is the time since the previous call; meaningful only when
+	// HasPrevious.
+	Idle time.Duration
+	// HasPrevious is false for the first call (nothing is cached).
+	HasPrevious bool
+}
+
+// Reasons a rebase is taken.
+const (
+	ReasonNone    = ""
+	ReasonStale   = "stale"   // stale tokens passed the threshold
+	ReasonExpired = "expired" // the cache is cold anyway
+	ReasonWindow  = "window"  // the context is nearly full
+)
+
+// Decision is the cost model's verdict.
+type Decision struct {
+	Rebase bool
+	Reason string
+}
+
+// Decide is the rebase cost model, a pure function. A cache serves only a
+// byte-identical prefix: cached tokens cost 0.1x base input, tokens after
+// the first changed byte 1.25x. A rebase at position p turns every token
+// after p from cached (0.1x) into written (1.25x) once, while keeping s stale
+// tokens costs 0.1·s on every later call; so a rebase pays off only once
+// enough stale tokens have accumulated, and the model batches collapses:
+//
+//   - no stale tokens: never rebase (nothing to gain);
+//   - not HasPrevious, or Idle >= CacheTTL: rebase (the cache is cold, the
+//     whole context is written at 1.25x anyway, so dropping stale content
+//     is free) — ReasonExpired;
+//   - ContextTokens >= Window·WindowMargin: rebase to make room — ReasonWindow;
+//   - StaleTokens >= StaleThreshold: rebase — ReasonStale;
+//   - otherwise keep the prefix warm.
+func Decide(in Inputs, p Policy) Decision {
+	p = p.withDefaults()
+	switch {
+	case in.StaleTokens <= 0:
+		return Decision{}
+	case !in.HasPrevious || in.Idle >= p.CacheTTL:
+		return Decision{Rebase: true, Reason: ReasonExpired}
+	case float64(in.ContextTokens) >= float64(p.Window)*p.WindowMargin:
+		return Decision{Rebase: true, Reason: ReasonWindow}
+	case in.StaleTokens >= p.StaleThreshold:
+		return Decision{Rebase: true, Reason: ReasonStale}
+	}
+	return Decision{}
+}

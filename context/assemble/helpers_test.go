@@ -1,0 +1,151 @@
+package assemble
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxstore/ctxstore/bitemporal"
+	"github.com/ctxstore/ctxstore/context/collapse"
+	"github.com/ctxstore/ctxstore/context/files"
+	"github.com/ctxstore/ctxstore/context/tools"
+	"github.com/ctxstore/ctxstore/session"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// env is a session on a real SQLite store, its tools and an assembler with
+// a fake clock.
+type env struct {
+	tb    testing.TB
+	ctx   context.Context
+	db    string
+	st    store.Store
+	ix    *files.Indexer
+	tools *tools.Tools
+	a     *Assembler
+	dir   string
+	now   time.Time
+	seq   int
+}
+
+var testTools = []ToolSpec{
+	{Name: "read", Description: "Read a file", Parameters: map[string]any{"type": "object", "required": []any{"path"}, "max": 3}},
+	{Name: "bash", Description: "Run a command"},
+}
+
+func newEnv(tb testing.TB, layout Layout, pol Policy) *env {
+	tb.Helper()
+	ctx := context.Background()
+	db := filepath.Join(tb.TempDir(), "s.db")
+	st, err := bitemporal.Open(ctx, db, bitemporal.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	res, err := files.NewResolver(files.ResolverOptions{DefaultID: "fs-test"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ix := files.NewIndexer(st, res, 0)
+	s, err := session.Create(ctx, st, "s1", session.CreateOptions{SystemPrompt: "You are a careful agent."})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e := &env{tb: tb, ctx: ctx, db: db, st: st, ix: ix, dir: tb.TempDir(),
+		now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
+	e.tools = tools.New(s, ix, tools.Options{Policy: collapse.Default()})
+	return e.start(layout, pol)
+}
+
+func (e *env) start(layout Layout, pol Policy) *env {
+	a, err := New(e.ctx, e.tools.Session(), Options{Layout: layout, Tools: testTools, Policy: pol,
+		Now: func() time.Time { return e.now }})
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	e.a = a
+	return e
+}
+
+func (e *env) file(name, content string) string {
+	e.tb.Helper()
+	p := filepath.Join(e.dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		e.tb.Fatal(err)
+	}
+	return p
+}
+
+func (e *env) must(err error) {
+	e.tb.Helper()
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+}
+
+// read runs read(path) as the harness would: the tool, its recorded call,
+// the assistant message and the tool result.
+func (e *env) read(path string) {
+	e.tb.Helper()
+	e.seq++
+	id := fmt.Sprintf("toolu_%04d", e.seq)
+	args := map[string]any{"path": path}
+	e.must(e.a.Assistant(e.ctx, "Reading "+filepath.Base(path), []ToolCall{{ID: id, Name: "read", Args: args}}))
+	r, err := e.tools.Read(e.ctx, path)
+	e.must(err)
+	rr, err := e.tools.RecordResult(e.ctx, tools.Call{ID: id, Tool: "read", Args: args}, r)
+	e.must(err)
+	e.must(e.a.ToolResult(e.ctx, rr))
+}
+
+// bash runs a recorded bash call with the given output.
+func (e *env) bash(cmd, out string) {
+	e.tb.Helper()
+	e.seq++
+	id := fmt.Sprintf("toolu_%04d", e.seq)
+	args := map[string]any{"command": cmd, "timeout": 30}
+	e.must(e.a.Assistant(e.ctx, "", []ToolCall{{ID: id, Name: "bash", Args: args}}))
+	r, err := e.tools.Record(e.ctx, tools.Call{ID: id, Tool: "bash", Args: args, Output: &out})
+	e.must(err)
+	e.must(e.a.ToolResult(e.ctx, r))
+}
+
+func (e *env) turn(text string) {
+	e.tb.Helper()
+	_, err := e.tools.BeginTurn(e.ctx)
+	e.must(err)
+	e.must(e.a.User(e.ctx, text))
+}
+
+func (e *env) call() *Assembled {
+	e.tb.Helper()
+	c, err := e.a.Call(e.ctx)
+	e.must(err)
+	return c
+}
+
+func lcp(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+func output(tag string, lines int) string {
+	var b strings.Builder
+	for i := 0; i < lines; i++ {
+		fmt.Fprintf(&b, "%s line %d: some tool output text that takes room\n", tag, i)
+	}
+	return b.String()
+}
+
+func toolsCall(id string, args map[string]any, out string) tools.Call {
+	return tools.Call{ID: id, Tool: "bash", Args: args, Output: &out}
+}

@@ -1,0 +1,151 @@
+package assemble
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/ctxstore/ctxstore/objects"
+)
+
+// itemKind says what an item of the stream is.
+type itemKind string
+
+const (
+	kUser      itemKind = "user"      // a user message (Text)
+	kAssistant itemKind = "assistant" // an assistant message (Text, Calls)
+	kToolRef   itemKind = "toolref"   // a tool result as a toolcall_ref line (Ref)
+	kMeta      itemKind = "meta"      // a metadata entry (Ref)
+	kContent   itemKind = "content"   // an active content block (Ref)
+	kStub      itemKind = "stub"      // a collapsed content block after a rebase (Ref)
+	kNote      itemKind = "note"      // a context note (Text)
+)
+
+// chatItem reports whether k belongs to the chat proper (kept by the
+// literal layout between its pool and active blocks).
+func (k itemKind) chatItem() bool {
+	return k == kUser || k == kAssistant || k == kToolRef || k == kNote
+}
+
+// item is one element of the stream. Items are immutable once appended,
+// except for stale, which only the live Assembler uses.
+type item struct {
+	kind  itemKind
+	ref   objects.Ref // static, for object items
+	text  string
+	calls []ToolCall
+
+	obj    *objects.Object // the version ref names
+	f      *frag           // its rendering
+	tokens int             // tokens of its rendered bytes
+	stale  bool            // content no longer active (or superseded)
+}
+
+// itemDoc is an item as stored in a context commit.
+type itemDoc struct {
+	K     itemKind   `json:"k"`
+	Ref   string     `json:"ref,omitempty"`
+	Text  string     `json:"text,omitempty"`
+	Calls []ToolCall `json:"calls,omitempty"`
+}
+
+func (it *item) doc() itemDoc {
+	d := itemDoc{K: it.kind, Text: it.text, Calls: it.calls}
+	if it.kind.hasRef() {
+		d.Ref = it.ref.String()
+	}
+	return d
+}
+
+func (k itemKind) hasRef() bool {
+	return k == kToolRef || k == kMeta || k == kContent || k == kStub
+}
+
+// fromDoc reads a stored item; its object is resolved later.
+func fromDoc(d itemDoc) (*item, error) {
+	it := &item{kind: d.K, text: d.Text, calls: d.Calls}
+	switch d.K {
+	case kUser, kAssistant, kNote:
+	case kToolRef, kMeta, kContent, kStub:
+		r, err := objects.ParseRef(d.Ref)
+		if err != nil {
+			return nil, err
+		}
+		it.ref = r
+	default:
+		return nil, fmt.Errorf("unknown item kind %q", d.K)
+	}
+	return it, nil
+}
+
+// render computes it.f from it's fields and object.
+func (it *item) render() {
+	switch it.kind {
+	case kUser:
+		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockText, Text: it.text}}}
+	case kNote:
+		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockText, Text: it.text}}}
+	case kAssistant:
+		var bl []Block
+		if it.text != "" {
+			bl = append(bl, Block{Type: BlockText, Text: it.text})
+		}
+		for _, c := range it.calls {
+			bl = append(bl, Block{Type: BlockToolCall, ID: c.ID, Name: c.Name, Args: c.Args})
+		}
+		it.f = &frag{role: RoleAssistant, blocks: bl}
+	case kToolRef:
+		it.f = &frag{role: RoleToolResult, callID: it.ref.ID,
+			blocks: []Block{{Type: BlockMetadata, ID: it.ref.ID, Text: objects.RenderMetadata(it.obj)}}}
+	case kMeta:
+		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockMetadata, ID: it.ref.ID, Text: objects.RenderMetadata(it.obj)}}}
+	case kStub:
+		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockMetadata, ID: it.ref.ID,
+			Text: "collapsed: " + objects.RenderMetadata(it.obj) + " version=" + fmt.Sprint(it.ref.Tx)}}}
+	case kContent:
+		text := ""
+		if it.obj.Content != nil {
+			text = *it.obj.Content
+		} else {
+			text, _ = objects.NullContent(it.obj)
+		}
+		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockContent, ID: it.ref.ID, Version: it.ref.Tx, Text: text}}}
+	}
+}
+
+// normalizeArgs round-trips args through JSON so that live and rebuilt
+// items hold the same values (numbers as float64).
+func normalizeArgs(a map[string]any) (map[string]any, error) {
+	if a == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// toJSONValue converts v to plain JSON values (maps, slices, float64,
+// strings) for a store document.
+func toJSONValue(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	err = json.Unmarshal(b, &out)
+	return out, err
+}
+
+// fromJSONValue decodes a plain JSON value into dst.
+func fromJSONValue(v any, dst any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, dst)
+}

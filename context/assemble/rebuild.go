@@ -1,0 +1,212 @@
+package assemble
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ctxstore/ctxstore/context/expand"
+	"github.com/ctxstore/ctxstore/objects"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// Commit is a context commit as stored.
+type Commit struct {
+	ID          string
+	SessionID   string
+	N           int
+	Parent      string
+	Layout      Layout
+	SessionTx   int64
+	SystemRef   objects.Ref
+	Base        int // items kept from the parent's list
+	Items       []itemDoc
+	ItemCount   int
+	ByteLen     int
+	BytesSHA256 string
+	Tokens      int
+	StaleTokens int
+	RebaseFrom  int // -1 without a rebase
+	Reason      string
+	Tools       []ToolSpec // root commit only
+	SnapshotEnd int        // root commit only
+	Pool        []string   // literal layout only
+	Active      []string   // literal layout only
+}
+
+// ReadCommit reads context commit n of a session.
+func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*Commit, error) {
+	id := CommitID(sessionID, n)
+	doc, err := st.Entity(ctx, id, store.Basis{})
+	if err != nil {
+		return nil, fmt.Errorf("assemble: reading %s: %w", id, err)
+	}
+	var raw struct {
+		SessionID   string     `json:"session_id"`
+		Call        int        `json:"call"`
+		Parent      string     `json:"parent"`
+		Layout      Layout     `json:"layout"`
+		SessionTx   int64      `json:"session_tx"`
+		SystemRef   string     `json:"system_ref"`
+		Base        int        `json:"base"`
+		Items       []itemDoc  `json:"items"`
+		ItemCount   int        `json:"item_count"`
+		ByteLen     int        `json:"byte_len"`
+		BytesSHA256 string     `json:"bytes_sha256"`
+		Tokens      int        `json:"tokens"`
+		StaleTokens int        `json:"stale_tokens"`
+		RebaseFrom  *int       `json:"rebase_from"`
+		Reason      string     `json:"rebase_reason"`
+		Tools       []ToolSpec `json:"tools"`
+		SnapshotEnd int        `json:"snapshot_end"`
+		Pool        []string   `json:"pool"`
+		Active      []string   `json:"active"`
+	}
+	if err := fromJSONValue(map[string]any(doc), &raw); err != nil {
+		return nil, fmt.Errorf("assemble: decoding %s: %w", id, err)
+	}
+	sys, err := objects.ParseRef(raw.SystemRef)
+	if err != nil {
+		return nil, fmt.Errorf("assemble: decoding %s: system_ref: %w", id, err)
+	}
+	c := &Commit{ID: id, SessionID: raw.SessionID, N: raw.Call, Parent: raw.Parent, Layout: raw.Layout,
+		SessionTx: raw.SessionTx, SystemRef: sys, Base: raw.Base, Items: raw.Items, ItemCount: raw.ItemCount,
+		ByteLen: raw.ByteLen, BytesSHA256: raw.BytesSHA256, Tokens: raw.Tokens, StaleTokens: raw.StaleTokens,
+		RebaseFrom: -1, Reason: raw.Reason, Tools: raw.Tools, SnapshotEnd: raw.SnapshotEnd, Pool: raw.Pool, Active: raw.Active}
+	if raw.RebaseFrom != nil {
+		c.RebaseFrom = *raw.RebaseFrom
+	}
+	return c, nil
+}
+
+// Rebuild re-renders the context of call n of a session from the store
+// alone: it reads commits 1..n, replays their item lists, resolves every
+// static reference as of its transaction (checking its hashes) and renders
+// with the commit's layout. The result must have the SHA-256 and length the
+// commit recorded, or Rebuild fails; so a successful Rebuild returns exactly
+// the bytes the call sent. It costs reads proportional to the session up to n.
+func Rebuild(ctx context.Context, st store.Store, sessionID string, n int) (*Assembled, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("assemble: call numbers start at 1, got %d", n)
+	}
+	var list []itemDoc
+	var last, root *Commit
+	for k := 1; k <= n; k++ {
+		c, err := ReadCommit(ctx, st, sessionID, k)
+		if err != nil {
+			return nil, err
+		}
+		if k == 1 {
+			root = c
+		}
+		if c.Base > len(list) {
+			return nil, fmt.Errorf("assemble: %s keeps %d items, its parent has %d", c.ID, c.Base, len(list))
+		}
+		list = append(list[:c.Base:c.Base], c.Items...)
+		last = c
+	}
+	if len(list) != last.ItemCount {
+		return nil, fmt.Errorf("assemble: %s: replayed %d items, the commit says %d", last.ID, len(list), last.ItemCount)
+	}
+	r := &resolver{ctx: ctx, st: st, cache: map[string]*objects.Object{}}
+	sys, err := r.get(last.SystemRef)
+	if err != nil {
+		return nil, err
+	}
+	system := ""
+	if sys.Content != nil {
+		system = *sys.Content
+	}
+	head, err := renderHead(system, root.Tools)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]*item, len(list))
+	for i, d := range list {
+		if items[i], err = r.item(d); err != nil {
+			return nil, fmt.Errorf("assemble: %s item %d: %w", last.ID, i, err)
+		}
+	}
+	c := &Assembled{N: n, CommitID: last.ID, Layout: last.Layout, Rebased: last.RebaseFrom >= 0, Reason: last.Reason,
+		RebaseOffset: -1, SessionTx: last.SessionTx, Tokens: last.Tokens, StaleTokens: last.StaleTokens,
+		system: system, tools: root.Tools}
+	switch last.Layout {
+	case LayoutStream:
+		c.frags = make([]*frag, len(items))
+		var prev *frag
+		c.Bytes = head
+		for i, it := range items {
+			if i == last.RebaseFrom {
+				c.RebaseOffset = len(c.Bytes)
+			}
+			c.frags[i] = it.f
+			c.Bytes = appendFrag(c.Bytes, prev, it.f)
+			prev = it.f
+		}
+	case LayoutLiteral:
+		pool, err := r.items(kMeta, last.Pool)
+		if err != nil {
+			return nil, err
+		}
+		active, err := r.items(kContent, last.Active)
+		if err != nil {
+			return nil, err
+		}
+		c.frags = literalFrags(items, pool, active)
+		c.Bytes = renderFrags(head, c.frags)
+	default:
+		return nil, fmt.Errorf("assemble: %s: unknown layout %q", last.ID, last.Layout)
+	}
+	if len(c.Bytes) != last.ByteLen || digest(c.Bytes) != last.BytesSHA256 {
+		return nil, fmt.Errorf("assemble: %s: rebuilt %d bytes that do not match the %d recorded", last.ID, len(c.Bytes), last.ByteLen)
+	}
+	return c, nil
+}
+
+// resolver resolves static references once each.
+type resolver struct {
+	ctx   context.Context
+	st    store.Store
+	cache map[string]*objects.Object
+}
+
+func (r *resolver) get(ref objects.Ref) (*objects.Object, error) {
+	k := ref.String()
+	if o, ok := r.cache[k]; ok {
+		return o, nil
+	}
+	if !ref.Static {
+		return nil, fmt.Errorf("assemble: reference %s is not static", k)
+	}
+	o, _, err := expand.Resolve(r.ctx, r.st, ref)
+	if err != nil {
+		return nil, err
+	}
+	r.cache[k] = o
+	return o, nil
+}
+
+func (r *resolver) item(d itemDoc) (*item, error) {
+	it, err := fromDoc(d)
+	if err != nil {
+		return nil, err
+	}
+	if it.kind.hasRef() {
+		if it.obj, err = r.get(it.ref); err != nil {
+			return nil, err
+		}
+	}
+	it.render()
+	return it, nil
+}
+
+func (r *resolver) items(k itemKind, refs []string) ([]*item, error) {
+	out := make([]*item, len(refs))
+	for i, s := range refs {
+		it, err := r.item(itemDoc{K: k, Ref: s})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = it
+	}
+	return out, nil
+}
