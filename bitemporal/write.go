@@ -423,27 +423,14 @@ func (a *applier) writeOpen(eid string, start int64, hash *string) error {
 		if err != nil {
 			return err
 		}
-		rows, err := st.QueryxContext(a.ctx, eid, start)
-		if err != nil {
-			return err
-		}
-		lastVT := int64(-1 << 63)
-		for rows.Next() {
-			var r pointRow
-			if err := rows.StructScan(&r); err != nil {
-				rows.Close()
-				return err
-			}
-			if r.VT == lastVT {
-				continue // not the winner at this valid time
-			}
-			lastVT = r.VT
+		err = a.winners(st, []any{eid, start}, func(r pointRow) bool {
 			if !r.same(*vis) {
-				break
+				return false
 			}
 			vts = append(vts, r.VT)
-		}
-		if err := rows.Close(); err != nil {
+			return true
+		})
+		if err != nil {
 			return err
 		}
 	}
@@ -453,6 +440,34 @@ func (a *applier) writeOpen(eid string, start int64, hash *string) error {
 		}
 	}
 	return nil
+}
+
+// winners runs st (ordered by valid time, latest tx first within one) and
+// calls fn with the winning point of each valid time until fn returns false.
+func (a *applier) winners(st *sqlx.Stmt, args []any, fn func(pointRow) bool) error {
+	rows, err := st.QueryxContext(a.ctx, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	first, lastVT := true, int64(0)
+	for rows.Next() {
+		var r pointRow
+		if err := rows.StructScan(&r); err != nil {
+			return err
+		}
+		if !first && r.VT == lastVT {
+			continue // an earlier tx at this valid time: not the winner
+		}
+		first, lastVT = false, r.VT
+		if !fn(r) {
+			break
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return rows.Close()
 }
 
 // writeRange writes [start, end): at start and every winning point strictly
@@ -466,35 +481,22 @@ func (a *applier) writeRange(eid string, start, end int64, hash *string) error {
 	if err != nil {
 		return err
 	}
-	rows, err := st.QueryxContext(a.ctx, eid, end)
-	if err != nil {
-		return err
-	}
 	vts := []int64{start}
 	var restore *pointRow
-	lastVT := int64(1<<63 - 1)
-	for rows.Next() {
-		var r pointRow
-		if err := rows.StructScan(&r); err != nil {
-			rows.Close()
-			return err
-		}
-		if r.VT == lastVT {
-			continue
-		}
-		lastVT = r.VT
+	err = a.winners(st, []any{eid, end}, func(r pointRow) bool {
 		if restore == nil {
 			rr := r
 			restore = &rr
 		}
 		if r.VT <= start {
-			break
+			return false
 		}
 		if r.VT != end {
 			vts = append(vts, r.VT)
 		}
-	}
-	if err := rows.Close(); err != nil {
+		return true
+	})
+	if err != nil {
 		return err
 	}
 	for _, vt := range vts {
