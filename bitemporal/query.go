@@ -8,9 +8,9 @@ import (
 	"github.com/ctxstore/ctxstore/store"
 )
 
-// visibleHashSQL is the content hash of entity <eid expr> visible at the
+// visibleDocSQL is the docs.id of the document of entity <eid expr> visible at the
 // query basis (bound as the vt and tx parameters that follow it).
-const visibleHashSQL = `(SELECT q.hash FROM points q WHERE q.eid = %s AND q.vt <= ? AND q.tx_id <= ? ORDER BY q.vt DESC, q.tx_id DESC LIMIT 1)`
+const visibleDocSQL = `(SELECT q.doc FROM points q WHERE q.eid = %s AND q.vt <= ? AND q.tx_id <= ? ORDER BY q.vt DESC, q.tx_id DESC LIMIT 1)`
 
 // Query implements store.Store as one SQL statement: candidate documents
 // come from the field index (or every document), are kept only if they are
@@ -31,7 +31,7 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 		conds = append(conds, c)
 		args = append(args, a...)
 	}
-	conds = append(conds, "d.hash = "+fmt.Sprintf(visibleHashSQL, "d.eid"))
+	conds = append(conds, "d.id = "+fmt.Sprintf(visibleDocSQL, "d.eid"))
 	args = append(args, vt, tx)
 	var order []string
 	for _, o := range q.OrderBy {
@@ -72,8 +72,8 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 // predSQL renders one predicate as a condition on document d.
 func predSQL(p store.Pred, vt, tx int64) (string, []any) {
 	if p.Op == store.RefBy {
-		return fmt.Sprintf(`d.eid IN (SELECT f.value FROM fields f WHERE f.field = ? AND f.kind = 's' AND f.doc = (SELECT id FROM docs WHERE hash = %s))`,
-			fmt.Sprintf(visibleHashSQL, "?")), []any{p.Field, p.Value, vt, tx}
+		return fmt.Sprintf(`d.eid IN (SELECT f.value FROM fields f WHERE f.field = ? AND f.kind = 's' AND f.doc = %s)`,
+			fmt.Sprintf(visibleDocSQL, "?")), []any{p.Field, p.Value, vt, tx}
 	}
 	var cond string
 	args := []any{p.Field}

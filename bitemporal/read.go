@@ -137,7 +137,7 @@ func (s *Store) Entity(ctx context.Context, id string, b store.Basis) (store.Doc
 	return decodeStored(raw.String, id)
 }
 
-const entitySQL = `SELECT d.doc FROM points p LEFT JOIN docs d ON d.hash = p.hash
+const entitySQL = `SELECT d.doc FROM points p LEFT JOIN docs d ON d.id = p.doc
 	WHERE p.eid = ? AND p.vt <= ? AND p.tx_id <= ? ORDER BY p.vt DESC, p.tx_id DESC LIMIT 1`
 
 func decodeStored(raw, id string) (store.Doc, error) {
@@ -200,9 +200,9 @@ func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) 
 	docCol := "NULL"
 	join := ""
 	if o.WithDocs {
-		docCol, join = "d.doc", " LEFT JOIN docs d ON d.hash = p.hash"
+		docCol, join = "d.doc", " LEFT JOIN docs d ON d.id = p.doc"
 	}
-	q := fmt.Sprintf(`SELECT p.vt, p.tx_id, p.tx_time, p.hash, %s AS doc FROM points p%s
+	q := fmt.Sprintf(`SELECT p.vt, p.tx_id, p.tx_time, p.hash, p.doc, %s AS body FROM points p%s
 		WHERE p.eid = ?%s ORDER BY p.vt %s, p.tx_id %s`, docCol, join, where, dir, dir)
 	rows, err := s.r.QueryxContext(ctx, q, append([]any{id}, args...)...)
 	if err != nil {
@@ -213,14 +213,14 @@ func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) 
 	for rows.Next() {
 		var r struct {
 			pointRow
-			Doc *string `db:"doc"`
+			Body *string `db:"body"`
 		}
 		if err := rows.StructScan(&r); err != nil {
 			return nil, dbErr("history", id, err)
 		}
 		e := store.HistoryEntry{ValidTime: fromMS(r.VT), TxID: r.TxID, TxTime: fromMS(r.TT), ContentHash: str(r.Hash), Deleted: r.Hash == nil}
-		if r.Doc != nil {
-			if e.Doc, err = decodeStored(*r.Doc, id); err != nil {
+		if r.Body != nil {
+			if e.Doc, err = decodeStored(*r.Body, id); err != nil {
 				return nil, err
 			}
 		}

@@ -243,7 +243,7 @@ func writeSQL() []string {
 		"DELETE FROM points WHERE eid = ?",
 		"DELETE FROM fields WHERE doc IN (SELECT id FROM docs WHERE eid = ?)",
 		"DELETE FROM docs WHERE eid = ?",
-		insertDocSQL, insertPointSQL, continuationSQL, rangeSQL,
+		insertDocSQL, docIDSQL, insertPointSQL, continuationSQL, rangeSQL,
 	}
 	for n := 1; n <= fieldChunk; n++ {
 		qs = append(qs, insertFieldsSQL(n))
@@ -253,9 +253,10 @@ func writeSQL() []string {
 
 const (
 	insertDocSQL    = "INSERT OR IGNORE INTO docs (hash, eid, doc) VALUES (?, ?, ?)"
-	insertPointSQL  = "INSERT OR REPLACE INTO points (eid, vt, tx_id, tx_time, hash) VALUES (?, ?, ?, ?, ?)"
-	continuationSQL = "SELECT vt, tx_id, tx_time, hash FROM points WHERE eid = ? AND vt > ? ORDER BY vt, tx_id DESC"
-	rangeSQL        = "SELECT vt, tx_id, tx_time, hash FROM points WHERE eid = ? AND vt <= ? ORDER BY vt DESC, tx_id DESC"
+	docIDSQL        = "SELECT id FROM docs WHERE hash = ?"
+	insertPointSQL  = "INSERT OR REPLACE INTO points (eid, vt, tx_id, tx_time, hash, doc) VALUES (?, ?, ?, ?, ?, ?)"
+	continuationSQL = "SELECT vt, tx_id, tx_time, hash, doc FROM points WHERE eid = ? AND vt > ? ORDER BY vt, tx_id DESC"
+	rangeSQL        = "SELECT vt, tx_id, tx_time, hash, doc FROM points WHERE eid = ? AND vt <= ? ORDER BY vt DESC, tx_id DESC"
 	fieldChunk      = 8
 )
 
@@ -293,7 +294,7 @@ func (a *applier) exec(q string, args ...any) error {
 	return err
 }
 
-const visibleSQL = `SELECT vt, tx_id, tx_time, hash FROM points
+const visibleSQL = `SELECT vt, tx_id, tx_time, hash, doc FROM points
 	WHERE eid = ? AND vt <= ? AND tx_id <= ? ORDER BY vt DESC, tx_id DESC LIMIT 1`
 
 // visible is visiblePoint inside the write transaction.
@@ -310,6 +311,7 @@ type pointRow struct {
 	TxID int64   `db:"tx_id"`
 	TT   int64   `db:"tx_time"`
 	Hash *string `db:"hash"`
+	Doc  *int64  `db:"doc"`
 }
 
 func (p pointRow) same(q pointRow) bool {
@@ -328,21 +330,22 @@ func (a *applier) apply(p prepared) (bool, error) {
 	op := p.op
 	switch op.Kind {
 	case store.OpPut, store.OpDelete:
-		var hash *string
+		var v version // a tombstone unless a put
 		if op.Kind == store.OpPut {
-			hash = &p.hash
-			if err := a.putDoc(p); err != nil {
+			docID, err := a.putDoc(p)
+			if err != nil {
 				return false, err
 			}
+			v = version{hash: &p.hash, doc: &docID}
 		}
 		start := a.tt
 		if op.ValidFrom != nil {
 			start = ms(*op.ValidFrom)
 		}
 		if op.ValidTo == nil {
-			return true, a.writeOpen(op.ID, start, hash)
+			return true, a.writeOpen(op.ID, start, v)
 		}
-		return true, a.writeRange(op.ID, start, ms(*op.ValidTo), hash)
+		return true, a.writeRange(op.ID, start, ms(*op.ValidTo), v)
 	case store.OpMatch:
 		at := a.tt
 		if op.ValidFrom != nil {
@@ -372,21 +375,28 @@ func (a *applier) apply(p prepared) (bool, error) {
 	return false, fmt.Errorf("unknown op %q", op.Kind)
 }
 
-func (a *applier) putDoc(p prepared) error {
+// putDoc stores p's document unless its hash is stored already, with its
+// field index rows, and returns its docs.id.
+func (a *applier) putDoc(p prepared) (int64, error) {
 	st, err := a.stmt(insertDocSQL)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	res, err := st.ExecContext(a.ctx, p.hash, p.op.ID, p.canon)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return nil // stored already, with its fields
+	if n, _ := res.RowsAffected(); n == 0 { // stored already, with its fields
+		var id int64
+		q, err := a.stmt(docIDSQL)
+		if err != nil {
+			return 0, err
+		}
+		return id, q.GetContext(a.ctx, &id, p.hash)
 	}
 	docID, err := res.LastInsertId()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	// All of a document's fields in one statement, in chunks that keep the
 	// number of distinct statements small.
@@ -398,21 +408,28 @@ func (a *applier) putDoc(p prepared) error {
 			args = append(args, docID, f.field, f.kind, f.value)
 		}
 		if err := a.exec(q, args...); err != nil {
-			return err
+			return 0, err
 		}
 		rest = rest[n:]
 	}
-	return nil
+	return docID, nil
 }
 
-func (a *applier) point(eid string, vt, txID, tt int64, hash *string) error {
-	return a.exec(insertPointSQL, eid, vt, txID, tt, hash)
+// version is what a point names: a document (its hash and docs.id) or,
+// with both nil, a tombstone.
+type version struct {
+	hash *string
+	doc  *int64
+}
+
+func (a *applier) point(eid string, vt, txID, tt int64, v version) error {
+	return a.exec(insertPointSQL, eid, vt, txID, tt, v.hash, v.doc)
 }
 
 // writeOpen writes from start until the next different version: at start,
 // and at every later point that continues the version visible at start
 // (same tx and content; a tombstone has no continuation).
-func (a *applier) writeOpen(eid string, start int64, hash *string) error {
+func (a *applier) writeOpen(eid string, start int64, v version) error {
 	vts := []int64{start}
 	vis, err := a.visible(eid, start)
 	if err != nil {
@@ -435,7 +452,7 @@ func (a *applier) writeOpen(eid string, start int64, hash *string) error {
 		}
 	}
 	for _, vt := range vts {
-		if err := a.point(eid, vt, a.txID, a.tt, hash); err != nil {
+		if err := a.point(eid, vt, a.txID, a.tt, v); err != nil {
 			return err
 		}
 	}
@@ -473,7 +490,7 @@ func (a *applier) winners(st *sqlx.Stmt, args []any, fn func(pointRow) bool) err
 // writeRange writes [start, end): at start and every winning point strictly
 // inside, then restores at end the version that was visible there (keeping
 // its tx), or a tombstone if there was none.
-func (a *applier) writeRange(eid string, start, end int64, hash *string) error {
+func (a *applier) writeRange(eid string, start, end int64, v version) error {
 	if start == end {
 		return nil
 	}
@@ -500,12 +517,12 @@ func (a *applier) writeRange(eid string, start, end int64, hash *string) error {
 		return err
 	}
 	for _, vt := range vts {
-		if err := a.point(eid, vt, a.txID, a.tt, hash); err != nil {
+		if err := a.point(eid, vt, a.txID, a.tt, v); err != nil {
 			return err
 		}
 	}
 	if restore != nil {
-		return a.point(eid, end, restore.TxID, restore.TT, restore.Hash)
+		return a.point(eid, end, restore.TxID, restore.TT, version{restore.Hash, restore.Doc})
 	}
-	return a.point(eid, end, a.txID, a.tt, nil)
+	return a.point(eid, end, a.txID, a.tt, version{})
 }

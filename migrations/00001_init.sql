@@ -40,6 +40,7 @@ CREATE TABLE points (
     tx_id   INTEGER NOT NULL,
     tx_time INTEGER NOT NULL,
     hash    TEXT,
+    doc     INTEGER, -- docs.id of hash (NULL for a tombstone): reads join on it
     PRIMARY KEY (eid, vt, tx_id)
 ) WITHOUT ROWID;
 
