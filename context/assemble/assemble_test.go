@@ -2,12 +2,14 @@ package assemble
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ctxstore/ctxstore/bitemporal"
+	"github.com/ctxstore/ctxstore/store"
 )
 
 // A long session: reads, bash outputs that the policy collapses, files
@@ -179,5 +181,61 @@ func TestLiteralLayout(t *testing.T) {
 		if err != nil || !bytes.Equal(r.Bytes, c.Bytes) {
 			t.Fatalf("rebuild literal call %d: %v", c.N, err)
 		}
+	}
+}
+
+// An Assembler started on a session that already has objects opens with
+// their snapshot: a metadata entry for each pooled object and the content
+// of each active one, before any chat; a later version of an active file
+// is appended, not rewritten.
+func TestSessionStartSnapshot(t *testing.T) {
+	e := newEnv(t, LayoutStream, Policy{})
+	p := e.file("a.go", "package a // v1\n")
+	if _, err := e.tools.Read(e.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	e.bash("ls", "a.go\n")
+	e.start(LayoutStream, Policy{})
+	c1 := e.call()
+	msgs := c1.Messages()
+	if len(msgs) != 1 || msgs[0].Role != RoleUser {
+		t.Fatalf("snapshot messages: %+v", msgs)
+	}
+	var kinds []BlockType
+	for _, bl := range msgs[0].Blocks {
+		kinds = append(kinds, bl.Type)
+	}
+	if fmt.Sprint(kinds) != "[metadata metadata content content]" {
+		t.Fatalf("snapshot blocks: %v", kinds)
+	}
+	e.file("a.go", "package a // v2\n")
+	if _, err := e.ix.Index(e.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	e.turn("what changed?")
+	c2 := e.call()
+	if c2.Rebased || !bytes.HasPrefix(c2.Bytes, c1.Bytes) || !bytes.Contains(c2.Bytes[len(c1.Bytes):], []byte("// v2")) {
+		t.Fatalf("new version not appended:\n%s", c2.Bytes[len(c1.Bytes):])
+	}
+	for _, c := range []*Assembled{c1, c2} {
+		r, err := Rebuild(e.ctx, e.st, "s1", c.N)
+		if err != nil || !bytes.Equal(r.Bytes, c.Bytes) {
+			t.Fatalf("rebuild %d: %v", c.N, err)
+		}
+	}
+}
+
+// A second Assembler on the same session cannot overwrite the first one's
+// commits: its first Call fails with a conflict.
+func TestCommitsNeverOverwritten(t *testing.T) {
+	e := newEnv(t, LayoutStream, Policy{})
+	e.turn("hello")
+	c1 := e.call()
+	e.start(LayoutStream, Policy{})
+	if _, err := e.a.Call(e.ctx); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("second assembler's first call: %v", err)
+	}
+	if r, err := Rebuild(e.ctx, e.st, "s1", 1); err != nil || !bytes.Equal(r.Bytes, c1.Bytes) {
+		t.Fatalf("commit 1 after the conflict: %v", err)
 	}
 }

@@ -286,6 +286,7 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 		if _, ok := a.shown[id]; ok {
 			continue
 		}
+		delete(a.latest, id) // show the version that is current now, not a cached one
 		v, err := a.resolve(ctx, id)
 		if err != nil {
 			return fmt.Errorf("assemble: active object: %w", err)

@@ -36,7 +36,8 @@ type Assembled struct {
 
 	system string
 	tools  []ToolSpec
-	frags  []*frag
+	items  []*item // LayoutStream: the stream, shared with the Assembler (append-only view)
+	frags  []*frag // LayoutLiteral, and rebuilt contexts
 }
 
 // System returns the system prompt text.
@@ -47,7 +48,16 @@ func (c *Assembled) Tools() []ToolSpec { return c.tools }
 
 // Messages returns the context's messages, in order; building them takes
 // time proportional to the context.
-func (c *Assembled) Messages() []Message { return messages(c.frags) }
+func (c *Assembled) Messages() []Message {
+	if c.frags == nil && c.items != nil {
+		fs := make([]*frag, len(c.items))
+		for i, it := range c.items {
+			fs[i] = it.f
+		}
+		return messages(fs)
+	}
+	return messages(c.frags)
+}
 
 // Call assembles the context of the next model call and records it as a
 // context commit. In LayoutStream it first brings the stream up to date
@@ -74,10 +84,7 @@ func (a *Assembler) Call(ctx context.Context) (*Assembled, error) {
 		}
 		c.Bytes = a.buf[:len(a.buf):len(a.buf)]
 		c.Tokens, c.StaleTokens = a.tokens, a.stale
-		c.frags = make([]*frag, len(a.items))
-		for i, it := range a.items {
-			c.frags[i] = it.f
-		}
+		c.items = a.items[:len(a.items):len(a.items)]
 	case LayoutLiteral:
 		var err error
 		if pool, active, err = a.literalBlocks(ctx); err != nil {
@@ -237,7 +244,7 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 	if a.rebaseAt >= 0 && a.rebaseAt < base {
 		base = a.rebaseAt
 	}
-	docs := make([]itemDoc, 0, len(a.items)-base)
+	docs := make([]ItemDoc, 0, len(a.items)-base)
 	for _, it := range a.items[base:] {
 		docs = append(docs, it.doc())
 	}

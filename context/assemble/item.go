@@ -7,29 +7,31 @@ import (
 	"github.com/ctxstore/ctxstore/objects"
 )
 
-// itemKind says what an item of the stream is.
-type itemKind string
+// ItemKind says what an item of the stream is: "user", "assistant",
+// "toolref", "meta", "content", "stub" (a collapsed content block) or
+// "note".
+type ItemKind string
 
 const (
-	kUser      itemKind = "user"      // a user message (Text)
-	kAssistant itemKind = "assistant" // an assistant message (Text, Calls)
-	kToolRef   itemKind = "toolref"   // a tool result as a toolcall_ref line (Ref)
-	kMeta      itemKind = "meta"      // a metadata entry (Ref)
-	kContent   itemKind = "content"   // an active content block (Ref)
-	kStub      itemKind = "stub"      // a collapsed content block after a rebase (Ref)
-	kNote      itemKind = "note"      // a context note (Text)
+	kUser      ItemKind = "user"      // a user message (Text)
+	kAssistant ItemKind = "assistant" // an assistant message (Text, Calls)
+	kToolRef   ItemKind = "toolref"   // a tool result as a toolcall_ref line (Ref)
+	kMeta      ItemKind = "meta"      // a metadata entry (Ref)
+	kContent   ItemKind = "content"   // an active content block (Ref)
+	kStub      ItemKind = "stub"      // a collapsed content block after a rebase (Ref)
+	kNote      ItemKind = "note"      // a context note (Text)
 )
 
 // chatItem reports whether k belongs to the chat proper (kept by the
 // literal layout between its pool and active blocks).
-func (k itemKind) chatItem() bool {
+func (k ItemKind) chatItem() bool {
 	return k == kUser || k == kAssistant || k == kToolRef || k == kNote
 }
 
 // item is one element of the stream. Items are immutable once appended,
 // except for stale, which only the live Assembler uses.
 type item struct {
-	kind  itemKind
+	kind  ItemKind
 	ref   objects.Ref // static, for object items
 	text  string
 	calls []ToolCall
@@ -40,28 +42,29 @@ type item struct {
 	stale  bool            // content no longer active (or superseded)
 }
 
-// itemDoc is an item as stored in a context commit.
-type itemDoc struct {
-	K     itemKind   `json:"k"`
+// ItemDoc is an item as stored in a context commit: Ref is the static
+// reference (text form) of object items; Text and Calls hold chat items.
+type ItemDoc struct {
+	K     ItemKind   `json:"k"`
 	Ref   string     `json:"ref,omitempty"`
 	Text  string     `json:"text,omitempty"`
 	Calls []ToolCall `json:"calls,omitempty"`
 }
 
-func (it *item) doc() itemDoc {
-	d := itemDoc{K: it.kind, Text: it.text, Calls: it.calls}
+func (it *item) doc() ItemDoc {
+	d := ItemDoc{K: it.kind, Text: it.text, Calls: it.calls}
 	if it.kind.hasRef() {
 		d.Ref = it.ref.String()
 	}
 	return d
 }
 
-func (k itemKind) hasRef() bool {
+func (k ItemKind) hasRef() bool {
 	return k == kToolRef || k == kMeta || k == kContent || k == kStub
 }
 
 // fromDoc reads a stored item; its object is resolved later.
-func fromDoc(d itemDoc) (*item, error) {
+func fromDoc(d ItemDoc) (*item, error) {
 	it := &item{kind: d.K, text: d.Text, calls: d.Calls}
 	switch d.K {
 	case kUser, kAssistant, kNote:

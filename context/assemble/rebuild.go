@@ -19,7 +19,7 @@ type Commit struct {
 	SessionTx   int64
 	SystemRef   objects.Ref
 	Base        int // items kept from the parent's list
-	Items       []itemDoc
+	Items       []ItemDoc
 	ItemCount   int
 	ByteLen     int
 	BytesSHA256 string
@@ -48,7 +48,7 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 		SessionTx   int64      `json:"session_tx"`
 		SystemRef   string     `json:"system_ref"`
 		Base        int        `json:"base"`
-		Items       []itemDoc  `json:"items"`
+		Items       []ItemDoc  `json:"items"`
 		ItemCount   int        `json:"item_count"`
 		ByteLen     int        `json:"byte_len"`
 		BytesSHA256 string     `json:"bytes_sha256"`
@@ -88,7 +88,7 @@ func Rebuild(ctx context.Context, st store.Store, sessionID string, n int) (*Ass
 	if n < 1 {
 		return nil, fmt.Errorf("assemble: call numbers start at 1, got %d", n)
 	}
-	var list []itemDoc
+	var list []ItemDoc
 	var last, root *Commit
 	for k := 1; k <= n; k++ {
 		c, err := ReadCommit(ctx, st, sessionID, k)
@@ -185,7 +185,7 @@ func (r *resolver) get(ref objects.Ref) (*objects.Object, error) {
 	return o, nil
 }
 
-func (r *resolver) item(d itemDoc) (*item, error) {
+func (r *resolver) item(d ItemDoc) (*item, error) {
 	it, err := fromDoc(d)
 	if err != nil {
 		return nil, err
@@ -199,10 +199,10 @@ func (r *resolver) item(d itemDoc) (*item, error) {
 	return it, nil
 }
 
-func (r *resolver) items(k itemKind, refs []string) ([]*item, error) {
+func (r *resolver) items(k ItemKind, refs []string) ([]*item, error) {
 	out := make([]*item, len(refs))
 	for i, s := range refs {
-		it, err := r.item(itemDoc{K: k, Ref: s})
+		it, err := r.item(ItemDoc{K: k, Ref: s})
 		if err != nil {
 			return nil, err
 		}
