@@ -121,6 +121,17 @@ type Trailer struct {
 	SHA256  string `json:"sha256"`
 }
 
+// count adds one transaction of ops ops with id to the counts.
+func (t *Trailer) count(id int64, ops int) {
+	t.Txs++
+	t.Ops += int64(ops)
+	if t.FirstTx == nil {
+		first := id
+		t.FirstTx = &first
+	}
+	t.LastTx = &id
+}
+
 // Op is one operation as the log holds it: every time explicit.
 type Op struct {
 	Kind store.OpKind

@@ -299,13 +299,7 @@ func (r *Reader) tx(b []byte) (Tx, error) {
 		tx.Ops = append(tx.Ops, op)
 	}
 	r.win.trim()
-	r.counts.Txs++
-	r.counts.Ops += int64(len(tx.Ops))
-	id := tx.ID
-	if r.counts.FirstTx == nil {
-		r.counts.FirstTx = &id
-	}
-	r.counts.LastTx = &id
+	r.counts.count(tx.ID, len(tx.Ops))
 	last := tx.Tx
 	r.last = &last
 	return tx, nil

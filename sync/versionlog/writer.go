@@ -128,13 +128,7 @@ func (w *Writer) WriteTx(tx Tx) error {
 		return err
 	}
 	w.win.trim()
-	w.t.Txs++
-	w.t.Ops += int64(len(tx.Ops))
-	id := tx.ID
-	if w.t.FirstTx == nil {
-		w.t.FirstTx = &id
-	}
-	w.t.LastTx = &id
+	w.t.count(tx.ID, len(tx.Ops))
 	last := tx.Tx
 	w.last = &last
 	return nil
