@@ -13,7 +13,6 @@ import (
 
 	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/store"
-	"github.com/ctxstore/ctxstore/sync/versionlog"
 )
 
 // vlBase is where the version log scenarios' times start.
@@ -89,24 +88,6 @@ func vlPopulate(t testing.TB, s store.Store, ids []string, nTx int, seed uint64)
 			t.Fatalf("populate tx %d: %v", i, err)
 		}
 	}
-}
-
-// vlMapping reads source tx -> target tx from the target's cursor for
-// sourceID, failing on a source tx applied twice.
-func vlMapping(t testing.TB, dst store.Store, sourceID string) map[int64]int64 {
-	t.Helper()
-	maps, err := versionlog.Mappings(context.Background(), dst, sourceID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := make(map[int64]int64, len(maps))
-	for _, mp := range maps {
-		if _, dup := m[mp.Source.ID]; dup {
-			t.Fatalf("source tx %d was applied twice", mp.Source.ID)
-		}
-		m[mp.Source.ID] = mp.Target.ID
-	}
-	return m
 }
 
 // vlCommitted lists src's committed tx ids.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ctxstore/ctxstore/store"
 	"github.com/ctxstore/ctxstore/sync/versionlog"
+	"github.com/ctxstore/ctxstore/sync/versionlog/versionlogtest"
 	"github.com/ctxstore/ctxstore/xtdb"
 	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
 )
@@ -76,7 +77,7 @@ func TestCLIExportImportSync(t *testing.T) {
 	defer d.Close()
 	defer y.Close()
 	for _, target := range []store.Store{d, y} {
-		m := vlMapping(t, target, "sqlite:"+src)
+		m := versionlogtest.Mapping(t, target, "sqlite:"+src)
 		if len(m) != len(vlCommitted(t, s)) {
 			t.Fatalf("%d of %d source txs applied", len(m), len(vlCommitted(t, s)))
 		}
@@ -165,7 +166,7 @@ func TestCLIImportKill9(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := vlMapping(t, d, sourceID) // fails on a tx applied twice
+		m := versionlogtest.Mapping(t, d, sourceID) // fails on a tx applied twice
 		txs := len(vlCommitted(t, d))
 		d.Close()
 		applied := 0
@@ -187,7 +188,7 @@ func TestCLIImportKill9(t *testing.T) {
 	s, d := vlOpen(t, src), vlOpen(t, c.path("dst.db"))
 	defer s.Close()
 	defer d.Close()
-	m := vlMapping(t, d, sourceID)
+	m := versionlogtest.Mapping(t, d, sourceID)
 	if srcTxs, dstTxs := len(vlCommitted(t, s)), len(vlCommitted(t, d)); len(m) != srcTxs || dstTxs != srcTxs {
 		t.Fatalf("source has %d txs, target %d, %d mapped", srcTxs, dstTxs, len(m))
 	}
@@ -211,7 +212,7 @@ func TestCLIFidelityXTDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer x.Close()
-	m1 := vlMapping(t, x, "sqlite:"+src)
+	m1 := versionlogtest.Mapping(t, x, "sqlite:"+src)
 	first := int64(-1)
 	for _, v := range m1 {
 		if first < 0 || v < first {
@@ -229,7 +230,7 @@ func TestCLIFidelityXTDB(t *testing.T) {
 	s, d := vlOpen(t, src), vlOpen(t, c.path("dst.db"))
 	defer s.Close()
 	defer d.Close()
-	m2 := vlMapping(t, d, "xtdb:"+url)
+	m2 := versionlogtest.Mapping(t, d, "xtdb:"+url)
 	m := map[int64]int64{}
 	for sx, xt := range m1 {
 		m[sx] = m2[xt]

@@ -9,26 +9,9 @@ import (
 	"testing"
 
 	"github.com/ctxstore/ctxstore/bitemporal"
-	"github.com/ctxstore/ctxstore/store"
 	"github.com/ctxstore/ctxstore/sync/versionlog"
+	"github.com/ctxstore/ctxstore/sync/versionlog/versionlogtest"
 )
-
-// mappingOf reads source tx -> target tx from the target's cursor history.
-func mappingOf(t *testing.T, dst store.Store, sourceID string) map[int64]int64 {
-	t.Helper()
-	maps, err := versionlog.Mappings(context.Background(), dst, sourceID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := make(map[int64]int64, len(maps))
-	for _, mp := range maps {
-		if _, dup := m[mp.Source.ID]; dup {
-			t.Fatalf("source tx %d was applied twice", mp.Source.ID)
-		}
-		m[mp.Source.ID] = mp.Target.ID
-	}
-	return m
-}
 
 // TestSyncIncremental: sync applies everything, a second sync nothing,
 // and after new source transactions only those.
@@ -62,7 +45,7 @@ func TestSyncIncremental(t *testing.T) {
 	if want := len(committed(t, src, last)); s3.Import.Applied != int64(want) || s3.Export.After != last {
 		t.Errorf("third sync exported after %d and applied %d, want after %d and %d", s3.Export.After, s3.Import.Applied, last, want)
 	}
-	m := mappingOf(t, dst, s1.Import.Source.ID)
+	m := versionlogtest.Mapping(t, dst, s1.Import.Source.ID)
 	if len(m) != len(committed(t, src, -1)) || txCount(t, dst) != len(m) {
 		t.Fatalf("%d txs mapped, %d in the target, %d in the source", len(m), txCount(t, dst), len(committed(t, src, -1)))
 	}
@@ -112,7 +95,7 @@ func TestConcurrentImports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := mappingOf(t, dst, sum.Source.ID)
+	m := versionlogtest.Mapping(t, dst, sum.Source.ID)
 	if n := len(committed(t, src, -1)); len(m) != n || txCount(t, dst) != n {
 		t.Fatalf("%d source txs mapped, target has %d committed txs, source %d", len(m), txCount(t, dst), n)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ctxstore/ctxstore/store"
 	"github.com/ctxstore/ctxstore/sync/versionlog"
+	"github.com/ctxstore/ctxstore/sync/versionlog/versionlogtest"
 	"github.com/ctxstore/ctxstore/xtdb"
 	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
 )
@@ -221,7 +222,7 @@ func TestSyncSQLiteToXTDB(t *testing.T) {
 	if _, err := versionlog.Sync(ctx, src, x, versionlog.SyncOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	m := mappingOf(t, x, s2.Import.Source.ID)
+	m := versionlogtest.Mapping(t, x, s2.Import.Source.ID)
 	if len(m) != len(committed(t, src, -1)) {
 		t.Fatalf("%d txs mapped, source has %d", len(m), len(committed(t, src, -1)))
 	}
