@@ -118,53 +118,43 @@ func TestReadsRetryTransientFailures(t *testing.T) {
 	p.failReads.Store(0)
 }
 
-func TestSubmitWithLostReplyIsNotDuplicated(t *testing.T) {
+// TestSubmitWithUnknownOutcome breaks the connection of a submit after the
+// request was sent: either the server logged the transaction (its reply is
+// lost) or it never saw it. The driver must find out which before sending
+// again, so the transaction lands exactly once.
+func TestSubmitWithUnknownOutcome(t *testing.T) {
 	base := xtdbserver.ForTest(t)
-	p := newFaultProxy(t, base)
-	s := openVia(t, p.URL)
-	ctx := context.Background()
-	id := "fault-submit-" + time.Now().Format("150405.000000")
-	vt := time.Date(2021, 3, 4, 5, 6, 7, 8e6, time.UTC)
-	p.loseSubmitReply.Store(1)
-	tx, err := store.SubmitWait(ctx, s, []store.Op{store.PutAt(store.Doc{"xt/id": id, "n": 1}, vt)})
-	if err != nil {
-		t.Fatalf("submit with a lost reply: %v", err)
-	}
-	if got := p.submits.Load(); got != 1 {
-		t.Errorf("the driver sent the transaction %d times, want 1 (it landed the first time)", got)
-	}
-	// Exactly one transaction wrote the entity, and it is the one reported.
-	direct := openVia(t, base)
-	h, err := direct.History(ctx, id, store.HistoryOptions{Order: store.Asc, WithCorrections: true, Basis: store.Basis{ValidTime: vt.AddDate(1, 0, 0)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(h) != 1 || h[0].TxID != tx.ID {
-		t.Fatalf("history %+v, want one point by tx %d", h, tx.ID)
-	}
-}
-
-func TestSubmitLostBeforeTheServerIsResent(t *testing.T) {
-	base := xtdbserver.ForTest(t)
-	p := newFaultProxy(t, base)
-	s := openVia(t, p.URL)
-	ctx := context.Background()
-	id := "fault-lost-" + time.Now().Format("150405.000000")
-	vt := time.Date(2021, 3, 4, 5, 6, 7, 8e6, time.UTC)
-	p.dropSubmit.Store(1)
-	tx, err := store.SubmitWait(ctx, s, []store.Op{store.PutAt(store.Doc{"xt/id": id, "n": 2}, vt)})
-	if err != nil {
-		t.Fatalf("submit whose first send was lost: %v", err)
-	}
-	if got := p.submits.Load(); got != 2 {
-		t.Errorf("the driver sent the transaction %d times, want 2 (the first never arrived)", got)
-	}
-	h, err := openVia(t, base).History(ctx, id, store.HistoryOptions{Order: store.Asc, WithCorrections: true, Basis: store.Basis{ValidTime: vt.AddDate(1, 0, 0)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(h) != 1 || h[0].TxID != tx.ID {
-		t.Fatalf("history %+v, want one point by tx %d", h, tx.ID)
+	for _, c := range []struct {
+		name  string
+		fault func(*faultProxy)
+		sends int32
+	}{
+		{"reply lost after the server logged it", func(p *faultProxy) { p.loseSubmitReply.Store(1) }, 1},
+		{"request lost before the server", func(p *faultProxy) { p.dropSubmit.Store(1) }, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newFaultProxy(t, base)
+			s := openVia(t, p.URL)
+			ctx := context.Background()
+			id := "fault-submit-" + time.Now().Format("150405.000000")
+			vt := time.Date(2021, 3, 4, 5, 6, 7, 8e6, time.UTC)
+			c.fault(p)
+			tx, err := store.SubmitWait(ctx, s, []store.Op{store.PutAt(store.Doc{"xt/id": id, "n": 1}, vt)})
+			if err != nil {
+				t.Fatalf("submit: %v", err)
+			}
+			if got := p.submits.Load(); got != c.sends {
+				t.Errorf("the driver sent the transaction %d times, want %d", got, c.sends)
+			}
+			// Exactly one transaction wrote the entity, and it is the one reported.
+			h, err := openVia(t, base).History(ctx, id, store.HistoryOptions{Order: store.Asc, WithCorrections: true, Basis: store.Basis{ValidTime: vt.AddDate(1, 0, 0)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(h) != 1 || h[0].TxID != tx.ID {
+				t.Fatalf("history %+v, want one point by tx %d", h, tx.ID)
+			}
+		})
 	}
 }
 
