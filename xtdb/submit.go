@@ -66,7 +66,11 @@ func (s *Store) Submit(ctx context.Context, ops []store.Op) (store.Tx, error) {
 	txOps := make([]any, len(ops))
 	for i, op := range ops {
 		txOps[i] = jsonOp(op)
-		s.ids.add(op.ID)
+		if op.Kind != store.OpPut {
+			// The log names this op's entity only by hash; a put's id is in
+			// its document (and an evicted put's entity in its evict op).
+			s.ids.add(op.ID)
+		}
 	}
 	body, err := json.Marshal(map[string]any{"tx-ops": txOps})
 	if err != nil {
