@@ -75,6 +75,8 @@ type Assembler struct {
 	rebaseAt  int             // -1, or the lowest item index rewritten since the last commit
 	snapEnd   int             // items in the session-start snapshot
 	pending   map[string]bool // tool calls of the last assistant message without a result yet
+	last      *Commit         // the commit Resume started from, until the next commit
+	deferred  map[string]bool // toolcalls recorded before a Resume whose results are not in the stream yet
 }
 
 type version struct {
@@ -87,6 +89,22 @@ type version struct {
 // object in the pool and a content block for every active one. It reads the
 // store but writes nothing; the first Call writes the first commit.
 func New(ctx context.Context, s *session.Session, o Options) (*Assembler, error) {
+	a, err := newAssembler(o, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.setSystem(ctx, nil, objects.DynamicRef(s.Info().SystemPromptID)); err != nil {
+		return nil, err
+	}
+	if err := a.sync(ctx, false); err != nil {
+		return nil, err
+	}
+	a.snapEnd = len(a.items)
+	return a, nil
+}
+
+// newAssembler checks and completes o and returns an empty Assembler.
+func newAssembler(o Options, s *session.Session) (*Assembler, error) {
 	if o.Layout == "" {
 		o.Layout = LayoutStream
 	}
@@ -110,27 +128,32 @@ func New(ctx context.Context, s *session.Session, o Options) (*Assembler, error)
 		}
 		o.Tools = ts // as a commit stores them, so rebuilds render the same
 	}
-	a := &Assembler{s: s, st: s.Store(), o: o, pol: o.Policy.withDefaults(), tok: o.Tokenizer,
-		listed: map[string]bool{}, latest: map[string]*version{}, shown: map[string]int{}, rebaseAt: -1}
-	sys, tx, err := expand.Resolve(ctx, a.st, objects.DynamicRef(s.Info().SystemPromptID))
+	return &Assembler{s: s, st: s.Store(), o: o, pol: o.Policy.withDefaults(), tok: o.Tokenizer,
+		listed: map[string]bool{}, latest: map[string]*version{}, shown: map[string]int{}, rebaseAt: -1}, nil
+}
+
+// setSystem resolves the system prompt (through r when resuming) and
+// renders the fixed head: system prompt and tool list.
+func (a *Assembler) setSystem(ctx context.Context, r *resolver, ref objects.Ref) error {
+	var err error
+	if r != nil {
+		a.sys, err = r.get(ref)
+		a.sysRef = ref
+	} else {
+		var tx int64
+		if a.sys, tx, err = expand.Resolve(ctx, a.st, ref); err == nil {
+			a.sysRef = objects.StaticRef(a.sys, tx)
+		}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("assemble: system prompt: %w", err)
+		return fmt.Errorf("assemble: system prompt: %w", err)
 	}
-	a.sys, a.sysRef = sys, objects.StaticRef(sys, tx)
-	text := ""
-	if sys.Content != nil {
-		text = *sys.Content
-	}
-	if a.head, err = renderHead(text, o.Tools); err != nil {
-		return nil, fmt.Errorf("assemble: tools: %w", err)
+	if a.head, err = renderHead(a.systemText(), a.o.Tools); err != nil {
+		return fmt.Errorf("assemble: tools: %w", err)
 	}
 	a.buf = append([]byte(nil), a.head...)
 	a.tokens = a.tok.Count(string(a.head))
-	if err := a.sync(ctx, false); err != nil {
-		return nil, err
-	}
-	a.snapEnd = len(a.items)
-	return a, nil
+	return nil
 }
 
 // User appends a user message to the stream (a new turn's prompt). The
@@ -184,6 +207,7 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 	v := &version{obj: r.Object, ref: r.Ref}
 	a.latest[r.ID] = v
 	a.listed[r.ID] = true
+	delete(a.deferred, r.ID)
 	a.push(&item{kind: kToolRef, ref: r.Ref, obj: r.Object})
 	delete(a.pending, r.ID)
 	if len(a.pending) > 0 {
@@ -240,6 +264,9 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 		a.poolSeen = 0 // the pool never shrinks; be safe if it did
 	}
 	for _, id := range st.Pool[a.poolSeen:] {
+		if a.deferred[id] {
+			continue // its ToolResult will list it; sync looks again then
+		}
 		if !rendered(id) || a.listed[id] {
 			continue
 		}
@@ -250,7 +277,9 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 		a.listed[id] = true
 		a.push(&item{kind: kMeta, ref: v.ref, obj: v.obj})
 	}
-	a.poolSeen = len(st.Pool)
+	if len(a.deferred) == 0 {
+		a.poolSeen = len(st.Pool)
+	}
 
 	active := make(map[string]bool, len(st.Active))
 	for _, id := range st.Active {
@@ -283,7 +312,7 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 		if !rendered(id) {
 			continue
 		}
-		if _, ok := a.shown[id]; ok {
+		if _, ok := a.shown[id]; ok || a.deferred[id] {
 			continue
 		}
 		delete(a.latest, id) // show the version that is current now, not a cached one

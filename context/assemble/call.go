@@ -65,8 +65,18 @@ func (c *Assembled) Messages() []Message {
 // objects), then asks the cost model (Decide) whether to rebase, and rebases
 // from the first stale item if so.
 func (a *Assembler) Call(ctx context.Context) (*Assembled, error) {
+	return a.CallWith(ctx, nil)
+}
+
+// CallWith is Call, and records meta in the context commit under
+// "harness", in the same transaction: the harness's own position (an
+// ingestion cursor) then moves atomically with the context it produced.
+// Commit.Harness gives it back, and LastCommit after Resume. meta must be
+// plain JSON values.
+func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembled, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.deferred = nil // results the harness did not report again are listed now
 	if err := a.sync(ctx, true); err != nil {
 		return nil, err
 	}
@@ -94,7 +104,7 @@ func (a *Assembler) Call(ctx context.Context) (*Assembled, error) {
 		c.Bytes = renderFrags(a.head, c.frags)
 		c.Tokens = a.tok.Count(string(c.Bytes))
 	}
-	if err := a.commit(ctx, c, pool, active); err != nil {
+	if err := a.commit(ctx, c, pool, active, meta); err != nil {
 		return nil, err
 	}
 	a.calls++
@@ -239,7 +249,7 @@ func digest(b []byte) string {
 // commit writes c's context commit: only the items added (or rewritten by a
 // rebase) since the previous commit, guarded so that an existing commit of
 // the same number is never overwritten.
-func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*item) error {
+func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*item, meta map[string]any) error {
 	base := a.committed
 	if a.rebaseAt >= 0 && a.rebaseAt < base {
 		base = a.rebaseAt
@@ -277,11 +287,24 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 	if c.Layout == LayoutLiteral {
 		doc["pool"], doc["active"] = refStrings(pool), refStrings(active)
 	}
+	shown := map[string]any{}
+	for id, i := range a.shown {
+		shown[id] = int64(i)
+	}
+	doc["shown"] = shown
+	if meta != nil {
+		m, err := toJSONValue(meta)
+		if err != nil {
+			return fmt.Errorf("assemble: commit %s: harness meta: %w", c.CommitID, err)
+		}
+		doc["harness"] = m
+	}
 	if _, err := store.SubmitWait(ctx, a.st, []store.Op{store.Match(c.CommitID, nil), store.Put(doc)}); err != nil {
 		return fmt.Errorf("assemble: writing context commit %s: %w", c.CommitID, err)
 	}
 	a.committed = len(a.items)
 	a.rebaseAt = -1
+	a.last = nil
 	return nil
 }
 

@@ -3,6 +3,7 @@ package assemble
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/ctxstore/ctxstore/context/expand"
 	"github.com/ctxstore/ctxstore/objects"
@@ -31,6 +32,13 @@ type Commit struct {
 	SnapshotEnd int        // root commit only
 	Pool        []string   // literal layout only
 	Active      []string   // literal layout only
+	// Shown maps each object whose content block is live (not stale) to
+	// its item index (absent in commits of older versions).
+	Shown map[string]int
+	// Harness is what the harness recorded with the call (CallWith).
+	Harness map[string]any
+	// Time is the assembler's clock at the call.
+	Time time.Time
 }
 
 // ReadCommit reads context commit n of a session.
@@ -41,25 +49,28 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 		return nil, fmt.Errorf("assemble: reading %s: %w", id, err)
 	}
 	var raw struct {
-		SessionID   string     `json:"session_id"`
-		Call        int        `json:"call"`
-		Parent      string     `json:"parent"`
-		Layout      Layout     `json:"layout"`
-		SessionTx   int64      `json:"session_tx"`
-		SystemRef   string     `json:"system_ref"`
-		Base        int        `json:"base"`
-		Items       []ItemDoc  `json:"items"`
-		ItemCount   int        `json:"item_count"`
-		ByteLen     int        `json:"byte_len"`
-		BytesSHA256 string     `json:"bytes_sha256"`
-		Tokens      int        `json:"tokens"`
-		StaleTokens int        `json:"stale_tokens"`
-		RebaseFrom  *int       `json:"rebase_from"`
-		Reason      string     `json:"rebase_reason"`
-		Tools       []ToolSpec `json:"tools"`
-		SnapshotEnd int        `json:"snapshot_end"`
-		Pool        []string   `json:"pool"`
-		Active      []string   `json:"active"`
+		SessionID   string         `json:"session_id"`
+		Call        int            `json:"call"`
+		Parent      string         `json:"parent"`
+		Layout      Layout         `json:"layout"`
+		SessionTx   int64          `json:"session_tx"`
+		SystemRef   string         `json:"system_ref"`
+		Base        int            `json:"base"`
+		Items       []ItemDoc      `json:"items"`
+		ItemCount   int            `json:"item_count"`
+		ByteLen     int            `json:"byte_len"`
+		BytesSHA256 string         `json:"bytes_sha256"`
+		Tokens      int            `json:"tokens"`
+		StaleTokens int            `json:"stale_tokens"`
+		RebaseFrom  *int           `json:"rebase_from"`
+		Reason      string         `json:"rebase_reason"`
+		Tools       []ToolSpec     `json:"tools"`
+		SnapshotEnd int            `json:"snapshot_end"`
+		Pool        []string       `json:"pool"`
+		Active      []string       `json:"active"`
+		Shown       map[string]int `json:"shown"`
+		Harness     map[string]any `json:"harness"`
+		Time        string         `json:"time"`
 	}
 	if err := fromJSONValue(map[string]any(doc), &raw); err != nil {
 		return nil, fmt.Errorf("assemble: decoding %s: %w", id, err)
@@ -75,6 +86,12 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 	if raw.RebaseFrom != nil {
 		c.RebaseFrom = *raw.RebaseFrom
 	}
+	c.Shown, c.Harness = raw.Shown, raw.Harness
+	if raw.Time != "" {
+		if c.Time, err = store.ParseTime(raw.Time); err != nil {
+			return nil, fmt.Errorf("assemble: decoding %s: time: %w", id, err)
+		}
+	}
 	return c, nil
 }
 
@@ -88,24 +105,15 @@ func Rebuild(ctx context.Context, st store.Store, sessionID string, n int) (*Ass
 	if n < 1 {
 		return nil, fmt.Errorf("assemble: call numbers start at 1, got %d", n)
 	}
-	var list []ItemDoc
-	var last, root *Commit
-	for k := 1; k <= n; k++ {
-		c, err := ReadCommit(ctx, st, sessionID, k)
-		if err != nil {
+	list, last, err := replay(ctx, st, sessionID, n)
+	if err != nil {
+		return nil, err
+	}
+	root := last
+	if n > 1 {
+		if root, err = ReadCommit(ctx, st, sessionID, 1); err != nil {
 			return nil, err
 		}
-		if k == 1 {
-			root = c
-		}
-		if c.Base > len(list) {
-			return nil, fmt.Errorf("assemble: %s keeps %d items, its parent has %d", c.ID, c.Base, len(list))
-		}
-		list = append(list[:c.Base:c.Base], c.Items...)
-		last = c
-	}
-	if len(list) != last.ItemCount {
-		return nil, fmt.Errorf("assemble: %s: replayed %d items, the commit says %d", last.ID, len(list), last.ItemCount)
 	}
 	r := &resolver{ctx: ctx, st: st, cache: map[string]*objects.Object{}}
 	sys, err := r.get(last.SystemRef)
@@ -160,6 +168,28 @@ func Rebuild(ctx context.Context, st store.Store, sessionID string, n int) (*Ass
 		return nil, fmt.Errorf("assemble: %s: rebuilt %d bytes that do not match the %d recorded", last.ID, len(c.Bytes), last.ByteLen)
 	}
 	return c, nil
+}
+
+// replay reads commits 1..n of a session and returns the item list of
+// call n and its commit.
+func replay(ctx context.Context, st store.Store, sessionID string, n int) ([]ItemDoc, *Commit, error) {
+	var list []ItemDoc
+	var last *Commit
+	for k := 1; k <= n; k++ {
+		c, err := ReadCommit(ctx, st, sessionID, k)
+		if err != nil {
+			return nil, nil, err
+		}
+		if c.Base > len(list) {
+			return nil, nil, fmt.Errorf("assemble: %s keeps %d items, its parent has %d", c.ID, c.Base, len(list))
+		}
+		list = append(list[:c.Base:c.Base], c.Items...)
+		last = c
+	}
+	if len(list) != last.ItemCount {
+		return nil, nil, fmt.Errorf("assemble: %s: replayed %d items, the commit says %d", last.ID, len(list), last.ItemCount)
+	}
+	return list, last, nil
 }
 
 // resolver resolves static references once each.

@@ -1,0 +1,148 @@
+package assemble
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ctxstore/ctxstore/bitemporal"
+	"github.com/ctxstore/ctxstore/context/collapse"
+	"github.com/ctxstore/ctxstore/context/files"
+	"github.com/ctxstore/ctxstore/context/tools"
+	"github.com/ctxstore/ctxstore/session"
+)
+
+// reopen replaces e's store handle, session, tools and assembler by new
+// ones over the same file, as a new process would: only the store carries
+// over.
+func (e *env) reopen(t *testing.T, pol Policy) {
+	t.Helper()
+	st, err := bitemporal.Open(e.ctx, e.db, bitemporal.Options{})
+	e.must(err)
+	t.Cleanup(func() { st.Close() })
+	res, err := files.NewResolver(files.ResolverOptions{DefaultID: "fs-test"})
+	e.must(err)
+	e.st, e.ix = st, files.NewIndexer(st, res, 0)
+	s, err := session.Open(e.ctx, st, "s1")
+	e.must(err)
+	e.tools = tools.New(s, e.ix, tools.Options{Policy: collapse.Default()})
+	a, err := Resume(e.ctx, s, Options{Policy: pol, Now: func() time.Time { return e.now }})
+	e.must(err)
+	e.a = a
+}
+
+// TestResumeContinuesByteForByte runs one session twice on two stores with
+// the same script; the second is torn down and resumed from its commits in
+// a "new process" several times (also in the middle of a turn, with tool
+// calls reported and not yet assembled). Every call of the resumed run must
+// equal the uninterrupted run's byte for byte, and be rebuildable.
+func TestResumeContinuesByteForByte(t *testing.T) {
+	for _, layout := range []Layout{LayoutStream, LayoutLiteral} {
+		t.Run(string(layout), func(t *testing.T) {
+			pol := Policy{StaleThreshold: 600}
+			x := newEnv(t, layout, pol)
+			y := newEnv(t, layout, pol)
+			y.dir = x.dir // the same files, so both stores index the same bytes
+			a := x.file("a.go", "package a\n")
+			b := x.file("b.go", "package b\n\nfunc B() {}\n")
+			resumes := 0
+			for turn := 1; turn <= 16; turn++ {
+				for _, e := range []*env{x, y} {
+					e.turn(fmt.Sprintf("turn %d", turn))
+					switch {
+					case turn == 1:
+						e.read(a)
+					case turn == 2:
+						e.read(b)
+					case turn == 6:
+						if _, err := e.tools.Deactivate(e.ctx, mustID(t, e, b)); err != nil {
+							t.Fatal(err)
+						}
+					}
+					id := fmt.Sprintf("mk_%d", turn)
+					args := map[string]any{"command": "make"}
+					out := output(fmt.Sprintf("t%d", turn), 4)
+					e.must(e.a.Assistant(e.ctx, "", []ToolCall{{ID: id, Name: "bash", Args: args}}))
+					r, err := e.tools.Record(e.ctx, tools.Call{ID: id, Tool: "bash", Args: args, Output: &out})
+					e.must(err)
+					e.must(e.a.ToolResult(e.ctx, r))
+					if e == y && turn%4 == 3 {
+						// Mid-turn: what was reported since the last call is
+						// in no commit; the harness reports it again. (Only
+						// tool calls happened since the last call: other
+						// state changes made before a crash show at the
+						// first sync point after it, which may differ from
+						// the uninterrupted order.)
+						y.reopen(t, pol)
+						resumes++
+						e.must(e.a.User(e.ctx, fmt.Sprintf("turn %d", turn)))
+						e.must(e.a.Assistant(e.ctx, "", []ToolCall{{ID: id, Name: "bash", Args: args}}))
+						e.must(e.a.ToolResult(e.ctx, r))
+					}
+					e.bash("make test", output(fmt.Sprintf("u%d", turn), 4))
+					e.now = e.now.Add(20 * time.Second)
+					if turn == 10 {
+						e.now = e.now.Add(6 * time.Minute)
+					}
+				}
+				if turn == 5 { // an external edit, seen by both
+					p := x.file("a.go", "package a\n\n// edited\n")
+					for _, e := range []*env{x, y} {
+						if _, err := e.ix.Index(e.ctx, p); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				cx, cy := x.call(), y.call()
+				if cx.N != cy.N || !bytes.Equal(cx.Bytes, cy.Bytes) {
+					dumpDiff(t, cx.Bytes, cy.Bytes)
+					t.Fatalf("turn %d: call %d/%d differs after %d resumes: common prefix %d of %d/%d bytes",
+						turn, cx.N, cy.N, resumes, lcp(cx.Bytes, cy.Bytes), len(cx.Bytes), len(cy.Bytes))
+				}
+				if cx.Rebased != cy.Rebased || cx.StaleTokens != cy.StaleTokens {
+					t.Fatalf("turn %d: rebased %v/%v, stale %d/%d", turn, cx.Rebased, cy.Rebased, cx.StaleTokens, cy.StaleTokens)
+				}
+				if turn%4 == 0 { // between calls, too
+					y.reopen(t, pol)
+					resumes++
+					if c := y.a.LastCommit(); c == nil || c.N != cy.N {
+						t.Fatalf("resumed from %v, want commit %d", c, cy.N)
+					}
+				}
+			}
+			for n := 1; n <= 16; n++ {
+				if _, err := Rebuild(y.ctx, y.st, "s1", n); err != nil {
+					t.Fatalf("rebuild %d: %v", n, err)
+				}
+			}
+		})
+	}
+}
+
+func TestResumeWithoutCommits(t *testing.T) {
+	e := newEnv(t, LayoutStream, Policy{})
+	if _, err := Resume(e.ctx, e.tools.Session(), Options{}); !errors.Is(err, ErrNoCommits) {
+		t.Fatalf("Resume without commits: %v, want ErrNoCommits", err)
+	}
+	for want := 1; want <= 9; want++ {
+		e.turn("hi")
+		e.call()
+		if n, err := Calls(e.ctx, e.st, "s1"); err != nil || n != want {
+			t.Fatalf("Calls = %d, %v; want %d", n, err, want)
+		}
+	}
+	a, err := Open(e.ctx, e.tools.Session(), Options{})
+	e.must(err)
+	if c := a.LastCommit(); c == nil || c.N != 9 {
+		t.Fatalf("Open resumed from %+v, want commit 9", c)
+	}
+}
+
+func dumpDiff(t *testing.T, a, b []byte) {
+	p := lcp(a, b)
+	lo := max(0, p-300)
+	t.Logf("x: %q", a[lo:min(len(a), p+400)])
+	t.Logf("y: %q", b[lo:min(len(b), p+400)])
+}
