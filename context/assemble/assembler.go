@@ -168,6 +168,15 @@ func (a *Assembler) User(ctx context.Context, text string) error {
 	return nil
 }
 
+// Note appends a context note, a one-line user-side text such as
+// "[context] …", to the stream.
+func (a *Assembler) Note(ctx context.Context, text string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.push(&item{kind: kNote, text: text})
+	return nil
+}
+
 // Assistant appends an assistant message: its text and the tool calls it
 // made (provider ids, names, structured arguments).
 func (a *Assembler) Assistant(ctx context.Context, text string, calls []ToolCall) error {

@@ -1,0 +1,435 @@
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/context/tools"
+	"github.com/ctxstore/ctxstore/objects"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// Options configure New.
+type Options struct {
+	// Cwd resolves relative paths of tool calls and is where bash, find
+	// and grep ran; default the process's working directory.
+	Cwd string
+	// Files reaches the files tool calls name; default Live.
+	Files Files
+	// Tools maps lowercased harness tool names to kinds; default
+	// DefaultTools. Unlisted tools are KindOther.
+	Tools map[string]Kind
+}
+
+// Report says what one Ingest did.
+type Report struct {
+	// Applied is how many messages were new and applied.
+	Applied int `json:"applied"`
+	// Cursor is how many messages of the log are applied in all.
+	Cursor int `json:"cursor"`
+	// Reset is set when the log no longer began with the messages applied
+	// before (replaced, shortened or edited); ResetAt is how many of them
+	// it still shares, where the cursor went back to.
+	Reset   bool `json:"reset,omitempty"`
+	ResetAt int  `json:"reset_at,omitempty"`
+	// Skipped counts the messages not applied, by reason ("role:x" for an
+	// unknown role, "empty assistant" for an assistant message with no
+	// text and no tool call).
+	Skipped map[string]int `json:"skipped,omitempty"`
+	// Problems lists tool results whose tool could not be applied as its
+	// kind says (a read of a missing file, say); each was recorded as a
+	// plain toolcall instead, so nothing was lost.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// Ingester applies a harness's message log to a session, through its tools
+// and assembler. It is safe for concurrent use; calls are serialized.
+type Ingester struct {
+	mu sync.Mutex
+	t  *tools.Tools
+	a  *assemble.Assembler
+	o  Options
+
+	hashes    []string            // hash of every applied message
+	saved     int                 // len(hashes) recorded in commits
+	turnStart int                 // index of the message that began the current turn, -1 before any
+	turn      *objects.Turn       // the chat turn being built
+	calls     map[string]ToolCall // tool calls of the current turn, by id
+}
+
+// New returns the Ingester of the session t and a drive. When a was
+// resumed from context commits (assemble.Resume), the cursor recorded with
+// them is restored: the messages the harness sent since the last call are
+// applied again on the next Ingest, and nothing twice.
+func New(ctx context.Context, t *tools.Tools, a *assemble.Assembler, o Options) (*Ingester, error) {
+	if o.Cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("ingest: working directory: %w", err)
+		}
+		o.Cwd = wd
+	}
+	if o.Files == nil {
+		o.Files = Live{}
+	}
+	if o.Tools == nil {
+		o.Tools = DefaultTools
+	}
+	in := &Ingester{t: t, a: a, o: o, turnStart: -1}
+	if last := a.LastCommit(); last != nil {
+		if err := in.restore(ctx, last); err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
+}
+
+// cursorKey is the member of a commit's harness meta holding the cursor.
+const cursorKey = "ingest"
+
+// cursor is the ingestion position recorded with each context commit:
+// the hashes of the messages applied since the previous commit's (From is
+// where they start; lower than the previous N after a reset).
+type cursor struct {
+	N         int      `json:"n"`
+	From      int      `json:"from"`
+	Hashes    []string `json:"hashes"`
+	TurnStart int      `json:"turn_start"`
+}
+
+// restore rebuilds the message hashes from the cursors of every commit.
+func (in *Ingester) restore(ctx context.Context, last *assemble.Commit) error {
+	s := in.t.Session()
+	var hs []string
+	turnStart := -1
+	for k := 1; k <= last.N; k++ {
+		c := last
+		if k < last.N {
+			var err error
+			if c, err = assemble.ReadCommit(ctx, s.Store(), s.ID(), k); err != nil {
+				return fmt.Errorf("ingest: restoring the cursor: %w", err)
+			}
+		}
+		raw, ok := c.Harness[cursorKey]
+		if !ok {
+			continue
+		}
+		var cur cursor
+		b, _ := json.Marshal(raw)
+		if err := json.Unmarshal(b, &cur); err != nil {
+			return fmt.Errorf("ingest: restoring the cursor from %s: %w", c.ID, err)
+		}
+		if cur.From > len(hs) || cur.From+len(cur.Hashes) != cur.N {
+			return fmt.Errorf("ingest: restoring the cursor from %s: %d hashes from %d do not reach %d after %d", c.ID, len(cur.Hashes), cur.From, cur.N, len(hs))
+		}
+		hs = append(hs[:cur.From:cur.From], cur.Hashes...)
+		turnStart = cur.TurnStart
+	}
+	in.hashes, in.saved, in.turnStart = hs, len(hs), turnStart
+	return nil
+}
+
+// hash identifies a message by its content.
+func hash(m Message) string {
+	b, _ := json.Marshal(m)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:12])
+}
+
+// Ingest applies the messages of log that are new since the cursor. log is
+// the harness's whole log as it is now. If it no longer begins with the
+// messages applied before, the cursor goes back to the longest prefix it
+// shares with them (Report.Reset), a note says so in the context, and the
+// rest is applied as new: what was ingested stays in the store and the
+// session, nothing is undone.
+func (in *Ingester) Ingest(ctx context.Context, log []Message) (Report, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.ingest(ctx, log)
+}
+
+// Context ingests log and assembles the next model call, recording the
+// cursor in the call's context commit.
+func (in *Ingester) Context(ctx context.Context, log []Message) (*assemble.Assembled, Report, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	rep, err := in.ingest(ctx, log)
+	if err != nil {
+		return nil, rep, err
+	}
+	from := min(in.saved, len(in.hashes))
+	cur := cursor{N: len(in.hashes), From: from, Hashes: in.hashes[from:], TurnStart: in.turnStart}
+	var meta map[string]any
+	b, _ := json.Marshal(cur)
+	_ = json.Unmarshal(b, &meta)
+	c, err := in.a.CallWith(ctx, map[string]any{cursorKey: meta})
+	if err != nil {
+		return nil, rep, err
+	}
+	in.saved = len(in.hashes)
+	return c, rep, nil
+}
+
+// Flush writes the turn in progress to the chat object (it is written by
+// itself when the next user message begins a new turn). Call it when the
+// session pauses or ends.
+func (in *Ingester) Flush(ctx context.Context) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.flushTurn(ctx)
+}
+
+func (in *Ingester) ingest(ctx context.Context, log []Message) (Report, error) {
+	rep := Report{}
+	hs := make([]string, len(log))
+	k := 0
+	for i, m := range log {
+		hs[i] = hash(m)
+		if k == i && i < len(in.hashes) && hs[i] == in.hashes[i] {
+			k++
+		}
+	}
+	if k < len(in.hashes) {
+		rep.Reset, rep.ResetAt = true, k
+		in.hashes = in.hashes[:k]
+		if in.saved > k {
+			in.saved = k
+		}
+		if err := in.flushTurn(ctx); err != nil {
+			return rep, err
+		}
+		in.turnStart = -1
+		if err := in.a.Note(ctx, fmt.Sprintf("[context] the harness's message log was replaced after message %d; what follows continues from there", k)); err != nil {
+			return rep, err
+		}
+	} else if in.turn == nil && in.turnStart >= 0 && in.turnStart < len(log) {
+		in.rebuildTurn(log[in.turnStart:len(in.hashes)])
+	}
+	for i := len(in.hashes); i < len(log); i++ {
+		if err := in.apply(ctx, i, log[i], &rep); err != nil {
+			return rep, fmt.Errorf("ingest: message %d (%s): %w", i, log[i].Role, err)
+		}
+		in.hashes = append(in.hashes, hs[i])
+		rep.Applied++
+	}
+	rep.Cursor = len(in.hashes)
+	return rep, nil
+}
+
+// rebuildTurn restores the turn in progress after a resume, from the
+// messages that began it (already applied to the store and the stream).
+func (in *Ingester) rebuildTurn(msgs []Message) {
+	for _, m := range msgs {
+		switch m.Role {
+		case RoleUser:
+			in.beginTurn(m)
+		case RoleAssistant:
+			in.addAssistant(m)
+		}
+	}
+}
+
+func (in *Ingester) beginTurn(m Message) {
+	in.turn = &objects.Turn{User: m.Text}
+	in.calls = map[string]ToolCall{}
+}
+
+func (in *Ingester) addAssistant(m Message) {
+	if in.turn == nil {
+		in.turn = &objects.Turn{}
+		in.calls = map[string]ToolCall{}
+	}
+	if m.Text != "" {
+		in.turn.Assistant = append(in.turn.Assistant, map[string]any{"type": "text", "text": m.Text})
+	}
+	for _, c := range m.ToolCalls {
+		args := c.Args
+		if args == nil {
+			args = map[string]any{}
+		}
+		in.turn.Assistant = append(in.turn.Assistant, map[string]any{"type": "toolCall", "id": c.ID, "name": c.Name, "arguments": args})
+		in.turn.ToolcallIDs = append(in.turn.ToolcallIDs, c.ID)
+		in.calls[c.ID] = c
+	}
+	if m.Model != "" || m.Usage != nil {
+		meta := map[string]any{}
+		if m.Model != "" {
+			meta["model"] = m.Model
+		}
+		if u := m.Usage; u != nil {
+			meta["usage"] = map[string]any{"input": u.Input, "output": u.Output, "cacheRead": u.CacheRead, "cacheWrite": u.CacheWrite}
+		}
+		in.turn.AssistantMeta = meta
+	}
+}
+
+// flushTurn appends the turn in progress to the chat object.
+func (in *Ingester) flushTurn(ctx context.Context) error {
+	if in.turn == nil {
+		return nil
+	}
+	t := *in.turn
+	in.turn = nil
+	if _, _, err := in.t.Session().AppendTurns(ctx, t); err != nil {
+		return fmt.Errorf("writing the chat turn: %w", err)
+	}
+	return nil
+}
+
+// apply applies message i.
+func (in *Ingester) apply(ctx context.Context, i int, m Message, rep *Report) error {
+	switch m.Role {
+	case RoleUser:
+		if err := in.flushTurn(ctx); err != nil {
+			return err
+		}
+		if _, err := in.t.BeginTurn(ctx); err != nil {
+			return err
+		}
+		in.beginTurn(m)
+		in.turnStart = i
+		return in.a.User(ctx, m.Text)
+	case RoleAssistant:
+		if m.Text == "" && len(m.ToolCalls) == 0 {
+			skip(rep, "empty assistant")
+			return nil
+		}
+		if in.turn == nil {
+			in.turnStart = i
+		}
+		in.addAssistant(m)
+		calls := make([]assemble.ToolCall, len(m.ToolCalls))
+		for j, c := range m.ToolCalls {
+			calls[j] = assemble.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args}
+		}
+		return in.a.Assistant(ctx, m.Text, calls)
+	case RoleToolResult:
+		r, err := in.toolResult(ctx, m, rep)
+		if err != nil {
+			return err
+		}
+		return in.a.ToolResult(ctx, r)
+	default:
+		skip(rep, "role:"+string(m.Role))
+		return nil
+	}
+}
+
+func skip(rep *Report, why string) {
+	if rep.Skipped == nil {
+		rep.Skipped = map[string]int{}
+	}
+	rep.Skipped[why]++
+}
+
+// toolResult records a tool result as a toolcall, through the tool of its
+// kind, unless ctxstore already recorded it (one of its own tools, run
+// through the service, or a result applied before a crash).
+func (in *Ingester) toolResult(ctx context.Context, m Message, rep *Report) (tools.Result, error) {
+	if m.ToolCallID == "" {
+		return tools.Result{}, errors.New("a tool result without a tool-call id")
+	}
+	if r, ok, err := in.recorded(ctx, m.ToolCallID); err != nil || ok {
+		return r, err
+	}
+	c, known := in.calls[m.ToolCallID]
+	name := m.ToolName
+	if name == "" {
+		name = c.Name
+	}
+	if name == "" {
+		name = "unknown"
+	}
+	out := m.Output
+	call := tools.Call{ID: m.ToolCallID, Tool: name, Args: c.Args, Failed: m.IsError, Output: &out}
+	if !known {
+		call.Args = map[string]any{}
+	}
+	kind := in.kindOf(name)
+	r, err := in.byKind(ctx, kind, call)
+	if err == nil {
+		return r, nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrConflict) {
+		return tools.Result{}, err
+	}
+	rep.Problems = append(rep.Problems, fmt.Sprintf("%s %s: %v (recorded as a plain tool call)", name, m.ToolCallID, err))
+	call.Output = &out
+	return in.t.Record(ctx, call)
+}
+
+// byKind applies a call through the tool of its kind.
+func (in *Ingester) byKind(ctx context.Context, kind Kind, c tools.Call) (tools.Result, error) {
+	cwd := in.o.Files.Local(in.o.Cwd)
+	switch kind {
+	case KindRead, KindWrite, KindEdit:
+		p := pathArg(c.Args)
+		if p == "" {
+			return in.t.Record(ctx, c)
+		}
+		local := in.o.Files.Local(abs(in.o.Cwd, p))
+		if err := in.o.Files.Observe(kind, local, c.Args, *c.Output, c.Failed); err != nil {
+			return tools.Result{}, err
+		}
+		switch kind {
+		case KindWrite:
+			return in.t.Write(ctx, c, local)
+		case KindEdit:
+			return in.t.Edit(ctx, c, local)
+		}
+		if c.Failed {
+			return in.t.Record(ctx, c)
+		}
+		r, err := in.t.Read(ctx, local)
+		if err != nil {
+			return tools.Result{}, err
+		}
+		c.Output = nil // what a read loaded lives in the file object
+		return in.t.RecordResult(ctx, c, r)
+	case KindBash:
+		cmd, _ := c.Args["command"].(string)
+		return in.t.Bash(ctx, c, cwd, cmd)
+	case KindLs, KindFind, KindGrep:
+		dir := cwd
+		if p := pathArg(c.Args); p != "" {
+			dir = in.o.Files.Local(abs(in.o.Cwd, p))
+		}
+		switch kind {
+		case KindLs:
+			return in.t.Ls(ctx, c, dir)
+		case KindFind:
+			return in.t.Find(ctx, c, dir)
+		}
+		return in.t.Grep(ctx, c, dir)
+	}
+	return in.t.Record(ctx, c)
+}
+
+// recorded returns the toolcall id as this session recorded it, if it did.
+func (in *Ingester) recorded(ctx context.Context, id string) (tools.Result, bool, error) {
+	st := in.t.Session().Store()
+	et, err := st.EntityTx(ctx, id, store.Basis{})
+	if errors.Is(err, store.ErrNotFound) {
+		return tools.Result{}, false, nil
+	}
+	if err != nil {
+		return tools.Result{}, false, err
+	}
+	doc, err := st.Entity(ctx, id, store.AtTx(et.TxID, time.Time{}))
+	if err != nil {
+		return tools.Result{}, false, err
+	}
+	o, err := objects.FromDoc(doc)
+	if err != nil || o.Kind() != objects.KindToolcall || o.Toolcall.ChatRef != in.t.Session().Info().ChatID {
+		return tools.Result{}, false, nil
+	}
+	return tools.Result{ID: id, Object: o, Ref: objects.StaticRef(o, et.TxID), Message: objects.RenderMetadata(o)}, true, nil
+}

@@ -1,0 +1,360 @@
+package ingest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxstore/ctxstore/bitemporal"
+	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/context/collapse"
+	"github.com/ctxstore/ctxstore/context/files"
+	"github.com/ctxstore/ctxstore/context/tools"
+	"github.com/ctxstore/ctxstore/objects"
+	"github.com/ctxstore/ctxstore/session"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// rig is a session on a real SQLite file, driven through an Ingester.
+type rig struct {
+	t     *testing.T
+	ctx   context.Context
+	db    string
+	dir   string
+	st    store.Store
+	tools *tools.Tools
+	a     *assemble.Assembler
+	in    *Ingester
+	opt   Options
+	now   time.Time
+}
+
+func newRig(t *testing.T, o Options) *rig {
+	r := &rig{t: t, ctx: context.Background(), db: filepath.Join(t.TempDir(), "s.db"), dir: t.TempDir(),
+		now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
+	if o.Cwd == "" {
+		o.Cwd = r.dir
+	}
+	r.opt = o
+	st, err := bitemporal.Open(r.ctx, r.db, bitemporal.Options{})
+	r.must(err)
+	if _, err := session.Create(r.ctx, st, "s1", session.CreateOptions{SystemPrompt: "You are careful."}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	r.open()
+	return r
+}
+
+// open opens everything on a new store handle, as a new process would.
+func (r *rig) open() {
+	st, err := bitemporal.Open(r.ctx, r.db, bitemporal.Options{})
+	r.must(err)
+	r.t.Cleanup(func() { st.Close() })
+	res, err := files.NewResolver(files.ResolverOptions{DefaultID: "fs-test"})
+	r.must(err)
+	s, err := session.Open(r.ctx, st, "s1")
+	r.must(err)
+	r.st = st
+	r.tools = tools.New(s, files.NewIndexer(st, res, 0), tools.Options{Policy: collapse.Config{PerTurn: 5, TurnsBack: 2}})
+	r.a, err = assemble.Open(r.ctx, s, assemble.Options{Policy: assemble.Policy{StaleThreshold: 400},
+		Now: func() time.Time { return r.now }})
+	r.must(err)
+	r.in, err = New(r.ctx, r.tools, r.a, r.opt)
+	r.must(err)
+}
+
+func (r *rig) must(err error) {
+	r.t.Helper()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *rig) file(name, content string) string {
+	p := filepath.Join(r.dir, name)
+	r.must(os.MkdirAll(filepath.Dir(p), 0o755))
+	r.must(os.WriteFile(p, []byte(content), 0o644))
+	return p
+}
+
+func (r *rig) context(log []Message) (*assemble.Assembled, Report) {
+	r.t.Helper()
+	r.now = r.now.Add(10 * time.Second)
+	c, rep, err := r.in.Context(r.ctx, log)
+	r.must(err)
+	return c, rep
+}
+
+func user(s string) Message { return Message{Role: RoleUser, Text: s} }
+func said(s string) Message { return Message{Role: RoleAssistant, Text: s} }
+func call(id, name string, args map[string]any) Message {
+	return Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: id, Name: name, Args: args}}}
+}
+func result(id, name, out string) Message {
+	return Message{Role: RoleToolResult, ToolCallID: id, ToolName: name, Output: out}
+}
+
+// extends fails unless next extends prev byte for byte (or rebased).
+func extends(t *testing.T, prev, next *assemble.Assembled) {
+	t.Helper()
+	if next.Rebased {
+		if !strings.HasPrefix(string(next.Bytes), string(prev.Bytes[:next.RebaseOffset])) {
+			t.Fatalf("call %d rebased from %d but changed bytes before it", next.N, next.RebaseOffset)
+		}
+		return
+	}
+	if !strings.HasPrefix(string(next.Bytes), string(prev.Bytes)) {
+		t.Fatalf("call %d does not extend call %d", next.N, prev.N)
+	}
+}
+
+func TestLiveSession(t *testing.T) {
+	r := newRig(t, Options{})
+	r.file("a.go", "package a\n\nfunc A() int { return 1 }\n")
+	bigOut := strings.Repeat("PASS ok ctxstore/a 0.01s\n", 40)
+	log := []Message{
+		user("fix a.go"),
+		call("c1", "read", map[string]any{"path": "a.go"}),
+		result("c1", "read", "package a\n\nfunc A() int { return 1 }\n"),
+	}
+	c1, rep := r.context(log)
+	if rep.Applied != 3 || rep.Cursor != 3 || rep.Reset {
+		t.Fatalf("report %+v", rep)
+	}
+	body := string(c1.Bytes)
+	if !strings.Contains(body, "<<content id=") || !strings.Contains(body, "func A() int { return 1 }") {
+		t.Fatalf("the read file is not active content:\n%s", body)
+	}
+	if strings.Contains(body, "<<tool_result id=c1>>\npackage a") {
+		t.Fatal("the read's output is in the tool result")
+	}
+	// The same log again applies nothing and changes nothing.
+	c2, rep := r.context(log)
+	if rep.Applied != 0 {
+		t.Fatalf("re-sent log applied %d", rep.Applied)
+	}
+	extends(t, c1, c2)
+	if len(c2.Bytes) != len(c1.Bytes) {
+		t.Fatalf("unchanged log grew the context by %d bytes", len(c2.Bytes)-len(c1.Bytes))
+	}
+	// Pi's own edit and a bash run.
+	r.file("a.go", "package a\n\nfunc A() int { return 2 }\n")
+	log = append(log,
+		call("c2", "edit", map[string]any{"path": "a.go", "oldText": "return 1", "newText": "return 2"}),
+		result("c2", "edit", "Successfully replaced text in a.go."),
+		call("c3", "bash", map[string]any{"command": "go test ./..."}),
+		result("c3", "bash", bigOut),
+		said("Fixed."),
+	)
+	c3, rep := r.context(log)
+	if rep.Applied != 5 {
+		t.Fatalf("report %+v", rep)
+	}
+	extends(t, c2, c3)
+	body = string(c3.Bytes)
+	if !strings.Contains(body, "toolcall_ref id=c3 tool=bash") || !strings.Contains(body, "<<content id=c3") {
+		t.Fatalf("the bash call is not a reference plus active content:\n%s", body[len(c2.Bytes):])
+	}
+	if !strings.Contains(body, "return 2") {
+		t.Fatal("the edited file's new version is not shown")
+	}
+	// The next user message closes the turn in the chat object.
+	log = append(log, user("thanks"))
+	c4, _ := r.context(log)
+	extends(t, c3, c4)
+	chat, err := r.tools.Session().Chat(r.ctx)
+	r.must(err)
+	if n := len(chat.Chat.Turns); n != 1 {
+		t.Fatalf("chat has %d turns, want 1", n)
+	}
+	if got := strings.Join(chat.Chat.Turns[0].ToolcallIDs, ","); got != "c1,c2,c3" {
+		t.Fatalf("turn toolcalls %q", got)
+	}
+	// Every call can be rebuilt.
+	for n := 1; n <= c4.N; n++ {
+		if _, err := assemble.Rebuild(r.ctx, r.st, "s1", n); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestSkippedAndProblems(t *testing.T) {
+	r := newRig(t, Options{})
+	log := []Message{
+		user("hi"),
+		{Role: "system", Text: "odd"},
+		{Role: RoleAssistant},
+		call("c1", "read", map[string]any{"path": "missing.go"}),
+		result("c1", "read", "ENOENT"),
+		call("c2", "WebFetch", map[string]any{"url": "https://example.com"}),
+		result("c2", "WebFetch", "<html>"),
+	}
+	c, rep := r.context(log)
+	if rep.Skipped["role:system"] != 1 || rep.Skipped["empty assistant"] != 1 {
+		t.Fatalf("skipped %v", rep.Skipped)
+	}
+	if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "c1") {
+		t.Fatalf("problems %v", rep.Problems)
+	}
+	body := string(c.Bytes)
+	for _, id := range []string{"c1", "c2"} {
+		if !strings.Contains(body, "toolcall_ref id="+id) {
+			t.Fatalf("%s is not in the context", id)
+		}
+	}
+	if rep.Cursor != len(log) {
+		t.Fatalf("cursor %d, want %d (skipped messages are passed)", rep.Cursor, len(log))
+	}
+}
+
+func TestReplacedLog(t *testing.T) {
+	r := newRig(t, Options{})
+	log := []Message{user("one"), said("1"), user("two"), said("2")}
+	c1, _ := r.context(log)
+	// The harness rewrites history after message 2 (a branch switch).
+	log2 := []Message{user("one"), said("1"), user("three"), said("3")}
+	c2, rep := r.context(log2)
+	if !rep.Reset || rep.ResetAt != 2 || rep.Applied != 2 {
+		t.Fatalf("report %+v", rep)
+	}
+	extends(t, c1, c2)
+	if !strings.Contains(string(c2.Bytes[len(c1.Bytes):]), "replaced after message 2") {
+		t.Fatal("no note about the replaced log")
+	}
+	// A shortened log.
+	c3, rep := r.context(log2[:1])
+	if !rep.Reset || rep.ResetAt != 1 || rep.Applied != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	extends(t, c2, c3)
+	// Nothing said before is lost from the store: the first turns' text is
+	// in the commits.
+	if !strings.Contains(string(c3.Bytes), "two") {
+		t.Fatal("state was lost")
+	}
+}
+
+func TestResumeInNewProcess(t *testing.T) {
+	r := newRig(t, Options{})
+	r.file("a.txt", "alpha\n")
+	log := []Message{user("go"), call("c1", "read", map[string]any{"path": "a.txt"}), result("c1", "read", "alpha\n")}
+	c1, _ := r.context(log)
+	log = append(log, call("c2", "bash", map[string]any{"command": "ls"}), result("c2", "bash", "a.txt\n"))
+	// Applied but never assembled: the process dies before its call.
+	if _, err := r.in.Ingest(r.ctx, log); err != nil {
+		t.Fatal(err)
+	}
+	r.open()
+	log = append(log, said("done"))
+	c2, rep := r.context(log)
+	if rep.Applied != 3 || rep.Cursor != 6 {
+		t.Fatalf("after resume: %+v, want the 3 messages after the last call", rep)
+	}
+	extends(t, c1, c2)
+	if c2.N != c1.N+1 {
+		t.Fatalf("call %d after %d", c2.N, c1.N)
+	}
+	if n := strings.Count(string(c2.Bytes), "<<tool_result id=c2>>"); n != 1 {
+		t.Fatalf("c2's result appears %d times", n)
+	}
+	// Resume between calls: nothing is applied twice.
+	r.open()
+	c3, rep := r.context(log)
+	if rep.Applied != 0 {
+		t.Fatalf("resumed cursor applied %d", rep.Applied)
+	}
+	if string(c3.Bytes) != string(c2.Bytes) {
+		t.Fatal("an unchanged log after resume changed the context")
+	}
+	// The turn in progress survives: the next user message writes it.
+	r.open()
+	r.context(append(log, user("next")))
+	chat, err := r.tools.Session().Chat(r.ctx)
+	r.must(err)
+	if n := len(chat.Chat.Turns); n != 1 || strings.Join(chat.Chat.Turns[0].ToolcallIDs, ",") != "c1,c2" {
+		t.Fatalf("chat turns %+v", chat.Chat.Turns)
+	}
+}
+
+func TestOwnToolsRecognized(t *testing.T) {
+	r := newRig(t, Options{})
+	p := r.file("b.txt", "bravo\n")
+	// The service runs ctxstore's read for the harness and records it.
+	res, err := r.tools.Read(r.ctx, p)
+	r.must(err)
+	_, err = r.tools.RecordResult(r.ctx, tools.Call{ID: "own1", Tool: "read", Args: map[string]any{"path": p}}, res)
+	r.must(err)
+	log := []Message{user("read b"), call("own1", "read", map[string]any{"path": p}), result("own1", "read", res.Message)}
+	c, _ := r.context(log)
+	h, err := r.st.History(r.ctx, "own1", store.HistoryOptions{})
+	r.must(err)
+	if len(h) != 1 {
+		t.Fatalf("own toolcall has %d versions, want 1 (not recorded again)", len(h))
+	}
+	if !strings.Contains(string(c.Bytes), "bravo") {
+		t.Fatal("the file read by the service is not active")
+	}
+}
+
+func TestMirror(t *testing.T) {
+	mirror := t.TempDir()
+	r := newRig(t, Options{Cwd: "/home/u/proj", Files: Mirror(mirror)})
+	shown := "     1→package main\n     2→\n     3→func main() {}\n\n<system-reminder>\nbe careful\n</system-reminder>\n"
+	log := []Message{
+		user("look"),
+		call("r1", "Read", map[string]any{"file_path": "/home/u/proj/main.go"}),
+		result("r1", "Read", shown),
+		call("e1", "Edit", map[string]any{"file_path": "/home/u/proj/main.go", "old_string": "func main() {}", "new_string": "func main() { run() }"}),
+		result("e1", "Edit", "The file has been updated."),
+		call("w1", "Write", map[string]any{"file_path": "notes/todo.md", "content": "# todo\n"}),
+		result("w1", "Write", "File created"),
+	}
+	c, rep := r.context(log)
+	if len(rep.Problems) > 0 {
+		t.Fatal(rep.Problems)
+	}
+	got, err := os.ReadFile(filepath.Join(mirror, "home/u/proj/main.go"))
+	r.must(err)
+	if string(got) != "package main\n\nfunc main() { run() }\n" {
+		t.Fatalf("mirrored file %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(mirror, "home/u/proj/notes/todo.md")); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(c.Bytes), "func main() { run() }") {
+		t.Fatal("the edited version is not shown")
+	}
+	if strings.Contains(string(c.Bytes), "→") {
+		t.Fatal("line-number prefixes leaked into the context")
+	}
+	st := r.tools.Session().State()
+	var fileObjs int
+	for _, id := range st.Pool {
+		o, err := r.st.Entity(r.ctx, id, store.Basis{})
+		r.must(err)
+		if o["type"] == string(objects.KindFile) {
+			fileObjs++
+		}
+	}
+	if fileObjs != 2 {
+		t.Fatalf("%d files in the pool, want 2", fileObjs)
+	}
+}
+
+func TestReadOutputContent(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"     1\ta\n     2\tb\n", "a\nb\n"},
+		{"     1→a\n     2→\n", "a\n\n"},
+		{"plain text\n     1→x\n", "plain text\n     1→x\n"},
+		{"", ""},
+		{"    10→x\n    11→y", "x\ny\n"},
+	} {
+		if got := ReadOutputContent(tc.in); got != tc.want {
+			t.Errorf("ReadOutputContent(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
