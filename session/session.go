@@ -1,11 +1,13 @@
 // Package session keeps an agent session's context state (004 §3): the
 // append-only session index, the metadata pool, the active set and the
 // pinned set, with the session's chat and system prompt objects always
-// active. The state is persisted as the object "session:{id}", with a new
-// version on every change; writes carry a match op on the previous version,
-// so two writers of one session never silently lose each other's updates.
-// Many sessions share one store: each has its own session object, chat and
-// system prompt, and they share every other object.
+// active. The state is persisted as the object "session:{id}" (the head),
+// with a new version on every change, plus chunk documents holding the
+// older entries of long lists, so that a change writes what changed rather
+// than the whole state; writes carry a match op on the previous head
+// version, so two writers of one session never silently lose each other's
+// updates. Many sessions share one store: each has its own session object,
+// chat and system prompt, and they share every other object.
 package session
 
 import (
@@ -25,11 +27,12 @@ type Session struct {
 	st store.Store
 	id string
 
-	mu    sync.Mutex
-	state State
-	info  Info
-	doc   store.Doc // the stored version the next write must match
-	tx    int64     // transaction of that version
+	mu     sync.Mutex
+	state  State
+	info   Info
+	doc    store.Doc // the stored head version the next write must match
+	tx     int64     // transaction of that version
+	stored stored    // chunk size and revision of that version
 }
 
 // Info holds the immutable session fields.
@@ -69,7 +72,8 @@ func Create(ctx context.Context, st store.Store, id string, o CreateOptions) (*S
 	var state State
 	state.Activate(info.SystemPromptID)
 	state.Activate(info.ChatID)
-	doc, err := encode(info, &state)
+	sto := stored{size: chunkSize}
+	doc, err := encodeHead(info, &state, sto.size, sto.rev)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +95,7 @@ func Create(ctx context.Context, st store.Store, id string, o CreateOptions) (*S
 	if err != nil {
 		return nil, fmt.Errorf("session %s: creating: %w", id, err)
 	}
-	return &Session{st: st, id: id, state: state, info: info, doc: doc, tx: tx.ID}, nil
+	return &Session{st: st, id: id, state: state, info: info, doc: doc, tx: tx.ID, stored: sto}, nil
 }
 
 // Open loads the latest version of session id from st, as when resuming in
@@ -113,22 +117,58 @@ func (s *Session) Reload(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("session %s: %w", s.id, err)
 	}
-	b := store.AtTx(et.TxID, et.ValidTime)
-	doc, err := s.st.Entity(ctx, sid, b)
+	doc, info, state, sto, err := load(ctx, s.st, s.id, store.AtTx(et.TxID, et.ValidTime))
 	if err != nil {
-		return fmt.Errorf("session %s: %w", s.id, err)
-	}
-	info, state, err := decode(doc)
-	if err != nil {
-		return fmt.Errorf("session %s: %w", s.id, err)
-	}
-	if info.ID != s.id {
-		return fmt.Errorf("session %s: stored session_id is %q", s.id, info.ID)
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.info, s.state, s.doc, s.tx = info, state, doc, et.TxID
+	s.info, s.state, s.doc, s.tx, s.stored = info, state, doc, et.TxID, sto
 	return nil
+}
+
+// ReadState reads the state of session id as of basis b: the head visible
+// at b and the chunks it names, read at the same basis. With
+// store.AtTx(tx, time.Time{}) it gives the state any past version had.
+func ReadState(ctx context.Context, st store.Store, id string, b store.Basis) (Info, State, error) {
+	_, info, state, _, err := load(ctx, st, id, b)
+	return info, state, err
+}
+
+// load reads the head of session id at basis b and assembles its state.
+func load(ctx context.Context, st store.Store, id string, b store.Basis) (store.Doc, Info, State, stored, error) {
+	fail := func(err error) (store.Doc, Info, State, stored, error) {
+		return nil, Info{}, State{}, stored{}, fmt.Errorf("session %s: %w", id, err)
+	}
+	doc, err := st.Entity(ctx, objects.SessionObjectID(id), b)
+	if err != nil {
+		return fail(err)
+	}
+	h, err := decodeHead(doc)
+	if err != nil {
+		return fail(err)
+	}
+	if h.SessionID != id {
+		return fail(fmt.Errorf("stored session_id is %q", h.SessionID))
+	}
+	var chunks []store.Doc
+	if h.needsChunks() {
+		// One query for every chunk, at the head's basis: chunks are only
+		// written in the transactions that write the head, so these are
+		// the ones it names (stale chunks beyond its lengths are ignored).
+		chunks, err = st.Query(ctx, store.Query{
+			Where: []store.Pred{store.Where("type", chunkType), store.Where(fieldSessionID, id)},
+			Basis: b,
+		})
+		if err != nil {
+			return fail(fmt.Errorf("reading chunks: %w", err))
+		}
+	}
+	info, state, sto, err := h.state(chunks)
+	if err != nil {
+		return fail(err)
+	}
+	return doc, info, state, sto, nil
 }
 
 // ID returns the session id.
@@ -175,17 +215,21 @@ func (s *Session) Update(ctx context.Context, extra []store.Op, fn func(*State) 
 			return s.tx, false, err
 		}
 	}
-	doc, err := encode(s.info, &next)
-	if err != nil {
-		return s.tx, false, err
-	}
-	same := store.SameDoc(doc, s.doc)
-	if same && len(extra) == 0 {
+	changed := !s.state.equal(&next)
+	if !changed && len(extra) == 0 {
 		return s.tx, false, nil
 	}
 	sid := objects.SessionObjectID(s.id)
 	ops := append([]store.Op{store.Match(sid, s.doc)}, extra...)
-	if !same {
+	var doc store.Doc
+	sto := s.stored
+	if changed {
+		ops = append(ops, chunkOps(s.id, &s.state, &next, s.stored)...)
+		sto.rev++
+		sto.legacy = false
+		if doc, err = encodeHead(s.info, &next, sto.size, sto.rev); err != nil {
+			return s.tx, false, err
+		}
 		ops = append(ops, store.Put(doc))
 	}
 	t, err := store.SubmitWait(ctx, s.st, ops)
@@ -196,8 +240,8 @@ func (s *Session) Update(ctx context.Context, extra []store.Op, fn func(*State) 
 		return s.tx, false, fmt.Errorf("session %s: writing: %w", s.id, err)
 	}
 	s.state = next
-	if !same {
-		s.doc, s.tx = doc, t.ID
+	if changed {
+		s.doc, s.tx, s.stored = doc, t.ID, sto
 	}
 	return t.ID, true, nil
 }

@@ -60,6 +60,13 @@ func (s *State) Clone() State {
 	}
 }
 
+// equal reports whether s and o hold the same state (nil and empty lists
+// are the same).
+func (s *State) equal(o *State) bool {
+	return s.Turn == o.Turn && s.Seq == o.Seq && slices.Equal(s.Index, o.Index) && slices.Equal(s.Pool, o.Pool) &&
+		slices.Equal(s.Active, o.Active) && slices.Equal(s.Pinned, o.Pinned) && slices.Equal(s.Toolcalls, o.Toolcalls)
+}
+
 // Locked reports whether id names an object of a locked kind (chat,
 // system prompt), which can never be deactivated.
 func Locked(id string) bool {

@@ -1,0 +1,145 @@
+// Package storetestenv gives the tests of the packages above the store
+// (session, context/...) a store on each backend, so that one test body
+// runs on SQLite and on XTDB:
+//
+//	func TestMain(m *testing.M) { storetestenv.Main(m) }
+//
+//	func TestSomething(t *testing.T) {
+//		storetestenv.Run(t, func(t *testing.T, e *storetestenv.Env) {
+//			s, err := session.Create(ctx, e.Store, e.ID("s1"), …)
+//			…
+//		})
+//	}
+//
+// SQLite is a new database file in a temp directory per Env. XTDB is the
+// per-process server of xtdbserver.ForTest (or XTDB_URL): with CI=true a
+// missing server fails the test, otherwise the XTDB subtest is skipped; with
+// -short it is skipped. Every test of a process shares that XTDB database,
+// so ids a test chooses must come from Env.ID, which makes them unique.
+//
+// CTXSTORE_TEST_BACKENDS (a comma-separated list of "sqlite", "xtdb")
+// restricts the backends, for quick local runs.
+package storetestenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ctxstore/ctxstore/bitemporal"
+	"github.com/ctxstore/ctxstore/store"
+	"github.com/ctxstore/ctxstore/xtdb"
+	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
+)
+
+// The backends.
+const (
+	SQLite = "sqlite"
+	XTDB   = "xtdb"
+)
+
+// Env is one test's database on one backend.
+type Env struct {
+	// Backend is SQLite or XTDB.
+	Backend string
+	// Store is a handle on the database, closed when the test ends.
+	Store store.Store
+
+	tb     testing.TB
+	open   func() (store.Store, error)
+	suffix string
+}
+
+// Backends returns the backends tests run on: both, unless
+// CTXSTORE_TEST_BACKENDS names fewer.
+func Backends() []string {
+	all := []string{SQLite, XTDB}
+	v := strings.TrimSpace(os.Getenv("CTXSTORE_TEST_BACKENDS"))
+	if v == "" {
+		return all
+	}
+	var out []string
+	for _, b := range strings.Split(v, ",") {
+		if b = strings.TrimSpace(b); slices.Contains(all, b) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// Run runs fn as one subtest per backend, named after it.
+func Run(t *testing.T, fn func(t *testing.T, e *Env)) {
+	t.Helper()
+	for _, b := range Backends() {
+		t.Run(b, func(t *testing.T) { fn(t, New(t, b)) })
+	}
+}
+
+// New returns a new database on backend for tb (skipping or failing tb as
+// the package doc says when XTDB cannot be had).
+func New(tb testing.TB, backend string) *Env {
+	tb.Helper()
+	e := &Env{Backend: backend, tb: tb, suffix: uniqueSuffix()}
+	switch backend {
+	case SQLite:
+		path := filepath.Join(tb.TempDir(), "store.db")
+		e.open = func() (store.Store, error) {
+			return bitemporal.Open(context.Background(), path, bitemporal.Options{})
+		}
+	case XTDB:
+		if testing.Short() && os.Getenv("XTDB_URL") == "" {
+			tb.Skip("storetestenv: XTDB needs a JVM; skipped with -short")
+		}
+		base := xtdbserver.ForTest(tb)
+		e.open = func() (store.Store, error) {
+			return xtdb.Open(context.Background(), base, xtdb.Options{})
+		}
+	default:
+		tb.Fatalf("storetestenv: unknown backend %q", backend)
+	}
+	e.Store = e.Reopen()
+	return e
+}
+
+// Reopen returns a new handle on the same database, as another process
+// would open it; it is closed when the test ends.
+func (e *Env) Reopen() store.Store {
+	e.tb.Helper()
+	st, err := e.open()
+	if err != nil {
+		e.tb.Fatalf("storetestenv: opening %s: %v", e.Backend, err)
+	}
+	e.tb.Cleanup(func() { st.Close() })
+	return st
+}
+
+// ID returns name made unique to this Env ("name-<suffix>"), for ids the
+// test chooses itself: session ids, toolcall ids, note ids. It is the same
+// for the same name within one Env.
+func (e *Env) ID(name string) string { return name + "-" + e.suffix }
+
+var counter atomic.Int64
+
+// uniqueSuffix is unique within the process (the counter) and across
+// processes sharing one XTDB server (the start time and pid).
+func uniqueSuffix() string {
+	return fmt.Sprintf("%x%x.%d", start.UnixNano()&0xffffffffff, os.Getpid()&0xffff, counter.Add(1))
+}
+
+var start = time.Now()
+
+// Main runs the tests of a package and stops the XTDB server ForTest
+// started, if any. Call it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	if err := xtdbserver.StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "storetestenv:", err)
+	}
+	os.Exit(code)
+}
