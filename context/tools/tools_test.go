@@ -8,44 +8,47 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/context/collapse"
 	"github.com/ctxstore/ctxstore/context/files"
+	"github.com/ctxstore/ctxstore/internal/storetestenv"
 	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
 )
 
+// env is a session on a store of one backend (storetestenv), its indexer
+// and its tools. Ids the test chooses go through uid: the XTDB database is
+// shared by every test of the process.
 type env struct {
 	t     *testing.T
 	ctx   context.Context
-	db    string
+	se    *storetestenv.Env
 	st    store.Store
+	sid   string
 	ix    *files.Indexer
 	tools *Tools
 	dir   string
 }
 
-func newEnv(t *testing.T, policy collapse.Config) *env {
+func newEnv(t *testing.T, se *storetestenv.Env, policy collapse.Config) *env {
 	t.Helper()
 	ctx := context.Background()
-	db := filepath.Join(t.TempDir(), "s.db")
-	st, err := bitemporal.Open(ctx, db, bitemporal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := se.Store
 	res, err := files.NewResolver(files.ResolverOptions{DefaultID: "fs-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ix := files.NewIndexer(st, res, 0)
-	s, err := session.Create(ctx, st, "s1", session.CreateOptions{SystemPrompt: "sys"})
+	sid := se.ID("s1")
+	s, err := session.Create(ctx, st, sid, session.CreateOptions{SystemPrompt: "sys"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, ctx: ctx, db: db, st: st, ix: ix, tools: New(s, ix, Options{Policy: policy}), dir: t.TempDir()}
+	return &env{t: t, ctx: ctx, se: se, st: st, sid: sid, ix: ix, tools: New(s, ix, Options{Policy: policy}), dir: t.TempDir()}
 }
+
+// uid makes an id the test chooses (a toolcall id) unique to this env.
+func (e *env) uid(name string) string { return e.se.ID(name) }
 
 func (e *env) file(name, content string) string {
 	e.t.Helper()
@@ -64,181 +67,185 @@ func (e *env) state() session.State { return e.tools.Session().State() }
 func out(s string) *string { return &s }
 
 func TestReadActivateDeactivate(t *testing.T) {
-	e := newEnv(t, collapse.Config{})
-	p := e.file("a.md", "# A\n")
-	r, err := e.tools.Read(e.ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !e.state().IsActive(r.ID) || !strings.HasPrefix(r.Message, "Read and activated") || *r.Object.Content != "# A\n" {
-		t.Fatalf("read: %+v", r)
-	}
-	if r2, err := e.tools.Read(e.ctx, p); err != nil || !strings.HasPrefix(r2.Message, "Already active and unchanged") {
-		t.Fatalf("read again: %+v %v", r2, err)
-	}
-	e.file("a.md", "# A v2\n")
-	if r3, err := e.tools.Read(e.ctx, p); err != nil || !strings.HasPrefix(r3.Message, "Refreshed") || *r3.Object.Content != "# A v2\n" {
-		t.Fatalf("read changed: %+v %v", r3, err)
-	}
-	if _, err := e.tools.Read(e.ctx, filepath.Join(e.dir, "missing")); err == nil {
-		t.Fatal("reading a missing file succeeded")
-	}
-
-	if d, err := e.tools.Deactivate(e.ctx, r.ID); err != nil || e.state().IsActive(r.ID) || !e.state().InPool(r.ID) {
-		t.Fatalf("deactivate: %+v %v", d, err)
-	}
-	if rr, err := e.tools.Read(e.ctx, p); err != nil || !strings.Contains(rr.Message, "use activate") {
-		t.Fatalf("read of a pooled file: %+v %v", rr, err)
-	}
-	if _, err := e.tools.Deactivate(e.ctx, r.ID); err != nil {
-		t.Fatal(err)
-	}
-	if a, err := e.tools.Activate(e.ctx, r.ID); err != nil || !e.state().IsActive(r.ID) || !strings.HasPrefix(a.Message, "Activated") {
-		t.Fatalf("activate: %+v %v", a, err)
-	}
-
-	// Locked objects.
-	for _, id := range []string{"chat:s1", "system_prompt:s1"} {
-		_, err := e.tools.Deactivate(e.ctx, id)
-		if !errors.Is(err, session.ErrLocked) || !strings.Contains(err.Error(), "always active") {
-			t.Fatalf("deactivate %s: %v", id, err)
-		}
-		if !e.state().IsActive(id) {
-			t.Fatalf("%s deactivated", id)
-		}
-	}
-	if _, err := e.tools.Activate(e.ctx, "nope"); !errors.Is(err, ErrUnknownObject) {
-		t.Fatalf("activate unknown: %v", err)
-	}
-
-	// Binary: activation says nothing was loaded.
-	bin := e.file("x.bin", "\x00\x01")
-	rb, err := e.tools.Read(e.ctx, bin)
-	if err != nil || !strings.HasPrefix(rb.Message, "Content unavailable") {
-		t.Fatalf("binary read: %+v %v", rb, err)
-	}
-	if ab, err := e.tools.Activate(e.ctx, rb.ID); err != nil || !strings.HasPrefix(ab.Message, "Content unavailable") {
-		t.Fatalf("binary activate: %+v %v", ab, err)
-	}
-}
-
-func TestActivateByNicknamePinUnpin(t *testing.T) {
-	e := newEnv(t, collapse.Config{})
-	f, err := objects.NewFile(objects.FilesystemSource{FilesystemID: "elsewhere", Path: "/notes/plan.md"}, out("plan"), []byte("plan"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Nickname = "plan"
-	if err := f.Seal(); err != nil {
-		t.Fatal(err)
-	}
-	doc, _ := f.Doc()
-	if _, err := store.SubmitWait(e.ctx, e.st, []store.Op{store.Put(doc)}); err != nil {
-		t.Fatal(err)
-	}
-	a, err := e.tools.Activate(e.ctx, "plan")
-	if err != nil || a.ID != f.ID() || !e.state().IsActive(f.ID()) {
-		t.Fatalf("activate by nickname: %+v %v", a, err)
-	}
-	if _, err := e.tools.Pin(e.ctx, "plan"); err != nil || !e.state().IsPinned(f.ID()) {
-		t.Fatalf("pin: %v", err)
-	}
-	if _, err := e.tools.Unpin(e.ctx, "plan"); err != nil || e.state().IsPinned(f.ID()) || !e.state().IsActive(f.ID()) {
-		t.Fatalf("unpin: %v", err)
-	}
-}
-
-func TestToolcallsAndAutoCollapse(t *testing.T) {
-	e := newEnv(t, collapse.Config{PerTurn: 2, TurnsBack: 1})
-	if _, err := e.tools.BeginTurn(e.ctx); err != nil {
-		t.Fatal(err)
-	}
-	rec := func(id, tool string) Result {
-		t.Helper()
-		r, err := e.tools.Record(e.ctx, Call{ID: id, Tool: tool, Args: map[string]any{"command": "echo " + id}, Output: out(id + "\n")})
+	storetestenv.Run(t, func(t *testing.T, se *storetestenv.Env) {
+		e := newEnv(t, se, collapse.Config{})
+		p := e.file("a.md", "# A\n")
+		r, err := e.tools.Read(e.ctx, p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return r
-	}
-	r1 := rec("toolu_1", "bash")
-	if r1.Object.Toolcall.ChatRef != "chat:s1" || r1.Object.Toolcall.ArgsDisplay != "echo toolu_1" || r1.Object.Toolcall.Status != objects.StatusOK {
-		t.Fatalf("toolcall object: %+v", r1.Object.Toolcall)
-	}
-	if _, err := e.tools.Pin(e.ctx, "toolu_1"); err != nil {
-		t.Fatal(err)
-	}
-	rec("toolu_2", "bash")
-	rec("toolu_m", "activate") // does not count, not activated
-	rec("toolu_3", "bash")
-	rec("toolu_4", "bash")
-	s := e.state()
-	if s.IsActive("toolu_2") || !s.IsActive("toolu_3") || !s.IsActive("toolu_4") || !s.IsActive("toolu_1") || s.IsActive("toolu_m") || !s.InPool("toolu_m") {
-		t.Fatalf("after 4 calls: active %v", s.Active)
-	}
-	// A new turn collapses the old turn's unpinned calls.
-	if _, err := e.tools.BeginTurn(e.ctx); err != nil {
-		t.Fatal(err)
-	}
-	s = e.state()
-	if s.IsActive("toolu_3") || s.IsActive("toolu_4") || !s.IsActive("toolu_1") {
-		t.Fatalf("after new turn: active %v", s.Active)
-	}
-	// Explicit activation brings one back into the window.
-	if _, err := e.tools.Activate(e.ctx, "toolu_3"); err != nil {
-		t.Fatal(err)
-	}
-	rec("toolu_5", "bash")
-	if s = e.state(); !s.IsActive("toolu_3") || !s.IsActive("toolu_5") {
-		t.Fatalf("after re-activation: active %v", s.Active)
-	}
-	// Failure status and null output.
-	fr, err := e.tools.Record(e.ctx, Call{ID: "toolu_f", Tool: "bash", Failed: true})
-	if err != nil || fr.Object.Toolcall.Status != objects.StatusFail || fr.Object.Content != nil {
-		t.Fatalf("failed call: %+v %v", fr, err)
-	}
-	if a, err := e.tools.Activate(e.ctx, "toolu_f"); err != nil || !strings.Contains(a.Message, "stored no output") {
-		t.Fatalf("activate null output: %+v %v", a, err)
-	}
-	// The state survives a reopen.
-	st2, err := bitemporal.Open(e.ctx, e.db, bitemporal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st2.Close()
-	r, err := session.Open(e.ctx, st2, "s1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := r.State(), e.state(); strings.Join(got.Active, ",") != strings.Join(want.Active, ",") || got.Turn != want.Turn || len(got.Toolcalls) != len(want.Toolcalls) {
-		t.Fatalf("reopened state differs: %+v vs %+v", got, want)
-	}
+		if !e.state().IsActive(r.ID) || !strings.HasPrefix(r.Message, "Read and activated") || *r.Object.Content != "# A\n" {
+			t.Fatalf("read: %+v", r)
+		}
+		if r2, err := e.tools.Read(e.ctx, p); err != nil || !strings.HasPrefix(r2.Message, "Already active and unchanged") {
+			t.Fatalf("read again: %+v %v", r2, err)
+		}
+		e.file("a.md", "# A v2\n")
+		if r3, err := e.tools.Read(e.ctx, p); err != nil || !strings.HasPrefix(r3.Message, "Refreshed") || *r3.Object.Content != "# A v2\n" {
+			t.Fatalf("read changed: %+v %v", r3, err)
+		}
+		if _, err := e.tools.Read(e.ctx, filepath.Join(e.dir, "missing")); err == nil {
+			t.Fatal("reading a missing file succeeded")
+		}
+
+		if d, err := e.tools.Deactivate(e.ctx, r.ID); err != nil || e.state().IsActive(r.ID) || !e.state().InPool(r.ID) {
+			t.Fatalf("deactivate: %+v %v", d, err)
+		}
+		if rr, err := e.tools.Read(e.ctx, p); err != nil || !strings.Contains(rr.Message, "use activate") {
+			t.Fatalf("read of a pooled file: %+v %v", rr, err)
+		}
+		if _, err := e.tools.Deactivate(e.ctx, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		if a, err := e.tools.Activate(e.ctx, r.ID); err != nil || !e.state().IsActive(r.ID) || !strings.HasPrefix(a.Message, "Activated") {
+			t.Fatalf("activate: %+v %v", a, err)
+		}
+
+		// Locked objects.
+		for _, id := range []string{objects.ChatObjectID(e.sid), objects.SystemPromptObjectID(e.sid)} {
+			_, err := e.tools.Deactivate(e.ctx, id)
+			if !errors.Is(err, session.ErrLocked) || !strings.Contains(err.Error(), "always active") {
+				t.Fatalf("deactivate %s: %v", id, err)
+			}
+			if !e.state().IsActive(id) {
+				t.Fatalf("%s deactivated", id)
+			}
+		}
+		if _, err := e.tools.Activate(e.ctx, "nope"); !errors.Is(err, ErrUnknownObject) {
+			t.Fatalf("activate unknown: %v", err)
+		}
+
+		// Binary: activation says nothing was loaded.
+		bin := e.file("x.bin", "\x00\x01")
+		rb, err := e.tools.Read(e.ctx, bin)
+		if err != nil || !strings.HasPrefix(rb.Message, "Content unavailable") {
+			t.Fatalf("binary read: %+v %v", rb, err)
+		}
+		if ab, err := e.tools.Activate(e.ctx, rb.ID); err != nil || !strings.HasPrefix(ab.Message, "Content unavailable") {
+			t.Fatalf("binary activate: %+v %v", ab, err)
+		}
+	})
+}
+
+func TestActivateByNicknamePinUnpin(t *testing.T) {
+	storetestenv.Run(t, func(t *testing.T, se *storetestenv.Env) {
+		e := newEnv(t, se, collapse.Config{})
+		f, err := objects.NewFile(objects.FilesystemSource{FilesystemID: "elsewhere", Path: "/notes/plan.md"}, out("plan"), []byte("plan"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Nickname = "plan"
+		if err := f.Seal(); err != nil {
+			t.Fatal(err)
+		}
+		doc, _ := f.Doc()
+		if _, err := store.SubmitWait(e.ctx, e.st, []store.Op{store.Put(doc)}); err != nil {
+			t.Fatal(err)
+		}
+		a, err := e.tools.Activate(e.ctx, "plan")
+		if err != nil || a.ID != f.ID() || !e.state().IsActive(f.ID()) {
+			t.Fatalf("activate by nickname: %+v %v", a, err)
+		}
+		if _, err := e.tools.Pin(e.ctx, "plan"); err != nil || !e.state().IsPinned(f.ID()) {
+			t.Fatalf("pin: %v", err)
+		}
+		if _, err := e.tools.Unpin(e.ctx, "plan"); err != nil || e.state().IsPinned(f.ID()) || !e.state().IsActive(f.ID()) {
+			t.Fatalf("unpin: %v", err)
+		}
+	})
+}
+
+func TestToolcallsAndAutoCollapse(t *testing.T) {
+	storetestenv.Run(t, func(t *testing.T, se *storetestenv.Env) {
+		e := newEnv(t, se, collapse.Config{PerTurn: 2, TurnsBack: 1})
+		if _, err := e.tools.BeginTurn(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		rec := func(id, tool string) Result {
+			t.Helper()
+			r, err := e.tools.Record(e.ctx, Call{ID: id, Tool: tool, Args: map[string]any{"command": "echo " + id}, Output: out(id + "\n")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		r1 := rec(e.uid("toolu_1"), "bash")
+		if r1.Object.Toolcall.ChatRef != objects.ChatObjectID(e.sid) || r1.Object.Toolcall.ArgsDisplay != "echo "+e.uid("toolu_1") || r1.Object.Toolcall.Status != objects.StatusOK {
+			t.Fatalf("toolcall object: %+v", r1.Object.Toolcall)
+		}
+		if _, err := e.tools.Pin(e.ctx, e.uid("toolu_1")); err != nil {
+			t.Fatal(err)
+		}
+		rec(e.uid("toolu_2"), "bash")
+		rec(e.uid("toolu_m"), "activate") // does not count, not activated
+		rec(e.uid("toolu_3"), "bash")
+		rec(e.uid("toolu_4"), "bash")
+		s := e.state()
+		if s.IsActive(e.uid("toolu_2")) || !s.IsActive(e.uid("toolu_3")) || !s.IsActive(e.uid("toolu_4")) || !s.IsActive(e.uid("toolu_1")) || s.IsActive(e.uid("toolu_m")) || !s.InPool(e.uid("toolu_m")) {
+			t.Fatalf("after 4 calls: active %v", s.Active)
+		}
+		// A new turn collapses the old turn's unpinned calls.
+		if _, err := e.tools.BeginTurn(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		s = e.state()
+		if s.IsActive(e.uid("toolu_3")) || s.IsActive(e.uid("toolu_4")) || !s.IsActive(e.uid("toolu_1")) {
+			t.Fatalf("after new turn: active %v", s.Active)
+		}
+		// Explicit activation brings one back into the window.
+		if _, err := e.tools.Activate(e.ctx, e.uid("toolu_3")); err != nil {
+			t.Fatal(err)
+		}
+		rec(e.uid("toolu_5"), "bash")
+		if s = e.state(); !s.IsActive(e.uid("toolu_3")) || !s.IsActive(e.uid("toolu_5")) {
+			t.Fatalf("after re-activation: active %v", s.Active)
+		}
+		// Failure status and null output.
+		fr, err := e.tools.Record(e.ctx, Call{ID: e.uid("toolu_f"), Tool: "bash", Failed: true})
+		if err != nil || fr.Object.Toolcall.Status != objects.StatusFail || fr.Object.Content != nil {
+			t.Fatalf("failed call: %+v %v", fr, err)
+		}
+		if a, err := e.tools.Activate(e.ctx, e.uid("toolu_f")); err != nil || !strings.Contains(a.Message, "stored no output") {
+			t.Fatalf("activate null output: %+v %v", a, err)
+		}
+		// The state survives a reopen.
+		st2 := se.Reopen()
+		r, err := session.Open(e.ctx, st2, e.sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := r.State(), e.state(); strings.Join(got.Active, ",") != strings.Join(want.Active, ",") || got.Turn != want.Turn || len(got.Toolcalls) != len(want.Toolcalls) {
+			t.Fatalf("reopened state differs: %+v vs %+v", got, want)
+		}
+	})
 }
 
 func TestRecordResultOfOwnTools(t *testing.T) {
-	e := newEnv(t, collapse.Config{PerTurn: 1, TurnsBack: 1})
-	p := e.file("r.txt", "content")
-	rec := func(id, tool string) {
-		t.Helper()
-		if _, err := e.tools.Record(e.ctx, Call{ID: id, Tool: tool, Output: out(id)}); err != nil {
+	storetestenv.Run(t, func(t *testing.T, se *storetestenv.Env) {
+		e := newEnv(t, se, collapse.Config{PerTurn: 1, TurnsBack: 1})
+		p := e.file("r.txt", "content")
+		rec := func(id, tool string) {
+			t.Helper()
+			if _, err := e.tools.Record(e.ctx, Call{ID: id, Tool: tool, Output: out(id)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rec(e.uid("toolu_1"), "bash")
+		r, err := e.tools.Read(e.ctx, p)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	rec("toolu_1", "bash")
-	r, err := e.tools.Read(e.ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc, err := e.tools.RecordResult(e.ctx, Call{ID: "toolu_read", Tool: "read", Args: map[string]any{"path": p}}, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if *tc.Object.Content != r.Message || len(tc.Object.Toolcall.FileRefs) != 1 || tc.Object.Toolcall.FileRefs[0] != r.ID {
-		t.Fatalf("read toolcall: %+v", tc.Object)
-	}
-	s := e.state()
-	// The read's toolcall took no slot: toolu_1 is still the active one.
-	if !s.IsActive("toolu_1") || s.IsActive("toolu_read") || !s.InPool("toolu_read") || !s.IsActive(r.ID) {
-		t.Fatalf("active %v", s.Active)
-	}
+		tc, err := e.tools.RecordResult(e.ctx, Call{ID: e.uid("toolu_read"), Tool: "read", Args: map[string]any{"path": p}}, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *tc.Object.Content != r.Message || len(tc.Object.Toolcall.FileRefs) != 1 || tc.Object.Toolcall.FileRefs[0] != r.ID {
+			t.Fatalf("read toolcall: %+v", tc.Object)
+		}
+		s := e.state()
+		// The read's toolcall took no slot: toolu_1 is still the active one.
+		if !s.IsActive(e.uid("toolu_1")) || s.IsActive(e.uid("toolu_read")) || !s.InPool(e.uid("toolu_read")) || !s.IsActive(r.ID) {
+			t.Fatalf("active %v", s.Active)
+		}
+	})
 }
