@@ -69,14 +69,16 @@ type Assembler struct {
 	stale    int                 // stale tokens rendered
 	tokens   int                 // tokens of buf
 
-	calls     int             // calls assembled
-	committed int             // len(items) at the last commit
-	lastCall  time.Time       // time of the previous call
-	rebaseAt  int             // -1, or the lowest item index rewritten since the last commit
-	snapEnd   int             // items in the session-start snapshot
-	pending   map[string]bool // tool calls of the last assistant message without a result yet
-	last      *Commit         // the commit Resume started from, until the next commit
-	deferred  map[string]bool // toolcalls recorded before a Resume whose results are not in the stream yet
+	calls     int               // calls assembled
+	committed int               // len(items) at the last commit
+	lastCall  time.Time         // time of the previous call
+	rebaseAt  int               // -1, or the lowest item index rewritten since the last commit
+	snapEnd   int               // items in the session-start snapshot
+	pending   map[string]bool   // tool calls of the last assistant message without a result yet
+	last      *Commit           // the commit Resume started from, until the next commit
+	deferred  map[string]bool   // toolcalls recorded before a Resume whose results are not in the stream yet
+	callAt    map[string]int    // tool-call id -> index of the assistant item that made it
+	inputs    map[string]*input // collapsible tool inputs by tool-call id
 }
 
 type version struct {
@@ -129,7 +131,8 @@ func newAssembler(o Options, s *session.Session) (*Assembler, error) {
 		o.Tools = ts // as a commit stores them, so rebuilds render the same
 	}
 	return &Assembler{s: s, st: s.Store(), o: o, pol: o.Policy.withDefaults(), tok: o.Tokenizer,
-		listed: map[string]bool{}, latest: map[string]*version{}, shown: map[string]int{}, rebaseAt: -1}, nil
+		listed: map[string]bool{}, latest: map[string]*version{}, shown: map[string]int{}, rebaseAt: -1,
+		callAt: map[string]int{}, inputs: map[string]*input{}}, nil
 }
 
 // setSystem resolves the system prompt (through r when resuming) and
@@ -193,6 +196,7 @@ func (a *Assembler) Assistant(ctx context.Context, text string, calls []ToolCall
 	a.pending = map[string]bool{}
 	for _, c := range cs {
 		a.pending[c.ID] = true
+		a.callAt[c.ID] = len(a.items)
 	}
 	a.push(&item{kind: kAssistant, text: text, calls: cs})
 	return nil
@@ -217,7 +221,16 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 	a.latest[r.ID] = v
 	a.listed[r.ID] = true
 	delete(a.deferred, r.ID)
-	a.push(&item{kind: kToolRef, ref: r.Ref, obj: r.Object})
+	it := &item{kind: kToolRef, ref: r.Ref, obj: r.Object}
+	if len(r.Files) == 1 && a.o.Layout == LayoutStream {
+		if o, tx, err := expand.Resolve(ctx, a.st, objects.DynamicRef(r.Files[0])); err == nil {
+			f := &version{obj: o, ref: objects.StaticRef(o, tx)}
+			if a.noteInput(r.ID, f) {
+				it.input = &f.ref
+			}
+		}
+	}
+	a.push(it)
 	delete(a.pending, r.ID)
 	if len(a.pending) > 0 {
 		return nil // providers want all results of a message together
@@ -299,6 +312,7 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 		if !active[id] {
 			gone = append(gone, id)
 			a.markStale(i)
+			a.staleInput(id)
 			delete(a.shown, id)
 		}
 	}

@@ -126,7 +126,7 @@ func (a *Assembler) systemText() string {
 func (a *Assembler) rebase() int {
 	p := -1
 	for i, it := range a.items {
-		if it.stale {
+		if it.stale || it.staleInput {
 			p = i
 			break
 		}
@@ -150,8 +150,11 @@ func (a *Assembler) rebase() int {
 		}
 	}
 	for _, it := range tail {
-		if it.stale && it.kind == kContent {
+		switch {
+		case it.stale && it.kind == kContent:
 			it = &item{kind: kStub, ref: it.ref, obj: it.obj}
+		case it.staleInput:
+			it = a.rewriteInputs(it)
 		}
 		a.push(it)
 	}

@@ -29,12 +29,15 @@ type Policy struct {
 	// WindowMargin is the fraction of Window at which the context counts as
 	// nearly full (default 0.9).
 	WindowMargin float64
+	// InputBytes is the length from which a string argument of a tool call
+	// that produced a file collapses with the call (default 512).
+	InputBytes int
 }
 
 // DefaultPolicy returns the defaults: 4,000 stale tokens, 5 minute cache,
 // a 200,000-token window, 90%.
 func DefaultPolicy() Policy {
-	return Policy{StaleThreshold: 4000, CacheTTL: 5 * time.Minute, Window: 200000, WindowMargin: 0.9}
+	return Policy{StaleThreshold: 4000, CacheTTL: 5 * time.Minute, Window: 200000, WindowMargin: 0.9, InputBytes: minInputBytes}
 }
 
 func (p Policy) withDefaults() Policy {
@@ -50,6 +53,9 @@ func (p Policy) withDefaults() Policy {
 	}
 	if p.WindowMargin <= 0 || p.WindowMargin > 1 {
 		p.WindowMargin = d.WindowMargin
+	}
+	if p.InputBytes <= 0 {
+		p.InputBytes = d.InputBytes
 	}
 	return p
 }

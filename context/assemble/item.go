@@ -40,6 +40,12 @@ type item struct {
 	f      *frag           // its rendering
 	tokens int             // tokens of its rendered bytes
 	stale  bool            // content no longer active (or superseded)
+	// staleInput marks an assistant message with a collapsed call's
+	// large input still rendered.
+	staleInput bool
+	// input is, for a tool result, the file version its call produced
+	// when the call's input can collapse into a reference to it.
+	input *objects.Ref
 }
 
 // ItemDoc is an item as stored in a context commit: Ref is the static
@@ -49,12 +55,18 @@ type ItemDoc struct {
 	Ref   string     `json:"ref,omitempty"`
 	Text  string     `json:"text,omitempty"`
 	Calls []ToolCall `json:"calls,omitempty"`
+	// Input is, for a tool result, the static reference of the file version
+	// its call produced when the call's large input can collapse into it.
+	Input string `json:"input,omitempty"`
 }
 
 func (it *item) doc() ItemDoc {
 	d := ItemDoc{K: it.kind, Text: it.text, Calls: it.calls}
 	if it.kind.hasRef() {
 		d.Ref = it.ref.String()
+	}
+	if it.input != nil {
+		d.Input = it.input.String()
 	}
 	return d
 }
@@ -74,6 +86,13 @@ func fromDoc(d ItemDoc) (*item, error) {
 			return nil, err
 		}
 		it.ref = r
+		if d.Input != "" {
+			in, err := objects.ParseRef(d.Input)
+			if err != nil {
+				return nil, fmt.Errorf("input: %w", err)
+			}
+			it.input = &in
+		}
 	default:
 		return nil, fmt.Errorf("unknown item kind %q", d.K)
 	}

@@ -124,6 +124,16 @@ func Resume(ctx context.Context, s *session.Session, o Options) (*Assembler, err
 	return a, nil
 }
 
+// isShown reports whether id has a live content block.
+func (a *Assembler) isShown(id string, live map[int]string) bool {
+	for _, v := range live {
+		if v == id {
+			return true
+		}
+	}
+	return false
+}
+
 // LastCommit returns the commit an Assembler was resumed from, until its
 // next call, and nil otherwise.
 func (a *Assembler) LastCommit() *Commit {
@@ -173,10 +183,18 @@ func (a *Assembler) restoreState(last *Commit) {
 			a.pending = map[string]bool{}
 			for _, c := range it.calls {
 				a.pending[c.ID] = true
+				a.callAt[c.ID] = i
 			}
 		}
 		if it.kind == kToolRef {
 			delete(a.pending, it.ref.ID)
+			if it.input != nil {
+				// Still collapsible if the call's arguments are still large;
+				// stale if the call is no longer live.
+				if a.noteInput(it.ref.ID, &version{ref: *it.input}) && !a.isShown(it.ref.ID, live) {
+					a.staleInput(it.ref.ID)
+				}
+			}
 		}
 	}
 }

@@ -376,6 +376,9 @@ func (in *Ingester) byKind(ctx context.Context, kind Kind, c tools.Call) (tools.
 			return in.t.Record(ctx, c)
 		}
 		local := in.o.Files.Local(abs(in.o.Cwd, p))
+		if c.ArgsDisplay == "" {
+			c.ArgsDisplay = p // the path says it; a body would only cost tokens
+		}
 		if err := in.o.Files.Observe(kind, local, c.Args, *c.Output, c.Failed); err != nil {
 			return tools.Result{}, err
 		}
