@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxstore/ctxstore/bitemporal"
+	"github.com/ctxstore/ctxstore/internal/storetestenv"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -18,88 +18,86 @@ import (
 // changes nothing before its first collapsed item; and every call is
 // rebuilt byte for byte from a new store handle.
 func TestStreamStabilityAndRebuild(t *testing.T) {
-	e := newEnv(t, LayoutStream, Policy{StaleThreshold: 600})
-	a := e.file("a.go", "package a\n")
-	b := e.file("b.go", "package b\n\nfunc B() {}\n")
-	var got []*Assembled
-	rebases := map[string]int{}
-	for turn := 1; turn <= 24; turn++ {
-		e.turn(fmt.Sprintf("turn %d: please continue", turn))
-		switch {
-		case turn == 1:
-			e.read(a)
-		case turn == 2:
-			e.read(b)
-		case turn%5 == 0:
-			// Another process edits a file the agent has active: a new
-			// version appears without any tool call.
-			p := e.file("a.go", fmt.Sprintf("package a\n\n// edit %d\n", turn))
-			if _, err := e.ix.Index(e.ctx, p); err != nil {
-				t.Fatal(err)
-			}
-		case turn%7 == 0:
-			if _, err := e.tools.Deactivate(e.ctx, mustID(t, e, b)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for k := 0; k < 3; k++ {
-			e.bash(fmt.Sprintf("make step%d", k), output(fmt.Sprintf("t%d.%d", turn, k), 4))
-		}
-		if turn%9 == 0 {
-			e.now = e.now.Add(6 * time.Minute) // idle: the cache is cold
-		} else {
-			e.now = e.now.Add(20 * time.Second)
-		}
-		c := e.call()
-		if n := len(got); n > 0 {
-			prev := got[n-1].Bytes
-			p := lcp(prev, c.Bytes)
-			if !c.Rebased {
-				if p != len(prev) {
-					t.Fatalf("call %d: not an extension of call %d: common prefix %d of %d bytes", c.N, n, p, len(prev))
+	storetestenv.Run(t, func(t *testing.T, se *storetestenv.Env) {
+		e := newEnvOn(t, se, LayoutStream, Policy{StaleThreshold: 600})
+		a := e.file("a.go", "package a\n")
+		b := e.file("b.go", "package b\n\nfunc B() {}\n")
+		var got []*Assembled
+		rebases := map[string]int{}
+		for turn := 1; turn <= 24; turn++ {
+			e.turn(fmt.Sprintf("turn %d: please continue", turn))
+			switch {
+			case turn == 1:
+				e.read(a)
+			case turn == 2:
+				e.read(b)
+			case turn%5 == 0:
+				// Another process edits a file the agent has active: a new
+				// version appears without any tool call.
+				p := e.file("a.go", fmt.Sprintf("package a\n\n// edit %d\n", turn))
+				if _, err := e.ix.Index(e.ctx, p); err != nil {
+					t.Fatal(err)
 				}
+			case turn%7 == 0:
+				if _, err := e.tools.Deactivate(e.ctx, mustID(t, e, b)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for k := 0; k < 3; k++ {
+				e.bash(fmt.Sprintf("make step%d", k), output(fmt.Sprintf("t%d.%d", turn, k), 4))
+			}
+			if turn%9 == 0 {
+				e.now = e.now.Add(6 * time.Minute) // idle: the cache is cold
 			} else {
-				rebases[c.Reason]++
-				if c.RebaseOffset <= len(e.a.head) || p < c.RebaseOffset {
-					t.Fatalf("call %d: rebase from byte %d but the common prefix is %d", c.N, c.RebaseOffset, p)
-				}
-				rest := string(c.Bytes[c.RebaseOffset:])
-				if !strings.HasPrefix(rest, "collapsed: ") && !strings.HasPrefix(rest, "<<user>>\ncollapsed: ") {
-					t.Fatalf("call %d: the rebase does not start at a collapsed item: %.80q", c.N, rest)
+				e.now = e.now.Add(20 * time.Second)
+			}
+			c := e.call()
+			if n := len(got); n > 0 {
+				prev := got[n-1].Bytes
+				p := lcp(prev, c.Bytes)
+				if !c.Rebased {
+					if p != len(prev) {
+						t.Fatalf("call %d: not an extension of call %d: common prefix %d of %d bytes", c.N, n, p, len(prev))
+					}
+				} else {
+					rebases[c.Reason]++
+					if c.RebaseOffset <= len(e.a.head) || p < c.RebaseOffset {
+						t.Fatalf("call %d: rebase from byte %d but the common prefix is %d", c.N, c.RebaseOffset, p)
+					}
+					rest := string(c.Bytes[c.RebaseOffset:])
+					if !strings.HasPrefix(rest, "collapsed: ") && !strings.HasPrefix(rest, "<<user>>\ncollapsed: ") {
+						t.Fatalf("call %d: the rebase does not start at a collapsed item: %.80q", c.N, rest)
+					}
 				}
 			}
+			got = append(got, c)
 		}
-		got = append(got, c)
-	}
-	if rebases[ReasonStale] == 0 || rebases[ReasonExpired] == 0 {
-		t.Fatalf("rebases by reason: %v", rebases)
-	}
-	last := got[len(got)-1]
-	if !strings.Contains(string(last.Bytes), "// edit 20") || !strings.Contains(string(last.Bytes), "changed since shown") {
-		t.Fatal("the external edit is not in the context")
-	}
-	checkShape(t, last)
+		if rebases[ReasonStale] == 0 || rebases[ReasonExpired] == 0 {
+			t.Fatalf("rebases by reason: %v", rebases)
+		}
+		last := got[len(got)-1]
+		if !strings.Contains(string(last.Bytes), "// edit 20") || !strings.Contains(string(last.Bytes), "changed since shown") {
+			t.Fatal("the external edit is not in the context")
+		}
+		checkShape(t, last)
 
-	st2, err := bitemporal.Open(e.ctx, e.db, bitemporal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st2.Close()
-	for _, c := range got {
-		r, err := Rebuild(e.ctx, st2, "s1", c.N)
-		if err != nil {
-			t.Fatalf("rebuild call %d: %v", c.N, err)
+		st2 := e.se.Reopen()
+		for _, c := range got {
+			r, err := Rebuild(e.ctx, st2, e.sid, c.N)
+			if err != nil {
+				t.Fatalf("rebuild call %d: %v", c.N, err)
+			}
+			if !bytes.Equal(r.Bytes, c.Bytes) || r.RebaseOffset != c.RebaseOffset {
+				t.Fatalf("rebuild call %d: %d bytes, want %d (common prefix %d)", c.N, len(r.Bytes), len(c.Bytes), lcp(r.Bytes, c.Bytes))
+			}
+			if fmt.Sprint(r.Messages()) != fmt.Sprint(c.Messages()) {
+				t.Fatalf("rebuild call %d: messages differ", c.N)
+			}
 		}
-		if !bytes.Equal(r.Bytes, c.Bytes) || r.RebaseOffset != c.RebaseOffset {
-			t.Fatalf("rebuild call %d: %d bytes, want %d (common prefix %d)", c.N, len(r.Bytes), len(c.Bytes), lcp(r.Bytes, c.Bytes))
+		if _, err := Rebuild(e.ctx, st2, e.sid, len(got)+1); err == nil {
+			t.Fatal("rebuilding a call that never happened")
 		}
-		if fmt.Sprint(r.Messages()) != fmt.Sprint(c.Messages()) {
-			t.Fatalf("rebuild call %d: messages differ", c.N)
-		}
-	}
-	if _, err := Rebuild(e.ctx, st2, "s1", len(got)+1); err == nil {
-		t.Fatal("rebuilding a call that never happened")
-	}
+	})
 }
 
 // checkShape checks the message model: tool results are single toolcall_ref
@@ -153,35 +151,37 @@ func mustID(t *testing.T, e *env, path string) string {
 // The literal layout: pool block, chat, active block, in that order; it is
 // rebuilt too.
 func TestLiteralLayout(t *testing.T) {
-	e := newEnv(t, LayoutLiteral, Policy{})
-	e.turn("look at a")
-	e.read(e.file("a.go", "package a\n"))
-	e.bash("ls", "a.go\n")
-	c1 := e.call()
-	e.turn("again")
-	e.bash("make", output("m", 3))
-	c2 := e.call()
-	msgs := c2.Messages()
-	first, lastm := msgs[0], msgs[len(msgs)-1]
-	if first.Role != RoleUser || first.Blocks[0].Type != BlockMetadata {
-		t.Fatalf("first message is not the pool block: %+v", first)
-	}
-	if lastm.Role != RoleUser || lastm.Blocks[len(lastm.Blocks)-1].Type != BlockContent {
-		t.Fatalf("last message is not the active block: %+v", lastm)
-	}
-	for _, m := range msgs[1 : len(msgs)-1] {
-		for _, bl := range m.Blocks {
-			if bl.Type == BlockContent || (bl.Type == BlockMetadata && m.Role == RoleUser) {
-				t.Fatalf("object block inside the chat: %+v", bl)
+	storetestenv.Run(t, func(t *testing.T, se *storetestenv.Env) {
+		e := newEnvOn(t, se, LayoutLiteral, Policy{})
+		e.turn("look at a")
+		e.read(e.file("a.go", "package a\n"))
+		e.bash("ls", "a.go\n")
+		c1 := e.call()
+		e.turn("again")
+		e.bash("make", output("m", 3))
+		c2 := e.call()
+		msgs := c2.Messages()
+		first, lastm := msgs[0], msgs[len(msgs)-1]
+		if first.Role != RoleUser || first.Blocks[0].Type != BlockMetadata {
+			t.Fatalf("first message is not the pool block: %+v", first)
+		}
+		if lastm.Role != RoleUser || lastm.Blocks[len(lastm.Blocks)-1].Type != BlockContent {
+			t.Fatalf("last message is not the active block: %+v", lastm)
+		}
+		for _, m := range msgs[1 : len(msgs)-1] {
+			for _, bl := range m.Blocks {
+				if bl.Type == BlockContent || (bl.Type == BlockMetadata && m.Role == RoleUser) {
+					t.Fatalf("object block inside the chat: %+v", bl)
+				}
 			}
 		}
-	}
-	for _, c := range []*Assembled{c1, c2} {
-		r, err := Rebuild(e.ctx, e.st, "s1", c.N)
-		if err != nil || !bytes.Equal(r.Bytes, c.Bytes) {
-			t.Fatalf("rebuild literal call %d: %v", c.N, err)
+		for _, c := range []*Assembled{c1, c2} {
+			r, err := Rebuild(e.ctx, e.st, e.sid, c.N)
+			if err != nil || !bytes.Equal(r.Bytes, c.Bytes) {
+				t.Fatalf("rebuild literal call %d: %v", c.N, err)
+			}
 		}
-	}
+	})
 }
 
 // An Assembler started on a session that already has objects opens with
@@ -189,53 +189,57 @@ func TestLiteralLayout(t *testing.T) {
 // of each active one, before any chat; a later version of an active file
 // is appended, not rewritten.
 func TestSessionStartSnapshot(t *testing.T) {
-	e := newEnv(t, LayoutStream, Policy{})
-	p := e.file("a.go", "package a // v1\n")
-	if _, err := e.tools.Read(e.ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	e.bash("ls", "a.go\n")
-	e.start(LayoutStream, Policy{})
-	c1 := e.call()
-	msgs := c1.Messages()
-	if len(msgs) != 1 || msgs[0].Role != RoleUser {
-		t.Fatalf("snapshot messages: %+v", msgs)
-	}
-	var kinds []BlockType
-	for _, bl := range msgs[0].Blocks {
-		kinds = append(kinds, bl.Type)
-	}
-	if fmt.Sprint(kinds) != "[metadata metadata content content]" {
-		t.Fatalf("snapshot blocks: %v", kinds)
-	}
-	e.file("a.go", "package a // v2\n")
-	if _, err := e.ix.Index(e.ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	e.turn("what changed?")
-	c2 := e.call()
-	if c2.Rebased || !bytes.HasPrefix(c2.Bytes, c1.Bytes) || !bytes.Contains(c2.Bytes[len(c1.Bytes):], []byte("// v2")) {
-		t.Fatalf("new version not appended:\n%s", c2.Bytes[len(c1.Bytes):])
-	}
-	for _, c := range []*Assembled{c1, c2} {
-		r, err := Rebuild(e.ctx, e.st, "s1", c.N)
-		if err != nil || !bytes.Equal(r.Bytes, c.Bytes) {
-			t.Fatalf("rebuild %d: %v", c.N, err)
+	storetestenv.Run(t, func(t *testing.T, se *storetestenv.Env) {
+		e := newEnvOn(t, se, LayoutStream, Policy{})
+		p := e.file("a.go", "package a // v1\n")
+		if _, err := e.tools.Read(e.ctx, p); err != nil {
+			t.Fatal(err)
 		}
-	}
+		e.bash("ls", "a.go\n")
+		e.start(LayoutStream, Policy{})
+		c1 := e.call()
+		msgs := c1.Messages()
+		if len(msgs) != 1 || msgs[0].Role != RoleUser {
+			t.Fatalf("snapshot messages: %+v", msgs)
+		}
+		var kinds []BlockType
+		for _, bl := range msgs[0].Blocks {
+			kinds = append(kinds, bl.Type)
+		}
+		if fmt.Sprint(kinds) != "[metadata metadata content content]" {
+			t.Fatalf("snapshot blocks: %v", kinds)
+		}
+		e.file("a.go", "package a // v2\n")
+		if _, err := e.ix.Index(e.ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		e.turn("what changed?")
+		c2 := e.call()
+		if c2.Rebased || !bytes.HasPrefix(c2.Bytes, c1.Bytes) || !bytes.Contains(c2.Bytes[len(c1.Bytes):], []byte("// v2")) {
+			t.Fatalf("new version not appended:\n%s", c2.Bytes[len(c1.Bytes):])
+		}
+		for _, c := range []*Assembled{c1, c2} {
+			r, err := Rebuild(e.ctx, e.st, e.sid, c.N)
+			if err != nil || !bytes.Equal(r.Bytes, c.Bytes) {
+				t.Fatalf("rebuild %d: %v", c.N, err)
+			}
+		}
+	})
 }
 
 // A second Assembler on the same session cannot overwrite the first one's
 // commits: its first Call fails with a conflict.
 func TestCommitsNeverOverwritten(t *testing.T) {
-	e := newEnv(t, LayoutStream, Policy{})
-	e.turn("hello")
-	c1 := e.call()
-	e.start(LayoutStream, Policy{})
-	if _, err := e.a.Call(e.ctx); !errors.Is(err, store.ErrConflict) {
-		t.Fatalf("second assembler's first call: %v", err)
-	}
-	if r, err := Rebuild(e.ctx, e.st, "s1", 1); err != nil || !bytes.Equal(r.Bytes, c1.Bytes) {
-		t.Fatalf("commit 1 after the conflict: %v", err)
-	}
+	storetestenv.Run(t, func(t *testing.T, se *storetestenv.Env) {
+		e := newEnvOn(t, se, LayoutStream, Policy{})
+		e.turn("hello")
+		c1 := e.call()
+		e.start(LayoutStream, Policy{})
+		if _, err := e.a.Call(e.ctx); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("second assembler's first call: %v", err)
+		}
+		if r, err := Rebuild(e.ctx, e.st, e.sid, 1); err != nil || !bytes.Equal(r.Bytes, c1.Bytes) {
+			t.Fatalf("commit 1 after the conflict: %v", err)
+		}
+	})
 }

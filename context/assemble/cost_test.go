@@ -3,6 +3,8 @@ package assemble
 import (
 	"testing"
 	"time"
+
+	"github.com/ctxstore/ctxstore/internal/storetestenv"
 )
 
 func TestDecide(t *testing.T) {
@@ -44,28 +46,30 @@ func TestBytesTokenizer(t *testing.T) {
 // Stale content is batched: collapses below the threshold leave the bytes
 // untouched (only a note is appended) until enough stale tokens pile up.
 func TestRebaseBatching(t *testing.T) {
-	e := newEnv(t, LayoutStream, Policy{StaleThreshold: 2000})
-	var prev *Assembled
-	rebases := 0
-	for turn := 1; turn <= 12; turn++ {
-		e.turn("go on")
-		e.bash("make", output("x", 20))
-		e.now = e.now.Add(10 * time.Second)
-		c := e.call()
-		if c.Rebased {
-			rebases++
-			if c.Reason != ReasonStale || prev.StaleTokens+400 < 2000 {
-				t.Fatalf("call %d: rebase %q with %d stale tokens before", c.N, c.Reason, prev.StaleTokens)
+	storetestenv.Run(t, func(t *testing.T, se *storetestenv.Env) {
+		e := newEnvOn(t, se, LayoutStream, Policy{StaleThreshold: 2000})
+		var prev *Assembled
+		rebases := 0
+		for turn := 1; turn <= 12; turn++ {
+			e.turn("go on")
+			e.bash("make", output("x", 20))
+			e.now = e.now.Add(10 * time.Second)
+			c := e.call()
+			if c.Rebased {
+				rebases++
+				if c.Reason != ReasonStale || prev.StaleTokens+400 < 2000 {
+					t.Fatalf("call %d: rebase %q with %d stale tokens before", c.N, c.Reason, prev.StaleTokens)
+				}
+				if c.StaleTokens != 0 {
+					t.Fatalf("call %d: %d stale tokens left after a rebase", c.N, c.StaleTokens)
+				}
+			} else if prev != nil && c.StaleTokens >= 2000 {
+				t.Fatalf("call %d: %d stale tokens and no rebase", c.N, c.StaleTokens)
 			}
-			if c.StaleTokens != 0 {
-				t.Fatalf("call %d: %d stale tokens left after a rebase", c.N, c.StaleTokens)
-			}
-		} else if prev != nil && c.StaleTokens >= 2000 {
-			t.Fatalf("call %d: %d stale tokens and no rebase", c.N, c.StaleTokens)
+			prev = c
 		}
-		prev = c
-	}
-	if rebases == 0 || rebases > 3 {
-		t.Fatalf("%d rebases in 12 calls", rebases)
-	}
+		if rebases == 0 || rebases > 3 {
+			t.Fatalf("%d rebases in 12 calls", rebases)
+		}
+	})
 }

@@ -9,20 +9,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/context/collapse"
 	"github.com/ctxstore/ctxstore/context/files"
 	"github.com/ctxstore/ctxstore/context/tools"
+	"github.com/ctxstore/ctxstore/internal/storetestenv"
 	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
 )
 
-// env is a session on a real SQLite store, its tools and an assembler with
-// a fake clock.
+// env is a session on a real store (storetestenv: SQLite or XTDB), its
+// tools and an assembler with a fake clock.
 type env struct {
 	tb    testing.TB
 	ctx   context.Context
-	db    string
+	se    *storetestenv.Env
+	sid   string              // the session id
+	uid   func(string) string // makes ids the test chooses unique where the store is shared
 	st    store.Store
 	ix    *files.Indexer
 	tools *tools.Tools
@@ -37,25 +39,36 @@ var testTools = []ToolSpec{
 	{Name: "bash", Description: "Run a command"},
 }
 
+// newEnv is newEnvOn on a new SQLite database, with the session id "s1"
+// and toolcall ids as the test writes them.
 func newEnv(tb testing.TB, layout Layout, pol Policy) *env {
 	tb.Helper()
+	return newEnvNamed(tb, storetestenv.New(tb, storetestenv.SQLite), layout, pol, func(s string) string { return s })
+}
+
+// newEnvOn starts a session on se's store. With se from storetestenv.Run
+// (any backend) the session and toolcall ids are made unique by se.ID; use
+// e.sid and e.uid in the test.
+func newEnvOn(tb testing.TB, se *storetestenv.Env, layout Layout, pol Policy) *env {
+	tb.Helper()
+	return newEnvNamed(tb, se, layout, pol, se.ID)
+}
+
+func newEnvNamed(tb testing.TB, se *storetestenv.Env, layout Layout, pol Policy, uid func(string) string) *env {
+	tb.Helper()
 	ctx := context.Background()
-	db := filepath.Join(tb.TempDir(), "s.db")
-	st, err := bitemporal.Open(ctx, db, bitemporal.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { st.Close() })
+	st := se.Store
 	res, err := files.NewResolver(files.ResolverOptions{DefaultID: "fs-test"})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	ix := files.NewIndexer(st, res, 0)
-	s, err := session.Create(ctx, st, "s1", session.CreateOptions{SystemPrompt: "You are a careful agent."})
+	sid := uid("s1")
+	s, err := session.Create(ctx, st, sid, session.CreateOptions{SystemPrompt: "You are a careful agent."})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e := &env{tb: tb, ctx: ctx, db: db, st: st, ix: ix, dir: tb.TempDir(),
+	e := &env{tb: tb, ctx: ctx, se: se, sid: sid, uid: uid, st: st, ix: ix, dir: tb.TempDir(),
 		now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
 	e.tools = tools.New(s, ix, tools.Options{Policy: collapse.Default()})
 	return e.start(layout, pol)
@@ -92,7 +105,7 @@ func (e *env) must(err error) {
 func (e *env) read(path string) {
 	e.tb.Helper()
 	e.seq++
-	id := fmt.Sprintf("toolu_%04d", e.seq)
+	id := e.uid(fmt.Sprintf("toolu_%04d", e.seq))
 	args := map[string]any{"path": path}
 	e.must(e.a.Assistant(e.ctx, "Reading "+filepath.Base(path), []ToolCall{{ID: id, Name: "read", Args: args}}))
 	r, err := e.tools.Read(e.ctx, path)
@@ -106,7 +119,7 @@ func (e *env) read(path string) {
 func (e *env) bash(cmd, out string) {
 	e.tb.Helper()
 	e.seq++
-	id := fmt.Sprintf("toolu_%04d", e.seq)
+	id := e.uid(fmt.Sprintf("toolu_%04d", e.seq))
 	args := map[string]any{"command": cmd, "timeout": 30}
 	e.must(e.a.Assistant(e.ctx, "", []ToolCall{{ID: id, Name: "bash", Args: args}}))
 	r, err := e.tools.Record(e.ctx, tools.Call{ID: id, Tool: "bash", Args: args, Output: &out})
@@ -149,3 +162,5 @@ func output(tag string, lines int) string {
 func toolsCall(id string, args map[string]any, out string) tools.Call {
 	return tools.Call{ID: id, Tool: "bash", Args: args, Output: &out}
 }
+
+func TestMain(m *testing.M) { storetestenv.Main(m) }
