@@ -22,6 +22,10 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(crashHelperEnv); path != "" {
 		os.Exit(crashHelper(path))
 	}
+	// The session end-to-end test re-executes it as an agent process.
+	if url := os.Getenv(sessionAgentEnv); url != "" {
+		os.Exit(sessionAgent(url))
+	}
 	os.Exit(buildAndRun(m))
 }
 
