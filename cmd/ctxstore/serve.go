@@ -1,0 +1,108 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/context/collapse"
+	"github.com/ctxstore/ctxstore/context/files"
+	"github.com/ctxstore/ctxstore/context/httpapi"
+)
+
+// serveCmd runs the HTTP API over the context manager (docs/service.md).
+type serveCmd struct {
+	Addr      string        `default:"127.0.0.1:7411" env:"CTXSTORE_ADDR" placeholder:"HOST:PORT" help:"Address to listen on (port 0: a free one). Any address but loopback needs a token."`
+	Token     string        `env:"CTXSTORE_TOKEN" placeholder:"TOKEN" help:"A bearer token granting every session; prefer the environment variable (a command line is visible to other users)."`
+	TokenFile string        `name:"token-file" type:"existingfile" placeholder:"PATH" help:"Bearer tokens, one per line: TOKEN [SESSION...]; a token with sessions grants only those."`
+	Layout    string        `default:"stream" enum:"stream,literal" help:"Context layout: stream (cache-stable) or literal."`
+	TurnsBack int           `name:"collapse-turns" default:"3" help:"Tool outputs stay active for this many turns (the current one included)."`
+	PerTurn   int           `name:"collapse-per-turn" default:"5" help:"At most this many tool outputs of a turn stay active."`
+	Stale     int           `name:"stale-threshold" default:"4000" help:"Rebase the context once this many tokens of collapsed content are still rendered."`
+	NoTrack   bool          `name:"no-track" help:"Do not watch files for changes (a file edited on disk is then seen at its next read)."`
+	Grace     time.Duration `default:"30s" help:"On SIGTERM or SIGINT, how long requests in flight may take to finish."`
+}
+
+// Run serves until SIGINT or SIGTERM, then shuts down gracefully: no new
+// connections, requests in flight finish, sessions are flushed, the store
+// is closed.
+func (c *serveCmd) Run(a *app) error {
+	var tokens []httpapi.Token
+	if c.Token != "" {
+		if len(c.Token) < 16 {
+			return usagef("--token (CTXSTORE_TOKEN): a token must have at least 16 characters")
+		}
+		tokens = append(tokens, httpapi.Token{Secret: c.Token})
+	}
+	if c.TokenFile != "" {
+		f, err := os.Open(c.TokenFile)
+		if err != nil {
+			return err
+		}
+		ts, err := httpapi.ParseTokens(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.TokenFile, err)
+		}
+		tokens = append(tokens, ts...)
+	}
+	if err := httpapi.CheckBind(c.Addr, tokens); err != nil {
+		return usagef("%v", err)
+	}
+	fsid, err := machineFilesystemID()
+	if err != nil {
+		return err
+	}
+	res, err := files.NewResolver(files.ResolverOptions{DefaultID: fsid})
+	if err != nil {
+		return err
+	}
+	st, err := a.open(true)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	srv, err := httpapi.New(httpapi.Options{
+		Store: st, Resolver: res, Track: !c.NoTrack, Tokens: tokens,
+		Policy: collapse.Config{TurnsBack: c.TurnsBack, PerTurn: c.PerTurn},
+		Layout: assemble.Layout(c.Layout), Rebase: assemble.Policy{StaleThreshold: c.Stale},
+		Log: slog.New(slog.NewTextHandler(a.stderr, nil)),
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		srv.Close()
+		return err
+	}
+	url := "http://" + ln.Addr().String()
+	if a.cli.JSON {
+		json.NewEncoder(a.stdout).Encode(map[string]string{"url": url})
+	} else {
+		fmt.Fprintln(a.stdout, url)
+	}
+	fmt.Fprintf(a.stderr, "ctxstore: serving the context API at %s (SIGINT or SIGTERM stops it)\n", url)
+	err = srv.Serve(a.ctx, ln, c.Grace)
+	fmt.Fprintln(a.stderr, "ctxstore: stopped")
+	return err
+}
+
+// machineFilesystemID is this machine's filesystem id, with its fallback
+// kept in the user's config directory.
+func machineFilesystemID() (string, error) {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	dir = filepath.Join(dir, "ctxstore")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return files.MachineFilesystemID(filepath.Join(dir, "filesystem-id"))
+}

@@ -1,0 +1,170 @@
+package httpapi
+
+import (
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// basisOf reads a basis from query parameters tx_id, tx_time and
+// valid_time (RFC 3339).
+func basisOf(v url.Values) (store.Basis, error) {
+	var b store.Basis
+	if s := v.Get("valid_time"); s != "" {
+		t, err := store.ParseTime(s)
+		if err != nil {
+			return b, badRequest("valid_time: %v", err)
+		}
+		b.ValidTime = t
+	}
+	if s := v.Get("tx_id"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return b, badRequest("tx_id: want a transaction id, got %q", s)
+		}
+		b.TxID = &n
+	}
+	if s := v.Get("tx_time"); s != "" {
+		if b.TxID != nil {
+			return b, badRequest("give tx_id or tx_time, not both")
+		}
+		t, err := store.ParseTime(s)
+		if err != nil {
+			return b, badRequest("tx_time: %v", err)
+		}
+		b.TxTime = &t
+	}
+	return b, nil
+}
+
+// ObjectResponse is GET /v1/objects/{id}: the document visible at the
+// basis and the point that makes it.
+type ObjectResponse struct {
+	ID          string    `json:"id"`
+	Doc         store.Doc `json:"doc"`
+	TxID        int64     `json:"tx_id"`
+	TxTime      time.Time `json:"tx_time"`
+	ValidTime   time.Time `json:"valid_time"`
+	ContentHash string    `json:"content_hash"`
+}
+
+func (s *Server) object(q *request) (any, error) {
+	id := q.r.PathValue("id")
+	b, err := basisOf(q.r.URL.Query())
+	if err != nil {
+		return nil, err
+	}
+	et, err := s.st.EntityTx(q.ctx, id, b)
+	if err != nil {
+		return nil, err
+	}
+	if et.Deleted {
+		return nil, store.Errorf("entity", store.ErrNotFound, id, "deleted at this basis")
+	}
+	// Read the document at the point's own transaction, so that it and the
+	// point agree even if a write lands in between.
+	doc, err := s.st.Entity(q.ctx, id, store.AtTx(et.TxID, b.ValidTime))
+	if err != nil {
+		return nil, err
+	}
+	return ObjectResponse{ID: id, Doc: doc, TxID: et.TxID, TxTime: et.TxTime, ValidTime: et.ValidTime, ContentHash: et.ContentHash}, nil
+}
+
+// HistoryResponse is GET /v1/history/{id}.
+type HistoryResponse struct {
+	ID      string               `json:"id"`
+	Entries []store.HistoryEntry `json:"entries"`
+}
+
+func (s *Server) history(q *request) (any, error) {
+	id := q.r.PathValue("id")
+	v := q.r.URL.Query()
+	b, err := basisOf(v)
+	if err != nil {
+		return nil, err
+	}
+	o := store.HistoryOptions{Order: store.Desc, Basis: b}
+	switch v.Get("order") {
+	case "", "desc":
+	case "asc":
+		o.Order = store.Asc
+	default:
+		return nil, badRequest("order: want asc or desc")
+	}
+	for _, f := range []struct {
+		name string
+		dst  *bool
+	}{{"with_docs", &o.WithDocs}, {"with_corrections", &o.WithCorrections}} {
+		if s := v.Get(f.name); s != "" {
+			x, err := strconv.ParseBool(s)
+			if err != nil {
+				return nil, badRequest("%s: want true or false", f.name)
+			}
+			*f.dst = x
+		}
+	}
+	es, err := s.st.History(q.ctx, id, o)
+	if err != nil {
+		return nil, err
+	}
+	if es == nil {
+		es = []store.HistoryEntry{}
+	}
+	return HistoryResponse{ID: id, Entries: es}, nil
+}
+
+// QueryRequest is the body of POST /v1/query: a portable query and its
+// basis.
+type QueryRequest struct {
+	store.Query
+	Basis *BasisJSON `json:"basis,omitempty"`
+}
+
+// BasisJSON is a basis in a request body.
+type BasisJSON struct {
+	ValidTime string `json:"valid_time,omitempty"`
+	TxID      *int64 `json:"tx_id,omitempty"`
+	TxTime    string `json:"tx_time,omitempty"`
+}
+
+// QueryResponse is the answer of POST /v1/query.
+type QueryResponse struct {
+	Docs []store.Doc `json:"docs"`
+}
+
+func (s *Server) query(q *request) (any, error) {
+	var req QueryRequest
+	if err := q.decode(&req); err != nil {
+		return nil, err
+	}
+	if b := req.Basis; b != nil {
+		v := url.Values{}
+		if b.ValidTime != "" {
+			v.Set("valid_time", b.ValidTime)
+		}
+		if b.TxID != nil {
+			v.Set("tx_id", strconv.FormatInt(*b.TxID, 10))
+		}
+		if b.TxTime != "" {
+			v.Set("tx_time", b.TxTime)
+		}
+		basis, err := basisOf(v)
+		if err != nil {
+			return nil, err
+		}
+		req.Query.Basis = basis
+	}
+	if err := req.Query.Validate(); err != nil {
+		return nil, err
+	}
+	docs, err := s.st.Query(q.ctx, req.Query)
+	if err != nil {
+		return nil, err
+	}
+	if docs == nil {
+		docs = []store.Doc{}
+	}
+	return QueryResponse{Docs: docs}, nil
+}

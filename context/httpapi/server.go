@@ -1,0 +1,357 @@
+// Package httpapi is ctxstore's HTTP JSON API over the context manager
+// (issue 6; docs/service.md, docs/openapi.yaml): sessions keyed to a
+// harness's session id, the context call (a harness's messages in, the
+// assembled context and system prompt out), the agent tools, observation of
+// the tools the harness runs, and reads of the store.
+//
+// Every request naming a session is serialized with the others of that
+// session (one mutex per session); sessions run in parallel. Errors are
+// JSON bodies {code, message} with an HTTP status mapped from the store's,
+// the session's and the tools' errors in one place (classify).
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/context/collapse"
+	"github.com/ctxstore/ctxstore/context/files"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Store is the store every session lives in; the caller closes it after
+	// the server has shut down.
+	Store store.Store
+	// Resolver gives files their filesystem ids; required.
+	Resolver *files.Resolver
+	// Track watches every file the sessions read or touch (fsnotify), so
+	// that edits made on disk become new versions without a read.
+	Track bool
+	// Tokens are the accepted bearer tokens; none means no authentication
+	// (CheckBind allows that on loopback only).
+	Tokens []Token
+	// Policy is the auto-collapse window; zero means collapse.Default().
+	Policy collapse.Config
+	// Layout, Rebase and Tokenizer configure each session's assembler.
+	Layout    assemble.Layout
+	Rebase    assemble.Policy
+	Tokenizer assemble.Tokenizer
+	// Guide is appended to the harness's system prompt when a session is
+	// created; empty means DefaultGuide, "-" nothing.
+	Guide string
+	// MaxBody caps request bodies (default 64 MiB).
+	MaxBody int64
+	// Log receives one line per failed request (default: discard).
+	Log *slog.Logger
+	// Now is the clock of the assemblers (default time.Now).
+	Now func() time.Time
+}
+
+// DefaultGuide tells the model how its context works; it is appended to the
+// harness's system prompt of a new session.
+const DefaultGuide = `# Your context (ctxstore)
+
+Your context is managed by ctxstore. Tool results appear as one-line references
+("toolcall_ref id=… tool=… status=…"), not as their output. The content of active
+objects (files you read, recent tool outputs) appears in blocks
+"<<content id=… version=…>> … <</content>>"; older outputs collapse to metadata lines
+after a few turns. read(path) loads a file and keeps it current when it changes on disk.
+activate(id) loads an object's content (a collapsed tool output, a file you saw listed),
+deactivate(id) drops it when you no longer need it, pin(id) keeps it from collapsing and
+unpin(id) releases it. Ids are the "id=" values of metadata lines.`
+
+// Server is the HTTP API. Create it with New, serve Handler (or call
+// Serve), and Close it after the HTTP server has shut down.
+type Server struct {
+	o    Options
+	st   store.Store
+	ix   *files.Indexer
+	tr   *files.Tracker
+	auth *auth
+	mux  *http.ServeMux
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*live
+	closed   bool
+}
+
+// New returns a Server over o.Store.
+func New(o Options) (*Server, error) {
+	if o.Store == nil || o.Resolver == nil {
+		return nil, errors.New("httpapi: Store and Resolver are required")
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = 64 << 20
+	}
+	if o.Guide == "" {
+		o.Guide = DefaultGuide
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := &Server{o: o, st: o.Store, ix: files.NewIndexer(o.Store, o.Resolver, 0), auth: newAuth(o.Tokens),
+		log: o.Log, sessions: map[string]*live{}}
+	if o.Track {
+		tr, err := files.NewTracker(s.ix, files.TrackerOptions{
+			OnError: func(err error) { s.log.Warn("file tracker", "err", err) },
+		})
+		if err != nil {
+			return nil, fmt.Errorf("httpapi: file tracker: %w", err)
+		}
+		s.tr = tr
+	}
+	s.mux = http.NewServeMux()
+	allow := map[string][]string{}
+	for _, rt := range s.routes() {
+		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
+		allow[rt.path] = append(allow[rt.path], rt.method)
+	}
+	for path, methods := range allow {
+		s.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", strings.Join(methods, ", "))
+			writeError(w, errorf(http.StatusMethodNotAllowed, CodeNotAllowed, "%s %s: allowed: %s", r.Method, r.URL.Path, strings.Join(methods, ", ")))
+		})
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, errorf(http.StatusNotFound, CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
+	})
+	return s, nil
+}
+
+// Handler returns the API's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// route is one endpoint.
+type route struct {
+	method, path string
+	// scope says what a token must grant: a session named by {sid}, all
+	// (the store reads), or nothing (health).
+	scope scope
+	h     func(*request) (any, error)
+}
+
+type scope int
+
+const (
+	scopeSession scope = iota
+	scopeAll
+	scopePublic
+)
+
+// routes is the route table; docs/openapi.yaml documents exactly these
+// (a test checks both ways).
+func (s *Server) routes() []route {
+	return []route{
+		{"GET", "/v1/health", scopePublic, s.health},
+		{"GET", "/v1/status", scopeAll, s.status},
+		{"PUT", "/v1/sessions/{sid}", scopeSession, s.open},
+		{"GET", "/v1/sessions/{sid}", scopeSession, s.sessionInfo},
+		{"POST", "/v1/sessions/{sid}/close", scopeSession, s.closeSession},
+		{"POST", "/v1/sessions/{sid}/context", scopeSession, s.context},
+		{"POST", "/v1/sessions/{sid}/tools/{tool}", scopeSession, s.tool},
+		{"POST", "/v1/sessions/{sid}/observe", scopeSession, s.observe},
+		{"GET", "/v1/objects/{id...}", scopeAll, s.object},
+		{"GET", "/v1/history/{id...}", scopeAll, s.history},
+		{"POST", "/v1/query", scopeAll, s.query},
+	}
+}
+
+// request is what a handler gets.
+type request struct {
+	ctx context.Context
+	r   *http.Request
+	sid string
+}
+
+// decode reads the JSON body into v. Unknown fields are ignored: Pi's
+// messages carry more than ctxstore reads.
+func (q *request) decode(v any) error {
+	dec := json.NewDecoder(q.r.Body)
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return badRequest("the request needs a JSON body")
+		}
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return badRequest("request body: %v", err)
+	}
+	if dec.More() {
+		return badRequest("request body: more than one JSON value")
+	}
+	return nil
+}
+
+var sessionIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+
+func checkSessionID(id string) error {
+	if !sessionIDRe.MatchString(id) {
+		return fmt.Errorf("session id %q: want 1-128 characters of letters, digits and . _ : - (starting with a letter or digit)", id)
+	}
+	return nil
+}
+
+// wrap runs a route: authentication and scope, body limit, the handler,
+// the JSON answer or error.
+func (s *Server) wrap(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := &request{r: r, sid: r.PathValue("sid")}
+		// A request that has started runs to its end even if the client
+		// goes away: its store writes must not stop half-way.
+		q.ctx = context.WithoutCancel(r.Context())
+		err := s.authorize(r, rt.scope, q.sid)
+		var v any
+		if err == nil {
+			r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxBody)
+			v, err = rt.h(q)
+		}
+		if err != nil {
+			ae := classify(err)
+			if ae.status >= 500 {
+				s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", ae.status, "err", ae.msg)
+			}
+			writeError(w, ae)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	})
+}
+
+func (s *Server) authorize(r *http.Request, sc scope, sid string) error {
+	if sc == scopePublic {
+		return nil
+	}
+	g, err := s.auth.check(r)
+	if err != nil {
+		return err
+	}
+	switch sc {
+	case scopeSession:
+		if err := checkSessionID(sid); err != nil {
+			return badRequest("%v", err)
+		}
+		if !g.session(sid) {
+			return errorf(http.StatusForbidden, CodeForbidden, "the token does not grant session %s", sid)
+		}
+	case scopeAll:
+		if !g.all {
+			return errorf(http.StatusForbidden, CodeForbidden, "the token is limited to sessions; store reads need an unrestricted token")
+		}
+	}
+	return nil
+}
+
+// Serve serves the API on ln until ctx is done, then shuts down gracefully:
+// it stops accepting connections, lets requests in flight finish (waiting at
+// most grace; 0 means 30 s), and closes the sessions. The store is left
+// open for the caller to close.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
+	if grace <= 0 {
+		grace = 30 * time.Second
+	}
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		// Handlers must not see the shutdown signal: they finish their work.
+		BaseContext: func(net.Listener) context.Context { return context.Background() },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		s.Close()
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("shutdown: requests still running after %s", grace)
+	}
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Close closes every open session (after waiting for the requests holding
+// them) and the file tracker. It does not close the store.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	ls := make([]*live, 0, len(s.sessions))
+	for _, l := range s.sessions {
+		ls = append(ls, l)
+	}
+	s.sessions = map[string]*live{}
+	s.mu.Unlock()
+	var errs []error
+	for _, l := range ls {
+		l.mu.Lock()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := l.close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("closing session %s: %w", l.id, err))
+		}
+		cancel()
+		l.mu.Unlock()
+	}
+	if s.tr != nil {
+		errs = append(errs, s.tr.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Server) health(*request) (any, error) {
+	return map[string]any{"ok": true}, nil
+}
+
+// StatusResponse is GET /v1/status.
+type StatusResponse struct {
+	Store    store.Status `json:"store"`
+	Sessions []string     `json:"open_sessions"`
+}
+
+func (s *Server) status(q *request) (any, error) {
+	st, err := s.st.Status(q.ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	open := make([]string, 0, len(s.sessions))
+	for id, l := range s.sessions {
+		if l.isOpen() {
+			open = append(open, id)
+		}
+	}
+	s.mu.Unlock()
+	slices.Sort(open)
+	return StatusResponse{Store: st, Sessions: open}, nil
+}

@@ -1,0 +1,419 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctxstore/ctxstore/bitemporal"
+	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/context/collapse"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// TestRoutesMatchDocument: every route of the server is in
+// docs/openapi.yaml and every operation there is a route.
+func TestRoutesMatchDocument(t *testing.T) {
+	e := newEnv(t, nil)
+	var routes []string
+	for _, rt := range e.srv.routes() {
+		routes = append(routes, rt.method+" "+strings.ReplaceAll(rt.path, "...}", "}"))
+	}
+	slices.Sort(routes)
+	if doc := e.spec.Operations(); !slices.Equal(routes, doc) {
+		t.Errorf("routes and the OpenAPI document differ:\nserver:   %q\ndocument: %q", routes, doc)
+	}
+}
+
+func TestSessionContextAndTools(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.Policy = collapse.Config{TurnsBack: 1, PerTurn: 5} })
+	notes := e.file("notes.txt", "the answer is 42\n")
+
+	if r := e.open("s1"); r.State != "created" || !strings.HasPrefix(r.SystemPrompt, "You are a test agent.\n\n# Your context (ctxstore)") {
+		t.Fatalf("open: %+v", r)
+	}
+	if r := e.open("s1"); r.State != "open" {
+		t.Errorf("second open: %+v", r)
+	}
+
+	var lg piLogBuilder
+	lg.user("What is in notes.txt?")
+	var c1 ContextResponse
+	e.ok("POST", "/v1/sessions/s1/context", lg.body(), &c1)
+	if c1.Call != 1 || len(c1.Messages) != 1 || c1.Messages[0].Role != "user" || c1.Messages[0].Content[0].Text != "What is in notes.txt?" {
+		t.Fatalf("first context: %+v", c1)
+	}
+	if c1.SystemPrompt == "" || c1.Ingested.Applied != 1 {
+		t.Errorf("first context: system %q, ingested %+v", c1.SystemPrompt, c1.Ingested)
+	}
+
+	// The model calls read: the harness runs ctxstore's tool.
+	lg.call("call_1", "read", map[string]any{"path": "notes.txt"})
+	var rd ToolResponse
+	e.ok("POST", "/v1/sessions/s1/tools/read", ToolRequest{ToolCallID: "call_1", Args: map[string]any{"path": "notes.txt"}}, &rd)
+	if !rd.OK || rd.Content == nil || *rd.Content != "the answer is 42\n" || !strings.Contains(rd.Metadata, "path="+notes) {
+		t.Fatalf("read: %+v", rd)
+	}
+	lg.result("call_1", "read", rd.Message, false)
+	// bash runs in the harness and is observed.
+	lg.call("call_2", "bash", map[string]any{"command": "echo secret-output"})
+	out := "secret-output\n"
+	var ob ObserveResponse
+	e.ok("POST", "/v1/sessions/s1/observe", ObserveRequest{ToolCallID: "call_2", Tool: "bash", Args: map[string]any{"command": "echo secret-output"}, Output: &out}, &ob)
+	if !strings.Contains(ob.Metadata, "toolcall") || !strings.Contains(ob.Metadata, "id=call_2") {
+		t.Errorf("observe: %+v", ob)
+	}
+	lg.result("call_2", "bash", out, false)
+	var c2 ContextResponse
+	e.ok("POST", "/v1/sessions/s1/context", lg.body(), &c2)
+	if !strings.HasPrefix(flat(c2.Messages), flat(c1.Messages)) {
+		t.Errorf("call 2 does not extend call 1")
+	}
+	var results, content []string
+	for _, m := range c2.Messages {
+		for _, b := range m.Content {
+			switch {
+			case m.Role == "toolResult":
+				results = append(results, b.Text)
+			case strings.HasPrefix(b.Text, "<<content id="):
+				content = append(content, b.Text)
+			}
+		}
+	}
+	if len(results) != 2 || !strings.HasPrefix(results[0], "toolcall_ref id=call_1 tool=read") || !strings.HasPrefix(results[1], "toolcall_ref id=call_2 tool=bash") {
+		t.Errorf("tool results are not metadata references: %q", results)
+	}
+	joined := strings.Join(content, "\n")
+	if !strings.Contains(joined, "the answer is 42") || !strings.Contains(joined, "secret-output") {
+		t.Errorf("active content lacks the file or the bash output: %q", content)
+	}
+	for _, m := range c2.Messages {
+		if m.Role == "toolResult" && (m.IsError == nil || *m.IsError || m.ToolName == "") {
+			t.Errorf("tool result %+v", m)
+		}
+		if m.Role == "assistant" && (m.Provider != "scripted" || m.StopReason != "toolUse") {
+			t.Errorf("assistant %+v", m)
+		}
+	}
+	if c2.Ingested.Applied != 4 {
+		t.Errorf("ingested %+v, want 4 new messages", c2.Ingested)
+	}
+
+	// Next turn: the bash output collapses (TurnsBack 1); activate brings it back.
+	lg.say("It says 42.")
+	lg.user("Thanks. Now show the bash output again.")
+	var c3 ContextResponse
+	e.ok("POST", "/v1/sessions/s1/context", lg.body(), &c3)
+	var info SessionInfo
+	e.ok("GET", "/v1/sessions/s1", nil, &info)
+	if slices.Contains(info.Active, "call_2") || !slices.Contains(info.Pool, "call_2") {
+		t.Errorf("after a turn the bash output should be pooled, not active: %+v", info)
+	}
+	lg.call("call_3", "activate", map[string]any{"id": "call_2"})
+	var act ToolResponse
+	e.ok("POST", "/v1/sessions/s1/tools/activate", ToolRequest{ToolCallID: "call_3", Args: map[string]any{"id": "call_2"}}, &act)
+	if !act.OK {
+		t.Fatalf("activate: %+v", act)
+	}
+	lg.result("call_3", "activate", act.Message, false)
+	var c4 ContextResponse
+	e.ok("POST", "/v1/sessions/s1/context", lg.body(), &c4)
+	if !c4.Rebased && !strings.HasPrefix(flat(c4.Messages), flat(c3.Messages)) {
+		t.Errorf("call 4 neither rebased nor extends call 3")
+	}
+	if tail := flat(c4.Messages)[len(flat(c3.Messages)):]; !c4.Rebased && !strings.Contains(tail, "secret-output") {
+		t.Errorf("after activate the output is not shown again: %q", tail)
+	}
+
+	// Failing tools answer ok=false and are recorded as failed.
+	var bad ToolResponse
+	e.ok("POST", "/v1/sessions/s1/tools/read", ToolRequest{ToolCallID: "call_4", Args: map[string]any{"path": "missing.txt"}}, &bad)
+	if bad.OK || !strings.Contains(bad.Message, "missing.txt") {
+		t.Errorf("read of a missing file: %+v", bad)
+	}
+	var locked ToolResponse
+	e.ok("POST", "/v1/sessions/s1/tools/deactivate", ToolRequest{Args: map[string]any{"id": "chat:s1"}}, &locked)
+	if locked.OK || !strings.Contains(locked.Message, "always active") {
+		t.Errorf("deactivating the chat: %+v", locked)
+	}
+	var pin, unpin ToolResponse
+	e.ok("POST", "/v1/sessions/s1/tools/pin", ToolRequest{Args: map[string]any{"id": rd.ID}}, &pin)
+	e.ok("POST", "/v1/sessions/s1/tools/unpin", ToolRequest{Args: map[string]any{"id": rd.ID}}, &unpin)
+	if !pin.OK || !unpin.OK {
+		t.Errorf("pin %+v, unpin %+v", pin, unpin)
+	}
+	e.check = false // requests outside the document
+	e.fails(404, CodeNotFound, "POST", "/v1/sessions/s1/tools/rm", ToolRequest{Args: map[string]any{"id": "x"}})
+	e.fails(400, CodeBadRequest, "GET", "/v1/objects/x?tx_id=abc", nil)
+	e.check = true
+	e.fails(400, CodeBadRequest, "POST", "/v1/sessions/s1/tools/read", ToolRequest{Args: map[string]any{}})
+
+	// Store reads.
+	var obj ObjectResponse
+	e.ok("GET", "/v1/objects/"+rd.ID, nil, &obj)
+	if obj.Doc["content"] != "the answer is 42\n" || obj.TxID <= 0 {
+		t.Errorf("object: %+v", obj)
+	}
+	e.file("notes.txt", "the answer is 43\n")
+	e.ok("POST", "/v1/sessions/s1/tools/read", ToolRequest{Args: map[string]any{"path": notes}}, nil)
+	var old ObjectResponse
+	e.ok("GET", fmt.Sprintf("/v1/objects/%s?tx_id=%d", rd.ID, obj.TxID), nil, &old)
+	if old.Doc["content"] != "the answer is 42\n" {
+		t.Errorf("object as of tx %d: %v", obj.TxID, old.Doc["content"])
+	}
+	var h HistoryResponse
+	e.ok("GET", "/v1/history/"+rd.ID+"?order=asc&with_docs=true", nil, &h)
+	if len(h.Entries) != 2 || h.Entries[1].Doc["content"] != "the answer is 43\n" {
+		t.Errorf("history: %+v", h)
+	}
+	var qr QueryResponse
+	e.ok("POST", "/v1/query", map[string]any{"where": []any{map[string]any{"field": "tool", "op": "eq", "value": "bash"}}, "find": []string{"tool", "status"}}, &qr)
+	if len(qr.Docs) != 1 || qr.Docs[0][store.IDKey] != "call_2" {
+		t.Errorf("query: %+v", qr)
+	}
+	e.fails(404, CodeNotFound, "GET", "/v1/objects/no-such-object", nil)
+	e.fails(400, CodeBadRequest, "POST", "/v1/query", map[string]any{"where": []any{map[string]any{"field": "", "op": "eq", "value": 1}}})
+	var stt StatusResponse
+	e.ok("GET", "/v1/status", nil, &stt)
+	if stt.Store.Backend == "" || !slices.Equal(stt.Sessions, []string{"s1"}) {
+		t.Errorf("status: %+v", stt)
+	}
+
+	// Close, then the session must be opened again; it resumes.
+	var cl CloseResponse
+	e.ok("POST", "/v1/sessions/s1/close", nil, &cl)
+	if !cl.Closed {
+		t.Errorf("close: %+v", cl)
+	}
+	e.fails(409, CodeNotOpen, "POST", "/v1/sessions/s1/context", lg.body())
+	if r := e.open("s1"); r.State != "resumed" || r.Calls != 4 {
+		t.Errorf("reopen: %+v", r)
+	}
+	lg.say("Done.")
+	var c5 ContextResponse
+	e.ok("POST", "/v1/sessions/s1/context", lg.body(), &c5)
+	if c5.Call != 5 || c5.Ingested.Applied != 1 {
+		t.Errorf("after resuming: call %d, ingested %+v", c5.Call, c5.Ingested)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	e := newEnv(t, nil)
+	e.fails(409, CodeNotOpen, "POST", "/v1/sessions/nope/context", map[string]any{"messages": []any{}})
+	e.fails(404, CodeNotFound, "GET", "/v1/sessions/nope", nil)
+	e.check = false // malformed requests are outside the document by nature
+	e.fails(400, CodeBadRequest, "PUT", "/v1/sessions/s1", "{not json")
+	e.fails(400, CodeBadRequest, "PUT", "/v1/sessions/s1", map[string]any{"cwd": "relative/dir"})
+	e.fails(400, CodeBadRequest, "PUT", "/v1/sessions/bad%20id", map[string]any{"cwd": e.dir})
+	e.fails(404, CodeNotFound, "GET", "/v2/nothing", nil)
+	eb := e.fails(405, CodeNotAllowed, "DELETE", "/v1/sessions/s1", nil)
+	if !strings.Contains(eb.Message, "PUT") {
+		t.Errorf("405 message %q does not list the allowed methods", eb.Message)
+	}
+	e.open("s1")
+	e.fails(400, CodeBadRequest, "POST", "/v1/sessions/s1/context", map[string]any{})
+	e.fails(400, CodeBadRequest, "POST", "/v1/sessions/s1/context", map[string]any{"messages": []any{map[string]any{"role": "robot"}}})
+	e.fails(400, CodeBadRequest, "POST", "/v1/sessions/s1/observe", map[string]any{"tool": "bash"})
+
+	small := newEnv(t, func(o *Options) { o.MaxBody = 100 })
+	small.check = false
+	small.fails(413, CodeTooLarge, "PUT", "/v1/sessions/s1", map[string]any{"cwd": small.dir, "system_prompt": strings.Repeat("x", 200)})
+}
+
+func TestAuth(t *testing.T) {
+	const all, only = "token-for-everything-0123", "token-for-session-a-0123"
+	e := newEnv(t, func(o *Options) {
+		o.Tokens = []Token{{Secret: all}, {Secret: only, Sessions: []string{"a"}}}
+	})
+	e.ok("GET", "/v1/health", nil, nil)
+	e.fails(401, CodeUnauthorized, "GET", "/v1/status", nil)
+	e.token = "wrong-token-0123456789"
+	e.fails(401, CodeUnauthorized, "PUT", "/v1/sessions/a", OpenRequest{Cwd: e.dir})
+	e.token = only
+	e.open("a")
+	e.fails(403, CodeForbidden, "PUT", "/v1/sessions/b", OpenRequest{Cwd: e.dir})
+	e.fails(403, CodeForbidden, "GET", "/v1/status", nil)
+	e.fails(403, CodeForbidden, "GET", "/v1/objects/chat:a", nil)
+	e.fails(403, CodeForbidden, "POST", "/v1/query", map[string]any{})
+	e.token = all
+	e.open("b")
+	e.ok("GET", "/v1/objects/chat:a", nil, nil)
+
+	ts, err := ParseTokens(strings.NewReader("# comment\n\nabcdefghijklmnop\nqrstuvwxyz012345 s1 s2\n"))
+	if err != nil || len(ts) != 2 || ts[0].Sessions != nil || !slices.Equal(ts[1].Sessions, []string{"s1", "s2"}) {
+		t.Errorf("ParseTokens: %+v %v", ts, err)
+	}
+	if _, err := ParseTokens(strings.NewReader("short\n")); err == nil {
+		t.Error("ParseTokens accepted a short token")
+	}
+	for _, c := range []struct {
+		addr   string
+		tokens bool
+		ok     bool
+	}{
+		{"127.0.0.1:7411", false, true}, {"[::1]:0", false, true}, {"localhost:80", false, true},
+		{"0.0.0.0:7411", false, false}, {":7411", false, false}, {"192.168.1.5:7411", false, false},
+		{"example.com:7411", false, false}, {"0.0.0.0:7411", true, true},
+	} {
+		var ts []Token
+		if c.tokens {
+			ts = []Token{{Secret: all}}
+		}
+		if err := CheckBind(c.addr, ts); (err == nil) != c.ok {
+			t.Errorf("CheckBind(%q, tokens %v) = %v", c.addr, c.tokens, err)
+		}
+	}
+}
+
+// TestSessionSerialization: concurrent requests of one session never
+// conflict (they are serialized), and sessions run side by side.
+func TestSessionSerialization(t *testing.T) {
+	e := newEnv(t, nil)
+	for i := range 12 {
+		e.file(fmt.Sprintf("f%d.txt", i), fmt.Sprintf("file %d\n", i))
+	}
+	e.open("s1")
+	e.open("s2")
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sid := []string{"s1", "s2"}[i%2]
+			var r ToolResponse
+			e.ok("POST", "/v1/sessions/"+sid+"/tools/read", ToolRequest{ToolCallID: fmt.Sprintf("c%d", i), Args: map[string]any{"path": fmt.Sprintf("f%d.txt", i)}}, &r)
+			if !r.OK {
+				t.Errorf("read %d: %+v", i, r)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, sid := range []string{"s1", "s2"} {
+		var info SessionInfo
+		e.ok("GET", "/v1/sessions/"+sid, nil, &info)
+		if n := len(info.Active); n != 2+6 {
+			t.Errorf("%s: %d active objects, want 8 (chat, system prompt, 6 files): %v", sid, n, info.Active)
+		}
+	}
+}
+
+// TestGracefulShutdown: on shutdown the server stops accepting, lets a
+// request in flight finish and write its context commit, and closes the
+// sessions; the store holds everything.
+func TestGracefulShutdown(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "s.db")
+	st, err := bitemporal.Open(ctx, db, bitemporal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{tb: t, dir: t.TempDir(), spec: loadSpec(t)}
+	res := newResolver(t)
+	srv, err := New(Options{Store: st, Resolver: res})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(sctx, ln, 10*time.Second) }()
+	base := "http://" + ln.Addr().String()
+	e.ts = nil
+	post := func(path string, body any) (*http.Response, error) {
+		return http.Post(base+path, "application/json", strings.NewReader(mustJSON(t, body)))
+	}
+	resp, err := http.DefaultClient.Do(mustReq(t, "PUT", base+"/v1/sessions/s1", OpenRequest{Cwd: e.dir, SystemPrompt: "p"}))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("open: %v %v", resp, err)
+	}
+	resp.Body.Close()
+
+	// Hold the session, so the next context request waits in flight.
+	srv.mu.Lock()
+	l := srv.sessions["s1"]
+	srv.mu.Unlock()
+	l.mu.Lock()
+	var lg piLogBuilder
+	lg.user("hello")
+	done := make(chan int, 1)
+	go func() {
+		r, err := post("/v1/sessions/s1/context", lg.body())
+		if err != nil {
+			t.Errorf("in-flight request: %v", err)
+			done <- 0
+			return
+		}
+		r.Body.Close()
+		done <- r.StatusCode
+	}()
+	time.Sleep(200 * time.Millisecond) // the request reaches the lock
+	stop()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), 200*time.Millisecond)
+		if err != nil {
+			break // no longer accepting
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the server still accepts connections after shutdown began")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	select {
+	case err := <-served:
+		t.Fatalf("Serve returned with a request in flight: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	l.mu.Unlock()
+	if code := <-done; code != 200 {
+		t.Errorf("in-flight request: status %d", code)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st2, err := bitemporal.Open(ctx, db, bitemporal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	if n, err := assemble.Calls(ctx, st2, "s1"); err != nil || n != 1 {
+		t.Errorf("context commits after shutdown: %d %v, want 1", n, err)
+	}
+	chat, err := st2.Entity(ctx, "chat:s1", store.Basis{})
+	if err != nil || fmt.Sprint(chat["turn_count"]) != "1" {
+		t.Errorf("the turn in progress was not written to the chat at shutdown: %v %v", chat["turn_count"], err)
+	}
+}
+
+func mustJSON(tb testing.TB, v any) string {
+	tb.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
+}
+
+func mustReq(tb testing.TB, method, url string, body any) *http.Request {
+	tb.Helper()
+	r, err := http.NewRequest(method, url, strings.NewReader(mustJSON(tb, body)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}

@@ -1,0 +1,246 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"path/filepath"
+	"sync"
+
+	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/context/expand"
+	"github.com/ctxstore/ctxstore/context/ingest"
+	"github.com/ctxstore/ctxstore/context/tools"
+	"github.com/ctxstore/ctxstore/objects"
+	"github.com/ctxstore/ctxstore/session"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// live is a session open in this server. Its mutex serializes every request
+// of the session; the fields are set by open and cleared by close.
+type live struct {
+	mu    sync.Mutex
+	id    string
+	cwd   string
+	sess  *session.Session
+	tools *tools.Tools
+	asm   *assemble.Assembler
+	in    *ingest.Ingester
+}
+
+func (l *live) isOpen() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sess != nil
+}
+
+// close writes the chat turn in progress and forgets the session.
+func (l *live) close(ctx context.Context) error {
+	var err error
+	if l.in != nil {
+		err = l.in.Flush(ctx)
+	}
+	l.sess, l.tools, l.asm, l.in = nil, nil, nil, nil
+	return err
+}
+
+// lock returns session sid locked, or a session_not_open error. The caller
+// unlocks it.
+func (s *Server) lock(sid string) (*live, error) {
+	s.mu.Lock()
+	l := s.sessions[sid]
+	s.mu.Unlock()
+	if l != nil {
+		l.mu.Lock()
+		if l.sess != nil {
+			return l, nil
+		}
+		l.mu.Unlock()
+	}
+	return nil, errorf(http.StatusConflict, CodeNotOpen, "session %s is not open in this server: open it with PUT /v1/sessions/%s", sid, sid)
+}
+
+// OpenRequest is the body of PUT /v1/sessions/{sid}.
+type OpenRequest struct {
+	// Cwd is the harness's working directory (absolute): tool paths are
+	// relative to it.
+	Cwd string `json:"cwd"`
+	// SystemPrompt is the harness's system prompt, used when the session is
+	// created (the guide is appended); an existing session keeps its own.
+	SystemPrompt string `json:"system_prompt"`
+	// Harness names the harness ("pi"), recorded at creation.
+	Harness string `json:"harness,omitempty"`
+	// Tools is the tool list offered to the model, fixed at creation (it is
+	// part of the assembled bytes).
+	Tools []assemble.ToolSpec `json:"tools,omitempty"`
+}
+
+// OpenResponse is the answer of PUT /v1/sessions/{sid}.
+type OpenResponse struct {
+	SessionID string `json:"session_id"`
+	// State is "created" (a new session), "resumed" (loaded from the store
+	// into this server) or "open" (it already was).
+	State string `json:"state"`
+	// SystemPrompt is the session's system prompt: what the harness must
+	// send the model.
+	SystemPrompt string `json:"system_prompt"`
+	Turn         int    `json:"turn"`
+	// Calls is the number of context calls assembled so far.
+	Calls int `json:"calls"`
+}
+
+func (s *Server) open(q *request) (any, error) {
+	var req OpenRequest
+	if err := q.decode(&req); err != nil {
+		return nil, err
+	}
+	if req.Cwd == "" || !filepath.IsAbs(req.Cwd) {
+		return nil, badRequest("cwd must be an absolute path")
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errorf(http.StatusServiceUnavailable, CodeUnavailable, "the server is shutting down")
+	}
+	l := s.sessions[q.sid]
+	if l == nil {
+		l = &live{id: q.sid}
+		s.sessions[q.sid] = l
+	}
+	s.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	state := "open"
+	if l.sess == nil {
+		sess, err := session.Open(q.ctx, s.st, q.sid)
+		state = "resumed"
+		if errors.Is(err, store.ErrNotFound) {
+			prompt := req.SystemPrompt
+			if s.o.Guide != "-" {
+				if prompt != "" {
+					prompt += "\n\n"
+				}
+				prompt += s.o.Guide
+			}
+			sess, err = session.Create(q.ctx, s.st, q.sid, session.CreateOptions{SystemPrompt: prompt, Harness: req.Harness})
+			state = "created"
+		}
+		if err != nil {
+			return nil, err
+		}
+		t := tools.New(sess, s.ix, tools.Options{Policy: s.o.Policy, Tracker: s.tr})
+		if state == "resumed" {
+			if _, err := t.Resume(q.ctx); err != nil {
+				s.log.Warn("resuming session files", "session", q.sid, "err", err)
+			}
+		}
+		a, err := openAssembler(q, sess, assemble.Options{Layout: s.o.Layout, Tools: req.Tools,
+			Policy: s.o.Rebase, Tokenizer: s.o.Tokenizer, Now: s.o.Now})
+		if err != nil {
+			return nil, err
+		}
+		in, err := ingest.New(q.ctx, t, a, ingest.Options{Cwd: req.Cwd})
+		if err != nil {
+			return nil, err
+		}
+		l.sess, l.tools, l.asm, l.in, l.cwd = sess, t, a, in, req.Cwd
+	}
+	sys, err := s.systemPrompt(q, l.sess)
+	if err != nil {
+		return nil, err
+	}
+	calls, err := assemble.Calls(q.ctx, s.st, q.sid)
+	if err != nil {
+		return nil, err
+	}
+	return OpenResponse{SessionID: q.sid, State: state, SystemPrompt: sys, Turn: l.sess.State().Turn, Calls: calls}, nil
+}
+
+// openAssembler resumes the session's assembler from its context commits,
+// or starts one for a session without any.
+func openAssembler(q *request, sess *session.Session, o assemble.Options) (*assemble.Assembler, error) {
+	return assemble.Open(q.ctx, sess, o)
+}
+
+func (s *Server) systemPrompt(q *request, sess *session.Session) (string, error) {
+	o, _, err := expand.Resolve(q.ctx, s.st, objects.DynamicRef(sess.Info().SystemPromptID))
+	if err != nil {
+		return "", err
+	}
+	if o.Content == nil {
+		return "", nil
+	}
+	return *o.Content, nil
+}
+
+func (s *Server) closeSession(q *request) (any, error) {
+	s.mu.Lock()
+	l := s.sessions[q.sid]
+	delete(s.sessions, q.sid)
+	s.mu.Unlock()
+	was := false
+	if l != nil {
+		l.mu.Lock()
+		was = l.sess != nil
+		err := l.close(q.ctx)
+		l.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return CloseResponse{SessionID: q.sid, Closed: was}, nil
+}
+
+// CloseResponse is the answer of POST /v1/sessions/{sid}/close.
+type CloseResponse struct {
+	SessionID string `json:"session_id"`
+	// Closed is false when the session was not open.
+	Closed bool `json:"closed"`
+}
+
+// SessionInfo is GET /v1/sessions/{sid}: the session's state as stored.
+type SessionInfo struct {
+	SessionID    string   `json:"session_id"`
+	Open         bool     `json:"open"`
+	Harness      string   `json:"harness,omitempty"`
+	Turn         int      `json:"turn"`
+	Tx           int64    `json:"tx"`
+	Calls        int      `json:"calls"`
+	SystemPrompt string   `json:"system_prompt"`
+	Index        []string `json:"index"`
+	Pool         []string `json:"pool"`
+	Active       []string `json:"active"`
+	Pinned       []string `json:"pinned"`
+}
+
+func (s *Server) sessionInfo(q *request) (any, error) {
+	var sess *session.Session
+	open := false
+	if l, err := s.lock(q.sid); err == nil {
+		sess, open = l.sess, true
+		defer l.mu.Unlock()
+	} else {
+		if sess, err = session.Open(q.ctx, s.st, q.sid); err != nil {
+			return nil, err
+		}
+	}
+	sys, err := s.systemPrompt(q, sess)
+	if err != nil {
+		return nil, err
+	}
+	calls, err := assemble.Calls(q.ctx, s.st, q.sid)
+	if err != nil {
+		return nil, err
+	}
+	st := sess.State()
+	return SessionInfo{SessionID: q.sid, Open: open, Harness: sess.Info().Harness, Turn: st.Turn, Tx: sess.Tx(),
+		Calls: calls, SystemPrompt: sys, Index: nonNil(st.Index), Pool: nonNil(st.Pool), Active: nonNil(st.Active),
+		Pinned: nonNil(st.Pinned)}, nil
+}
+
+func nonNil(ss []string) []string {
+	if ss == nil {
+		return []string{}
+	}
+	return ss
+}
