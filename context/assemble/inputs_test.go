@@ -1,0 +1,112 @@
+package assemble
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ctxstore/ctxstore/context/tools"
+	"github.com/ctxstore/ctxstore/objects"
+)
+
+// write runs a recorded write(path, content) as the harness would.
+func (e *env) write(name, content string) string {
+	e.tb.Helper()
+	e.seq++
+	id := fmt.Sprintf("toolu_w%04d", e.seq)
+	p := e.file(name, content)
+	args := map[string]any{"path": p, "content": content}
+	e.must(e.a.Assistant(e.ctx, "Writing "+name, []ToolCall{{ID: id, Name: "write", Args: args}}))
+	out := "Wrote " + name
+	r, err := e.tools.Write(e.ctx, tools.Call{ID: id, Tool: "write", Args: args, ArgsDisplay: name, Output: &out}, p)
+	e.must(err)
+	e.must(e.a.ToolResult(e.ctx, r))
+	return id
+}
+
+func TestToolInputsCollapse(t *testing.T) {
+	e := newEnv(t, LayoutStream, Policy{StaleThreshold: 300})
+	body := strings.Repeat("func generated() { /* a large body the agent wrote */ }\n", 40)
+	e.turn("write the generator")
+	e.write("gen.go", body)
+	small := e.write("small.go", "package small\n")
+	first := e.call()
+	if !strings.Contains(string(first.Bytes), "a large body the agent wrote") {
+		t.Fatal("the write's input is not in the stream while the call is active")
+	}
+	var last *Assembled
+	for turn := 2; turn <= 6; turn++ {
+		e.turn(fmt.Sprintf("turn %d", turn))
+		e.bash("make", output(fmt.Sprintf("t%d", turn), 3))
+		last = e.call()
+		if last.Rebased && strings.Contains(string(last.Bytes), "[collapsed input:") {
+			break
+		}
+	}
+	if !last.Rebased {
+		t.Fatal("no rebase happened")
+	}
+	b := string(last.Bytes)
+	if strings.Contains(b, "a large body the agent wrote") {
+		i := strings.LastIndex(b, "a large body the agent wrote")
+		t.Fatalf("the collapsed input is still rendered after the rebase: %q", b[max(0, i-300):i+100])
+	}
+	if !strings.Contains(b, "[collapsed input:") || !strings.Contains(b, "activate(") {
+		t.Fatalf("no collapsed-input reference:\n%s", b)
+	}
+	if !strings.Contains(b, `"content":"package small\n"`) && !strings.Contains(b, `package small\\n`) {
+		t.Fatalf("a small input (%s) was collapsed too", small)
+	}
+	// The reference names the file version the write produced; activating it
+	// brings the content back.
+	id := mustID(t, e, e.dir+"/gen.go")
+	if !strings.Contains(b, id) {
+		t.Fatal("the reference does not name the file")
+	}
+	if _, err := e.tools.Activate(e.ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	c := e.call()
+	if !strings.Contains(string(c.Bytes[len(last.Bytes):]), "a large body the agent wrote") {
+		t.Fatal("activation did not bring the file back")
+	}
+	for n := 1; n <= c.N; n++ {
+		if _, err := Rebuild(e.ctx, e.st, "s1", n); err != nil {
+			t.Fatalf("rebuild %d: %v", n, err)
+		}
+	}
+}
+
+func TestCollapseArgs(t *testing.T) {
+	big := strings.Repeat("x", 600)
+	for _, tc := range []struct {
+		name    string
+		args    map[string]any
+		changed bool
+		keep    []string
+	}{
+		{"small", map[string]any{"path": "a", "content": "short"}, false, []string{"path", "content"}},
+		{"content", map[string]any{"path": "a", "content": big}, true, []string{"path"}},
+		{"edit", map[string]any{"file_path": "a", "old_string": big, "new_string": "y"}, true, []string{"file_path", "new_string"}},
+		{"edits", map[string]any{"path": "a", "edits": []any{map[string]any{"oldText": big, "newText": "z"}}}, true, []string{"path"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, changed := collapseArgs(tc.args, fileRef(), minInputBytes)
+			if changed != tc.changed {
+				t.Fatalf("changed = %v", changed)
+			}
+			for _, k := range tc.keep {
+				if fmt.Sprint(out[k]) != fmt.Sprint(tc.args[k]) {
+					t.Fatalf("%s changed: %v", k, out[k])
+				}
+			}
+			for k, v := range out {
+				if s, ok := v.(string); ok && strings.HasPrefix(s, "[collapsed input:") && !strings.Contains(s, `activate("f1")`) {
+					t.Fatalf("%s: %s", k, s)
+				}
+			}
+		})
+	}
+}
+
+func fileRef() objects.Ref { return objects.Ref{ID: "f1", Tx: 7, Static: true} }
