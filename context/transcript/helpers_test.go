@@ -1,0 +1,75 @@
+package transcript
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ctxstore/ctxstore/context/ingest"
+)
+
+// datasets returns ../shared/datasets relative to the repository root (the
+// directory holding go.mod above the test's working directory). When it is
+// missing the test fails under CI=true and is skipped otherwise.
+func datasets(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's working directory")
+		}
+		dir = parent
+	}
+	ds := filepath.Join(dir, "..", "shared", "datasets")
+	if _, err := os.Stat(ds); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("datasets missing at %s: %v", ds, err)
+		}
+		t.Skipf("datasets missing at %s", ds)
+	}
+	return ds
+}
+
+// checkInvariants checks what every reader promises, whatever the input.
+func checkInvariants(t testing.TB, s *Session) {
+	t.Helper()
+	if len(s.Messages) != len(s.MessageLines) {
+		t.Fatalf("%d messages, %d message lines", len(s.Messages), len(s.MessageLines))
+	}
+	called := map[string]bool{}
+	answered := map[string]bool{}
+	for i, m := range s.Messages {
+		if l := s.MessageLines[i]; l < 1 || l > s.Report.Lines {
+			t.Fatalf("message %d: line %d out of range 1..%d", i, l, s.Report.Lines)
+		}
+		switch m.Role {
+		case ingest.RoleAssistant:
+			for _, c := range m.ToolCalls {
+				called[c.ID] = true
+			}
+		case ingest.RoleToolResult:
+			if !called[m.ToolCallID] {
+				t.Fatalf("message %d: tool result %q does not follow its call", i, m.ToolCallID)
+			}
+			if answered[m.ToolCallID] {
+				t.Fatalf("message %d: second result for %q", i, m.ToolCallID)
+			}
+			answered[m.ToolCallID] = true
+		case ingest.RoleUser:
+		default:
+			t.Fatalf("message %d: role %q", i, m.Role)
+		}
+	}
+	for _, p := range s.Report.Problems {
+		if p.Line < 1 || p.Line > s.Report.Lines {
+			t.Fatalf("problem %q: line out of range 1..%d", p, s.Report.Lines)
+		}
+	}
+}

@@ -1,0 +1,184 @@
+package transcript
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// record is one JSON object read from the input, with the line it was on.
+type record struct {
+	line int
+	data json.RawMessage
+}
+
+// resyncBudget bounds the bytes decoded while looking for the next object
+// on a damaged line, as a multiple of the line's length, so that a long
+// damaged line costs linear time.
+const resyncBudget = 8
+
+// readRecords reads r line by line, however long the lines, and decodes
+// every JSON value on each line with a streaming decoder. A line holding
+// several objects gives them all (and a problem saying so); a value that
+// does not decode (a truncated write, a truncated last line) is reported
+// with its line number and byte offset, and reading goes on with the next
+// object on the same line, if any, then with the next line. Only an I/O
+// error stops it.
+func readRecords(r io.Reader, rep *Report) ([]record, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	var recs []record
+	line := 0
+	for {
+		b, err := br.ReadBytes('\n')
+		if len(b) > 0 {
+			line++
+			if line == 1 {
+				b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+			}
+			recs = splitLine(b, line, recs, rep)
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			rep.Lines = line
+			return recs, fmt.Errorf("transcript: reading line %d: %w", line+1, err)
+		}
+	}
+	rep.Lines = line
+	rep.Records = len(recs)
+	return recs, nil
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// splitLine appends the objects of one line to recs.
+func splitLine(b []byte, line int, recs []record, rep *Report) []record {
+	values := 0
+	pos := skipSpace(b, 0)
+	for pos < len(b) {
+		v, end, err := decodeAt(b, pos)
+		if err != nil {
+			next := resync(b, pos, err)
+			if next < 0 {
+				rep.problem(line, "invalid JSON at byte %d: %v; %d bytes skipped to the end of the line",
+					pos+1, err, len(bytes.TrimRight(b[pos:], " \t\r\n")))
+				break
+			}
+			rep.problem(line, "invalid JSON at byte %d: %v; %d bytes skipped, reading on at byte %d",
+				pos+1, err, next-pos, next+1)
+			pos = next
+			continue
+		}
+		values++
+		if v[0] != '{' {
+			rep.problem(line, "a JSON value that is not an object at byte %d, skipped", pos+1)
+		} else {
+			recs = append(recs, record{line: line, data: v})
+		}
+		pos = skipSpace(b, end)
+	}
+	if values > 1 {
+		rep.problem(line, "%d JSON values on one line (a missing newline); all were read", values)
+	}
+	return recs
+}
+
+// decodeAt decodes one JSON value starting at b[pos]; end is the offset just
+// after it.
+func decodeAt(b []byte, pos int) (json.RawMessage, int, error) {
+	dec := json.NewDecoder(bytes.NewReader(b[pos:]))
+	var v json.RawMessage
+	if err := dec.Decode(&v); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, 0, err
+	}
+	return v, pos + int(dec.InputOffset()), nil
+}
+
+// resync finds where the next object starts on a line whose value at pos
+// did not decode: the object-start "{\"" nearest before the point where the
+// decoder failed (a record written over the end of a truncated one starts
+// there), else any later one. A candidate is taken only if it decodes, looks
+// like a record (a "type" plus a known type, a timestamp or an id) and is
+// followed by the end of the line or another object, so that a complete
+// object nested inside the damaged one is not mistaken for a record. It
+// returns -1 when there is none. Inside valid JSON strings a quote is always
+// escaped, so "{\"" only occurs where an object starts.
+func resync(b []byte, pos int, err error) int {
+	var cands []int
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		at := pos + int(se.Offset)
+		if at > len(b) {
+			at = len(b)
+		}
+		if i := bytes.LastIndex(b[pos+1:at], []byte(`{"`)); i >= 0 {
+			cands = append(cands, pos+1+i)
+		}
+	}
+	budget := resyncBudget * len(b)
+	try := func(i int) bool {
+		v, end, err := decodeAt(b, i)
+		if err != nil {
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				budget -= int(se.Offset)
+			} else {
+				budget -= len(b) - i
+			}
+			return false
+		}
+		budget -= end - i
+		if !plausibleRecord(v) {
+			return false
+		}
+		end = skipSpace(b, end)
+		return end == len(b) || b[end] == '{'
+	}
+	for _, i := range cands {
+		if try(i) {
+			return i
+		}
+	}
+	for i := pos + 1; i < len(b)-1 && budget > 0; i++ {
+		if b[i] != '{' || b[i+1] != '"' {
+			continue
+		}
+		if len(cands) > 0 && i == cands[0] {
+			continue
+		}
+		if try(i) {
+			return i
+		}
+	}
+	return -1
+}
+
+// plausibleRecord tells a top-level record from an object nested in one
+// (content blocks, messages, usage).
+func plausibleRecord(v json.RawMessage) bool {
+	var head struct {
+		Type      *string         `json:"type"`
+		Timestamp json.RawMessage `json:"timestamp"`
+		UUID      json.RawMessage `json:"uuid"`
+		SessionID json.RawMessage `json:"sessionId"`
+	}
+	if json.Unmarshal(v, &head) != nil || head.Type == nil {
+		return false
+	}
+	return ccTypes[*head.Type] != kindUnknown || piTypes[*head.Type] != kindUnknown ||
+		head.Timestamp != nil || head.UUID != nil || head.SessionID != nil
+}
