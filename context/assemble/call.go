@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ctxstore/ctxstore/store"
@@ -87,10 +88,15 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 	var pool, active []*item
 	switch a.o.Layout {
 	case LayoutStream:
-		d := Decide(Inputs{StaleTokens: a.stale, ContextTokens: a.tokens, Idle: now.Sub(a.lastCall), HasPrevious: a.calls > 0}, a.pol)
-		if d.Rebase {
+		in := Inputs{StaleTokens: a.stale, ContextTokens: a.tokens, Idle: now.Sub(a.lastCall), HasPrevious: a.calls > 0, Calls: a.calls}
+		var at []int
+		if a.stale > 0 {
+			in.Candidates, at = a.candidates()
+		}
+		d := Decide(in, a.pol)
+		if d.Rebase && d.From < len(at) {
 			c.Rebased, c.Reason = true, d.Reason
-			c.RebaseOffset = a.rebase()
+			c.RebaseOffset = a.rebase(at[d.From])
 		}
 		c.Bytes = a.buf[:len(a.buf):len(a.buf)]
 		c.Tokens, c.StaleTokens = a.tokens, a.stale
@@ -119,21 +125,51 @@ func (a *Assembler) systemText() string {
 	return *a.sys.Content
 }
 
-// rebase rewrites the stream from its first stale item: stale content
-// blocks become "collapsed:" references, everything else is kept. It
-// returns the byte offset from which the rendering changed. The previous
-// buffers are left untouched, so earlier Assembled values stay valid.
-func (a *Assembler) rebase() int {
-	p := -1
-	for i, it := range a.items {
-		if it.stale || it.staleInput {
-			p = i
-			break
+// candidates returns a rebase candidate for every stale item, first to
+// last, and the item index of each.
+func (a *Assembler) candidates() ([]Candidate, []int) {
+	var cands []Candidate
+	var at []int
+	tail, stale := 0, 0
+	for i := len(a.items) - 1; i >= 0; i-- {
+		it := a.items[i]
+		tail += it.tokens
+		s := a.staleTokens(it)
+		if s == 0 {
+			continue
+		}
+		stale += s
+		cands = append(cands, Candidate{Tail: tail, Stale: stale})
+		at = append(at, i)
+	}
+	slices.Reverse(cands)
+	slices.Reverse(at)
+	return cands, at
+}
+
+// staleTokens returns the stale tokens an item holds: a stale content
+// block's, or the collapsible inputs of an assistant message.
+func (a *Assembler) staleTokens(it *item) int {
+	n := 0
+	if it.stale {
+		n += it.tokens
+	}
+	if it.staleInput {
+		for _, c := range it.calls {
+			if in, ok := a.inputs[c.ID]; ok && in.stale {
+				n += in.saved
+			}
 		}
 	}
-	if p < 0 {
-		return -1
-	}
+	return n
+}
+
+// rebase rewrites the stream from item p (a stale one): stale content
+// blocks from there on become "collapsed:" references, stale inputs are
+// collapsed, everything else is kept; stale items before p stay. It returns
+// the byte offset from which the rendering changed. The previous buffers are
+// left untouched, so earlier Assembled values stay valid.
+func (a *Assembler) rebase(p int) int {
 	off := a.offs[p]
 	tail := a.items[p:]
 	a.items = append(make([]*item, 0, len(a.items)+16), a.items[:p]...)
@@ -141,8 +177,8 @@ func (a *Assembler) rebase() int {
 	a.buf = append(make([]byte, 0, len(a.buf)+4096), a.buf[:off]...)
 	for _, it := range tail {
 		a.tokens -= it.tokens
+		a.stale -= a.staleTokens(it)
 	}
-	a.stale = 0
 	for id, i := range a.shown {
 		if i >= p {
 			delete(a.shown, id)

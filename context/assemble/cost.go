@@ -32,6 +32,11 @@ type Policy struct {
 	// InputBytes is the length from which a string argument of a tool call
 	// that produced a file collapses with the call (default 512).
 	InputBytes int
+	// Horizon is how many more calls a rebase is expected to serve, for
+	// weighing its cost against its saving; 0 means adaptive: the number of
+	// calls so far, at least 10 and at most 200 (a session that has run
+	// long is likely to run on).
+	Horizon int
 }
 
 // DefaultPolicy returns the defaults: 4,000 stale tokens, 5 minute cache,
@@ -72,6 +77,18 @@ type Inputs struct {
 	Idle time.Duration
 	// HasPrevious is false for the first call (nothing is cached).
 	HasPrevious bool
+	// Calls is the number of calls so far (for the adaptive horizon).
+	Calls int
+	// Candidates are the positions a rebase could start from, one per
+	// stale item, first to last. Nil means one candidate covering the whole
+	// context (Tail = ContextTokens, Stale = StaleTokens).
+	Candidates []Candidate
+}
+
+// Candidate is a position a rebase could start from: the tokens rendered
+// from there to the end, and how many of them are stale.
+type Candidate struct {
+	Tail, Stale int
 }
 
 // Reasons a rebase is taken.
@@ -82,25 +99,35 @@ const (
 	ReasonWindow  = "window"  // the context is nearly full
 )
 
-// Decision is the cost model's verdict.
+// Decision is the cost model's verdict: whether to rebase, why, and from
+// which candidate (an index into Inputs.Candidates; stale items before it
+// stay rendered until a later rebase).
 type Decision struct {
 	Rebase bool
 	Reason string
+	From   int
 }
 
 // Decide is the rebase cost model, a pure function. A cache serves only a
 // byte-identical prefix: cached tokens cost 0.1x base input, tokens after
-// the first changed byte 1.25x. A rebase at position p turns every token
-// after p from cached (0.1x) into written (1.25x) once, while keeping s stale
-// tokens costs 0.1·s on every later call; so a rebase pays off only once
-// enough stale tokens have accumulated, and the model batches collapses:
+// the first changed byte 1.25x. A rebase from a position with T tokens
+// after it, S of them stale, re-sends the T-S that stay at 1.25x instead of
+// reading T from the cache at 0.1x, once: it costs 1.25(T-S) - 0.1T. It
+// saves 0.1S on every later call. So:
 //
 //   - no stale tokens: never rebase (nothing to gain);
-//   - not HasPrevious, or Idle >= CacheTTL: rebase (the cache is cold, the
-//     whole context is written at 1.25x anyway, so dropping stale content
-//     is free) — ReasonExpired;
-//   - ContextTokens >= Window·WindowMargin: rebase to make room — ReasonWindow;
-//   - StaleTokens >= StaleThreshold: rebase — ReasonStale;
+//   - not HasPrevious, or Idle >= CacheTTL: rebase from the first stale
+//     item (the cache is cold, the whole context is written at 1.25x
+//     anyway, so dropping stale content is free) — ReasonExpired;
+//   - ContextTokens >= Window·WindowMargin: rebase from the first stale
+//     item to make room — ReasonWindow;
+//   - otherwise, among the candidates with at least StaleThreshold stale
+//     tokens after them (collapses are applied in batches, never one by
+//     one), take the one with the greatest net saving over the horizon H,
+//     0.1·H·S - (1.25(T-S) - 0.1T), and rebase from it if that is positive
+//     — ReasonStale. Stale items before it stay until a later rebase: old
+//     stale content far back is dropped when the cache expires or the
+//     window fills, when dropping it is cheap or necessary.
 //   - otherwise keep the prefix warm.
 func Decide(in Inputs, p Policy) Decision {
 	p = p.withDefaults()
@@ -111,8 +138,29 @@ func Decide(in Inputs, p Policy) Decision {
 		return Decision{Rebase: true, Reason: ReasonExpired}
 	case float64(in.ContextTokens) >= float64(p.Window)*p.WindowMargin:
 		return Decision{Rebase: true, Reason: ReasonWindow}
-	case in.StaleTokens >= p.StaleThreshold:
-		return Decision{Rebase: true, Reason: ReasonStale}
+	case in.StaleTokens < p.StaleThreshold:
+		return Decision{}
 	}
-	return Decision{}
+	cands := in.Candidates
+	if cands == nil {
+		cands = []Candidate{{Tail: in.ContextTokens, Stale: in.StaleTokens}}
+	}
+	h := float64(p.Horizon)
+	if h <= 0 {
+		h = float64(min(max(in.Calls, 10), 200))
+	}
+	best, bestNet := -1, 0.0
+	for i, c := range cands {
+		if c.Stale < p.StaleThreshold {
+			continue
+		}
+		net := 0.1*h*float64(c.Stale) - (1.25*float64(c.Tail-c.Stale) - 0.1*float64(c.Tail))
+		if net > bestNet {
+			best, bestNet = i, net
+		}
+	}
+	if best < 0 {
+		return Decision{}
+	}
+	return Decision{Rebase: true, Reason: ReasonStale, From: best}
 }

@@ -25,7 +25,7 @@ func (e *env) write(name, content string) string {
 }
 
 func TestToolInputsCollapse(t *testing.T) {
-	e := newEnv(t, LayoutStream, Policy{StaleThreshold: 300})
+	e := newEnv(t, LayoutStream, Policy{StaleThreshold: 300, Horizon: 200})
 	body := strings.Repeat("func generated() { /* a large body the agent wrote */ }\n", 40)
 	e.turn("write the generator")
 	e.write("gen.go", body)

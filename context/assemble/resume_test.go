@@ -41,7 +41,7 @@ func (e *env) reopen(t *testing.T, pol Policy) {
 func TestResumeContinuesByteForByte(t *testing.T) {
 	for _, layout := range []Layout{LayoutStream, LayoutLiteral} {
 		t.Run(string(layout), func(t *testing.T) {
-			pol := Policy{StaleThreshold: 600}
+			pol := Policy{StaleThreshold: 600, Horizon: 200}
 			x := newEnv(t, layout, pol)
 			y := newEnv(t, layout, pol)
 			y.dir = x.dir // the same files, so both stores index the same bytes

@@ -60,7 +60,7 @@ func (r *rig) open() {
 	r.must(err)
 	r.st = st
 	r.tools = tools.New(s, files.NewIndexer(st, res, 0), tools.Options{Policy: collapse.Config{PerTurn: 5, TurnsBack: 2}})
-	r.a, err = assemble.Open(r.ctx, s, assemble.Options{Policy: assemble.Policy{StaleThreshold: 400},
+	r.a, err = assemble.Open(r.ctx, s, assemble.Options{Policy: assemble.Policy{StaleThreshold: 400, Horizon: 200},
 		Now: func() time.Time { return r.now }})
 	r.must(err)
 	r.in, err = New(r.ctx, r.tools, r.a, r.opt)
