@@ -27,9 +27,49 @@ const DefaultMaxTextBytes = 4 << 20
 // safe for concurrent use. Writes are plain puts without match ops: two
 // clients that index the same change both write, which 004 §3.7 accepts.
 type Indexer struct {
-	st  store.Store
-	res *Resolver
-	max int64
+	st    store.Store
+	res   *Resolver
+	max   int64
+	kinds Kinds
+}
+
+// Kinds lets another package index some files as a sourced kind other
+// than file: context/notes makes Markdown files under note roots note
+// objects. Kind must depend on the path alone, since the object id derives
+// from kind and source binding.
+type Kinds interface {
+	// Kind returns the kind the file at the clean slash path p is indexed
+	// as: objects.KindFile, or another kind that may be sourced.
+	Kind(p string) objects.Kind
+	// New builds a sealed version of such an object. content is nil for
+	// binary or too large files and for deletion versions; raw is nil for
+	// deletion versions and too large files (whose source hash the indexer
+	// sets).
+	New(src objects.FilesystemSource, content *string, raw []byte) (*objects.Object, error)
+}
+
+// WithKinds returns a copy of ix that indexes files as k says. Files k
+// leaves as objects.KindFile are indexed as before.
+func (ix *Indexer) WithKinds(k Kinds) *Indexer {
+	c := *ix
+	c.kinds = k
+	return &c
+}
+
+// kind is the kind the file at p is indexed as.
+func (ix *Indexer) kind(p string) objects.Kind {
+	if ix.kinds == nil {
+		return objects.KindFile
+	}
+	return ix.kinds.Kind(p)
+}
+
+// newObject builds a version of the object of kind for src.
+func (ix *Indexer) newObject(kind objects.Kind, src objects.FilesystemSource, content *string, raw []byte) (*objects.Object, error) {
+	if kind == objects.KindFile {
+		return objects.NewFile(src, content, raw)
+	}
+	return ix.kinds.New(src, content, raw)
 }
 
 // NewIndexer returns an indexer writing to st and resolving filesystem ids
@@ -111,7 +151,7 @@ func (ix *Indexer) ObjectID(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	env, err := objects.NewSourcedEnvelope(objects.KindFile, src)
+	env, err := objects.NewSourcedEnvelope(ix.kind(src.Path), src)
 	if err != nil {
 		return "", fmt.Errorf("files: envelope for %s: %w", src.Path, err)
 	}
@@ -135,7 +175,8 @@ func (ix *Indexer) Index(ctx context.Context, p string) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	env, err := objects.NewSourcedEnvelope(objects.KindFile, src)
+	kind := ix.kind(src.Path)
+	env, err := objects.NewSourcedEnvelope(kind, src)
 	if err != nil {
 		return Result{}, fmt.Errorf("files: envelope for %s: %w", src.Path, err)
 	}
@@ -152,9 +193,9 @@ func (ix *Indexer) Index(ctx context.Context, p string) (Result, error) {
 		s := string(raw.data)
 		content = &s
 	}
-	o, err := objects.NewFile(src, content, raw.data)
+	o, err := ix.newObject(kind, src, content, raw.data)
 	if err != nil {
-		return Result{}, fmt.Errorf("files: file object for %s: %w", src.Path, err)
+		return Result{}, fmt.Errorf("files: %s object for %s: %w", kind, src.Path, err)
 	}
 	if raw.truncated {
 		// Too large to hold in memory as text: hash the whole file
@@ -187,7 +228,8 @@ func (ix *Indexer) MarkDeleted(ctx context.Context, p string) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	env, err := objects.NewSourcedEnvelope(objects.KindFile, src)
+	kind := ix.kind(src.Path)
+	env, err := objects.NewSourcedEnvelope(kind, src)
 	if err != nil {
 		return Result{}, fmt.Errorf("files: envelope for %s: %w", src.Path, err)
 	}
@@ -198,7 +240,7 @@ func (ix *Indexer) MarkDeleted(ctx context.Context, p string) (Result, error) {
 	if cur == nil || IsDeletedVersion(cur) {
 		return Result{Path: src.Path, Object: cur, Outcome: Unchanged, Tx: -1}, nil
 	}
-	o, err := objects.NewFile(src, nil, nil)
+	o, err := ix.newObject(kind, src, nil, nil)
 	if err != nil {
 		return Result{}, fmt.Errorf("files: deletion version for %s: %w", src.Path, err)
 	}

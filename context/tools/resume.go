@@ -34,7 +34,7 @@ func (t *Tools) Resume(ctx context.Context) ([]files.Result, error) {
 			errs = append(errs, fmt.Errorf("resume: %s: %w", id, err))
 			continue
 		}
-		if doc["type"] != string(objects.KindFile) {
+		if t := doc["type"]; t != string(objects.KindFile) && t != string(objects.KindNote) { // notes kept as files (context/notes)
 			continue
 		}
 		o, err := objects.FromDoc(doc)
