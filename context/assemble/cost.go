@@ -1,6 +1,10 @@
 package assemble
 
-import "time"
+import (
+	"context"
+	"slices"
+	"time"
+)
 
 // Tokenizer counts the tokens of a text. Implementations must be
 // deterministic and safe for concurrent use.
@@ -163,4 +167,43 @@ func Decide(in Inputs, p Policy) Decision {
 		return Decision{}
 	}
 	return Decision{Rebase: true, Reason: ReasonStale, From: best}
+}
+
+// Live is one live content block: what deactivating its object would free.
+type Live struct {
+	ID     string
+	Tokens int
+}
+
+// Overflow brings the stream up to date and returns by how many tokens the
+// context would exceed WindowMargin·Window even after a rebase dropped
+// every stale token (0 when it fits), and the live content blocks of
+// unpinned objects, oldest first: what a harness can deactivate to make
+// room, since a rebase alone cannot.
+func (a *Assembler) Overflow(ctx context.Context) (int, []Live, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.sync(ctx, true); err != nil {
+		return 0, nil, err
+	}
+	size := a.tokens - a.stale
+	if a.o.Layout == LayoutLiteral {
+		size = a.tokens // the literal layout has no stale content; a.tokens is the stream's
+	}
+	over := size - int(float64(a.pol.Window)*a.pol.WindowMargin)
+	if over <= 0 {
+		return 0, nil, nil
+	}
+	pinned := map[string]bool{}
+	for _, id := range a.s.State().Pinned {
+		pinned[id] = true
+	}
+	var live []Live
+	for id, i := range a.shown {
+		if !pinned[id] {
+			live = append(live, Live{ID: id, Tokens: a.items[i].tokens})
+		}
+	}
+	slices.SortFunc(live, func(x, y Live) int { return a.shown[x.ID] - a.shown[y.ID] })
+	return over, live, nil
 }

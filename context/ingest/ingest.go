@@ -48,6 +48,9 @@ type Report struct {
 	// kind says (a read of a missing file, say); each was recorded as a
 	// plain toolcall instead, so nothing was lost.
 	Problems []string `json:"problems,omitempty"`
+	// Deactivated lists the objects deactivated to keep the context within
+	// the model's window (assemble.Policy.Window).
+	Deactivated []string `json:"deactivated,omitempty"`
 }
 
 // Ingester applies a harness's message log to a session, through its tools
@@ -165,6 +168,9 @@ func (in *Ingester) Context(ctx context.Context, log []Message) (*assemble.Assem
 	if err != nil {
 		return nil, rep, err
 	}
+	if err := in.makeRoom(ctx, &rep); err != nil {
+		return nil, rep, err
+	}
 	from := min(in.saved, len(in.hashes))
 	cur := cursor{N: len(in.hashes), From: from, Hashes: in.hashes[from:], TurnStart: in.turnStart}
 	var meta map[string]any
@@ -176,6 +182,33 @@ func (in *Ingester) Context(ctx context.Context, log []Message) (*assemble.Assem
 	}
 	in.saved = len(in.hashes)
 	return c, rep, nil
+}
+
+// makeRoom keeps the context within the model's window: when even a rebase
+// dropping every stale token would leave it too large, the oldest live
+// content of unpinned objects is deactivated until it fits (the next call
+// then rebases for the window). If the chat alone does not fit, nothing can
+// be deactivated and Report.Problems says so.
+func (in *Ingester) makeRoom(ctx context.Context, rep *Report) error {
+	over, live, err := in.a.Overflow(ctx)
+	if err != nil || over <= 0 {
+		return err
+	}
+	freed := 0
+	for _, l := range live {
+		if freed >= over {
+			break
+		}
+		if _, err := in.t.Deactivate(ctx, l.ID); err != nil {
+			return fmt.Errorf("ingest: making room in the window: %w", err)
+		}
+		freed += l.Tokens
+		rep.Deactivated = append(rep.Deactivated, l.ID)
+	}
+	if freed < over {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("the context exceeds the window by %d tokens with no content left to deactivate", over-freed))
+	}
+	return nil
 }
 
 // Flush writes the turn in progress to the chat object (it is written by

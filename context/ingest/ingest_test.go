@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -356,5 +357,35 @@ func TestReadOutputContent(t *testing.T) {
 		if got := ReadOutputContent(tc.in); got != tc.want {
 			t.Errorf("ReadOutputContent(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// The context never exceeds the model's window: when a rebase alone cannot
+// make room, the oldest active content is deactivated.
+func TestWindowNeverExceeded(t *testing.T) {
+	r := newRig(t, Options{})
+	r.a, _ = assemble.New(r.ctx, r.tools.Session(), assemble.Options{Policy: assemble.Policy{Window: 4000, WindowMargin: 0.9},
+		Now: func() time.Time { return r.now }})
+	in, err := New(r.ctx, r.tools, r.a, Options{Cwd: r.dir})
+	r.must(err)
+	r.in = in
+	var log []Message
+	deactivated := 0
+	for i := 1; i <= 8; i++ {
+		name := fmt.Sprintf("f%d.txt", i)
+		r.file(name, strings.Repeat(fmt.Sprintf("line of file %d\n", i), 120)) // ~500 tokens each
+		id := fmt.Sprintf("c%d", i)
+		log = append(log, user("read "+name), call(id, "read", map[string]any{"path": name}), result(id, "read", "..."))
+		c, rep := r.context(log)
+		deactivated += len(rep.Deactivated)
+		if c.Tokens > 4000 {
+			t.Fatalf("call %d: %d tokens in a 4,000-token window", c.N, c.Tokens)
+		}
+		if !strings.Contains(string(c.Bytes), fmt.Sprintf("line of file %d", i)) {
+			t.Fatalf("call %d: the file just read was deactivated", c.N)
+		}
+	}
+	if deactivated == 0 {
+		t.Fatal("nothing was deactivated to make room")
 	}
 }
