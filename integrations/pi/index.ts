@@ -1,0 +1,263 @@
+// ctxstore's Pi extension: `pi -e integrations/pi/index.ts` (Pi 0.73.1; no build step).
+//
+// ctxstore decides what the model sees. The extension stays thin: it forwards Pi's events to
+// `ctxstore serve` (docs/service.md) and applies the answers.
+//
+//   before_agent_start   opens the ctxstore session (keyed to Pi's session id) and returns its
+//                        system prompt (Pi's own, followed by ctxstore's guide);
+//   context              one POST per LLM call with Pi's messages; the answer replaces them;
+//   tool_result          the tools Pi runs (bash, edit, write, ls, find, grep, ...) are observed;
+//   read                 replaced by ctxstore's read (the file joins the active content);
+//   activate, deactivate, pin, unpin
+//                        ctxstore's context tools;
+//   session_before_compact
+//                        cancelled: ctxstore bounds the context (collapses, rebases);
+//   session_shutdown     closes the ctxstore session (the turn in progress is written).
+//
+// If the service is unreachable, the extension says so once and fails open: the context hook
+// returns nothing (Pi keeps its own context), read falls back to Pi's own, and compaction is
+// left to Pi. Pi's session file is never touched by ctxstore; it keeps the full transcript.
+//
+// Environment: CTXSTORE_SERVICE_URL (default http://127.0.0.1:7411), CTXSTORE_TOKEN (bearer
+// token, when the server has tokens), CTXSTORE_TIMEOUT_MS (per request, default 30000).
+// CTXSTORE_SERVICE_URL is not CTXSTORE_URL: that one names the store for the ctxstore CLI.
+
+import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
+import { createReadToolDefinition } from "@mariozechner/pi-coding-agent";
+import { Type } from "typebox";
+
+const BASE = (process.env.CTXSTORE_SERVICE_URL || "http://127.0.0.1:7411").replace(/\/+$/, "");
+const TOKEN = process.env.CTXSTORE_TOKEN || "";
+const TIMEOUT_MS = Number(process.env.CTXSTORE_TIMEOUT_MS || 30000);
+
+/** The tools this extension answers through ctxstore (their calls are recorded by the service). */
+const OWN_TOOLS = new Set(["read", "activate", "deactivate", "pin", "unpin"]);
+
+/** An error answer of the service: {code, message} with its HTTP status. */
+class ServiceError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+interface OpenResponse {
+  session_id: string;
+  state: "created" | "resumed" | "open";
+  system_prompt: string;
+  calls: number;
+}
+
+interface ContextResponse {
+  messages: any[];
+  system_prompt: string;
+  call: number;
+  rebased: boolean;
+}
+
+interface ToolResponse {
+  ok: boolean;
+  message: string;
+  id?: string;
+  content?: string;
+}
+
+async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (TOKEN) headers.authorization = `Bearer ${TOKEN}`;
+  let res: Response;
+  try {
+    res = await fetch(BASE + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(TIMEOUT_MS),
+    });
+  } catch (err: any) {
+    throw new ServiceError(0, "unreachable", `ctxstore at ${BASE} is unreachable: ${err?.cause?.code ?? err?.message ?? err}`);
+  }
+  const text = await res.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new ServiceError(res.status, "bad_response", `ctxstore answered ${res.status} with a body that is not JSON`);
+  }
+  if (!res.ok) throw new ServiceError(res.status, json.code ?? "error", json.message ?? text);
+  return json as T;
+}
+
+export default function ctxstore(pi: ExtensionAPI) {
+  let sid = "";
+  let opened: Promise<OpenResponse> | undefined;
+  let systemPrompt = "";
+  let healthy = false; // the last call to the service succeeded
+  let warned = false; // the user has been told the service is down
+
+  const tell = (ctx: ExtensionContext, msg: string, type: "info" | "warning" | "error" = "warning") => {
+    if (ctx.hasUI) ctx.ui.notify(msg, type);
+    else console.error(`[ctxstore] ${msg}`);
+  };
+  const ok = (ctx: ExtensionContext) => {
+    if (!healthy && warned) tell(ctx, "ctxstore is reachable again; it manages the context", "info");
+    healthy = true;
+    warned = false;
+  };
+  const failed = (ctx: ExtensionContext, err: unknown) => {
+    healthy = false;
+    opened = undefined;
+    if (!warned) {
+      warned = true;
+      tell(ctx, `${(err as Error)?.message ?? err}; Pi keeps its own context until ctxstore answers`);
+    }
+  };
+
+  /** Opens (or resumes) the ctxstore session of Pi's current session, once. */
+  const open = (ctx: ExtensionContext, prompt?: string): Promise<OpenResponse> => {
+    const id = ctx.sessionManager.getSessionId();
+    if (id !== sid) {
+      sid = id;
+      opened = undefined;
+    }
+    if (!opened) {
+      const active = new Set(pi.getActiveTools());
+      const tools = pi
+        .getAllTools()
+        .filter((t) => active.has(t.name))
+        .map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+      opened = request<OpenResponse>("PUT", `/v1/sessions/${encodeURIComponent(sid)}`, {
+        cwd: ctx.cwd,
+        system_prompt: prompt ?? ctx.getSystemPrompt(),
+        harness: "pi",
+        tools,
+      }).then((r) => {
+        systemPrompt = r.system_prompt;
+        return r;
+      });
+      opened.catch(() => (opened = undefined));
+    }
+    return opened;
+  };
+
+  /** Calls a session route, reopening once if the server lost the session (a restart). */
+  const session = async <T>(ctx: ExtensionContext, path: string, body: unknown): Promise<T> => {
+    await open(ctx);
+    try {
+      return await request<T>("POST", `/v1/sessions/${encodeURIComponent(sid)}${path}`, body);
+    } catch (err) {
+      if (!(err instanceof ServiceError) || err.code !== "session_not_open") throw err;
+      opened = undefined;
+      await open(ctx);
+      return await request<T>("POST", `/v1/sessions/${encodeURIComponent(sid)}${path}`, body);
+    }
+  };
+
+  pi.on("session_start", (_event, ctx) => {
+    sid = ctx.sessionManager.getSessionId();
+    opened = undefined;
+  });
+
+  pi.on("before_agent_start", async (event, ctx) => {
+    try {
+      await open(ctx, event.systemPrompt);
+      ok(ctx);
+      return { systemPrompt };
+    } catch (err) {
+      failed(ctx, err);
+      return undefined;
+    }
+  });
+
+  pi.on("context", async (event, ctx) => {
+    try {
+      const r = await session<ContextResponse>(ctx, "/context", { messages: event.messages });
+      ok(ctx);
+      return { messages: r.messages };
+    } catch (err) {
+      failed(ctx, err);
+      return undefined; // fail open: Pi sends its own context
+    }
+  });
+
+  pi.on("tool_result", async (event, ctx) => {
+    if (OWN_TOOLS.has(event.toolName) || !healthy) return undefined;
+    const output = event.content
+      .map((c: any) => (c.type === "text" ? c.text : `[image ${c.mimeType} omitted]`))
+      .join("\n");
+    try {
+      await session(ctx, "/observe", {
+        tool_call_id: event.toolCallId,
+        tool: event.toolName,
+        args: event.input,
+        output,
+        is_error: event.isError,
+      });
+    } catch (err) {
+      failed(ctx, err); // the next context call ingests the result from the log anyway
+    }
+    return undefined;
+  });
+
+  pi.on("session_before_compact", () => (healthy ? { cancel: true } : undefined));
+
+  pi.on("session_shutdown", async (_event, ctx) => {
+    if (!sid || !healthy) return;
+    try {
+      await request("POST", `/v1/sessions/${encodeURIComponent(sid)}/close`);
+    } catch (err) {
+      tell(ctx, `closing the ctxstore session: ${(err as Error).message}`);
+    }
+  });
+
+  /** Runs one of ctxstore's tools; a failed tool throws, so Pi reports it as an error. */
+  const runTool = async (ctx: ExtensionContext, tool: string, toolCallId: string, args: Record<string, unknown>) => {
+    const r = await session<ToolResponse>(ctx, `/tools/${tool}`, { tool_call_id: toolCallId, args });
+    ok(ctx);
+    if (!r.ok) throw new Error(r.message);
+    return r;
+  };
+
+  pi.registerTool({
+    name: "read",
+    label: "read (ctxstore)",
+    description:
+      "Read a file into your active context. Its content appears in a <<content id=… version=…>> block and is kept " +
+      "current when the file changes on disk; the whole file is loaded (offset and limit are accepted and ignored).",
+    parameters: Type.Object({
+      path: Type.String({ description: "Path of the file, relative to the working directory or absolute" }),
+      offset: Type.Optional(Type.Number()),
+      limit: Type.Optional(Type.Number()),
+    }),
+    async execute(toolCallId, params, signal, onUpdate, ctx) {
+      let r: ToolResponse;
+      try {
+        r = await runTool(ctx, "read", toolCallId, { path: params.path });
+      } catch (err) {
+        if (!(err instanceof ServiceError)) throw err;
+        failed(ctx, err); // fall back to Pi's own read
+        return createReadToolDefinition(ctx.cwd).execute(toolCallId, params as any, signal, onUpdate, ctx);
+      }
+      const text = r.content === undefined ? r.message : `${r.message}\n\n${r.content}`;
+      return { content: [{ type: "text", text }], details: { ctxstore: { id: r.id } } };
+    },
+  });
+
+  const idTool = (name: string, description: string) =>
+    pi.registerTool({
+      name,
+      label: `${name} (ctxstore)`,
+      description,
+      parameters: Type.Object({ id: Type.String({ description: "An object id (the id= of a metadata line) or a nickname" }) }),
+      async execute(toolCallId, params, _signal, _onUpdate, ctx) {
+        const r = await runTool(ctx, name, toolCallId, { id: params.id });
+        return { content: [{ type: "text", text: r.message }], details: { ctxstore: { id: r.id } } };
+      },
+    });
+  idTool("activate", "Load an object's content into your active context: a collapsed tool output, a file you saw listed.");
+  idTool("deactivate", "Drop an object's content from your active context; its metadata line stays.");
+  idTool("pin", "Keep an object's content active: it is never collapsed automatically.");
+  idTool("unpin", "Release a pinned object; it collapses like any other when it gets old.");
+}

@@ -1,0 +1,489 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ctxstore/ctxstore/context/httpapi/apispec"
+)
+
+// piVersion is the Pi release the end-to-end tests drive.
+const piVersion = "0.73.1"
+
+var piInstall struct {
+	once sync.Once
+	cli  string
+	err  error
+}
+
+// piCLI returns the path of Pi's cli.js, installing
+// @mariozechner/pi-coding-agent@0.73.1 from the npm registry on first use
+// into $CTXSTORE_CACHE/pi-0.73.1 (or the user cache dir's
+// ctxstore/pi-0.73.1) with `npm install --prefix`; later runs reuse it. A
+// lock file serializes concurrent installers. Without Pi the test fails
+// when CI=true and is skipped otherwise.
+func piCLI(t *testing.T) string {
+	t.Helper()
+	piInstall.once.Do(func() { piInstall.cli, piInstall.err = installPi() })
+	if piInstall.err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("pi: %v", piInstall.err)
+		}
+		t.Skipf("pi: %v (set CI=true to fail instead)", piInstall.err)
+	}
+	return piInstall.cli
+}
+
+func installPi() (string, error) {
+	if _, err := exec.LookPath("node"); err != nil {
+		return "", fmt.Errorf("node is not installed: %w", err)
+	}
+	dir := os.Getenv("CTXSTORE_CACHE")
+	if dir == "" {
+		d, err := os.UserCacheDir()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(d, "ctxstore")
+	}
+	dir = filepath.Join(dir, "pi-"+piVersion)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	cli := filepath.Join(dir, "node_modules", "@mariozechner", "pi-coding-agent", "dist", "cli.js")
+	marker := filepath.Join(dir, "installed")
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if _, err := os.Stat(marker); err == nil {
+		if _, err := os.Stat(cli); err == nil {
+			return cli, nil
+		}
+	}
+	if _, err := exec.LookPath("npm"); err != nil {
+		return "", fmt.Errorf("npm is not installed: %w", err)
+	}
+	cmd := exec.Command("npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=error",
+		"@mariozechner/pi-coding-agent@"+piVersion)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("npm install @mariozechner/pi-coding-agent@%s: %v\n%s", piVersion, err, out)
+	}
+	if _, err := os.Stat(cli); err != nil {
+		return "", fmt.Errorf("after npm install: %w", err)
+	}
+	if err := os.WriteFile(marker, []byte(piVersion+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	return cli, nil
+}
+
+// repoPath returns a path in the repository (the tests run in tests/).
+func repoPath(t *testing.T, rel string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// serveProc is a running `ctxstore serve`, behind a proxy that checks
+// every exchange against docs/openapi.yaml.
+type serveProc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	url    string // the server itself
+	proxy  *apispec.Proxy
+	pxURL  string // what the extension talks to
+	pxSrv  *httptest.Server
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+// startServe starts `ctxstore --store storeURL serve` on a free loopback
+// port with args; Stop (or the test's cleanup) stops it with SIGTERM.
+func startServe(t *testing.T, storeURL string, args ...string) *serveProc {
+	t.Helper()
+	spec, err := apispec.Load(repoPath(t, "docs/openapi.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(ctxstoreBin, append([]string{"--store", storeURL, "serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), "CTXSTORE_TOKEN=")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &serveProc{t: t, cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	cmd.Stderr = s.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("ctxstore serve printed no URL: %v\n%s", err, s.stderr)
+	}
+	go func() { s.done <- cmd.Wait() }()
+	s.url = strings.TrimSpace(line)
+	u, err := url.Parse(s.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.proxy = spec.NewProxy(u)
+	s.pxSrv = httptest.NewServer(s.proxy)
+	s.pxURL = s.pxSrv.URL
+	t.Cleanup(func() { s.stop(false) })
+	return s
+}
+
+// Stop sends SIGTERM and checks that the server shut down cleanly.
+func (s *serveProc) Stop() { s.stop(true) }
+
+func (s *serveProc) stop(check bool) {
+	if s.cmd == nil {
+		return
+	}
+	cmd := s.cmd
+	s.cmd = nil
+	s.pxSrv.Close()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.done:
+		if check && err != nil {
+			s.t.Errorf("ctxstore serve after SIGTERM: %v\n%s", err, s.stderr)
+		}
+		if check && !strings.Contains(s.stderr.String(), "ctxstore: stopped") {
+			s.t.Errorf("ctxstore serve did not report a clean stop:\n%s", s.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-s.done
+		s.t.Errorf("ctxstore serve did not stop within 30 s of SIGTERM")
+	}
+	if n, errs := s.proxy.Result(); check {
+		if n == 0 {
+			s.t.Errorf("no exchange went through the OpenAPI-checking proxy")
+		}
+		for _, err := range errs {
+			s.t.Errorf("OpenAPI: %v", err)
+		}
+	}
+}
+
+// get reads a JSON answer of the server (directly, not through the proxy).
+func (s *serveProc) get(path string, out any) {
+	s.t.Helper()
+	resp, err := http.Get(s.url + path)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		s.t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		s.t.Fatalf("GET %s: %v", path, err)
+	}
+}
+
+// piStep is one step of the scripted model (tests/testdata/pi/scripted-model.ts).
+type piStep struct {
+	Text string         `json:"text,omitempty"`
+	Tool string         `json:"tool,omitempty"`
+	Args map[string]any `json:"args,omitempty"`
+	ID   string         `json:"id,omitempty"`
+}
+
+// piRun is a Pi process in RPC mode, with ctxstore's extension and the
+// scripted model.
+type piRun struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	events chan map[string]any
+	stderr *bytes.Buffer
+	seq    int
+	// notices are the messages extensions showed the user (ui.notify).
+	notices []string
+}
+
+// piEnv is a Pi working directory, agent directory and session directory.
+type piEnv struct {
+	dir, agentDir, sessions, ctxLog string
+}
+
+func newPiEnv(t *testing.T) *piEnv {
+	root := t.TempDir()
+	e := &piEnv{dir: filepath.Join(root, "work"), agentDir: filepath.Join(root, "agent"),
+		sessions: filepath.Join(root, "sessions"), ctxLog: filepath.Join(root, "contexts.jsonl")}
+	for _, d := range []string{e.dir, e.agentDir, e.sessions} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e
+}
+
+func (e *piEnv) write(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(e.dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// startPi starts Pi against serviceURL with the given script; extra are
+// more CLI arguments (e.g. --session FILE to continue a session).
+func startPi(t *testing.T, e *piEnv, serviceURL string, script []piStep, extra ...string) *piRun {
+	t.Helper()
+	cli := piCLI(t)
+	sp := filepath.Join(t.TempDir(), "script.json")
+	b, _ := json.Marshal(script)
+	if err := os.WriteFile(sp, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{cli, "--no-extensions",
+		"-e", repoPath(t, "tests/testdata/pi/scripted-model.ts"),
+		"-e", repoPath(t, "integrations/pi/index.ts"),
+		"--provider", "scripted", "--model", "scripted-1",
+		"--session-dir", e.sessions, "-nc", "--mode", "rpc"}, extra...)
+	cmd := exec.Command("node", args...)
+	cmd.Dir = e.dir
+	cmd.Env = append(os.Environ(), "PI_CODING_AGENT_DIR="+e.agentDir, "PI_OFFLINE=1", "PI_SCRIPT="+sp,
+		"PI_CONTEXT_LOG="+e.ctxLog, "CTXSTORE_SERVICE_URL="+serviceURL, "CTXSTORE_TOKEN=")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &piRun{t: t, cmd: cmd, stdin: stdin, events: make(chan map[string]any, 1024), stderr: &bytes.Buffer{}}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(p.events)
+		r := bufio.NewReaderSize(stdout, 1<<20)
+		for {
+			line, err := r.ReadBytes('\n') // split on \n only (RPC framing)
+			if len(bytes.TrimSpace(line)) > 0 {
+				var ev map[string]any
+				if json.Unmarshal(line, &ev) == nil {
+					p.events <- ev
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { p.quit() })
+	return p
+}
+
+// prompt sends a prompt and waits for the agent to finish; it fails the
+// test on an extension error or an agent error.
+func (p *piRun) prompt(text string) {
+	p.t.Helper()
+	p.seq++
+	b, _ := json.Marshal(map[string]any{"id": fmt.Sprint(p.seq), "type": "prompt", "message": text})
+	if _, err := p.stdin.Write(append(b, '\n')); err != nil {
+		p.t.Fatalf("pi: %v\n%s", err, p.stderr)
+	}
+	timeout := time.After(2 * time.Minute)
+	for {
+		select {
+		case ev, ok := <-p.events:
+			if !ok {
+				p.t.Fatalf("pi exited during %q\nstderr: %s", text, p.stderr)
+			}
+			switch ev["type"] {
+			case "extension_ui_request":
+				if ev["method"] == "notify" {
+					p.notices = append(p.notices, fmt.Sprint(ev["message"]))
+				}
+			case "extension_error":
+				p.t.Errorf("pi extension error: %v", ev)
+			case "response":
+				if ev["success"] == false {
+					p.t.Fatalf("pi refused %q: %v", text, ev)
+				}
+			case "message_end":
+				if m, _ := ev["message"].(map[string]any); m["stopReason"] == "error" {
+					p.t.Fatalf("pi: model error during %q: %v\nstderr: %s", text, m["errorMessage"], p.stderr)
+				}
+			case "agent_end":
+				return
+			}
+		case <-timeout:
+			p.t.Fatalf("pi: no agent_end within 2 minutes of %q\nstderr: %s", text, p.stderr)
+		}
+	}
+}
+
+// quit ends Pi (closing stdin) and waits for it.
+func (p *piRun) quit() {
+	if p.cmd == nil {
+		return
+	}
+	cmd := p.cmd
+	p.cmd = nil
+	p.stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
+}
+
+// piContext is one context the scripted model received.
+type piContext struct {
+	Call         int         `json:"call"`
+	SystemPrompt string      `json:"systemPrompt"`
+	Messages     []piMessage `json:"messages"`
+	Tools        []string    `json:"tools"`
+}
+
+type piMessage struct {
+	Role       string    `json:"role"`
+	Content    []piBlock `json:"content"`
+	ToolCallID string    `json:"toolCallId,omitempty"`
+	ToolName   string    `json:"toolName,omitempty"`
+}
+
+type piBlock struct {
+	Type      string         `json:"type"`
+	Text      string         `json:"text,omitempty"`
+	ID        string         `json:"id,omitempty"`
+	Name      string         `json:"name,omitempty"`
+	Arguments map[string]any `json:"arguments,omitempty"`
+}
+
+func (m *piMessage) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		ToolCallID string          `json:"toolCallId"`
+		ToolName   string          `json:"toolName"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*m = piMessage{Role: raw.Role, ToolCallID: raw.ToolCallID, ToolName: raw.ToolName}
+	if len(raw.Content) > 0 && raw.Content[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw.Content, &s); err != nil {
+			return err
+		}
+		m.Content = []piBlock{{Type: "text", Text: s}}
+		return nil
+	}
+	return json.Unmarshal(raw.Content, &m.Content)
+}
+
+// readContexts reads the scripted model's log.
+func readContexts(t *testing.T, file string) []piContext {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []piContext
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var c piContext
+		if err := json.Unmarshal(line, &c); err != nil {
+			t.Fatalf("context log: %v", err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// serialize renders a context's messages as text without closing markers,
+// one line per block (its JSON), each message opened by its role: a
+// context extending another serializes as an extension of its text. It
+// returns the text and the offset of every block.
+func serialize(ms []piMessage) (string, [][]int) {
+	var b strings.Builder
+	offs := make([][]int, len(ms))
+	for i, m := range ms {
+		fmt.Fprintf(&b, "\x00%s %s %s\n", m.Role, m.ToolCallID, m.ToolName)
+		for _, c := range m.Content {
+			offs[i] = append(offs[i], b.Len())
+			j, _ := json.Marshal(c)
+			b.Write(j)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String(), offs
+}
+
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// piSessionFile returns the one session file Pi wrote in dir.
+func piSessionFile(t *testing.T, dir string) string {
+	t.Helper()
+	ms, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("pi session files in %s: %v %v", dir, ms, err)
+	}
+	return ms[0]
+}
+
+// piTranscript reads the messages of a Pi session file, with the raw lines.
+func piTranscript(t *testing.T, file string) ([]map[string]any, string) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []map[string]any
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var e map[string]any
+		if err := json.Unmarshal(line, &e); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if e["type"] == "message" {
+			msgs = append(msgs, e["message"].(map[string]any))
+		}
+	}
+	return msgs, string(b)
+}

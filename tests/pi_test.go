@@ -1,0 +1,340 @@
+package tests
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxstore/ctxstore/context/httpapi"
+	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
+)
+
+// TestPiSQLite and TestPiXTDB drive the real Pi CLI (0.73.1, RPC mode)
+// with an offline scripted model through `ctxstore serve`, and check what
+// the model received.
+func TestPiSQLite(t *testing.T) {
+	t.Parallel()
+	piScenario(t, "sqlite:"+filepath.Join(t.TempDir(), "store.db"))
+}
+
+func TestPiXTDB(t *testing.T) {
+	t.Parallel()
+	piCLI(t) // fail or skip on Pi before starting a JVM
+	piScenario(t, xtdbserver.ForTest(t))
+}
+
+var contentRe = regexp.MustCompile(`^<<content id=(\S+) version=(\d+)>>\n`)
+
+// The notes by which the context tells the model that content shown above
+// no longer counts (package assemble).
+var staleNotes = []string{
+	"[context] deactivated, now metadata only (ignore their content above): ",
+	"[context] changed since shown (new version follows): ",
+}
+
+// live returns the content the model is told is active, read as the model
+// reads it: each content block, unless a later note says it was
+// deactivated or superseded: id -> text.
+func live(c piContext) map[string]string {
+	out := map[string]string{}
+	for _, m := range c.Messages {
+		for _, b := range m.Content {
+			if mm := contentRe.FindStringSubmatch(b.Text); mm != nil {
+				out[mm[1]] = b.Text
+			}
+			for _, n := range staleNotes {
+				if ids, ok := strings.CutPrefix(b.Text, n); ok {
+					for _, id := range strings.Split(ids, ", ") {
+						delete(out, id)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func piScenario(t *testing.T, storeURL string) {
+	e := newPiEnv(t)
+	e.write(t, "a.txt", "alpha v1\n"+strings.Repeat("a line of the file that takes some room\n", 20))
+	// Tool outputs stay active for the current turn only; any collapsed
+	// content still rendered is rebased away at the next call.
+	srv := startServe(t, storeURL, "--collapse-turns", "1", "--stale-threshold", "1")
+	build := "for i in $(seq 1 20); do echo build-output-line $i; done"
+	script := []piStep{
+		{Tool: "read", Args: map[string]any{"path": "a.txt"}, ID: "call_read_a"},  // 0, turn 1
+		{Tool: "bash", Args: map[string]any{"command": build}, ID: "call_bash_1"}, // 1
+		{Text: "Turn 1 done."}, // 2
+		{Tool: "bash", Args: map[string]any{"command": "echo second-output"}, ID: "call_bash_2"}, // 3, turn 2
+		{Text: "Turn 2 done."}, // 4
+		{Tool: "activate", Args: map[string]any{"id": "call_bash_1"}, ID: "call_activate"}, // 5, turn 3
+		{Text: "Turn 3 done."}, // 6
+		{Tool: "edit", Args: map[string]any{"path": "a.txt", "edits": []any{map[string]any{"oldText": "alpha v2", "newText": "alpha v3"}}}, ID: "call_edit"}, // 7, turn 4
+		{Text: "Turn 4 done."}, // 8
+		{Text: "Turn 5 done."}, // 9, turn 5
+	}
+	pi := startPi(t, e, srv.pxURL, script)
+	pi.prompt("Read a.txt and run the build.")
+	sessFile := piSessionFile(t, e.sessions)
+	sid := piSessionID(t, sessFile)
+	aID := piReadID(t, sessFile, "call_read_a")
+
+	// Edited on disk between turns: the server's file tracker indexes it.
+	e.write(t, "a.txt", "alpha v2\n"+strings.Repeat("a line of the file that takes some room\n", 20))
+	waitVersions(t, srv, aID, 2)
+	pi.prompt("What changed?")
+	pi.prompt("Show me the first build output again.")
+	pi.prompt("Bump a.txt to v3.")
+	pi.prompt("Thanks.")
+	pi.quit()
+
+	var info httpapi.SessionInfo
+	srv.get("/v1/sessions/"+sid, &info)
+	if info.Turn != 5 || !slices.Contains(info.Active, aID) || slices.Contains(info.Active, "call_bash_1") || !slices.Contains(info.Pool, "call_bash_1") {
+		t.Errorf("session after 5 turns: turn %d, active %v", info.Turn, info.Active)
+	}
+
+	// Resume in a new server process (graceful stop, same store) and a new
+	// Pi process continuing the session file.
+	srv.Stop()
+	srv2 := startServe(t, storeURL, "--collapse-turns", "1", "--stale-threshold", "1")
+	pi2 := startPi(t, e, srv2.pxURL, []piStep{{Text: "Resumed."}}, "--session", sessFile)
+	pi2.prompt("Still there?")
+	pi2.quit()
+
+	cs := readContexts(t, e.ctxLog)
+	if len(cs) != len(script)+1 {
+		t.Fatalf("the model was called %d times, want %d", len(cs), len(script)+1)
+	}
+	rebased := make([]bool, len(cs))
+	for i := range cs {
+		var obj httpapi.ObjectResponse
+		srv2.get(fmt.Sprintf("/v1/objects/ctx-%s-%d", sid, i+1), &obj)
+		_, rebased[i] = obj.Doc["rebase_from"]
+	}
+	srv2.Stop()
+
+	var sys httpapi.OpenResponse
+	for i, c := range cs {
+		// The system prompt is ctxstore's: Pi's, then the guide.
+		if i == 0 {
+			sys.SystemPrompt = c.SystemPrompt
+		}
+		if !strings.HasPrefix(c.SystemPrompt, "You are an expert coding assistant") || !strings.Contains(c.SystemPrompt, "# Your context (ctxstore)") || c.SystemPrompt != sys.SystemPrompt {
+			t.Errorf("call %d: system prompt is not ctxstore's: %.200q", i, c.SystemPrompt)
+		}
+		for _, tool := range []string{"read", "activate", "deactivate", "pin", "unpin"} {
+			if !slices.Contains(c.Tools, tool) {
+				t.Errorf("call %d: tool %s not offered: %v", i, tool, c.Tools)
+			}
+		}
+		// Tool outputs appear only as metadata references.
+		for _, m := range c.Messages {
+			for _, b := range m.Content {
+				if m.Role == "toolResult" {
+					if len(m.Content) != 1 || !strings.HasPrefix(b.Text, "toolcall_ref id="+m.ToolCallID+" tool=") || strings.Contains(b.Text, "\n") {
+						t.Errorf("call %d: tool result %s is not one metadata reference: %q", i, m.ToolCallID, b.Text)
+					}
+				}
+				for _, out := range []string{"build-output-line 7", "second-output\n"} {
+					if strings.Contains(b.Text, out) && !strings.HasPrefix(b.Text, "<<content id=call_bash_") {
+						t.Errorf("call %d: output %q outside an active content block: %.200q", i, out, b.Text)
+					}
+				}
+			}
+		}
+	}
+
+	// The active content is what the policy says, at every call.
+	want := []struct {
+		ids  []string
+		file string
+	}{
+		{nil, ""}, {[]string{aID}, "alpha v1"}, {[]string{aID, "call_bash_1"}, "alpha v1"}, // turn 1
+		{[]string{aID}, "alpha v2"}, {[]string{aID, "call_bash_2"}, "alpha v2"}, // turn 2: the output of turn 1 collapsed; the file's new version
+		{[]string{aID}, "alpha v2"}, {[]string{aID, "call_bash_1"}, "alpha v2"}, // turn 3: activate brings the old output back
+		{[]string{aID}, "alpha v2"}, {[]string{aID, "call_edit"}, "alpha v3"}, // turn 4: the edit's new version
+		{[]string{aID}, "alpha v3"}, // turn 5
+		{[]string{aID}, "alpha v3"}, // resumed
+	}
+	for i, c := range cs {
+		l := live(c)
+		got := make([]string, 0, len(l))
+		for id := range l {
+			got = append(got, id)
+		}
+		slices.Sort(got)
+		w := slices.Clone(want[i].ids)
+		slices.Sort(w)
+		if !slices.Equal(got, w) {
+			t.Errorf("call %d: active content %v, want %v", i, got, w)
+		}
+		if f := want[i].file; f != "" && !strings.Contains(l[aID], f) {
+			t.Errorf("call %d: a.txt shows %q, want %q", i, l[aID], f)
+		}
+	}
+	if !strings.Contains(live(cs[6])["call_bash_1"], "build-output-line 20") {
+		t.Errorf("after activate the collapsed output is not back whole: %.300q", live(cs[6])["call_bash_1"])
+	}
+
+	// Between rebases each context extends the previous one byte for byte;
+	// a rebase changes bytes only from its first collapsed block.
+	for i := 1; i < len(cs); i++ {
+		prev, poffs := serialize(cs[i-1].Messages)
+		cur, _ := serialize(cs[i].Messages)
+		n := commonPrefix(prev, cur)
+		if !rebased[i] {
+			if n != len(prev) {
+				t.Errorf("call %d does not extend call %d (no rebase); they differ from byte %d: %q vs %q", i, i-1, n, excerpt(prev, n), excerpt(cur, n))
+			}
+			continue
+		}
+		first := -1
+		pl := live(cs[i-1])
+		for mi, m := range cs[i-1].Messages {
+			for bi, b := range m.Content {
+				mm := contentRe.FindStringSubmatch(b.Text)
+				if first < 0 && mm != nil && !strings.Contains(cur, fmt.Sprintf("\"text\":%q", b.Text)) {
+					first = poffs[mi][bi]
+				}
+			}
+		}
+		if first < 0 {
+			t.Errorf("call %d rebased but nothing of call %d collapsed (%d live blocks)", i, i-1, len(pl))
+			continue
+		}
+		if n < first || n == len(prev) {
+			t.Errorf("call %d rebased: common prefix %d bytes, first collapsed block of call %d at %d", i, n, i-1, first)
+		}
+		if !strings.Contains(cur[n:], "collapsed: ") {
+			t.Errorf("call %d rebased without a collapsed reference after byte %d", i, n)
+		}
+	}
+	t.Logf("rebased calls: %v", rebased)
+	if !slices.Contains(rebased, true) || rebased[10] {
+		t.Errorf("rebases at calls %v: want at least one, and none at the resumed call 10", rebased)
+	}
+
+	// Pi's own session file keeps the full transcript; ctxstore never wrote to it.
+	msgs, raw := piTranscript(t, sessFile)
+	var users, assistants int
+	var bashOut, readOut string
+	for _, m := range msgs {
+		switch m["role"] {
+		case "user":
+			users++
+		case "assistant":
+			assistants++
+		case "toolResult":
+			text := fmt.Sprint(m["content"])
+			switch m["toolCallId"] {
+			case "call_bash_1":
+				bashOut = text
+			case "call_read_a":
+				readOut = text
+			}
+		}
+	}
+	if users != 6 || assistants != len(cs) {
+		t.Errorf("Pi's session file has %d user and %d assistant messages, want 6 and %d", users, assistants, len(cs))
+	}
+	if !strings.Contains(bashOut, "build-output-line 1\n") || !strings.Contains(bashOut, "build-output-line 20") || !strings.Contains(readOut, "alpha v1") {
+		t.Errorf("Pi's session file lacks full tool outputs: bash %.100q, read %.100q", bashOut, readOut)
+	}
+	for _, s := range []string{"<<content", "collapsed: ", "[context]", "# Your context (ctxstore)"} {
+		if strings.Contains(raw, s) {
+			t.Errorf("Pi's session file holds ctxstore's rendering %q", s)
+		}
+	}
+}
+
+func excerpt(s string, at int) string {
+	return s[max(0, at-40):min(len(s), at+80)]
+}
+
+// piSessionID reads the session id from a Pi session file's header.
+func piSessionID(t *testing.T, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`"type":"session"[^\n]*?"id":"([^"]+)"`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("%s: no session header", file)
+	}
+	return string(m[1])
+}
+
+// piReadID returns the file object id ctxstore's read reported for a call.
+func piReadID(t *testing.T, file, callID string) string {
+	t.Helper()
+	msgs, _ := piTranscript(t, file)
+	for _, m := range msgs {
+		if m["role"] == "toolResult" && m["toolCallId"] == callID {
+			d, _ := m["details"].(map[string]any)
+			c, _ := d["ctxstore"].(map[string]any)
+			if id, _ := c["id"].(string); id != "" {
+				return id
+			}
+		}
+	}
+	t.Fatalf("no ctxstore read result for %s in %s", callID, file)
+	return ""
+}
+
+// waitVersions waits until the store has n versions of id.
+func waitVersions(t *testing.T, srv *serveProc, id string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var h httpapi.HistoryResponse
+		srv.get("/v1/history/"+id, &h)
+		if len(h.Entries) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has %d versions after 10 s, want %d", id, len(h.Entries), n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestPiFailsOpen: with the service unreachable, Pi keeps working on its
+// own context and says why.
+func TestPiFailsOpen(t *testing.T) {
+	t.Parallel()
+	e := newPiEnv(t)
+	e.write(t, "a.txt", "alpha v1\n")
+	pi := startPi(t, e, "http://127.0.0.1:9", []piStep{
+		{Tool: "read", Args: map[string]any{"path": "a.txt"}, ID: "call_r"},
+		{Tool: "activate", Args: map[string]any{"id": "x"}, ID: "call_a"},
+		{Text: "done"},
+	})
+	pi.prompt("Read a.txt.")
+	pi.quit()
+	cs := readContexts(t, e.ctxLog)
+	if len(cs) != 3 {
+		t.Fatalf("the model was called %d times, want 3", len(cs))
+	}
+	if strings.Contains(cs[0].SystemPrompt, "# Your context (ctxstore)") {
+		t.Errorf("the system prompt is ctxstore's although it is unreachable")
+	}
+	var results []string
+	for _, m := range cs[2].Messages {
+		if m.Role == "toolResult" {
+			results = append(results, m.Content[0].Text)
+		}
+	}
+	if len(results) != 2 || !strings.Contains(results[0], "alpha v1") || !strings.Contains(results[1], "unreachable") {
+		t.Errorf("without ctxstore, read should fall back to Pi's own and activate fail: %q", results)
+	}
+	if len(pi.notices) != 1 || !strings.Contains(pi.notices[0], "unreachable") {
+		t.Errorf("Pi should have said once that ctxstore is unreachable: %q", pi.notices)
+	}
+}
