@@ -103,3 +103,97 @@ func TestExpandChatToolcalls(t *testing.T) {
 		t.Fatal("a toolcall expanded as a chat")
 	}
 }
+
+func openStore(t *testing.T, name string) store.Store {
+	t.Helper()
+	st, err := bitemporal.Open(context.Background(), filepath.Join(t.TempDir(), name), bitemporal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// Static references are portable: in a store holding the same versions at
+// other transaction ids (an imported session), they resolve by their
+// hashes; a reference without all three hashes, or whose hashes no version
+// has, does not.
+func TestResolvePortable(t *testing.T) {
+	ctx := context.Background()
+	src, dst := openStore(t, "src.db"), openStore(t, "dst.db")
+	for i := 0; i < 5; i++ { // source tx ids run ahead of the target's
+		put(t, src, toolcall(t, "filler", "x"))
+	}
+	v1, v2 := toolcall(t, "toolu_p", "first"), toolcall(t, "toolu_p", "second")
+	r1 := objects.StaticRef(v1, put(t, src, v1))
+	r2 := objects.StaticRef(v2, put(t, src, v2))
+
+	d1 := put(t, dst, v1)
+	put(t, dst, v2)
+	put(t, dst, v1) // the same version again: the earliest tx is returned
+
+	// Both references name txs beyond the target's latest: they resolve by hashes.
+	for _, c := range []struct {
+		ref  objects.Ref
+		want string
+	}{{r1, "first"}, {r2, "second"}} {
+		o, _, err := Resolve(ctx, dst, c.ref)
+		if err != nil || *o.Content != c.want {
+			t.Fatalf("resolving %s in the target: %v", c.ref, err)
+		}
+	}
+	if _, tx, _ := Resolve(ctx, dst, r1); tx != d1 {
+		t.Errorf("resolved at tx %d, want the earliest writer %d", tx, d1)
+	}
+	// As of a tx that exists in the target but shows another version.
+	at := r1
+	at.Tx = d1 + 1 // the target's v2
+	if o, _, err := Resolve(ctx, dst, at); err != nil || *o.Content != "first" {
+		t.Fatalf("as of a tx showing another version: %v", err)
+	}
+	// Without all three hashes there is no fallback.
+	partial := at
+	partial.MetadataViewHash = ""
+	if _, _, err := Resolve(ctx, dst, partial); !errors.Is(err, objects.ErrHashMismatch) {
+		t.Fatalf("partial hashes: %v", err)
+	}
+	// Hashes no version has: the as-of read's error.
+	bad := r1
+	bad.ContentHash = objects.HashBytes([]byte("other"))
+	if _, _, err := Resolve(ctx, dst, bad); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("unknown hashes beyond the latest tx: %v", err)
+	}
+	bad.Tx = d1
+	if _, _, err := Resolve(ctx, dst, bad); !errors.Is(err, objects.ErrHashMismatch) {
+		t.Fatalf("unknown hashes: %v", err)
+	}
+	missing := objects.StaticRef(toolcall(t, "toolu_none", "x"), 0)
+	if _, _, err := Resolve(ctx, dst, missing); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("missing entity: %v", err)
+	}
+}
+
+// A static chat reference from another store expands to the toolcalls as
+// of the transaction that wrote that chat version in this store.
+func TestChatToolcallsPortable(t *testing.T) {
+	ctx := context.Background()
+	src, dst := openStore(t, "src.db"), openStore(t, "dst.db")
+	chat, err := objects.NewChat("s", []objects.Turn{{ToolcallIDs: []string{"toolu_a"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []store.Store{src, dst} {
+		if st == src {
+			put(t, src, toolcall(t, "filler", "x"))
+			put(t, src, toolcall(t, "filler", "y"))
+		}
+		put(t, st, toolcall(t, "toolu_a", "A1"))
+		put(t, st, chat)
+		put(t, st, toolcall(t, "toolu_a", "A2"))
+	}
+	ref := objects.StaticRef(chat, 3) // the chat's tx in src
+	_, then, err := ChatToolcalls(ctx, dst, ref, Content)
+	if err != nil || len(then) != 1 || then[0].Err != nil || *then[0].Content != "A1" {
+		t.Fatalf("static chat from another store: %+v %v", then, err)
+	}
+}
