@@ -158,16 +158,20 @@ func (c *sessionVerifyCmd) Run(a *app) error {
 		defer f.Close()
 		r = f
 	}
+	name := c.File
+	if name == "-" {
+		name = "stdin"
+	}
 	info, err := sessionbundle.Verify(r)
 	if err != nil {
-		return fmt.Errorf("%s: %w", c.File, err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	if a.cli.JSON {
 		return a.printJSON(info)
 	}
 	h := info.Header
 	fmt.Fprintf(a.stdout, "%s: session %s from %s up to tx %d: %d calls, %d entities, %d transactions, %d ops, %d lines; ok\n",
-		c.File, h.Session, h.Source.ID, h.Upto, h.Commits, h.Entities, info.Trailer.Txs, info.Trailer.Ops, info.Lines)
+		name, h.Session, h.Source.ID, h.Upto, h.Commits, h.Entities, info.Trailer.Txs, info.Trailer.Ops, info.Lines)
 	return nil
 }
 

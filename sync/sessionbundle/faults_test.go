@@ -187,6 +187,18 @@ func TestImportRefused(t *testing.T) {
 	if _, err := Export(ctx, src, "nope", &bytes.Buffer{}, ExportOptions{}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("exporting a missing session: %v", err)
 	}
+
+	// A session that never made a call moves too.
+	if _, err := session.Create(ctx, src, "quiet", session.CreateOptions{SystemPrompt: "hush"}); err != nil {
+		t.Fatal(err)
+	}
+	q, _ := exportBytes(t, src, "quiet")
+	if sum := importBytes(t, dst, q, ImportOptions{Rebuild: true}); sum.Commits != 0 || sum.Entities != 3 || !sum.Complete {
+		t.Fatalf("a session without calls: %+v", sum)
+	}
+	if got, err := session.Open(ctx, dst, "quiet"); err != nil || got.Info().SystemPromptID != "system_prompt:quiet" {
+		t.Fatalf("opening the imported session without calls: %v", err)
+	}
 }
 
 // An import stopped part way leaves a consistent target that says it is
