@@ -79,6 +79,8 @@ type Assembler struct {
 	deferred  map[string]bool   // toolcalls recorded before a Resume whose results are not in the stream yet
 	callAt    map[string]int    // tool-call id -> index of the assistant item that made it
 	inputs    map[string]*input // collapsible tool inputs by tool-call id
+	rv        int               // rendering version (RenderVersion, or the session's first commit's)
+	same      map[string]int64  // shown id -> a later tx found to hold the same version
 }
 
 type version struct {
@@ -132,7 +134,7 @@ func newAssembler(o Options, s *session.Session) (*Assembler, error) {
 	}
 	return &Assembler{s: s, st: s.Store(), o: o, pol: o.Policy.withDefaults(), tok: o.Tokenizer,
 		listed: map[string]bool{}, latest: map[string]*version{}, shown: map[string]int{}, rebaseAt: -1,
-		callAt: map[string]int{}, inputs: map[string]*input{}}, nil
+		callAt: map[string]int{}, inputs: map[string]*input{}, rv: RenderVersion, same: map[string]int64{}}, nil
 }
 
 // setSystem resolves the system prompt (through r when resuming) and
@@ -222,12 +224,15 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 	a.listed[r.ID] = true
 	delete(a.deferred, r.ID)
 	it := &item{kind: kToolRef, ref: r.Ref, obj: r.Object}
-	if len(r.Files) == 1 && a.o.Layout == LayoutStream {
-		if o, tx, err := expand.Resolve(ctx, a.st, objects.DynamicRef(r.Files[0])); err == nil {
-			f := &version{obj: o, ref: objects.StaticRef(o, tx)}
-			if a.noteInput(r.ID, f) {
-				it.input = &f.ref
+	if a.o.Layout == LayoutStream {
+		target := v // the toolcall, whose arguments stay in the store
+		if len(r.Files) == 1 {
+			if o, tx, err := expand.Resolve(ctx, a.st, objects.DynamicRef(r.Files[0])); err == nil {
+				target = &version{obj: o, ref: objects.StaticRef(o, tx)} // the file version the call produced
 			}
+		}
+		if a.noteInput(r.ID, target) {
+			it.input = &target.ref
 		}
 	}
 	a.push(it)
@@ -241,6 +246,7 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 // push renders it and appends it to the stream.
 func (a *Assembler) push(it *item) {
 	if it.f == nil {
+		it.rv = a.rv
 		it.render()
 	}
 	var prev *frag
@@ -357,7 +363,14 @@ func (a *Assembler) checkVersions(ctx context.Context, changed *[]string) error 
 		if err != nil {
 			return fmt.Errorf("assemble: checking %s: %w", id, err)
 		}
-		if et.TxID == a.items[i].ref.Tx {
+		if et.TxID == a.items[i].ref.Tx || a.same[id] == et.TxID {
+			continue
+		}
+		// Another transaction can hold the same version: a session imported
+		// into another store keeps its references' source tx ids. The
+		// hashes decide, once per transaction.
+		if cur, _, err := expand.Resolve(ctx, a.st, objects.DynamicRef(id)); err == nil && a.items[i].ref.Verify(cur) == nil {
+			a.same[id] = et.TxID
 			continue
 		}
 		delete(a.latest, id)

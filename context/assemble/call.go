@@ -318,6 +318,7 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 		}
 		doc["tools"] = t
 		doc["snapshot_end"] = int64(a.snapEnd)
+		doc["render"] = int64(a.rv)
 	}
 	if c.Rebased {
 		doc["rebase_from"] = int64(a.rebaseAt)

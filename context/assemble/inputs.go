@@ -15,9 +15,10 @@ import (
 // message with each large string argument replaced by a reference to the
 // file version the call produced, which the model can activate.
 
-// input is a collapsible tool input: the file version its call produced.
+// input is a collapsible tool input: the file version its call produced,
+// or the toolcall itself when it produced no single file.
 type input struct {
-	file  objects.Ref // static reference to the file version after the call
+	file  objects.Ref // static reference to the file version after the call, or to the toolcall
 	saved int         // tokens the collapse saves
 	stale bool
 }
@@ -26,10 +27,12 @@ type input struct {
 // (Policy.InputBytes overrides it).
 const minInputBytes = 512
 
-// collapseArgs returns args with every string longer than limit (and
-// every "edits" list) replaced by a reference to file, and whether
-// anything was replaced.
-func collapseArgs(args map[string]any, file objects.Ref, limit int) (map[string]any, bool) {
+// collapseArgs returns args with every value whose JSON is longer than
+// limit replaced by a reference to ref, and whether anything was replaced.
+// ref is the file version the call produced (the model can activate it) or,
+// when ref names the call itself, the toolcall (whose arguments stay in
+// the store).
+func collapseArgs(args map[string]any, callID string, ref objects.Ref, limit int) (map[string]any, bool) {
 	out := make(map[string]any, len(args))
 	changed := false
 	for k, v := range args {
@@ -39,28 +42,30 @@ func collapseArgs(args map[string]any, file objects.Ref, limit int) (map[string]
 			if len(v) > limit {
 				n = len([]rune(v))
 			}
-		case []any:
-			if k == "edits" {
-				b, _ := json.Marshal(v)
-				if len(b) > limit {
-					n = len([]rune(string(b)))
-				}
+		case []any, map[string]any:
+			b, _ := json.Marshal(v)
+			if len(b) > limit {
+				n = len([]rune(string(b)))
 			}
 		}
 		if n == 0 {
 			out[k] = v
 			continue
 		}
-		out[k] = fmt.Sprintf("[collapsed input: %d chars; the call produced file %s version %d: activate(%q) to see it]",
-			n, file.ID, file.Tx, file.ID)
+		if ref.ID == callID {
+			out[k] = fmt.Sprintf("[collapsed input: %d chars, kept in the store with toolcall %s]", n, ref.ID)
+		} else {
+			out[k] = fmt.Sprintf("[collapsed input: %d chars; the call produced file %s version %d: activate(%q) to see it]",
+				n, ref.ID, ref.Tx, ref.ID)
+		}
 		changed = true
 	}
 	return out, changed
 }
 
-// noteInput records, when the result of call id is a single file and the
-// call's arguments are large, that they can collapse into a reference to
-// that file's version, and reports whether they can.
+// noteInput records, when the call id's arguments are large, that they can
+// collapse into a reference to file (the file version the call produced,
+// or the toolcall), and reports whether they can.
 func (a *Assembler) noteInput(id string, file *version) bool {
 	i, ok := a.callAt[id]
 	if !ok || file == nil || a.items[i].kind != kAssistant {
@@ -72,7 +77,7 @@ func (a *Assembler) noteInput(id string, file *version) bool {
 			args = c.Args
 		}
 	}
-	collapsed, changed := collapseArgs(args, file.ref, a.pol.InputBytes)
+	collapsed, changed := collapseArgs(args, id, file.ref, a.pol.InputBytes)
 	if !changed {
 		return false
 	}
@@ -103,7 +108,7 @@ func (a *Assembler) rewriteInputs(it *item) *item {
 	for j, c := range it.calls {
 		calls[j] = c
 		if in, ok := a.inputs[c.ID]; ok && in.stale {
-			calls[j].Args, _ = collapseArgs(c.Args, in.file, a.pol.InputBytes)
+			calls[j].Args, _ = collapseArgs(c.Args, c.ID, in.file, a.pol.InputBytes)
 			delete(a.inputs, c.ID)
 		}
 	}

@@ -89,9 +89,11 @@ func TestCollapseArgs(t *testing.T) {
 		{"content", map[string]any{"path": "a", "content": big}, true, []string{"path"}},
 		{"edit", map[string]any{"file_path": "a", "old_string": big, "new_string": "y"}, true, []string{"file_path", "new_string"}},
 		{"edits", map[string]any{"path": "a", "edits": []any{map[string]any{"oldText": big, "newText": "z"}}}, true, []string{"path"}},
+		{"todos", map[string]any{"todos": []any{map[string]any{"content": big}}, "flag": true}, true, []string{"flag"}},
+		{"object", map[string]any{"opts": map[string]any{"body": big}, "n": 3.0}, true, []string{"n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, changed := collapseArgs(tc.args, fileRef(), minInputBytes)
+			out, changed := collapseArgs(tc.args, "call1", fileRef(), minInputBytes)
 			if changed != tc.changed {
 				t.Fatalf("changed = %v", changed)
 			}
@@ -110,3 +112,12 @@ func TestCollapseArgs(t *testing.T) {
 }
 
 func fileRef() objects.Ref { return objects.Ref{ID: "f1", Tx: 7, Static: true} }
+
+// A large input of a call that produced no file collapses into a reference
+// to the toolcall, whose arguments stay in the store.
+func TestCollapseArgsToToolcall(t *testing.T) {
+	out, changed := collapseArgs(map[string]any{"command": strings.Repeat("y", 700)}, "call1", objects.Ref{ID: "call1", Tx: 4, Static: true}, minInputBytes)
+	if !changed || out["command"] != "[collapsed input: 700 chars, kept in the store with toolcall call1]" {
+		t.Fatalf("%v %v", changed, out)
+	}
+}

@@ -3,6 +3,9 @@ package assemble
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/ctxstore/ctxstore/objects"
 )
@@ -46,7 +49,22 @@ type item struct {
 	// input is, for a tool result, the file version its call produced
 	// when the call's input can collapse into a reference to it.
 	input *objects.Ref
+	// rv is the rendering version (RenderVersion for new sessions; a
+	// session keeps the version of its first commit).
+	rv int
 }
+
+// RenderVersion is the rendering of items this code writes:
+//
+//	1: tool results and collapsed blocks as full metadata lines;
+//	2: tool results as "toolcall_ref id=… tool=… status=… output_chars=…"
+//	   (the call's arguments are in the assistant message just before), and
+//	   collapsed blocks as "collapsed: <kind> id=… version=… chars=…" (the
+//	   object's metadata line is in the stream already).
+//
+// Commits record the version (absent means 1), so every past context is
+// rebuilt with the rendering it was sent with.
+const RenderVersion = 2
 
 // ItemDoc is an item as stored in a context commit: Ref is the static
 // reference (text form) of object items; Text and Calls hold chat items.
@@ -116,13 +134,19 @@ func (it *item) render() {
 		}
 		it.f = &frag{role: RoleAssistant, blocks: bl}
 	case kToolRef:
-		it.f = &frag{role: RoleToolResult, callID: it.ref.ID,
-			blocks: []Block{{Type: BlockMetadata, ID: it.ref.ID, Text: objects.RenderMetadata(it.obj)}}}
+		text := objects.RenderMetadata(it.obj)
+		if it.rv >= 2 {
+			text = toolResultLine(it.obj)
+		}
+		it.f = &frag{role: RoleToolResult, callID: it.ref.ID, blocks: []Block{{Type: BlockMetadata, ID: it.ref.ID, Text: text}}}
 	case kMeta:
 		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockMetadata, ID: it.ref.ID, Text: objects.RenderMetadata(it.obj)}}}
 	case kStub:
-		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockMetadata, ID: it.ref.ID,
-			Text: "collapsed: " + objects.RenderMetadata(it.obj) + " version=" + fmt.Sprint(it.ref.Tx)}}}
+		text := "collapsed: " + objects.RenderMetadata(it.obj) + " version=" + fmt.Sprint(it.ref.Tx)
+		if it.rv >= 2 {
+			text = fmt.Sprintf("collapsed: %s id=%s version=%d chars=%d", it.obj.Kind(), it.ref.ID, it.ref.Tx, contentChars(it.obj))
+		}
+		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockMetadata, ID: it.ref.ID, Text: text}}}
 	case kContent:
 		text := ""
 		if it.obj.Content != nil {
@@ -170,4 +194,35 @@ func fromJSONValue(v any, dst any) error {
 		return err
 	}
 	return json.Unmarshal(b, dst)
+}
+
+// toolResultLine is a tool result's line from rendering version 2: the
+// toolcall's id, tool and status, and the size of its output.
+func toolResultLine(o *objects.Object) string {
+	line := fmt.Sprintf("toolcall_ref id=%s tool=%s status=%s", bare(o.ID()), bare(o.Toolcall.Tool), o.Toolcall.Status)
+	if o.Content != nil {
+		line += " output_chars=" + strconv.Itoa(contentChars(o))
+	}
+	return line
+}
+
+// contentChars is the length of an object's content in characters.
+func contentChars(o *objects.Object) int {
+	if o.Content == nil {
+		return 0
+	}
+	return utf8.RuneCountInString(*o.Content)
+}
+
+// bare leaves a string of id characters as it is and quotes anything else.
+func bare(s string) string {
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._:/@+-", c)) {
+			return strconv.Quote(s)
+		}
+	}
+	if s == "" {
+		return `""`
+	}
+	return s
 }

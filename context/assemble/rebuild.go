@@ -30,6 +30,7 @@ type Commit struct {
 	Reason      string
 	Tools       []ToolSpec // root commit only
 	SnapshotEnd int        // root commit only
+	Render      int        // root commit only: the rendering version (1 when absent)
 	Pool        []string   // literal layout only
 	Active      []string   // literal layout only
 	// Shown maps each object whose content block is live (not stale) to
@@ -66,6 +67,7 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 		Reason      string         `json:"rebase_reason"`
 		Tools       []ToolSpec     `json:"tools"`
 		SnapshotEnd int            `json:"snapshot_end"`
+		Render      int            `json:"render"`
 		Pool        []string       `json:"pool"`
 		Active      []string       `json:"active"`
 		Shown       map[string]int `json:"shown"`
@@ -82,7 +84,7 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 	c := &Commit{ID: id, SessionID: raw.SessionID, N: raw.Call, Parent: raw.Parent, Layout: raw.Layout,
 		SessionTx: raw.SessionTx, SystemRef: sys, Base: raw.Base, Items: raw.Items, ItemCount: raw.ItemCount,
 		ByteLen: raw.ByteLen, BytesSHA256: raw.BytesSHA256, Tokens: raw.Tokens, StaleTokens: raw.StaleTokens,
-		RebaseFrom: -1, Reason: raw.Reason, Tools: raw.Tools, SnapshotEnd: raw.SnapshotEnd, Pool: raw.Pool, Active: raw.Active}
+		RebaseFrom: -1, Reason: raw.Reason, Tools: raw.Tools, SnapshotEnd: raw.SnapshotEnd, Render: max(raw.Render, 1), Pool: raw.Pool, Active: raw.Active}
 	if raw.RebaseFrom != nil {
 		c.RebaseFrom = *raw.RebaseFrom
 	}
@@ -115,7 +117,7 @@ func Rebuild(ctx context.Context, st store.Store, sessionID string, n int) (*Ass
 			return nil, err
 		}
 	}
-	r := &resolver{ctx: ctx, st: st, cache: map[string]*objects.Object{}}
+	r := &resolver{ctx: ctx, st: st, cache: map[string]*objects.Object{}, rv: root.Render}
 	sys, err := r.get(last.SystemRef)
 	if err != nil {
 		return nil, err
@@ -197,6 +199,7 @@ type resolver struct {
 	ctx   context.Context
 	st    store.Store
 	cache map[string]*objects.Object
+	rv    int // rendering version
 }
 
 func (r *resolver) get(ref objects.Ref) (*objects.Object, error) {
@@ -225,6 +228,7 @@ func (r *resolver) item(d ItemDoc) (*item, error) {
 			return nil, err
 		}
 	}
+	it.rv = r.rv
 	it.render()
 	return it, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,4 +148,39 @@ func dumpDiff(t *testing.T, a, b []byte) {
 	lo := max(0, p-300)
 	t.Logf("x: %q", a[lo:min(len(a), p+400)])
 	t.Logf("y: %q", b[lo:min(len(b), p+400)])
+}
+
+// A session begun with rendering version 1 keeps it: its calls are rebuilt
+// and resumed with the rendering they were sent with.
+func TestRenderVersionKept(t *testing.T) {
+	e := newEnv(t, LayoutStream, Policy{StaleThreshold: 100, Horizon: 200})
+	e.a.rv = 1
+	e.turn("one")
+	e.bash("make", output("a", 4))
+	c1 := e.call()
+	if !strings.Contains(string(c1.Bytes), "toolcall_ref id=toolu_0001 tool=bash args=") {
+		t.Fatalf("version 1 tool result expected:\n%s", c1.Bytes)
+	}
+	e.reopen(t, Policy{StaleThreshold: 100, Horizon: 200})
+	for turn := 2; turn <= 6; turn++ {
+		e.turn("more")
+		e.bash("make", output(fmt.Sprint(turn), 4))
+		e.now = e.now.Add(time.Minute)
+		e.call()
+	}
+	last := e.call()
+	if strings.Contains(string(last.Bytes), "output_chars=") || !strings.Contains(string(last.Bytes), "collapsed: toolcall_ref") {
+		t.Fatal("the resumed session changed its rendering")
+	}
+	for n := 1; n <= last.N; n++ {
+		if _, err := Rebuild(e.ctx, e.st, e.sid, n); err != nil {
+			t.Fatalf("rebuild %d: %v", n, err)
+		}
+	}
+	f := newEnv(t, LayoutStream, Policy{})
+	f.turn("one")
+	f.bash("make", output("a", 4))
+	if c := f.call(); !strings.Contains(string(c.Bytes), "toolcall_ref id=toolu_0001 tool=bash status=ok output_chars=") {
+		t.Fatalf("version 2 tool result expected:\n%s", c.Bytes)
+	}
 }

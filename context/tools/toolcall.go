@@ -44,10 +44,12 @@ type Call struct {
 // out of the window. Recording an id twice writes a new version of the
 // toolcall but does not count it again.
 func (t *Tools) Record(ctx context.Context, c Call) (Result, error) {
-	return t.record(ctx, c, nil)
+	return t.record(ctx, c, nil, false)
 }
 
-func (t *Tools) record(ctx context.Context, c Call, fileIDs []string) (Result, error) {
+// record records c with fileIDs in its file_refs; the files enter the
+// metadata pool with pool set, else only the session index.
+func (t *Tools) record(ctx context.Context, c Call, fileIDs []string, pool bool) (Result, error) {
 	refs := append(append([]string(nil), c.FileRefs...), fileIDs...)
 	refs = dedupe(refs)
 	status := objects.StatusOK
@@ -76,7 +78,11 @@ func (t *Tools) record(ctx context.Context, c Call, fileIDs []string) (Result, e
 	mgmt := c.Management || ManagementTools[c.Tool]
 	tx, _, err := t.s.Update(ctx, []store.Op{store.Put(doc)}, func(s *session.State) error {
 		for _, id := range fileIDs {
-			s.AddToPool(id)
+			if pool {
+				s.AddToPool(id)
+			} else {
+				s.AddToIndex(id)
+			}
 		}
 		if !recorded(s, c.ID) {
 			s.AddToolcall(c.ID, mgmt)
@@ -107,7 +113,7 @@ func (t *Tools) RecordResult(ctx context.Context, c Call, r Result) (Result, err
 	}
 	c.Management = true
 	c.FileRefs = append(c.FileRefs, r.Files...)
-	return t.record(ctx, c, nil)
+	return t.record(ctx, c, nil, false)
 }
 
 // BeginTurn starts a new turn (a new user message) and applies the

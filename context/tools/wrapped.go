@@ -25,8 +25,10 @@ func (t *Tools) Edit(ctx context.Context, c Call, path string) (Result, error) {
 }
 
 // Ls reports an ls of dir: the regular files its output names (parsed
-// best-effort, ParseLs) are indexed and added to the pool, and the call is
-// recorded. Missed names are acceptable; the agent can read any file.
+// best-effort, ParseLs) are indexed and added to the session index (not the
+// metadata pool: the listing itself shows them, and a metadata line for each
+// would repeat it), and the call is recorded with them in its file_refs.
+// Missed names are acceptable; the agent can read any file.
 func (t *Tools) Ls(ctx context.Context, c Call, dir string) (Result, error) {
 	return t.discover(ctx, c, dir, ParseLs(outputOf(c)))
 }
@@ -44,7 +46,8 @@ func (t *Tools) Grep(ctx context.Context, c Call, cwd string) (Result, error) {
 
 // Bash reports a bash command the harness ran in cwd. Attribution is
 // best-effort (000 §18.1): words of the command and names in its output
-// that are files (BashCandidates) are indexed and added to the pool, and
+// that are files (BashCandidates) are indexed and added to the session
+// index (not the pool: they are guesses), and
 // files the session knows that a command word names but that are gone get
 // a deletion version (as after rm).
 func (t *Tools) Bash(ctx context.Context, c Call, cwd, command string) (Result, error) {
@@ -77,7 +80,7 @@ func (t *Tools) discover(ctx context.Context, c Call, dir string, names []string
 		t.track(r.Path)
 		ids = append(ids, r.Object.ID())
 	}
-	return t.record(ctx, c, dedupe(ids))
+	return t.record(ctx, c, dedupe(ids), false)
 }
 
 // touch syncs each candidate path with the disk: existing regular files
@@ -114,7 +117,7 @@ func (t *Tools) touch(ctx context.Context, c Call, dir string, paths []string, e
 		t.track(r.Path)
 		ids = append(ids, r.Object.ID())
 	}
-	return t.record(ctx, c, dedupe(ids))
+	return t.record(ctx, c, dedupe(ids), explicit)
 }
 
 // join resolves name against dir unless it is absolute.

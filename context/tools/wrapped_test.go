@@ -64,8 +64,8 @@ func TestDiscoveryTools(t *testing.T) {
 			t.Fatalf("ls files %v, want %v", ls.Files, want)
 		}
 		for _, id := range want {
-			if !e.state().InPool(id) || e.state().IsActive(id) {
-				t.Fatalf("%s should be in the pool, inactive", id)
+			if !e.state().Indexed(id) || e.state().InPool(id) || e.state().IsActive(id) {
+				t.Fatalf("%s should be in the session index only", id)
 			}
 		}
 
