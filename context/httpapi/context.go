@@ -1,6 +1,9 @@
 package httpapi
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/ingest"
 )
@@ -59,10 +62,14 @@ func (s *Server) context(q *request) (any, error) {
 		return nil, err
 	}
 	defer l.mu.Unlock()
+	start := time.Now()
 	c, rep, err := l.in.Context(q.ctx, log)
 	if err != nil {
 		return nil, err
 	}
+	// The time spent in the context manager itself (ingestion and
+	// assembly), so clients can tell it from HTTP and JSON.
+	q.timing = fmt.Sprintf("cm;desc=\"ingest+assemble\";dur=%.3f", float64(time.Since(start).Microseconds())/1000)
 	resp := ContextResponse{SystemPrompt: c.System(), Call: c.N, CommitID: c.CommitID, Rebased: c.Rebased,
 		RebaseReason: c.Reason, RebaseOffset: c.RebaseOffset, Bytes: len(c.Bytes), Tokens: c.Tokens,
 		StaleTokens: c.StaleTokens, Ingested: rep}

@@ -146,6 +146,8 @@ type route struct {
 	// (the store reads), or nothing (health).
 	scope scope
 	h     func(*request) (any, error)
+	// raw, instead of h, writes a successful answer itself (a stream).
+	raw func(http.ResponseWriter, *request) error
 }
 
 type scope int
@@ -160,17 +162,19 @@ const (
 // (a test checks both ways).
 func (s *Server) routes() []route {
 	return []route{
-		{"GET", "/v1/health", scopePublic, s.health},
-		{"GET", "/v1/status", scopeAll, s.status},
-		{"PUT", "/v1/sessions/{sid}", scopeSession, s.open},
-		{"GET", "/v1/sessions/{sid}", scopeSession, s.sessionInfo},
-		{"POST", "/v1/sessions/{sid}/close", scopeSession, s.closeSession},
-		{"POST", "/v1/sessions/{sid}/context", scopeSession, s.context},
-		{"POST", "/v1/sessions/{sid}/tools/{tool}", scopeSession, s.tool},
-		{"POST", "/v1/sessions/{sid}/observe", scopeSession, s.observe},
-		{"GET", "/v1/objects/{id...}", scopeAll, s.object},
-		{"GET", "/v1/history/{id...}", scopeAll, s.history},
-		{"POST", "/v1/query", scopeAll, s.query},
+		{method: "GET", path: "/v1/health", scope: scopePublic, h: s.health},
+		{method: "GET", path: "/v1/status", scope: scopeAll, h: s.status},
+		{method: "PUT", path: "/v1/sessions/{sid}", scope: scopeSession, h: s.open},
+		{method: "GET", path: "/v1/sessions/{sid}", scope: scopeSession, h: s.sessionInfo},
+		{method: "POST", path: "/v1/sessions/{sid}/close", scope: scopeSession, h: s.closeSession},
+		{method: "POST", path: "/v1/sessions/{sid}/context", scope: scopeSession, h: s.context},
+		{method: "POST", path: "/v1/sessions/{sid}/tools/{tool}", scope: scopeSession, h: s.tool},
+		{method: "POST", path: "/v1/sessions/{sid}/observe", scope: scopeSession, h: s.observe},
+		{method: "GET", path: "/v1/sessions/{sid}/export", scope: scopeSession, raw: s.exportSession},
+		{method: "POST", path: "/v1/sessions/{sid}/import", scope: scopeSession, h: s.importSession},
+		{method: "GET", path: "/v1/objects/{id...}", scope: scopeAll, h: s.object},
+		{method: "GET", path: "/v1/history/{id...}", scope: scopeAll, h: s.history},
+		{method: "POST", path: "/v1/query", scope: scopeAll, h: s.query},
 	}
 }
 
@@ -179,6 +183,8 @@ type request struct {
 	ctx context.Context
 	r   *http.Request
 	sid string
+	// timing, if set, is sent as the Server-Timing header.
+	timing string
 }
 
 // decode reads the JSON body into v. Unknown fields are ignored: Pi's
@@ -223,7 +229,11 @@ func (s *Server) wrap(rt route) http.Handler {
 		var v any
 		if err == nil {
 			r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxBody)
-			v, err = rt.h(q)
+			if rt.raw != nil {
+				err = rt.raw(w, q)
+			} else {
+				v, err = rt.h(q)
+			}
 		}
 		if err != nil {
 			ae := classify(err)
@@ -232,6 +242,12 @@ func (s *Server) wrap(rt route) http.Handler {
 			}
 			writeError(w, ae)
 			return
+		}
+		if rt.raw != nil {
+			return // answered
+		}
+		if q.timing != "" {
+			w.Header().Set("Server-Timing", q.timing)
 		}
 		writeJSON(w, http.StatusOK, v)
 	})

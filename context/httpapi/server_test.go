@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -416,4 +418,82 @@ func mustReq(tb testing.TB, method, url string, body any) *http.Request {
 		tb.Fatal(err)
 	}
 	return r
+}
+
+// raw sends a request with a raw body and content type, checks the
+// exchange against the document and returns the status, headers and body.
+func (e *env) raw(method, path, contentType string, body []byte) (int, http.Header, []byte) {
+	e.tb.Helper()
+	req, err := http.NewRequest(method, e.ts.URL+path, bytes.NewReader(body))
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	if err := e.spec.Check(req, body, resp.StatusCode, resp.Header, b); err != nil {
+		e.tb.Errorf("OpenAPI: %v", err)
+	}
+	return resp.StatusCode, resp.Header, b
+}
+
+// TestBundles: a session exported from one server's store and imported
+// into another's resumes there and continues byte for byte.
+func TestBundles(t *testing.T) {
+	a := newEnv(t, nil)
+	a.file("notes.txt", "portable notes\n")
+	a.open("p1")
+	var lg piLogBuilder
+	lg.user("Read notes.txt.")
+	a.ok("POST", "/v1/sessions/p1/context", lg.body(), nil)
+	lg.call("c1", "read", map[string]any{"path": "notes.txt"})
+	var rd ToolResponse
+	a.ok("POST", "/v1/sessions/p1/tools/read", ToolRequest{ToolCallID: "c1", Args: map[string]any{"path": "notes.txt"}}, &rd)
+	lg.result("c1", "read", rd.Message, false)
+	var last ContextResponse
+	a.ok("POST", "/v1/sessions/p1/context", lg.body(), &last)
+	a.ok("POST", "/v1/sessions/p1/close", nil, nil)
+
+	st, hdr, bundle := a.raw("GET", "/v1/sessions/p1/export", "", nil)
+	if st != 200 || !strings.Contains(hdr.Get("Ctxstore-Export"), `"session":"p1"`) || len(bundle) == 0 {
+		t.Fatalf("export: %d %q (%d bytes)", st, hdr.Get("Ctxstore-Export"), len(bundle))
+	}
+	if st, _, _ := a.raw("GET", "/v1/sessions/none/export", "", nil); st != 404 {
+		t.Errorf("export of an unknown session: %d", st)
+	}
+
+	b := newEnv(t, nil)
+	b.dir = a.dir // the same files, as on the same machine
+	if st, _, body := b.raw("POST", "/v1/sessions/other/import", "application/x-ndjson", bundle); st != 400 {
+		t.Errorf("import under another session id: %d %s", st, body)
+	}
+	if st, _, body := b.raw("POST", "/v1/sessions/p1/import", "application/x-ndjson", bundle[:len(bundle)/2]); st != 400 {
+		t.Errorf("import of a cut bundle: %d %s", st, body)
+	}
+	st, _, body := b.raw("POST", "/v1/sessions/p1/import", "application/x-ndjson", bundle)
+	var sum ImportResponse
+	if err := json.Unmarshal(body, &sum); st != 200 || err != nil || !sum.Complete || sum.Commits != 2 {
+		t.Fatalf("import: %d %s", st, body)
+	}
+	if r := b.open("p1"); r.State != "resumed" || r.Calls != 2 {
+		t.Fatalf("open after import: %+v", r)
+	}
+	if st, _, _ := b.raw("POST", "/v1/sessions/p1/import", "application/x-ndjson", bundle); st != 409 {
+		t.Errorf("import into an open session: %d", st)
+	}
+	lg.say("It says: portable notes.")
+	var next ContextResponse
+	b.ok("POST", "/v1/sessions/p1/context", lg.body(), &next)
+	if next.Call != 3 || next.Rebased || !strings.HasPrefix(flat(next.Messages), flat(last.Messages)) {
+		t.Errorf("the imported session does not continue: call %d, rebased %v", next.Call, next.Rebased)
+	}
 }

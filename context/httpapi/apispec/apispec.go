@@ -22,6 +22,12 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 )
 
+func init() {
+	// Session bundles travel as JSON Lines or gzip: checked as opaque bytes.
+	openapi3filter.RegisterBodyDecoder("application/x-ndjson", openapi3filter.FileBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("application/gzip", openapi3filter.FileBodyDecoder)
+}
+
 // Spec is a loaded, validated OpenAPI document.
 type Spec struct {
 	doc    *openapi3.T

@@ -1,0 +1,102 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+
+	"github.com/ctxstore/ctxstore/sync/sessionbundle"
+	"github.com/ctxstore/ctxstore/sync/versionlog"
+)
+
+// Session bundles (package sessionbundle, docs/service.md): GET
+// /v1/sessions/{sid}/export answers the bundle itself; POST
+// /v1/sessions/{sid}/import takes one as the body.
+
+// exportSession writes the bundle to a temporary file first, so that a
+// failure is a JSON error and not a cut stream, then sends it whole with
+// its length; the summary is in the Ctxstore-Export header.
+func (s *Server) exportSession(w http.ResponseWriter, q *request) error {
+	// Serialize with the session's requests if it is open here, so the
+	// bundle holds whole calls.
+	if l, err := s.lock(q.sid); err == nil {
+		defer l.mu.Unlock()
+	}
+	f, err := os.CreateTemp("", "ctxstore-export-*.jsonl")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	sum, err := sessionbundle.Export(q.ctx, s.st, q.sid, f, sessionbundle.ExportOptions{})
+	if err != nil {
+		return err
+	}
+	size, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	meta, _ := json.Marshal(sum)
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+	w.Header().Set("Ctxstore-Export", string(meta))
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.Copy(w, f)
+	return nil
+}
+
+// ImportResponse is the answer of POST /v1/sessions/{sid}/import.
+type ImportResponse = sessionbundle.ImportSummary
+
+func (s *Server) importSession(q *request) (any, error) {
+	s.mu.Lock()
+	l := s.sessions[q.sid]
+	s.mu.Unlock()
+	if l != nil && l.isOpen() {
+		return nil, errorf(http.StatusConflict, CodeConflict, "session %s is open in this server: close it before importing", q.sid)
+	}
+	f, err := os.CreateTemp("", "ctxstore-import-*.jsonl")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if _, err := io.Copy(f, q.r.Body); err != nil {
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	info, err := sessionbundle.Verify(f)
+	if err != nil {
+		return nil, bundleError(err)
+	}
+	if info.Header.Session != q.sid {
+		return nil, badRequest("the bundle holds session %s, not %s", info.Header.Session, q.sid)
+	}
+	sum, err := sessionbundle.ImportFile(q.ctx, s.st, f.Name(), sessionbundle.ImportOptions{})
+	if err != nil {
+		return nil, bundleError(err)
+	}
+	return sum, nil
+}
+
+// bundleError maps a bundle's faults: damaged or not continuing what the
+// store has is the request's fault (400), a session the store already
+// holds from elsewhere a conflict (409).
+func bundleError(err error) error {
+	var le *versionlog.LineError
+	switch {
+	case errors.Is(err, sessionbundle.ErrSessionExists), errors.Is(err, versionlog.ErrNotContinuing):
+		return errorf(http.StatusConflict, CodeConflict, "%v", err)
+	case errors.As(err, &le):
+		return badRequest("bundle: %v", err)
+	}
+	return err
+}
