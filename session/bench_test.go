@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/ctxstore/ctxstore/internal/storetestenv"
@@ -86,4 +87,50 @@ func fill(s *State, n int) {
 			s.Activate(s.Pool[len(s.Pool)-1])
 		}
 	}
+}
+
+// BenchmarkSessionMemory opens a session with 10,000 pool entries (15,000
+// index entries, 5,000 toolcalls, 50 active; fill) b.N times, keeping every
+// handle, and reports the live heap per open session (B/session) and per
+// pool entry, after a GC, on SQLite. ids-B/session is the bytes of the
+// distinct id strings alone, for scale.
+//
+//	CTXSTORE_TEST_BACKENDS=sqlite go test -run '^$' -bench SessionMemory -benchtime 20x ./session/
+func BenchmarkSessionMemory(b *testing.B) {
+	ctx := context.Background()
+	e := storetestenv.New(b, storetestenv.SQLite)
+	id := e.ID("mem")
+	s, err := Create(ctx, e.Store, id, CreateOptions{SystemPrompt: "sys"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, _, err := s.Update(ctx, nil, func(s *State) error { fill(s, 10_000); return nil }); err != nil {
+		b.Fatal(err)
+	}
+	st := s.State()
+	var idBytes int
+	for _, x := range st.Index { // every id of the state, once
+		idBytes += len(x)
+	}
+	s = nil
+	kept := make([]*Session, 0, b.N)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r, err := Open(ctx, e.Store, id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		kept = append(kept, r)
+	}
+	b.StopTimer()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(after.HeapAlloc-before.HeapAlloc) / float64(b.N)
+	b.ReportMetric(per, "B/session")
+	b.ReportMetric(per/float64(len(st.Pool)), "B/pool-entry")
+	b.ReportMetric(float64(idBytes), "ids-B/session")
+	runtime.KeepAlive(kept)
 }

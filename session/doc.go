@@ -332,6 +332,7 @@ func (h *head) state(chunks []store.Doc) (Info, State, stored, error) {
 	if err != nil {
 		return Info{}, State{}, stored{}, err
 	}
+	intern(&st)
 	st.Index, st.Pool, st.Active, st.Pinned = nilIfEmpty(st.Index), nilIfEmpty(st.Pool), nilIfEmpty(st.Active), nilIfEmpty(st.Pinned)
 	st.Toolcalls = nilIfEmpty(st.Toolcalls)
 	return info, st, stored{size: h.ChunkSize, rev: h.Rev}, nil
@@ -380,6 +381,30 @@ func (h *head) assemble(chunks map[int][]byte, list string, n int, tail any, dst
 		return fmt.Errorf("session %s: the %s list has %d entries in its chunks and tail, the head says %d", h.SessionID, list, got, n)
 	}
 	return nil
+}
+
+// intern makes the ids of the other lists share the Index's strings (every
+// id of a state is in its index), so a decoded state holds each id once.
+func intern(st *State) {
+	m := make(map[string]string, len(st.Index))
+	for _, id := range st.Index {
+		m[id] = id
+	}
+	same := func(l []string) {
+		for i, id := range l {
+			if x, ok := m[id]; ok {
+				l[i] = x
+			}
+		}
+	}
+	same(st.Pool)
+	same(st.Active)
+	same(st.Pinned)
+	for i := range st.Toolcalls {
+		if x, ok := m[st.Toolcalls[i].ID]; ok {
+			st.Toolcalls[i].ID = x
+		}
+	}
 }
 
 // nilIfEmpty makes a decoded empty list nil, as in a fresh State, so that

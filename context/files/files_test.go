@@ -14,7 +14,8 @@ import (
 	"github.com/ctxstore/ctxstore/store"
 )
 
-// countingStore counts submitted transactions and entity lookups.
+// countingStore counts submitted transactions and entity lookups (Entity
+// and EntityTx).
 type countingStore struct {
 	store.Store
 	submits, lookups atomic.Int64
@@ -28,6 +29,11 @@ func (c *countingStore) Submit(ctx context.Context, ops []store.Op) (store.Tx, e
 func (c *countingStore) Entity(ctx context.Context, id string, b store.Basis) (store.Doc, error) {
 	c.lookups.Add(1)
 	return c.Store.Entity(ctx, id, b)
+}
+
+func (c *countingStore) EntityTx(ctx context.Context, id string, b store.Basis) (store.EntityTx, error) {
+	c.lookups.Add(1)
+	return c.Store.EntityTx(ctx, id, b)
 }
 
 func openStore(t *testing.T) *countingStore {

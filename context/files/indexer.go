@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/ctxstore/ctxstore/objects"
@@ -31,6 +32,7 @@ type Indexer struct {
 	res   *Resolver
 	max   int64
 	kinds Kinds
+	ids   *sync.Map // FilesystemSource -> object id (a pure function of it, memoised)
 }
 
 // Kinds lets another package index some files as a sourced kind other
@@ -52,7 +54,7 @@ type Kinds interface {
 // leaves as objects.KindFile are indexed as before.
 func (ix *Indexer) WithKinds(k Kinds) *Indexer {
 	c := *ix
-	c.kinds = k
+	c.kinds, c.ids = k, new(sync.Map)
 	return &c
 }
 
@@ -62,6 +64,21 @@ func (ix *Indexer) kind(p string) objects.Kind {
 		return objects.KindFile
 	}
 	return ix.kinds.Kind(p)
+}
+
+// objectID returns the id of the object of src, its identity hash: a pure
+// function of the kind (itself a function of the path) and the binding,
+// memoised because it costs a canonical JSON encoding and a hash.
+func (ix *Indexer) objectID(src objects.FilesystemSource) (string, error) {
+	if id, ok := ix.ids.Load(src); ok {
+		return id.(string), nil
+	}
+	env, err := objects.NewSourcedEnvelope(ix.kind(src.Path), src)
+	if err != nil {
+		return "", fmt.Errorf("files: envelope for %s: %w", src.Path, err)
+	}
+	ix.ids.Store(src, env.ID())
+	return env.ID(), nil
 }
 
 // newObject builds a version of the object of kind for src.
@@ -78,7 +95,7 @@ func NewIndexer(st store.Store, res *Resolver, maxTextBytes int64) *Indexer {
 	if maxTextBytes <= 0 {
 		maxTextBytes = DefaultMaxTextBytes
 	}
-	return &Indexer{st: st, res: res, max: maxTextBytes}
+	return &Indexer{st: st, res: res, max: maxTextBytes, ids: new(sync.Map)}
 }
 
 // Resolver returns the indexer's filesystem resolver.
@@ -151,11 +168,7 @@ func (ix *Indexer) ObjectID(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	env, err := objects.NewSourcedEnvelope(ix.kind(src.Path), src)
-	if err != nil {
-		return "", fmt.Errorf("files: envelope for %s: %w", src.Path, err)
-	}
-	return env.ID(), nil
+	return ix.objectID(src)
 }
 
 // Index runs the indexing protocol on the regular file at p: resolve the
@@ -176,24 +189,19 @@ func (ix *Indexer) Index(ctx context.Context, p string) (Result, error) {
 		return Result{}, err
 	}
 	kind := ix.kind(src.Path)
-	env, err := objects.NewSourcedEnvelope(kind, src)
+	id, err := ix.objectID(src)
 	if err != nil {
-		return Result{}, fmt.Errorf("files: envelope for %s: %w", src.Path, err)
+		return Result{}, err
 	}
 	hash := objects.HashBytes(raw.data)
-	cur, err := ix.current(ctx, env.ID())
+	cur, err := ix.current(ctx, id)
 	if err != nil {
 		return Result{}, err
 	}
 	if cur != nil && cur.SourceHash == hash && !raw.truncated {
 		return Result{Path: src.Path, Object: cur, Outcome: Unchanged, Tx: -1}, nil
 	}
-	var content *string
-	if !raw.truncated && IsText(raw.data) {
-		s := string(raw.data)
-		content = &s
-	}
-	o, err := ix.newObject(kind, src, content, raw.data)
+	o, err := ix.newObject(kind, src, textOf(raw), raw.data)
 	if err != nil {
 		return Result{}, fmt.Errorf("files: %s object for %s: %w", kind, src.Path, err)
 	}
@@ -229,11 +237,11 @@ func (ix *Indexer) MarkDeleted(ctx context.Context, p string) (Result, error) {
 		return Result{}, err
 	}
 	kind := ix.kind(src.Path)
-	env, err := objects.NewSourcedEnvelope(kind, src)
+	id, err := ix.objectID(src)
 	if err != nil {
-		return Result{}, fmt.Errorf("files: envelope for %s: %w", src.Path, err)
+		return Result{}, err
 	}
-	cur, err := ix.current(ctx, env.ID())
+	cur, err := ix.current(ctx, id)
 	if err != nil {
 		return Result{}, err
 	}
@@ -266,6 +274,16 @@ func (ix *Indexer) Sync(ctx context.Context, p string) (Result, error) {
 // and no source hash (a binary file has null content but a source hash).
 func IsDeletedVersion(o *objects.Object) bool {
 	return o.Content == nil && o.SourceHash == ""
+}
+
+// textOf returns the content a file's bytes are stored as: the text, or
+// nil for binary or too large files.
+func textOf(raw rawFile) *string {
+	if raw.truncated || !IsText(raw.data) {
+		return nil
+	}
+	s := string(raw.data)
+	return &s
 }
 
 // current fetches the latest version of id, nil when absent.
