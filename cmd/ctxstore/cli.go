@@ -33,6 +33,7 @@ type cli struct {
 	Export  exportCmd  `cmd:"" help:"Write the store's history (or what follows a tx) as a portable version log."`
 	Import  importCmd  `cmd:"" help:"Apply a version log to the store, resuming where an earlier import of its source stopped."`
 	Sync    syncCmd    `cmd:"" help:"Bring one store up to date with another, applying only what is new."`
+	Replay  replayCmd  `cmd:"" help:"Replay Claude Code or Pi transcripts call by call through ctxstore and other context strategies; report tokens, cache share and cost."`
 	Session sessionCmd `cmd:"" help:"List, export and import agent sessions (portable session bundles)."`
 	XTDB    xtdbCmd    `cmd:"" name:"xtdb" help:"Run a real XTDB 1.24.5 server for production or local use."`
 	Serve   serveCmd   `cmd:"" help:"Serve the context manager's HTTP API (sessions, context calls, tools) for agent harnesses such as Pi."`

@@ -399,6 +399,9 @@ func (e *ccEmitter) user(r *ccRecord, line int) {
 	meta := bool(r.IsMeta) || compaction ||
 		strings.HasPrefix(trimmed, "<command-") || strings.HasPrefix(trimmed, "<local-command-")
 	e.add(ingest.Message{Role: ingest.RoleUser, ID: string(r.UUID), Text: text, Time: t, Meta: meta}, line)
+	if compaction {
+		e.s.markCompaction()
+	}
 }
 
 func (e *ccEmitter) assistant(r *ccRecord, line int) {

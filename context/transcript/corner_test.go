@@ -396,6 +396,21 @@ func TestCorners(t *testing.T) {
 			},
 		},
 		{
+			name: "pi aborted and errored responses keep their usage, not their content",
+			in: lines(
+				`{"type":"message","timestamp":"2025-01-01T00:00:01Z","message":{"role":"user","content":"go"}}`,
+				`{"type":"message","timestamp":"2025-01-01T00:00:02Z","message":{"role":"assistant","content":[{"type":"text","text":"partial"},{"type":"toolCall","id":"c1","name":"edit","arguments":{"path":"a"}}],"usage":{"input":1,"output":1,"cacheRead":100,"cacheWrite":0},"stopReason":"aborted","errorMessage":"Request was aborted."}}`,
+				`{"type":"message","timestamp":"2025-01-01T00:00:03Z","message":{"role":"user","content":"again"}}`,
+				`{"type":"message","timestamp":"2025-01-01T00:00:04Z","message":{"role":"assistant","content":[{"type":"text","text":"x"}],"usage":{"input":1,"output":0,"cacheRead":0,"cacheWrite":0},"stopReason":"error","errorMessage":"terminated"}}`,
+			),
+			want: "U:go | A: | U:again | A:",
+			check: func(t *testing.T, s *Session) {
+				if s.Report.Aborted != 2 || s.Messages[1].Usage == nil || s.Messages[1].Usage.Sent() != 101 || s.Report.Unanswered != 0 {
+					t.Fatalf("aborted %d usage %+v unanswered %d", s.Report.Aborted, s.Messages[1].Usage, s.Report.Unanswered)
+				}
+			},
+		},
+		{
 			name:   "pi tool result before its call is dropped",
 			format: FormatPi,
 			in: lines(

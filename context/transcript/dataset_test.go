@@ -171,6 +171,9 @@ func TestClaudeCodeDatasets(t *testing.T) {
 			if !equalTotals(got, want) {
 				t.Fatalf("reader %+v\nraw    %+v", got, want)
 			}
+			if len(s.CompactionAt) != want.Compactions {
+				t.Fatalf("%d compaction indexes, raw %d compactions", len(s.CompactionAt), want.Compactions)
+			}
 			if got.Assistant == 0 || got.Sent == 0 {
 				t.Fatalf("nothing read: %+v", got)
 			}
@@ -203,7 +206,8 @@ func TestPiDatasets(t *testing.T) {
 				t.Fatalf("problems: %v", s.Report.Problems)
 			}
 			want := totals{CallNames: map[string]int{}}
-			users := 0
+			users, aborted := 0, 0
+			calls := map[string]bool{}
 			for _, r := range rawLines(t, path) {
 				switch r["type"] {
 				case "compaction":
@@ -218,14 +222,21 @@ func TestPiDatasets(t *testing.T) {
 							want.Sent += asInt(us["input"]) + asInt(us["cacheRead"]) + asInt(us["cacheWrite"])
 							want.Output += asInt(us["output"])
 						}
+						if msg["stopReason"] == "aborted" || msg["stopReason"] == "error" {
+							aborted++
+							continue // Pi leaves them out of later contexts
+						}
 						for _, b := range blocksOf(msg) {
 							if b["type"] == "toolCall" {
 								want.ToolCalls++
 								want.CallNames[asString(b["name"])]++
+								calls[asString(b["id"])] = true
 							}
 						}
 					case "toolResult":
-						want.ToolResults++
+						if calls[asString(msg["toolCallId"])] {
+							want.ToolResults++
+						}
 					case "user", "bashExecution":
 						users++
 					}
@@ -234,6 +245,9 @@ func TestPiDatasets(t *testing.T) {
 			got := sessionTotals(s)
 			if !equalTotals(got, want) {
 				t.Fatalf("reader %+v\nraw    %+v", got, want)
+			}
+			if len(s.CompactionAt) != want.Compactions || s.Report.Aborted != aborted || aborted == 0 {
+				t.Fatalf("%d compaction indexes, raw %d compactions; %d aborted, raw %d", len(s.CompactionAt), want.Compactions, s.Report.Aborted, aborted)
 			}
 			gotUsers := 0
 			for _, m := range s.Messages {
@@ -244,8 +258,8 @@ func TestPiDatasets(t *testing.T) {
 			if gotUsers != users {
 				t.Fatalf("%d user messages, raw %d", gotUsers, users)
 			}
-			t.Logf("%d messages, %d calls, %d tool calls (%v), sent %d, unanswered %d",
-				len(s.Messages), got.Assistant, got.ToolCalls, got.CallNames, got.Sent, s.Report.Unanswered)
+			t.Logf("%d messages, %d calls, %d tool calls (%v), sent %d, unanswered %d, orphans %d",
+				len(s.Messages), got.Assistant, got.ToolCalls, got.CallNames, got.Sent, s.Report.Unanswered, s.Report.Orphans)
 		})
 	}
 }

@@ -67,6 +67,15 @@ func checkInvariants(t testing.TB, s *Session) {
 			t.Fatalf("message %d: role %q", i, m.Role)
 		}
 	}
+	for k, i := range s.CompactionAt {
+		if i < 0 || i >= len(s.Messages) || s.Messages[i].Role != ingest.RoleUser || !s.Messages[i].Meta ||
+			(k > 0 && i <= s.CompactionAt[k-1]) {
+			t.Fatalf("compaction index %d (of %v) is not a Meta user message in order", i, s.CompactionAt)
+		}
+	}
+	if len(s.CompactionAt) > s.Report.Compactions {
+		t.Fatalf("%d compaction indexes for %d compactions", len(s.CompactionAt), s.Report.Compactions)
+	}
 	for _, p := range s.Report.Problems {
 		if p.Line < 1 || p.Line > s.Report.Lines {
 			t.Fatalf("problem %q: line out of range 1..%d", p, s.Report.Lines)

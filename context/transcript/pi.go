@@ -52,6 +52,7 @@ type piMessage struct {
 	Cancelled          flag            `json:"cancelled"`
 	ExcludeFromContext flag            `json:"excludeFromContext"`
 	Summary            str             `json:"summary"`
+	StopReason         str             `json:"stopReason"`
 }
 
 type piBlock struct {
@@ -236,15 +237,19 @@ func piContent(raw json.RawMessage, line int, rep *Report, sep string) string {
 func piEmit(s *Session, e *piEntry, line int) {
 	rep := &s.Report
 	t := parseTime(string(e.Timestamp))
-	meta := func(text string) {
-		if strings.TrimSpace(text) != "" {
-			piAdd(s, ingest.Message{Role: ingest.RoleUser, ID: string(e.ID), Text: text, Time: t, Meta: true}, line)
+	meta := func(text string) bool {
+		if strings.TrimSpace(text) == "" {
+			return false
 		}
+		piAdd(s, ingest.Message{Role: ingest.RoleUser, ID: string(e.ID), Text: text, Time: t, Meta: true}, line)
+		return true
 	}
 	switch e.Type {
 	case "compaction":
 		rep.Compactions++
-		meta(string(e.Summary))
+		if meta(string(e.Summary)) {
+			s.markCompaction()
+		}
 	case "branch_summary":
 		meta(string(e.Summary))
 	case "custom_message":
@@ -306,6 +311,13 @@ func piMessageEmit(s *Session, e *piEntry, m *piMessage, t time.Time, line int) 
 			}
 		}
 		out.Text = joinNonEmpty(parts, "\n\n")
+		if m.StopReason == "aborted" || m.StopReason == "error" {
+			// The request was made and paid, but Pi leaves errored and
+			// aborted responses out of every later context: keep the call,
+			// drop what it said.
+			rep.Aborted++
+			out.Text, out.ToolCalls = "", nil
+		}
 		if len(m.Usage) > 0 && m.Usage[0] == '{' {
 			var u piUsage
 			if json.Unmarshal(m.Usage, &u) == nil {
@@ -347,6 +359,9 @@ func piMessageEmit(s *Session, e *piEntry, m *piMessage, t time.Time, line int) 
 		}
 		if strings.TrimSpace(string(m.Summary)) != "" {
 			piAdd(s, ingest.Message{Role: ingest.RoleUser, ID: id, Text: string(m.Summary), Time: t, Meta: true}, line)
+			if m.Role == "compactionSummary" {
+				s.markCompaction()
+			}
 		}
 	default:
 		count(&rep.Unknown, "message/"+string(m.Role))

@@ -74,8 +74,22 @@ type Session struct {
 	// MessageLines holds, for each message, the line of the record it came
 	// from (the first record, for merged assistant messages).
 	MessageLines []int `json:"message_lines"`
+	// CompactionAt holds the indexes in Messages of compaction summaries
+	// (after them, the harness sent a compacted context, not the full
+	// history).
+	CompactionAt []int `json:"compaction_at,omitempty"`
 	// Report says what was read, set aside and damaged.
 	Report Report `json:"report"`
+
+	compaction map[int]bool // message indexes of compaction summaries, before checkToolResults
+}
+
+// markCompaction marks the last message added as a compaction summary.
+func (s *Session) markCompaction() {
+	if s.compaction == nil {
+		s.compaction = map[int]bool{}
+	}
+	s.compaction[len(s.Messages)-1] = true
 }
 
 // Report describes what a reader did with a file.
@@ -106,6 +120,10 @@ type Report struct {
 	Merged int `json:"merged,omitempty"`
 	// Compactions counts compaction summaries (Meta user messages).
 	Compactions int `json:"compactions,omitempty"`
+	// Aborted counts responses the harness left out of later contexts
+	// (Pi's aborted and errored responses): kept as assistant messages with
+	// their usage, without their text and tool calls.
+	Aborted int `json:"aborted,omitempty"`
 	// Images counts images replaced by a note; Thinking the thinking blocks
 	// left out.
 	Images   int `json:"images,omitempty"`
@@ -268,10 +286,14 @@ func checkToolResults(s *Session) {
 				m.ToolName = name
 			}
 		}
+		if s.compaction[i] {
+			s.CompactionAt = append(s.CompactionAt, len(msgs))
+		}
 		msgs = append(msgs, m)
 		lines = append(lines, line)
 	}
 	s.Messages, s.MessageLines = msgs, lines
+	s.compaction = nil
 	for id := range called {
 		if !answered[id] {
 			s.Report.Unanswered++

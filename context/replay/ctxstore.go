@@ -1,0 +1,268 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ctxstore/ctxstore/bitemporal"
+	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/context/expand"
+	"github.com/ctxstore/ctxstore/context/files"
+	"github.com/ctxstore/ctxstore/context/ingest"
+	"github.com/ctxstore/ctxstore/context/tools"
+	"github.com/ctxstore/ctxstore/objects"
+	"github.com/ctxstore/ctxstore/session"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// ManagementTools are the context-management tools ctxstore offers the
+// model besides the harness's own (whose definitions are part of the
+// calibrated overhead): their definitions are rendered in the head of the
+// ctxstore strategies' contexts and counted in their context tokens, not in
+// their history.
+var ManagementTools = []assemble.ToolSpec{
+	{Name: "activate", Description: "Load the full content of an object from the metadata pool (a collapsed tool output, a file version) into the context.",
+		Parameters: map[string]any{"type": "object", "properties": map[string]any{"id": map[string]any{"type": "string", "description": "object id or nickname"}}, "required": []any{"id"}}},
+	{Name: "deactivate", Description: "Collapse an active object to its one-line metadata; it stays in the pool and can be activated again.",
+		Parameters: map[string]any{"type": "object", "properties": map[string]any{"id": map[string]any{"type": "string"}}, "required": []any{"id"}}},
+	{Name: "pin", Description: "Keep an object active until it is unpinned.",
+		Parameters: map[string]any{"type": "object", "properties": map[string]any{"id": map[string]any{"type": "string"}}, "required": []any{"id"}}},
+	{Name: "unpin", Description: "Let a pinned object collapse again.",
+		Parameters: map[string]any{"type": "object", "properties": map[string]any{"id": map[string]any{"type": "string"}}, "required": []any{"id"}}},
+}
+
+// Ctxstore replays the session through the real ctxstore code: a store (a
+// SQLite file in the strategy's directory, or Env.Store), session.Create,
+// files.Indexer, tools.New, assemble.New with the layout, and the ingester
+// (ingest.New with ingest.Mirror, so the files the session touched exist
+// with the contents its tool calls showed). Each call ingests what is new in
+// the log and assembles the next context (Ingester.Context); the bytes are
+// assemble.Assembled.Bytes. The assembler's clock is the call's time, so
+// its cost model sees the session's real idle gaps, and its window is the
+// model's window less the calibrated overhead, in the tokenizer's units.
+type Ctxstore struct {
+	// Layout is assemble.LayoutStream or assemble.LayoutLiteral.
+	Layout assemble.Layout
+	// Policy is the assembler's cost model; zero fields are defaults, and
+	// CacheTTL and Window come from the replay when zero.
+	Policy assemble.Policy
+	// Label overrides the name.
+	Label string
+
+	env     *Env
+	st      store.Store
+	closeSt func() error
+	tools   *tools.Tools
+	in      *ingest.Ingester
+	now     time.Time
+	headLen int
+	reasons map[string]int
+	probs   int
+	first   string
+	skipped map[string]int
+	resets  int
+	last    *assemble.Assembled
+}
+
+// Name returns "ctxstore_stream" or "ctxstore_literal".
+func (c *Ctxstore) Name() string {
+	if c.Label != "" {
+		return c.Label
+	}
+	l := c.Layout
+	if l == "" {
+		l = assemble.LayoutStream
+	}
+	return "ctxstore_" + string(l)
+}
+
+// Begin creates the store, the session and its ingester.
+func (c *Ctxstore) Begin(ctx context.Context, env *Env) error {
+	c.env, c.reasons, c.skipped, c.probs, c.first, c.resets, c.headLen, c.last = env, map[string]int{}, map[string]int{}, 0, "", 0, -1, nil
+	c.st, c.closeSt = env.Store, func() error { return nil }
+	if c.st == nil {
+		st, err := bitemporal.Open(ctx, filepath.Join(env.Dir, "store.db"), bitemporal.Options{})
+		if err != nil {
+			return fmt.Errorf("%s: opening the store: %w", c.Name(), err)
+		}
+		c.st, c.closeSt = st, st.Close
+	}
+	s, err := session.Create(ctx, c.st, env.SessionID, session.CreateOptions{Harness: string(env.Session.Format)})
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.Name(), err)
+	}
+	res, err := files.NewResolver(files.ResolverOptions{DefaultID: "replay-" + env.SessionID})
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.Name(), err)
+	}
+	c.tools = tools.New(s, files.NewIndexer(c.st, res, 0), tools.Options{})
+	pol := c.Policy
+	if pol.CacheTTL == 0 {
+		pol.CacheTTL = env.TTL
+	}
+	if pol.Window == 0 {
+		cal := env.Calibration
+		pol.Window = int(float64(env.Window-cal.Overhead) / cal.Scale)
+	}
+	c.now = time.Time{}
+	asm, err := assemble.New(ctx, s, assemble.Options{
+		Layout: c.Layout, Tools: ManagementTools, Policy: pol, Tokenizer: env.Counter.Tokenizer(),
+		Now: func() time.Time { return c.now },
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.Name(), err)
+	}
+	cwd := env.Session.Cwd
+	if cwd == "" || !filepath.IsAbs(cwd) {
+		cwd = "/replay"
+	}
+	c.in, err = ingest.New(ctx, c.tools, asm, ingest.Options{Cwd: cwd, Files: ingest.Mirror(filepath.Join(env.Dir, "files"))})
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.Name(), err)
+	}
+	return nil
+}
+
+// Step ingests the log up to the call and assembles the call's context.
+func (c *Ctxstore) Step(ctx context.Context, in *CallInput) (*Step, error) {
+	c.now = in.Time
+	a, rep, err := c.in.Context(ctx, in.Messages)
+	if err != nil {
+		return nil, fmt.Errorf("%s: call %d: %w", c.Name(), in.N, err)
+	}
+	c.last = a
+	c.probs += len(rep.Problems)
+	if c.first == "" && len(rep.Problems) > 0 {
+		c.first = fmt.Sprintf("call %d: %s", in.N, rep.Problems[0])
+	}
+	for k, v := range rep.Skipped {
+		c.skipped[k] += v
+	}
+	if rep.Reset {
+		c.resets++
+	}
+	if c.headLen < 0 {
+		c.headLen = headLength(a.Bytes)
+	}
+	st := &Step{Bytes: a.Bytes, HeadLen: c.headLen}
+	if a.Rebased {
+		c.reasons[a.Reason]++
+		st.Reason = "rebase: " + a.Reason
+	}
+	state := c.tools.Session().State()
+	active := make(map[string]bool, len(state.Active))
+	for _, id := range state.Active {
+		active[id] = true
+	}
+	pool := make(map[string]bool, len(state.Pool))
+	for _, id := range state.Pool {
+		pool[id] = true
+	}
+	shows := func(id string) []string { return c.shows(ctx, id) }
+	st.Hidden = func(id string) bool {
+		for _, o := range shows(id) {
+			if active[o] {
+				return false
+			}
+		}
+		return true
+	}
+	st.Reachable = func(id string) bool {
+		for _, o := range shows(id) {
+			if pool[o] && c.resolves(ctx, o) {
+				return true
+			}
+		}
+		return false
+	}
+	return st, nil
+}
+
+// shows returns the objects that hold a tool call's output: the files a
+// read loaded (its toolcall's file_refs), else the toolcall itself.
+func (c *Ctxstore) shows(ctx context.Context, id string) []string {
+	o, _, err := expand.Resolve(ctx, c.st, objects.DynamicRef(id))
+	if err != nil || o.Kind() != objects.KindToolcall {
+		return []string{id}
+	}
+	if ingest.DefaultTools[strings.ToLower(o.Toolcall.Tool)] == ingest.KindRead && len(o.Toolcall.FileRefs) > 0 {
+		return o.Toolcall.FileRefs
+	}
+	return []string{id}
+}
+
+func (c *Ctxstore) resolves(ctx context.Context, id string) bool {
+	_, _, err := expand.Resolve(ctx, c.st, objects.DynamicRef(id))
+	return err == nil
+}
+
+// End checks that every tool call of the session is reachable (its object
+// resolves and is in the pool) and closes the store.
+func (c *Ctxstore) End(ctx context.Context) ([]string, error) {
+	defer func() {
+		c.tools, c.in, c.last = nil, nil, nil
+	}()
+	var notes []string
+	if len(c.reasons) > 0 {
+		var rs []string
+		for r, n := range c.reasons {
+			rs = append(rs, fmt.Sprintf("%s %d", r, n))
+		}
+		sort.Strings(rs)
+		notes = append(notes, "rebases by reason: "+strings.Join(rs, ", "))
+	}
+	if c.tools != nil {
+		state := c.tools.Session().State()
+		pool := map[string]bool{}
+		for _, id := range state.Pool {
+			pool[id] = true
+		}
+		missing, calls := 0, 0
+		for _, tc := range state.Toolcalls {
+			calls++
+			if !pool[tc.ID] || !c.resolves(ctx, tc.ID) {
+				missing++
+			}
+		}
+		notes = append(notes, fmt.Sprintf("reachability: %d of %d recorded tool calls are in the pool and resolve in the store", calls-missing, calls))
+		if c.last != nil {
+			notes = append(notes, fmt.Sprintf("last context: %d pool objects, %d active", len(state.Pool), len(state.Active)))
+		}
+	}
+	if c.probs > 0 {
+		notes = append(notes, fmt.Sprintf("ingestion reported %d problems; the first at %s", c.probs, c.first))
+	}
+	if len(c.skipped) > 0 {
+		notes = append(notes, fmt.Sprintf("ingestion skipped %v", c.skipped))
+	}
+	if c.resets > 0 {
+		notes = append(notes, fmt.Sprintf("ingestion: the log was replaced %d times (should not happen in a replay)", c.resets))
+	}
+	err := c.closeSt()
+	c.st = nil
+	return notes, err
+}
+
+// headLength returns the length of the head of an assembled context: the
+// system prompt, then "<<tools>>" and one line per tool, up to the first
+// line starting with "<<" after it.
+func headLength(b []byte) int {
+	i := bytes.Index(b, []byte("\n<<tools>>\n"))
+	if i < 0 {
+		return 0
+	}
+	p := i + len("\n<<tools>>\n")
+	for p < len(b) && !bytes.HasPrefix(b[p:], []byte("<<")) {
+		j := bytes.IndexByte(b[p:], '\n')
+		if j < 0 {
+			return len(b)
+		}
+		p += j + 1
+	}
+	return p
+}

@@ -1,0 +1,726 @@
+// Package replay replays a transcript (package transcript) call by call
+// under several context strategies and reports, per model call and in
+// total, what each would send and pay (issue 7; docs/replay.md).
+//
+// Every assistant message the model produced is one call, whose context is
+// every message before it. For each call and strategy: the context tokens;
+// the cached-prefix tokens (the longest byte-identical prefix shared with
+// the previous call's rendered context, 0 when the gap since the previous
+// call exceeds the cache TTL); the effective cost, 1.25 x uncached + 0.1 x
+// cached, in base-input tokens; whether the context rebased (does not
+// extend the previous one); and the earlier tool outputs the call needed
+// again (re-read, re-run) while the strategy had them collapsed, and of
+// those the ones the model could have brought back by activation. All
+// strategies are measured by the same code with the same tokenizer and the
+// same calibration against the usage the harness recorded.
+package replay
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/context/ingest"
+	"github.com/ctxstore/ctxstore/context/tokens"
+	"github.com/ctxstore/ctxstore/context/transcript"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// Options configure Run.
+type Options struct {
+	// Strategies to replay (default DefaultStrategies()). The naive full
+	// history is always replayed first, for the calibration and the ratios;
+	// it is reported only if listed.
+	Strategies []Strategy
+	// Tokenizer counts tokens (default tokens.Default(), o200k_base).
+	Tokenizer assemble.Tokenizer
+	// Counter, when set, is used instead of a new Counter over Tokenizer
+	// (share one across sessions to reuse its memo).
+	Counter *Counter
+	// TTL is the prompt-cache lifetime (default 5 minutes); Window the
+	// model's context window in tokens (default 200,000).
+	TTL    time.Duration
+	Window int
+	// Calibrate is "fit" (default: Scale and Overhead by least squares),
+	// "overhead" (Scale 1, Overhead the median difference) or "none".
+	Calibrate string
+	// Store, when set, is the store of the ctxstore strategies (each gets
+	// its own session); by default each uses a SQLite file in a temporary
+	// directory.
+	Store store.Store
+	// Dir is where temporary directories go (default os.TempDir()).
+	Dir string
+	// Progress, when set, is told of each strategy's progress.
+	Progress func(strategy string, done, total int)
+}
+
+// DefaultStrategies returns the strategies of issue 7: the naive full
+// history, Anthropic's clear_tool_uses (trigger 100k, keep 3; and with
+// clear_at_least 20k), what the harness recorded, and ctxstore's stream and
+// literal layouts.
+func DefaultStrategies() []Strategy {
+	return []Strategy{
+		&Naive{},
+		&ClearToolUses{},
+		&ClearToolUses{ClearAtLeast: 20000},
+		Recorded{},
+		&Ctxstore{Layout: assemble.LayoutStream},
+		&Ctxstore{Layout: assemble.LayoutLiteral},
+	}
+}
+
+// OtherStrategies returns strategies replayed only when asked for: the
+// batched reading of clear_tool_uses (what was cleared stays cleared).
+func OtherStrategies() []Strategy {
+	return []Strategy{
+		&ClearToolUses{Batched: true},
+		&ClearToolUses{ClearAtLeast: 20000, Batched: true},
+	}
+}
+
+// StrategyNames are the names of DefaultStrategies and OtherStrategies,
+// for command lines.
+func StrategyNames() []string {
+	var out []string
+	for _, s := range append(DefaultStrategies(), OtherStrategies()...) {
+		out = append(out, s.Name())
+	}
+	return out
+}
+
+// Report is the replay of one session.
+type Report struct {
+	// Session names the transcript (its path, else its id).
+	Session string `json:"session"`
+	Format  string `json:"format"`
+	// Messages and Calls count the session's messages and model calls.
+	Messages int `json:"messages"`
+	Calls    int `json:"calls"`
+	// Tokenizer names the tokenizer; TTL and Window are the cost model's.
+	Tokenizer   string      `json:"tokenizer"`
+	TTLSeconds  float64     `json:"ttl_seconds"`
+	Window      int         `json:"window"`
+	Calibration Calibration `json:"calibration"`
+	// Naive is the naive full history's totals, which the ratios divide by.
+	Naive Totals `json:"naive"`
+	// Results holds one result per strategy, in the order asked.
+	Results []*Result `json:"results"`
+}
+
+// Result is one strategy's replay of a session.
+type Result struct {
+	Strategy string   `json:"strategy"`
+	Totals   Totals   `json:"totals"`
+	Calls    []Call   `json:"calls"`
+	Notes    []string `json:"notes,omitempty"`
+}
+
+// Call is one model call under one strategy. Token counts are calibrated
+// (provider tokens); Cost is in base-input tokens.
+type Call struct {
+	N int `json:"n"`
+	// Message is the index of the call's assistant message.
+	Message int       `json:"message"`
+	Time    time.Time `json:"time"`
+	// Gap is the time since the previous call, in seconds.
+	Gap float64 `json:"gap_s"`
+	// Context is the tokens sent; History the part after the system prompt
+	// and tool definitions; Cached the cached prefix.
+	Context int `json:"context"`
+	History int `json:"history"`
+	Cached  int `json:"cached"`
+	// Cost is this call's effective cost; CumCost the running total.
+	Cost    float64 `json:"cost"`
+	CumCost float64 `json:"cum_cost"`
+	// Rebased: the context does not extend the previous call's (for
+	// recorded usage: fewer tokens read from the cache than the previous
+	// call cached). Cold: no cached prefix could be used (the first call,
+	// or a gap past the TTL).
+	Rebased bool `json:"rebased,omitempty"`
+	Cold    bool `json:"cold,omitempty"`
+	// OverWindow: the context exceeds the model's window.
+	OverWindow bool   `json:"over_window,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	// Reneeded counts tool calls of this call's response that asked again
+	// for an output the strategy had collapsed; Served those of them the
+	// model could have activated instead.
+	Reneeded int `json:"reneeded,omitempty"`
+	Served   int `json:"served,omitempty"`
+	// Recorded is what the harness recorded sending for this call (0 if
+	// nothing).
+	Recorded int64 `json:"recorded,omitempty"`
+}
+
+// Totals sum a strategy's calls.
+type Totals struct {
+	Calls   int     `json:"calls"`
+	Context int64   `json:"context"`
+	History int64   `json:"history"`
+	Cached  int64   `json:"cached"`
+	Cost    float64 `json:"cost"`
+	// CacheShare is Cached / Context.
+	CacheShare float64 `json:"cache_share"`
+	Rebases    int     `json:"rebases"`
+	Cold       int     `json:"cold"`
+	MaxContext int     `json:"max_context"`
+	OverWindow int     `json:"over_window"`
+	Reneeded   int     `json:"reneeded"`
+	Served     int     `json:"served"`
+	// CostVsNaive, ContextVsNaive and HistoryVsNaive are ratios to the
+	// naive full history's totals.
+	CostVsNaive    float64 `json:"cost_vs_naive"`
+	ContextVsNaive float64 `json:"context_vs_naive"`
+	HistoryVsNaive float64 `json:"history_vs_naive"`
+}
+
+// isCall tells a model call from an assistant message the harness made
+// itself (Claude Code's "<synthetic>" errors) or that cost nothing (usage
+// recorded as all zero: an aborted request).
+func isCall(m ingest.Message) bool {
+	if m.Role != ingest.RoleAssistant || m.Model == "<synthetic>" {
+		return false
+	}
+	return m.Usage == nil || m.Usage.Sent() > 0 || m.Usage.Output > 0
+}
+
+// calls lists the model calls of a session with their times: the time of
+// the last message before each (when the harness sent the request), never
+// going back. Messages without a time take the previous one; a session
+// without times gets one second per call.
+func calls(s *transcript.Session) []*CallInput {
+	var out []*CallInput
+	var clock time.Time
+	timed := false
+	for _, m := range s.Messages {
+		if !m.Time.IsZero() {
+			timed = true
+			break
+		}
+	}
+	synthetic := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, m := range s.Messages {
+		if isCall(m) {
+			t := clock
+			if !timed {
+				t = synthetic.Add(time.Duration(len(out)) * time.Second)
+			}
+			out = append(out, &CallInput{N: len(out) + 1, Index: i, Messages: s.Messages[:i:i], Time: t, Usage: m.Usage})
+		}
+		if m.Time.After(clock) {
+			clock = m.Time
+		}
+	}
+	if timed && len(out) > 0 && out[0].Time.IsZero() {
+		first := clock
+		for _, m := range s.Messages {
+			if !m.Time.IsZero() {
+				first = m.Time
+				break
+			}
+		}
+		for _, c := range out {
+			if c.Time.IsZero() {
+				c.Time = first
+			}
+		}
+	}
+	return out
+}
+
+// Run replays one session.
+func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error) {
+	if o.TTL <= 0 {
+		o.TTL = 5 * time.Minute
+	}
+	if o.Window <= 0 {
+		o.Window = 200000
+	}
+	if o.Strategies == nil {
+		o.Strategies = DefaultStrategies()
+	}
+	counter := o.Counter
+	if counter == nil {
+		tok := o.Tokenizer
+		if tok == nil {
+			tok = tokens.Default()
+		}
+		counter = NewCounter(tok)
+	}
+	name := s.Path
+	if name == "" {
+		name = s.ID
+	}
+	rep := &Report{Session: name, Format: string(s.Format), Messages: len(s.Messages),
+		Tokenizer: tokenizerName(counter.Tokenizer()), TTLSeconds: o.TTL.Seconds(), Window: o.Window}
+	cs := calls(s)
+	rep.Calls = len(cs)
+
+	root, err := os.MkdirTemp(o.Dir, "ctxstore-replay-")
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	defer os.RemoveAll(root)
+
+	// The naive history first: the calibration is fitted on it, and every
+	// ratio is to it.
+	env := &Env{Session: s, Counter: counter, Calibration: identity, TTL: o.TTL, Window: o.Window}
+	naiveRaw, err := measureRaw(ctx, &Naive{}, env, cs, o.Progress)
+	if err != nil {
+		return nil, err
+	}
+	// The first compaction after the first call: from there on the harness
+	// sent a compacted context (a summary that opens the file is part of
+	// the naive history too).
+	first := len(s.Messages)
+	for _, k := range s.CompactionAt {
+		if len(cs) > 0 && k > cs[0].Index {
+			first = k
+			break
+		}
+	}
+	rep.Calibration = calibrate(cs, naiveRaw, first, o.Calibrate)
+	env.Calibration = rep.Calibration
+
+	for k, st := range o.Strategies {
+		e := *env
+		e.Dir = filepath.Join(root, fmt.Sprintf("%d-%s", k, st.Name()))
+		if err := os.MkdirAll(e.Dir, 0o755); err != nil {
+			return nil, fmt.Errorf("replay: %w", err)
+		}
+		e.Store = o.Store
+		e.SessionID = fmt.Sprintf("replay-%s-%d-%d", sanitize(s.ID), k, time.Now().UnixNano())
+		res, err := runStrategy(ctx, st, &e, cs, o.Progress)
+		if err != nil {
+			return nil, err
+		}
+		rep.Results = append(rep.Results, res)
+	}
+	naive := totalsOf(naiveRaw, rep.Calibration, counter)
+	rep.Naive = naive
+	for _, r := range rep.Results {
+		t := &r.Totals
+		t.CostVsNaive = ratio(t.Cost, naive.Cost)
+		t.ContextVsNaive = ratio(float64(t.Context), float64(naive.Context))
+		t.HistoryVsNaive = ratio(float64(t.History), float64(naive.History))
+	}
+	return rep, nil
+}
+
+// Sum adds up the results of several sessions per strategy (in the order
+// of the first report); ratios are of the sums, calls are left out.
+func Sum(reports []*Report) []Result {
+	var out []Result
+	index := map[string]int{}
+	var naive Totals
+	for _, rep := range reports {
+		naive.Context += rep.Naive.Context
+		naive.History += rep.Naive.History
+		naive.Cost += rep.Naive.Cost
+		for _, r := range rep.Results {
+			k, ok := index[r.Strategy]
+			if !ok {
+				k = len(out)
+				index[r.Strategy] = k
+				out = append(out, Result{Strategy: r.Strategy})
+			}
+			t, u := &out[k].Totals, r.Totals
+			t.Calls += u.Calls
+			t.Context += u.Context
+			t.History += u.History
+			t.Cached += u.Cached
+			t.Cost += u.Cost
+			t.Rebases += u.Rebases
+			t.Cold += u.Cold
+			t.MaxContext = max(t.MaxContext, u.MaxContext)
+			t.OverWindow += u.OverWindow
+			t.Reneeded += u.Reneeded
+			t.Served += u.Served
+		}
+	}
+	for k := range out {
+		t := &out[k].Totals
+		t.CacheShare = ratio(float64(t.Cached), float64(t.Context))
+		t.CostVsNaive = ratio(t.Cost, naive.Cost)
+		t.ContextVsNaive = ratio(float64(t.Context), float64(naive.Context))
+		t.HistoryVsNaive = ratio(float64(t.History), float64(naive.History))
+	}
+	return out
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func sanitize(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '-'
+	}, s)
+	if len(s) > 40 {
+		s = s[:40]
+	}
+	if s == "" {
+		s = "session"
+	}
+	return s
+}
+
+func tokenizerName(t assemble.Tokenizer) string {
+	switch v := t.(type) {
+	case assemble.BytesTokenizer:
+		return "bytes/4"
+	case interface{ Name() string }:
+		return v.Name()
+	default:
+		return fmt.Sprintf("%T", t)
+	}
+}
+
+// rawCall is one naive call in raw tokens.
+type rawCall struct {
+	r    raw
+	hist int // raw history tokens
+}
+
+// measureRaw replays a rendering strategy and returns its raw counts.
+func measureRaw(ctx context.Context, st Strategy, env *Env, cs []*CallInput, progress func(string, int, int)) ([]rawCall, error) {
+	if err := st.Begin(ctx, env); err != nil {
+		return nil, err
+	}
+	m := newMeter(env.Counter)
+	out := make([]rawCall, 0, len(cs))
+	for i, c := range cs {
+		step, err := st.Step(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		r := m.measure(step.Bytes, step.HeadLen, c.Time, env.TTL)
+		out = append(out, rawCall{r: r, hist: r.context - r.head})
+		if progress != nil && (i%25 == 0 || i == len(cs)-1) {
+			progress("calibration (naive)", i+1, len(cs))
+		}
+	}
+	_, err := st.End(ctx)
+	return out, err
+}
+
+// totalsOf computes the calibrated totals of raw naive calls.
+func totalsOf(rs []rawCall, cal Calibration, c *Counter) Totals {
+	empty := c.Count([]byte(EmptyHead))
+	var t Totals
+	for _, r := range rs {
+		call := priced(r.r, cal, empty)
+		t.Context += int64(call.Context)
+		t.History += int64(call.History)
+		t.Cost += call.Cost
+	}
+	return t
+}
+
+// priced turns a raw measurement into a calibrated, priced call.
+func priced(r raw, cal Calibration, emptyHead int) Call {
+	hist := r.context - r.head
+	extra := max(r.head-emptyHead, 0)
+	c := Call{History: cal.scale(hist)}
+	c.Context = cal.Overhead + cal.scale(extra+hist)
+	if r.cached > 0 {
+		c.Cached = min(cal.Overhead+cal.scale(max(r.cached-emptyHead, 0)), c.Context)
+	}
+	c.Cost = WritePrice*float64(c.Context-c.Cached) + ReadPrice*float64(c.Cached)
+	return c
+}
+
+// runStrategy replays one strategy over the calls.
+func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, progress func(string, int, int)) (*Result, error) {
+	res := &Result{Strategy: st.Name(), Calls: make([]Call, 0, len(cs))}
+	if err := st.Begin(ctx, env); err != nil {
+		return nil, err
+	}
+	m := newMeter(env.Counter)
+	empty := env.Counter.Count([]byte(EmptyHead))
+	need := newNeeds()
+	var prevTime time.Time
+	var prevRec *ingest.Usage
+	cum := 0.0
+	t := &res.Totals
+	next := 0 // next message whose tool calls need indexing
+	for i, in := range cs {
+		step, err := st.Step(ctx, in)
+		if err != nil {
+			_, _ = st.End(ctx)
+			return nil, err
+		}
+		var c Call
+		cold := i == 0 || in.Time.Sub(prevTime) > env.TTL
+		if step.Recorded != nil {
+			u := step.Recorded
+			c.Context = int(u.Sent())
+			c.Cached = int(u.CacheRead)
+			c.History = max(c.Context-env.Calibration.Overhead, 0)
+			c.Cost = InputPrice*float64(u.Input) + WritePrice*float64(u.CacheWrite) + ReadPrice*float64(u.CacheRead)
+			c.Rebased = i > 0 && !cold && prevRec != nil && u.CacheRead < prevRec.CacheRead+prevRec.CacheWrite
+			prevRec = u
+		} else {
+			r := m.measure(step.Bytes, step.HeadLen, in.Time, env.TTL)
+			c = priced(r, env.Calibration, empty)
+			c.Rebased = i > 0 && !r.extended
+		}
+		c.N, c.Message, c.Time, c.Reason, c.Cold = in.N, in.Index, in.Time, step.Reason, cold
+		if i > 0 {
+			c.Gap = in.Time.Sub(prevTime).Seconds()
+		}
+		if in.Usage != nil {
+			c.Recorded = in.Usage.Sent()
+		}
+		c.OverWindow = c.Context > env.Window
+		// What this call's response asks for again.
+		for ; next < in.Index; next++ {
+			need.note(in.Messages[next])
+		}
+		if resp := env.Session.Messages[in.Index]; step.Recorded == nil {
+			c.Reneeded, c.Served = need.check(resp, step)
+		}
+		cum += c.Cost
+		c.CumCost = cum
+		res.Calls = append(res.Calls, c)
+
+		t.Calls++
+		t.Context += int64(c.Context)
+		t.History += int64(c.History)
+		t.Cached += int64(c.Cached)
+		t.Cost += c.Cost
+		t.MaxContext = max(t.MaxContext, c.Context)
+		if c.Rebased {
+			t.Rebases++
+		}
+		if c.Cold {
+			t.Cold++
+		}
+		if c.OverWindow {
+			t.OverWindow++
+		}
+		t.Reneeded += c.Reneeded
+		t.Served += c.Served
+		prevTime = in.Time
+		if progress != nil && (i%25 == 0 || i == len(cs)-1) {
+			progress(st.Name(), i+1, len(cs))
+		}
+	}
+	t.CacheShare = ratio(float64(t.Cached), float64(t.Context))
+	notes, err := st.End(ctx)
+	res.Notes = notes
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := st.(Recorded); ok {
+		res.Notes = append(res.Notes, "history = sent - calibrated overhead; collapsed-output counts do not apply")
+	}
+	return res, nil
+}
+
+// needs tracks which earlier tool call last provided each output, and the
+// writes since, to tell when a call asks again for an output it had.
+type needs struct {
+	seq     int
+	last    map[string]needAt // need key -> the latest call providing it
+	written map[string]int    // path -> seq of its last write or edit
+	anyMod  int               // seq of the last write or edit of any file
+}
+
+type needAt struct {
+	id   string
+	seq  int
+	path string
+}
+
+func newNeeds() *needs {
+	return &needs{last: map[string]needAt{}, written: map[string]int{}, anyMod: -1}
+}
+
+// note records the tool calls of an assistant message.
+func (n *needs) note(m ingest.Message) {
+	if m.Role != ingest.RoleAssistant {
+		return
+	}
+	for _, c := range m.ToolCalls {
+		n.seq++
+		switch ingest.DefaultTools[strings.ToLower(c.Name)] {
+		case ingest.KindWrite, ingest.KindEdit:
+			n.written[pathOf(c.Args)] = n.seq
+			n.anyMod = n.seq
+			continue
+		}
+		if k := needKey(c); k != "" {
+			n.last[k] = needAt{id: c.ID, seq: n.seq, path: pathOf(c.Args)}
+		}
+	}
+}
+
+// check counts the calls of resp that ask for an output an earlier call
+// gave, which the step's context had collapsed, when no file changed since
+// (a re-read after an edit, or a re-run after any write, is a new need,
+// not a lost output); served are those the model could activate.
+func (n *needs) check(resp ingest.Message, step *Step) (reneeded, served int) {
+	if step.Hidden == nil {
+		return 0, 0
+	}
+	for _, c := range resp.ToolCalls {
+		k := needKey(c)
+		if k == "" {
+			continue
+		}
+		prev, ok := n.last[k]
+		if !ok {
+			continue
+		}
+		if strings.HasPrefix(k, "read:") {
+			if n.written[prev.path] > prev.seq {
+				continue
+			}
+		} else if n.anyMod > prev.seq {
+			continue
+		}
+		if step.Hidden(prev.id) {
+			reneeded++
+			if step.Reachable != nil && step.Reachable(prev.id) {
+				served++
+			}
+		}
+	}
+	return reneeded, served
+}
+
+func pathOf(args map[string]any) string {
+	for _, k := range []string{"path", "file_path", "filePath", "notebook_path", "file"} {
+		if s, ok := args[k].(string); ok && s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// calibrate fits the calibration on the calls before the first compaction
+// that recorded usage: there the harness sent the full history, which is
+// what the naive rendering holds.
+func calibrate(cs []*CallInput, naive []rawCall, before int, method string) Calibration {
+	if method == "none" {
+		return identity
+	}
+	var xs, ys []float64
+	for i, c := range cs {
+		if c.Index > before || c.Usage == nil || c.Usage.Sent() == 0 {
+			continue
+		}
+		xs = append(xs, float64(naive[i].hist))
+		ys = append(ys, float64(c.Usage.Sent()))
+	}
+	if len(xs) == 0 {
+		return identity
+	}
+	cal := Calibration{Scale: 1, Points: len(xs)}
+	diffs := make([]float64, len(xs))
+	for i := range xs {
+		diffs[i] = ys[i] - xs[i]
+	}
+	overhead := median(diffs)
+	cal.Overhead, cal.Method = int(math.Round(math.Max(overhead, 0))), "overhead"
+	if method != "overhead" && len(xs) >= 3 {
+		// Least squares, then again without the outliers (calls whose
+		// recorded size the naive history cannot explain: a harness that
+		// dropped or added something the transcript does not show), when
+		// they are few.
+		a, b := leastSquares(xs, ys)
+		res := make([]float64, len(xs))
+		for i := range xs {
+			res[i] = math.Abs(b+a*xs[i]-ys[i]) / ys[i]
+		}
+		cut := math.Max(0.05, 3*median(res))
+		var fx, fy []float64
+		for i := range xs {
+			if res[i] <= cut {
+				fx, fy = append(fx, xs[i]), append(fy, ys[i])
+			}
+		}
+		if len(fx) >= 3 && len(fx) < len(xs) && len(fx) >= len(xs)*3/4 {
+			a, b = leastSquares(fx, fy)
+			cal.Excluded = len(xs) - len(fx)
+		}
+		if a > 0 && b >= 0 {
+			cal.Scale, cal.Overhead, cal.Method = a, int(math.Round(b)), "fit"
+		} else {
+			cal.Excluded = 0
+		}
+	}
+	est := func(sc, oh float64) Stats {
+		errs := make([]float64, len(xs))
+		for i := range xs {
+			errs[i] = (oh + sc*xs[i] - ys[i]) / ys[i]
+		}
+		return stats(errs)
+	}
+	cal.Error = ErrorStats{
+		Raw:      est(1, 0),
+		Overhead: est(1, math.Max(overhead, 0)),
+		Fitted:   est(cal.Scale, float64(cal.Overhead)),
+	}
+	return cal
+}
+
+// leastSquares fits y = a·x + b.
+func leastSquares(xs, ys []float64) (a, b float64) {
+	n := float64(len(xs))
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx += xs[i]
+		sy += ys[i]
+		sxx += xs[i] * xs[i]
+		sxy += xs[i] * ys[i]
+	}
+	d := n*sxx - sx*sx
+	if d == 0 {
+		return 0, 0
+	}
+	a = (n*sxy - sx*sy) / d
+	b = (sy - a*sx) / n
+	return a, b
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// stats summarizes signed relative errors.
+func stats(signed []float64) Stats {
+	if len(signed) == 0 {
+		return Stats{}
+	}
+	abs := make([]float64, len(signed))
+	var sum, bias float64
+	for i, e := range signed {
+		abs[i] = math.Abs(e)
+		sum += abs[i]
+		bias += e
+	}
+	sort.Float64s(abs)
+	p90 := abs[min(len(abs)-1, int(math.Ceil(0.9*float64(len(abs))))-1)]
+	return Stats{Mean: sum / float64(len(abs)), Median: median(abs), P90: p90, Max: abs[len(abs)-1], Bias: bias / float64(len(abs))}
+}
