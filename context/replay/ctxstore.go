@@ -67,6 +67,8 @@ type Ctxstore struct {
 	skipped map[string]int
 	resets  int
 	last    *assemble.Assembled
+	comp    composition
+	callIDs map[string]bool
 }
 
 // Name returns "ctxstore_stream" or "ctxstore_literal".
@@ -84,6 +86,12 @@ func (c *Ctxstore) Name() string {
 // Begin creates the store, the session and its ingester.
 func (c *Ctxstore) Begin(ctx context.Context, env *Env) error {
 	c.env, c.reasons, c.skipped, c.probs, c.first, c.resets, c.headLen, c.last = env, map[string]int{}, map[string]int{}, 0, "", 0, -1, nil
+	c.comp, c.callIDs = composition{}, map[string]bool{}
+	for _, m := range env.Session.Messages {
+		for _, tc := range m.ToolCalls {
+			c.callIDs[tc.ID] = true
+		}
+	}
 	c.st, c.closeSt = env.Store, func() error { return nil }
 	if c.st == nil {
 		st, err := bitemporal.Open(ctx, filepath.Join(env.Dir, "store.db"), bitemporal.Options{})
@@ -136,6 +144,7 @@ func (c *Ctxstore) Step(ctx context.Context, in *CallInput) (*Step, error) {
 		return nil, fmt.Errorf("%s: call %d: %w", c.Name(), in.N, err)
 	}
 	c.last = a
+	c.comp.addAssembled(c.env.Counter, a, c.callIDs)
 	c.probs += len(rep.Problems)
 	if c.first == "" && len(rep.Problems) > 0 {
 		c.first = fmt.Sprintf("call %d: %s", in.N, rep.Problems[0])
@@ -233,6 +242,9 @@ func (c *Ctxstore) End(ctx context.Context) ([]string, error) {
 		if c.last != nil {
 			notes = append(notes, fmt.Sprintf("last context: %d pool objects, %d active", len(state.Pool), len(state.Active)))
 		}
+	}
+	if note := c.comp.note(); note != "" {
+		notes = append(notes, note)
 	}
 	if c.probs > 0 {
 		notes = append(notes, fmt.Sprintf("ingestion reported %d problems; the first at %s", c.probs, c.first))

@@ -67,22 +67,43 @@ type CallInput struct {
 // Naive sends the full history every call: every message, every tool
 // output in full.
 type Naive struct {
-	r *renderer
+	r     *renderer
+	env   *Env
+	seen  int      // messages whose composition is in run
+	run   [3]int64 // chat, outputs, inputs of messages[:seen]
+	total [3]int64 // summed over calls
 }
 
 // Name returns "naive".
 func (*Naive) Name() string { return "naive" }
 
 // Begin starts a replay.
-func (n *Naive) Begin(context.Context, *Env) error { n.r = newRenderer(); return nil }
+func (n *Naive) Begin(_ context.Context, env *Env) error {
+	n.r, n.env, n.seen, n.run, n.total = newRenderer(), env, 0, [3]int64{}, [3]int64{}
+	return nil
+}
 
 // Step renders the full history.
 func (n *Naive) Step(_ context.Context, c *CallInput) (*Step, error) {
+	for ; n.seen < len(c.Messages); n.seen++ {
+		ch, out, in := messageComposition(n.env.Counter, c.Messages[n.seen])
+		n.run[0], n.run[1], n.run[2] = n.run[0]+int64(ch), n.run[1]+int64(out), n.run[2]+int64(in)
+	}
+	for k := range n.total {
+		n.total[k] += n.run[k]
+	}
 	return &Step{Bytes: n.r.render(c.Messages, nil), HeadLen: len(EmptyHead)}, nil
 }
 
 // End ends a replay.
-func (n *Naive) End(context.Context) ([]string, error) { n.r = nil; return nil, nil }
+func (n *Naive) End(context.Context) ([]string, error) {
+	n.r = nil
+	c := composition{catChat: n.total[0], catOutputs: n.total[1], catInputs: n.total[2]}
+	if note := c.note(); note != "" {
+		return []string{note}, nil
+	}
+	return nil, nil
+}
 
 // ClearToolUses is Anthropic's server-side context editing strategy
 // clear_tool_uses_20250919, applied as its documentation describes it
