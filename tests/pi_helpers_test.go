@@ -24,31 +24,36 @@ import (
 // piVersion is the Pi release the end-to-end tests drive.
 const piVersion = "0.73.1"
 
-var piInstall struct {
+// npmInstalls memoizes npmTool per cache directory for the process.
+var npmInstalls sync.Map // dir name -> *npmInstall
+
+type npmInstall struct {
 	once sync.Once
-	cli  string
+	dir  string
 	err  error
 }
 
-// piCLI returns the path of Pi's cli.js, installing
-// @mariozechner/pi-coding-agent@0.73.1 from the npm registry on first use
-// into $CTXSTORE_CACHE/pi-0.73.1 (or the user cache dir's
-// ctxstore/pi-0.73.1) with `npm install --prefix`; later runs reuse it. A
-// lock file serializes concurrent installers. Without Pi the test fails
-// when CI=true and is skipped otherwise.
-func piCLI(t *testing.T) string {
+// npmTool installs packages (name@version) from the npm registry with
+// `npm install --prefix` into $CTXSTORE_CACHE/<name> (or the user cache
+// dir's ctxstore/<name>) on first use and returns the directory; later
+// runs reuse it. A lock file serializes concurrent installers, across
+// processes too. Without node, npm or the registry the test fails when
+// CI=true and is skipped otherwise.
+func npmTool(t *testing.T, name string, pkgs ...string) string {
 	t.Helper()
-	piInstall.once.Do(func() { piInstall.cli, piInstall.err = installPi() })
-	if piInstall.err != nil {
+	v, _ := npmInstalls.LoadOrStore(name, &npmInstall{})
+	in := v.(*npmInstall)
+	in.once.Do(func() { in.dir, in.err = install(name, pkgs) })
+	if in.err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("pi: %v", piInstall.err)
+			t.Fatalf("%s: %v", name, in.err)
 		}
-		t.Skipf("pi: %v (set CI=true to fail instead)", piInstall.err)
+		t.Skipf("%s: %v (set CI=true to fail instead)", name, in.err)
 	}
-	return piInstall.cli
+	return in.dir
 }
 
-func installPi() (string, error) {
+func install(name string, pkgs []string) (string, error) {
 	if _, err := exec.LookPath("node"); err != nil {
 		return "", fmt.Errorf("node is not installed: %w", err)
 	}
@@ -60,12 +65,12 @@ func installPi() (string, error) {
 		}
 		dir = filepath.Join(d, "ctxstore")
 	}
-	dir = filepath.Join(dir, "pi-"+piVersion)
+	dir = filepath.Join(dir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	cli := filepath.Join(dir, "node_modules", "@mariozechner", "pi-coding-agent", "dist", "cli.js")
 	marker := filepath.Join(dir, "installed")
+	want := strings.Join(pkgs, " ") + "\n"
 	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return "", err
@@ -75,26 +80,28 @@ func installPi() (string, error) {
 		return "", err
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if _, err := os.Stat(marker); err == nil {
-		if _, err := os.Stat(cli); err == nil {
-			return cli, nil
-		}
+	if b, err := os.ReadFile(marker); err == nil && string(b) == want {
+		return dir, nil
 	}
 	if _, err := exec.LookPath("npm"); err != nil {
 		return "", fmt.Errorf("npm is not installed: %w", err)
 	}
-	cmd := exec.Command("npm", "install", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=error",
-		"@mariozechner/pi-coding-agent@"+piVersion)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("npm install @mariozechner/pi-coding-agent@%s: %v\n%s", piVersion, err, out)
+	args := append([]string{"install", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=error"}, pkgs...)
+	if out, err := exec.Command("npm", args...).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("npm %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	if _, err := os.Stat(cli); err != nil {
-		return "", fmt.Errorf("after npm install: %w", err)
-	}
-	if err := os.WriteFile(marker, []byte(piVersion+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(marker, []byte(want), 0o644); err != nil {
 		return "", err
 	}
-	return cli, nil
+	return dir, nil
+}
+
+// piCLI returns the path of Pi's cli.js (@mariozechner/pi-coding-agent
+// 0.73.1, installed by npmTool into the cache's pi-0.73.1).
+func piCLI(t *testing.T) string {
+	t.Helper()
+	dir := npmTool(t, "pi-"+piVersion, "@mariozechner/pi-coding-agent@"+piVersion)
+	return filepath.Join(dir, "node_modules", "@mariozechner", "pi-coding-agent", "dist", "cli.js")
 }
 
 // repoPath returns a path in the repository (the tests run in tests/).
