@@ -178,3 +178,32 @@ func renderString(s string) string {
 	}
 	return s
 }
+
+// DisplayIDLen is how many hex digits DisplayID keeps of a 64-hex id.
+const DisplayIDLen = 16
+
+// DisplayID returns the id a context shows for id: a 64-hex id (a sourced
+// object's SHA-256) shortened to its first DisplayIDLen digits, which keeps
+// collisions within a session negligible (2^-64 per pair) at a quarter of
+// the tokens; any other id as it is. The agent tools accept it, and any
+// unique hex prefix of at least 8 digits, wherever an id is expected.
+func DisplayID(id string) string {
+	if len(id) == 64 && isHex(id) {
+		return id[:DisplayIDLen]
+	}
+	return id
+}
+
+// IsIDPrefix reports whether s can be a shortened id: 8 to 63 lowercase hex
+// digits.
+func IsIDPrefix(s string) bool { return len(s) >= 8 && len(s) < 64 && isHex(s) }
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

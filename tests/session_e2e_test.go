@@ -147,7 +147,7 @@ func TestSessionEndToEnd(t *testing.T) {
 			if !r2.Rebased && !bytes.HasPrefix(c2, c1) {
 				t.Fatal("call 2 does not extend call 1")
 			}
-			if !bytes.Contains(c2[len(c1):], []byte("alpha two")) || !bytes.Contains(c2, []byte("changed since shown")) {
+			if !bytes.Contains(c2[len(c1):], []byte("alpha two")) || !bytes.Contains(c2, []byte("changed, new version below")) {
 				t.Fatalf("the external edit is not in call 2:\n%s", c2[len(c1):])
 			}
 

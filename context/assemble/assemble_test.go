@@ -76,7 +76,7 @@ func TestStreamStabilityAndRebuild(t *testing.T) {
 			t.Fatalf("rebases by reason: %v", rebases)
 		}
 		last := got[len(got)-1]
-		if !strings.Contains(string(last.Bytes), "// edit 20") || !strings.Contains(string(last.Bytes), "changed since shown") {
+		if !strings.Contains(string(last.Bytes), "// edit 20") || !strings.Contains(string(last.Bytes), "changed, new version below") {
 			t.Fatal("the external edit is not in the context")
 		}
 		checkShape(t, last)
@@ -118,7 +118,7 @@ func checkShape(t *testing.T, c *Assembled) {
 			switch {
 			case m.Role == RoleToolResult:
 				results++
-				if len(m.Blocks) != 1 || !strings.HasPrefix(bl.Text, "toolcall_ref id="+m.ToolCallID+" ") || strings.Contains(bl.Text, "\n") {
+				if len(m.Blocks) != 1 || !strings.HasPrefix(bl.Text, "status=") || strings.Contains(bl.Text, "\n") {
 					t.Fatalf("tool result %d: %+v", i, m)
 				}
 			case bl.Type == BlockContent:

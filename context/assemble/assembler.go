@@ -327,15 +327,26 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 			return err
 		}
 	}
+	if a.rv >= 2 {
+		for i := range gone {
+			gone[i] = objects.DisplayID(gone[i])
+		}
+		for i := range changed {
+			changed[i] = objects.DisplayID(changed[i])
+		}
+	}
+	deactivated, changedNote := "[context] deactivated, now metadata only (ignore their content above): ",
+		"[context] changed since shown (new version follows): "
+	if a.rv >= 2 {
+		deactivated, changedNote = "[context] inactive now: ", "[context] changed, new version below: "
+	}
 	if len(gone) > 0 {
 		sort.Strings(gone)
-		a.push(&item{kind: kNote, text: "[context] deactivated, now metadata only (ignore their content above): " +
-			strings.Join(gone, ", ")})
+		a.push(&item{kind: kNote, text: deactivated + strings.Join(gone, ", ")})
 	}
 	if len(changed) > 0 {
 		sort.Strings(changed)
-		a.push(&item{kind: kNote, text: "[context] changed since shown (new version follows): " +
-			strings.Join(changed, ", ")})
+		a.push(&item{kind: kNote, text: changedNote + strings.Join(changed, ", ")})
 	}
 	for _, id := range st.Active {
 		if !rendered(id) {

@@ -235,6 +235,7 @@ func (a *Assembler) literalBlocks(ctx context.Context) (pool, active []*item, er
 		active = append(active, &item{kind: kContent, ref: v.ref, obj: v.obj})
 	}
 	for _, it := range append(pool[:len(pool):len(pool)], active...) {
+		it.rv = a.rv
 		it.render()
 	}
 	return pool, active, nil

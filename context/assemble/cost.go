@@ -33,8 +33,9 @@ type Policy struct {
 	// WindowMargin is the fraction of Window at which the context counts as
 	// nearly full (default 0.9).
 	WindowMargin float64
-	// InputBytes is the length from which a string argument of a tool call
-	// that produced a file collapses with the call (default 512).
+	// InputBytes is the size of a tool call's arguments (JSON) from which
+	// they collapse with the call: every value longer than 80 bytes becomes
+	// a reference (default 400).
 	InputBytes int
 	// Horizon is how many more calls a rebase is expected to serve, for
 	// weighing its cost against its saving; 0 means adaptive: the number of

@@ -23,28 +23,35 @@ type input struct {
 	stale bool
 }
 
-// minInputBytes is the size from which an argument string is collapsible
-// (Policy.InputBytes overrides it).
-const minInputBytes = 512
+// minInputBytes is the size of a call's arguments (JSON) from which they
+// are collapsible (Policy.InputBytes overrides it); minValueBytes the size
+// from which one value is collapsed (a path or a flag stays).
+const (
+	minInputBytes = 400
+	minValueBytes = 80
+)
 
-// collapseArgs returns args with every value whose JSON is longer than
-// limit replaced by a reference to ref, and whether anything was replaced.
-// ref is the file version the call produced (the model can activate it) or,
-// when ref names the call itself, the toolcall (whose arguments stay in
-// the store).
+// collapseArgs returns args, when their JSON is longer than limit, with
+// every value whose JSON is longer than minValueBytes replaced by a
+// reference to ref, and whether anything was replaced. ref is the file
+// version the call produced (the model can activate it) or, when ref names
+// the call itself, the toolcall (whose arguments stay in the store).
 func collapseArgs(args map[string]any, callID string, ref objects.Ref, limit int) (map[string]any, bool) {
+	if all, _ := json.Marshal(args); len(all) <= limit {
+		return args, false
+	}
 	out := make(map[string]any, len(args))
 	changed := false
 	for k, v := range args {
 		n := 0
 		switch v := v.(type) {
 		case string:
-			if len(v) > limit {
+			if len(v) > minValueBytes {
 				n = len([]rune(v))
 			}
 		case []any, map[string]any:
 			b, _ := json.Marshal(v)
-			if len(b) > limit {
+			if len(b) > minValueBytes {
 				n = len([]rune(string(b)))
 			}
 		}
@@ -53,10 +60,9 @@ func collapseArgs(args map[string]any, callID string, ref objects.Ref, limit int
 			continue
 		}
 		if ref.ID == callID {
-			out[k] = fmt.Sprintf("[collapsed input: %d chars, kept in the store with toolcall %s]", n, ref.ID)
+			out[k] = fmt.Sprintf("[collapsed input, %d chars, kept with toolcall %s]", n, ref.ID)
 		} else {
-			out[k] = fmt.Sprintf("[collapsed input: %d chars; the call produced file %s version %d: activate(%q) to see it]",
-				n, ref.ID, ref.Tx, ref.ID)
+			out[k] = fmt.Sprintf("[collapsed input, %d chars: produced file %s version %d]", n, objects.DisplayID(ref.ID), ref.Tx)
 		}
 		changed = true
 	}

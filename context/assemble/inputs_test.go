@@ -39,7 +39,7 @@ func TestToolInputsCollapse(t *testing.T) {
 		e.turn(fmt.Sprintf("turn %d", turn))
 		e.bash("make", output(fmt.Sprintf("t%d", turn), 3))
 		last = e.call()
-		if last.Rebased && strings.Contains(string(last.Bytes), "[collapsed input:") {
+		if last.Rebased && strings.Contains(string(last.Bytes), "[collapsed input,") {
 			break
 		}
 	}
@@ -51,7 +51,7 @@ func TestToolInputsCollapse(t *testing.T) {
 		i := strings.LastIndex(b, "a large body the agent wrote")
 		t.Fatalf("the collapsed input is still rendered after the rebase: %q", b[max(0, i-300):i+100])
 	}
-	if !strings.Contains(b, "[collapsed input:") || !strings.Contains(b, "activate(") {
+	if !strings.Contains(b, "[collapsed input,") || !strings.Contains(b, "produced file ") {
 		t.Fatalf("no collapsed-input reference:\n%s", b)
 	}
 	if !strings.Contains(b, `"content":"package small\n"`) && !strings.Contains(b, `package small\\n`) {
@@ -60,10 +60,11 @@ func TestToolInputsCollapse(t *testing.T) {
 	// The reference names the file version the write produced; activating it
 	// brings the content back.
 	id := mustID(t, e, e.dir+"/gen.go")
-	if !strings.Contains(b, id) {
+	short := objects.DisplayID(id)
+	if !strings.Contains(b, "produced file "+short+" ") {
 		t.Fatal("the reference does not name the file")
 	}
-	if _, err := e.tools.Activate(e.ctx, id); err != nil {
+	if _, err := e.tools.Activate(e.ctx, short); err != nil { // the id as the context shows it
 		t.Fatal(err)
 	}
 	c := e.call()
@@ -103,7 +104,7 @@ func TestCollapseArgs(t *testing.T) {
 				}
 			}
 			for k, v := range out {
-				if s, ok := v.(string); ok && strings.HasPrefix(s, "[collapsed input:") && !strings.Contains(s, `activate("f1")`) {
+				if s, ok := v.(string); ok && strings.HasPrefix(s, "[collapsed input,") && !strings.Contains(s, "produced file f1 version 7") {
 					t.Fatalf("%s: %s", k, s)
 				}
 			}
@@ -117,7 +118,7 @@ func fileRef() objects.Ref { return objects.Ref{ID: "f1", Tx: 7, Static: true} }
 // to the toolcall, whose arguments stay in the store.
 func TestCollapseArgsToToolcall(t *testing.T) {
 	out, changed := collapseArgs(map[string]any{"command": strings.Repeat("y", 700)}, "call1", objects.Ref{ID: "call1", Tx: 4, Static: true}, minInputBytes)
-	if !changed || out["command"] != "[collapsed input: 700 chars, kept in the store with toolcall call1]" {
+	if !changed || out["command"] != "[collapsed input, 700 chars, kept with toolcall call1]" {
 		t.Fatalf("%v %v", changed, out)
 	}
 }

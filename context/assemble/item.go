@@ -57,10 +57,13 @@ type item struct {
 // RenderVersion is the rendering of items this code writes:
 //
 //	1: tool results and collapsed blocks as full metadata lines;
-//	2: tool results as "toolcall_ref id=… tool=… status=… output_chars=…"
-//	   (the call's arguments are in the assistant message just before), and
-//	   collapsed blocks as "collapsed: <kind> id=… version=… chars=…" (the
-//	   object's metadata line is in the stream already).
+//	2: tool results as "status=… output_chars=…" (the result message names
+//	   the call, and the call's tool and arguments are in the assistant
+//	   message just before); collapsed blocks as "collapsed: <kind> <id>
+//	   version=… chars=…", or "collapsed: output of <id>, N chars" for a
+//	   toolcall (the object's metadata is in the stream already); short
+//	   context notes; and 64-hex ids shortened (objects.DisplayID) in
+//	   metadata, content headers, collapsed blocks and notes.
 //
 // Commits record the version (absent means 1), so every past context is
 // rebuilt with the rendering it was sent with.
@@ -140,13 +143,22 @@ func (it *item) render() {
 		}
 		it.f = &frag{role: RoleToolResult, callID: it.ref.ID, blocks: []Block{{Type: BlockMetadata, ID: it.ref.ID, Text: text}}}
 	case kMeta:
-		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockMetadata, ID: it.ref.ID, Text: objects.RenderMetadata(it.obj)}}}
-	case kStub:
-		text := "collapsed: " + objects.RenderMetadata(it.obj) + " version=" + fmt.Sprint(it.ref.Tx)
+		id, text := it.ref.ID, objects.RenderMetadata(it.obj)
 		if it.rv >= 2 {
-			text = fmt.Sprintf("collapsed: %s id=%s version=%d chars=%d", it.obj.Kind(), it.ref.ID, it.ref.Tx, contentChars(it.obj))
+			id = objects.DisplayID(id)
+			text = strings.Replace(text, " id="+it.ref.ID, " id="+id, 1)
 		}
-		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockMetadata, ID: it.ref.ID, Text: text}}}
+		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockMetadata, ID: id, Text: text}}}
+	case kStub:
+		id, text := it.ref.ID, "collapsed: "+objects.RenderMetadata(it.obj)+" version="+fmt.Sprint(it.ref.Tx)
+		if it.rv >= 2 {
+			id = objects.DisplayID(id)
+			text = fmt.Sprintf("collapsed: %s %s version=%d chars=%d", it.obj.Kind(), id, it.ref.Tx, contentChars(it.obj))
+			if it.obj.Kind() == objects.KindToolcall {
+				text = fmt.Sprintf("collapsed: output of %s, %d chars", id, contentChars(it.obj))
+			}
+		}
+		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockMetadata, ID: id, Text: text}}}
 	case kContent:
 		text := ""
 		if it.obj.Content != nil {
@@ -154,7 +166,11 @@ func (it *item) render() {
 		} else {
 			text, _ = objects.NullContent(it.obj)
 		}
-		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockContent, ID: it.ref.ID, Version: it.ref.Tx, Text: text}}}
+		id := it.ref.ID
+		if it.rv >= 2 {
+			id = objects.DisplayID(id)
+		}
+		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockContent, ID: id, Version: it.ref.Tx, Text: text}}}
 	}
 }
 
@@ -199,7 +215,7 @@ func fromJSONValue(v any, dst any) error {
 // toolResultLine is a tool result's line from rendering version 2: the
 // toolcall's id, tool and status, and the size of its output.
 func toolResultLine(o *objects.Object) string {
-	line := fmt.Sprintf("toolcall_ref id=%s tool=%s status=%s", bare(o.ID()), bare(o.Toolcall.Tool), o.Toolcall.Status)
+	line := "status=" + string(o.Toolcall.Status)
 	if o.Content != nil {
 		line += " output_chars=" + strconv.Itoa(contentChars(o))
 	}

@@ -180,7 +180,7 @@ func TestRenderVersionKept(t *testing.T) {
 	f := newEnv(t, LayoutStream, Policy{})
 	f.turn("one")
 	f.bash("make", output("a", 4))
-	if c := f.call(); !strings.Contains(string(c.Bytes), "toolcall_ref id=toolu_0001 tool=bash status=ok output_chars=") {
+	if c := f.call(); !strings.Contains(string(c.Bytes), "<<tool_result id=toolu_0001>>\nstatus=ok output_chars=") {
 		t.Fatalf("version 2 tool result expected:\n%s", c.Bytes)
 	}
 }

@@ -157,7 +157,7 @@ func TestLiveSession(t *testing.T) {
 	}
 	extends(t, c2, c3)
 	body = string(c3.Bytes)
-	if !strings.Contains(body, "toolcall_ref id=c3 tool=bash") || !strings.Contains(body, "<<content id=c3") {
+	if !strings.Contains(body, "<<tool_result id=c3>>\nstatus=ok output_chars=") || !strings.Contains(body, "<<content id=c3") {
 		t.Fatalf("the bash call is not a reference plus active content:\n%s", body[len(c2.Bytes):])
 	}
 	if !strings.Contains(body, "return 2") {
@@ -203,7 +203,7 @@ func TestSkippedAndProblems(t *testing.T) {
 	}
 	body := string(c.Bytes)
 	for _, id := range []string{"c1", "c2"} {
-		if !strings.Contains(body, "toolcall_ref id="+id) {
+		if !strings.Contains(body, "<<tool_result id="+id+">>\nstatus=") {
 			t.Fatalf("%s is not in the context", id)
 		}
 	}

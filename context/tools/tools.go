@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ctxstore/ctxstore/context/collapse"
 	"github.com/ctxstore/ctxstore/context/expand"
@@ -237,7 +238,9 @@ func (t *Tools) resolve(ctx context.Context, ref string) (*objects.Object, objec
 }
 
 // lookup maps ref to an object id: ref itself if the store has it, else
-// the object with that nickname, preferring the session's pool.
+// the one id of the session index it is a prefix of (8 or more hex
+// digits: contexts show 64-hex ids shortened), else the object with that
+// nickname, preferring the session's pool.
 func (t *Tools) lookup(ctx context.Context, ref string) (string, error) {
 	st := t.s.Store()
 	_, err := st.EntityTx(ctx, ref, store.Basis{})
@@ -246,6 +249,21 @@ func (t *Tools) lookup(ctx context.Context, ref string) (string, error) {
 	}
 	if !errors.Is(err, store.ErrNotFound) {
 		return "", err
+	}
+	if objects.IsIDPrefix(ref) { // a shortened id, as contexts show them (objects.DisplayID)
+		var found []string
+		for _, id := range t.s.State().Index {
+			if strings.HasPrefix(id, ref) {
+				found = append(found, id)
+			}
+		}
+		switch len(found) {
+		case 1:
+			return found[0], nil
+		case 0:
+		default:
+			return "", fmt.Errorf("%w: %q is a prefix of %d ids in this session; give more digits", ErrUnknownObject, ref, len(found))
+		}
 	}
 	docs, err := st.Query(ctx, store.Query{Where: []store.Pred{store.Where("nickname", ref)}, Find: []string{"nickname"}})
 	if err != nil {
