@@ -14,6 +14,7 @@ import (
 	"path"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/ctxstore/ctxstore/objects"
@@ -33,6 +34,23 @@ type Indexer struct {
 	max   int64
 	kinds Kinds
 	ids   *sync.Map // FilesystemSource -> object id (a pure function of it, memoised)
+	seen  *sync.Map // object id -> seen: the latest version this indexer wrote or read
+	nseen atomic.Int64
+}
+
+// maxSeen bounds the versions an Indexer remembers (about 1 KB each).
+const maxSeen = 100_000
+
+// seen is a version of an object the indexer wrote or read: the
+// transaction that wrote it and the object without its content. A file
+// whose bytes still hash to its source hash, and whose visible version is
+// still that transaction's (one EntityTx), is that version: its content is
+// the file's text (or null, as stored), so re-indexing it needs neither a
+// read nor a decode of the stored document.
+type seen struct {
+	tx         int64
+	obj        *objects.Object // Content nil
+	hasContent bool
 }
 
 // Kinds lets another package index some files as a sourced kind other
@@ -53,9 +71,7 @@ type Kinds interface {
 // WithKinds returns a copy of ix that indexes files as k says. Files k
 // leaves as objects.KindFile are indexed as before.
 func (ix *Indexer) WithKinds(k Kinds) *Indexer {
-	c := *ix
-	c.kinds, c.ids = k, new(sync.Map)
-	return &c
+	return &Indexer{st: ix.st, res: ix.res, max: ix.max, kinds: k, ids: new(sync.Map), seen: new(sync.Map)}
 }
 
 // kind is the kind the file at p is indexed as.
@@ -95,7 +111,7 @@ func NewIndexer(st store.Store, res *Resolver, maxTextBytes int64) *Indexer {
 	if maxTextBytes <= 0 {
 		maxTextBytes = DefaultMaxTextBytes
 	}
-	return &Indexer{st: st, res: res, max: maxTextBytes, ids: new(sync.Map)}
+	return &Indexer{st: st, res: res, max: maxTextBytes, ids: new(sync.Map), seen: new(sync.Map)}
 }
 
 // Resolver returns the indexer's filesystem resolver.
@@ -194,7 +210,17 @@ func (ix *Indexer) Index(ctx context.Context, p string) (Result, error) {
 		return Result{}, err
 	}
 	hash := objects.HashBytes(raw.data)
-	cur, err := ix.current(ctx, id)
+	var et *store.EntityTx
+	if !raw.truncated {
+		var o *objects.Object
+		if o, et, err = ix.unchanged(ctx, id, hash, raw); err != nil {
+			return Result{}, err
+		}
+		if o != nil {
+			return Result{Path: src.Path, Object: o, Outcome: Unchanged, Tx: -1}, nil
+		}
+	}
+	cur, err := ix.currentAt(ctx, id, et)
 	if err != nil {
 		return Result{}, err
 	}
@@ -286,6 +312,82 @@ func textOf(raw rawFile) *string {
 	return &s
 }
 
+// unchanged returns the version of id the indexer remembers, with the
+// file's content, when the file still hashes to its source hash and one
+// EntityTx shows that version is still the visible one. Otherwise it
+// returns nil, and the EntityTx it made (nil if none) for currentAt.
+func (ix *Indexer) unchanged(ctx context.Context, id, hash string, raw rawFile) (*objects.Object, *store.EntityTx, error) {
+	v, ok := ix.seen.Load(id)
+	if !ok || v.(seen).obj.SourceHash != hash {
+		return nil, nil, nil
+	}
+	s := v.(seen)
+	et, err := ix.st.EntityTx(ctx, id, store.Basis{})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, &store.EntityTx{ID: id, Deleted: true}, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("files: looking up %s: %w", id, err)
+	}
+	if et.Deleted || et.TxID != s.tx {
+		return nil, &et, nil
+	}
+	o := s.obj.Clone()
+	if s.hasContent {
+		c := string(raw.data)
+		o.Content = &c
+	}
+	return o, nil, nil
+}
+
+// remember records o, the version of id transaction tx wrote.
+func (ix *Indexer) remember(id string, tx int64, o *objects.Object) {
+	if o.SourceHash == "" {
+		ix.seen.Delete(id) // a deletion version: nothing to recognise
+		return
+	}
+	if _, ok := ix.seen.Load(id); !ok && ix.nseen.Load() >= maxSeen {
+		return
+	}
+	meta := o.Clone()
+	meta.Content = nil
+	if _, loaded := ix.seen.Swap(id, seen{tx: tx, obj: meta, hasContent: o.Content != nil}); !loaded {
+		ix.nseen.Add(1)
+	}
+}
+
+// currentAt reads the latest version of id, nil when absent: the version
+// et names (a point lookup at the latest basis, made here when et is nil),
+// read at its transaction, and remembered.
+func (ix *Indexer) currentAt(ctx context.Context, id string, et *store.EntityTx) (*objects.Object, error) {
+	if et == nil {
+		e, err := ix.st.EntityTx(ctx, id, store.Basis{})
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("files: looking up %s: %w", id, err)
+		}
+		et = &e
+	}
+	if et.Deleted {
+		return nil, nil
+	}
+	doc, err := ix.st.Entity(ctx, id, store.AtTx(et.TxID, et.ValidTime))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("files: reading %s: %w", id, err)
+	}
+	o, err := objects.FromDoc(doc)
+	if err != nil {
+		return nil, fmt.Errorf("files: decoding stored %s: %w", id, err)
+	}
+	ix.remember(id, et.TxID, o)
+	return o, nil
+}
+
 // current fetches the latest version of id, nil when absent.
 func (ix *Indexer) current(ctx context.Context, id string) (*objects.Object, error) {
 	doc, err := ix.st.Entity(ctx, id, store.Basis{})
@@ -309,8 +411,10 @@ func (ix *Indexer) write(ctx context.Context, p string, o *objects.Object, outco
 	}
 	tx, err := store.SubmitWait(ctx, ix.st, []store.Op{store.Put(doc)})
 	if err != nil {
+		ix.seen.Delete(o.ID())
 		return Result{}, fmt.Errorf("files: writing %s: %w", p, err)
 	}
+	ix.remember(o.ID(), tx.ID, o)
 	return Result{Path: p, Object: o, Outcome: outcome, Tx: tx.ID}, nil
 }
 

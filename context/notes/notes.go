@@ -143,7 +143,7 @@ func (n *Notes) New(src objects.FilesystemSource, content *string, raw []byte) (
 		if p.Extra == nil {
 			p.Extra = map[string]any{}
 		}
-		p.Extra[FieldNameKeys] = strs(NameKeys(src.Path, p.Note.Aliases))
+		p.Extra[FieldNameKeys] = strs(n.NameKeys(src.Path, p.Note.Aliases))
 	}
 	o, err := objects.New(env, p)
 	if err != nil && p.Nickname != "" {
@@ -165,21 +165,28 @@ func strs(ss []string) []any {
 // Lookup keys. Links and names meet as keys, lower-cased as Obsidian
 // matches links without regard to case, with a ".md" extension dropped:
 //
-//	path:<absolute path>   a note or file at that path
-//	name:<file name>       a note (without .md) or file (with its extension) of that name
-//	alias:<alias>          a note with that alias
+//	path:<absolute path>          a note or file at that path
+//	name:<root>//<file name>      a note (without .md) or file (with its extension) of that name under root
+//	alias:<root>//<alias>         a note under root with that alias
 //
-// A wikilink without '/' may name a note by file name, alias or nickname,
-// or a file at the root; with '/', a path under the root (Obsidian's
-// vault-relative form). A Markdown link is a path relative to the note.
+// Names and aliases are scoped to the note root, as Obsidian resolves them
+// within one vault. A wikilink without '/' may name a note by file name,
+// alias or nickname, or a file at the root; with '/', a path under the
+// root (Obsidian's vault-relative form). A Markdown link is a path relative
+// to the note.
 
 // NameKeys returns the keys an object at the clean path p with the given
-// aliases answers to. A file keeps its extension in its name key
-// ("name:diagram.png"); a note drops ".md".
-func NameKeys(p string, aliases []string) []string {
-	keys := []string{"path:" + normPath(p), "name:" + normName(path.Base(p))}
-	for _, a := range aliases {
-		keys = append(keys, "alias:"+strings.ToLower(a))
+// aliases answers to: its path, and, under a note root, its file name
+// (a file keeps its extension, "diagram.png"; a note drops ".md") and
+// aliases.
+func (n *Notes) NameKeys(p string, aliases []string) []string {
+	keys := []string{"path:" + normPath(p)}
+	if root := n.root(p); root != "" {
+		scope := strings.ToLower(root) + "//"
+		keys = append(keys, "name:"+scope+normName(path.Base(p)))
+		for _, a := range aliases {
+			keys = append(keys, "alias:"+scope+strings.ToLower(a))
+		}
 	}
 	return uniq(keys)
 }
@@ -192,8 +199,9 @@ func (n *Notes) LinkKeys(notePath string, l markdown.Link) []string {
 		return nil
 	}
 	keys := []string{"path:" + normPath(p)}
-	if byName {
-		keys = append(keys, "name:"+normName(l.Target), "alias:"+strings.ToLower(l.Target))
+	if root := n.root(notePath); byName && root != "" {
+		scope := strings.ToLower(root) + "//"
+		keys = append(keys, "name:"+scope+normName(l.Target), "alias:"+scope+strings.ToLower(l.Target))
 	}
 	return keys
 }
@@ -316,13 +324,17 @@ func (n *Notes) resolve(ctx context.Context, st store.Store, ix *files.Indexer, 
 	if strings.Contains(target, "/") {
 		return "", nil
 	}
-	docs, err = st.Query(ctx, store.Query{Where: []store.Pred{store.Where("nickname", target)}, Limit: 1})
+	// Any other object with that nickname (notes answer by name within
+	// their root, above).
+	docs, err = st.Query(ctx, store.Query{Where: []store.Pred{store.Where("nickname", target)}})
 	if err != nil {
 		return "", fmt.Errorf("notes: resolving %q by nickname: %w", target, err)
 	}
-	if len(docs) > 0 {
-		id, _ := docs[0][store.IDKey].(string)
-		return id, nil
+	for _, d := range docs {
+		if d["type"] != string(objects.KindNote) {
+			id, _ := d[store.IDKey].(string)
+			return id, nil
+		}
 	}
 	return "", nil
 }
@@ -368,7 +380,7 @@ func pathLen(src any) int {
 // keys, sorted. It is a candidate set: a link by file name or alias that
 // several notes share is counted for each of them (Links picks one).
 // Deletion versions link nothing and are linked by nothing.
-func Backlinks(ctx context.Context, st store.Store, o *objects.Object) ([]string, error) {
+func (n *Notes) Backlinks(ctx context.Context, st store.Store, o *objects.Object) ([]string, error) {
 	src, ok := o.Source().(objects.FilesystemSource)
 	if !ok {
 		return nil, nil
@@ -376,7 +388,7 @@ func Backlinks(ctx context.Context, st store.Store, o *objects.Object) ([]string
 	if files.IsDeletedVersion(o) {
 		return nil, nil
 	}
-	keys := NameKeys(src.Path, o.Note.Aliases)
+	keys := n.NameKeys(src.Path, o.Note.Aliases)
 	vals := make([]any, len(keys))
 	for i, k := range keys {
 		vals[i] = k

@@ -97,7 +97,7 @@ func (v *vault) latest(rel string) *objects.Object {
 
 func (v *vault) backlinks(rel string) []string {
 	v.t.Helper()
-	ids, err := notes.Backlinks(v.ctx, v.e.Store, v.latest(rel))
+	ids, err := v.n.Backlinks(v.ctx, v.e.Store, v.latest(rel))
 	if err != nil {
 		v.t.Fatal(err)
 	}
