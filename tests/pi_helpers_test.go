@@ -125,6 +125,18 @@ type serveProc struct {
 	pxSrv  *httptest.Server
 	stderr *bytes.Buffer
 	done   chan error
+
+	// What the context calls through the proxy looked like.
+	mu                                             sync.Mutex
+	ctxCalls, deltaCalls, deltaAnswers, mismatches int
+}
+
+// contextCalls returns how many context calls went through the proxy, how
+// many sent a delta log, got a delta answer, or got log_mismatch.
+func (s *serveProc) contextCalls() (calls, deltas, answers, mismatches int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ctxCalls, s.deltaCalls, s.deltaAnswers, s.mismatches
 }
 
 // startServe starts `ctxstore --store storeURL serve` on a free loopback
@@ -159,6 +171,32 @@ func startServe(t *testing.T, storeURL string, args ...string) *serveProc {
 		t.Fatal(err)
 	}
 	s.proxy = spec.NewProxy(u)
+	s.proxy.Observe = func(req *http.Request, reqBody []byte, status int, body []byte) {
+		if !strings.HasSuffix(req.URL.Path, "/context") {
+			return
+		}
+		var in struct {
+			Base int `json:"base"`
+		}
+		var out struct {
+			Keep int    `json:"keep"`
+			Code string `json:"code"`
+		}
+		_ = json.Unmarshal(reqBody, &in)
+		_ = json.Unmarshal(body, &out)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.ctxCalls++
+		if in.Base > 0 {
+			s.deltaCalls++
+		}
+		if out.Keep > 0 {
+			s.deltaAnswers++
+		}
+		if out.Code == "log_mismatch" {
+			s.mismatches++
+		}
+	}
 	s.pxSrv = httptest.NewServer(s.proxy)
 	s.pxURL = s.pxSrv.URL
 	t.Cleanup(func() { s.stop(false) })

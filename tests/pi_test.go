@@ -100,6 +100,10 @@ func piScenario(t *testing.T, storeURL string) {
 	pi.prompt("Thanks.")
 	pi.quit()
 
+	// Context calls travel as deltas once the first one is through.
+	if n, d, a, m := srv.contextCalls(); n != len(script) || d != len(script)-1 || a < len(script)/2 || m != 0 {
+		t.Errorf("context calls: %d, %d with a delta log, %d with a delta answer, %d mismatches", n, d, a, m)
+	}
 	var info httpapi.SessionInfo
 	srv.get("/v1/sessions/"+sid, &info)
 	if info.Turn != 5 || !slices.Contains(info.Active, aID) || slices.Contains(info.Active, "call_bash_1") || !slices.Contains(info.Pool, "call_bash_1") {

@@ -1,14 +1,10 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,19 +12,25 @@ import (
 
 // BenchmarkContextCall measures the context call as the Pi extension makes
 // it, on loopback (a real TCP connection to an httptest server, SQLite
-// store): the client encodes Pi's whole message log as JSON, POSTs it,
-// reads and decodes the answer. Each turn is a user prompt, two bash calls
-// with 1 KiB outputs and a final answer: three context calls. It samples
-// every call of turns 10–29 and of turns 500–519 of one session and
-// reports, per window, the p50 and p99 latency (ms) and the share of the
-// time spent outside the context manager itself (HTTP and JSON: the total
-// minus the ingest+assemble time the server reports in Server-Timing),
-// plus the request size at turn 500. One iteration takes about a minute:
+// store). Each turn is a user prompt, two bash calls with 1 KiB outputs and
+// a final answer: three context calls. It samples every call of turns
+// 10–29 and of turns 500–519 of one session and reports, per window, the
+// p50 and p99 latency (ms) and the share of the time spent outside the
+// context manager itself (HTTP and JSON: the total minus the
+// ingest+assemble time the server reports in Server-Timing), plus the
+// request size. Sub-benchmarks: "delta" sends the log and gets the answer
+// as deltas, as the extension does (the client encodes each message once);
+// "full" sends the whole log and gets the whole context every call. One
+// iteration takes minutes:
 //
 //	go test -run '^$' -bench ContextCall -benchtime 1x ./context/httpapi/
 func BenchmarkContextCall(b *testing.B) {
-	for range b.N {
-		benchContextCalls(b)
+	for _, mode := range []string{"delta", "full"} {
+		b.Run(mode, func(b *testing.B) {
+			for range b.N {
+				benchContextCalls(b, mode == "delta")
+			}
+		})
 	}
 }
 
@@ -39,38 +41,29 @@ type sample struct {
 	reqBytes  int
 }
 
-func benchContextCalls(b *testing.B) {
+func benchContextCalls(b *testing.B, deltas bool) {
 	e := newEnv(b, nil)
 	e.check = false
 	e.open("bench")
-	client := &http.Client{}
+	dc := newDeltaClient(e.ts.URL, "bench")
 	var lg piLogBuilder
 	call := func() sample {
 		start := time.Now()
-		body, err := json.Marshal(lg.body())
-		if err != nil {
-			b.Fatal(err)
+		base := -1
+		if !deltas {
+			base, dc.heldCall = 0, 0
 		}
-		resp, err := client.Post(e.ts.URL+"/v1/sessions/bench/context", "application/json", bytes.NewReader(body))
-		if err != nil {
-			b.Fatal(err)
+		r := dc.call(lg.raws(), base, "")
+		if r.status != 200 {
+			b.Fatalf("context: %d %s", r.status, r.code)
 		}
-		raw, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != 200 {
-			b.Fatalf("context: %d %v %s", resp.StatusCode, err, truncate(raw))
+		for _, m := range r.resp.Messages { // decode what came, as the extension does
+			var pm PiOutMessage
+			if err := json.Unmarshal(m, &pm); err != nil {
+				b.Fatal(err)
+			}
 		}
-		var c ContextResponse
-		if err := json.Unmarshal(raw, &c); err != nil {
-			b.Fatal(err)
-		}
-		total := time.Since(start)
-		m := serverTiming.FindStringSubmatch(resp.Header.Get("Server-Timing"))
-		if m == nil {
-			b.Fatal("no Server-Timing header")
-		}
-		ms, _ := strconv.ParseFloat(m[1], 64)
-		return sample{total: total, cm: time.Duration(ms * float64(time.Millisecond)), reqBytes: len(body)}
+		return sample{total: time.Since(start), cm: r.cm, reqBytes: r.reqBytes}
 	}
 	out := strings.Repeat("some output of the build that takes a line of room\n", 20) // ~1 KiB
 	windows := map[string][]sample{}

@@ -1,7 +1,13 @@
 package httpapi
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"hash"
+	"net/http"
 	"time"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
@@ -9,18 +15,34 @@ import (
 )
 
 // ContextRequest is the body of POST /v1/sessions/{sid}/context: the
-// harness's whole message log as it is now, as Pi's messages (Messages) or
-// as ctxstore's harness-neutral messages (Log); exactly one is given.
+// harness's message log as it is now, as Pi's messages (Messages) or as
+// ctxstore's harness-neutral messages (Log); exactly one is given.
+//
+// Pi's log may be sent as a delta: Base > 0 says that the log begins with
+// the first Base messages of the previous Pi request of this session
+// (BaseSHA256 is the SHA-256, in hex, of their JSON as sent, each followed
+// by a newline), and Messages holds only what follows. A base the server
+// does not hold answers 409 log_mismatch; the client then sends the whole
+// log. HaveCall is the call number of the last answer the client holds:
+// when it is the server's last answer too, the answer is a delta as well
+// (ContextResponse.Keep).
 type ContextRequest struct {
-	Messages []PiMessage      `json:"messages,omitempty"`
-	Log      []ingest.Message `json:"log,omitempty"`
+	Messages   []json.RawMessage `json:"messages,omitempty"`
+	Base       int               `json:"base,omitempty"`
+	BaseSHA256 string            `json:"base_sha256,omitempty"`
+	HaveCall   int               `json:"have_call,omitempty"`
+	Log        []ingest.Message  `json:"log,omitempty"`
 }
 
 // ContextResponse is the context of the next model call.
 type ContextResponse struct {
-	// Messages is the context in Pi's message shape (for a Messages
-	// request); Assembled is it in ctxstore's own shape (for a Log request).
-	Messages  []PiOutMessage     `json:"messages,omitempty"`
+	// Messages is the context in Pi's message shape (PiOutMessage; for a
+	// Messages request): the messages after the first Keep of the answer to
+	// call HaveCall, which the client keeps (Keep is 0 for a whole
+	// context). Assembled is the context in ctxstore's own shape (for a Log
+	// request).
+	Messages  []json.RawMessage  `json:"messages,omitempty"`
+	Keep      int                `json:"keep"`
 	Assembled []assemble.Message `json:"assembled,omitempty"`
 	// SystemPrompt is the system prompt the model must be sent.
 	SystemPrompt string `json:"system_prompt"`
@@ -40,6 +62,65 @@ type ContextResponse struct {
 	Ingested ingest.Report `json:"ingested"`
 }
 
+// CodeLogMismatch answers a delta whose base the server does not hold.
+const CodeLogMismatch = "log_mismatch"
+
+// piState is what a session keeps of the Pi log it was sent and of its
+// last answer, so both can travel as deltas.
+type piState struct {
+	raws [][]byte   // every message of the last request, as sent
+	sums [][32]byte // sums[i]: SHA-256 of raws[0..i], each followed by "\n"
+	h    hash.Hash  // the running hash behind sums
+	conv piConverter
+
+	lastCall int      // the call of the last answer
+	lastOut  [][]byte // its messages, encoded
+}
+
+// apply makes the state's log the first base messages of the previous
+// one followed by tail, converting only what is new. On error the state is
+// forgotten: the client's next delta gets log_mismatch and it sends the
+// whole log.
+func (st *piState) apply(base int, baseSum string, tail []json.RawMessage) error {
+	if base > 0 && (base > len(st.raws) || hex.EncodeToString(st.sums[base-1][:]) != baseSum) {
+		return errorf(http.StatusConflict, CodeLogMismatch, "the server does not hold the first %d messages of this log (it holds %d): send the whole log", base, len(st.raws))
+	}
+	if st.h == nil || base < len(st.raws) { // new, or a replaced or shortened log: convert its prefix again
+		prefix := st.raws[:base]
+		*st = piState{h: sha256.New(), lastCall: st.lastCall, lastOut: st.lastOut}
+		for i, raw := range prefix {
+			if err := st.add(i, raw); err != nil {
+				*st = piState{}
+				return err
+			}
+		}
+	}
+	for i, raw := range tail {
+		if err := st.add(base+i, raw); err != nil {
+			*st = piState{}
+			return err
+		}
+	}
+	return nil
+}
+
+func (st *piState) add(i int, raw json.RawMessage) error {
+	var m PiMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return badRequest("messages[%d]: %v", i, err)
+	}
+	if err := st.conv.add(i, m); err != nil {
+		return err
+	}
+	st.raws = append(st.raws, raw)
+	st.h.Write(raw)
+	st.h.Write([]byte{'\n'})
+	var sum [32]byte
+	st.h.Sum(sum[:0])
+	st.sums = append(st.sums, sum)
+	return nil
+}
+
 func (s *Server) context(q *request) (any, error) {
 	var req ContextRequest
 	if err := q.decode(&req); err != nil {
@@ -48,20 +129,21 @@ func (s *Server) context(q *request) (any, error) {
 	if (req.Messages == nil) == (req.Log == nil) {
 		return nil, badRequest("give messages (Pi's) or log (ctxstore's), exactly one")
 	}
-	var lg piLog
-	log := req.Log
-	if req.Messages != nil {
-		var err error
-		if lg, err = fromPi(req.Messages); err != nil {
-			return nil, err
-		}
-		log = lg.log
+	if req.Base < 0 || (req.Base > 0 && req.Messages == nil) {
+		return nil, badRequest("base is for a delta of Pi's messages")
 	}
 	l, err := s.lock(q.sid)
 	if err != nil {
 		return nil, err
 	}
 	defer l.mu.Unlock()
+	log := req.Log
+	if req.Messages != nil {
+		if err := l.pi.apply(req.Base, req.BaseSHA256, req.Messages); err != nil {
+			return nil, err
+		}
+		log = l.pi.conv.out.log
+	}
 	start := time.Now()
 	c, rep, err := l.in.Context(q.ctx, log)
 	if err != nil {
@@ -73,13 +155,37 @@ func (s *Server) context(q *request) (any, error) {
 	resp := ContextResponse{SystemPrompt: c.System(), Call: c.N, CommitID: c.CommitID, Rebased: c.Rebased,
 		RebaseReason: c.Reason, RebaseOffset: c.RebaseOffset, Bytes: len(c.Bytes), Tokens: c.Tokens,
 		StaleTokens: c.StaleTokens, Ingested: rep}
-	if req.Messages != nil {
-		resp.Messages = toPi(c.Messages(), lg)
-		if resp.Messages == nil {
-			resp.Messages = []PiOutMessage{}
-		}
-	} else {
+	if req.Messages == nil {
 		resp.Assembled = c.Messages()
+		return resp, nil
 	}
+	outs := toPi(c.Messages(), l.pi.conv.out)
+	enc := make([][]byte, len(outs))
+	for i, m := range outs {
+		if enc[i], err = marshal(m); err != nil {
+			return nil, err
+		}
+	}
+	if req.HaveCall > 0 && req.HaveCall == l.pi.lastCall {
+		for resp.Keep < min(len(enc), len(l.pi.lastOut)) && bytes.Equal(enc[resp.Keep], l.pi.lastOut[resp.Keep]) {
+			resp.Keep++
+		}
+	}
+	resp.Messages = make([]json.RawMessage, 0, len(enc)-resp.Keep)
+	for _, b := range enc[resp.Keep:] {
+		resp.Messages = append(resp.Messages, b)
+	}
+	l.pi.lastCall, l.pi.lastOut = c.N, enc
 	return resp, nil
+}
+
+// marshal encodes v as JSON without HTML escaping and without a newline.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }

@@ -3,15 +3,21 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/context/files"
@@ -187,6 +193,7 @@ func truncate(b []byte) string {
 // piLogBuilder builds a Pi message log the way Pi's context event hands it.
 type piLogBuilder struct {
 	msgs []map[string]any
+	enc  []json.RawMessage
 	n    int
 }
 
@@ -216,6 +223,12 @@ func (p *piLogBuilder) say(text string) {
 
 func (p *piLogBuilder) body() map[string]any { return map[string]any{"messages": p.msgs} }
 
+// piAnswer is a context answer decoded with its messages.
+type piAnswer struct {
+	ContextResponse
+	Messages []PiOutMessage `json:"messages"`
+}
+
 // flat renders Pi messages as text with no closing markers, so that a
 // context extending the previous one renders as an extension of its text.
 func flat(ms []PiOutMessage) string {
@@ -229,4 +242,129 @@ func flat(ms []PiOutMessage) string {
 		}
 	}
 	return b.String()
+}
+
+// raws returns the log's messages encoded, encoding each message once (the
+// builder only appends).
+func (p *piLogBuilder) raws() []json.RawMessage {
+	for len(p.enc) < len(p.msgs) {
+		b, err := json.Marshal(p.msgs[len(p.enc)])
+		if err != nil {
+			panic(err)
+		}
+		p.enc = append(p.enc, b)
+	}
+	return p.enc[:len(p.msgs):len(p.msgs)]
+}
+
+// deltaClient makes context calls as the Pi extension does: the log as a
+// delta over what the server holds, the answer as a delta over the last
+// one (docs/service.md).
+type deltaClient struct {
+	url, sid string
+	client   *http.Client
+	sent     []json.RawMessage
+	sums     []string
+	h        hash.Hash
+	held     []json.RawMessage
+	heldCall int
+	// check, if set, is told of every exchange (for the OpenAPI check).
+	check func(req *http.Request, reqBody []byte, status int, h http.Header, body []byte)
+}
+
+func newDeltaClient(url, sid string) *deltaClient {
+	return &deltaClient{url: url, sid: sid, client: &http.Client{}, h: sha256.New()}
+}
+
+// deltaResult is one call's outcome.
+type deltaResult struct {
+	status   int
+	code     string
+	resp     ContextResponse
+	messages []json.RawMessage // the whole context
+	reqBytes int
+	cm       time.Duration // Server-Timing
+}
+
+// call sends log (base: the messages the server holds, -1 to compute it
+// by comparing with the last log sent; sum overrides the base's digest).
+func (d *deltaClient) call(log []json.RawMessage, base int, sum string) deltaResult {
+	if base < 0 {
+		base = 0
+		for base < min(len(log), len(d.sent)) && bytes.Equal(log[base], d.sent[base]) {
+			base++
+		}
+	}
+	var body bytes.Buffer
+	body.WriteByte('{')
+	if base > 0 {
+		if sum == "" {
+			sum = d.sums[base-1]
+		}
+		fmt.Fprintf(&body, `"base":%d,"base_sha256":%q,`, base, sum)
+	}
+	if d.heldCall > 0 {
+		fmt.Fprintf(&body, `"have_call":%d,`, d.heldCall)
+	}
+	body.WriteString(`"messages":[`)
+	for i, m := range log[min(base, len(log)):] {
+		if i > 0 {
+			body.WriteByte(',')
+		}
+		body.Write(m)
+	}
+	body.WriteString("]}")
+	r := deltaResult{reqBytes: body.Len()}
+	reqBody := body.Bytes()
+	req, err := http.NewRequest("POST", d.url+"/v1/sessions/"+d.sid+"/context", bytes.NewReader(reqBody))
+	if err != nil {
+		panic(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := d.client.Do(req)
+	if err != nil {
+		panic(err)
+	}
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		panic(err)
+	}
+	if d.check != nil {
+		d.check(req, reqBody, resp.StatusCode, resp.Header, raw)
+	}
+	r.status = resp.StatusCode
+	if r.status != 200 {
+		var eb ErrorBody
+		_ = json.Unmarshal(raw, &eb)
+		r.code = eb.Code
+		d.sent, d.sums, d.h, d.held, d.heldCall = nil, nil, sha256.New(), nil, 0
+		return r
+	}
+	if err := json.Unmarshal(raw, &r.resp); err != nil {
+		panic(err)
+	}
+	if m := serverTiming.FindStringSubmatch(resp.Header.Get("Server-Timing")); m != nil {
+		ms, _ := strconv.ParseFloat(m[1], 64)
+		r.cm = time.Duration(ms * float64(time.Millisecond))
+	}
+	if base < len(d.sent) {
+		d.h, d.sums = sha256.New(), nil
+		for _, m := range log[:base] {
+			d.push(m)
+		}
+	}
+	for _, m := range log[base:] {
+		d.push(m)
+	}
+	d.sent = log
+	r.messages = append(append([]json.RawMessage(nil), d.held[:r.resp.Keep]...), r.resp.Messages...)
+	d.held, d.heldCall = r.messages, r.resp.Call
+	return r
+}
+
+func (d *deltaClient) push(m json.RawMessage) {
+	d.h.Write(m)
+	d.h.Write([]byte{'\n'})
+	d.sums = append(d.sums, hex.EncodeToString(d.h.Sum(nil)))
 }

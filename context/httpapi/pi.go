@@ -138,73 +138,89 @@ func joinText(bs []PiBlock, sep string) string {
 }
 
 // fromPi converts Pi's messages into ctxstore's harness-neutral log.
-// Pi-specific roles become user messages marked Meta, with the text Pi's
-// own convertToLlm would give them; bash executions the user excluded from
-// the context (!!) are left out. Assistant messages that errored or were
-// aborted are left out with their tool results, as pi-ai does before a
-// provider call.
 func fromPi(msgs []PiMessage) (piLog, error) {
-	out := piLog{tools: map[string]piToolInfo{}}
-	skipped := map[string]bool{}
+	var c piConverter
 	for i, m := range msgs {
-		bs, err := m.blocks()
-		if err != nil {
-			return piLog{}, badRequest("messages[%d] (%s): content: %v", i, m.Role, err)
-		}
-		meta := func(text string) {
-			out.log = append(out.log, ingest.Message{Role: ingest.RoleUser, Text: text, Time: m.time(), Meta: true})
-		}
-		switch m.Role {
-		case "user":
-			out.log = append(out.log, ingest.Message{Role: ingest.RoleUser, Text: joinText(bs, "\n\n"), Time: m.time()})
-		case "assistant":
-			if m.StopReason == "error" || m.StopReason == "aborted" {
-				for _, b := range bs {
-					if b.Type == "toolCall" {
-						skipped[b.ID] = true
-					}
-				}
-				continue
-			}
-			am := ingest.Message{Role: ingest.RoleAssistant, Text: joinText(bs, "\n\n"), Time: m.time(), Model: m.Model}
-			for _, b := range bs {
-				if b.Type == "toolCall" {
-					if b.ID == "" || b.Name == "" {
-						return piLog{}, badRequest("messages[%d]: a toolCall block needs an id and a name", i)
-					}
-					am.ToolCalls = append(am.ToolCalls, ingest.ToolCall{ID: b.ID, Name: b.Name, Args: b.Arguments})
-				}
-			}
-			if u := m.Usage; u != nil {
-				am.Usage = &ingest.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite}
-			}
-			out.api, out.provider, out.model = m.API, m.Provider, m.Model
-			out.log = append(out.log, am)
-		case "toolResult":
-			if m.ToolCallID == "" {
-				return piLog{}, badRequest("messages[%d]: a toolResult needs a toolCallId", i)
-			}
-			if skipped[m.ToolCallID] {
-				continue
-			}
-			out.tools[m.ToolCallID] = piToolInfo{name: m.ToolName, isError: m.IsError}
-			out.log = append(out.log, ingest.Message{Role: ingest.RoleToolResult, ToolCallID: m.ToolCallID,
-				ToolName: m.ToolName, Output: joinText(bs, "\n"), IsError: m.IsError, Time: m.time()})
-		case "custom":
-			meta(joinText(bs, "\n\n"))
-		case "bashExecution":
-			if !m.ExcludeFromContext {
-				meta(bashText(m))
-			}
-		case "compactionSummary":
-			meta(piCompactionPrefix + m.Summary + piCompactionSuffix)
-		case "branchSummary":
-			meta(piBranchPrefix + m.Summary + piBranchSuffix)
-		default:
-			return piLog{}, badRequest("messages[%d]: unknown role %q", i, m.Role)
+		if err := c.add(i, m); err != nil {
+			return piLog{}, err
 		}
 	}
-	return out, nil
+	return c.out, nil
+}
+
+// piConverter converts Pi's messages one at a time, in order: Pi-specific
+// roles become user messages marked Meta, with the text Pi's own
+// convertToLlm would give them; bash executions the user excluded from the
+// context (!!) are left out. Assistant messages that errored or were
+// aborted are left out with their tool results, as pi-ai does before a
+// provider call.
+type piConverter struct {
+	out     piLog
+	skipped map[string]bool
+}
+
+func (c *piConverter) add(i int, m PiMessage) error {
+	if c.out.tools == nil {
+		c.out.tools = map[string]piToolInfo{}
+		c.skipped = map[string]bool{}
+	}
+	bs, err := m.blocks()
+	if err != nil {
+		return badRequest("messages[%d] (%s): content: %v", i, m.Role, err)
+	}
+	meta := func(text string) {
+		c.out.log = append(c.out.log, ingest.Message{Role: ingest.RoleUser, Text: text, Time: m.time(), Meta: true})
+	}
+	switch m.Role {
+	case "user":
+		c.out.log = append(c.out.log, ingest.Message{Role: ingest.RoleUser, Text: joinText(bs, "\n\n"), Time: m.time()})
+	case "assistant":
+		if m.StopReason == "error" || m.StopReason == "aborted" {
+			for _, b := range bs {
+				if b.Type == "toolCall" {
+					c.skipped[b.ID] = true
+				}
+			}
+			return nil
+		}
+		am := ingest.Message{Role: ingest.RoleAssistant, Text: joinText(bs, "\n\n"), Time: m.time(), Model: m.Model}
+		for _, b := range bs {
+			if b.Type == "toolCall" {
+				if b.ID == "" || b.Name == "" {
+					return badRequest("messages[%d]: a toolCall block needs an id and a name", i)
+				}
+				am.ToolCalls = append(am.ToolCalls, ingest.ToolCall{ID: b.ID, Name: b.Name, Args: b.Arguments})
+			}
+		}
+		if u := m.Usage; u != nil {
+			am.Usage = &ingest.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite}
+		}
+		c.out.api, c.out.provider, c.out.model = m.API, m.Provider, m.Model
+		c.out.log = append(c.out.log, am)
+	case "toolResult":
+		if m.ToolCallID == "" {
+			return badRequest("messages[%d]: a toolResult needs a toolCallId", i)
+		}
+		if c.skipped[m.ToolCallID] {
+			return nil
+		}
+		c.out.tools[m.ToolCallID] = piToolInfo{name: m.ToolName, isError: m.IsError}
+		c.out.log = append(c.out.log, ingest.Message{Role: ingest.RoleToolResult, ToolCallID: m.ToolCallID,
+			ToolName: m.ToolName, Output: joinText(bs, "\n"), IsError: m.IsError, Time: m.time()})
+	case "custom":
+		meta(joinText(bs, "\n\n"))
+	case "bashExecution":
+		if !m.ExcludeFromContext {
+			meta(bashText(m))
+		}
+	case "compactionSummary":
+		meta(piCompactionPrefix + m.Summary + piCompactionSuffix)
+	case "branchSummary":
+		meta(piBranchPrefix + m.Summary + piBranchSuffix)
+	default:
+		return badRequest("messages[%d]: unknown role %q", i, m.Role)
+	}
+	return nil
 }
 
 // bashText is Pi's bashExecutionToText (truncation notes aside).

@@ -65,14 +65,14 @@ type Options struct {
 // harness's system prompt of a new session.
 const DefaultGuide = `# Your context (ctxstore)
 
-Your context is managed by ctxstore. Tool results appear as one-line references
-("toolcall_ref id=… tool=… status=…"), not as their output. The content of active
-objects (files you read, recent tool outputs) appears in blocks
-"<<content id=… version=…>> … <</content>>"; older outputs collapse to metadata lines
-after a few turns. read(path) loads a file and keeps it current when it changes on disk.
-activate(id) loads an object's content (a collapsed tool output, a file you saw listed),
-deactivate(id) drops it when you no longer need it, pin(id) keeps it from collapsing and
-unpin(id) releases it. Ids are the "id=" values of metadata lines.`
+Your context is managed by ctxstore. A tool result shows only a one-line summary, never the
+output itself. The content of active objects (files you read, recent tool outputs) appears in
+blocks "<<content id=… version=…>> … <</content>>"; older outputs collapse to metadata lines
+after a few turns, and "[context]" notes tell you what became inactive or changed. read(path)
+loads a file and keeps it current when it changes on disk. activate(id) loads an object's
+content (a collapsed tool output, a file you saw listed), deactivate(id) drops it when you no
+longer need it, pin(id) keeps it from collapsing and unpin(id) releases it. Ids are the "id="
+values of metadata lines, or a tool call's id.`
 
 // Server is the HTTP API. Create it with New, serve Handler (or call
 // Serve), and Close it after the HTTP server has shut down.

@@ -48,7 +48,7 @@ func TestSessionContextAndTools(t *testing.T) {
 
 	var lg piLogBuilder
 	lg.user("What is in notes.txt?")
-	var c1 ContextResponse
+	var c1 piAnswer
 	e.ok("POST", "/v1/sessions/s1/context", lg.body(), &c1)
 	if c1.Call != 1 || len(c1.Messages) != 1 || c1.Messages[0].Role != "user" || c1.Messages[0].Content[0].Text != "What is in notes.txt?" {
 		t.Fatalf("first context: %+v", c1)
@@ -74,7 +74,7 @@ func TestSessionContextAndTools(t *testing.T) {
 		t.Errorf("observe: %+v", ob)
 	}
 	lg.result("call_2", "bash", out, false)
-	var c2 ContextResponse
+	var c2 piAnswer
 	e.ok("POST", "/v1/sessions/s1/context", lg.body(), &c2)
 	if !strings.HasPrefix(flat(c2.Messages), flat(c1.Messages)) {
 		t.Errorf("call 2 does not extend call 1")
@@ -90,8 +90,13 @@ func TestSessionContextAndTools(t *testing.T) {
 			}
 		}
 	}
-	if len(results) != 2 || !strings.HasPrefix(results[0], "toolcall_ref id=call_1 tool=read") || !strings.HasPrefix(results[1], "toolcall_ref id=call_2 tool=bash") {
-		t.Errorf("tool results are not metadata references: %q", results)
+	if len(results) != 2 {
+		t.Errorf("tool results: %q", results)
+	}
+	for _, r := range results {
+		if strings.Contains(r, "\n") || strings.Contains(r, "secret-output") || strings.Contains(r, "answer is 42") || !strings.Contains(r, "status=ok") {
+			t.Errorf("a tool result is not a one-line reference: %q", r)
+		}
 	}
 	joined := strings.Join(content, "\n")
 	if !strings.Contains(joined, "the answer is 42") || !strings.Contains(joined, "secret-output") {
@@ -112,7 +117,7 @@ func TestSessionContextAndTools(t *testing.T) {
 	// Next turn: the bash output collapses (TurnsBack 1); activate brings it back.
 	lg.say("It says 42.")
 	lg.user("Thanks. Now show the bash output again.")
-	var c3 ContextResponse
+	var c3 piAnswer
 	e.ok("POST", "/v1/sessions/s1/context", lg.body(), &c3)
 	var info SessionInfo
 	e.ok("GET", "/v1/sessions/s1", nil, &info)
@@ -126,7 +131,7 @@ func TestSessionContextAndTools(t *testing.T) {
 		t.Fatalf("activate: %+v", act)
 	}
 	lg.result("call_3", "activate", act.Message, false)
-	var c4 ContextResponse
+	var c4 piAnswer
 	e.ok("POST", "/v1/sessions/s1/context", lg.body(), &c4)
 	if !c4.Rebased && !strings.HasPrefix(flat(c4.Messages), flat(c3.Messages)) {
 		t.Errorf("call 4 neither rebased nor extends call 3")
@@ -200,7 +205,7 @@ func TestSessionContextAndTools(t *testing.T) {
 		t.Errorf("reopen: %+v", r)
 	}
 	lg.say("Done.")
-	var c5 ContextResponse
+	var c5 piAnswer
 	e.ok("POST", "/v1/sessions/s1/context", lg.body(), &c5)
 	if c5.Call != 5 || c5.Ingested.Applied != 1 {
 		t.Errorf("after resuming: call %d, ingested %+v", c5.Call, c5.Ingested)
@@ -459,7 +464,7 @@ func TestBundles(t *testing.T) {
 	var rd ToolResponse
 	a.ok("POST", "/v1/sessions/p1/tools/read", ToolRequest{ToolCallID: "c1", Args: map[string]any{"path": "notes.txt"}}, &rd)
 	lg.result("c1", "read", rd.Message, false)
-	var last ContextResponse
+	var last piAnswer
 	a.ok("POST", "/v1/sessions/p1/context", lg.body(), &last)
 	a.ok("POST", "/v1/sessions/p1/close", nil, nil)
 
@@ -491,9 +496,92 @@ func TestBundles(t *testing.T) {
 		t.Errorf("import into an open session: %d", st)
 	}
 	lg.say("It says: portable notes.")
-	var next ContextResponse
+	var next piAnswer
 	b.ok("POST", "/v1/sessions/p1/context", lg.body(), &next)
 	if next.Call != 3 || next.Rebased || !strings.HasPrefix(flat(next.Messages), flat(last.Messages)) {
 		t.Errorf("the imported session does not continue: call %d, rebased %v", next.Call, next.Rebased)
 	}
+}
+
+// TestContextDeltas: a client sending the log and getting the answer as
+// deltas sees exactly the contexts a client sending everything sees; a
+// base the server does not hold is refused, and a replaced log works.
+func TestContextDeltas(t *testing.T) {
+	full := newEnv(t, func(o *Options) { o.Policy = collapse.Config{TurnsBack: 1, PerTurn: 5} })
+	delta := newEnv(t, func(o *Options) { o.Policy = collapse.Config{TurnsBack: 1, PerTurn: 5} })
+	delta.dir = full.dir
+	full.file("a.txt", "alpha\n")
+	full.open("s")
+	delta.open("s")
+	dc := newDeltaClient(delta.ts.URL, "s")
+	dc.check = func(req *http.Request, reqBody []byte, status int, h http.Header, body []byte) {
+		if err := delta.spec.Check(req, reqBody, status, h, body); err != nil {
+			t.Errorf("OpenAPI: %v", err)
+		}
+	}
+	var lg piLogBuilder
+	step := 0
+	compare := func(log []json.RawMessage, base int, sum string) deltaResult {
+		t.Helper()
+		step++
+		body := map[string]any{"messages": log}
+		var want piAnswer
+		full.ok("POST", "/v1/sessions/s/context", body, &want)
+		r := dc.call(log, base, sum)
+		if r.status != 200 {
+			t.Fatalf("step %d: delta call: %d %s", step, r.status, r.code)
+		}
+		var got []PiOutMessage
+		for _, m := range r.messages {
+			var pm PiOutMessage
+			if err := json.Unmarshal(m, &pm); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, pm)
+		}
+		if flat(got) != flat(want.Messages) {
+			t.Errorf("step %d: the delta client's context differs:\n%s\nwant:\n%s", step, flat(got), flat(want.Messages))
+		}
+		return r
+	}
+	both := func(method, path string, body any) {
+		full.ok(method, path, body, nil)
+		delta.ok(method, path, body, nil)
+	}
+	lg.user("Read a.txt and run the build.")
+	compare(lg.raws(), -1, "")
+	lg.call("r1", "read", map[string]any{"path": "a.txt"})
+	both("POST", "/v1/sessions/s/tools/read", ToolRequest{ToolCallID: "r1", Args: map[string]any{"path": "a.txt"}})
+	lg.result("r1", "read", "Read a.txt", false)
+	r := compare(lg.raws(), -1, "")
+	if r.resp.Keep == 0 || len(r.resp.Messages) >= len(r.messages) {
+		t.Errorf("the answer is not a delta: keep %d, %d of %d messages sent", r.resp.Keep, len(r.resp.Messages), len(r.messages))
+	}
+	for k := range 3 {
+		id := fmt.Sprintf("b%d", k)
+		lg.call(id, "bash", map[string]any{"command": "make"})
+		lg.result(id, "bash", strings.Repeat("output line\n", 50), false)
+		compare(lg.raws(), -1, "")
+	}
+	lg.say("Done.")
+	lg.user("Next turn.")
+	r = compare(lg.raws(), -1, "")
+	if r.reqBytes > 1000 {
+		t.Errorf("a delta request of two messages took %d bytes", r.reqBytes)
+	}
+
+	// A base the server does not hold, or a wrong digest: log_mismatch.
+	lg.say("More.")
+	if r := dc.call(lg.raws(), len(lg.raws())-1, strings.Repeat("0", 64)); r.status != 409 || r.code != CodeLogMismatch {
+		t.Errorf("wrong digest: %d %s", r.status, r.code)
+	}
+	if r := dc.call(lg.raws(), len(lg.raws())+5, strings.Repeat("0", 64)); r.status != 409 || r.code != CodeLogMismatch {
+		t.Errorf("base beyond the log: %d %s", r.status, r.code)
+	}
+	compare(lg.raws(), 0, "") // the client starts over with the whole log
+
+	// A replaced log (the last two messages dropped, another one instead).
+	lg.msgs, lg.enc = lg.msgs[:len(lg.msgs)-2], nil
+	lg.user("A different question.")
+	compare(lg.raws(), -1, "")
 }

@@ -26,6 +26,7 @@ type live struct {
 	tools *tools.Tools
 	asm   *assemble.Assembler
 	in    *ingest.Ingester
+	pi    piState // the Pi log and last answer, for deltas
 }
 
 func (l *live) isOpen() bool {
@@ -40,7 +41,7 @@ func (l *live) close(ctx context.Context) error {
 	if l.in != nil {
 		err = l.in.Flush(ctx)
 	}
-	l.sess, l.tools, l.asm, l.in = nil, nil, nil, nil
+	l.sess, l.tools, l.asm, l.in, l.pi = nil, nil, nil, nil, piState{}
 	return err
 }
 

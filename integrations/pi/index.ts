@@ -24,6 +24,7 @@
 
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { createReadToolDefinition } from "@mariozechner/pi-coding-agent";
+import { createHash, type Hash } from "node:crypto";
 import { Type } from "typebox";
 
 const BASE = (process.env.CTXSTORE_SERVICE_URL || "http://127.0.0.1:7411").replace(/\/+$/, "");
@@ -52,7 +53,8 @@ interface OpenResponse {
 }
 
 interface ContextResponse {
-  messages: any[];
+  messages?: any[];
+  keep: number;
   system_prompt: string;
   call: number;
   rebased: boolean;
@@ -65,6 +67,7 @@ interface ToolResponse {
   content?: string;
 }
 
+/** Sends a request; a string body is sent as it is (already JSON). */
 async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (TOKEN) headers.authorization = `Bearer ${TOKEN}`;
@@ -73,7 +76,7 @@ async function request<T>(method: string, path: string, body?: unknown): Promise
     res = await fetch(BASE + path, {
       method,
       headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
       signal: AbortSignal.timeout(TIMEOUT_MS),
     });
   } catch (err: any) {
@@ -90,8 +93,65 @@ async function request<T>(method: string, path: string, body?: unknown): Promise
   return json as T;
 }
 
+/**
+ * What the service holds of this session's log and of its last answer, so that each context
+ * call sends only the messages that are new and gets back only the messages that changed
+ * (docs/service.md, "deltas"). Pi hands the whole log to every context event; sending it whole
+ * would make each call's HTTP and JSON cost grow with the session.
+ */
+class Deltas {
+  private jsons: string[] = []; // the log of the last request, each message as sent
+  private sums: string[] = []; // sums[i]: SHA-256 of jsons[0..i], each followed by "\n"
+  private hash: Hash = createHash("sha256"); // the running hash behind sums
+  private held?: { call: number; messages: any[] }; // the last answer, whole
+
+  reset() {
+    this.jsons = [];
+    this.sums = [];
+    this.hash = createHash("sha256");
+    this.held = undefined;
+  }
+
+  /** The request body for Pi's messages, and the number of them the service already holds. */
+  body(messages: any[], full = false): { body: string; jsons: string[]; base: number } {
+    const jsons = messages.map((m) => JSON.stringify(m));
+    let base = 0;
+    if (!full) {
+      const n = Math.min(jsons.length, this.jsons.length);
+      while (base < n && jsons[base] === this.jsons[base]) base++;
+    }
+    const head = base > 0 ? `"base":${base},"base_sha256":"${this.sums[base - 1]}",` : "";
+    const have = !full && this.held ? `"have_call":${this.held.call},` : "";
+    return { body: `{${head}${have}"messages":[${jsons.slice(base).join(",")}]}`, jsons, base };
+  }
+
+  /** Records a successful call: the log sent, and the answer made whole. */
+  answered(jsons: string[], base: number, r: ContextResponse): any[] {
+    if (base < this.jsons.length) {
+      this.hash = createHash("sha256");
+      this.sums = [];
+      for (const j of jsons.slice(0, base)) this.push(j);
+    }
+    this.jsons = jsons.slice(0, base);
+    for (const j of jsons.slice(base)) {
+      this.push(j);
+      this.jsons.push(j);
+    }
+    const kept = r.keep > 0 && this.held ? this.held.messages.slice(0, r.keep) : [];
+    const messages = kept.concat(r.messages ?? []);
+    this.held = { call: r.call, messages };
+    return messages;
+  }
+
+  private push(json: string) {
+    this.hash.update(json + "\n");
+    this.sums.push(this.hash.copy().digest("hex"));
+  }
+}
+
 export default function ctxstore(pi: ExtensionAPI) {
   let sid = "";
+  const deltas = new Deltas();
   let opened: Promise<OpenResponse> | undefined;
   let systemPrompt = "";
   let healthy = false; // the last call to the service succeeded
@@ -121,6 +181,7 @@ export default function ctxstore(pi: ExtensionAPI) {
     if (id !== sid) {
       sid = id;
       opened = undefined;
+      deltas.reset();
     }
     if (!opened) {
       const active = new Set(pi.getActiveTools());
@@ -158,6 +219,7 @@ export default function ctxstore(pi: ExtensionAPI) {
   pi.on("session_start", (_event, ctx) => {
     sid = ctx.sessionManager.getSessionId();
     opened = undefined;
+    deltas.reset();
   });
 
   pi.on("before_agent_start", async (event, ctx) => {
@@ -173,10 +235,22 @@ export default function ctxstore(pi: ExtensionAPI) {
 
   pi.on("context", async (event, ctx) => {
     try {
-      const r = await session<ContextResponse>(ctx, "/context", { messages: event.messages });
+      let req = deltas.body(event.messages);
+      let r: ContextResponse;
+      try {
+        r = await session<ContextResponse>(ctx, "/context", req.body);
+      } catch (err) {
+        // The service lost what it held (a restart, another client): send everything.
+        if (!(err instanceof ServiceError) || err.code !== "log_mismatch") throw err;
+        deltas.reset();
+        req = deltas.body(event.messages, true);
+        r = await session<ContextResponse>(ctx, "/context", req.body);
+      }
+      const messages = deltas.answered(req.jsons, req.base, r);
       ok(ctx);
-      return { messages: r.messages };
+      return { messages };
     } catch (err) {
+      deltas.reset();
       failed(ctx, err);
       return undefined; // fail open: Pi sends its own context
     }

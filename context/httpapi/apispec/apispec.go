@@ -101,6 +101,8 @@ func (s *Spec) Check(req *http.Request, reqBody []byte, status int, header http.
 type Proxy struct {
 	spec *Spec
 	rp   *httputil.ReverseProxy
+	// Observe, if set before use, sees every exchange after its check.
+	Observe func(req *http.Request, reqBody []byte, status int, body []byte)
 
 	mu       sync.Mutex
 	errs     []error
@@ -141,6 +143,9 @@ func (p *Proxy) check(resp *http.Response) error {
 	p.exchange++
 	if cerr != nil {
 		p.errs = append(p.errs, cerr)
+	}
+	if p.Observe != nil {
+		p.Observe(resp.Request, reqBody, resp.StatusCode, b)
 	}
 	p.mu.Unlock()
 	return nil
