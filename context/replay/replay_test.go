@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/ingest"
 	"github.com/ctxstore/ctxstore/context/transcript"
+	"github.com/ctxstore/ctxstore/session"
 )
 
 // datasets returns ../shared/datasets relative to the repository root;
@@ -498,5 +500,35 @@ func TestClearToolUsesBatched(t *testing.T) {
 	}
 	if batches < 2 {
 		t.Fatalf("%d batches", batches)
+	}
+}
+
+// TestStorePassedIn: the ctxstore strategies run on a store given by the
+// caller, each in a session of its own, and leave the sessions there.
+func TestStorePassedIn(t *testing.T) {
+	ctx := context.Background()
+	st, err := bitemporal.Open(ctx, filepath.Join(t.TempDir(), "s.db"), bitemporal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := synth(6, 400)
+	rep, err := Run(ctx, s, Options{Tokenizer: assemble.BytesTokenizer{}, Dir: t.TempDir(), Store: st,
+		Strategies: []Strategy{&Ctxstore{Layout: assemble.LayoutStream}, &Ctxstore{Layout: assemble.LayoutLiteral}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		checkAccounting(t, r, rep.TTLSeconds)
+		if !hasNote(r, "reachability: 6 of 6") {
+			t.Fatalf("%s notes %q", r.Strategy, r.Notes)
+		}
+	}
+	ids, err := session.List(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 2 {
+		t.Fatalf("sessions in the store: %v", ids)
 	}
 }
