@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync/atomic"
 	"testing"
 
@@ -18,7 +19,7 @@ import (
 // and EntityTx).
 type countingStore struct {
 	store.Store
-	submits, lookups atomic.Int64
+	submits, lookups, reads atomic.Int64 // reads: Entity calls alone
 }
 
 func (c *countingStore) Submit(ctx context.Context, ops []store.Op) (store.Tx, error) {
@@ -28,6 +29,7 @@ func (c *countingStore) Submit(ctx context.Context, ops []store.Op) (store.Tx, e
 
 func (c *countingStore) Entity(ctx context.Context, id string, b store.Basis) (store.Doc, error) {
 	c.lookups.Add(1)
+	c.reads.Add(1)
 	return c.Store.Entity(ctx, id, b)
 }
 
@@ -59,6 +61,50 @@ func writeFile(t *testing.T, p, s string) {
 	t.Helper()
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An indexer re-indexes an unchanged file it has seen with one EntityTx and
+// no document read, and returns the stored version with its content; a
+// version written since by another client is noticed even when the bytes
+// on disk are back to what this indexer saw; a new indexer reads once and
+// then remembers.
+func TestRememberedVersions(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	ix1, ix2 := newIndexer(t, st), newIndexer(t, st)
+	p := filepath.Join(t.TempDir(), "a.txt")
+	writeFile(t, p, "one")
+	r1, err := ix1.Index(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := func() int64 { return st.reads.Load() }
+	before, looks := reads(), st.lookups.Load()
+	r, err := ix1.Index(ctx, p)
+	if err != nil || r.Outcome != Unchanged || st.lookups.Load()-looks != 1 || reads() != before {
+		t.Fatalf("re-index: %v %v, %d lookups, %d reads", r.Outcome, err, st.lookups.Load()-looks, reads()-before)
+	}
+	if !reflect.DeepEqual(r.Object, r1.Object) {
+		t.Fatalf("remembered object differs:\n%+v\n%+v", r.Object, r1.Object)
+	}
+	// Another client indexes a change; the file then goes back to "one".
+	writeFile(t, p, "two")
+	if r, err := ix2.Index(ctx, p); err != nil || r.Outcome != Updated {
+		t.Fatalf("other client: %v %v", r.Outcome, err)
+	}
+	writeFile(t, p, "one")
+	if r, err = ix1.Index(ctx, p); err != nil || r.Outcome != Updated || *r.Object.Content != "one" {
+		t.Fatalf("after another client's version: %v %v", r.Outcome, err)
+	}
+	// A new indexer: a point lookup and a read the first time, then one lookup.
+	ix3 := newIndexer(t, st)
+	for i, want := range []int64{1, 0} {
+		before := reads()
+		r, err := ix3.Index(ctx, p)
+		if err != nil || r.Outcome != Unchanged || *r.Object.Content != "one" || reads()-before != want {
+			t.Fatalf("new indexer, pass %d: %v %v, %d reads", i, r.Outcome, err, reads()-before)
+		}
 	}
 }
 
