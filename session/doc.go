@@ -127,6 +127,9 @@ func toolcallValue(t Toolcall) map[string]any {
 	if t.Management {
 		m["management"] = true
 	}
+	if t.Target != "" {
+		m["target"] = t.Target
+	}
 	return m
 }
 

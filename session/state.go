@@ -29,6 +29,10 @@ type Toolcall struct {
 	// Management marks context-management calls (activate, deactivate,
 	// pin, unpin), which the policy does not count.
 	Management bool `json:"management,omitempty"`
+	// Target is the object whose activation the call stands for (a read's
+	// file): the policy collapses that object with the call, not the
+	// call's own output.
+	Target string `json:"target,omitempty"`
 }
 
 // State is a session's context state (004 §3.1). Slices keep their order
@@ -138,6 +142,30 @@ func (s *State) AddToolcall(id string, management bool) {
 	s.AddToPool(id)
 	s.Seq++
 	s.Toolcalls = append(s.Toolcalls, Toolcall{ID: id, Turn: s.Turn, Seq: s.Seq, Management: management})
+}
+
+// AddTargetToolcall records a toolcall that stands for the activation of
+// target (a read of a file): it is counted by the policy, which collapses
+// target when the call leaves the window; the toolcall itself is pooled
+// but not activated.
+func (s *State) AddTargetToolcall(id, target string) {
+	s.AddToPool(id)
+	s.Seq++
+	s.Toolcalls = append(s.Toolcalls, Toolcall{ID: id, Turn: s.Turn, Seq: s.Seq, Target: target})
+}
+
+// TouchTarget moves the most recent toolcall standing for target into the
+// current turn, as when the agent edits a file it read: the file stays in
+// the window. It reports whether there was one.
+func (s *State) TouchTarget(target string) bool {
+	for i := len(s.Toolcalls) - 1; i >= 0; i-- {
+		if s.Toolcalls[i].Target == target {
+			s.Seq++
+			s.Toolcalls[i].Turn, s.Toolcalls[i].Seq = s.Turn, s.Seq
+			return true
+		}
+	}
+	return false
 }
 
 // TouchToolcall moves an existing toolcall to the current turn and the

@@ -71,7 +71,7 @@ func piScenario(t *testing.T, storeURL string) {
 	e.write(t, "a.txt", "alpha v1\n"+strings.Repeat("a line of the file that takes some room\n", 20))
 	// Tool outputs stay active for the current turn only; any collapsed
 	// content still rendered is rebased away at the next call.
-	srv := startServe(t, storeURL, "--collapse-turns", "1", "--stale-threshold", "1")
+	srv := startServe(t, storeURL, "--collapse-turns", "1", "--collapse-files=-1", "--stale-threshold", "1")
 	build := "for i in $(seq 1 20); do echo build-output-line $i; done"
 	script := []piStep{
 		{Tool: "read", Args: map[string]any{"path": "a.txt"}, ID: "call_read_a"},  // 0, turn 1
@@ -113,7 +113,7 @@ func piScenario(t *testing.T, storeURL string) {
 	// Resume in a new server process (graceful stop, same store) and a new
 	// Pi process continuing the session file.
 	srv.Stop()
-	srv2 := startServe(t, storeURL, "--collapse-turns", "1", "--stale-threshold", "1")
+	srv2 := startServe(t, storeURL, "--collapse-turns", "1", "--collapse-files=-1", "--stale-threshold", "1")
 	pi2 := startPi(t, e, srv2.pxURL, []piStep{{Text: "Resumed."}}, "--session", sessFile)
 	pi2.prompt("Still there?")
 	pi2.quit()

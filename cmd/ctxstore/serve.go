@@ -23,6 +23,7 @@ type serveCmd struct {
 	Layout    string        `default:"stream" enum:"stream,literal" help:"Context layout: stream (cache-stable) or literal."`
 	TurnsBack int           `name:"collapse-turns" default:"3" help:"Tool outputs stay active for this many turns (the current one included)."`
 	PerTurn   int           `name:"collapse-per-turn" default:"5" help:"At most this many tool outputs of a turn stay active."`
+	Files     int           `name:"collapse-files" default:"0" help:"At most this many files read in a turn stay active, in the same turns (0: as many as tool outputs; -1: read files stay active until deactivated)."`
 	Stale     int           `name:"stale-threshold" default:"4000" help:"Rebase the context once this many tokens of collapsed content are still rendered."`
 	NoTrack   bool          `name:"no-track" help:"Do not watch files for changes (a file edited on disk is then seen at its next read)."`
 	Grace     time.Duration `default:"30s" help:"On SIGTERM or SIGINT, how long requests in flight may take to finish."`
@@ -69,7 +70,7 @@ func (c *serveCmd) Run(a *app) error {
 	defer st.Close()
 	srv, err := httpapi.New(httpapi.Options{
 		Store: st, Resolver: res, Track: !c.NoTrack, Tokens: tokens,
-		Policy: collapse.Config{TurnsBack: c.TurnsBack, PerTurn: c.PerTurn},
+		Policy: collapse.Config{TurnsBack: c.TurnsBack, PerTurn: c.PerTurn, FilesPerTurn: c.Files},
 		Layout: assemble.Layout(c.Layout), Rebase: assemble.Policy{StaleThreshold: c.Stale},
 		Log: slog.New(slog.NewTextHandler(a.stderr, nil)),
 	})

@@ -29,6 +29,9 @@ func TestStreamStabilityAndRebuild(t *testing.T) {
 			switch {
 			case turn == 1:
 				e.read(a)
+				if _, err := e.tools.Pin(e.ctx, mustID(t, e, a)); err != nil { // stays active: its edits are shown
+					t.Fatal(err)
+				}
 			case turn == 2:
 				e.read(b)
 			case turn%5 == 0:

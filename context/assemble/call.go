@@ -211,9 +211,12 @@ func (a *Assembler) indexOf(it *item, from int) int {
 }
 
 // literalBlocks returns the pool and active items of the literal layout,
-// at the latest versions the Assembler knows.
+// at the latest versions in the store (the literal layout re-renders its
+// blocks every call, so an inactive object that changed shows its new
+// metadata).
 func (a *Assembler) literalBlocks(ctx context.Context) (pool, active []*item, err error) {
 	st := a.s.State()
+	clear(a.latest)
 	for _, id := range st.Pool {
 		if !rendered(id) {
 			continue

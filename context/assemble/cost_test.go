@@ -100,7 +100,11 @@ func TestPartialRebase(t *testing.T) {
 	old := e.file("old.txt", strings.Repeat("early content that went stale\n", 60))
 	e.turn("start")
 	e.read(old)
-	e.read(e.file("keep.txt", output("kept active", 200))) // a long, live tail after it
+	keep := e.file("keep.txt", output("kept active", 200))
+	e.read(keep) // a long, live tail after it
+	if _, err := e.tools.Pin(e.ctx, mustID(t, e, keep)); err != nil {
+		t.Fatal(err)
+	}
 	e.call()
 	if _, err := e.tools.Deactivate(e.ctx, mustID(t, e, old)); err != nil {
 		t.Fatal(err)

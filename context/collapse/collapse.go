@@ -15,9 +15,14 @@ type Config struct {
 	// TurnsBack is how many turns, the current one included, keep active
 	// toolcalls (default 3): with current turn T, turns T-TurnsBack+1..T.
 	TurnsBack int
+	// FilesPerTurn is how many of the most recent file loads (reads) of a
+	// turn keep their files active, counted apart from outputs; 0 means
+	// PerTurn, and a negative value keeps loaded files active until the
+	// agent deactivates them.
+	FilesPerTurn int
 }
 
-// Default returns the spec's defaults: 5 per turn, 3 turns.
+// Default returns the defaults: 5 outputs and 5 files per turn, 3 turns.
 func Default() Config { return Config{PerTurn: 5, TurnsBack: 3} }
 
 // Call is one toolcall as the policy sees it.
@@ -31,6 +36,9 @@ type Call struct {
 	Management bool
 	// Pinned calls are never collapsed.
 	Pinned bool
+	// File marks a call that stands for a file's activation (a read): it
+	// takes a file slot (Config.FilesPerTurn), not an output slot.
+	File bool
 }
 
 // Decision is the policy's verdict on every call it was given.
@@ -48,7 +56,8 @@ type Decision struct {
 
 // Decide applies cfg at turn current. A counted, unpinned call stays
 // active when its turn is within the last cfg.TurnsBack turns and it is
-// among the cfg.PerTurn most recent counted, unpinned calls of that turn.
+// among the cfg.PerTurn most recent counted, unpinned calls of that turn
+// (file loads: among the FilesPerTurn most recent file loads).
 // Pinned calls neither take a slot nor collapse. Negative config values
 // count as 0 (nothing kept). The result does not depend on the order of
 // calls.
@@ -60,15 +69,23 @@ func Decide(calls []Call, current int, cfg Config) Decision {
 		}
 		return sorted[i].ID < sorted[j].ID
 	})
-	perTurn := map[int]int{}
+	perTurn, files := map[int]int{}, map[int]int{}
+	fileSlots := cfg.FilesPerTurn
+	if fileSlots == 0 {
+		fileSlots = cfg.PerTurn
+	}
 	var d Decision
 	for _, c := range sorted {
+		inWindow := c.Turn > current-cfg.TurnsBack && c.Turn <= current
 		switch {
 		case c.Management:
 			d.Ignored = append(d.Ignored, c.ID)
-		case c.Pinned:
+		case c.Pinned || (c.File && fileSlots < 0):
 			d.Keep = append(d.Keep, c.ID)
-		case c.Turn > current-cfg.TurnsBack && c.Turn <= current && perTurn[c.Turn] < cfg.PerTurn:
+		case c.File && inWindow && files[c.Turn] < fileSlots:
+			files[c.Turn]++
+			d.Keep = append(d.Keep, c.ID)
+		case !c.File && inWindow && perTurn[c.Turn] < cfg.PerTurn:
 			perTurn[c.Turn]++
 			d.Keep = append(d.Keep, c.ID)
 		default:

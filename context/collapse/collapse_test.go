@@ -75,3 +75,33 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+// File loads (reads) have slots of their own and follow the same window.
+func TestDecideFiles(t *testing.T) {
+	file := func(id string, turn int, seq int64) Call { return Call{ID: id, Turn: turn, Seq: seq, File: true} }
+	outputs := calls(3, 5, 10) // five outputs fill the turn's output slots
+	for _, tc := range []struct {
+		name     string
+		calls    []Call
+		cfg      Config
+		keep     []string
+		collapse []string
+	}{
+		{"files do not take output slots", append(outputs, file("r1", 3, 1)), Default(),
+			[]string{"t3-4", "t3-3", "t3-2", "t3-1", "t3-0", "r1"}, nil},
+		{"six reads in a turn: the oldest collapses",
+			[]Call{file("r1", 3, 1), file("r2", 3, 2), file("r3", 3, 3), file("r4", 3, 4), file("r5", 3, 5), file("r6", 3, 6)}, Default(),
+			[]string{"r6", "r5", "r4", "r3", "r2"}, []string{"r1"}},
+		{"out of the turn window", []Call{file("old", 0, 1), file("new", 3, 2)}, Default(), []string{"new"}, []string{"old"}},
+		{"FilesPerTurn of its own", []Call{file("r1", 3, 1), file("r2", 3, 2)}, Config{PerTurn: 5, TurnsBack: 3, FilesPerTurn: 1},
+			[]string{"r2"}, []string{"r1"}},
+		{"negative: files stay", []Call{file("old", 0, 1)}, Config{PerTurn: 5, TurnsBack: 3, FilesPerTurn: -1}, []string{"old"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Decide(tc.calls, 3, tc.cfg)
+			if !reflect.DeepEqual(d.Keep, tc.keep) || !reflect.DeepEqual(d.Collapse, tc.collapse) {
+				t.Fatalf("keep %v collapse %v, want %v and %v", d.Keep, d.Collapse, tc.keep, tc.collapse)
+			}
+		})
+	}
+}

@@ -67,8 +67,9 @@ const DefaultGuide = `# Your context (ctxstore)
 
 Your context is managed by ctxstore. A tool result shows only a one-line summary, never the
 output itself. The content of active objects (files you read, recent tool outputs) appears in
-blocks "<<content id=… version=…>> … <</content>>"; older outputs collapse to metadata lines
-after a few turns, and "[context]" notes tell you what became inactive or changed. read(path)
+blocks "<<content id=… version=…>> … <</content>>"; older outputs and files you have not read or
+edited for a few turns collapse to metadata lines, and "[context]" notes tell you what became
+inactive or changed. read(path)
 loads a file and keeps it current when it changes on disk. activate(id) loads an object's
 content (a collapsed tool output, a file you saw listed), deactivate(id) drops it when you no
 longer need it, pin(id) keeps it from collapsing and unpin(id) releases it. Ids are the "id="

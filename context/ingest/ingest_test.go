@@ -364,6 +364,9 @@ func TestReadOutputContent(t *testing.T) {
 // make room, the oldest active content is deactivated.
 func TestWindowNeverExceeded(t *testing.T) {
 	r := newRig(t, Options{})
+	// Files stay active until deactivated, so only the window guard can
+	// make room.
+	r.tools = tools.New(r.tools.Session(), files.NewIndexer(r.st, mustResolver(t), 0), tools.Options{Policy: collapse.Config{PerTurn: 5, TurnsBack: 3, FilesPerTurn: -1}})
 	r.a, _ = assemble.New(r.ctx, r.tools.Session(), assemble.Options{Policy: assemble.Policy{Window: 4000, WindowMargin: 0.9},
 		Now: func() time.Time { return r.now }})
 	in, err := New(r.ctx, r.tools, r.a, Options{Cwd: r.dir})
@@ -388,4 +391,12 @@ func TestWindowNeverExceeded(t *testing.T) {
 	if deactivated == 0 {
 		t.Fatal("nothing was deactivated to make room")
 	}
+}
+
+func mustResolver(t *testing.T) *files.Resolver {
+	res, err := files.NewResolver(files.ResolverOptions{DefaultID: "fs-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/ctxstore/ctxstore/context/collapse"
 	"github.com/ctxstore/ctxstore/objects"
@@ -32,9 +33,14 @@ type Call struct {
 	// FileRefs are files the call touched, besides those the wrappers find.
 	FileRefs []string
 	// Management marks the call as not counted by the auto-activation
-	// policy even if Tool is not in ManagementTools (RecordResult sets it
-	// for read, whose output is only a confirmation).
+	// policy even if Tool is not in ManagementTools.
 	Management bool
+	// Target is the object whose activation the call stands for
+	// (RecordResult sets it for a read: its file): the call is counted,
+	// takes a file slot of the policy, is not activated itself, and when it
+	// leaves the window the target is deactivated unless a later load of it
+	// is still in the window.
+	Target string
 }
 
 // Record stores a tool call as a toolcall object (id = the provider's id,
@@ -84,7 +90,16 @@ func (t *Tools) record(ctx context.Context, c Call, fileIDs []string, pool bool)
 				s.AddToIndex(id)
 			}
 		}
-		if !recorded(s, c.ID) {
+		if pool {
+			for _, id := range fileIDs {
+				s.TouchTarget(id) // a file being edited stays in the window
+			}
+		}
+		switch {
+		case recorded(s, c.ID):
+		case c.Target != "":
+			s.AddTargetToolcall(c.ID, c.Target)
+		default:
 			s.AddToolcall(c.ID, mgmt)
 			if !mgmt {
 				s.Activate(c.ID)
@@ -111,7 +126,11 @@ func (t *Tools) RecordResult(ctx context.Context, c Call, r Result) (Result, err
 		msg := r.Message
 		c.Output = &msg
 	}
-	c.Management = true
+	if r.Object != nil && r.Object.Kind() != objects.KindToolcall && !ManagementTools[strings.ToLower(c.Tool)] && !c.Failed {
+		c.Target = r.ID // a read: the file stays active while the read is in the window
+	} else {
+		c.Management = true
+	}
 	c.FileRefs = append(c.FileRefs, r.Files...)
 	return t.record(ctx, c, nil, false)
 }
@@ -132,15 +151,36 @@ func (t *Tools) BeginTurn(ctx context.Context) (int, error) {
 	return turn, nil
 }
 
-// applyPolicy deactivates the active toolcalls the policy collapses.
+// applyPolicy deactivates what the policy collapses: the outputs of
+// toolcalls out of the window, and the files whose every load (read) is out
+// of it, unless pinned.
 func (t *Tools) applyPolicy(s *session.State) {
 	calls := make([]collapse.Call, len(s.Toolcalls))
+	target := map[string]string{}
 	for i, c := range s.Toolcalls {
-		calls[i] = collapse.Call{ID: c.ID, Turn: c.Turn, Seq: c.Seq, Management: c.Management, Pinned: s.IsPinned(c.ID)}
+		calls[i] = collapse.Call{ID: c.ID, Turn: c.Turn, Seq: c.Seq, Management: c.Management,
+			Pinned: s.IsPinned(c.ID), File: c.Target != ""}
+		if c.Target != "" {
+			target[c.ID] = c.Target
+			calls[i].Pinned = s.IsPinned(c.Target)
+		}
 	}
-	for _, id := range collapse.Decide(calls, s.Turn, t.policy).Collapse {
+	d := collapse.Decide(calls, s.Turn, t.policy)
+	kept := map[string]bool{}
+	for _, id := range d.Keep {
+		if f, ok := target[id]; ok {
+			kept[f] = true
+		}
+	}
+	for _, id := range d.Collapse {
+		if f, ok := target[id]; ok {
+			id = f
+			if kept[f] || s.IsPinned(f) || session.Locked(f) {
+				continue
+			}
+		}
 		if s.IsActive(id) {
-			_ = s.Deactivate(id) // toolcalls are never locked
+			_ = s.Deactivate(id)
 		}
 	}
 }
