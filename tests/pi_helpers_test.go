@@ -254,6 +254,29 @@ func (s *serveProc) get(path string, out any) {
 	}
 }
 
+// fetch sends a request through the checking proxy and returns the status
+// and body.
+func (s *serveProc) fetch(method, path, contentType string, body []byte) (int, []byte) {
+	s.t.Helper()
+	req, err := http.NewRequest(method, s.pxURL+path, bytes.NewReader(body))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
 // piStep is one step of the scripted model (tests/testdata/pi/scripted-model.ts).
 type piStep struct {
 	Text string         `json:"text,omitempty"`

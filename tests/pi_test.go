@@ -118,17 +118,36 @@ func piScenario(t *testing.T, storeURL string) {
 	pi2.prompt("Still there?")
 	pi2.quit()
 
+	// Move the session: export it over HTTP, import it into a new SQLite
+	// store behind a third server, and continue it there with a third Pi.
+	st, bundle := srv2.fetch("GET", "/v1/sessions/"+sid+"/export", "", nil)
+	if st != 200 {
+		t.Fatalf("export: %d %s", st, bundle)
+	}
+	srv3 := startServe(t, "sqlite:"+filepath.Join(t.TempDir(), "moved.db"), "--collapse-turns", "1", "--collapse-files=-1", "--stale-threshold", "1")
+	if st, body := srv3.fetch("POST", "/v1/sessions/"+sid+"/import", "application/x-ndjson", bundle); st != 200 || !strings.Contains(string(body), `"complete":true`) {
+		t.Fatalf("import: %d %s", st, body)
+	}
+	pi3 := startPi(t, e, srv3.pxURL, []piStep{{Text: "Moved."}}, "--session", sessFile)
+	pi3.prompt("And now?")
+	pi3.quit()
+
 	cs := readContexts(t, e.ctxLog)
-	if len(cs) != len(script)+1 {
-		t.Fatalf("the model was called %d times, want %d", len(cs), len(script)+1)
+	if len(cs) != len(script)+2 {
+		t.Fatalf("the model was called %d times, want %d", len(cs), len(script)+2)
 	}
 	rebased := make([]bool, len(cs))
 	for i := range cs {
+		from := srv2
+		if i == len(cs)-1 {
+			from = srv3
+		}
 		var obj httpapi.ObjectResponse
-		srv2.get(fmt.Sprintf("/v1/objects/ctx-%s-%d", sid, i+1), &obj)
+		from.get(fmt.Sprintf("/v1/objects/ctx-%s-%d", sid, i+1), &obj)
 		_, rebased[i] = obj.Doc["rebase_from"]
 	}
 	srv2.Stop()
+	srv3.Stop()
 
 	var sys httpapi.OpenResponse
 	for i, c := range cs {
@@ -172,6 +191,7 @@ func piScenario(t *testing.T, storeURL string) {
 		{[]string{aID}, "alpha v2"}, {[]string{aID, "call_edit"}, "alpha v3"}, // turn 4: the edit's new version
 		{[]string{aID}, "alpha v3"}, // turn 5
 		{[]string{aID}, "alpha v3"}, // resumed
+		{[]string{aID}, "alpha v3"}, // moved to another store
 	}
 	for i, c := range cs {
 		l := live(c)
@@ -230,8 +250,8 @@ func piScenario(t *testing.T, storeURL string) {
 		}
 	}
 	t.Logf("rebased calls: %v", rebased)
-	if !slices.Contains(rebased, true) || rebased[10] {
-		t.Errorf("rebases at calls %v: want at least one, and none at the resumed call 10", rebased)
+	if !slices.Contains(rebased, true) || rebased[10] || rebased[11] {
+		t.Errorf("rebases at calls %v: want at least one, and none at the resumed call 10 or the moved call 11", rebased)
 	}
 
 	// Pi's own session file keeps the full transcript; ctxstore never wrote to it.
@@ -254,8 +274,8 @@ func piScenario(t *testing.T, storeURL string) {
 			}
 		}
 	}
-	if users != 6 || assistants != len(cs) {
-		t.Errorf("Pi's session file has %d user and %d assistant messages, want 6 and %d", users, assistants, len(cs))
+	if users != 7 || assistants != len(cs) {
+		t.Errorf("Pi's session file has %d user and %d assistant messages, want 7 and %d", users, assistants, len(cs))
 	}
 	if !strings.Contains(bashOut, "build-output-line 1\n") || !strings.Contains(bashOut, "build-output-line 20") || !strings.Contains(readOut, "alpha v1") {
 		t.Errorf("Pi's session file lacks full tool outputs: bash %.100q, read %.100q", bashOut, readOut)
