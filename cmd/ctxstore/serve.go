@@ -24,7 +24,7 @@ type serveCmd struct {
 	TurnsBack int           `name:"collapse-turns" default:"3" help:"Tool outputs stay active for this many turns (the current one included)."`
 	PerTurn   int           `name:"collapse-per-turn" default:"5" help:"At most this many tool outputs of a turn stay active."`
 	Files     int           `name:"collapse-files" default:"0" help:"At most this many files read in a turn stay active, in the same turns (0: as many as tool outputs; -1: read files stay active until deactivated)."`
-	Stale     int           `name:"stale-threshold" default:"4000" help:"Rebase the context once this many tokens of collapsed content are still rendered."`
+	Stale     int           `name:"stale-threshold" default:"8000" help:"Collapse stale content in batches of at least this many tokens (the rebase cost model decides when and from where)."`
 	NoTrack   bool          `name:"no-track" help:"Do not watch files for changes (a file edited on disk is then seen at its next read)."`
 	Grace     time.Duration `default:"30s" help:"On SIGTERM or SIGINT, how long requests in flight may take to finish."`
 }

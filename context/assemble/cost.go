@@ -23,7 +23,8 @@ func (BytesTokenizer) Count(s string) int { return (len(s) + 3) / 4 }
 // means its default.
 type Policy struct {
 	// StaleThreshold is the number of stale tokens (collapsed content still
-	// rendered) past which a rebase pays for itself (default 4,000).
+	// rendered) from which a rebase is considered: collapses are applied in
+	// batches of at least this size, never one by one (default 8,000).
 	StaleThreshold int
 	// CacheTTL is the provider's prompt-cache lifetime (default 5 minutes):
 	// after that long without a call the cache is cold and a rebase is free.
@@ -44,10 +45,10 @@ type Policy struct {
 	Horizon int
 }
 
-// DefaultPolicy returns the defaults: 4,000 stale tokens, 5 minute cache,
+// DefaultPolicy returns the defaults: 8,000 stale tokens, 5 minute cache,
 // a 200,000-token window, 90%.
 func DefaultPolicy() Policy {
-	return Policy{StaleThreshold: 4000, CacheTTL: 5 * time.Minute, Window: 200000, WindowMargin: 0.9, InputBytes: minInputBytes}
+	return Policy{StaleThreshold: 8000, CacheTTL: 5 * time.Minute, Window: 200000, WindowMargin: 0.9, InputBytes: minInputBytes}
 }
 
 func (p Policy) withDefaults() Policy {

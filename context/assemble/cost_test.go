@@ -10,7 +10,7 @@ import (
 )
 
 func TestDecide(t *testing.T) {
-	p := DefaultPolicy()
+	p := Policy{StaleThreshold: 4000} // the other fields at their defaults
 	warm := 30 * time.Second
 	for _, tc := range []struct {
 		name string
@@ -26,7 +26,7 @@ func TestDecide(t *testing.T) {
 		{"threshold reached, long tail", Inputs{StaleTokens: 4000, ContextTokens: 50000, Idle: warm, HasPrevious: true,
 			Candidates: []Candidate{{Tail: 40000, Stale: 4000}}}, p, Decision{}},
 		{"long horizon pays for a long tail", Inputs{StaleTokens: 4000, ContextTokens: 50000, Idle: warm, HasPrevious: true,
-			Candidates: []Candidate{{Tail: 40000, Stale: 4000}}}, Policy{Horizon: 150}, Decision{Rebase: true, Reason: ReasonStale}},
+			Candidates: []Candidate{{Tail: 40000, Stale: 4000}}}, Policy{StaleThreshold: 4000, Horizon: 150}, Decision{Rebase: true, Reason: ReasonStale}},
 		{"adaptive horizon from calls", Inputs{StaleTokens: 4000, ContextTokens: 50000, Idle: warm, HasPrevious: true, Calls: 150,
 			Candidates: []Candidate{{Tail: 40000, Stale: 4000}}}, p, Decision{Rebase: true, Reason: ReasonStale}},
 		// The best of three: the first spends too much, the last saves too little.
@@ -44,7 +44,8 @@ func TestDecide(t *testing.T) {
 		{"below the custom threshold", Inputs{StaleTokens: 499, ContextTokens: 800, Idle: warm, HasPrevious: true}, Policy{StaleThreshold: 500}, Decision{}},
 		{"custom ttl", Inputs{StaleTokens: 5, ContextTokens: 1000, Idle: 2 * time.Minute, HasPrevious: true}, Policy{CacheTTL: time.Minute}, Decision{Rebase: true, Reason: ReasonExpired}},
 		{"custom window", Inputs{StaleTokens: 5, ContextTokens: 8000, Idle: warm, HasPrevious: true}, Policy{Window: 10000, WindowMargin: 0.8}, Decision{Rebase: true, Reason: ReasonWindow}},
-		{"zero policy is default", Inputs{StaleTokens: 4000, ContextTokens: 4000, Idle: warm, HasPrevious: true}, Policy{}, Decision{Rebase: true, Reason: ReasonStale}},
+		{"zero policy is default", Inputs{StaleTokens: 8000, ContextTokens: 8000, Idle: warm, HasPrevious: true}, Policy{}, Decision{Rebase: true, Reason: ReasonStale}},
+		{"below the default threshold", Inputs{StaleTokens: 7999, ContextTokens: 7999, Idle: warm, HasPrevious: true}, Policy{}, Decision{}},
 	} {
 		if got := Decide(tc.in, tc.p); got != tc.want {
 			t.Errorf("%s: Decide(%+v) = %+v, want %+v", tc.name, tc.in, got, tc.want)
