@@ -108,6 +108,9 @@ func TestStreamStabilityAndRebuild(t *testing.T) {
 // content blocks.
 func checkShape(t *testing.T, c *Assembled) {
 	t.Helper()
+	if c.PoolTokens <= 0 || c.ActiveTokens <= 0 || c.PoolTokens+c.ActiveTokens+c.StaleTokens > c.Tokens {
+		t.Errorf("call %d: pool %d + active %d + stale %d tokens of %d", c.N, c.PoolTokens, c.ActiveTokens, c.StaleTokens, c.Tokens)
+	}
 	msgs := c.Messages()
 	if c.System() != "You are a careful agent." || len(c.Tools()) != 2 {
 		t.Fatalf("system %q tools %v", c.System(), c.Tools())

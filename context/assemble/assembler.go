@@ -68,6 +68,7 @@ type Assembler struct {
 	shown    map[string]int      // id -> index of its live content item
 	stale    int                 // stale tokens rendered
 	tokens   int                 // tokens of buf
+	metaTok  int                 // tokens of the metadata items in buf
 
 	calls     int               // calls assembled
 	committed int               // len(items) at the last commit
@@ -257,6 +258,9 @@ func (a *Assembler) push(it *item) {
 	a.buf = appendFrag(a.buf, prev, it.f)
 	it.tokens = a.tok.Count(string(a.buf[start:]))
 	a.tokens += it.tokens
+	if it.kind.isMeta() {
+		a.metaTok += it.tokens
+	}
 	a.offs = append(a.offs, start)
 	a.items = append(a.items, it)
 }

@@ -26,6 +26,10 @@ type Assembled struct {
 	// Tokens is the Tokenizer's count of Bytes; StaleTokens the part that is
 	// collapsed content still rendered.
 	Tokens, StaleTokens int
+	// PoolTokens is the size of the metadata pool as rendered (metadata
+	// lines, tool-result lines and collapsed references); ActiveTokens the
+	// size of the active set's live content blocks (issue 5 item 9).
+	PoolTokens, ActiveTokens int
 	// Rebased tells whether this call rebased, why (Reason) and from which
 	// byte on the context differs from the previous call (RebaseOffset, -1
 	// without a rebase).
@@ -99,7 +103,10 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 			c.RebaseOffset = a.rebase(at[d.From])
 		}
 		c.Bytes = a.buf[:len(a.buf):len(a.buf)]
-		c.Tokens, c.StaleTokens = a.tokens, a.stale
+		c.Tokens, c.StaleTokens, c.PoolTokens = a.tokens, a.stale, a.metaTok
+		for _, i := range a.shown {
+			c.ActiveTokens += a.items[i].tokens
+		}
 		c.items = a.items[:len(a.items):len(a.items)]
 	case LayoutLiteral:
 		var err error
@@ -109,6 +116,12 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 		c.frags = literalFrags(a.items, pool, active)
 		c.Bytes = renderFrags(a.head, c.frags)
 		c.Tokens = a.tok.Count(string(c.Bytes))
+		for _, it := range pool {
+			c.PoolTokens += a.tok.Count(it.f.blocks[0].Text)
+		}
+		for _, it := range active {
+			c.ActiveTokens += a.tok.Count(it.f.blocks[0].Text)
+		}
 	}
 	if err := a.commit(ctx, c, pool, active, meta); err != nil {
 		return nil, err
@@ -178,6 +191,9 @@ func (a *Assembler) rebase(p int) int {
 	for _, it := range tail {
 		a.tokens -= it.tokens
 		a.stale -= a.staleTokens(it)
+		if it.kind.isMeta() {
+			a.metaTok -= it.tokens
+		}
 	}
 	for id, i := range a.shown {
 		if i >= p {

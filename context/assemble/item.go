@@ -92,6 +92,9 @@ func (it *item) doc() ItemDoc {
 	return d
 }
 
+// isMeta reports whether k renders metadata: the metadata pool as shown.
+func (k ItemKind) isMeta() bool { return k == kMeta || k == kToolRef || k == kStub }
+
 func (k ItemKind) hasRef() bool {
 	return k == kToolRef || k == kMeta || k == kContent || k == kStub
 }
