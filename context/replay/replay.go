@@ -17,6 +17,8 @@ package replay
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"os"
@@ -261,7 +263,7 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 	cs := calls(s)
 	rep.Calls = len(cs)
 
-	root, err := os.MkdirTemp(o.Dir, "ctxstore-replay-")
+	root, err := replayDir(o.Dir, name)
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
@@ -723,4 +725,20 @@ func stats(signed []float64) Stats {
 	sort.Float64s(abs)
 	p90 := abs[min(len(abs)-1, int(math.Ceil(0.9*float64(len(abs))))-1)]
 	return Stats{Mean: sum / float64(len(abs)), Median: median(abs), P90: p90, Max: abs[len(abs)-1], Bias: bias / float64(len(abs))}
+}
+
+// replayDir makes the directory a replay works in. Its name depends only on
+// the session, so the mirrored files' paths, which the contexts show, and
+// with them the token counts, are the same from run to run; if another
+// replay of the same session holds it, a random name is used instead.
+func replayDir(dir, session string) (string, error) {
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	h := sha256.Sum256([]byte(session))
+	p := filepath.Join(dir, "ctxstore-replay-"+hex.EncodeToString(h[:6]))
+	if err := os.Mkdir(p, 0o700); err == nil {
+		return p, nil
+	}
+	return os.MkdirTemp(dir, "ctxstore-replay-")
 }
