@@ -64,7 +64,7 @@ func TestCreateUpdateResume(t *testing.T) {
 		if _, _, err := s.Update(ctx, nil, func(st *State) error { return st.Deactivate(spID) }); !errors.Is(err, ErrLocked) {
 			t.Fatalf("deactivating the system prompt: %v", err)
 		}
-		hist, err := st.History(ctx, objects.SessionObjectID(id), store.HistoryOptions{Order: store.Asc})
+		hist, err := st.History(ctx, objects.SessionObjectID(id), store.HistoryOptions{Order: store.Asc, WithCorrections: true})
 		if err != nil || len(hist) != 2 || hist[1].TxID != tx1 {
 			t.Fatalf("history: %+v %v", hist, err)
 		}
@@ -295,7 +295,9 @@ func TestChunks(t *testing.T) {
 			t.Fatalf("no-op update: %v %v", written, err)
 		}
 
-		hist, err := e.Store.History(ctx, objects.SessionObjectID(id), store.HistoryOptions{Order: store.Asc})
+		// With corrections: two updates in the same millisecond share a
+		// valid time, and the later one is a correction of the earlier.
+		hist, err := e.Store.History(ctx, objects.SessionObjectID(id), store.HistoryOptions{Order: store.Asc, WithCorrections: true})
 		if err != nil || len(hist) != len(versions)+1 {
 			t.Fatalf("history has %d versions, want %d: %v", len(hist), len(versions)+1, err)
 		}

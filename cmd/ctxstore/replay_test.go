@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	datasetdir "github.com/ctxstore/ctxstore/internal/datasets"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,17 +14,7 @@ import (
 // TestReplayCommand runs "ctxstore replay" on a small real transcript:
 // --json on stdout, progress on stderr, a chart file, the per-call table.
 func TestReplayCommand(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(root, "..", "shared", "datasets", "claude-code", "raw", "claude-reliability__hello-world-script.jsonl")
-	if _, err := os.Stat(path); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("datasets missing: %v", err)
-		}
-		t.Skipf("datasets missing: %v", err)
-	}
+	path := filepath.Join(datasetdir.Dir(t), "claude-code", "raw", "claude-reliability__hello-world-script.jsonl")
 	chart := filepath.Join(t.TempDir(), "c.png")
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"replay", "--json", "--tokenizer", "bytes", "--chart", chart,

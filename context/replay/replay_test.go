@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	datasetdir "github.com/ctxstore/ctxstore/internal/datasets"
 	"image/png"
 	"math"
 	"math/rand"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,32 +20,10 @@ import (
 	"github.com/ctxstore/ctxstore/session"
 )
 
-// datasets returns ../shared/datasets relative to the repository root;
-// when it is missing the test fails under CI=true and is skipped otherwise.
+// datasets returns the datasets directory (internal/datasets).
 func datasets(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's working directory")
-		}
-		dir = parent
-	}
-	ds := filepath.Join(dir, "..", "shared", "datasets")
-	if _, err := os.Stat(ds); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("datasets missing at %s: %v", ds, err)
-		}
-		t.Skipf("datasets missing at %s", ds)
-	}
-	return ds
+	return datasetdir.Dir(t)
 }
 
 // TestReplayRealSession replays a small real Claude Code session (14

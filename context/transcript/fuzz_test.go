@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"bytes"
+	datasetdir "github.com/ctxstore/ctxstore/internal/datasets"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,27 +36,7 @@ func fuzzSeeds(f *testing.F, dir string, extra ...string) {
 }
 
 // datasetsIfPresent is datasets without failing or skipping.
-func datasetsIfPresent() string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
-	ds := filepath.Join(dir, "..", "shared", "datasets")
-	if _, err := os.Stat(ds); err != nil {
-		return ""
-	}
-	return ds
-}
+func datasetsIfPresent() string { return datasetdir.Find() }
 
 // fuzzCheck reads in with the format and checks the invariants: no panic,
 // no error (a bytes.Reader has no I/O errors and the format is given),
