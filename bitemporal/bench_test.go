@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -40,14 +41,16 @@ type raw struct {
 	hist   *sql.Stmt
 }
 
-func openRaw(b *testing.B) *raw {
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(b.TempDir(), "raw.db")+benchDSN)
+func openRaw(b testing.TB) *raw { return openRawAt(b, filepath.Join(b.TempDir(), "raw.db")) }
+
+func openRawAt(b testing.TB, path string) *raw {
+	db, err := sql.Open("sqlite", "file:"+path+benchDSN)
 	if err != nil {
 		b.Fatal(err)
 	}
 	db.SetMaxOpenConns(1)
 	b.Cleanup(func() { db.Close() })
-	if _, err := db.Exec(`CREATE TABLE versions (eid TEXT NOT NULL, vt INTEGER NOT NULL, tx_id INTEGER NOT NULL,
+	if _, err := db.Exec(`CREATE TABLE IF NOT EXISTS versions (eid TEXT NOT NULL, vt INTEGER NOT NULL, tx_id INTEGER NOT NULL,
 		tx_time INTEGER NOT NULL, doc TEXT, PRIMARY KEY (eid, vt, tx_id)) WITHOUT ROWID`); err != nil {
 		b.Fatal(err)
 	}
@@ -67,7 +70,7 @@ func openRaw(b *testing.B) *raw {
 
 // writeBatch inserts n versions starting at entity/version counter k in
 // one transaction.
-func (r *raw) writeBatch(b *testing.B, tx int64, docs []store.Doc, vt int64) {
+func (r *raw) writeBatch(b testing.TB, tx int64, docs []store.Doc, vt int64) {
 	t, err := r.db.Begin()
 	if err != nil {
 		b.Fatal(err)
@@ -253,11 +256,28 @@ func benchVersions() (versions, entities int) {
 
 // BenchmarkAsOfRead measures Entity at a random (valid time, tx) basis in a
 // store of 1,000,000 versions over 100,000 entities, against a raw indexed
-// point lookup of the same rows.
+// point lookup of the same rows, in two states of the operating system's
+// page cache, each b.N reads:
+//
+//   - hot: both database files were read through once just before, as on a
+//     machine whose memory holds them;
+//   - cold: both files were dropped from the page cache just before
+//     (POSIX_FADV_DONTNEED, Linux only), so reads go to the disk until the
+//     pages they need are cached again.
+//
+// Without either, the figure depends on what the machine kept cached while
+// the files were written (the VMs this is measured on page out file pages
+// untouched for 30 s; see docs/benchmarks.md).
 func BenchmarkAsOfRead(b *testing.B) {
 	ctx := context.Background()
 	versions, entities := benchVersions()
-	s, r := openBench(b), openRaw(b)
+	dir := b.TempDir()
+	s, err := bitemporal.Open(ctx, filepath.Join(dir, "store.db"), bitemporal.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	r := openRawAt(b, filepath.Join(dir, "raw.db"))
 	rounds := versions / entities
 	for round := 0; round < rounds; round++ {
 		vt := t0.Add(time.Duration(round) * time.Hour)
@@ -273,33 +293,66 @@ func BenchmarkAsOfRead(b *testing.B) {
 			r.writeBatch(b, tx.ID, ds, vt.UnixMilli())
 		}
 	}
+	files := []string{"store.db", "store.db-wal", "raw.db", "raw.db-wal"}
 	b.ResetTimer()
-	var storeDur, rawDur time.Duration
-	for i := 0; i < b.N; i++ {
-		e := (i * 7919) % entities
-		round := i % rounds
-		vt := t0.Add(time.Duration(round)*time.Hour + time.Minute)
-		txID := int64(versions/1000 - 1)
-		start := time.Now()
-		doc, err := s.Entity(ctx, "e"+strconv.Itoa(e), store.AtTx(txID, vt))
-		if err != nil || doc == nil {
-			b.Fatal(err)
+	for phase, name := range []string{"hot", "cold"} {
+		b.StopTimer()
+		for _, f := range files {
+			path := filepath.Join(dir, f)
+			if name == "hot" {
+				if err := readThrough(path); err != nil {
+					b.Fatal(err)
+				}
+			} else if err := dropFileCache(path); err != nil {
+				b.Logf("cold phase skipped: %v", err)
+				return
+			}
 		}
-		storeDur += time.Since(start)
-		start = time.Now()
-		var raw string
-		if err := r.lookup.QueryRow("e"+strconv.Itoa(e), vt.UnixMilli(), txID).Scan(&raw); err != nil {
-			b.Fatal(err)
+		b.StartTimer()
+		var storeDur, rawDur time.Duration
+		for i := 0; i < b.N; i++ {
+			// Each phase reads other entities than the one before.
+			e := (i*7919 + phase*entities/2) % entities
+			round := i % rounds
+			vt := t0.Add(time.Duration(round)*time.Hour + time.Minute)
+			txID := int64(versions/1000 - 1)
+			start := time.Now()
+			doc, err := s.Entity(ctx, "e"+strconv.Itoa(e), store.AtTx(txID, vt))
+			if err != nil || doc == nil {
+				b.Fatal(err)
+			}
+			storeDur += time.Since(start)
+			start = time.Now()
+			var raw string
+			if err := r.lookup.QueryRow("e"+strconv.Itoa(e), vt.UnixMilli(), txID).Scan(&raw); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := store.DecodeDoc([]byte(raw)); err != nil {
+				b.Fatal(err)
+			}
+			rawDur += time.Since(start)
 		}
-		if _, err := store.DecodeDoc([]byte(raw)); err != nil {
-			b.Fatal(err)
-		}
-		rawDur += time.Since(start)
+		sfx := "-" + name
+		b.ReportMetric(float64(storeDur.Nanoseconds())/float64(b.N), "ns/read"+sfx)
+		b.ReportMetric(float64(rawDur.Nanoseconds())/float64(b.N), "raw-ns/read"+sfx)
+		b.ReportMetric(float64(storeDur)/float64(rawDur), "x-raw"+sfx)
 	}
-	b.ReportMetric(float64(storeDur.Nanoseconds())/float64(b.N), "ns/read")
-	b.ReportMetric(float64(rawDur.Nanoseconds())/float64(b.N), "raw-ns/read")
-	b.ReportMetric(float64(storeDur)/float64(rawDur), "x-raw")
 	b.ReportMetric(float64(peakRSS())/(1<<20), "peak-MiB")
+}
+
+// readThrough reads the file at path to the end (if it exists), so that
+// the page cache holds it.
+func readThrough(path string) error {
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(io.Discard, f)
+	return err
 }
 
 // BenchmarkHistory1000 reads the whole history (with documents) of an

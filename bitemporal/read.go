@@ -249,14 +249,79 @@ func optInt(t *int64, def int64) int64 {
 	return *t
 }
 
-// TxLog implements store.Store.
+// TxLog implements store.Store. A page of the log takes two queries: its
+// transactions, then the documents its puts name (and one per match with a
+// document, to tell whether its entity was evicted since).
 func (s *Store) TxLog(ctx context.Context, after int64, limit int) ([]store.LoggedTx, error) {
-	if err := s.check("tx-log"); err != nil {
+	txs, docs, err := s.txLog(ctx, after, limit)
+	if err != nil {
 		return nil, err
+	}
+	for i := range txs {
+		for j := range txs[i].Ops {
+			op := &txs[i].Ops[j]
+			if raw := docs[i][j]; raw != nil {
+				if op.Doc, err = decodeStored(string(raw), op.ID); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return txs, nil
+}
+
+// TxLogCanonical is TxLog for exporters: the ops carry no decoded Doc;
+// instead docs[i][j] holds the document of op j of txs[i] as the store
+// keeps it, RFC 8785 canonical JSON (store.Canonical) whose SHA-256 is the
+// content hash, and nil for an op without a document. As in TxLog, an op
+// whose document was evicted has none and is marked Evicted.
+func (s *Store) TxLogCanonical(ctx context.Context, after int64, limit int) (txs []store.LoggedTx, docs [][]json.RawMessage, err error) {
+	if txs, docs, err = s.txLog(ctx, after, limit); err != nil {
+		return nil, nil, err
+	}
+	for i := range txs {
+		for j, op := range txs[i].Ops {
+			if op.Kind != store.OpMatch || docs[i][j] == nil {
+				continue
+			}
+			// A match's document is kept inline in the tx's ops, where
+			// encoding/json escaped it for HTML: canonicalize it again.
+			doc, err := decodeStored(string(docs[i][j]), op.ID)
+			if err != nil {
+				return nil, nil, err
+			}
+			c, err := store.Canonical(doc)
+			if err != nil {
+				return nil, nil, &store.Error{Op: "tx-log", Kind: store.ErrInvalid, ID: op.ID, Msg: "stored document", Err: err}
+			}
+			docs[i][j] = c
+		}
+	}
+	return txs, docs, nil
+}
+
+// docsByHashSQL reads the documents of a JSON array of content hashes.
+const docsByHashSQL = "SELECT hash, doc FROM docs WHERE hash IN (SELECT value FROM json_each(?))"
+
+// evictedSinceSQL tells whether entity ? has a point of tx ? or earlier.
+const evictedSinceSQL = "SELECT EXISTS (SELECT 1 FROM points WHERE eid = ? AND tx_id <= ?)"
+
+// txLogChunk bounds the hashes looked up by one query.
+const txLogChunk = 500
+
+// docRef is op `op` of the page's tx `tx`, which names document hash.
+type docRef struct {
+	tx, op int
+	hash   string
+}
+
+func (s *Store) txLog(ctx context.Context, after int64, limit int) ([]store.LoggedTx, [][]json.RawMessage, error) {
+	if err := s.check("tx-log"); err != nil {
+		return nil, nil, err
 	}
 	rtx, err := s.r.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return nil, dbErr("tx-log", "", err)
+		return nil, nil, dbErr("tx-log", "", err)
 	}
 	defer rtx.Rollback()
 	q := "SELECT tx_id, tx_time, ops FROM txs WHERE tx_id > ? AND committed = 1 ORDER BY tx_id"
@@ -271,16 +336,23 @@ func (s *Store) TxLog(ctx context.Context, after int64, limit int) ([]store.Logg
 		Ops  string `db:"ops"`
 	}
 	if err := rtx.SelectContext(ctx, &rows, q, args...); err != nil {
-		return nil, dbErr("tx-log", "", err)
+		return nil, nil, dbErr("tx-log", "", err)
 	}
-	out := make([]store.LoggedTx, 0, len(rows))
-	for _, r := range rows {
+	out := make([]store.LoggedTx, len(rows))
+	docs := make([][]json.RawMessage, len(rows))
+	// Documents by hash, read for the whole page at once (in the same read
+	// transaction: an evict in between cannot split the page).
+	byHash := map[string]json.RawMessage{}
+	var hashes []string
+	var refs []docRef
+	for i, r := range rows {
 		var logged []loggedOp
 		if err := json.Unmarshal([]byte(r.Ops), &logged); err != nil {
-			return nil, &store.Error{Op: "tx-log", Kind: store.ErrInvalid, Msg: fmt.Sprintf("tx %d: stored ops are corrupt", r.ID), Err: err}
+			return nil, nil, &store.Error{Op: "tx-log", Kind: store.ErrInvalid, Msg: fmt.Sprintf("tx %d: stored ops are corrupt", r.ID), Err: err}
 		}
-		lt := store.LoggedTx{Tx: store.Tx{ID: r.ID, Time: fromMS(r.Time)}, Ops: make([]store.Op, len(logged))}
-		for i, l := range logged {
+		out[i] = store.LoggedTx{Tx: store.Tx{ID: r.ID, Time: fromMS(r.Time)}, Ops: make([]store.Op, len(logged))}
+		docs[i] = make([]json.RawMessage, len(logged))
+		for j, l := range logged {
 			op := store.Op{Kind: l.Kind, ID: l.ID}
 			if l.ValidFrom != nil {
 				t := fromMS(*l.ValidFrom)
@@ -291,26 +363,67 @@ func (s *Store) TxLog(ctx context.Context, after int64, limit int) ([]store.Logg
 				op.ValidTo = &t
 			}
 			if len(l.Doc) > 0 {
-				if op.Doc, err = decodeStored(string(l.Doc), l.ID); err != nil {
-					return nil, err
-				}
+				docs[i][j] = l.Doc
 			}
 			if l.Hash != "" {
-				var raw string
-				err := rtx.GetContext(ctx, &raw, "SELECT doc FROM docs WHERE hash = ?", l.Hash)
-				switch {
-				case errors.Is(err, sql.ErrNoRows): // evicted
-				case err != nil:
-					return nil, dbErr("tx-log", l.ID, err)
-				default:
-					if op.Doc, err = decodeStored(raw, l.ID); err != nil {
-						return nil, err
-					}
+				refs = append(refs, docRef{i, j, l.Hash})
+				if _, ok := byHash[l.Hash]; !ok {
+					byHash[l.Hash] = nil
+					hashes = append(hashes, l.Hash)
 				}
 			}
-			lt.Ops[i] = op
+			out[i].Ops[j] = op
 		}
-		out = append(out, lt)
 	}
-	return out, nil
+	for len(hashes) > 0 {
+		n := min(len(hashes), txLogChunk)
+		list, err := json.Marshal(hashes[:n])
+		if err != nil {
+			return nil, nil, err
+		}
+		hashes = hashes[n:]
+		drows, err := rtx.QueryContext(ctx, docsByHashSQL, string(list))
+		if err != nil {
+			return nil, nil, dbErr("tx-log", "", err)
+		}
+		for drows.Next() {
+			var h string
+			var raw []byte
+			if err := drows.Scan(&h, &raw); err != nil {
+				drows.Close()
+				return nil, nil, dbErr("tx-log", "", err)
+			}
+			byHash[h] = raw
+		}
+		if err := drows.Close(); err != nil {
+			return nil, nil, dbErr("tx-log", "", err)
+		}
+		if err := drows.Err(); err != nil {
+			return nil, nil, dbErr("tx-log", "", err)
+		}
+	}
+	for _, r := range refs {
+		// A hash with no document left was evicted: the op gets none.
+		if docs[r.tx][r.op] = byHash[r.hash]; docs[r.tx][r.op] == nil {
+			out[r.tx].Ops[r.op].Evicted = true
+		}
+	}
+	// A match keeps its expected document in its tx's ops. It saw a point
+	// written at or before its tx, and only an evict removes points: if
+	// none is left, its entity was evicted since, and so is the document.
+	for i := range out {
+		for j, op := range out[i].Ops {
+			if op.Kind != store.OpMatch || docs[i][j] == nil {
+				continue
+			}
+			var left bool
+			if err := rtx.GetContext(ctx, &left, evictedSinceSQL, op.ID, out[i].ID); err != nil {
+				return nil, nil, dbErr("tx-log", op.ID, err)
+			}
+			if !left {
+				docs[i][j], out[i].Ops[j].Evicted = nil, true
+			}
+		}
+	}
+	return out, docs, nil
 }

@@ -42,6 +42,10 @@ type Op struct {
 	// ValidTo is the exclusive end of a put or delete; nil means open-ended.
 	// It requires ValidFrom.
 	ValidTo *time.Time `json:"valid_to,omitempty"`
+	// Evicted is set only by Store.TxLog, on a put or match whose document
+	// was evicted since: Doc is then nil (for a match, it does not assert
+	// absence). Submit refuses an op with Evicted set.
+	Evicted bool `json:"evicted,omitempty"`
 }
 
 // Put returns a put of doc from the transaction time on.
@@ -104,6 +108,9 @@ func normalizeOp(op Op) (Op, *Error) {
 	}
 	op.ValidFrom = msPtr(op.ValidFrom)
 	op.ValidTo = msPtr(op.ValidTo)
+	if op.Evicted {
+		return bad("evicted", "an op read from the tx log without its evicted document cannot be submitted")
+	}
 	switch op.Kind {
 	case OpPut:
 		if op.Doc == nil {

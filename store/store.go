@@ -80,7 +80,8 @@ type Store interface {
 	// TxLog returns up to limit committed transactions with tx id > after,
 	// ascending (after = -1 for all; limit <= 0 for no limit). Aborted
 	// transactions are left out. Ops are as submitted, except that documents
-	// of evicted entities are not returned (their put ops carry a nil Doc).
+	// of evicted entities are not returned: their put ops, and match ops
+	// that expected one of them, carry a nil Doc and Evicted.
 	TxLog(ctx context.Context, after int64, limit int) ([]LoggedTx, error)
 
 	// Status describes the backend and its latest transactions.

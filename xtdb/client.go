@@ -38,6 +38,10 @@ type Options struct {
 	Retries int
 	// Backoff is the first retry's delay, doubled each time (default 50ms).
 	Backoff time.Duration
+	// IDCache is how many entity ids the client keeps to name the entities
+	// that XTDB's tx log gives only by hash (default DefaultIDCache); ids it
+	// does not keep are looked up on the node.
+	IDCache int
 }
 
 // Store is a store.Store over an XTDB 1.x HTTP server.
@@ -87,7 +91,7 @@ func Open(ctx context.Context, baseURL string, o Options) (*Store, error) {
 	if o.Backoff <= 0 {
 		o.Backoff = 50 * time.Millisecond
 	}
-	s := &Store{base: strings.TrimRight(baseURL, "/"), hc: o.HTTPClient, o: o, ids: newIDs()}
+	s := &Store{base: strings.TrimRight(baseURL, "/"), hc: o.HTTPClient, o: o, ids: newIDs(o.IDCache)}
 	s.lastSeen.Store(-1)
 	latest, err := s.latestSubmitted(ctx)
 	if err != nil {

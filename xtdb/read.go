@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -36,7 +37,13 @@ func (s *Store) Entity(ctx context.Context, id string, b store.Basis) (store.Doc
 	if b.TxID != nil && *b.TxID < 0 {
 		return nil, store.Errorf("entity", store.ErrNotFound, id, "no document before the first transaction")
 	}
-	q := basisParams(url.Values{"eid": {id}}, b)
+	return s.entity(ctx, url.Values{"eid": {id}}, id, b)
+}
+
+// entity reads the document of the entity that eid names (eid or eid-edn
+// parameter) at b; id names it in errors.
+func (s *Store) entity(ctx context.Context, eid url.Values, id string, b store.Basis) (store.Doc, error) {
+	q := basisParams(maps.Clone(eid), b)
 	v, err := s.readEDN(ctx, request{op: "entity", id: id, method: http.MethodGet, path: "/entity", query: q})
 	if err != nil {
 		return nil, err
@@ -102,6 +109,12 @@ func historyRow(m map[string]any, withDoc bool) (store.HistoryEntry, error) {
 
 // History implements store.Store.
 func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) ([]store.HistoryEntry, error) {
+	return s.history(ctx, url.Values{"eid": {id}}, id, o)
+}
+
+// history reads the history of the entity that eid names (eid or eid-edn
+// parameter); id names it in errors.
+func (s *Store) history(ctx context.Context, eid url.Values, id string, o store.HistoryOptions) ([]store.HistoryEntry, error) {
 	if o.Basis.TxID != nil && *o.Basis.TxID < 0 {
 		return nil, nil
 	}
@@ -109,7 +122,9 @@ func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) 
 	if o.Order == store.Desc {
 		order = "desc"
 	}
-	q := basisParams(url.Values{"eid": {id}, "history": {"true"}, "sort-order": {order}}, o.Basis)
+	q := basisParams(maps.Clone(eid), o.Basis)
+	q.Set("history", "true")
+	q.Set("sort-order", order)
 	q.Set("with-corrections", strconv.FormatBool(o.WithCorrections))
 	q.Set("with-docs", strconv.FormatBool(o.WithDocs))
 	setT := func(k string, t *time.Time) {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/ctxstore/ctxstore/store"
@@ -21,27 +22,120 @@ type rawTx struct {
 
 // TxLog implements store.Store with /tx-log, read as EDN so that times keep
 // their milliseconds. XTDB logs delete, evict and match ops (and puts of
-// evicted documents) by entity hash; their ids are resolved from the ids
-// this client sent and the documents in the log (see EIDHash), else given
-// as UnknownIDPrefix + hash.
+// evicted documents) by entity hash (see EIDHash); their ids are resolved
+// from the ids this client sent lately, the puts of the same page, and the
+// entity's history on the node (see resolve), else given as
+// UnknownIDPrefix + hash. Memory does not grow with the number of
+// entities.
 func (s *Store) TxLog(ctx context.Context, after int64, limit int) ([]store.LoggedTx, error) {
 	raw, err := s.rawTxLog(ctx, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	// A delete or match usually comes soon after its entity's put.
+	for _, r := range raw {
+		for j, op := range r.ops {
+			if op.Kind == store.OpPut && r.hashes[j] == "" && op.ID != "" {
+				s.ids.add(op.ID)
+			}
+		}
+	}
+	// Hashes named from memory first; the others are looked up on the node,
+	// several at a time, each once per page.
+	var pending []lookup
+	seen := map[string]bool{}
+	for _, r := range raw {
+		for j, h := range r.hashes {
+			if h == "" {
+				continue
+			}
+			op := &r.ops[j]
+			if id, ok := op.Doc[store.IDKey].(string); ok && EIDHash(id) == h {
+				op.ID = id // a match's expected document names its entity
+				s.ids.add(id)
+				continue
+			}
+			if e, ok := s.ids.get(h); ok && e.id != "" {
+				op.ID = e.id
+				continue
+			}
+			if !seen[h] {
+				seen[h] = true
+				vt := r.Time
+				if op.ValidFrom != nil {
+					vt = *op.ValidFrom
+				}
+				pending = append(pending, lookup{hash: h, hint: store.AtTx(r.ID-1, vt)})
+			}
+		}
+	}
+	found, err := s.resolveAll(ctx, pending)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]store.LoggedTx, len(raw))
 	for i, r := range raw {
 		for j, h := range r.hashes {
-			if h == "" {
-				continue
-			}
-			if r.ops[j].ID, err = s.resolve(ctx, h); err != nil {
-				return nil, err
+			if id, ok := found[h]; ok && r.ops[j].ID == "" {
+				r.ops[j].ID = id
 			}
 		}
 		out[i] = store.LoggedTx{Tx: r.Tx, Ops: r.ops}
 	}
 	return out, nil
+}
+
+// lookup is an id hash to resolve, with where its entity probably had a
+// document (see resolve).
+type lookup struct {
+	hash string
+	hint store.Basis
+}
+
+// resolveWorkers bounds the lookups of one TxLog call run at once.
+const resolveWorkers = 8
+
+// resolveAll resolves every hash of ls, resolveWorkers at a time.
+func (s *Store) resolveAll(ctx context.Context, ls []lookup) (map[string]string, error) {
+	found := make(map[string]string, len(ls))
+	if len(ls) == 0 {
+		return found, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	sem := make(chan struct{}, resolveWorkers)
+	for _, l := range ls {
+		sem <- struct{}{}
+		mu.Lock()
+		failed := firstErr != nil
+		mu.Unlock()
+		if failed {
+			<-sem
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			id, err := s.resolve(ctx, l.hash, &l.hint)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+					cancel()
+				}
+				return
+			}
+			found[l.hash] = id
+		}()
+	}
+	wg.Wait()
+	return found, firstErr
 }
 
 func (s *Store) rawTxLog(ctx context.Context, after int64, limit int) ([]rawTx, error) {
@@ -122,7 +216,7 @@ func opFromEDN(v any) (store.Op, string, error) {
 		op.Kind = store.OpPut
 		m, _ := ednMap(vec[1])
 		if ev, _ := m["xtdb.api/evicted?"].(bool); ev {
-			hash = ednHash(m["xt/id"])
+			hash, op.Evicted = ednHash(m["xt/id"]), true
 		} else {
 			if op.Doc, err = ednDoc(vec[1]); err != nil {
 				return op, "", err
@@ -137,12 +231,13 @@ func opFromEDN(v any) (store.Op, string, error) {
 		op.Kind, hash = store.OpMatch, ednHash(vec[1])
 		if len(vec) > 2 {
 			// An expected document that was evicted since reads as the
-			// eviction marker: there is no document to give back.
+			// eviction marker: there is no document to give back, and the
+			// match does not assert absence.
 			if m, isMap := ednMap(vec[2]); isMap {
-				if ev, _ := m["xtdb.api/evicted?"].(bool); !ev {
-					if op.Doc, err = ednDoc(vec[2]); err != nil {
-						return op, "", err
-					}
+				if ev, _ := m["xtdb.api/evicted?"].(bool); ev {
+					op.Evicted = true
+				} else if op.Doc, err = ednDoc(vec[2]); err != nil {
+					return op, "", err
 				}
 			}
 		}

@@ -195,8 +195,8 @@ func testCanEvictEntity(e *env) {
 		switch l.ID {
 		case tx0.ID, tx1.ID:
 			seen++
-			if len(l.Ops) != 1 || l.Ops[0].Kind != store.OpPut || l.Ops[0].Doc != nil {
-				e.t.Errorf("tx log %d: ops %s, want one put with a nil document", l.ID, showOps(l.Ops))
+			if len(l.Ops) != 1 || l.Ops[0].Kind != store.OpPut || l.Ops[0].Doc != nil || !l.Ops[0].Evicted {
+				e.t.Errorf("tx log %d: ops %s, want one put with a nil document, marked evicted", l.ID, showOps(l.Ops))
 			}
 		case tx2.ID:
 			seen++
@@ -208,6 +208,41 @@ func testCanEvictEntity(e *env) {
 	if seen != 3 {
 		e.t.Errorf("tx log holds %d of the 3 txs", seen)
 	}
+
+	e.sub("the log marks what the evict took", func(e *env) {
+		// A match that expected the evicted document loses it too, and is
+		// marked so that it does not read as a match asserting absence; a
+		// match that did assert absence is unchanged.
+		id := e.id("baz")
+		baz := e.doc("baz", "secret", "S3CR3T")
+		tx0 := e.submit(store.Put(baz))
+		tx1 := e.submit(store.Match(id, baz), store.Match(e.id("nobody"), nil), store.Put(e.doc("qux", "v", 1)))
+		e.submit(store.Evict(id))
+		log, err := e.s.TxLog(e.ctx, tx0.ID-1, 2)
+		if err != nil {
+			e.t.Fatalf("TxLog: %v", err)
+		}
+		if len(log) != 2 || log[0].ID != tx0.ID || log[1].ID != tx1.ID || len(log[0].Ops) != 1 || len(log[1].Ops) != 3 {
+			e.t.Fatalf("tx log: %+v", log)
+		}
+		for _, c := range []struct {
+			op      store.Op
+			kind    store.OpKind
+			id      string
+			evicted bool
+			doc     bool
+		}{
+			{log[0].Ops[0], store.OpPut, id, true, false},
+			{log[1].Ops[0], store.OpMatch, id, true, false},
+			{log[1].Ops[1], store.OpMatch, e.id("nobody"), false, false},
+			{log[1].Ops[2], store.OpPut, e.id("qux"), false, true},
+		} {
+			if c.op.Kind != c.kind || c.op.ID != c.id || c.op.Evicted != c.evicted || (c.op.Doc != nil) != c.doc {
+				e.t.Errorf("logged %s %s: evicted %v, document %v; want %s %s evicted %v, document %v",
+					c.op.Kind, c.op.ID, c.op.Evicted, c.op.Doc != nil, c.kind, c.id, c.evicted, c.doc)
+			}
+		}
+	})
 
 	e.sub("clears entity history for valid-time ranges", func(e *env) {
 		id := e.id("bar")

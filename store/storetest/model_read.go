@@ -210,7 +210,7 @@ func (m *Model) TxLog(ctx context.Context, after int64, limit int) ([]store.Logg
 		ops := slices.Clone(t.ops)
 		for i := range ops {
 			if ev, ok := m.evicted[ops[i].ID]; ok && ops[i].Doc != nil && t.ID <= ev {
-				ops[i].Doc = nil
+				ops[i].Doc, ops[i].Evicted = nil, true
 			}
 		}
 		out = append(out, store.LoggedTx{Tx: t.Tx, Ops: ops})

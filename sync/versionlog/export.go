@@ -2,9 +2,9 @@ package versionlog
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -42,10 +42,6 @@ type ExportSummary struct {
 	Reserved int64 `json:"reserved_ops"`
 }
 
-// farFuture is a valid time after any a store holds, for reads that must
-// see every valid time.
-var farFuture = time.Date(9000, 1, 1, 0, 0, 0, 0, time.UTC)
-
 // Export writes the committed transactions of src after o.After, up to the
 // latest one when the export starts, to w as a version log. It reads the
 // tx log in pages of o.PageSize, so memory does not grow with the store.
@@ -54,8 +50,8 @@ var farFuture = time.Date(9000, 1, 1, 0, 0, 0, 0, time.UTC)
 // a transaction left with no op is still written, with an empty op list,
 // so transactions keep their one-to-one order. Evicted content is never
 // written: a put whose document was evicted is written without it, marked
-// evicted, and so is a match whose expected document belongs to an entity
-// evicted after the match. The same store exported twice gives the same
+// evicted, and so is a match whose expected document was (store.Op.Evicted
+// in the store's tx log). The same store exported twice gives the same
 // bytes.
 func Export(ctx context.Context, src store.Store, w io.Writer, o ExportOptions) (ExportSummary, error) {
 	if o.After < -1 {
@@ -87,20 +83,34 @@ func Export(ctx context.Context, src store.Store, w io.Writer, o ExportOptions) 
 	if err != nil {
 		return sum, fmt.Errorf("export: %w", err)
 	}
+	canonSrc, canonical := src.(CanonicalTxLog)
 	for cur := o.After; cur < sum.Upto; {
-		page, err := src.TxLog(ctx, cur, o.PageSize)
+		var page []store.LoggedTx
+		var canon [][]json.RawMessage
+		if canonical {
+			page, canon, err = canonSrc.TxLogCanonical(ctx, cur, o.PageSize)
+		} else {
+			page, err = src.TxLog(ctx, cur, o.PageSize)
+		}
 		if err != nil {
 			return sum, fmt.Errorf("export: reading the tx log after tx %d: %w", cur, err)
 		}
 		if len(page) == 0 {
 			break
 		}
-		for _, lt := range page {
+		for i, lt := range page {
 			if lt.ID > sum.Upto {
 				cur = sum.Upto
 				break
 			}
-			tx, err := sum.explicit(ctx, src, lt)
+			var docs []json.RawMessage
+			if canonical {
+				docs = canon[i]
+				if len(docs) != len(lt.Ops) {
+					return sum, fmt.Errorf("export: tx %d: %d ops but %d documents from the store", lt.ID, len(lt.Ops), len(docs))
+				}
+			}
+			tx, err := sum.explicit(lt, docs)
 			if err != nil {
 				return sum, fmt.Errorf("export: %w", err)
 			}
@@ -121,50 +131,46 @@ func Export(ctx context.Context, src store.Store, w io.Writer, o ExportOptions) 
 	return sum, nil
 }
 
-// explicit makes lt explicit, without reserved ops and evicted content.
-func (sum *ExportSummary) explicit(ctx context.Context, src store.Store, lt store.LoggedTx) (Tx, error) {
+// CanonicalTxLog is implemented by stores that can give the documents of
+// their tx log as the RFC 8785 canonical JSON they keep (bitemporal.Store).
+// Export then writes those bytes as they are instead of decoding each
+// document and encoding it again.
+type CanonicalTxLog interface {
+	// TxLogCanonical is store.Store.TxLog with the ops' documents left out
+	// of the ops: docs[i][j] is the document of op j of txs[i] in canonical
+	// JSON (store.Canonical), nil if the op has none or it was evicted.
+	TxLogCanonical(ctx context.Context, after int64, limit int) (txs []store.LoggedTx, docs [][]json.RawMessage, err error)
+}
+
+// explicit makes lt explicit, without reserved ops and evicted content;
+// docs, if not nil, holds the ops' documents in canonical JSON.
+func (sum *ExportSummary) explicit(lt store.LoggedTx, docs []json.RawMessage) (Tx, error) {
 	kept := lt
 	kept.Ops = make([]store.Op, 0, len(lt.Ops))
-	for _, op := range lt.Ops {
+	var keptDocs []json.RawMessage
+	if docs != nil {
+		keptDocs = make([]json.RawMessage, 0, len(docs))
+	}
+	for i, op := range lt.Ops {
 		if Reserved(op.ID) {
 			sum.Reserved++
 			continue
 		}
 		kept.Ops = append(kept.Ops, op)
+		if docs != nil {
+			keptDocs = append(keptDocs, docs[i])
+		}
 	}
-	tx, err := FromLogged(kept)
+	tx, err := fromLogged(kept, keptDocs)
 	if err != nil {
 		return tx, err
 	}
-	for i := range tx.Ops {
-		op := &tx.Ops[i]
-		if op.Kind == store.OpMatch && op.Doc != nil {
-			gone, err := evictedSince(ctx, src, op.ID, tx.ID)
-			if err != nil {
-				return tx, fmt.Errorf("tx %d: match %q: %w", tx.ID, op.ID, err)
-			}
-			if gone {
-				op.Doc, op.DocHash, op.Evicted = nil, "", true
-			}
-		}
+	for _, op := range tx.Ops {
 		if op.Evicted {
 			sum.Evicted++
 		}
 	}
 	return tx, nil
-}
-
-// evictedSince reports whether id was evicted after tx: a match in tx saw
-// a point written at or before tx, and only an evict removes points, so
-// the entity was evicted since if and only if no such point is left.
-func evictedSince(ctx context.Context, src store.Store, id string, tx int64) (bool, error) {
-	end := tx + 1
-	h, err := src.History(ctx, id, store.HistoryOptions{Order: store.Asc, WithCorrections: true,
-		EndTxID: &end, Basis: store.Basis{ValidTime: farFuture}})
-	if err != nil {
-		return false, err
-	}
-	return len(h) == 0, nil
 }
 
 // settle waits until st has indexed every transaction it has logged and

@@ -181,9 +181,17 @@ type Tx struct {
 }
 
 // FromLogged makes a logged transaction explicit: valid_from defaults to
-// the tx time, documents are canonicalized and hashed, and a put without
-// document (evicted) is marked Evicted.
+// the tx time, documents are canonicalized and hashed, and a put or match
+// whose document was evicted (store.Op.Evicted; a put without document) is
+// marked Evicted.
 func FromLogged(lt store.LoggedTx) (Tx, error) {
+	return fromLogged(lt, nil)
+}
+
+// fromLogged is FromLogged; canon, if not nil, holds the document of each
+// op as canonical JSON already (see CanonicalTxLog), and the ops' Doc is
+// not used.
+func fromLogged(lt store.LoggedTx, canon []json.RawMessage) (Tx, error) {
 	tx := Tx{Tx: store.Tx{ID: lt.ID, Time: store.MS(lt.Time)}, Ops: make([]Op, 0, len(lt.Ops))}
 	for i, o := range lt.Ops {
 		op := Op{Kind: o.Kind, ID: o.ID}
@@ -200,8 +208,12 @@ func FromLogged(lt store.LoggedTx) (Tx, error) {
 				op.ValidTo = &vt
 			}
 		}
-		switch {
-		case o.Doc != nil && (o.Kind == store.OpPut || o.Kind == store.OpMatch):
+		switch hasDoc := o.Kind == store.OpPut || o.Kind == store.OpMatch; {
+		case o.Evicted && hasDoc:
+			op.Evicted = true
+		case canon != nil && canon[i] != nil && hasDoc:
+			op.Doc, op.DocHash = canon[i], contentHash(canon[i])
+		case canon == nil && o.Doc != nil && hasDoc:
 			c, err := store.Canonical(o.Doc)
 			if err != nil {
 				return Tx{}, fmt.Errorf("tx %d op %d (%s %q): canonical JSON: %w", lt.ID, i+1, o.Kind, o.ID, err)

@@ -13,7 +13,8 @@
             [clojure.edn :as edn]
             [clojure.instant :as instant]
             [clojure.string :as str]
-            [xtdb.api :as xt])
+            [xtdb.api :as xt]
+            [xtdb.codec :as c])
   (:import (com.sun.net.httpserver HttpExchange HttpHandler HttpServer)
            (java.io OutputStreamWriter Writer)
            (java.net InetSocketAddress URLDecoder)
@@ -63,6 +64,17 @@
                   (or tx-id tx-time) (assoc ::xt/tx (cond-> {}
                                                      tx-id (assoc ::xt/tx-id tx-id)
                                                      tx-time (assoc ::xt/tx-time tx-time)))))))
+
+(defn- eid-param
+  "The entity of a request: eid (a string id) or, as XTDB's module reads
+  it, eid-edn (an EDN id; #xtdb/id \"hex\" names an entity by its id hash,
+  which is how the tx log names it)."
+  [params]
+  (cond
+    (params "eid-edn") (try (c/read-edn-string-with-readers (params "eid-edn"))
+                            (catch Exception e (bad-request (str "invalid eid-edn: " (ex-message e)) {})))
+    (params "eid") (params "eid")
+    :else (bad-request "Missing eid" {})))
 
 (defn- write-edn [^Writer w v]
   (binding [*print-length* nil *print-level* nil *print-namespace-maps* false]
@@ -117,7 +129,7 @@
       (if-let [tx (xt/latest-submitted-tx node)] (send! ex 200 tx) (not-found ex "No latest-submitted-tx found."))
 
       ["GET" "/_xtdb/entity"]
-      (let [eid (or (params "eid") (bad-request "Missing eid" {}))
+      (let [eid (eid-param params)
             db (db-for node params)]
         (if (->bool (params "history"))
           (let [order (case (params "sort-order")
@@ -137,7 +149,7 @@
             (not-found ex (str eid " entity not found")))))
 
       ["GET" "/_xtdb/entity-tx"]
-      (let [eid (or (params "eid") (bad-request "Missing eid" {}))]
+      (let [eid (eid-param params)]
         (if-let [etx (xt/entity-tx (db-for node params) eid)]
           (send! ex 200 etx)
           (not-found ex (str eid " entity-tx not found"))))
