@@ -365,6 +365,7 @@ func (s *Store) txLog(ctx context.Context, after int64, limit int) ([]store.Logg
 			if len(l.Doc) > 0 {
 				docs[i][j] = l.Doc
 			}
+			op.Evicted = l.Evicted
 			if l.Hash != "" {
 				refs = append(refs, docRef{i, j, l.Hash})
 				if _, ok := byHash[l.Hash]; !ok {

@@ -95,6 +95,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	pragmas := []string{
 		fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()),
 		"journal_mode(WAL)", "synchronous(" + syncMode + ")", "foreign_keys(ON)", "temp_store(MEMORY)",
+		"secure_delete(ON)", // evicted content is overwritten, not left in free pages
 	}
 	memory := path == ":memory:"
 	if memory {

@@ -33,8 +33,10 @@ type loggedOp struct {
 	ID   string       `json:"id"`
 	Hash string       `json:"hash,omitempty"`
 	// Doc holds a match op's expected document inline (put documents are
-	// referenced by Hash).
+	// referenced by Hash). An evict of the entity removes it and sets
+	// Evicted, so evicted content is gone from the file.
 	Doc       json.RawMessage `json:"doc,omitempty"`
+	Evicted   bool            `json:"evicted,omitempty"`
 	ValidFrom *int64          `json:"vf,omitempty"`
 	ValidTo   *int64          `json:"vt,omitempty"`
 }
@@ -218,10 +220,25 @@ func (s *Store) submitLocked(ctx context.Context, prep []prepared, opsJSON strin
 		receipt.ID, ms(receipt.Time), committed, opsJSON); err != nil {
 		return store.Tx{}, dbErr("submit", "", err)
 	}
+	if !committed {
+		a.evicted = nil // rolled back
+	}
+	for _, id := range a.evicted {
+		if err := a.scrubMatches(id); err != nil {
+			return store.Tx{}, dbErr("submit", id, fmt.Errorf("evict: removing logged match documents: %w", err))
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return store.Tx{}, dbErr("submit", "", err)
 	}
 	s.noteLatest(receipt.ID)
+	if len(a.evicted) > 0 {
+		// Evicted content must leave the file: secure_delete zeroes the
+		// freed pages, and a checkpoint moves them out of the WAL (best
+		// effort: a reader holding an old snapshot delays it to a later
+		// checkpoint).
+		_, _ = s.w.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
+	}
 	return receipt, nil
 }
 
@@ -232,6 +249,9 @@ type applier struct {
 	s    *Store
 	txID int64
 	tt   int64
+	// evicted lists the entities this transaction evicted, whose expected
+	// documents in logged matches are removed once the tx is logged.
+	evicted []string
 }
 
 // writeSQL lists every statement the write path runs; Open prepares them
@@ -370,6 +390,7 @@ func (a *applier) apply(p prepared) (bool, error) {
 				return false, err
 			}
 		}
+		a.evicted = append(a.evicted, op.ID)
 		return true, nil
 	}
 	return false, fmt.Errorf("unknown op %q", op.Kind)
@@ -525,4 +546,54 @@ func (a *applier) writeRange(eid string, start, end int64, v version) error {
 		return a.point(eid, end, restore.TxID, restore.TT, version{restore.Hash, restore.Doc})
 	}
 	return a.point(eid, end, a.txID, a.tt, version{})
+}
+
+// scrubMatches removes the expected documents of every logged match on id
+// (an evict removes the entity's content everywhere, the tx log included),
+// marking those ops Evicted.
+func (a *applier) scrubMatches(id string) error {
+	key, _ := json.Marshal(id)
+	rows, err := a.tx.QueryContext(a.ctx, "SELECT tx_id, ops FROM txs WHERE instr(ops, ?) > 0 AND instr(ops, '\"doc\"') > 0", `"id":`+string(key))
+	if err != nil {
+		return err
+	}
+	type row struct {
+		id  int64
+		ops string
+	}
+	var found []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.id, &r.ops); err != nil {
+			rows.Close()
+			return err
+		}
+		found = append(found, r)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	for _, r := range found {
+		var logged []loggedOp
+		if err := json.Unmarshal([]byte(r.ops), &logged); err != nil {
+			return fmt.Errorf("tx %d: stored ops are corrupt: %w", r.id, err)
+		}
+		changed := false
+		for i := range logged {
+			if logged[i].Kind == store.OpMatch && logged[i].ID == id && len(logged[i].Doc) > 0 {
+				logged[i].Doc, logged[i].Evicted, changed = nil, true, true
+			}
+		}
+		if !changed {
+			continue
+		}
+		b, err := json.Marshal(logged)
+		if err != nil {
+			return err
+		}
+		if _, err := a.tx.ExecContext(a.ctx, "UPDATE txs SET ops = ? WHERE tx_id = ?", string(b), r.id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
