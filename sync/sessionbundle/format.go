@@ -117,25 +117,25 @@ type manifestEnd struct {
 
 func appendHeader(b []byte, h Header) []byte {
 	b = append(b, `{"t":"session_bundle","format":`...)
-	b = appendString(b, FormatName)
+	b = versionlog.AppendString(b, FormatName)
 	b = append(b, `,"version":`...)
 	b = strconv.AppendInt(b, FormatVersion, 10)
 	b = append(b, `,"session":`...)
-	b = appendString(b, h.Session)
+	b = versionlog.AppendString(b, h.Session)
 	b = append(b, `,"source":{"id":`...)
-	b = appendString(b, h.Source.ID)
+	b = versionlog.AppendString(b, h.Source.ID)
 	b = append(b, `,"backend":`...)
-	b = appendString(b, h.Source.Backend)
+	b = versionlog.AppendString(b, h.Source.Backend)
 	b = append(b, `,"version":`...)
-	b = appendString(b, h.Source.Version)
+	b = versionlog.AppendString(b, h.Source.Version)
 	b = append(b, `,"location":`...)
-	b = appendString(b, h.Source.Location)
+	b = versionlog.AppendString(b, h.Source.Location)
 	b = append(b, `},"upto":`...)
 	b = strconv.AppendInt(b, h.Upto, 10)
 	b = append(b, `,"chat":`...)
-	b = appendString(b, h.Chat)
+	b = versionlog.AppendString(b, h.Chat)
 	b = append(b, `,"system_prompt":`...)
-	b = appendString(b, h.SystemPrompt)
+	b = versionlog.AppendString(b, h.SystemPrompt)
 	b = append(b, `,"commits":`...)
 	b = strconv.AppendInt(b, h.Commits, 10)
 	b = append(b, `,"entities":`...)
@@ -145,9 +145,9 @@ func appendHeader(b []byte, h Header) []byte {
 
 func appendEntity(b []byte, e Entity) []byte {
 	b = append(b, `{"t":"entity","id":`...)
-	b = appendString(b, e.ID)
+	b = versionlog.AppendString(b, e.ID)
 	b = append(b, `,"role":`...)
-	b = appendString(b, string(e.Role))
+	b = versionlog.AppendString(b, string(e.Role))
 	return append(b, "}\n"...)
 }
 
@@ -157,7 +157,7 @@ func appendManifestEnd(b []byte, e manifestEnd) []byte {
 	b = append(b, `,"entities":`...)
 	b = strconv.AppendInt(b, e.Entities, 10)
 	b = append(b, `,"sha256":`...)
-	b = appendString(b, e.SHA256)
+	b = versionlog.AppendString(b, e.SHA256)
 	return append(b, "}\n"...)
 }
 
@@ -274,35 +274,6 @@ func decodeStrict(line []byte, v any) error {
 		return fmt.Errorf("%w: data after the JSON object", ErrCorrupt)
 	}
 	return nil
-}
-
-// appendString appends s as a JSON string escaped as RFC 8785 (and the
-// version log) does: only quote, backslash and control characters.
-func appendString(b []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c == '\b':
-			b = append(b, '\\', 'b')
-		case c == '\f':
-			b = append(b, '\\', 'f')
-		case c == '\n':
-			b = append(b, '\\', 'n')
-		case c == '\r':
-			b = append(b, '\\', 'r')
-		case c == '\t':
-			b = append(b, '\\', 't')
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		default:
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
 }
 
 var nl = []byte("\n")

@@ -236,9 +236,10 @@ func contentHash(canon []byte) string {
 // Reserved reports whether id is one of the version log's own entities.
 func Reserved(id string) bool { return strings.HasPrefix(id, ReservedPrefix) }
 
-// appendString appends s as a JSON string, escaped as RFC 8785 does: only
-// quote, backslash and control characters. s must be valid UTF-8.
-func appendString(b []byte, s string) []byte {
+// AppendString appends s as a JSON string, escaped as RFC 8785 does: only
+// quote, backslash and control characters. s must be valid UTF-8. Formats
+// built on the version log (session bundles) write their strings with it.
+func AppendString(b []byte, s string) []byte {
 	const hexDigits = "0123456789abcdef"
 	b = append(b, '"')
 	for i := 0; i < len(s); i++ {

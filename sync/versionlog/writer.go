@@ -37,17 +37,17 @@ func NewWriter(w io.Writer, h Header) (*Writer, error) {
 	}
 	lw := &Writer{bw: bufio.NewWriterSize(w, 256<<10), sum: sha256.New(), win: newWindow(h.DocWindow)}
 	b := append(lw.buf[:0], `{"t":"header","format":`...)
-	b = appendString(b, FormatName)
+	b = AppendString(b, FormatName)
 	b = append(b, `,"version":`...)
 	b = strconv.AppendInt(b, FormatVersion, 10)
 	b = append(b, `,"source":{"id":`...)
-	b = appendString(b, validUTF8(h.Source.ID))
+	b = AppendString(b, validUTF8(h.Source.ID))
 	b = append(b, `,"backend":`...)
-	b = appendString(b, validUTF8(h.Source.Backend))
+	b = AppendString(b, validUTF8(h.Source.Backend))
 	b = append(b, `,"version":`...)
-	b = appendString(b, validUTF8(h.Source.Version))
+	b = AppendString(b, validUTF8(h.Source.Version))
 	b = append(b, `,"location":`...)
-	b = appendString(b, validUTF8(h.Source.Location))
+	b = AppendString(b, validUTF8(h.Source.Location))
 	b = append(b, `},"after":`...)
 	b = strconv.AppendInt(b, h.After, 10)
 	b = append(b, `,"after_tx_time":`...)
@@ -97,7 +97,7 @@ func (w *Writer) WriteTx(tx Tx) error {
 			continue
 		}
 		b := append(w.buf[:0], `{"t":"doc","hash":`...)
-		b = appendString(b, op.DocHash)
+		b = AppendString(b, op.DocHash)
 		b = append(b, `,"doc":`...)
 		b = append(b, op.Doc...)
 		b = append(b, "}\n"...)
@@ -140,15 +140,15 @@ func appendOp(b []byte, op Op) ([]byte, error) {
 		return b, fmt.Errorf("%s: id %q is empty or not valid UTF-8", op.Kind, op.ID)
 	}
 	b = append(b, `{"op":`...)
-	b = appendString(b, string(op.Kind))
+	b = AppendString(b, string(op.Kind))
 	b = append(b, `,"id":`...)
-	b = appendString(b, op.ID)
+	b = AppendString(b, op.ID)
 	docRef := func(b []byte) []byte {
 		b = append(b, `,"doc":`...)
 		if op.DocHash == "" {
 			b = append(b, "null"...)
 		} else {
-			b = appendString(b, op.DocHash)
+			b = AppendString(b, op.DocHash)
 		}
 		if op.Evicted {
 			b = append(b, `,"evicted":true`...)
@@ -198,7 +198,7 @@ func (w *Writer) Close() (Trailer, error) {
 	b = append(b, `,"last_tx":`...)
 	b = appendOptInt(b, w.t.LastTx)
 	b = append(b, `,"sha256":`...)
-	b = appendString(b, w.t.SHA256)
+	b = AppendString(b, w.t.SHA256)
 	b = append(b, "}\n"...)
 	if _, err := w.bw.Write(b); err != nil {
 		return w.t, fmt.Errorf("writing the log: %w", err)
