@@ -71,7 +71,7 @@ func Export(ctx context.Context, src store.Store, sessionID string, w io.Writer,
 	if o.PageSize <= 0 {
 		o.PageSize = 100
 	}
-	latest, status, err := settle(ctx, src)
+	latest, status, err := store.Settle(ctx, src)
 	if err != nil {
 		return ExportSummary{}, fmt.Errorf("export: %w", err)
 	}
@@ -362,21 +362,4 @@ func (ex *exporter) writeBundle(w io.Writer, log io.Reader) error {
 	ex.sum.Bytes += n
 	ex.sum.Lines += ex.sum.Log.Lines + 1
 	return bw.Flush()
-}
-
-// settle waits until st has indexed every transaction it has logged and
-// returns the latest one (nil if none) and st's status.
-func settle(ctx context.Context, st store.Store) (*store.Tx, store.Status, error) {
-	status, err := st.Status(ctx)
-	if err != nil {
-		return nil, status, fmt.Errorf("reading the store's status: %w", err)
-	}
-	if status.LatestSubmitted == nil {
-		return status.LatestCompleted, status, nil
-	}
-	tx, err := st.AwaitTx(ctx, status.LatestSubmitted.ID, 0)
-	if err != nil {
-		return nil, status, fmt.Errorf("waiting for tx %d to be indexed: %w", status.LatestSubmitted.ID, err)
-	}
-	return &tx, status, nil
 }

@@ -75,7 +75,7 @@ func cursorFromDoc(doc store.Doc) (Cursor, error) {
 // target holds nothing from it. It first waits until the target has
 // indexed everything it has logged.
 func ReadCursor(ctx context.Context, target store.Store, sourceID string) (*Cursor, error) {
-	if _, _, err := settle(ctx, target); err != nil {
+	if _, _, err := store.Settle(ctx, target); err != nil {
 		return nil, err
 	}
 	c, _, err := readCursor(ctx, target, sourceID)
@@ -116,7 +116,7 @@ type Mapping struct {
 // keep them itself (XTDB assigns its own). Memory grows with the number
 // of transactions listed.
 func Mappings(ctx context.Context, target store.Store, sourceID string) ([]Mapping, error) {
-	if _, _, err := settle(ctx, target); err != nil {
+	if _, _, err := store.Settle(ctx, target); err != nil {
 		return nil, err
 	}
 	rows, err := target.History(ctx, CursorID(sourceID), store.HistoryOptions{

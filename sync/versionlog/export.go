@@ -60,7 +60,7 @@ func Export(ctx context.Context, src store.Store, w io.Writer, o ExportOptions) 
 	if o.PageSize <= 0 {
 		o.PageSize = 100
 	}
-	latest, st, err := settle(ctx, src)
+	latest, st, err := store.Settle(ctx, src)
 	if err != nil {
 		return ExportSummary{}, fmt.Errorf("export: %w", err)
 	}
@@ -171,21 +171,4 @@ func (sum *ExportSummary) explicit(lt store.LoggedTx, docs []json.RawMessage) (T
 		}
 	}
 	return tx, nil
-}
-
-// settle waits until st has indexed every transaction it has logged and
-// returns the latest one (nil if none) and st's status.
-func settle(ctx context.Context, st store.Store) (*store.Tx, store.Status, error) {
-	status, err := st.Status(ctx)
-	if err != nil {
-		return nil, status, fmt.Errorf("reading the store's status: %w", err)
-	}
-	if status.LatestSubmitted == nil {
-		return status.LatestCompleted, status, nil
-	}
-	tx, err := st.AwaitTx(ctx, status.LatestSubmitted.ID, 0)
-	if err != nil {
-		return nil, status, fmt.Errorf("waiting for tx %d to be indexed: %w", status.LatestSubmitted.ID, err)
-	}
-	return &tx, status, nil
 }

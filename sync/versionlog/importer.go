@@ -98,7 +98,7 @@ func Import(ctx context.Context, target store.Store, r io.Reader, o ImportOption
 	h := rd.Header()
 	im := &importer{ctx: ctx, dst: target, o: o, h: h, sum: ImportSummary{Source: h.Source}}
 	im.at, _ = target.(submitAter)
-	latest, tst, err := settle(ctx, target)
+	latest, tst, err := store.Settle(ctx, target)
 	if err != nil {
 		return im.sum, fmt.Errorf("import: %w", err)
 	}
@@ -365,7 +365,7 @@ func (im *importer) submit(ops []store.Op, t time.Time) (store.Tx, bool, error) 
 		// Another writer may have put a later transaction in the way. If
 		// it is another import of this source, stop: submitting with the
 		// clock would only abort, and leave a later tx time behind.
-		latest, _, serr := settle(im.ctx, im.dst)
+		latest, _, serr := store.Settle(im.ctx, im.dst)
 		if serr != nil || latest == nil || !latest.Time.After(t) {
 			return rc, false, err
 		}

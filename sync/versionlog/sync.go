@@ -36,7 +36,7 @@ type SyncSummary struct {
 // resumable.
 func Sync(ctx context.Context, src, target store.Store, o SyncOptions) (SyncSummary, error) {
 	var sum SyncSummary
-	_, st, err := settle(ctx, src)
+	_, st, err := store.Settle(ctx, src)
 	if err != nil {
 		return sum, fmt.Errorf("sync: source: %w", err)
 	}
