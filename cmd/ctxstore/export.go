@@ -43,30 +43,15 @@ func (c *exportCmd) Run(a *app) error {
 		return err
 	}
 	defer s.Close()
-	out, commit, abort, err := c.destination(a.stdout)
-	if err != nil {
+	var sum versionlog.ExportSummary
+	if err := writeOutput(a.stdout, c.Output, compress, "the log", func(w io.Writer) error {
+		p := a.progress()
+		defer p.close()
+		var err error
+		sum, err = versionlog.Export(a.ctx, s, w, versionlog.ExportOptions{After: c.After, SourceID: c.SourceID,
+			Progress: func(done, total int64) { p.update("export", done, total) }})
 		return err
-	}
-	defer abort()
-	w := out
-	var zw *gzip.Writer
-	if compress {
-		zw = gzip.NewWriter(out)
-		w = zw
-	}
-	p := a.progress()
-	sum, err := versionlog.Export(a.ctx, s, w, versionlog.ExportOptions{After: c.After, SourceID: c.SourceID,
-		Progress: func(done, total int64) { p.update("export", done, total) }})
-	p.close()
-	if err != nil {
-		return err
-	}
-	if zw != nil {
-		if err := zw.Close(); err != nil {
-			return fmt.Errorf("compressing the log: %w", err)
-		}
-	}
-	if err := commit(); err != nil {
+	}); err != nil {
 		return err
 	}
 	if a.cli.JSON {
@@ -79,33 +64,61 @@ func (c *exportCmd) Run(a *app) error {
 	return nil
 }
 
-// destination returns where the log goes: stdout, or a temporary file
-// next to the output that commit renames into place (abort removes it if
+// writeOutput runs write on where an export goes, gzip-compressed with
+// compress: stdout when output is "", else a temporary file next to output
+// that is renamed into place only once write and compression succeeded (on
+// failure it is removed, and output is untouched). what names the data in
+// errors.
+func writeOutput(stdout io.Writer, output string, compress bool, what string, write func(io.Writer) error) error {
+	out, commit, abort, err := destination(stdout, output)
+	if err != nil {
+		return err
+	}
+	defer abort()
+	w := out
+	var zw *gzip.Writer
+	if compress {
+		zw = gzip.NewWriter(out)
+		w = zw
+	}
+	if err := write(w); err != nil {
+		return err
+	}
+	if zw != nil {
+		if err := zw.Close(); err != nil {
+			return fmt.Errorf("compressing %s: %w", what, err)
+		}
+	}
+	return commit()
+}
+
+// destination returns where the data goes: stdout, or a temporary file
+// next to output that commit renames into place (abort removes it if
 // commit did not run).
-func (c *exportCmd) destination(stdout io.Writer) (w io.Writer, commit func() error, abort func(), err error) {
-	if c.Output == "" {
+func destination(stdout io.Writer, output string) (w io.Writer, commit func() error, abort func(), err error) {
+	if output == "" {
 		bw := bufio.NewWriter(stdout)
 		return bw, bw.Flush, func() {}, nil
 	}
-	f, err := os.CreateTemp(filepath.Dir(c.Output), "."+filepath.Base(c.Output)+".tmp-*")
+	f, err := os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+".tmp-*")
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("creating %s: %w", c.Output, err)
+		return nil, nil, nil, fmt.Errorf("creating %s: %w", output, err)
 	}
 	if err := f.Chmod(0o644); err != nil {
 		f.Close()
 		os.Remove(f.Name())
-		return nil, nil, nil, fmt.Errorf("creating %s: %w", c.Output, err)
+		return nil, nil, nil, fmt.Errorf("creating %s: %w", output, err)
 	}
 	done := false
 	commit = func() error {
 		if err := f.Sync(); err != nil {
-			return fmt.Errorf("writing %s: %w", c.Output, err)
+			return fmt.Errorf("writing %s: %w", output, err)
 		}
 		if err := f.Close(); err != nil {
-			return fmt.Errorf("writing %s: %w", c.Output, err)
+			return fmt.Errorf("writing %s: %w", output, err)
 		}
-		if err := os.Rename(f.Name(), c.Output); err != nil {
-			return fmt.Errorf("writing %s: %w", c.Output, err)
+		if err := os.Rename(f.Name(), output); err != nil {
+			return fmt.Errorf("writing %s: %w", output, err)
 		}
 		done = true
 		return nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"compress/gzip"
 	"fmt"
 	"io"
 	"os"
@@ -49,29 +48,14 @@ func (c *sessionExportCmd) Run(a *app) error {
 		return err
 	}
 	defer s.Close()
-	out, commit, abort, err := (&exportCmd{Output: c.Output}).destination(a.stdout)
-	if err != nil {
+	var sum sessionbundle.ExportSummary
+	if err := writeOutput(a.stdout, c.Output, compress, "the bundle", func(w io.Writer) error {
+		p := a.progress()
+		defer p.close()
+		var err error
+		sum, err = sessionbundle.Export(a.ctx, s, c.Session, w, sessionbundle.ExportOptions{StoreID: c.StoreID, Progress: p.update})
 		return err
-	}
-	defer abort()
-	w := out
-	var zw *gzip.Writer
-	if compress {
-		zw = gzip.NewWriter(out)
-		w = zw
-	}
-	p := a.progress()
-	sum, err := sessionbundle.Export(a.ctx, s, c.Session, w, sessionbundle.ExportOptions{StoreID: c.StoreID, Progress: p.update})
-	p.close()
-	if err != nil {
-		return err
-	}
-	if zw != nil {
-		if err := zw.Close(); err != nil {
-			return fmt.Errorf("compressing the bundle: %w", err)
-		}
-	}
-	if err := commit(); err != nil {
+	}); err != nil {
 		return err
 	}
 	if a.cli.JSON {
