@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
+	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
 )
 
 // ctxstoreBin is the CLI binary TestMain builds once for the package.
@@ -44,7 +44,7 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
-	if err := xtdbserver.StopShared(); err != nil {
+	if err := xtdbtest.StopShared(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the XTDB server:", err)
 	}
 	return code

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxstore/ctxstore/context/httpapi/apispec"
+	"github.com/ctxstore/ctxstore/server/httpapi/apispec"
 )
 
 // piVersion is the Pi release the end-to-end tests drive.

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxstore/ctxstore/context/httpapi"
-	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
+	"github.com/ctxstore/ctxstore/server/httpapi"
+	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
 )
 
 // TestPiSQLite and TestPiXTDB drive the real Pi CLI (0.73.1, RPC mode)
@@ -25,7 +25,7 @@ func TestPiSQLite(t *testing.T) {
 func TestPiXTDB(t *testing.T) {
 	t.Parallel()
 	piCLI(t) // fail or skip on Pi before starting a JVM
-	piScenario(t, xtdbserver.ForTest(t))
+	piScenario(t, xtdbtest.ForTest(t))
 }
 
 var contentRe = regexp.MustCompile(`^<<content id=(\S+) version=(\d+)>>\n`)

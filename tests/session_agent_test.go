@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxstore/ctxstore/objects/conversation"
+
 	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/files"
@@ -33,11 +35,11 @@ type agentCmd struct {
 	// to Out), "wait" (until the latest version of the file at Path has
 	// content containing Want, or null content when Want is empty) or
 	// "quit" (flush the turn in progress and exit).
-	Op   string           `json:"op"`
-	Log  []ingest.Message `json:"log,omitempty"`
-	Out  string           `json:"out,omitempty"`
-	Path string           `json:"path,omitempty"`
-	Want string           `json:"want,omitempty"`
+	Op   string                 `json:"op"`
+	Log  []conversation.Message `json:"log,omitempty"`
+	Out  string                 `json:"out,omitempty"`
+	Path string                 `json:"path,omitempty"`
+	Want string                 `json:"want,omitempty"`
 }
 
 type agentReply struct {

@@ -15,7 +15,7 @@ import (
 	"github.com/ctxstore/ctxstore/store"
 	"github.com/ctxstore/ctxstore/sync/sessionbundle/sessionbundletest"
 	"github.com/ctxstore/ctxstore/xtdb"
-	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
+	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
 )
 
 // sbImport is the part of session import --json the tests read.
@@ -149,7 +149,7 @@ func TestCLISessionBundle(t *testing.T) {
 	dst.Close()
 
 	// SQLite -> XTDB -> SQLite.
-	url := xtdbserver.ForTest(t)
+	url := xtdbtest.ForTest(t)
 	c.jsonOut(&im, "", "--store", url, "session", "import", "--rebuild", "s.bundle")
 	if im.Applied != ex.Log.Txs || im.Rebuilt != 10 {
 		t.Fatalf("import into XTDB: %+v", im)

@@ -12,8 +12,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ctxstore/ctxstore/context/ingest"
-	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
+	"github.com/ctxstore/ctxstore/objects/conversation"
+
+	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
 )
 
 // agentProc is a running agent process (sessionAgent).
@@ -69,7 +70,7 @@ func (p *agentProc) do(c agentCmd) agentReply {
 }
 
 // context asks for the next call's context and returns its bytes.
-func (p *agentProc) context(log []ingest.Message) ([]byte, agentReply) {
+func (p *agentProc) context(log []conversation.Message) ([]byte, agentReply) {
 	p.t.Helper()
 	p.n++
 	out := filepath.Join(p.dir, fmt.Sprintf("call-%d.txt", p.n))
@@ -106,7 +107,7 @@ func sh(t *testing.T, script string) {
 func TestSessionEndToEnd(t *testing.T) {
 	backends := map[string]func(t *testing.T) string{
 		"sqlite": func(t *testing.T) string { return filepath.Join(t.TempDir(), "store.db") },
-		"xtdb":   func(t *testing.T) string { return xtdbserver.ForTest(t) },
+		"xtdb":   func(t *testing.T) string { return xtdbtest.ForTest(t) },
 	}
 	for _, name := range []string{"sqlite", "xtdb"} {
 		t.Run(name, func(t *testing.T) {
@@ -121,12 +122,12 @@ func TestSessionEndToEnd(t *testing.T) {
 			sid := fmt.Sprintf("e2e-%s-%d", name, os.Getpid())
 
 			p := startAgent(t, storeURL, work, sid)
-			log := []ingest.Message{
-				{Role: ingest.RoleUser, Text: "read both files"},
-				{Role: ingest.RoleAssistant, ToolCalls: []ingest.ToolCall{{ID: "c1", Name: "read", Args: map[string]any{"path": "a.txt"}}}},
-				{Role: ingest.RoleToolResult, ToolCallID: "c1", ToolName: "read", Output: "alpha one\n"},
-				{Role: ingest.RoleAssistant, ToolCalls: []ingest.ToolCall{{ID: "c2", Name: "read", Args: map[string]any{"path": "b.txt"}}}},
-				{Role: ingest.RoleToolResult, ToolCallID: "c2", ToolName: "read", Output: "bravo\n"},
+			log := []conversation.Message{
+				{Role: conversation.RoleUser, Text: "read both files"},
+				{Role: conversation.RoleAssistant, ToolCalls: []conversation.ToolCall{{ID: "c1", Name: "read", Args: map[string]any{"path": "a.txt"}}}},
+				{Role: conversation.RoleToolResult, ToolCallID: "c1", ToolName: "read", Output: "alpha one\n"},
+				{Role: conversation.RoleAssistant, ToolCalls: []conversation.ToolCall{{ID: "c2", Name: "read", Args: map[string]any{"path": "b.txt"}}}},
+				{Role: conversation.RoleToolResult, ToolCallID: "c2", ToolName: "read", Output: "bravo\n"},
 			}
 			c1, _ := p.context(log)
 			for _, want := range []string{"alpha one", "bravo"} {
@@ -138,8 +139,8 @@ func TestSessionEndToEnd(t *testing.T) {
 			// Another process edits a.txt: the tracker makes a new version.
 			sh(t, fmt.Sprintf("printf 'alpha two\\n' > %s", a))
 			p.do(agentCmd{Op: "wait", Path: a, Want: "alpha two"})
-			log = append(log, ingest.Message{Role: ingest.RoleAssistant, Text: "Both read."},
-				ingest.Message{Role: ingest.RoleUser, Text: "and now?"})
+			log = append(log, conversation.Message{Role: conversation.RoleAssistant, Text: "Both read."},
+				conversation.Message{Role: conversation.RoleUser, Text: "and now?"})
 			c2, r2 := p.context(log)
 			if r2.Applied != 2 {
 				t.Fatalf("call 2 applied %d messages, want 2", r2.Applied)
@@ -177,7 +178,7 @@ func TestSessionEndToEnd(t *testing.T) {
 			// Changed while nothing watched: reconciled on resume.
 			sh(t, fmt.Sprintf("printf 'alpha three\\n' > %s", a))
 			r := startAgent(t, storeURL, work, sid)
-			c5, _ := r.context(append(log, ingest.Message{Role: ingest.RoleAssistant, Text: "ok"}))
+			c5, _ := r.context(append(log, conversation.Message{Role: conversation.RoleAssistant, Text: "ok"}))
 			if !bytes.Contains(c5[len(c4):], []byte("alpha three")) {
 				t.Fatalf("the change made while paused is not in the resumed context:\n%s", c5[len(c4):])
 			}

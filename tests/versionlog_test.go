@@ -17,7 +17,7 @@ import (
 	"github.com/ctxstore/ctxstore/sync/versionlog"
 	"github.com/ctxstore/ctxstore/sync/versionlog/versionlogtest"
 	"github.com/ctxstore/ctxstore/xtdb"
-	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
+	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
 )
 
 // importOut is the part of import --json the tests read.
@@ -199,7 +199,7 @@ func TestCLIImportKill9(t *testing.T) {
 // CLI keeps every entity's history at every basis, mapped by transaction
 // order through the cursors' histories.
 func TestCLIFidelityXTDB(t *testing.T) {
-	url := xtdbserver.ForTest(t)
+	url := xtdbtest.ForTest(t)
 	ctx := context.Background()
 	c := newCLI(t)
 	prefix := "clivl" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-"

@@ -14,7 +14,7 @@ import (
 	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/store"
 	"github.com/ctxstore/ctxstore/xtdb"
-	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
+	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
 )
 
 // The benchmarks time each driver operation against raw HTTP round trips of
@@ -33,7 +33,7 @@ type benchEnv struct {
 }
 
 func newBenchEnv(b *testing.B) *benchEnv {
-	base := xtdbserver.ForTest(b)
+	base := xtdbtest.ForTest(b)
 	x, err := xtdb.Open(context.Background(), base, xtdb.Options{})
 	if err != nil {
 		b.Fatal(err)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/ctxstore/ctxstore/store"
 	"github.com/ctxstore/ctxstore/xtdb"
-	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
+	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
 )
 
 // faultProxy sits between the driver and the real server and injects
@@ -93,7 +93,7 @@ func openVia(t *testing.T, base string) *xtdb.Store {
 }
 
 func TestReadsRetryTransientFailures(t *testing.T) {
-	p := newFaultProxy(t, xtdbserver.ForTest(t))
+	p := newFaultProxy(t, xtdbtest.ForTest(t))
 	s := openVia(t, p.URL)
 	ctx := context.Background()
 	id := "fault-read-" + time.Now().Format("150405.000000")
@@ -123,7 +123,7 @@ func TestReadsRetryTransientFailures(t *testing.T) {
 // lost) or it never saw it. The driver must find out which before sending
 // again, so the transaction lands exactly once.
 func TestSubmitWithUnknownOutcome(t *testing.T) {
-	base := xtdbserver.ForTest(t)
+	base := xtdbtest.ForTest(t)
 	for _, c := range []struct {
 		name  string
 		fault func(*faultProxy)
@@ -159,7 +159,7 @@ func TestSubmitWithUnknownOutcome(t *testing.T) {
 }
 
 func TestSubmitRetriedWhenDialFails(t *testing.T) {
-	base := xtdbserver.ForTest(t)
+	base := xtdbtest.ForTest(t)
 	var dials atomic.Int32
 	failing := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if dials.Add(1) <= 3 {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ctxstore/ctxstore/store"
-	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
+	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
 )
 
 // TestTxLogIDsBoundedMemory: a client that never saw the ids (a new one,
@@ -18,7 +18,7 @@ import (
 // when its EIDHash is the hash the node logged.
 func TestTxLogIDsBoundedMemory(t *testing.T) {
 	ctx := context.Background()
-	base := xtdbserver.ForTest(t)
+	base := xtdbtest.ForTest(t)
 	writer, err := Open(ctx, base, Options{})
 	if err != nil {
 		t.Fatal(err)

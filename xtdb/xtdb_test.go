@@ -10,12 +10,12 @@ import (
 	"github.com/ctxstore/ctxstore/store"
 	"github.com/ctxstore/ctxstore/store/storetest"
 	"github.com/ctxstore/ctxstore/xtdb"
-	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
+	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if err := xtdbserver.StopShared(); err != nil {
+	if err := xtdbtest.StopShared(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	}
 	os.Exit(code)
@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 // this test process starts).
 func open(t *testing.T) *xtdb.Store {
 	t.Helper()
-	base := xtdbserver.ForTest(t)
+	base := xtdbtest.ForTest(t)
 	s, err := xtdb.Open(context.Background(), base, xtdb.Options{})
 	if err != nil {
 		t.Fatalf("open %s: %v", base, err)

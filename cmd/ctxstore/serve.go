@@ -12,7 +12,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/collapse"
 	"github.com/ctxstore/ctxstore/context/files"
-	"github.com/ctxstore/ctxstore/context/httpapi"
+	"github.com/ctxstore/ctxstore/server/httpapi"
 )
 
 // serveCmd runs the HTTP API over the context manager (docs/service.md).

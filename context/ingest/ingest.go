@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ctxstore/ctxstore/objects/conversation"
+
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/objects"
@@ -61,11 +63,11 @@ type Ingester struct {
 	a  *assemble.Assembler
 	o  Options
 
-	hashes    []string            // hash of every applied message
-	saved     int                 // len(hashes) recorded in commits
-	turnStart int                 // index of the message that began the current turn, -1 before any
-	turn      *objects.Turn       // the chat turn being built
-	calls     map[string]ToolCall // tool calls of the current turn, by id
+	hashes    []string                         // hash of every applied message
+	saved     int                              // len(hashes) recorded in commits
+	turnStart int                              // index of the message that began the current turn, -1 before any
+	turn      *objects.Turn                    // the chat turn being built
+	calls     map[string]conversation.ToolCall // tool calls of the current turn, by id
 }
 
 // New returns the Ingester of the session t and a drive. When a was
@@ -141,7 +143,7 @@ func (in *Ingester) restore(ctx context.Context, last *assemble.Commit) error {
 }
 
 // hash identifies a message by its content.
-func hash(m Message) string {
+func hash(m conversation.Message) string {
 	b, _ := json.Marshal(m)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:12])
@@ -153,7 +155,7 @@ func hash(m Message) string {
 // shares with them (Report.Reset), a note says so in the context, and the
 // rest is applied as new: what was ingested stays in the store and the
 // session, nothing is undone.
-func (in *Ingester) Ingest(ctx context.Context, log []Message) (Report, error) {
+func (in *Ingester) Ingest(ctx context.Context, log []conversation.Message) (Report, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.ingest(ctx, log)
@@ -161,7 +163,7 @@ func (in *Ingester) Ingest(ctx context.Context, log []Message) (Report, error) {
 
 // Context ingests log and assembles the next model call, recording the
 // cursor in the call's context commit.
-func (in *Ingester) Context(ctx context.Context, log []Message) (*assemble.Assembled, Report, error) {
+func (in *Ingester) Context(ctx context.Context, log []conversation.Message) (*assemble.Assembled, Report, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	rep, err := in.ingest(ctx, log)
@@ -220,7 +222,7 @@ func (in *Ingester) Flush(ctx context.Context) error {
 	return in.flushTurn(ctx)
 }
 
-func (in *Ingester) ingest(ctx context.Context, log []Message) (Report, error) {
+func (in *Ingester) ingest(ctx context.Context, log []conversation.Message) (Report, error) {
 	rep := Report{}
 	hs := make([]string, len(log))
 	k := 0
@@ -259,26 +261,26 @@ func (in *Ingester) ingest(ctx context.Context, log []Message) (Report, error) {
 
 // rebuildTurn restores the turn in progress after a resume, from the
 // messages that began it (already applied to the store and the stream).
-func (in *Ingester) rebuildTurn(msgs []Message) {
+func (in *Ingester) rebuildTurn(msgs []conversation.Message) {
 	for _, m := range msgs {
 		switch m.Role {
-		case RoleUser:
+		case conversation.RoleUser:
 			in.beginTurn(m)
-		case RoleAssistant:
+		case conversation.RoleAssistant:
 			in.addAssistant(m)
 		}
 	}
 }
 
-func (in *Ingester) beginTurn(m Message) {
+func (in *Ingester) beginTurn(m conversation.Message) {
 	in.turn = &objects.Turn{User: m.Text}
-	in.calls = map[string]ToolCall{}
+	in.calls = map[string]conversation.ToolCall{}
 }
 
-func (in *Ingester) addAssistant(m Message) {
+func (in *Ingester) addAssistant(m conversation.Message) {
 	if in.turn == nil {
 		in.turn = &objects.Turn{}
-		in.calls = map[string]ToolCall{}
+		in.calls = map[string]conversation.ToolCall{}
 	}
 	if m.Text != "" {
 		in.turn.Assistant = append(in.turn.Assistant, map[string]any{"type": "text", "text": m.Text})
@@ -318,9 +320,9 @@ func (in *Ingester) flushTurn(ctx context.Context) error {
 }
 
 // apply applies message i.
-func (in *Ingester) apply(ctx context.Context, i int, m Message, rep *Report) error {
+func (in *Ingester) apply(ctx context.Context, i int, m conversation.Message, rep *Report) error {
 	switch m.Role {
-	case RoleUser:
+	case conversation.RoleUser:
 		if err := in.flushTurn(ctx); err != nil {
 			return err
 		}
@@ -330,7 +332,7 @@ func (in *Ingester) apply(ctx context.Context, i int, m Message, rep *Report) er
 		in.beginTurn(m)
 		in.turnStart = i
 		return in.a.User(ctx, m.Text)
-	case RoleAssistant:
+	case conversation.RoleAssistant:
 		if m.Text == "" && len(m.ToolCalls) == 0 {
 			skip(rep, "empty assistant")
 			return nil
@@ -344,7 +346,7 @@ func (in *Ingester) apply(ctx context.Context, i int, m Message, rep *Report) er
 			calls[j] = assemble.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args}
 		}
 		return in.a.Assistant(ctx, m.Text, calls)
-	case RoleToolResult:
+	case conversation.RoleToolResult:
 		r, err := in.toolResult(ctx, m, rep)
 		if err != nil {
 			return err
@@ -366,7 +368,7 @@ func skip(rep *Report, why string) {
 // toolResult records a tool result as a toolcall, through the tool of its
 // kind, unless ctxstore already recorded it (one of its own tools, run
 // through the service, or a result applied before a crash).
-func (in *Ingester) toolResult(ctx context.Context, m Message, rep *Report) (tools.Result, error) {
+func (in *Ingester) toolResult(ctx context.Context, m conversation.Message, rep *Report) (tools.Result, error) {
 	if m.ToolCallID == "" {
 		return tools.Result{}, errors.New("a tool result without a tool-call id")
 	}

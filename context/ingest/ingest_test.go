@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxstore/ctxstore/objects/conversation"
+
 	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/collapse"
@@ -82,7 +84,7 @@ func (r *rig) file(name, content string) string {
 	return p
 }
 
-func (r *rig) context(log []Message) (*assemble.Assembled, Report) {
+func (r *rig) context(log []conversation.Message) (*assemble.Assembled, Report) {
 	r.t.Helper()
 	r.now = r.now.Add(10 * time.Second)
 	c, rep, err := r.in.Context(r.ctx, log)
@@ -90,13 +92,17 @@ func (r *rig) context(log []Message) (*assemble.Assembled, Report) {
 	return c, rep
 }
 
-func user(s string) Message { return Message{Role: RoleUser, Text: s} }
-func said(s string) Message { return Message{Role: RoleAssistant, Text: s} }
-func call(id, name string, args map[string]any) Message {
-	return Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: id, Name: name, Args: args}}}
+func user(s string) conversation.Message {
+	return conversation.Message{Role: conversation.RoleUser, Text: s}
 }
-func result(id, name, out string) Message {
-	return Message{Role: RoleToolResult, ToolCallID: id, ToolName: name, Output: out}
+func said(s string) conversation.Message {
+	return conversation.Message{Role: conversation.RoleAssistant, Text: s}
+}
+func call(id, name string, args map[string]any) conversation.Message {
+	return conversation.Message{Role: conversation.RoleAssistant, ToolCalls: []conversation.ToolCall{{ID: id, Name: name, Args: args}}}
+}
+func result(id, name, out string) conversation.Message {
+	return conversation.Message{Role: conversation.RoleToolResult, ToolCallID: id, ToolName: name, Output: out}
 }
 
 // extends fails unless next extends prev byte for byte (or rebased).
@@ -117,7 +123,7 @@ func TestLiveSession(t *testing.T) {
 	r := newRig(t, Options{})
 	r.file("a.go", "package a\n\nfunc A() int { return 1 }\n")
 	bigOut := strings.Repeat("PASS ok ctxstore/a 0.01s\n", 40)
-	log := []Message{
+	log := []conversation.Message{
 		user("fix a.go"),
 		call("c1", "read", map[string]any{"path": "a.go"}),
 		result("c1", "read", "package a\n\nfunc A() int { return 1 }\n"),
@@ -185,10 +191,10 @@ func TestLiveSession(t *testing.T) {
 
 func TestSkippedAndProblems(t *testing.T) {
 	r := newRig(t, Options{})
-	log := []Message{
+	log := []conversation.Message{
 		user("hi"),
 		{Role: "system", Text: "odd"},
-		{Role: RoleAssistant},
+		{Role: conversation.RoleAssistant},
 		call("c1", "read", map[string]any{"path": "missing.go"}),
 		result("c1", "read", "ENOENT"),
 		call("c2", "WebFetch", map[string]any{"url": "https://example.com"}),
@@ -214,10 +220,10 @@ func TestSkippedAndProblems(t *testing.T) {
 
 func TestReplacedLog(t *testing.T) {
 	r := newRig(t, Options{})
-	log := []Message{user("one"), said("1"), user("two"), said("2")}
+	log := []conversation.Message{user("one"), said("1"), user("two"), said("2")}
 	c1, _ := r.context(log)
 	// The harness rewrites history after message 2 (a branch switch).
-	log2 := []Message{user("one"), said("1"), user("three"), said("3")}
+	log2 := []conversation.Message{user("one"), said("1"), user("three"), said("3")}
 	c2, rep := r.context(log2)
 	if !rep.Reset || rep.ResetAt != 2 || rep.Applied != 2 {
 		t.Fatalf("report %+v", rep)
@@ -242,7 +248,7 @@ func TestReplacedLog(t *testing.T) {
 func TestResumeInNewProcess(t *testing.T) {
 	r := newRig(t, Options{})
 	r.file("a.txt", "alpha\n")
-	log := []Message{user("go"), call("c1", "read", map[string]any{"path": "a.txt"}), result("c1", "read", "alpha\n")}
+	log := []conversation.Message{user("go"), call("c1", "read", map[string]any{"path": "a.txt"}), result("c1", "read", "alpha\n")}
 	c1, _ := r.context(log)
 	log = append(log, call("c2", "bash", map[string]any{"command": "ls"}), result("c2", "bash", "a.txt\n"))
 	// Applied but never assembled: the process dies before its call.
@@ -289,7 +295,7 @@ func TestOwnToolsRecognized(t *testing.T) {
 	r.must(err)
 	_, err = r.tools.RecordResult(r.ctx, tools.Call{ID: "own1", Tool: "read", Args: map[string]any{"path": p}}, res)
 	r.must(err)
-	log := []Message{user("read b"), call("own1", "read", map[string]any{"path": p}), result("own1", "read", res.Message)}
+	log := []conversation.Message{user("read b"), call("own1", "read", map[string]any{"path": p}), result("own1", "read", res.Message)}
 	c, _ := r.context(log)
 	h, err := r.st.History(r.ctx, "own1", store.HistoryOptions{})
 	r.must(err)
@@ -305,7 +311,7 @@ func TestMirror(t *testing.T) {
 	mirror := t.TempDir()
 	r := newRig(t, Options{Cwd: "/home/u/proj", Files: Mirror(mirror)})
 	shown := "     1→package main\n     2→\n     3→func main() {}\n\n<system-reminder>\nbe careful\n</system-reminder>\n"
-	log := []Message{
+	log := []conversation.Message{
 		user("look"),
 		call("r1", "Read", map[string]any{"file_path": "/home/u/proj/main.go"}),
 		result("r1", "Read", shown),
@@ -372,7 +378,7 @@ func TestWindowNeverExceeded(t *testing.T) {
 	in, err := New(r.ctx, r.tools, r.a, Options{Cwd: r.dir})
 	r.must(err)
 	r.in = in
-	var log []Message
+	var log []conversation.Message
 	deactivated := 0
 	for i := 1; i <= 8; i++ {
 		name := fmt.Sprintf("f%d.txt", i)

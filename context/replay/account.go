@@ -6,8 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ctxstore/ctxstore/objects/conversation"
+
 	"github.com/ctxstore/ctxstore/context/assemble"
-	"github.com/ctxstore/ctxstore/context/ingest"
 )
 
 // The prices of the cost model, in base-input tokens: a token written to
@@ -129,7 +130,7 @@ type Step struct {
 	HeadLen int
 	// Recorded, instead of Bytes, is what the harness reported it sent and
 	// paid for this call.
-	Recorded *ingest.Usage
+	Recorded *conversation.Usage
 	// Reason is the strategy's own note on the call (why it rebased, what
 	// it cleared).
 	Reason string

@@ -5,8 +5,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ctxstore/ctxstore/objects/conversation"
+
 	"github.com/ctxstore/ctxstore/context/assemble"
-	"github.com/ctxstore/ctxstore/context/ingest"
 )
 
 // composition sums the tokens of contexts by what they hold, over all
@@ -47,16 +48,16 @@ func (c composition) note() string {
 
 // messageComposition returns the counted tokens of one transcript message
 // by category, as the naive rendering holds it.
-func messageComposition(c *Counter, m ingest.Message) (chat, outputs, inputs int) {
+func messageComposition(c *Counter, m conversation.Message) (chat, outputs, inputs int) {
 	switch m.Role {
-	case ingest.RoleUser:
+	case conversation.RoleUser:
 		chat = c.segment([]byte(m.Text))
-	case ingest.RoleAssistant:
+	case conversation.RoleAssistant:
 		chat = c.segment([]byte(m.Text))
 		for _, tc := range m.ToolCalls {
 			inputs += c.segment([]byte(tc.Name + canonicalArgs(tc.Args)))
 		}
-	case ingest.RoleToolResult:
+	case conversation.RoleToolResult:
 		outputs = c.segment([]byte(m.Output))
 	}
 	return chat, outputs, inputs

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/ctxstore/ctxstore/objects/conversation"
+
 	"github.com/ctxstore/ctxstore/context/ingest"
 	"github.com/ctxstore/ctxstore/objects"
 )
@@ -44,7 +46,7 @@ func newRenderer() *renderer {
 // render returns the rendering of msgs, each message cleared or not as
 // clear says (nil: none). The returned slice stays valid: later renderings
 // only append past its end or copy.
-func (r *renderer) render(msgs []ingest.Message, clear func(i int) bool) []byte {
+func (r *renderer) render(msgs []conversation.Message, clear func(i int) bool) []byte {
 	keep := 0
 	for keep < len(r.pieces) && keep < len(msgs) {
 		p := r.pieces[keep]
@@ -73,13 +75,13 @@ func (r *renderer) render(msgs []ingest.Message, clear func(i int) bool) []byte 
 	return r.buf[:len(r.buf):len(r.buf)]
 }
 
-func (r *renderer) appendMessage(b []byte, m ingest.Message, cleared bool) []byte {
+func (r *renderer) appendMessage(b []byte, m conversation.Message, cleared bool) []byte {
 	switch m.Role {
-	case ingest.RoleUser:
+	case conversation.RoleUser:
 		b = append(b, "<<user>>\n"...)
 		b = append(b, m.Text...)
 		b = append(b, '\n')
-	case ingest.RoleAssistant:
+	case conversation.RoleAssistant:
 		b = append(b, "<<assistant>>\n"...)
 		if m.Text != "" {
 			b = append(b, m.Text...)
@@ -98,7 +100,7 @@ func (r *renderer) appendMessage(b []byte, m ingest.Message, cleared bool) []byt
 			}
 			b = append(b, ">>\n"...)
 		}
-	case ingest.RoleToolResult:
+	case conversation.RoleToolResult:
 		b = append(b, "<<tool_result id="...)
 		b = append(b, m.ToolCallID...)
 		b = append(b, ">>\n"...)
@@ -113,7 +115,7 @@ func (r *renderer) appendMessage(b []byte, m ingest.Message, cleared bool) []byt
 }
 
 // args renders a call's arguments as canonical JSON (RFC 8785), memoized.
-func (r *renderer) args(c ingest.ToolCall) string {
+func (r *renderer) args(c conversation.ToolCall) string {
 	if s, ok := r.argsOf[c.ID]; ok && c.ID != "" {
 		return s
 	}
@@ -137,7 +139,7 @@ func canonicalArgs(a map[string]any) string {
 // later call needs the same output again: a read by its path, a bash call
 // by its command, other calls by tool name and arguments. Writes and edits
 // provide nothing to need again ("").
-func needKey(c ingest.ToolCall) string {
+func needKey(c conversation.ToolCall) string {
 	name := strings.ToLower(c.Name)
 	switch ingest.DefaultTools[name] {
 	case ingest.KindWrite, ingest.KindEdit:

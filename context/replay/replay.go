@@ -27,6 +27,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxstore/ctxstore/objects/conversation"
+
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/ingest"
 	"github.com/ctxstore/ctxstore/context/tokens"
@@ -184,8 +186,8 @@ type Totals struct {
 // isCall tells a model call from an assistant message the harness made
 // itself (Claude Code's "<synthetic>" errors) or that cost nothing (usage
 // recorded as all zero: an aborted request).
-func isCall(m ingest.Message) bool {
-	if m.Role != ingest.RoleAssistant || m.Model == "<synthetic>" {
+func isCall(m conversation.Message) bool {
+	if m.Role != conversation.RoleAssistant || m.Model == "<synthetic>" {
 		return false
 	}
 	return m.Usage == nil || m.Usage.Sent() > 0 || m.Usage.Output > 0
@@ -453,7 +455,7 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 	empty := env.Counter.Count([]byte(EmptyHead))
 	need := newNeeds()
 	var prevTime time.Time
-	var prevRec *ingest.Usage
+	var prevRec *conversation.Usage
 	cum := 0.0
 	t := &res.Totals
 	next := 0 // next message whose tool calls need indexing
@@ -551,8 +553,8 @@ func newNeeds() *needs {
 }
 
 // note records the tool calls of an assistant message.
-func (n *needs) note(m ingest.Message) {
-	if m.Role != ingest.RoleAssistant {
+func (n *needs) note(m conversation.Message) {
+	if m.Role != conversation.RoleAssistant {
 		return
 	}
 	for _, c := range m.ToolCalls {
@@ -573,7 +575,7 @@ func (n *needs) note(m ingest.Message) {
 // gave, which the step's context had collapsed, when no file changed since
 // (a re-read after an edit, or a re-run after any write, is a new need,
 // not a lost output); served are those the model could activate.
-func (n *needs) check(resp ingest.Message, step *Step) (reneeded, served int) {
+func (n *needs) check(resp conversation.Message, step *Step) (reneeded, served int) {
 	if step.Hidden == nil {
 		return 0, 0
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	datasetdir "github.com/ctxstore/ctxstore/internal/datasets"
 	"image/png"
 	"math"
 	"math/rand"
@@ -13,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	datasetdir "github.com/ctxstore/ctxstore/internal/datasets"
+	"github.com/ctxstore/ctxstore/objects/conversation"
+
 	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/context/assemble"
-	"github.com/ctxstore/ctxstore/context/ingest"
 	"github.com/ctxstore/ctxstore/context/transcript"
 	"github.com/ctxstore/ctxstore/session"
 )
@@ -156,16 +157,16 @@ func synth(n, size int) *transcript.Session {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := &transcript.Session{Format: transcript.FormatClaudeCode, ID: "synthetic"}
 	at := func(k int) time.Time { return t0.Add(time.Duration(k) * time.Minute) }
-	s.Messages = append(s.Messages, ingest.Message{Role: ingest.RoleUser, Text: "go", Time: at(0)})
+	s.Messages = append(s.Messages, conversation.Message{Role: conversation.RoleUser, Text: "go", Time: at(0)})
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("t%03d", i)
 		s.Messages = append(s.Messages,
-			ingest.Message{Role: ingest.RoleAssistant, Text: "reading", Time: at(2*i + 1),
-				ToolCalls: []ingest.ToolCall{{ID: id, Name: "Read", Args: map[string]any{"file_path": fmt.Sprintf("/w/f%03d.go", i)}}}},
-			ingest.Message{Role: ingest.RoleToolResult, ToolCallID: id, ToolName: "Read", Time: at(2*i + 2),
+			conversation.Message{Role: conversation.RoleAssistant, Text: "reading", Time: at(2*i + 1),
+				ToolCalls: []conversation.ToolCall{{ID: id, Name: "Read", Args: map[string]any{"file_path": fmt.Sprintf("/w/f%03d.go", i)}}}},
+			conversation.Message{Role: conversation.RoleToolResult, ToolCallID: id, ToolName: "Read", Time: at(2*i + 2),
 				Output: strings.Repeat(fmt.Sprintf("line of file %03d\n", i), size/17)})
 	}
-	s.Messages = append(s.Messages, ingest.Message{Role: ingest.RoleAssistant, Text: "done", Time: at(2*n + 1)})
+	s.Messages = append(s.Messages, conversation.Message{Role: conversation.RoleAssistant, Text: "done", Time: at(2*n + 1)})
 	return s
 }
 
@@ -348,7 +349,7 @@ func TestCalibrate(t *testing.T) {
 	var naive []rawCall
 	for i := 0; i < 20; i++ {
 		h := 1000 + 500*i
-		cs = append(cs, &CallInput{Index: i, Usage: &ingest.Usage{Input: 3, CacheRead: int64(15000 + 1.2*float64(h) - 3)}})
+		cs = append(cs, &CallInput{Index: i, Usage: &conversation.Usage{Input: 3, CacheRead: int64(15000 + 1.2*float64(h) - 3)}})
 		naive = append(naive, rawCall{hist: h})
 	}
 	cal := calibrate(cs, naive, 1<<30, "fit")
@@ -378,14 +379,14 @@ func TestCalibrate(t *testing.T) {
 // times never go back; a call's time is the last message's before it.
 func TestCalls(t *testing.T) {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	s := &transcript.Session{Messages: []ingest.Message{
-		{Role: ingest.RoleUser, Text: "a", Time: t0},
-		{Role: ingest.RoleAssistant, Text: "b", Time: t0.Add(time.Minute), Usage: &ingest.Usage{Input: 5}},
-		{Role: ingest.RoleUser, Text: "c", Time: t0.Add(10 * time.Minute)},
-		{Role: ingest.RoleAssistant, Text: "err", Model: "<synthetic>"},
-		{Role: ingest.RoleAssistant, Text: "", Usage: &ingest.Usage{}},
-		{Role: ingest.RoleUser, Text: "d", Time: t0.Add(5 * time.Minute)}, // out of order
-		{Role: ingest.RoleAssistant, Text: "e"},
+	s := &transcript.Session{Messages: []conversation.Message{
+		{Role: conversation.RoleUser, Text: "a", Time: t0},
+		{Role: conversation.RoleAssistant, Text: "b", Time: t0.Add(time.Minute), Usage: &conversation.Usage{Input: 5}},
+		{Role: conversation.RoleUser, Text: "c", Time: t0.Add(10 * time.Minute)},
+		{Role: conversation.RoleAssistant, Text: "err", Model: "<synthetic>"},
+		{Role: conversation.RoleAssistant, Text: "", Usage: &conversation.Usage{}},
+		{Role: conversation.RoleUser, Text: "d", Time: t0.Add(5 * time.Minute)}, // out of order
+		{Role: conversation.RoleAssistant, Text: "e"},
 	}}
 	cs := calls(s)
 	if len(cs) != 2 || cs[0].Index != 1 || cs[1].Index != 6 {
@@ -399,13 +400,13 @@ func TestCalls(t *testing.T) {
 // TestNeeds: a re-read of an unchanged file collapsed by the strategy is
 // needed again; after an edit of it, it is not.
 func TestNeeds(t *testing.T) {
-	read := func(id, path string) ingest.Message {
-		return ingest.Message{Role: ingest.RoleAssistant, ToolCalls: []ingest.ToolCall{{ID: id, Name: "Read", Args: map[string]any{"file_path": path}}}}
+	read := func(id, path string) conversation.Message {
+		return conversation.Message{Role: conversation.RoleAssistant, ToolCalls: []conversation.ToolCall{{ID: id, Name: "Read", Args: map[string]any{"file_path": path}}}}
 	}
 	n := newNeeds()
 	n.note(read("r1", "/a"))
 	n.note(read("r2", "/b"))
-	n.note(ingest.Message{Role: ingest.RoleAssistant, ToolCalls: []ingest.ToolCall{{ID: "e1", Name: "Edit", Args: map[string]any{"file_path": "/b"}}}})
+	n.note(conversation.Message{Role: conversation.RoleAssistant, ToolCalls: []conversation.ToolCall{{ID: "e1", Name: "Edit", Args: map[string]any{"file_path": "/b"}}}})
 	hidden := &Step{Hidden: func(string) bool { return true }, Reachable: func(id string) bool { return id == "r1" }}
 	if re, sv := n.check(read("r3", "/a"), hidden); re != 1 || sv != 1 {
 		t.Fatalf("re-read of /a: %d, %d", re, sv)

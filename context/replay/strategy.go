@@ -6,7 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctxstore/ctxstore/context/ingest"
+	"github.com/ctxstore/ctxstore/objects/conversation"
+
 	"github.com/ctxstore/ctxstore/context/transcript"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -56,12 +57,12 @@ type CallInput struct {
 	// messages; Messages are every message before it (the call's context
 	// in the harness's log).
 	Index    int
-	Messages []ingest.Message
+	Messages []conversation.Message
 	// Time is when the call was made: the time of the last message before
 	// it (never earlier than the previous call's).
 	Time time.Time
 	// Usage is what the harness recorded for the call (nil if nothing).
-	Usage *ingest.Usage
+	Usage *conversation.Usage
 }
 
 // Naive sends the full history every call: every message, every tool
@@ -185,16 +186,16 @@ type toolUse struct {
 
 // freedBy returns the provider tokens clearing message i frees (its output,
 // or its calls' arguments), memoized.
-func (c *ClearToolUses) freedBy(msgs []ingest.Message, i int) int {
+func (c *ClearToolUses) freedBy(msgs []conversation.Message, i int) int {
 	if n, ok := c.freed[i]; ok {
 		return n
 	}
 	tok := c.env.Counter.tok
 	n := 0
 	switch m := msgs[i]; m.Role {
-	case ingest.RoleToolResult:
+	case conversation.RoleToolResult:
 		n = tok.Count(m.Output) - tok.Count(Placeholder)
-	case ingest.RoleAssistant:
+	case conversation.RoleAssistant:
 		for _, tc := range m.ToolCalls {
 			n += tok.Count(canonicalArgs(tc.Args)) - 1
 		}
@@ -210,11 +211,11 @@ func (c *ClearToolUses) Step(_ context.Context, in *CallInput) (*Step, error) {
 	var uses []toolUse
 	for i, m := range msgs {
 		switch m.Role {
-		case ingest.RoleAssistant:
+		case conversation.RoleAssistant:
 			for _, tc := range m.ToolCalls {
 				uses = append(uses, toolUse{id: tc.ID, name: tc.Name, call: i, result: -1})
 			}
-		case ingest.RoleToolResult:
+		case conversation.RoleToolResult:
 			c.resultOf[m.ToolCallID] = i
 		}
 	}
@@ -328,7 +329,7 @@ func (Recorded) Begin(context.Context, *Env) error { return nil }
 
 // Step returns the recorded usage.
 func (Recorded) Step(_ context.Context, c *CallInput) (*Step, error) {
-	u := ingest.Usage{}
+	u := conversation.Usage{}
 	if c.Usage != nil {
 		u = *c.Usage
 	}

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ctxstore/ctxstore/context/ingest"
+	"github.com/ctxstore/ctxstore/objects/conversation"
 )
 
 // ccTypes are the Claude Code record types this reader knows.
@@ -355,7 +355,7 @@ type ccEmitter struct {
 	texts   map[int][]string
 }
 
-func (e *ccEmitter) add(m ingest.Message, line int) int {
+func (e *ccEmitter) add(m conversation.Message, line int) int {
 	e.s.Messages = append(e.s.Messages, m)
 	e.s.MessageLines = append(e.s.MessageLines, line)
 	return len(e.s.Messages) - 1
@@ -374,8 +374,8 @@ func (e *ccEmitter) user(r *ccRecord, line int) {
 	for _, b := range r.blocks {
 		switch b.Type {
 		case "tool_result":
-			e.add(ingest.Message{
-				Role: ingest.RoleToolResult, ID: string(r.UUID), ToolCallID: string(b.ToolUseID),
+			e.add(conversation.Message{
+				Role: conversation.RoleToolResult, ID: string(r.UUID), ToolCallID: string(b.ToolUseID),
 				Output: toolResultText(b.Content, line, rep), IsError: bool(b.IsError), Time: t,
 			}, line)
 		case "text":
@@ -398,7 +398,7 @@ func (e *ccEmitter) user(r *ccRecord, line int) {
 	trimmed := strings.TrimSpace(text)
 	meta := bool(r.IsMeta) || compaction ||
 		strings.HasPrefix(trimmed, "<command-") || strings.HasPrefix(trimmed, "<local-command-")
-	e.add(ingest.Message{Role: ingest.RoleUser, ID: string(r.UUID), Text: text, Time: t, Meta: meta}, line)
+	e.add(conversation.Message{Role: conversation.RoleUser, ID: string(r.UUID), Text: text, Time: t, Meta: meta}, line)
 	if compaction {
 		e.s.markCompaction()
 	}
@@ -415,7 +415,7 @@ func (e *ccEmitter) assistant(r *ccRecord, line int) {
 		idx, merged = e.byMsgID[id]
 	}
 	if !merged {
-		m := ingest.Message{Role: ingest.RoleAssistant, ID: id, Time: parseTime(string(r.Timestamp)), Model: string(r.msg.Model)}
+		m := conversation.Message{Role: conversation.RoleAssistant, ID: id, Time: parseTime(string(r.Timestamp)), Model: string(r.msg.Model)}
 		if m.ID == "" {
 			m.ID = string(r.UUID)
 		}
@@ -447,7 +447,7 @@ func (e *ccEmitter) assistant(r *ccRecord, line int) {
 		case "thinking", "redacted_thinking":
 			rep.Thinking++
 		case "tool_use":
-			m.ToolCalls = append(m.ToolCalls, ingest.ToolCall{ID: string(b.ID), Name: string(b.Name), Args: args(b.Input)})
+			m.ToolCalls = append(m.ToolCalls, conversation.ToolCall{ID: string(b.ID), Name: string(b.Name), Args: args(b.Input)})
 		case "image":
 			rep.Images++
 			e.texts[idx] = append(e.texts[idx], imageNote(string(b.Source.MediaType), len(b.Source.Data)))
@@ -457,7 +457,7 @@ func (e *ccEmitter) assistant(r *ccRecord, line int) {
 	}
 }
 
-func (r *ccRecord) usage() *ingest.Usage {
+func (r *ccRecord) usage() *conversation.Usage {
 	if r.msg == nil || len(r.msg.Usage) == 0 || r.msg.Usage[0] != '{' {
 		return nil
 	}
@@ -465,7 +465,7 @@ func (r *ccRecord) usage() *ingest.Usage {
 	if json.Unmarshal(r.msg.Usage, &u) != nil {
 		return nil
 	}
-	return &ingest.Usage{Input: int64(u.Input), Output: int64(u.Output), CacheRead: int64(u.CacheRead), CacheWrite: int64(u.CacheWrite)}
+	return &conversation.Usage{Input: int64(u.Input), Output: int64(u.Output), CacheRead: int64(u.CacheRead), CacheWrite: int64(u.CacheWrite)}
 }
 
 func (e *ccEmitter) finish() {

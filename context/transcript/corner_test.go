@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ctxstore/ctxstore/context/ingest"
+	"github.com/ctxstore/ctxstore/objects/conversation"
 )
 
 // Small Claude Code records for the table tests. u and a build a user and an
@@ -31,23 +31,23 @@ const (
 
 // summary renders messages compactly: role letter, then text, calls or
 // output.
-func summary(ms []ingest.Message) string {
+func summary(ms []conversation.Message) string {
 	var parts []string
 	for _, m := range ms {
 		switch m.Role {
-		case ingest.RoleUser:
+		case conversation.RoleUser:
 			p := "U:" + m.Text
 			if m.Meta {
 				p = "M:" + m.Text
 			}
 			parts = append(parts, p)
-		case ingest.RoleAssistant:
+		case conversation.RoleAssistant:
 			p := "A:" + m.Text
 			for _, c := range m.ToolCalls {
 				p += "+" + c.Name + "(" + c.ID + ")"
 			}
 			parts = append(parts, p)
-		case ingest.RoleToolResult:
+		case conversation.RoleToolResult:
 			p := "R:" + m.ToolName + "(" + m.ToolCallID + ")=" + m.Output
 			if m.IsError {
 				p += "!"

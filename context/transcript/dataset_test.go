@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ctxstore/ctxstore/context/ingest"
+	"github.com/ctxstore/ctxstore/objects/conversation"
 )
 
 // rawLines decodes every line of a dataset file as a generic JSON object;
@@ -66,7 +66,7 @@ func sessionTotals(s *Session) totals {
 	tt := totals{CallNames: map[string]int{}, Sidechain: s.Report.Sidechain, Compactions: s.Report.Compactions}
 	for _, m := range s.Messages {
 		switch m.Role {
-		case ingest.RoleAssistant:
+		case conversation.RoleAssistant:
 			tt.Assistant++
 			tt.ToolCalls += len(m.ToolCalls)
 			for _, c := range m.ToolCalls {
@@ -76,7 +76,7 @@ func sessionTotals(s *Session) totals {
 				tt.Sent += m.Usage.Sent()
 				tt.Output += m.Usage.Output
 			}
-		case ingest.RoleToolResult:
+		case conversation.RoleToolResult:
 			tt.ToolResults++
 		}
 	}
@@ -251,7 +251,7 @@ func TestPiDatasets(t *testing.T) {
 			}
 			gotUsers := 0
 			for _, m := range s.Messages {
-				if m.Role == ingest.RoleUser {
+				if m.Role == conversation.RoleUser {
 					gotUsers++
 				}
 			}

@@ -1,10 +1,10 @@
 package transcript
 
 import (
-	datasetdir "github.com/ctxstore/ctxstore/internal/datasets"
 	"testing"
 
-	"github.com/ctxstore/ctxstore/context/ingest"
+	datasetdir "github.com/ctxstore/ctxstore/internal/datasets"
+	"github.com/ctxstore/ctxstore/objects/conversation"
 )
 
 // datasets returns the datasets directory (internal/datasets).
@@ -26,11 +26,11 @@ func checkInvariants(t testing.TB, s *Session) {
 			t.Fatalf("message %d: line %d out of range 1..%d", i, l, s.Report.Lines)
 		}
 		switch m.Role {
-		case ingest.RoleAssistant:
+		case conversation.RoleAssistant:
 			for _, c := range m.ToolCalls {
 				called[c.ID] = true
 			}
-		case ingest.RoleToolResult:
+		case conversation.RoleToolResult:
 			if !called[m.ToolCallID] {
 				t.Fatalf("message %d: tool result %q does not follow its call", i, m.ToolCallID)
 			}
@@ -38,13 +38,13 @@ func checkInvariants(t testing.TB, s *Session) {
 				t.Fatalf("message %d: second result for %q", i, m.ToolCallID)
 			}
 			answered[m.ToolCallID] = true
-		case ingest.RoleUser:
+		case conversation.RoleUser:
 		default:
 			t.Fatalf("message %d: role %q", i, m.Role)
 		}
 	}
 	for k, i := range s.CompactionAt {
-		if i < 0 || i >= len(s.Messages) || s.Messages[i].Role != ingest.RoleUser || !s.Messages[i].Meta ||
+		if i < 0 || i >= len(s.Messages) || s.Messages[i].Role != conversation.RoleUser || !s.Messages[i].Meta ||
 			(k > 0 && i <= s.CompactionAt[k-1]) {
 			t.Fatalf("compaction index %d (of %v) is not a Meta user message in order", i, s.CompactionAt)
 		}

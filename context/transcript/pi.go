@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctxstore/ctxstore/context/ingest"
+	"github.com/ctxstore/ctxstore/objects/conversation"
 )
 
 // piTypes are the Pi entry types this reader knows.
@@ -193,7 +193,7 @@ func piPath(recs []record, entries []*piEntry, rep *Report) []int {
 	return path
 }
 
-func piAdd(s *Session, m ingest.Message, line int) {
+func piAdd(s *Session, m conversation.Message, line int) {
 	s.Messages = append(s.Messages, m)
 	s.MessageLines = append(s.MessageLines, line)
 }
@@ -241,7 +241,7 @@ func piEmit(s *Session, e *piEntry, line int) {
 		if strings.TrimSpace(text) == "" {
 			return false
 		}
-		piAdd(s, ingest.Message{Role: ingest.RoleUser, ID: string(e.ID), Text: text, Time: t, Meta: true}, line)
+		piAdd(s, conversation.Message{Role: conversation.RoleUser, ID: string(e.ID), Text: text, Time: t, Meta: true}, line)
 		return true
 	}
 	switch e.Type {
@@ -277,10 +277,10 @@ func piMessageEmit(s *Session, e *piEntry, m *piMessage, t time.Time, line int) 
 	switch m.Role {
 	case "user":
 		if text := piContent(m.Content, line, rep, "\n\n"); strings.TrimSpace(text) != "" {
-			piAdd(s, ingest.Message{Role: ingest.RoleUser, ID: id, Text: text, Time: t}, line)
+			piAdd(s, conversation.Message{Role: conversation.RoleUser, ID: id, Text: text, Time: t}, line)
 		}
 	case "assistant":
-		out := ingest.Message{Role: ingest.RoleAssistant, ID: id, Time: t, Model: string(m.Model)}
+		out := conversation.Message{Role: conversation.RoleAssistant, ID: id, Time: t, Model: string(m.Model)}
 		var parts []string
 		var items []json.RawMessage
 		if len(m.Content) > 0 && m.Content[0] == '"' {
@@ -302,7 +302,7 @@ func piMessageEmit(s *Session, e *piEntry, m *piMessage, t time.Time, line int) 
 			case "thinking":
 				rep.Thinking++
 			case "toolCall":
-				out.ToolCalls = append(out.ToolCalls, ingest.ToolCall{ID: string(b.ID), Name: string(b.Name), Args: args(b.Arguments)})
+				out.ToolCalls = append(out.ToolCalls, conversation.ToolCall{ID: string(b.ID), Name: string(b.Name), Args: args(b.Arguments)})
 			case "image":
 				rep.Images++
 				parts = append(parts, imageNote(string(b.MimeType), len(b.Data)))
@@ -321,13 +321,13 @@ func piMessageEmit(s *Session, e *piEntry, m *piMessage, t time.Time, line int) 
 		if len(m.Usage) > 0 && m.Usage[0] == '{' {
 			var u piUsage
 			if json.Unmarshal(m.Usage, &u) == nil {
-				out.Usage = &ingest.Usage{Input: int64(u.Input), Output: int64(u.Output), CacheRead: int64(u.CacheRead), CacheWrite: int64(u.CacheWrite)}
+				out.Usage = &conversation.Usage{Input: int64(u.Input), Output: int64(u.Output), CacheRead: int64(u.CacheRead), CacheWrite: int64(u.CacheWrite)}
 			}
 		}
 		piAdd(s, out, line)
 	case "toolResult":
-		piAdd(s, ingest.Message{
-			Role: ingest.RoleToolResult, ID: id, ToolCallID: string(m.ToolCallID), ToolName: string(m.ToolName),
+		piAdd(s, conversation.Message{
+			Role: conversation.RoleToolResult, ID: id, ToolCallID: string(m.ToolCallID), ToolName: string(m.ToolName),
 			Output: piContent(m.Content, line, rep, "\n"), IsError: bool(m.IsError), Time: t,
 		}, line)
 	case "bashExecution":
@@ -348,17 +348,17 @@ func piMessageEmit(s *Session, e *piEntry, m *piMessage, t time.Time, line int) 
 		} else if code := strings.TrimSpace(string(m.ExitCode)); code != "" && code != "0" && code != "null" {
 			fmt.Fprintf(&b, "\nCommand exited with code %s", code)
 		}
-		piAdd(s, ingest.Message{Role: ingest.RoleUser, ID: id, Text: b.String(), Time: t, Meta: true}, line)
+		piAdd(s, conversation.Message{Role: conversation.RoleUser, ID: id, Text: b.String(), Time: t, Meta: true}, line)
 	case "custom", "hookMessage":
 		if text := piContent(m.Content, line, rep, "\n\n"); strings.TrimSpace(text) != "" {
-			piAdd(s, ingest.Message{Role: ingest.RoleUser, ID: id, Text: text, Time: t, Meta: true}, line)
+			piAdd(s, conversation.Message{Role: conversation.RoleUser, ID: id, Text: text, Time: t, Meta: true}, line)
 		}
 	case "branchSummary", "compactionSummary":
 		if m.Role == "compactionSummary" {
 			rep.Compactions++
 		}
 		if strings.TrimSpace(string(m.Summary)) != "" {
-			piAdd(s, ingest.Message{Role: ingest.RoleUser, ID: id, Text: string(m.Summary), Time: t, Meta: true}, line)
+			piAdd(s, conversation.Message{Role: conversation.RoleUser, ID: id, Text: string(m.Summary), Time: t, Meta: true}, line)
 			if m.Role == "compactionSummary" {
 				s.markCompaction()
 			}

@@ -1,6 +1,6 @@
 // Package transcript reads harness session logs (Claude Code JSONL, Pi
 // JSONL v1 to v3) into the harness-neutral message stream ctxstore ingests
-// ([ingest.Message]), with a report of everything that was set aside,
+// ([conversation.Message]), with a report of everything that was set aside,
 // merged, skipped or damaged (issue 7 item 1; docs/replay.md).
 //
 // Readers never panic and never stop at a damaged line: a line holding two
@@ -35,7 +35,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctxstore/ctxstore/context/ingest"
+	"github.com/ctxstore/ctxstore/objects/conversation"
 )
 
 // Format is a transcript format.
@@ -70,7 +70,7 @@ type Session struct {
 	// (Pi).
 	Version string `json:"version,omitempty"`
 	// Messages are the main thread's messages, in order.
-	Messages []ingest.Message `json:"messages"`
+	Messages []conversation.Message `json:"messages"`
 	// MessageLines holds, for each message, the line of the record it came
 	// from (the first record, for merged assistant messages).
 	MessageLines []int `json:"message_lines"`
@@ -265,11 +265,11 @@ func checkToolResults(s *Session) {
 	for i, m := range s.Messages {
 		line := s.MessageLines[i]
 		switch m.Role {
-		case ingest.RoleAssistant:
+		case conversation.RoleAssistant:
 			for _, c := range m.ToolCalls {
 				called[c.ID] = c.Name
 			}
-		case ingest.RoleToolResult:
+		case conversation.RoleToolResult:
 			name, ok := called[m.ToolCallID]
 			switch {
 			case !ok:

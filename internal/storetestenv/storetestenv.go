@@ -12,7 +12,7 @@
 //	}
 //
 // SQLite is a new database file in a temp directory per Env. XTDB is the
-// per-process server of xtdbserver.ForTest (or XTDB_URL): with CI=true a
+// per-process server of xtdbtest.ForTest (or XTDB_URL): with CI=true a
 // missing server fails the test, otherwise the XTDB subtest is skipped; with
 // -short it is skipped. Every test of a process shares that XTDB database,
 // so ids a test chooses must come from Env.ID, which makes them unique.
@@ -35,7 +35,7 @@ import (
 	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/store"
 	"github.com/ctxstore/ctxstore/xtdb"
-	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
+	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
 )
 
 // The backends.
@@ -96,7 +96,7 @@ func New(tb testing.TB, backend string) *Env {
 		if testing.Short() && os.Getenv("XTDB_URL") == "" {
 			tb.Skip("storetestenv: XTDB needs a JVM; skipped with -short")
 		}
-		base := xtdbserver.ForTest(tb)
+		base := xtdbtest.ForTest(tb)
 		e.open = func() (store.Store, error) {
 			return xtdb.Open(context.Background(), base, xtdb.Options{})
 		}
@@ -138,7 +138,7 @@ var start = time.Now()
 // started, if any. Call it from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
-	if err := xtdbserver.StopShared(); err != nil {
+	if err := xtdbtest.StopShared(); err != nil {
 		fmt.Fprintln(os.Stderr, "storetestenv:", err)
 	}
 	os.Exit(code)

@@ -18,12 +18,12 @@ import (
 	"github.com/ctxstore/ctxstore/store"
 	"github.com/ctxstore/ctxstore/sync/sessionbundle/sessionbundletest"
 	"github.com/ctxstore/ctxstore/xtdb"
-	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
+	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if err := xtdbserver.StopShared(); err != nil {
+	if err := xtdbtest.StopShared(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the XTDB server:", err)
 	}
 	os.Exit(code)
@@ -48,7 +48,7 @@ func openSQLite(t *testing.T, path string) *bitemporal.Store {
 // process: ids must be unique. With CI=true a missing node fails.
 func openXTDB(t *testing.T) store.Store {
 	t.Helper()
-	x, err := xtdb.Open(ctx, xtdbserver.ForTest(t), xtdb.Options{})
+	x, err := xtdb.Open(ctx, xtdbtest.ForTest(t), xtdb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/ctxstore/ctxstore/sync/versionlog"
 	"github.com/ctxstore/ctxstore/xtdb"
 	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
+	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
 )
 
 // The benchmarks use transactions of benchBatch puts of ~300-byte
@@ -320,7 +321,7 @@ func BenchmarkExportXTDB(b *testing.B) {
 	if v := os.Getenv("CTXSTORE_BENCH_XTDB_ENTITIES"); v != "" {
 		n, _ = strconv.Atoi(v)
 	}
-	xtdbserver.ForTest(b) // skips (or fails on CI) where no node can run
+	xtdbtest.ForTest(b) // skips (or fails on CI) where no node can run
 	ctx := context.Background()
 	res := map[string][3]float64{}
 	for range b.N {

@@ -18,7 +18,7 @@ import (
 	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/store"
 	"github.com/ctxstore/ctxstore/sync/versionlog"
-	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
+	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
 )
 
 func TestMain(m *testing.M) {
@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 		os.Exit(rssChild(mode))
 	}
 	code := m.Run()
-	if err := xtdbserver.StopShared(); err != nil {
+	if err := xtdbtest.StopShared(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the XTDB server:", err)
 	}
 	os.Exit(code)

@@ -12,13 +12,13 @@ import (
 	"github.com/ctxstore/ctxstore/sync/versionlog"
 	"github.com/ctxstore/ctxstore/sync/versionlog/versionlogtest"
 	"github.com/ctxstore/ctxstore/xtdb"
-	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
+	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
 )
 
 // openXTDB connects to the test XTDB node (shared: use unique ids).
 func openXTDB(t *testing.T) *xtdb.Store {
 	t.Helper()
-	url := xtdbserver.ForTest(t)
+	url := xtdbtest.ForTest(t)
 	x, err := xtdb.Open(context.Background(), url, xtdb.Options{})
 	if err != nil {
 		t.Fatal(err)

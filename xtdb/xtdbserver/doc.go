@@ -13,16 +13,5 @@
 // xtdb.api function returns. EnsureClasspath resolves the jars and compiles
 // the front once per cache directory.
 //
-// Typical use in another package's tests:
-//
-//	func TestMain(m *testing.M) {
-//		code := m.Run()
-//		xtdbserver.StopShared()
-//		os.Exit(code)
-//	}
-//
-//	func TestSomething(t *testing.T) {
-//		base := xtdbserver.ForTest(t) // e.g. "http://127.0.0.1:41234"
-//		...
-//	}
+// Tests get a shared node through package xtdbtest (ForTest).
 package xtdbserver

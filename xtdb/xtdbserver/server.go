@@ -156,7 +156,7 @@ func (s *Server) awaitReady(ctx context.Context, timeout time.Duration) error {
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if statusOK(ctx, s.url, 2*time.Second) == nil {
+		if StatusOK(ctx, s.url, 2*time.Second) == nil {
 			return nil
 		}
 		select {
@@ -203,8 +203,8 @@ func (s *Server) Stop() error {
 	return s.stopErr
 }
 
-// statusOK checks that GET base/_xtdb/status answers 200.
-func statusOK(ctx context.Context, base string, timeout time.Duration) error {
+// StatusOK checks that GET base/_xtdb/status answers 200.
+func StatusOK(ctx context.Context, base string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/_xtdb/status", nil)

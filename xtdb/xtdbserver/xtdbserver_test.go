@@ -15,14 +15,6 @@ import (
 	"olympos.io/encoding/edn"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := StopShared(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
-
 // startForTest starts a server and stops it in t.Cleanup. Like ForTest, it fails
 // when CI=true and skips otherwise if no server can be started.
 func startForTest(t *testing.T, opts Options) *Server {
@@ -141,20 +133,6 @@ func TestRocksDBSurvivesRestart(t *testing.T) {
 	doc, code := getEntity(t, s2.URL(), "r")
 	if code != http.StatusOK || doc["name"] != "kept" {
 		t.Fatalf("after restart: status %d, doc %v", code, doc)
-	}
-}
-
-func TestForTest(t *testing.T) {
-	if testing.Short() && os.Getenv("XTDB_URL") == "" {
-		t.Skip("starts a JVM; skipped in -short mode")
-	}
-	base := ForTest(t)
-	if base != ForTest(t) {
-		t.Fatal("ForTest returned different URLs")
-	}
-	var status map[string]any
-	if code := call(t, "GET", base+"/_xtdb/status", "", &status); code != http.StatusOK || status["xtdb.version/version"] != Version {
-		t.Fatalf("status: %d %v", code, status)
 	}
 }
 

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxstore/ctxstore/objects/conversation"
+
 	"github.com/ctxstore/ctxstore/context/assemble"
-	"github.com/ctxstore/ctxstore/context/ingest"
 )
 
 // PiMessage is one of Pi's agent messages (pi-ai's user, assistant and
@@ -83,7 +84,7 @@ const (
 
 // piLog is a converted Pi log, with what rendering the answer needs back.
 type piLog struct {
-	log []ingest.Message
+	log []conversation.Message
 	// tools maps tool-call ids to their tool's name and error flag.
 	tools map[string]piToolInfo
 	// api, provider and model are those of the last assistant message,
@@ -169,11 +170,11 @@ func (c *piConverter) add(i int, m PiMessage) error {
 		return badRequest("messages[%d] (%s): content: %v", i, m.Role, err)
 	}
 	meta := func(text string) {
-		c.out.log = append(c.out.log, ingest.Message{Role: ingest.RoleUser, Text: text, Time: m.time(), Meta: true})
+		c.out.log = append(c.out.log, conversation.Message{Role: conversation.RoleUser, Text: text, Time: m.time(), Meta: true})
 	}
 	switch m.Role {
 	case "user":
-		c.out.log = append(c.out.log, ingest.Message{Role: ingest.RoleUser, Text: joinText(bs, "\n\n"), Time: m.time()})
+		c.out.log = append(c.out.log, conversation.Message{Role: conversation.RoleUser, Text: joinText(bs, "\n\n"), Time: m.time()})
 	case "assistant":
 		if m.StopReason == "error" || m.StopReason == "aborted" {
 			for _, b := range bs {
@@ -183,17 +184,17 @@ func (c *piConverter) add(i int, m PiMessage) error {
 			}
 			return nil
 		}
-		am := ingest.Message{Role: ingest.RoleAssistant, Text: joinText(bs, "\n\n"), Time: m.time(), Model: m.Model}
+		am := conversation.Message{Role: conversation.RoleAssistant, Text: joinText(bs, "\n\n"), Time: m.time(), Model: m.Model}
 		for _, b := range bs {
 			if b.Type == "toolCall" {
 				if b.ID == "" || b.Name == "" {
 					return badRequest("messages[%d]: a toolCall block needs an id and a name", i)
 				}
-				am.ToolCalls = append(am.ToolCalls, ingest.ToolCall{ID: b.ID, Name: b.Name, Args: b.Arguments})
+				am.ToolCalls = append(am.ToolCalls, conversation.ToolCall{ID: b.ID, Name: b.Name, Args: b.Arguments})
 			}
 		}
 		if u := m.Usage; u != nil {
-			am.Usage = &ingest.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite}
+			am.Usage = &conversation.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite}
 		}
 		c.out.api, c.out.provider, c.out.model = m.API, m.Provider, m.Model
 		c.out.log = append(c.out.log, am)
@@ -205,7 +206,7 @@ func (c *piConverter) add(i int, m PiMessage) error {
 			return nil
 		}
 		c.out.tools[m.ToolCallID] = piToolInfo{name: m.ToolName, isError: m.IsError}
-		c.out.log = append(c.out.log, ingest.Message{Role: ingest.RoleToolResult, ToolCallID: m.ToolCallID,
+		c.out.log = append(c.out.log, conversation.Message{Role: conversation.RoleToolResult, ToolCallID: m.ToolCallID,
 			ToolName: m.ToolName, Output: joinText(bs, "\n"), IsError: m.IsError, Time: m.time()})
 	case "custom":
 		meta(joinText(bs, "\n\n"))

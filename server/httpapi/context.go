@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ctxstore/ctxstore/objects/conversation"
+
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/ingest"
 )
@@ -27,11 +29,11 @@ import (
 // when it is the server's last answer too, the answer is a delta as well
 // (ContextResponse.Keep).
 type ContextRequest struct {
-	Messages   []json.RawMessage `json:"messages,omitempty"`
-	Base       int               `json:"base,omitempty"`
-	BaseSHA256 string            `json:"base_sha256,omitempty"`
-	HaveCall   int               `json:"have_call,omitempty"`
-	Log        []ingest.Message  `json:"log,omitempty"`
+	Messages   []json.RawMessage      `json:"messages,omitempty"`
+	Base       int                    `json:"base,omitempty"`
+	BaseSHA256 string                 `json:"base_sha256,omitempty"`
+	HaveCall   int                    `json:"have_call,omitempty"`
+	Log        []conversation.Message `json:"log,omitempty"`
 }
 
 // ContextResponse is the context of the next model call.

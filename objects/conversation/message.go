@@ -1,11 +1,9 @@
-// Package ingest turns a harness's message log into ctxstore's view of a
-// session (issue 5 item 8; 000 §22.2): a cursor over the log, so that each
-// call applies only the messages that are new; user and assistant messages
-// become chat turns and stream items; tool results become toolcall objects
-// (through the agent tools of package tools, which index the files they
-// touch). Transcript readers (package transcript) and the HTTP service
-// produce the harness-neutral Message defined here.
-package ingest
+// Package conversation is the harness-neutral conversation model: the
+// messages of an agent's log (user, assistant, tool result) as every harness
+// converter produces them and every consumer (ingestion, context commits,
+// replay) reads them. Pure data, no I/O: it sits on the object model's
+// floor so that file parsers need nothing above it.
+package conversation
 
 import "time"
 

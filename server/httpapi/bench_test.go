@@ -23,7 +23,7 @@ import (
 // "full" sends the whole log and gets the whole context every call. One
 // iteration takes minutes:
 //
-//	go test -run '^$' -bench ContextCall -benchtime 1x ./context/httpapi/
+//	go test -run '^$' -bench ContextCall -benchtime 1x ./server/httpapi/
 func BenchmarkContextCall(b *testing.B) {
 	for _, mode := range []string{"delta", "full"} {
 		b.Run(mode, func(b *testing.B) {

@@ -21,7 +21,7 @@ import (
 
 	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/context/files"
-	"github.com/ctxstore/ctxstore/context/httpapi/apispec"
+	"github.com/ctxstore/ctxstore/server/httpapi/apispec"
 	"github.com/ctxstore/ctxstore/store"
 )
 
