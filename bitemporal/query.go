@@ -2,6 +2,8 @@ package bitemporal
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -45,7 +47,18 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 		order = append(order, fmt.Sprintf("json_extract(d.doc, %s) %s", sqlString(path), dir))
 	}
 	order = append(order, "d.eid ASC")
-	stmt := "SELECT d.eid, d.doc FROM docs d WHERE " + strings.Join(conds, " AND ") + " ORDER BY " + strings.Join(order, ", ")
+	// A projection is done in SQL: only the chosen fields leave the
+	// database and are decoded, so a metadata-only query over large
+	// documents does not pay for their content.
+	cols := "d.doc"
+	if len(q.Find) > 0 {
+		var sel []string
+		for _, f := range q.Find {
+			sel = append(sel, "d.doc -> "+sqlString(jsonPath(f)))
+		}
+		cols = strings.Join(sel, ", ")
+	}
+	stmt := "SELECT d.eid, " + cols + " FROM docs d WHERE " + strings.Join(conds, " AND ") + " ORDER BY " + strings.Join(order, ", ")
 	if q.Limit > 0 {
 		stmt += fmt.Sprintf(" LIMIT %d", q.Limit)
 	}
@@ -55,18 +68,53 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 	}
 	defer rows.Close()
 	var out []store.Doc
+	vals := make([]sql.NullString, len(q.Find))
 	for rows.Next() {
 		var eid, raw string
-		if err := rows.Scan(&eid, &raw); err != nil {
+		dest := []any{&eid, &raw}
+		if len(q.Find) > 0 {
+			dest = dest[:1]
+			for i := range vals {
+				dest = append(dest, &vals[i])
+			}
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, dbErr("query", "", err)
+		}
+		if len(q.Find) > 0 {
+			raw = projectedJSON(eid, q.Find, vals)
 		}
 		doc, err := decodeStored(raw, eid)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, project(doc, q.Find))
+		out = append(out, doc)
 	}
 	return out, dbErr("query", "", rows.Err())
+}
+
+// projectedJSON assembles the JSON text of a projected result from the id
+// and the chosen fields' JSON texts (NULL: the document lacks the field, so
+// the result leaves it out).
+func projectedJSON(eid string, find []string, vals []sql.NullString) string {
+	var b strings.Builder
+	id, _ := json.Marshal(eid)
+	b.WriteString(`{"xt/id":`)
+	b.Write(id)
+	seen := map[string]bool{store.IDKey: true}
+	for i, f := range find {
+		if !vals[i].Valid || seen[f] {
+			continue
+		}
+		seen[f] = true
+		name, _ := json.Marshal(f)
+		b.WriteByte(',')
+		b.Write(name)
+		b.WriteByte(':')
+		b.WriteString(vals[i].String)
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
 // predSQL renders one predicate as a condition on document d.
@@ -81,11 +129,23 @@ func predSQL(p store.Pred, vt, tx int64) (string, []any) {
 	case store.Exists:
 		cond = "f.field = ?"
 	case store.In:
-		var alts []string
+		// One IN list per value kind: an OR per value would hit SQLite's
+		// expression depth limit (1,000) on long lists.
+		byKind := map[string][]any{}
+		var kinds []string
 		for _, v := range p.Values {
 			kind, val := sqlValue(v)
-			alts = append(alts, "(f.kind = ? AND f.value = ?)")
-			args = append(args, kind, val)
+			if _, ok := byKind[kind]; !ok {
+				kinds = append(kinds, kind)
+			}
+			byKind[kind] = append(byKind[kind], val)
+		}
+		var alts []string
+		for _, k := range kinds {
+			vals := byKind[k]
+			alts = append(alts, "(f.kind = ? AND f.value IN (?"+strings.Repeat(", ?", len(vals)-1)+"))")
+			args = append(args, k)
+			args = append(args, vals...)
 		}
 		cond = "f.field = ? AND (" + strings.Join(alts, " OR ") + ")"
 	default:
@@ -112,16 +172,3 @@ func jsonPath(field string) string {
 }
 
 func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-
-func project(doc store.Doc, find []string) store.Doc {
-	if len(find) == 0 {
-		return doc
-	}
-	out := store.Doc{store.IDKey: doc[store.IDKey]}
-	for _, f := range find {
-		if v, ok := doc[f]; ok {
-			out[f] = v
-		}
-	}
-	return out
-}

@@ -2,12 +2,10 @@ package tools
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/ctxstore/ctxstore/context/files"
 	"github.com/ctxstore/ctxstore/objects"
-	"github.com/ctxstore/ctxstore/store"
 )
 
 // Resume reconciles the session's files with the disk after the session is
@@ -19,44 +17,29 @@ import (
 // (orphaned, 004 §5.7). It returns the sync results; errors of single
 // files are joined.
 func (t *Tools) Resume(ctx context.Context) ([]files.Result, error) {
-	st := t.s.Store()
-	var paths []string
-	var errs []error
+	var ids []string
 	for _, id := range t.s.State().Index {
-		if _, _, ok := objects.SessionIDOf(id); ok {
-			continue
+		if _, _, ok := objects.SessionIDOf(id); !ok {
+			ids = append(ids, id)
 		}
-		doc, err := st.Entity(ctx, id, store.Basis{})
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("resume: %s: %w", id, err))
-			continue
-		}
-		if t := doc["type"]; t != string(objects.KindFile) && t != string(objects.KindNote) { // notes kept as files (context/notes)
-			continue
-		}
-		o, err := objects.FromDoc(doc)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("resume: %s: %w", id, err))
-			continue
-		}
-		src, ok := o.Source().(objects.FilesystemSource)
-		if !ok {
-			continue
-		}
-		if fsid, err := t.ix.Resolver().Resolve(src.Path); err != nil || fsid != src.FilesystemID {
-			continue
-		}
-		paths = append(paths, src.Path)
 	}
-	res, err := t.ix.Reconcile(ctx, paths)
+	// One metadata-only query per batch of ids, never a document read
+	// per file: an unchanged file then costs one hash (docs/benchmarks.md,
+	// "Re-indexing").
+	tracked, err := files.LookupTracked(ctx, t.s.Store(), ids)
 	if err != nil {
-		errs = append(errs, err)
+		return nil, fmt.Errorf("resume: %w", err)
 	}
-	for _, p := range paths {
-		t.track(p)
+	var mine []files.Tracked
+	for _, tr := range tracked {
+		if fsid, err := t.ix.Resolver().Resolve(tr.Source.Path); err != nil || fsid != tr.Source.FilesystemID {
+			continue
+		}
+		mine = append(mine, tr)
 	}
-	return res, errors.Join(errs...)
+	res, err := t.ix.ReconcileTracked(ctx, mine)
+	for _, tr := range mine {
+		t.track(tr.Source.Path)
+	}
+	return res, err
 }
