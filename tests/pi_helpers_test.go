@@ -38,9 +38,13 @@ type npmInstall struct {
 // dir's ctxstore/<name>) on first use and returns the directory; later
 // runs reuse it. A lock file serializes concurrent installers, across
 // processes too. Without node, npm or the registry the test fails when
-// CI=true and is skipped otherwise.
+// CI=true and is skipped otherwise. Under -short it installs nothing and
+// skips: `make test-short` starts no npm install and no Node (issue 11).
 func npmTool(t *testing.T, name string, pkgs ...string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short: %s needs an npm install and Node", name)
+	}
 	v, _ := npmInstalls.LoadOrStore(name, &npmInstall{})
 	in := v.(*npmInstall)
 	in.once.Do(func() { in.dir, in.err = install(name, pkgs) })

@@ -24,16 +24,16 @@ import (
 // model besides the harness's own (whose definitions are part of the
 // calibrated overhead): their definitions are rendered in the head of the
 // ctxstore strategies' contexts and counted in their context tokens, not in
-// their history.
-var ManagementTools = []assemble.ToolSpec{
-	{Name: "activate", Description: "Load the full content of an object from the metadata pool (a collapsed tool output, a file version) into the context.",
-		Parameters: map[string]any{"type": "object", "properties": map[string]any{"id": map[string]any{"type": "string", "description": "object id or nickname"}}, "required": []any{"id"}}},
-	{Name: "deactivate", Description: "Collapse an active object to its one-line metadata; it stays in the pool and can be activated again.",
-		Parameters: map[string]any{"type": "object", "properties": map[string]any{"id": map[string]any{"type": "string"}}, "required": []any{"id"}}},
-	{Name: "pin", Description: "Keep an object active until it is unpinned.",
-		Parameters: map[string]any{"type": "object", "properties": map[string]any{"id": map[string]any{"type": "string"}}, "required": []any{"id"}}},
-	{Name: "unpin", Description: "Let a pinned object collapse again.",
-		Parameters: map[string]any{"type": "object", "properties": map[string]any{"id": map[string]any{"type": "string"}}, "required": []any{"id"}}},
+// their history. They are the live service's (tools.Management, defined
+// once).
+var ManagementTools = managementTools()
+
+func managementTools() []assemble.ToolSpec {
+	var out []assemble.ToolSpec
+	for _, d := range tools.Management() {
+		out = append(out, assemble.ToolSpec{Name: d.Name, Description: d.Description, Parameters: d.Parameters})
+	}
+	return out
 }
 
 // Ctxstore replays the session through the real ctxstore code: a store (a

@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"fmt"
+	"github.com/ctxstore/ctxstore/context/harness/pi"
 	"strings"
 	"testing"
 
@@ -336,7 +337,10 @@ func TestCorners(t *testing.T) {
 				`{"type":"message","timestamp":"2025-01-01T00:00:06Z","message":{"role":"bashExecution","command":"ls","output":"a.go\n","exitCode":1,"cancelled":false}}`,
 				`{"type":"message","timestamp":"2025-01-01T00:00:07Z","message":{"role":"bashExecution","command":"secret","output":"x","excludeFromContext":true}}`,
 			),
-			want: "U:fix it | A:looking+read(c1) | R:read(c1)=package a | M:we read a.go | M:Ran `ls`\n```\na.go\n```\nCommand exited with code 1",
+			// Pi's own texts (convertToLlm): the summary inside its prefix and
+			// suffix, the output untrimmed, a blank line before the exit code.
+			want: "U:fix it | A:looking+read(c1) | R:read(c1)=package a | M:" + pi.CompactionPrefix + "we read a.go" + pi.CompactionSuffix +
+				" | M:Ran `ls`\n```\na.go\n\n```\n\nCommand exited with code 1",
 			check: func(t *testing.T, s *Session) {
 				if s.Format != FormatPi || s.Version != "1" || s.ID != "p1" || s.Cwd != "/w" {
 					t.Fatalf("format %q version %q id %q cwd %q", s.Format, s.Version, s.ID, s.Cwd)
@@ -361,7 +365,7 @@ func TestCorners(t *testing.T) {
 				`{"type":"custom_message","id":"e6","parentId":"e5","customType":"ext","content":"injected","display":false}`,
 				`{"type":"message","id":"e7","parentId":"e6","timestamp":"2025-01-01T00:00:07Z","message":{"role":"user","content":[{"type":"text","text":"look"},{"type":"image","data":"QUJD","mimeType":"image/jpeg"}]}}`,
 			),
-			want: "U:first | A:answer A | M:tried something | M:injected | U:look\n\n[image: image/jpeg, 3 bytes]",
+			want: "U:first | A:answer A | M:" + pi.BranchPrefix + "tried something" + pi.BranchSuffix + " | M:injected | U:look\n\n[image: image/jpeg, 3 bytes]",
 			check: func(t *testing.T, s *Session) {
 				if s.Version != "3" || s.Report.OffBranch != 1 || s.Report.Skipped["custom"] != 1 {
 					t.Fatalf("version %q off-branch %d skipped %v", s.Version, s.Report.OffBranch, s.Report.Skipped)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxstore/ctxstore/context/harness/claudecode"
 	"github.com/ctxstore/ctxstore/objects/conversation"
 )
 
@@ -158,7 +159,7 @@ func TestClaudeCodeDatasets(t *testing.T) {
 							text = asString(b["text"])
 						}
 					}
-					if r["isCompactSummary"] == true || strings.HasPrefix(strings.TrimSpace(text), continuedPrefix) {
+					if r["isCompactSummary"] == true || strings.HasPrefix(strings.TrimSpace(text), claudecode.ContinuedPrefix) {
 						want.Compactions++
 					}
 				}

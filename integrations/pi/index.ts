@@ -8,7 +8,7 @@
 //   context              one POST per LLM call with Pi's messages; the answer replaces them;
 //   tool_result          the tools Pi runs (bash, edit, write, ls, find, grep, ...) are observed;
 //   read                 replaced by ctxstore's read (the file joins the active content);
-//   activate, deactivate, pin, unpin
+//   activate, deactivate, pin, unpin (registered from the service's GET /v1/tools at load)
 //                        ctxstore's context tools;
 //   session_before_compact
 //                        cancelled: ctxstore bounds the context (collapses, rebases);
@@ -25,14 +25,20 @@
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { createReadToolDefinition } from "@mariozechner/pi-coding-agent";
 import { createHash, type Hash } from "node:crypto";
-import { Type } from "typebox";
 
 const BASE = (process.env.CTXSTORE_SERVICE_URL || "http://127.0.0.1:7411").replace(/\/+$/, "");
 const TOKEN = process.env.CTXSTORE_TOKEN || "";
 const TIMEOUT_MS = Number(process.env.CTXSTORE_TIMEOUT_MS || 30000);
 
 /** The tools this extension answers through ctxstore (their calls are recorded by the service). */
-const OWN_TOOLS = new Set(["read", "activate", "deactivate", "pin", "unpin"]);
+const OWN_TOOLS = new Set<string>();
+
+/** One of ctxstore's tools as GET /v1/tools defines it (context/tools: defined once, in Go). */
+interface ToolDefinition {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>; // a JSON Schema object
+}
 
 /** An error answer of the service: {code, message} with its HTTP status. */
 class ServiceError extends Error {
@@ -149,7 +155,7 @@ class Deltas {
   }
 }
 
-export default function ctxstore(pi: ExtensionAPI) {
+export default async function ctxstore(pi: ExtensionAPI) {
   let sid = "";
   const deltas = new Deltas();
   let opened: Promise<OpenResponse> | undefined;
@@ -258,15 +264,14 @@ export default function ctxstore(pi: ExtensionAPI) {
 
   pi.on("tool_result", async (event, ctx) => {
     if (OWN_TOOLS.has(event.toolName) || !healthy) return undefined;
-    const output = event.content
-      .map((c: any) => (c.type === "text" ? c.text : `[image ${c.mimeType} omitted]`))
-      .join("\n");
     try {
+      // The result's blocks as Pi gives them: the service's Pi converter makes the text (an
+      // image gets the same note as in the context call).
       await session(ctx, "/observe", {
         tool_call_id: event.toolCallId,
         tool: event.toolName,
         args: event.input,
-        output,
+        content: event.content,
         is_error: event.isError,
       });
     } catch (err) {
@@ -294,44 +299,38 @@ export default function ctxstore(pi: ExtensionAPI) {
     return r;
   };
 
-  pi.registerTool({
-    name: "read",
-    label: "read (ctxstore)",
-    description:
-      "Read a file into your active context. Its content appears in a <<content id=… version=…>> block and is kept " +
-      "current when the file changes on disk; the whole file is loaded (offset and limit are accepted and ignored).",
-    parameters: Type.Object({
-      path: Type.String({ description: "Path of the file, relative to the working directory or absolute" }),
-      offset: Type.Optional(Type.Number()),
-      limit: Type.Optional(Type.Number()),
-    }),
-    async execute(toolCallId, params, signal, onUpdate, ctx) {
-      let r: ToolResponse;
-      try {
-        r = await runTool(ctx, "read", toolCallId, { path: params.path });
-      } catch (err) {
-        if (!(err instanceof ServiceError)) throw err;
-        failed(ctx, err); // fall back to Pi's own read
-        return createReadToolDefinition(ctx.cwd).execute(toolCallId, params as any, signal, onUpdate, ctx);
-      }
-      const text = r.content === undefined ? r.message : `${r.message}\n\n${r.content}`;
-      return { content: [{ type: "text", text }], details: { ctxstore: { id: r.id } } };
-    },
-  });
-
-  const idTool = (name: string, description: string) =>
+  // ctxstore's tools are the service's (GET /v1/tools), read once when Pi loads the extension.
+  // If the service is unreachable then, none is registered: Pi keeps its own read, as it keeps
+  // its own context (fail open).
+  let defs: ToolDefinition[] = [];
+  try {
+    defs = (await request<{ tools: ToolDefinition[] }>("GET", "/v1/tools")).tools;
+  } catch (err) {
+    console.error(`[ctxstore] ${(err as Error).message}; ctxstore's tools are not registered`);
+  }
+  for (const def of defs) {
+    OWN_TOOLS.add(def.name);
     pi.registerTool({
-      name,
-      label: `${name} (ctxstore)`,
-      description,
-      parameters: Type.Object({ id: Type.String({ description: "An object id (the id= of a metadata line) or a nickname" }) }),
-      async execute(toolCallId, params, _signal, _onUpdate, ctx) {
-        const r = await runTool(ctx, name, toolCallId, { id: params.id });
-        return { content: [{ type: "text", text: r.message }], details: { ctxstore: { id: r.id } } };
+      name: def.name,
+      label: `${def.name} (ctxstore)`,
+      description: def.description,
+      parameters: def.parameters as any,
+      async execute(toolCallId, params: any, signal, onUpdate, ctx) {
+        if (def.name !== "read") {
+          const r = await runTool(ctx, def.name, toolCallId, { id: params.id });
+          return { content: [{ type: "text", text: r.message }], details: { ctxstore: { id: r.id } } };
+        }
+        let r: ToolResponse;
+        try {
+          r = await runTool(ctx, "read", toolCallId, { path: params.path });
+        } catch (err) {
+          if (!(err instanceof ServiceError)) throw err;
+          failed(ctx, err); // fall back to Pi's own read
+          return createReadToolDefinition(ctx.cwd).execute(toolCallId, params, signal, onUpdate, ctx);
+        }
+        const text = r.content === undefined ? r.message : `${r.message}\n\n${r.content}`;
+        return { content: [{ type: "text", text }], details: { ctxstore: { id: r.id } } };
       },
     });
-  idTool("activate", "Load an object's content into your active context: a collapsed tool output, a file you saw listed.");
-  idTool("deactivate", "Drop an object's content from your active context; its metadata line stays.");
-  idTool("pin", "Keep an object's content active: it is never collapsed automatically.");
-  idTool("unpin", "Release a pinned object; it collapses like any other when it gets old.");
+  }
 }

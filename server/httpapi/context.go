@@ -13,6 +13,8 @@ import (
 	"github.com/ctxstore/ctxstore/objects/conversation"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/context/harness"
+	"github.com/ctxstore/ctxstore/context/harness/pi"
 	"github.com/ctxstore/ctxstore/context/ingest"
 )
 
@@ -62,6 +64,37 @@ type ContextResponse struct {
 	StaleTokens int `json:"stale_tokens"`
 	// Ingested says what ingesting the log did.
 	Ingested ingest.Report `json:"ingested"`
+	// Converted says what converting Pi's log (for a Messages request; the
+	// whole log, not only the delta) set aside.
+	Converted *Converted `json:"converted,omitempty"`
+}
+
+// Converted says what the Pi converter (context/harness/pi, the transcript
+// reader's too) set aside of a log. Unknown roles and content blocks are
+// skipped and counted, never refused: a Pi release that adds a role must
+// not switch ctxstore off.
+type Converted struct {
+	// Unknown counts unknown roles ("message/<role>") and content blocks
+	// ("block/<type>").
+	Unknown map[string]int `json:"unknown,omitempty"`
+	// Skipped counts messages that carry nothing for the model ("!!" bash
+	// executions, blank messages, results of aborted responses, damaged
+	// messages).
+	Skipped map[string]int `json:"skipped,omitempty"`
+	// Aborted counts responses that errored or were aborted (kept without
+	// their text and tool calls); Images the images replaced by a note.
+	Aborted int `json:"aborted,omitempty"`
+	Images  int `json:"images,omitempty"`
+	// Problems are damaged messages; Line is the message's position in the
+	// log, from 1.
+	Problems []harness.Problem `json:"problems,omitempty"`
+}
+
+func convertedOf(r *harness.Report) *Converted {
+	if r == nil {
+		return &Converted{}
+	}
+	return &Converted{Unknown: r.Unknown, Skipped: r.Skipped, Aborted: r.Aborted, Images: r.Images, Problems: r.Problems}
 }
 
 // CodeLogMismatch answers a delta whose base the server does not hold.
@@ -73,7 +106,7 @@ type piState struct {
 	raws [][]byte   // every message of the last request, as sent
 	sums [][32]byte // sums[i]: SHA-256 of raws[0..i], each followed by "\n"
 	h    hash.Hash  // the running hash behind sums
-	conv piConverter
+	conv pi.Converter
 
 	lastCall int      // the call of the last answer
 	lastOut  [][]byte // its messages, encoded
@@ -91,36 +124,25 @@ func (st *piState) apply(base int, baseSum string, tail []json.RawMessage) error
 		prefix := st.raws[:base]
 		*st = piState{h: sha256.New(), lastCall: st.lastCall, lastOut: st.lastOut}
 		for i, raw := range prefix {
-			if err := st.add(i, raw); err != nil {
-				*st = piState{}
-				return err
-			}
+			st.add(i, raw)
 		}
 	}
 	for i, raw := range tail {
-		if err := st.add(base+i, raw); err != nil {
-			*st = piState{}
-			return err
-		}
+		st.add(base+i, raw)
 	}
 	return nil
 }
 
-func (st *piState) add(i int, raw json.RawMessage) error {
-	var m PiMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return badRequest("messages[%d]: %v", i, err)
-	}
-	if err := st.conv.add(i, m); err != nil {
-		return err
-	}
+// add converts message i of the log (the converter skips and counts what
+// it does not know; a problem's line is the message's position, from 1).
+func (st *piState) add(i int, raw json.RawMessage) {
+	st.conv.AddJSON(raw, i+1)
 	st.raws = append(st.raws, raw)
 	st.h.Write(raw)
 	st.h.Write([]byte{'\n'})
 	var sum [32]byte
 	st.h.Sum(sum[:0])
 	st.sums = append(st.sums, sum)
-	return nil
 }
 
 func (s *Server) context(q *request) (any, error) {
@@ -144,7 +166,7 @@ func (s *Server) context(q *request) (any, error) {
 		if err := l.pi.apply(req.Base, req.BaseSHA256, req.Messages); err != nil {
 			return nil, err
 		}
-		log = l.pi.conv.out.log
+		log = l.pi.conv.Log
 	}
 	start := time.Now()
 	c, rep, err := l.in.Context(q.ctx, log)
@@ -161,7 +183,8 @@ func (s *Server) context(q *request) (any, error) {
 		resp.Assembled = c.Messages()
 		return resp, nil
 	}
-	outs := toPi(c.Messages(), l.pi.conv.out)
+	resp.Converted = convertedOf(l.pi.conv.Report)
+	outs := toPi(c.Messages(), &l.pi.conv)
 	enc := make([][]byte, len(outs))
 	for i, m := range outs {
 		if enc[i], err = marshal(m); err != nil {

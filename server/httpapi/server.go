@@ -165,6 +165,7 @@ func (s *Server) routes() []route {
 	return []route{
 		{method: "GET", path: "/v1/health", scope: scopePublic, h: s.health},
 		{method: "GET", path: "/v1/status", scope: scopeAll, h: s.status},
+		{method: "GET", path: "/v1/tools", scope: scopePublic, h: s.toolDefinitions},
 		{method: "PUT", path: "/v1/sessions/{sid}", scope: scopeSession, h: s.open},
 		{method: "GET", path: "/v1/sessions/{sid}", scope: scopeSession, h: s.sessionInfo},
 		{method: "POST", path: "/v1/sessions/{sid}/close", scope: scopeSession, h: s.closeSession},

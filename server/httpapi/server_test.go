@@ -212,6 +212,27 @@ func TestSessionContextAndTools(t *testing.T) {
 	}
 }
 
+// TestToolDefinitions: the service serves ctxstore's tools as context/tools
+// defines them, and runs exactly those.
+func TestToolDefinitions(t *testing.T) {
+	e := newEnv(t, nil)
+	var got ToolsResponse
+	e.ok("GET", "/v1/tools", nil, &got)
+	var names []string
+	for _, d := range got.Tools {
+		names = append(names, d.Name)
+		if d.Description == "" || d.Parameters["type"] != "object" {
+			t.Errorf("tool %s: description %q parameters %v", d.Name, d.Description, d.Parameters)
+		}
+	}
+	if !slices.Equal(names, []string{"read", "activate", "deactivate", "pin", "unpin"}) {
+		t.Errorf("tools %v", names)
+	}
+	e.open("s1")
+	e.check = false // a tool outside the document's enum
+	e.fails(404, CodeNotFound, "POST", "/v1/sessions/s1/tools/bash", ToolRequest{Args: map[string]any{"id": "x"}})
+}
+
 func TestErrors(t *testing.T) {
 	e := newEnv(t, nil)
 	e.fails(409, CodeNotOpen, "POST", "/v1/sessions/nope/context", map[string]any{"messages": []any{}})
@@ -227,7 +248,12 @@ func TestErrors(t *testing.T) {
 	}
 	e.open("s1")
 	e.fails(400, CodeBadRequest, "POST", "/v1/sessions/s1/context", map[string]any{})
-	e.fails(400, CodeBadRequest, "POST", "/v1/sessions/s1/context", map[string]any{"messages": []any{map[string]any{"role": "robot"}}})
+	// An unknown role is skipped and counted, never refused (issue 11).
+	var robot ContextResponse
+	e.ok("POST", "/v1/sessions/s1/context", map[string]any{"messages": []any{map[string]any{"role": "robot"}}}, &robot)
+	if robot.Converted == nil || robot.Converted.Unknown["message/robot"] != 1 {
+		t.Errorf("an unknown role: converted %+v", robot.Converted)
+	}
 	e.fails(400, CodeBadRequest, "POST", "/v1/sessions/s1/observe", map[string]any{"tool": "bash"})
 
 	small := newEnv(t, func(o *Options) { o.MaxBody = 100 })

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"path/filepath"
 	"sync"
@@ -10,10 +9,10 @@ import (
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/expand"
 	"github.com/ctxstore/ctxstore/context/ingest"
+	"github.com/ctxstore/ctxstore/context/runtime"
 	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/session"
-	"github.com/ctxstore/ctxstore/store"
 )
 
 // live is a session open in this server. Its mutex serializes every request
@@ -113,38 +112,29 @@ func (s *Server) open(q *request) (any, error) {
 	defer l.mu.Unlock()
 	state := "open"
 	if l.sess == nil {
-		sess, err := session.Open(q.ctx, s.st, q.sid)
-		state = "resumed"
-		if errors.Is(err, store.ErrNotFound) {
-			prompt := req.SystemPrompt
-			if s.o.Guide != "-" {
-				if prompt != "" {
-					prompt += "\n\n"
-				}
-				prompt += s.o.Guide
+		prompt := req.SystemPrompt
+		if s.o.Guide != "-" {
+			if prompt != "" {
+				prompt += "\n\n"
 			}
-			sess, err = session.Create(q.ctx, s.st, q.sid, session.CreateOptions{SystemPrompt: prompt, Harness: req.Harness})
-			state = "created"
+			prompt += s.o.Guide
 		}
+		rt, err := runtime.Open(q.ctx, s.st, q.sid, runtime.Options{
+			Create:  session.CreateOptions{SystemPrompt: prompt, Harness: req.Harness},
+			Indexer: s.ix,
+			Tools:   tools.Options{Policy: s.o.Policy, Tracker: s.tr},
+			Assemble: assemble.Options{Layout: s.o.Layout, Tools: req.Tools,
+				Policy: s.o.Rebase, Tokenizer: s.o.Tokenizer, Now: s.o.Now},
+			Ingest: ingest.Options{Cwd: req.Cwd},
+		})
 		if err != nil {
 			return nil, err
 		}
-		t := tools.New(sess, s.ix, tools.Options{Policy: s.o.Policy, Tracker: s.tr})
-		if state == "resumed" {
-			if _, err := t.Resume(q.ctx); err != nil {
-				s.log.Warn("resuming session files", "session", q.sid, "err", err)
-			}
+		if rt.ResumeFiles != nil {
+			s.log.Warn("resuming session files", "session", q.sid, "err", rt.ResumeFiles)
 		}
-		a, err := openAssembler(q, sess, assemble.Options{Layout: s.o.Layout, Tools: req.Tools,
-			Policy: s.o.Rebase, Tokenizer: s.o.Tokenizer, Now: s.o.Now})
-		if err != nil {
-			return nil, err
-		}
-		in, err := ingest.New(q.ctx, t, a, ingest.Options{Cwd: req.Cwd})
-		if err != nil {
-			return nil, err
-		}
-		l.sess, l.tools, l.asm, l.in, l.cwd = sess, t, a, in, req.Cwd
+		state = string(rt.State)
+		l.sess, l.tools, l.asm, l.in, l.cwd = rt.Session, rt.Tools, rt.Assembler, rt.Ingester, req.Cwd
 	}
 	sys, err := s.systemPrompt(q, l.sess)
 	if err != nil {
@@ -155,12 +145,6 @@ func (s *Server) open(q *request) (any, error) {
 		return nil, err
 	}
 	return OpenResponse{SessionID: q.sid, State: state, SystemPrompt: sys, Turn: l.sess.State().Turn, Calls: calls}, nil
-}
-
-// openAssembler resumes the session's assembler from its context commits,
-// or starts one for a session without any.
-func openAssembler(q *request, sess *session.Session, o assemble.Options) (*assemble.Assembler, error) {
-	return assemble.Open(q.ctx, sess, o)
 }
 
 func (s *Server) systemPrompt(q *request, sess *session.Session) (string, error) {

@@ -2,11 +2,13 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/ctxstore/ctxstore/context/harness/pi"
 	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/store"
@@ -46,12 +48,20 @@ type ToolResponse struct {
 	Tx int64 `json:"tx"`
 }
 
-// ownTools are the tools the tool endpoint runs.
-var ownTools = map[string]bool{"read": true, "activate": true, "deactivate": true, "pin": true, "unpin": true}
+// ToolsResponse is GET /v1/tools: ctxstore's own tools as the model is
+// offered them (defined once, in context/tools), for the harness to
+// register.
+type ToolsResponse struct {
+	Tools []tools.Definition `json:"tools"`
+}
+
+func (s *Server) toolDefinitions(*request) (any, error) {
+	return ToolsResponse{Tools: tools.Definitions()}, nil
+}
 
 func (s *Server) tool(q *request) (any, error) {
 	name := q.r.PathValue("tool")
-	if !ownTools[name] {
+	if !tools.Defined(name) {
 		return nil, errorf(http.StatusNotFound, CodeNotFound, "no tool %q (want read, activate, deactivate, pin or unpin)", name)
 	}
 	var req ToolRequest
@@ -144,8 +154,13 @@ type ObserveRequest struct {
 	Tool       string         `json:"tool"`
 	Args       map[string]any `json:"args"`
 	// Output is the result's text; absent when the tool produced none.
-	Output  *string `json:"output,omitempty"`
-	IsError bool    `json:"is_error,omitempty"`
+	Output *string `json:"output,omitempty"`
+	// Content, instead of Output, is the result as Pi's content blocks
+	// (text and image), as Pi's tool_result event hands them: the Pi
+	// converter (context/harness/pi) makes the text, so an image gets the
+	// same note here as in the context call and the transcript reader.
+	Content json.RawMessage `json:"content,omitempty"`
+	IsError bool            `json:"is_error,omitempty"`
 }
 
 // ObserveResponse says what ctxstore recorded.
@@ -163,6 +178,13 @@ func (s *Server) observe(q *request) (any, error) {
 	}
 	if req.ToolCallID == "" || req.Tool == "" {
 		return nil, badRequest("tool_call_id and tool are required")
+	}
+	if len(req.Content) > 0 && string(req.Content) != "null" {
+		if req.Output != nil {
+			return nil, badRequest("give output or content, not both")
+		}
+		text := pi.ContentText(req.Content)
+		req.Output = &text
 	}
 	l, err := s.lock(q.sid)
 	if err != nil {

@@ -1,53 +1,58 @@
-package transcript
+// Package claudecode reads Claude Code's session JSONL
+// (~/.claude/projects/<dir>/<session>.jsonl) into ctxstore's
+// harness-neutral conversation: the one converter of that format, used by
+// the transcript reader and replay (issue 11 item 2).
+package claudecode
 
 import (
 	"encoding/json"
 	"sort"
 	"strings"
 
+	"github.com/ctxstore/ctxstore/context/harness"
 	"github.com/ctxstore/ctxstore/objects/conversation"
 )
 
-// ccTypes are the Claude Code record types this reader knows.
-var ccTypes = map[string]kind{
-	"user":      kindMessage,
-	"assistant": kindMessage,
-	"system":    kindSpecial, // compact_boundary; hook notices, api errors, durations: skipped
-	"summary":   kindSkip,    // a title for a leaf ({summary, leafUuid}), not a compaction
+// Types are the Claude Code record types the reader knows.
+var Types = map[string]harness.Kind{
+	"user":      harness.KindMessage,
+	"assistant": harness.KindMessage,
+	"system":    harness.KindSpecial, // compact_boundary; hook notices, api errors, durations: skipped
+	"summary":   harness.KindSkip,    // a title for a leaf ({summary, leafUuid}), not a compaction
 	// Records that carry nothing the model is sent. Claude Code turns some
 	// attachments into context; none of the datasets has one (docs/replay.md).
-	"file-history-snapshot": kindSkip,
-	"queue-operation":       kindSkip,
-	"progress":              kindSkip,
-	"attachment":            kindSkip,
-	"permission-mode":       kindSkip,
-	"last-prompt":           kindSkip,
-	"ai-title":              kindSkip,
-	"custom-title":          kindSkip,
-	"agent-name":            kindSkip,
-	"agent-setting":         kindSkip,
-	"mode":                  kindSkip,
-	"bridge-session":        kindSkip,
+	"file-history-snapshot": harness.KindSkip,
+	"queue-operation":       harness.KindSkip,
+	"progress":              harness.KindSkip,
+	"attachment":            harness.KindSkip,
+	"permission-mode":       harness.KindSkip,
+	"last-prompt":           harness.KindSkip,
+	"ai-title":              harness.KindSkip,
+	"custom-title":          harness.KindSkip,
+	"agent-name":            harness.KindSkip,
+	"agent-setting":         harness.KindSkip,
+	"mode":                  harness.KindSkip,
+	"bridge-session":        harness.KindSkip,
 }
 
-// continuedPrefix starts the user message that opens a session continued
+// ContinuedPrefix starts the user message that opens a session continued
 // from a compacted one (Claude Code 1.0.x marks it isCompactSummary only
 // sometimes).
-const continuedPrefix = "This session is being continued from a previous conversation"
+const ContinuedPrefix = "This session is being continued from a previous conversation"
 
 type ccRecord struct {
-	Type              str             `json:"type"`
-	Subtype           str             `json:"subtype"`
-	UUID              str             `json:"uuid"`
-	ParentUUID        optStr          `json:"parentUuid"`
-	LogicalParentUUID str             `json:"logicalParentUuid"`
-	IsSidechain       flag            `json:"isSidechain"`
-	IsMeta            flag            `json:"isMeta"`
-	IsCompactSummary  flag            `json:"isCompactSummary"`
-	SessionID         str             `json:"sessionId"`
-	Timestamp         str             `json:"timestamp"`
-	Cwd               str             `json:"cwd"`
-	Version           str             `json:"version"`
+	Type              harness.Str     `json:"type"`
+	Subtype           harness.Str     `json:"subtype"`
+	UUID              harness.Str     `json:"uuid"`
+	ParentUUID        harness.OptStr  `json:"parentUuid"`
+	LogicalParentUUID harness.Str     `json:"logicalParentUuid"`
+	IsSidechain       harness.Flag    `json:"isSidechain"`
+	IsMeta            harness.Flag    `json:"isMeta"`
+	IsCompactSummary  harness.Flag    `json:"isCompactSummary"`
+	SessionID         harness.Str     `json:"sessionId"`
+	Timestamp         harness.Str     `json:"timestamp"`
+	Cwd               harness.Str     `json:"cwd"`
+	Version           harness.Str     `json:"version"`
 	Message           json.RawMessage `json:"message"`
 
 	msg    *ccMessage
@@ -56,38 +61,38 @@ type ccRecord struct {
 }
 
 type ccMessage struct {
-	Role    str             `json:"role"`
-	ID      str             `json:"id"`
-	Model   str             `json:"model"`
+	Role    harness.Str     `json:"role"`
+	ID      harness.Str     `json:"id"`
+	Model   harness.Str     `json:"model"`
 	Content json.RawMessage `json:"content"`
 	Usage   json.RawMessage `json:"usage"`
 }
 
 type ccUsage struct {
-	Input      num `json:"input_tokens"`
-	Output     num `json:"output_tokens"`
-	CacheRead  num `json:"cache_read_input_tokens"`
-	CacheWrite num `json:"cache_creation_input_tokens"`
+	Input      harness.Num `json:"input_tokens"`
+	Output     harness.Num `json:"output_tokens"`
+	CacheRead  harness.Num `json:"cache_read_input_tokens"`
+	CacheWrite harness.Num `json:"cache_creation_input_tokens"`
 }
 
 type ccBlock struct {
-	Type      str             `json:"type"`
-	Text      str             `json:"text"`
-	ID        str             `json:"id"`
-	Name      str             `json:"name"`
+	Type      harness.Str     `json:"type"`
+	Text      harness.Str     `json:"text"`
+	ID        harness.Str     `json:"id"`
+	Name      harness.Str     `json:"name"`
 	Input     json.RawMessage `json:"input"`
-	ToolUseID str             `json:"tool_use_id"`
+	ToolUseID harness.Str     `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
-	IsError   flag            `json:"is_error"`
+	IsError   harness.Flag    `json:"is_error"`
 	Source    struct {
-		MediaType str `json:"media_type"`
-		Data      str `json:"data"`
+		MediaType harness.Str `json:"media_type"`
+		Data      harness.Str `json:"data"`
 	} `json:"source"`
 }
 
 // decodeContent reads a content field: a string, a list of blocks, or
 // nothing. Blocks that are not objects are reported and left out.
-func decodeContent(raw json.RawMessage, line int, rep *Report) (text string, blocks []ccBlock, isString bool) {
+func decodeContent(raw json.RawMessage, line int, rep *harness.Report) (text string, blocks []ccBlock, isString bool) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil, false
 	}
@@ -96,13 +101,13 @@ func decodeContent(raw json.RawMessage, line int, rep *Report) (text string, blo
 	}
 	var items []json.RawMessage
 	if json.Unmarshal(raw, &items) != nil {
-		rep.problem(line, "message content is neither a string nor a list of blocks; left out")
+		rep.Problem(line, "message content is neither a string nor a list of blocks; left out")
 		return "", nil, false
 	}
 	for _, it := range items {
 		var b ccBlock
 		if json.Unmarshal(it, &b) != nil {
-			rep.problem(line, "a content block that is not an object; left out")
+			rep.Problem(line, "a content block that is not an object; left out")
 			continue
 		}
 		blocks = append(blocks, b)
@@ -112,7 +117,7 @@ func decodeContent(raw json.RawMessage, line int, rep *Report) (text string, blo
 
 // toolResultText flattens a tool_result's content: a string, or blocks
 // (text joined with newlines, images as a note).
-func toolResultText(raw json.RawMessage, line int, rep *Report) string {
+func toolResultText(raw json.RawMessage, line int, rep *harness.Report) string {
 	text, blocks, isString := decodeContent(raw, line, rep)
 	if isString {
 		return text
@@ -124,7 +129,7 @@ func toolResultText(raw json.RawMessage, line int, rep *Report) string {
 			parts = append(parts, string(b.Text))
 		case "image":
 			rep.Images++
-			parts = append(parts, imageNote(string(b.Source.MediaType), len(b.Source.Data)))
+			parts = append(parts, harness.ImageNote(string(b.Source.MediaType), len(b.Source.Data)))
 		default:
 			parts = append(parts, "["+string(b.Type)+" block]")
 		}
@@ -134,7 +139,7 @@ func toolResultText(raw json.RawMessage, line int, rep *Report) string {
 
 func (r *ccRecord) isCompaction() bool {
 	return bool(r.IsCompactSummary) || r.Subtype == "compact_boundary" ||
-		(r.Type == "user" && strings.HasPrefix(strings.TrimSpace(r.firstText()), continuedPrefix))
+		(r.Type == "user" && strings.HasPrefix(strings.TrimSpace(r.firstText()), ContinuedPrefix))
 }
 
 func (r *ccRecord) firstText() string {
@@ -149,7 +154,7 @@ func (r *ccRecord) firstText() string {
 	return ""
 }
 
-// readClaudeCode builds the main thread of a Claude Code file.
+// Read builds the main thread of a Claude Code file.
 //
 // The thread is the parent chain (parentUuid) of the last non-sidechain
 // record of the file. At a root that opens a compacted continuation (a
@@ -163,24 +168,24 @@ func (r *ccRecord) firstText() string {
 // Claude Code writes as siblings (the results of parallel tool calls,
 // streamed parts of one response) are taken in. Records are then emitted in
 // file order.
-func readClaudeCode(s *Session, recs []record) {
+func Read(s *harness.Session, recs []harness.Record) {
 	rep := &s.Report
 	parsed := make([]*ccRecord, len(recs))
 	byUUID := map[string]int{}
 	var main []int // non-sidechain records with a uuid, in file order
 	for i, rc := range recs {
 		r := &ccRecord{}
-		if err := json.Unmarshal(rc.data, r); err != nil {
-			rep.problem(rc.line, "record does not decode: %v; skipped", err)
+		if err := json.Unmarshal(rc.Data, r); err != nil {
+			rep.Problem(rc.Line, "record does not decode: %v; skipped", err)
 			continue
 		}
 		t := string(r.Type)
 		rep.Types[t]++
-		switch ccTypes[t] {
-		case kindUnknown:
-			count(&rep.Unknown, t)
-		case kindSkip:
-			count(&rep.Skipped, t)
+		switch Types[t] {
+		case harness.KindUnknown:
+			harness.Count(&rep.Unknown, t)
+		case harness.KindSkip:
+			harness.Count(&rep.Skipped, t)
 		}
 		if r.IsSidechain {
 			rep.Sidechain++
@@ -189,21 +194,21 @@ func readClaudeCode(s *Session, recs []record) {
 		if len(r.Message) > 0 && string(r.Message) != "null" {
 			m := &ccMessage{}
 			if err := json.Unmarshal(r.Message, m); err != nil {
-				rep.problem(rc.line, "message field does not decode: %v; record skipped", err)
+				rep.Problem(rc.Line, "message field does not decode: %v; record skipped", err)
 				continue
 			}
 			r.msg = m
-			r.text, r.blocks, _ = decodeContent(m.Content, rc.line, rep)
+			r.text, r.blocks, _ = decodeContent(m.Content, rc.Line, rep)
 		}
 		if t == "system" && r.Subtype != "compact_boundary" {
-			count(&rep.Skipped, "system")
+			harness.Count(&rep.Skipped, "system")
 		}
 		parsed[i] = r
 		if r.UUID == "" {
 			continue
 		}
 		if _, dup := byUUID[string(r.UUID)]; dup {
-			rep.problem(rc.line, "uuid %s appears again; the first record is kept", r.UUID)
+			rep.Problem(rc.Line, "uuid %s appears again; the first record is kept", r.UUID)
 			continue
 		}
 		byUUID[string(r.UUID)] = i
@@ -231,14 +236,14 @@ func readClaudeCode(s *Session, recs []record) {
 		selected[cur] = true
 		r := parsed[cur]
 		next := -1
-		if r.ParentUUID.value != "" {
-			j, ok := byUUID[r.ParentUUID.value]
+		if r.ParentUUID.Value != "" {
+			j, ok := byUUID[r.ParentUUID.Value]
 			switch {
 			case !ok:
-				rep.problem(recs[cur].line, "parent %s is not in the file; going on with the previous record", r.ParentUUID.value)
+				rep.Problem(recs[cur].Line, "parent %s is not in the file; going on with the previous record", r.ParentUUID.Value)
 				next = prev(cur)
 			case selected[j]:
-				rep.problem(recs[cur].line, "parent chain loops at %s; stopped", r.ParentUUID.value)
+				rep.Problem(recs[cur].Line, "parent chain loops at %s; stopped", r.ParentUUID.Value)
 			default:
 				next = j
 			}
@@ -276,10 +281,10 @@ func readClaudeCode(s *Session, recs []record) {
 		changed = false
 		for _, i := range main {
 			r := parsed[i]
-			if selected[i] || r.ParentUUID.value == "" {
+			if selected[i] || r.ParentUUID.Value == "" {
 				continue
 			}
-			if j, ok := byUUID[r.ParentUUID.value]; !ok || !selected[j] {
+			if j, ok := byUUID[r.ParentUUID.Value]; !ok || !selected[j] {
 				continue
 			}
 			if !siblingPart(r, msgIDs, uses, answered) {
@@ -317,9 +322,9 @@ func readClaudeCode(s *Session, recs []record) {
 		}
 		switch r.Type {
 		case "user":
-			e.user(r, recs[i].line)
+			e.user(r, recs[i].Line)
 		case "assistant":
-			e.assistant(r, recs[i].line)
+			e.assistant(r, recs[i].Line)
 		}
 	}
 	e.finish()
@@ -350,7 +355,7 @@ func siblingPart(r *ccRecord, msgIDs, uses, answered map[string]bool) bool {
 // ccEmitter turns thread records into messages, merging streamed assistant
 // records.
 type ccEmitter struct {
-	s       *Session
+	s       *harness.Session
 	byMsgID map[string]int // message id -> index in s.Messages
 	texts   map[int][]string
 }
@@ -366,7 +371,7 @@ func (e *ccEmitter) user(r *ccRecord, line int) {
 	if r.msg == nil {
 		return
 	}
-	t := parseTime(string(r.Timestamp))
+	t := harness.ParseTime(string(r.Timestamp))
 	var parts []string
 	if r.text != "" {
 		parts = append(parts, r.text)
@@ -382,12 +387,12 @@ func (e *ccEmitter) user(r *ccRecord, line int) {
 			parts = append(parts, string(b.Text))
 		case "image":
 			rep.Images++
-			parts = append(parts, imageNote(string(b.Source.MediaType), len(b.Source.Data)))
+			parts = append(parts, harness.ImageNote(string(b.Source.MediaType), len(b.Source.Data)))
 		default:
 			parts = append(parts, "["+string(b.Type)+" block]")
 		}
 	}
-	text := joinNonEmpty(parts, "\n\n")
+	text := harness.JoinNonEmpty(parts, "\n\n")
 	if strings.TrimSpace(text) == "" {
 		return
 	}
@@ -400,7 +405,7 @@ func (e *ccEmitter) user(r *ccRecord, line int) {
 		strings.HasPrefix(trimmed, "<command-") || strings.HasPrefix(trimmed, "<local-command-")
 	e.add(conversation.Message{Role: conversation.RoleUser, ID: string(r.UUID), Text: text, Time: t, Meta: meta}, line)
 	if compaction {
-		e.s.markCompaction()
+		e.s.MarkCompaction()
 	}
 }
 
@@ -415,7 +420,7 @@ func (e *ccEmitter) assistant(r *ccRecord, line int) {
 		idx, merged = e.byMsgID[id]
 	}
 	if !merged {
-		m := conversation.Message{Role: conversation.RoleAssistant, ID: id, Time: parseTime(string(r.Timestamp)), Model: string(r.msg.Model)}
+		m := conversation.Message{Role: conversation.RoleAssistant, ID: id, Time: harness.ParseTime(string(r.Timestamp)), Model: string(r.msg.Model)}
 		if m.ID == "" {
 			m.ID = string(r.UUID)
 		}
@@ -447,10 +452,10 @@ func (e *ccEmitter) assistant(r *ccRecord, line int) {
 		case "thinking", "redacted_thinking":
 			rep.Thinking++
 		case "tool_use":
-			m.ToolCalls = append(m.ToolCalls, conversation.ToolCall{ID: string(b.ID), Name: string(b.Name), Args: args(b.Input)})
+			m.ToolCalls = append(m.ToolCalls, conversation.ToolCall{ID: string(b.ID), Name: string(b.Name), Args: harness.Args(b.Input)})
 		case "image":
 			rep.Images++
-			e.texts[idx] = append(e.texts[idx], imageNote(string(b.Source.MediaType), len(b.Source.Data)))
+			e.texts[idx] = append(e.texts[idx], harness.ImageNote(string(b.Source.MediaType), len(b.Source.Data)))
 		default:
 			e.texts[idx] = append(e.texts[idx], "["+string(b.Type)+" block]")
 		}
@@ -470,6 +475,6 @@ func (r *ccRecord) usage() *conversation.Usage {
 
 func (e *ccEmitter) finish() {
 	for idx, parts := range e.texts {
-		e.s.Messages[idx].Text = joinNonEmpty(parts, "\n\n")
+		e.s.Messages[idx].Text = harness.JoinNonEmpty(parts, "\n\n")
 	}
 }

@@ -1,4 +1,4 @@
-package transcript
+package harness
 
 import (
 	"bufio"
@@ -9,10 +9,10 @@ import (
 	"io"
 )
 
-// record is one JSON object read from the input, with the line it was on.
-type record struct {
-	line int
-	data json.RawMessage
+// Record is one JSON object read from the input, with the line it was on.
+type Record struct {
+	Line int
+	Data json.RawMessage
 }
 
 // resyncBudget bounds the bytes decoded while looking for the next object
@@ -20,16 +20,18 @@ type record struct {
 // damaged line costs linear time.
 const resyncBudget = 8
 
-// readRecords reads r line by line, however long the lines, and decodes
+// ReadRecords reads r line by line, however long the lines, and decodes
 // every JSON value on each line with a streaming decoder. A line holding
 // several objects gives them all (and a problem saying so); a value that
 // does not decode (a truncated write, a truncated last line) is reported
 // with its line number and byte offset, and reading goes on with the next
 // object on the same line, if any, then with the next line. Only an I/O
-// error stops it.
-func readRecords(r io.Reader, rep *Report) ([]record, error) {
+// error stops it. known tells the record types of the formats read, so that
+// an object found past damage is taken for a record only if it looks like
+// one.
+func ReadRecords(r io.Reader, rep *Report, known func(recordType string) bool) ([]Record, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
-	var recs []record
+	var recs []Record
 	line := 0
 	for {
 		b, err := br.ReadBytes('\n')
@@ -38,7 +40,7 @@ func readRecords(r io.Reader, rep *Report) ([]record, error) {
 			if line == 1 {
 				b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
 			}
-			recs = splitLine(b, line, recs, rep)
+			recs = splitLine(b, line, recs, rep, known)
 		}
 		if errors.Is(err, io.EOF) {
 			break
@@ -63,33 +65,33 @@ func skipSpace(b []byte, i int) int {
 }
 
 // splitLine appends the objects of one line to recs.
-func splitLine(b []byte, line int, recs []record, rep *Report) []record {
+func splitLine(b []byte, line int, recs []Record, rep *Report, known func(string) bool) []Record {
 	values := 0
 	pos := skipSpace(b, 0)
 	for pos < len(b) {
 		v, end, err := decodeAt(b, pos)
 		if err != nil {
-			next := resync(b, pos, err)
+			next := resync(b, pos, err, known)
 			if next < 0 {
-				rep.problem(line, "invalid JSON at byte %d: %v; %d bytes skipped to the end of the line",
+				rep.Problem(line, "invalid JSON at byte %d: %v; %d bytes skipped to the end of the line",
 					pos+1, err, len(bytes.TrimRight(b[pos:], " \t\r\n")))
 				break
 			}
-			rep.problem(line, "invalid JSON at byte %d: %v; %d bytes skipped, reading on at byte %d",
+			rep.Problem(line, "invalid JSON at byte %d: %v; %d bytes skipped, reading on at byte %d",
 				pos+1, err, next-pos, next+1)
 			pos = next
 			continue
 		}
 		values++
 		if v[0] != '{' {
-			rep.problem(line, "a JSON value that is not an object at byte %d, skipped", pos+1)
+			rep.Problem(line, "a JSON value that is not an object at byte %d, skipped", pos+1)
 		} else {
-			recs = append(recs, record{line: line, data: v})
+			recs = append(recs, Record{Line: line, Data: v})
 		}
 		pos = skipSpace(b, end)
 	}
 	if values > 1 {
-		rep.problem(line, "%d JSON values on one line (a missing newline); all were read", values)
+		rep.Problem(line, "%d JSON values on one line (a missing newline); all were read", values)
 	}
 	return recs
 }
@@ -117,7 +119,7 @@ func decodeAt(b []byte, pos int) (json.RawMessage, int, error) {
 // object nested inside the damaged one is not mistaken for a record. It
 // returns -1 when there is none. Inside valid JSON strings a quote is always
 // escaped, so "{\"" only occurs where an object starts.
-func resync(b []byte, pos int, err error) int {
+func resync(b []byte, pos int, err error, known func(string) bool) int {
 	var cands []int
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
@@ -142,7 +144,7 @@ func resync(b []byte, pos int, err error) int {
 			return false
 		}
 		budget -= end - i
-		if !plausibleRecord(v) {
+		if !plausibleRecord(v, known) {
 			return false
 		}
 		end = skipSpace(b, end)
@@ -169,7 +171,7 @@ func resync(b []byte, pos int, err error) int {
 
 // plausibleRecord tells a top-level record from an object nested in one
 // (content blocks, messages, usage).
-func plausibleRecord(v json.RawMessage) bool {
+func plausibleRecord(v json.RawMessage, known func(string) bool) bool {
 	var head struct {
 		Type      *string         `json:"type"`
 		Timestamp json.RawMessage `json:"timestamp"`
@@ -179,6 +181,6 @@ func plausibleRecord(v json.RawMessage) bool {
 	if json.Unmarshal(v, &head) != nil || head.Type == nil {
 		return false
 	}
-	return ccTypes[*head.Type] != kindUnknown || piTypes[*head.Type] != kindUnknown ||
+	return (known != nil && known(*head.Type)) ||
 		head.Timestamp != nil || head.UUID != nil || head.SessionID != nil
 }

@@ -1,0 +1,68 @@
+package tools
+
+// Definition is one of ctxstore's tools as a model is offered it: its
+// name, what the model is told it does, and its parameters as a JSON
+// Schema object.
+type Definition struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description"`
+	Parameters  map[string]any `json:"parameters"`
+}
+
+// idParameters are the parameters of the tools that take an object id.
+func idParameters() map[string]any {
+	return map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"id": map[string]any{"type": "string", "description": "An object id (the id= of a metadata line) or a nickname"},
+		},
+		"required": []any{"id"},
+	}
+}
+
+// Definitions are ctxstore's own tools, defined once (issue 11 item 3): the
+// service answers them at GET /v1/tools, the Pi extension registers them
+// from there, and replay renders the management tools (Management) in the
+// contexts it measures. read replaces the harness's own read; activate,
+// deactivate, pin and unpin manage the context.
+func Definitions() []Definition {
+	return []Definition{
+		{Name: "read", Description: "Read a file into your active context. Its content appears in a <<content id=… version=…>> block and is kept " +
+			"current when the file changes on disk; the whole file is loaded (offset and limit are accepted and ignored).",
+			Parameters: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"path":   map[string]any{"type": "string", "description": "Path of the file, relative to the working directory or absolute"},
+					"offset": map[string]any{"type": "number"},
+					"limit":  map[string]any{"type": "number"},
+				},
+				"required": []any{"path"},
+			}},
+		{Name: "activate", Description: "Load an object's content into your active context: a collapsed tool output, a file you saw listed.", Parameters: idParameters()},
+		{Name: "deactivate", Description: "Drop an object's content from your active context; its metadata line stays.", Parameters: idParameters()},
+		{Name: "pin", Description: "Keep an object's content active: it is never collapsed automatically.", Parameters: idParameters()},
+		{Name: "unpin", Description: "Release a pinned object; it collapses like any other when it gets old.", Parameters: idParameters()},
+	}
+}
+
+// Management are the Definitions that manage the context (all but read,
+// which stands in for the harness's own read).
+func Management() []Definition {
+	var out []Definition
+	for _, d := range Definitions() {
+		if d.Name != "read" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Defined reports whether name is one of Definitions.
+func Defined(name string) bool {
+	for _, d := range Definitions() {
+		if d.Name == name {
+			return true
+		}
+	}
+	return false
+}
