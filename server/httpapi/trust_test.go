@@ -1,0 +1,105 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ctxstore/ctxstore/bitemporal"
+	"github.com/ctxstore/ctxstore/session"
+	"github.com/ctxstore/ctxstore/store"
+	"github.com/ctxstore/ctxstore/sync/sessionbundle"
+)
+
+// Tokens of the isolation tests: one for everything, one limited to
+// session sa (the attacker's).
+const (
+	tokAll = "token-for-everything-0123"
+	tokA   = "token-for-session-sa-0123"
+)
+
+func newTrustEnv(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(t, func(o *Options) {
+		o.Tokens = []Token{{Secret: tokAll}, {Secret: tokA, Sessions: []string{"sa"}}}
+	})
+	return e
+}
+
+// victim opens session sb with the unrestricted token and gives it a
+// toolcall (call_sb_1, an observed bash) and a file read (secret.txt).
+func (e *env) victim() {
+	e.tb.Helper()
+	e.token = tokAll
+	e.file("secret.txt", "the victim's secret\n")
+	e.open("sb")
+	out := "victim-output"
+	e.ok("POST", "/v1/sessions/sb/observe", ObserveRequest{ToolCallID: "call_sb_1", Tool: "bash", Args: map[string]any{"command": "echo hi"}, Output: &out}, nil)
+	e.ok("POST", "/v1/sessions/sb/tools/read", ToolRequest{Args: map[string]any{"path": "secret.txt"}}, nil)
+}
+
+func latest(tb testing.TB, st store.Store) int64 {
+	tb.Helper()
+	s, err := st.Status(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if s.LatestSubmitted == nil {
+		return -1
+	}
+	return s.LatestSubmitted.ID
+}
+
+// Issue 20, item 1: a token limited to session sa imports a bundle of sa
+// that also carries (and evicts) session sb's head: refused with 403,
+// nothing written, and sb keeps working.
+func TestBundleImportCannotTouchAnotherSession(t *testing.T) {
+	ctx := context.Background()
+	e := newTrustEnv(t)
+	e.victim()
+
+	// The attacker's bundle, built in a scratch store: session sa whose
+	// index names session:sb, which it writes and then evicts.
+	scratch, err := bitemporal.Open(ctx, filepath.Join(t.TempDir(), "scratch.db"), bitemporal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer scratch.Close()
+	s, err := session.Create(ctx, scratch, "sa", session.CreateOptions{SystemPrompt: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Update(ctx, []store.Op{store.Put(store.Doc{"xt/id": "session:sb", "type": "x"})},
+		func(st *session.State) error { st.AddToIndex("session:sb"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.SubmitWait(ctx, scratch, []store.Op{{Kind: store.OpEvict, ID: "session:sb"}}); err != nil {
+		t.Fatal(err)
+	}
+	var bundle bytes.Buffer
+	if _, err := sessionbundle.Export(ctx, scratch, "sa", &bundle, sessionbundle.ExportOptions{TempDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(bundle.String(), `"session:sb"`) {
+		t.Fatal("the hostile bundle does not carry session:sb")
+	}
+
+	before := latest(t, e.st)
+	e.token = tokA
+	st, _, body := e.raw("POST", "/v1/sessions/sa/import", "application/x-ndjson", bundle.Bytes())
+	if st != 403 || !strings.Contains(string(body), "session:sb") {
+		t.Fatalf("hostile import: %d %s", st, body)
+	}
+	if latest(t, e.st) != before {
+		t.Fatal("the refused import wrote to the store")
+	}
+	e.token = tokAll
+	var info SessionInfo
+	e.ok("GET", "/v1/sessions/sb", nil, &info)
+	e.ok("POST", "/v1/sessions/sb/close", nil, nil)
+	if r := e.open("sb"); r.State != "resumed" {
+		t.Fatalf("sb after the hostile import: %+v", r)
+	}
+}
