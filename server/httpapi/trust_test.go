@@ -103,3 +103,51 @@ func TestBundleImportCannotTouchAnotherSession(t *testing.T) {
 		t.Fatalf("sb after the hostile import: %+v", r)
 	}
 }
+
+// Issue 20, item 2: with sa's limited token, B's toolcall, chat, system
+// prompt and file are unknown ids to every tool, nothing of B appears in
+// sa's context, and observing B's tool call id is refused (B's toolcall
+// keeps its content and chat_ref).
+func TestToolsCannotReachAnotherSession(t *testing.T) {
+	e := newTrustEnv(t)
+	e.victim()
+	var info SessionInfo
+	e.ok("GET", "/v1/sessions/sb", nil, &info)
+	var fileID string
+	for _, id := range info.Index {
+		if !strings.HasPrefix(id, "call_") && !strings.Contains(id, ":") {
+			fileID = id
+		}
+	}
+	if fileID == "" {
+		t.Fatalf("no file in sb's index %v", info.Index)
+	}
+
+	e.token = tokA
+	e.open("sa")
+	for _, tool := range []string{"activate", "pin", "deactivate", "unpin"} {
+		for _, id := range []string{"call_sb_1", "chat:sb", "system_prompt:sb", "session:sb", fileID} {
+			var r ToolResponse
+			e.ok("POST", "/v1/sessions/sa/tools/"+tool, ToolRequest{Args: map[string]any{"id": id}}, &r)
+			if r.OK || !strings.Contains(r.Message, "no such object") {
+				t.Errorf("%s %s from sa: %+v", tool, id, r)
+			}
+		}
+	}
+	var lg piLogBuilder
+	lg.user("hello")
+	var ans piAnswer
+	e.ok("POST", "/v1/sessions/sa/context", lg.body(), &ans)
+	if txt := flat(ans.Messages); strings.Contains(txt, "victim") {
+		t.Fatalf("B's content in A's context: %s", txt)
+	}
+	out := "pwned"
+	e.fails(403, CodeForbidden, "POST", "/v1/sessions/sa/observe", ObserveRequest{ToolCallID: "call_sb_1", Tool: "bash", Args: map[string]any{}, Output: &out})
+	e.fails(403, CodeForbidden, "POST", "/v1/sessions/sa/tools/activate", ToolRequest{ToolCallID: "call_sb_1", Args: map[string]any{"id": "x"}})
+	e.token = tokAll
+	var obj ObjectResponse
+	e.ok("GET", "/v1/objects/call_sb_1", nil, &obj)
+	if obj.Doc["content"] != "victim-output" || obj.Doc["chat_ref"] != "chat:sb" {
+		t.Fatalf("B's toolcall after the attack: %v", obj.Doc)
+	}
+}
