@@ -3,8 +3,11 @@ package replay
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/ingest"
 	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/objects"
+	"github.com/ctxstore/ctxstore/objects/conversation"
 	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -69,7 +73,16 @@ type Ctxstore struct {
 	last    *assemble.Assembled
 	comp    composition
 	callIDs map[string]bool
+	// suffix, on a store the caller shares (Env.Store), is appended to
+	// every tool call id: a store holds each toolcall id once, for the
+	// session that recorded it (issue 20), and the strategies replay the
+	// same calls. msgs are the session's messages so renamed.
+	suffix string
+	msgs   []conversation.Message
 }
+
+// callID is a tool call id as this run records it.
+func (c *Ctxstore) callID(id string) string { return id + c.suffix }
 
 // Name returns "ctxstore_stream" or "ctxstore_literal".
 func (c *Ctxstore) Name() string {
@@ -87,9 +100,27 @@ func (c *Ctxstore) Name() string {
 func (c *Ctxstore) Begin(ctx context.Context, env *Env) error {
 	c.env, c.reasons, c.skipped, c.probs, c.first, c.resets, c.headLen, c.last = env, map[string]int{}, map[string]int{}, 0, "", 0, -1, nil
 	c.comp, c.callIDs = composition{}, map[string]bool{}
+	c.suffix, c.msgs = "", nil
+	if env.Store != nil {
+		sum := sha256.Sum256([]byte(env.SessionID))
+		c.suffix = "-" + hex.EncodeToString(sum[:4])
+		c.msgs = make([]conversation.Message, len(env.Session.Messages))
+		for i, m := range env.Session.Messages {
+			if m.ToolCallID != "" {
+				m.ToolCallID = c.callID(m.ToolCallID)
+			}
+			if len(m.ToolCalls) > 0 {
+				m.ToolCalls = slices.Clone(m.ToolCalls)
+				for k := range m.ToolCalls {
+					m.ToolCalls[k].ID = c.callID(m.ToolCalls[k].ID)
+				}
+			}
+			c.msgs[i] = m
+		}
+	}
 	for _, m := range env.Session.Messages {
 		for _, tc := range m.ToolCalls {
-			c.callIDs[tc.ID] = true
+			c.callIDs[c.callID(tc.ID)] = true
 		}
 	}
 	c.st, c.closeSt = env.Store, func() error { return nil }
@@ -139,7 +170,11 @@ func (c *Ctxstore) Begin(ctx context.Context, env *Env) error {
 // Step ingests the log up to the call and assembles the call's context.
 func (c *Ctxstore) Step(ctx context.Context, in *CallInput) (*Step, error) {
 	c.now = in.Time
-	a, rep, err := c.in.Context(ctx, in.Messages)
+	msgs := in.Messages
+	if c.msgs != nil && len(msgs) <= len(c.msgs) {
+		msgs = c.msgs[:len(msgs):len(msgs)]
+	}
+	a, rep, err := c.in.Context(ctx, msgs)
 	if err != nil {
 		return nil, fmt.Errorf("%s: call %d: %w", c.Name(), in.N, err)
 	}
@@ -172,7 +207,7 @@ func (c *Ctxstore) Step(ctx context.Context, in *CallInput) (*Step, error) {
 	for _, id := range state.Pool {
 		pool[id] = true
 	}
-	shows := func(id string) []string { return c.shows(ctx, id) }
+	shows := func(id string) []string { return c.shows(ctx, c.callID(id)) }
 	st.Hidden = func(id string) bool {
 		for _, o := range shows(id) {
 			if active[o] {

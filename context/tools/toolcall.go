@@ -56,6 +56,9 @@ func (t *Tools) Record(ctx context.Context, c Call) (Result, error) {
 // record records c with fileIDs in its file_refs; the files enter the
 // metadata pool with pool set, else only the session index.
 func (t *Tools) record(ctx context.Context, c Call, fileIDs []string, pool bool) (Result, error) {
+	if err := t.checkOwn(ctx, c.ID); err != nil {
+		return Result{}, fmt.Errorf("toolcall %s: %w", c.ID, err)
+	}
 	refs := append(append([]string(nil), c.FileRefs...), fileIDs...)
 	refs = dedupe(refs)
 	status := objects.StatusOK

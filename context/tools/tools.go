@@ -24,8 +24,21 @@ import (
 )
 
 // ErrUnknownObject is returned (wrapped) when an id or nickname names no
-// object.
+// object of the session.
 var ErrUnknownObject = errors.New("no such object")
+
+// ErrForeignObject is returned (wrapped) when a tool call would write an
+// object that another session owns: its id is in the store but not in this
+// session's index (a tool call id another session recorded).
+var ErrForeignObject = errors.New("the object belongs to another session")
+
+// What a session may reach (issue 20; docs/security.md, "What a session
+// owns"): the objects in its index, i.e. those it created (its chat,
+// system prompt and toolcalls) or discovered itself (files it read, wrote
+// or saw listed under its roots, objects its tools indexed). Ids, shortened
+// ids and nicknames resolve only among them; an id of another session's
+// object answers exactly as an id that does not exist, and a tool call id
+// another session recorded cannot be recorded again (ErrForeignObject).
 
 // Options configure New.
 type Options struct {
@@ -124,9 +137,9 @@ func (t *Tools) Read(ctx context.Context, path string) (Result, error) {
 }
 
 // Activate is activate(id) (000 §18.1, 004 §3.3): load an object's content
-// into the active set. ref is an object id or a nickname; an object the
-// session only indexed, or only the store knows, is promoted to the pool
-// first. A toolcall activated explicitly re-enters the auto-activation
+// into the active set. ref is an object id or a nickname of an object in
+// the session's index; an object the session only indexed is promoted to
+// the pool first. A toolcall activated explicitly re-enters the auto-activation
 // window as if it had just run. Activating null content succeeds but says
 // that nothing can be loaded.
 func (t *Tools) Activate(ctx context.Context, ref string) (Result, error) {
@@ -237,19 +250,13 @@ func (t *Tools) resolve(ctx context.Context, ref string) (*objects.Object, objec
 	return o, objects.StaticRef(o, tx), nil
 }
 
-// lookup maps ref to an object id: ref itself if the store has it, else
-// the one id of the session index it is a prefix of (8 or more hex
-// digits: contexts show 64-hex ids shortened), else the object with that
-// nickname, preferring the session's pool.
+// lookup maps ref, which is not an id of the session index, to one: the
+// one id of the index it is a prefix of (8 or more hex digits: contexts
+// show 64-hex ids shortened), else the object of the index with that
+// nickname, preferring the session's pool. Objects outside the index are
+// never found (issue 20).
 func (t *Tools) lookup(ctx context.Context, ref string) (string, error) {
 	st := t.s.Store()
-	_, err := st.EntityTx(ctx, ref, store.Basis{})
-	if err == nil {
-		return ref, nil
-	}
-	if !errors.Is(err, store.ErrNotFound) {
-		return "", err
-	}
 	if objects.IsIDPrefix(ref) { // a shortened id, as contexts show them (objects.DisplayID)
 		var found []string
 		for _, id := range t.s.State().Index {
@@ -269,17 +276,37 @@ func (t *Tools) lookup(ctx context.Context, ref string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("looking up nickname: %w", err)
 	}
-	if len(docs) == 0 {
-		return "", fmt.Errorf("%w: no object has the id or nickname %q", ErrUnknownObject, ref)
-	}
 	state := t.s.State()
-	best, _ := docs[0][store.IDKey].(string)
+	best := ""
 	for _, d := range docs {
-		if id, _ := d[store.IDKey].(string); state.InPool(id) {
+		id, _ := d[store.IDKey].(string)
+		if state.InPool(id) {
 			return id, nil
 		}
+		if best == "" && state.Indexed(id) {
+			best = id
+		}
+	}
+	if best == "" {
+		return "", fmt.Errorf("%w: no object of this session has the id or nickname %q", ErrUnknownObject, ref)
 	}
 	return best, nil
+}
+
+// checkOwn refuses to write object id when the store holds it but this
+// session's index does not: it is another session's (ErrForeignObject).
+func (t *Tools) checkOwn(ctx context.Context, id string) error {
+	if t.s.State().Indexed(id) {
+		return nil
+	}
+	_, err := t.s.Store().EntityTx(ctx, id, store.Basis{})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	}
+	return fmt.Errorf("%w: the id %q is in use outside this session", ErrForeignObject, id)
 }
 
 // staticRef returns a static reference to the version r indexed; an

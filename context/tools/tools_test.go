@@ -142,6 +142,16 @@ func TestActivateByNicknamePinUnpin(t *testing.T) {
 		if _, err := store.SubmitWait(e.ctx, e.st, []store.Op{store.Put(doc)}); err != nil {
 			t.Fatal(err)
 		}
+		// An object the session never encountered is not reachable from
+		// it, by id or by nickname (issue 20).
+		for _, ref := range []string{"plan", f.ID()} {
+			if _, err := e.tools.Activate(e.ctx, ref); !errors.Is(err, ErrUnknownObject) {
+				t.Fatalf("activate %s before the session discovered it: %v", ref, err)
+			}
+		}
+		if _, _, err := e.tools.Session().Update(e.ctx, nil, func(s *session.State) error { s.AddToIndex(f.ID()); return nil }); err != nil {
+			t.Fatal(err)
+		}
 		a, err := e.tools.Activate(e.ctx, "plan")
 		if err != nil || a.ID != f.ID() || !e.state().IsActive(f.ID()) {
 			t.Fatalf("activate by nickname: %+v %v", a, err)
@@ -246,6 +256,49 @@ func TestRecordResultOfOwnTools(t *testing.T) {
 		// The read's toolcall took no slot: toolu_1 is still the active one.
 		if !s.IsActive(e.uid("toolu_1")) || s.IsActive(e.uid("toolu_read")) || !s.InPool(e.uid("toolu_read")) || !s.IsActive(r.ID) {
 			t.Fatalf("active %v", s.Active)
+		}
+	})
+}
+
+// Issue 20, item 2: one session's tools never reach another session's
+// objects: its toolcalls, chat, system prompt and files answer as unknown
+// ids to activate, pin, deactivate and unpin, and its tool call id cannot
+// be recorded again (which would rewrite its content and chat_ref).
+func TestSessionsIsolated(t *testing.T) {
+	storetestenv.Run(t, func(t *testing.T, se *storetestenv.Env) {
+		a := newEnv(t, se, collapse.Config{})
+		bs, err := session.Create(a.ctx, a.st, se.ID("victim"), session.CreateOptions{SystemPrompt: "victim's prompt"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := New(bs, a.ix, Options{})
+		tc := se.ID("toolu_victim")
+		if _, err := b.Record(a.ctx, Call{ID: tc, Tool: "bash", Args: map[string]any{"command": "cat secret"}, Output: out("victim secret\n")}); err != nil {
+			t.Fatal(err)
+		}
+		secret := a.file("secret.txt", "victim file\n")
+		rf, err := b.Read(a.ctx, secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{tc, rf.ID, bs.Info().ChatID, bs.Info().SystemPromptID, objects.SessionObjectID(bs.Info().ID)} {
+			for name, f := range map[string]func(context.Context, string) (Result, error){
+				"activate": a.tools.Activate, "pin": a.tools.Pin, "deactivate": a.tools.Deactivate, "unpin": a.tools.Unpin,
+			} {
+				if _, err := f(a.ctx, id); !errors.Is(err, ErrUnknownObject) {
+					t.Errorf("%s(%s) from another session: %v, want ErrUnknownObject", name, id, err)
+				}
+			}
+			if st := a.state(); st.Indexed(id) {
+				t.Errorf("%s entered the attacker's index", id)
+			}
+		}
+		if _, err := a.tools.Record(a.ctx, Call{ID: tc, Tool: "bash", Output: out("pwned")}); !errors.Is(err, ErrForeignObject) {
+			t.Fatalf("recording another session's tool call id: %v", err)
+		}
+		o, _, err := resolveLatest(a, tc)
+		if err != nil || o.Content == nil || *o.Content != "victim secret\n" || o.Toolcall.ChatRef != bs.Info().ChatID {
+			t.Fatalf("the victim's toolcall after the attack: %+v %v", o, err)
 		}
 	})
 }

@@ -89,10 +89,13 @@ func (s *Server) importSession(q *request) (any, error) {
 
 // bundleError maps a bundle's faults: damaged or not continuing what the
 // store has is the request's fault (400), a session the store already
-// holds from elsewhere a conflict (409).
+// holds from elsewhere a conflict (409), a bundle reaching outside its
+// session (another session's objects) is forbidden (403).
 func bundleError(err error) error {
 	var le *versionlog.LineError
 	switch {
+	case errors.Is(err, sessionbundle.ErrForeign):
+		return errorf(http.StatusForbidden, CodeForbidden, "%v", err)
 	case errors.Is(err, sessionbundle.ErrSessionExists), errors.Is(err, versionlog.ErrNotContinuing):
 		return errorf(http.StatusConflict, CodeConflict, "%v", err)
 	case errors.As(err, &le):

@@ -18,7 +18,7 @@ import (
 const (
 	CodeBadRequest   = "bad_request"  // malformed JSON, a missing or invalid field (400)
 	CodeUnauthorized = "unauthorized" // no or an unknown bearer token (401)
-	CodeForbidden    = "forbidden"    // the token does not cover the session, or only sessions (403)
+	CodeForbidden    = "forbidden"    // the token does not cover the session, or only sessions; another session's object (403)
 	CodeNotFound     = "not_found"    // no such object, session or route (404)
 	CodeNotAllowed   = "method_not_allowed"
 	CodeNotOpen      = "session_not_open" // the session is not open in this server: open it first (409)
@@ -59,6 +59,8 @@ func classify(err error) *apiError {
 		return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "request body over %d bytes", mbe.Limit)
 	case errors.Is(err, session.ErrLocked):
 		return errorf(http.StatusConflict, CodeLocked, "%v", err)
+	case errors.Is(err, tools.ErrForeignObject):
+		return errorf(http.StatusForbidden, CodeForbidden, "%v", err)
 	case errors.Is(err, tools.ErrUnknownObject), errors.Is(err, session.ErrNotInPool):
 		return errorf(http.StatusNotFound, CodeNotFound, "%v", err)
 	}

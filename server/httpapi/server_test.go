@@ -462,6 +462,9 @@ func (e *env) raw(method, path, contentType string, body []byte) (int, http.Head
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
+	if e.token != "" {
+		req.Header.Set("Authorization", "Bearer "+e.token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.tb.Fatal(err)

@@ -45,6 +45,13 @@ var (
 	// ErrSessionExists: the target holds the session already, and not from
 	// an import of a bundle of the same source.
 	ErrSessionExists = errors.New("session exists in the target")
+	// ErrForeign: the bundle reaches outside the session it names: an
+	// entity of another session (its head, chat, system prompt, commits,
+	// a document whose session_id names another session), a reserved id,
+	// a source id of another session, or an entity the target already
+	// holds from elsewhere (another session's objects). An import never
+	// writes, overwrites or evicts anything but its own session's.
+	ErrForeign = errors.New("the bundle reaches outside its session")
 )
 
 // SourceID returns the source id a bundle of session sessionID exported

@@ -121,6 +121,9 @@ func importFile(ctx context.Context, target store.Store, path string, o ImportOp
 	}
 	h := m.h
 	sum := ImportSummary{Session: h.Session, Source: h.Source, Entities: h.Entities, Commits: h.Commits}
+	if err := checkOwnManifest(m); err != nil {
+		return sum, err
+	}
 
 	cur, err := versionlog.ReadCursor(ctx, target, h.Source.ID)
 	if err != nil {
@@ -132,6 +135,9 @@ func importFile(ctx context.Context, target store.Store, path string, o ImportOp
 		return sum, err
 	}
 	had := map[string]bool{}
+	if recSession, _ := recDoc["session"].(string); recDoc != nil && recSession != h.Session {
+		return sum, &versionlog.LineError{Line: 1, TxID: -1, Err: fmt.Errorf("%w: the target's record of source %s is session %s's", ErrForeign, h.Source.ID, recSession)}
+	}
 	if recDoc != nil {
 		for _, id := range stringList(recDoc["entities"]) {
 			had[id] = true
@@ -162,6 +168,11 @@ func importFile(ctx context.Context, target store.Store, path string, o ImportOp
 	}
 	var firstApplied *time.Time // source time of the first tx to apply
 	info, _, err := scan(f, o.Progress, func(m *manifest, tx versionlog.Tx) error {
+		for i, op := range tx.Ops {
+			if err := ownDoc(h.Session, i, op); err != nil {
+				return err
+			}
+		}
 		if cur == nil || tx.ID > cur.TxID {
 			if firstApplied == nil {
 				t := tx.Time
@@ -181,6 +192,9 @@ func importFile(ctx context.Context, target store.Store, path string, o ImportOp
 		return sum, err
 	}
 	sum.Log = info.Trailer
+	if err := checkOwnTarget(ctx, target, m, had); err != nil {
+		return sum, err
+	}
 
 	// Record the bundle's entities before applying anything, so that the
 	// check above can be made by a later import even if this one stops

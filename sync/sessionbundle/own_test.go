@@ -1,0 +1,88 @@
+package sessionbundle
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ctxstore/ctxstore/session"
+	"github.com/ctxstore/ctxstore/store"
+	"github.com/ctxstore/ctxstore/sync/sessionbundle/sessionbundletest"
+)
+
+// A bundle of one session never writes, overwrites or evicts another
+// session's objects (issue 20, item 1): a bundle of session sa that
+// carries session sb's head (and evicts it), sb's toolcall, or a document
+// saying it is sb's is refused whole, before anything is written, and sb
+// is intact.
+func TestForeignEntitiesRefused(t *testing.T) {
+	dst := openSQLite(t, "dst.db")
+	b := sessionbundletest.New(t, dst, "sb", "")
+	b.Turns(1)
+	victimTool := "toolu_sb_0002"
+	if _, err := dst.EntityTx(ctx, victimTool, store.Basis{}); err != nil {
+		t.Fatalf("the victim's toolcall: %v", err)
+	}
+
+	// hostile builds, in a scratch store, a session sa whose index names
+	// id, written by ops, and returns its bundle.
+	hostile := func(name string, ops func(st store.Store) []store.Op, after func(st store.Store)) []byte {
+		src := openSQLite(t, name+".db")
+		a := sessionbundletest.New(t, src, "sa", "")
+		a.Turns(1)
+		s, err := session.Open(ctx, src, "sa")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex := ops(src)
+		if _, _, err := s.Update(ctx, ex, func(st *session.State) error {
+			for _, op := range ex {
+				id, _ := store.DocID(op.Doc)
+				st.AddToIndex(id)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if after != nil {
+			after(src)
+		}
+		out, _ := exportBytes(t, src, "sa")
+		return out
+	}
+	cases := map[string][]byte{
+		"evicts sb's head": hostile("evict", func(store.Store) []store.Op {
+			return []store.Op{store.Put(store.Doc{"xt/id": "session:sb", "type": "x"})}
+		}, func(src store.Store) {
+			if _, err := store.SubmitWait(ctx, src, []store.Op{{Kind: store.OpEvict, ID: "session:sb"}}); err != nil {
+				t.Fatal(err)
+			}
+		}),
+		"overwrites sb's toolcall": hostile("tool", func(store.Store) []store.Op {
+			return []store.Op{store.Put(store.Doc{"xt/id": victimTool, "content": "pwned"})}
+		}, nil),
+		"writes a document of sb": hostile("doc", func(store.Store) []store.Op {
+			return []store.Op{store.Put(store.Doc{"xt/id": "note-of-sb", "session_id": "sb", "content": "pwned"})}
+		}, nil),
+	}
+	cases["names another session's source"] = rewriteManifest(t, hostile("src", func(store.Store) []store.Op { return nil }, nil),
+		func(h *Header, ents []Entity) []Entity { h.Source.ID = "session:sb@elsewhere"; return ents })
+
+	before := latestTx(t, dst)
+	for name, bundle := range cases {
+		_, err := ImportFile(ctx, dst, writeFile(t, bundle), ImportOptions{})
+		if !errors.Is(err, ErrForeign) || !strings.Contains(err.Error(), "line ") {
+			t.Errorf("%s: %v, want ErrForeign naming a line", name, err)
+		}
+		if latestTx(t, dst) != before {
+			t.Fatalf("%s: the refused import wrote", name)
+		}
+	}
+	if _, err := session.Open(ctx, dst, "sb"); err != nil {
+		t.Fatalf("sb after the imports: %v", err)
+	}
+	doc, err := dst.Entity(ctx, victimTool, store.Basis{})
+	if err != nil || doc["content"] == "pwned" {
+		t.Fatalf("sb's toolcall after the imports: %v %v", doc, err)
+	}
+}
