@@ -28,6 +28,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/collapse"
 	"github.com/ctxstore/ctxstore/context/files"
+	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -53,6 +54,11 @@ type Options struct {
 	// Guide is appended to the harness's system prompt when a session is
 	// created; empty means DefaultGuide, "-" nothing.
 	Guide string
+	// Roots are the directories sessions may read and index files in
+	// (every path, symlinks resolved, must lie inside one); a session's own
+	// roots (OpenRequest.Roots, default its cwd) must lie inside them.
+	// None means each session is confined to its cwd.
+	Roots []string
 	// MaxBody caps request bodies (default 64 MiB).
 	MaxBody int64
 	// Log receives one line per failed request (default: discard).
@@ -83,8 +89,10 @@ type Server struct {
 	ix   *files.Indexer
 	tr   *files.Tracker
 	auth *auth
-	mux  *http.ServeMux
-	log  *slog.Logger
+	// roots are Options.Roots resolved, nil if none.
+	roots *tools.Roots
+	mux   *http.ServeMux
+	log   *slog.Logger
 
 	mu       sync.Mutex
 	sessions map[string]*live
@@ -108,7 +116,14 @@ func New(o Options) (*Server, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{o: o, st: o.Store, ix: files.NewIndexer(o.Store, o.Resolver, 0), auth: newAuth(o.Tokens),
+	var roots *tools.Roots
+	if len(o.Roots) > 0 {
+		var err error
+		if roots, err = tools.NewRoots(o.Roots...); err != nil {
+			return nil, fmt.Errorf("httpapi: %w", err)
+		}
+	}
+	s := &Server{roots: roots, o: o, st: o.Store, ix: files.NewIndexer(o.Store, o.Resolver, 0), auth: newAuth(o.Tokens),
 		log: o.Log, sessions: map[string]*live{}}
 	if o.Track {
 		tr, err := files.NewTracker(s.ix, files.TrackerOptions{
@@ -149,6 +164,8 @@ type route struct {
 	h     func(*request) (any, error)
 	// raw, instead of h, writes a successful answer itself (a stream).
 	raw func(http.ResponseWriter, *request) error
+	// bodyTypes are the content types the route reads; nil means JSON.
+	bodyTypes []string
 }
 
 type scope int
@@ -172,7 +189,7 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/v1/sessions/{sid}/tools/{tool}", scope: scopeSession, h: s.tool},
 		{method: "POST", path: "/v1/sessions/{sid}/observe", scope: scopeSession, h: s.observe},
 		{method: "GET", path: "/v1/sessions/{sid}/export", scope: scopeSession, raw: s.exportSession},
-		{method: "POST", path: "/v1/sessions/{sid}/import", scope: scopeSession, h: s.importSession},
+		{method: "POST", path: "/v1/sessions/{sid}/import", scope: scopeSession, h: s.importSession, bodyTypes: bundleTypes},
 		{method: "GET", path: "/v1/objects/{id...}", scope: scopeAll, h: s.object},
 		{method: "GET", path: "/v1/history/{id...}", scope: scopeAll, h: s.history},
 		{method: "POST", path: "/v1/query", scope: scopeAll, h: s.query},
@@ -226,7 +243,10 @@ func (s *Server) wrap(rt route) http.Handler {
 		// A request that has started runs to its end even if the client
 		// goes away: its store writes must not stop half-way.
 		q.ctx = context.WithoutCancel(r.Context())
-		err := s.authorize(r, rt.scope, q.sid)
+		err := s.guard(r, rt)
+		if err == nil {
+			err = s.authorize(r, rt.scope, q.sid)
+		}
 		var v any
 		if err == nil {
 			r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxBody)

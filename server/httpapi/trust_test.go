@@ -3,6 +3,9 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -150,4 +153,165 @@ func TestToolsCannotReachAnotherSession(t *testing.T) {
 	if obj.Doc["content"] != "victim-output" || obj.Doc["chat_ref"] != "chat:sb" {
 		t.Fatalf("B's toolcall after the attack: %v", obj.Doc)
 	}
+}
+
+// Issue 20, item 3: reads and indexing stay inside the session's roots
+// (default its cwd), symlinks resolved: a path climbing out, a symlink to a
+// file outside, ~/.bashrc, and ls output naming outside files read and
+// index nothing; roots outside what the server allows are refused.
+func TestFilesConfinedToRoots(t *testing.T) {
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "shadow")
+	writeTestFile(t, secret, "root:secret-hash\n")
+	writeTestFile(t, filepath.Join(outside, ".bashrc"), "export SECRET=bashrc\n")
+	t.Setenv("HOME", outside)
+	e := newEnv(t, nil)
+	e.file("ok.txt", "inside\n")
+	if err := os.Symlink(secret, filepath.Join(e.dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(e.dir, "dirlink")); err != nil {
+		t.Fatal(err)
+	}
+	e.open("s1")
+	rel, err := filepath.Rel(e.dir, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{rel, secret, "link", "dirlink/shadow", "~/.bashrc", "@link"} {
+		var r ToolResponse
+		e.ok("POST", "/v1/sessions/s1/tools/read", ToolRequest{Args: map[string]any{"path": p}}, &r)
+		if r.OK || r.Content != nil || !strings.Contains(r.Message, "outside the session's roots") {
+			t.Errorf("read %s: %+v", p, r)
+		}
+	}
+	var r ToolResponse
+	e.ok("POST", "/v1/sessions/s1/tools/read", ToolRequest{Args: map[string]any{"path": "ok.txt"}}, &r)
+	if !r.OK || r.Content == nil || *r.Content != "inside\n" {
+		t.Fatalf("read inside the roots: %+v", r)
+	}
+	out := "ok.txt\nlink\n" + secret + "\ndirlink/shadow\n"
+	for _, tool := range []string{"ls", "find", "bash", "write"} {
+		var ob ObserveResponse
+		args := map[string]any{"command": "cat link " + secret, "path": secret}
+		if tool == "ls" || tool == "find" {
+			args = map[string]any{}
+		}
+		e.ok("POST", "/v1/sessions/s1/observe", ObserveRequest{ToolCallID: "call_" + tool, Tool: tool, Args: args, Output: &out}, &ob)
+		for _, f := range ob.Files {
+			if f != r.ID {
+				t.Errorf("observe %s indexed %s (only ok.txt is inside)", tool, f)
+			}
+		}
+	}
+	var info SessionInfo
+	e.ok("GET", "/v1/sessions/s1", nil, &info)
+	var lg piLogBuilder
+	lg.user("hi")
+	var ans piAnswer
+	e.ok("POST", "/v1/sessions/s1/context", lg.body(), &ans)
+	if txt := flat(ans.Messages); strings.Contains(txt, "secret") && strings.Contains(txt, "root:secret-hash") || strings.Contains(txt, "SECRET=bashrc") {
+		t.Fatalf("outside content in the context: %s", txt)
+	}
+
+	// Roots: a session may narrow but not widen them.
+	e.fails(403, CodeForbidden, "PUT", "/v1/sessions/s2", OpenRequest{Cwd: e.dir, Roots: []string{outside}})
+	e.fails(400, CodeBadRequest, "PUT", "/v1/sessions/s2", OpenRequest{Cwd: e.dir, Roots: []string{"relative"}})
+	wide := newEnv(t, func(o *Options) { o.Roots = []string{filepath.Dir(outside), filepath.Dir(e.dir)} })
+	wide.dir = e.dir
+	wide.ok("PUT", "/v1/sessions/s3", OpenRequest{Cwd: e.dir, Roots: []string{e.dir, outside}}, nil)
+	wide.ok("POST", "/v1/sessions/s3/tools/read", ToolRequest{Args: map[string]any{"path": "link"}}, &r)
+	if !r.OK || r.Content == nil || *r.Content != "root:secret-hash\n" {
+		t.Fatalf("read inside a root the operator allowed: %+v", r)
+	}
+	wide.fails(403, CodeForbidden, "PUT", "/v1/sessions/s4", OpenRequest{Cwd: e.dir, Roots: []string{"/"}})
+}
+
+func writeTestFile(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Issue 20, item 4: on the tokenless loopback default, a browser cannot
+// drive the server: a rebound Host, a foreign Origin, a cross-site fetch
+// and a text/plain (or untyped) body are refused on every route, before
+// anything runs.
+func TestBrowserAttacksRefused(t *testing.T) {
+	e := newEnv(t, nil)
+	e.file("notes.txt", "private\n")
+	e.open("s1")
+	e.check = false
+	send := func(method, path, ct string, body string, hdr map[string]string, host string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, e.ts.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var eb ErrorBody
+		_ = json.NewDecoder(resp.Body).Decode(&eb)
+		return resp.StatusCode, eb.Code
+	}
+	read := `{"args":{"path":"notes.txt"}}`
+	before := latest(t, e.st)
+	for _, c := range []struct {
+		name, method, path, ct, body string
+		hdr                          map[string]string
+		host                         string
+		status                       int
+	}{
+		{"rebound host", "POST", "/v1/sessions/s1/tools/read", "application/json", read, nil, "evil.example:7411", 403},
+		{"rebound host, GET", "GET", "/v1/sessions/s1/export", "", "", nil, "attacker.test", 403},
+		{"foreign origin", "POST", "/v1/sessions/s1/tools/read", "application/json", read, map[string]string{"Origin": "https://evil.example"}, "", 403},
+		{"null origin", "POST", "/v1/sessions/s1/tools/read", "application/json", read, map[string]string{"Origin": "null"}, "", 403},
+		{"cross-site fetch", "GET", "/v1/status", "", "", map[string]string{"Sec-Fetch-Site": "cross-site"}, "", 403},
+		{"text/plain", "POST", "/v1/sessions/s1/tools/read", "text/plain", read, nil, "", 415},
+		{"form", "POST", "/v1/sessions/s1/observe", "application/x-www-form-urlencoded", "a=b", nil, "", 415},
+		{"no content type", "PUT", "/v1/sessions/s9", "", `{"cwd":"/"}`, nil, "", 415},
+		{"text/plain bundle", "POST", "/v1/sessions/s2/import", "text/plain", "{}", nil, "", 415},
+	} {
+		if st, code := send(c.method, c.path, c.ct, c.body, c.hdr, c.host); st != c.status {
+			t.Errorf("%s: %d %s, want %d", c.name, st, code, c.status)
+		}
+	}
+	if latest(t, e.st) != before {
+		t.Fatal("a refused request wrote to the store")
+	}
+	// What the harness sends still works: its own origin, localhost, JSON
+	// with a charset, a close without a body.
+	if st, code := send("POST", "/v1/sessions/s1/tools/read", "application/json; charset=utf-8", read, map[string]string{"Origin": e.ts.URL}, ""); st != 200 {
+		t.Errorf("same-origin JSON: %d %s", st, code)
+	}
+	port := e.ts.URL[strings.LastIndex(e.ts.URL, ":"):]
+	if st, code := send("GET", "/v1/sessions/s1", "", "", nil, "localhost"+port); st != 200 {
+		t.Errorf("Host localhost: %d %s", st, code)
+	}
+	if st, code := send("POST", "/v1/sessions/s1/close", "", "", nil, ""); st != 200 {
+		t.Errorf("close without a body: %d %s", st, code)
+	}
+	// With tokens the Host may be any name (a LAN or proxied address).
+	tok := newTrustEnv(t)
+	req, _ := http.NewRequest("GET", tok.ts.URL+"/v1/status", nil)
+	req.Host = "ctxstore.internal:7411"
+	req.Header.Set("Authorization", "Bearer "+tokAll)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("a token with a non-loopback Host: %v %v", resp, err)
+	}
+	resp.Body.Close()
 }
