@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -109,8 +110,12 @@ func (m PiMessage) blocks() ([]PiBlock, error) {
 		}
 		return []PiBlock{{Type: "text", Text: s}}, nil
 	}
+	// Numbers as written (json.Number), so tool arguments keep every digit:
+	// the ingester turns those a store cannot hold exactly into strings.
 	var bs []PiBlock
-	if err := json.Unmarshal(m.Content, &bs); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(m.Content))
+	dec.UseNumber()
+	if err := dec.Decode(&bs); err != nil {
 		return nil, err
 	}
 	return bs, nil

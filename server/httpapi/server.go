@@ -11,6 +11,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/collapse"
 	"github.com/ctxstore/ctxstore/context/files"
 	"github.com/ctxstore/ctxstore/context/tools"
+	"github.com/ctxstore/ctxstore/internal/jsonlimit"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -59,8 +61,16 @@ type Options struct {
 	// roots (OpenRequest.Roots, default its cwd) must lie inside them.
 	// None means each session is confined to its cwd.
 	Roots []string
-	// MaxBody caps request bodies (default 64 MiB).
-	MaxBody int64
+	// MaxBody caps request bodies (default 64 MiB); MaxImport caps what an
+	// imported bundle decompresses to (default 1 GiB).
+	MaxBody   int64
+	MaxImport int64
+	// ReadTimeout bounds reading a whole request, body included (default
+	// 2 min); IdleTimeout closes idle keep-alive connections (default
+	// 2 min). Serve uses them.
+	ReadTimeout, IdleTimeout time.Duration
+	// Limits bound the work of one context request (zero fields: defaults).
+	Limits Limits
 	// Log receives one line per failed request (default: discard).
 	Log *slog.Logger
 	// Now is the clock of the assemblers (default time.Now).
@@ -107,6 +117,16 @@ func New(o Options) (*Server, error) {
 	if o.MaxBody <= 0 {
 		o.MaxBody = 64 << 20
 	}
+	if o.MaxImport <= 0 {
+		o.MaxImport = 1 << 30
+	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = 2 * time.Minute
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 2 * time.Minute
+	}
+	o.Limits = o.Limits.withDefaults()
 	if o.Guide == "" {
 		o.Guide = DefaultGuide
 	}
@@ -208,15 +228,22 @@ type request struct {
 // decode reads the JSON body into v. Unknown fields are ignored: Pi's
 // messages carry more than ctxstore reads.
 func (q *request) decode(v any) error {
-	dec := json.NewDecoder(q.r.Body)
+	body, err := io.ReadAll(q.r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return badRequest("reading the request body: %v", err)
+	}
+	if err := jsonlimit.Depth(body, jsonlimit.MaxDepth); err != nil {
+		return badRequest("request body: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
 		if errors.Is(err, io.EOF) {
 			return badRequest("the request needs a JSON body")
-		}
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
 		}
 		return badRequest("request body: %v", err)
 	}
@@ -307,8 +334,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		grace = 30 * time.Second
 	}
 	hs := &http.Server{
-		Handler:           s.Handler(),
+		Handler: s.Handler(),
+		// Slow or idle clients cannot hold connections (issue 20): headers
+		// within 10 s, a whole body within ReadTimeout, an idle keep-alive
+		// connection closed after IdleTimeout.
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       s.o.ReadTimeout,
+		IdleTimeout:       s.o.IdleTimeout,
 		// Handlers must not see the shutdown signal: they finish their work.
 		BaseContext: func(net.Listener) context.Context { return context.Background() },
 	}

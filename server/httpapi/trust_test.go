@@ -2,13 +2,18 @@ package httpapi
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/session"
@@ -314,4 +319,149 @@ func TestBrowserAttacksRefused(t *testing.T) {
 		t.Fatalf("a token with a non-loopback Host: %v %v", resp, err)
 	}
 	resp.Body.Close()
+}
+
+// Issue 20, item 7: bounded work per request: deep JSON is refused (400),
+// a context request over the message limits gets 413 before anything is
+// ingested, a gzip bundle that expands past the limit gets 413, and slow
+// or idle connections are closed.
+func TestRequestBounds(t *testing.T) {
+	e := newEnv(t, func(o *Options) {
+		o.Limits = Limits{MaxMessages: 50, MaxNewMessages: 20, MaxMessageBytes: 1000}
+		o.MaxImport = 1 << 20
+	})
+	e.open("s1")
+	deep := `{"args":{"path":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}}`
+	e.check = false // the OpenAPI checker cannot parse it either
+	eb := e.fails(400, CodeBadRequest, "POST", "/v1/sessions/s1/tools/read", deep)
+	e.check = true
+	if !strings.Contains(eb.Message, "nested too deeply") {
+		t.Errorf("deep body: %s", eb.Message)
+	}
+	before := latest(t, e.st)
+	var lg piLogBuilder
+	for i := range 21 {
+		lg.user(fmt.Sprintf("m%d", i))
+	}
+	if eb := e.fails(413, CodeTooLarge, "POST", "/v1/sessions/s1/context", lg.body()); !strings.Contains(eb.Message, "over the limit of 20 per request") {
+		t.Errorf("too many new messages: %s", eb.Message)
+	}
+	var big piLogBuilder
+	big.user(strings.Repeat("x", 2000))
+	if eb := e.fails(413, CodeTooLarge, "POST", "/v1/sessions/s1/context", big.body()); !strings.Contains(eb.Message, "messages[0]") {
+		t.Errorf("a message over the limit: %s", eb.Message)
+	}
+	if latest(t, e.st) != before {
+		t.Fatal("a refused context request wrote")
+	}
+	// In parts, the same log goes in; past MaxMessages it stops.
+	part := piLogBuilder{msgs: lg.msgs[:15]}
+	e.ok("POST", "/v1/sessions/s1/context", part.body(), nil)
+	e.ok("POST", "/v1/sessions/s1/context", lg.body(), nil)
+	for i := range 40 {
+		lg.user(fmt.Sprintf("n%d", i))
+		if len(lg.msgs) == 40 {
+			e.ok("POST", "/v1/sessions/s1/context", lg.body(), nil)
+		}
+	}
+	if eb := e.fails(413, CodeTooLarge, "POST", "/v1/sessions/s1/context", lg.body()); !strings.Contains(eb.Message, "over the limit of 50") {
+		t.Errorf("a log over MaxMessages: %s", eb.Message)
+	}
+
+	// A gzip bomb: 4 MiB of zeros in a few KB.
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(make([]byte, 4<<20))
+	zw.Close()
+	if st, _, body := e.raw("POST", "/v1/sessions/s2/import", "application/gzip", z.Bytes()); st != 413 || !strings.Contains(string(body), "decompresses to more than") {
+		t.Errorf("gzip bomb: %d %s", st, body)
+	}
+}
+
+// Slow bodies and idle keep-alive connections are closed by Serve.
+func TestConnectionTimeouts(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := bitemporal.Open(ctx, filepath.Join(t.TempDir(), "s.db"), bitemporal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	srv, err := New(Options{Store: st, Resolver: newResolver(t), ReadTimeout: 300 * time.Millisecond, IdleTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln, time.Second) }()
+	closedWithin := func(name string, send string) {
+		t.Helper()
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := io.WriteString(c, send); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		start := time.Now()
+		_, err = io.ReadAll(c) // until the server closes
+		if err != nil || time.Since(start) > 4*time.Second {
+			t.Errorf("%s: the connection stayed open (%v after %s)", name, err, time.Since(start))
+		}
+	}
+	// A body announced but never sent.
+	closedWithin("slow body", "POST /v1/query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+	// A finished request on a keep-alive connection, then silence.
+	closedWithin("idle keep-alive", "GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Issue 20, item 5 (the harness side): a Pi tool call whose argument is an
+// integer of 2^64 (or an over-precise decimal) does not break the session:
+// the argument is kept as its literal string, the context, a reopen and an
+// export all work afterwards.
+func TestPoisonNumberInToolArguments(t *testing.T) {
+	e := newEnv(t, nil)
+	e.open("s1")
+	var lg piLogBuilder
+	lg.user("count")
+	e.ok("POST", "/v1/sessions/s1/context", lg.body(), nil)
+	raw := `{"role":"assistant","api":"faux","provider":"scripted","model":"m1","stopReason":"toolUse","timestamp":3,` +
+		`"content":[{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"seq","n":18446744073709551616,"f":0.10000000000000001,"ok":3}}]}`
+	var m map[string]any
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	lg.msgs = append(lg.msgs, m)
+	lg.result("c1", "bash", "1\n2\n", false)
+	var ans piAnswer
+	e.ok("POST", "/v1/sessions/s1/context", lg.body(), &ans)
+	if txt := flat(ans.Messages); !strings.Contains(txt, `"18446744073709551616"`) || !strings.Contains(txt, `"ok":3`) {
+		t.Fatalf("the argument in the context: %s", txt)
+	}
+	var obj ObjectResponse
+	e.ok("GET", "/v1/objects/c1", nil, &obj)
+	if args, _ := obj.Doc["args"].(map[string]any); args["n"] != "18446744073709551616" || args["f"] != "0.10000000000000001" {
+		t.Fatalf("stored args %v", obj.Doc["args"])
+	}
+	lg.say("done")
+	e.ok("POST", "/v1/sessions/s1/context", lg.body(), nil)
+	e.ok("POST", "/v1/sessions/s1/close", nil, nil)
+	if r := e.open("s1"); r.State != "resumed" {
+		t.Fatalf("reopen: %+v", r)
+	}
+	e.ok("POST", "/v1/sessions/s1/close", nil, nil)
+	if st, _, body := e.raw("GET", "/v1/sessions/s1/export", "", nil); st != 200 {
+		t.Fatalf("export: %d %s", st, body)
+	}
 }
