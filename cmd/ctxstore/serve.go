@@ -27,6 +27,7 @@ type serveCmd struct {
 	Stale     int           `name:"stale-threshold" default:"8000" help:"Collapse stale content in batches of at least this many tokens (the rebase cost model decides when and from where)."`
 	NoTrack   bool          `name:"no-track" help:"Do not watch files for changes (a file edited on disk is then seen at its next read)."`
 	Grace     time.Duration `default:"30s" help:"On SIGTERM or SIGINT, how long requests in flight may take to finish."`
+	Roots     []string      `name:"root" placeholder:"DIR" help:"A directory sessions may read and index files in (repeatable; symlinks resolved). Without it each session is confined to its cwd; a session's own roots must lie inside these."`
 }
 
 // Run serves until SIGINT or SIGTERM, then shuts down gracefully: no new
@@ -55,6 +56,14 @@ func (c *serveCmd) Run(a *app) error {
 	if err := httpapi.CheckBind(c.Addr, tokens); err != nil {
 		return usagef("%v", err)
 	}
+	var roots []string
+	for _, r := range c.Roots {
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			return usagef("--root %s: %v", r, err)
+		}
+		roots = append(roots, abs)
+	}
 	fsid, err := machineFilesystemID()
 	if err != nil {
 		return err
@@ -72,7 +81,7 @@ func (c *serveCmd) Run(a *app) error {
 		Store: st, Resolver: res, Track: !c.NoTrack, Tokens: tokens,
 		Policy: collapse.Config{TurnsBack: c.TurnsBack, PerTurn: c.PerTurn, FilesPerTurn: c.Files},
 		Layout: assemble.Layout(c.Layout), Rebase: assemble.Policy{StaleThreshold: c.Stale},
-		Log: slog.New(slog.NewTextHandler(a.stderr, nil)),
+		Log: slog.New(slog.NewTextHandler(a.stderr, nil)), Roots: roots,
 	})
 	if err != nil {
 		return err

@@ -12,6 +12,8 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/ctxstore/ctxstore/internal/jsonlimit"
+
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -137,6 +139,9 @@ func decodeOne(name string, data []byte) (store.Doc, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("%s: no document (the input is empty)", name)
 	}
+	if err := jsonlimit.Depth(data, jsonlimit.MaxDepth); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	doc, err := store.DecodeDoc(data)
 	if err == nil {
 		return doc, nil
@@ -179,7 +184,11 @@ func decodeLines(name string, data []byte) ([]store.Doc, error) {
 		line, readErr := r.ReadBytes('\n')
 		line = bytes.TrimRight(line, "\r\n")
 		if len(bytes.TrimSpace(line)) > 0 {
-			doc, err := store.DecodeDoc(line)
+			err := jsonlimit.Depth(line, jsonlimit.MaxDepth)
+			var doc store.Doc
+			if err == nil {
+				doc, err = store.DecodeDoc(line)
+			}
 			if err != nil {
 				bad++
 				if len(errs) < maxLineErrors {

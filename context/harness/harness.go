@@ -265,21 +265,25 @@ func ParseTime(s string) time.Time {
 }
 
 // Args turns a tool call's input into structured arguments: an object as
-// is; anything else under the key "input".
+// is; anything else under the key "input"; nil when it is not JSON.
 func Args(raw json.RawMessage) map[string]any {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
-	var m map[string]any
-	if json.Unmarshal(raw, &m) == nil {
+	// Numbers as written (json.Number), so tool arguments keep every
+	// digit: ingestion turns those a store cannot hold exactly into
+	// strings (conversation.Message.Exact) instead of refusing the call.
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		return nil
+	}
+	if m, ok := v.(map[string]any); ok {
 		return m
 	}
-	var v any
-	if json.Unmarshal(raw, &v) == nil {
-		return map[string]any{"input": v}
-	}
-	return nil
+	return map[string]any{"input": v}
 }
 
 // ImageNote is the one-line note that replaces an image.

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/ctxstore/ctxstore/internal/jsonlimit"
 )
 
 // Record is one JSON object read from the input, with the line it was on.
@@ -34,13 +36,20 @@ func ReadRecords(r io.Reader, rep *Report, known func(recordType string) bool) (
 	var recs []Record
 	line := 0
 	for {
-		b, err := br.ReadBytes('\n')
-		if len(b) > 0 {
+		b, long, err := readLine(br)
+		if len(b) > 0 || long > 0 {
 			line++
 			if line == 1 {
 				b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
 			}
-			recs = splitLine(b, line, recs, rep, known)
+			switch derr := jsonlimit.Depth(b, jsonlimit.MaxDepth); {
+			case long > 0:
+				rep.Problem(line, "the line is %d bytes or more, over the limit of %d bytes per line; skipped", long, MaxLineBytes)
+			case derr != nil:
+				rep.Problem(line, "%v; the line is skipped", derr)
+			default:
+				recs = splitLine(b, line, recs, rep, known)
+			}
 		}
 		if errors.Is(err, io.EOF) {
 			break
@@ -53,6 +62,32 @@ func ReadRecords(r io.Reader, rep *Report, known func(recordType string) bool) (
 	rep.Lines = line
 	rep.Records = len(recs)
 	return recs, nil
+}
+
+// MaxLineBytes bounds one line of a transcript: a longer line is reported
+// as damaged and skipped without being held in memory (issue 20: a 200 MB
+// line made replay use 15 GB).
+const MaxLineBytes = 32 << 20
+
+// readLine reads one line, newline included. A line longer than
+// MaxLineBytes is read to its end and dropped: long is then the bytes read
+// (b is nil).
+func readLine(br *bufio.Reader) (b []byte, long int, err error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		if long > 0 || len(b)+len(frag) > MaxLineBytes {
+			if long == 0 {
+				long = len(b)
+			}
+			long += len(frag)
+			b = nil
+		} else {
+			b = append(b, frag...)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return b, long, err
+		}
+	}
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }

@@ -42,6 +42,9 @@ type Report struct {
 	// it still shares, where the cursor went back to.
 	Reset   bool `json:"reset,omitempty"`
 	ResetAt int  `json:"reset_at,omitempty"`
+	// Known counts the messages not applied because they were applied
+	// before on another branch of the log (the harness went back to it).
+	Known int `json:"known,omitempty"`
 	// Skipped counts the messages not applied, by reason ("role:x" for an
 	// unknown role, "empty assistant" for an assistant message with no
 	// text and no tool call).
@@ -64,6 +67,8 @@ type Ingester struct {
 	o  Options
 
 	hashes    []string                         // hash of every applied message
+	chain     [][32]byte                       // chain[i]: the node of message i in the log's tree (its hash and its prefix's)
+	seen      map[[32]byte]bool                // every node applied, on any branch of the log
 	saved     int                              // len(hashes) recorded in commits
 	turnStart int                              // index of the message that began the current turn, -1 before any
 	turn      *objects.Turn                    // the chat turn being built
@@ -88,7 +93,7 @@ func New(ctx context.Context, t *tools.Tools, a *assemble.Assembler, o Options) 
 	if o.Tools == nil {
 		o.Tools = DefaultTools
 	}
-	in := &Ingester{t: t, a: a, o: o, turnStart: -1}
+	in := &Ingester{t: t, a: a, o: o, turnStart: -1, seen: map[[32]byte]bool{}}
 	if last := a.LastCommit(); last != nil {
 		if err := in.restore(ctx, last); err != nil {
 			return nil, err
@@ -136,10 +141,34 @@ func (in *Ingester) restore(ctx context.Context, last *assemble.Commit) error {
 			return fmt.Errorf("ingest: restoring the cursor from %s: %d hashes from %d do not reach %d after %d", c.ID, len(cur.Hashes), cur.From, cur.N, len(hs))
 		}
 		hs = append(hs[:cur.From:cur.From], cur.Hashes...)
+		in.chain = in.chain[:cur.From]
+		for i := cur.From; i < len(hs); i++ {
+			in.push(hs[i])
+		}
 		turnStart = cur.TurnStart
 	}
 	in.hashes, in.saved, in.turnStart = hs, len(hs), turnStart
 	return nil
+}
+
+// node returns the tree node of a message with hash h after the messages
+// of in.chain.
+func (in *Ingester) node(h string) [32]byte {
+	sum := sha256.New()
+	if n := len(in.chain); n > 0 {
+		sum.Write(in.chain[n-1][:])
+	}
+	sum.Write([]byte(h))
+	var k [32]byte
+	sum.Sum(k[:0])
+	return k
+}
+
+// push extends in.chain with the message of hash h and marks its node seen.
+func (in *Ingester) push(h string) {
+	k := in.node(h)
+	in.chain = append(in.chain, k)
+	in.seen[k] = true
 }
 
 // hash identifies a message by its content.
@@ -213,6 +242,13 @@ func (in *Ingester) makeRoom(ctx context.Context, rep *Report) error {
 	return nil
 }
 
+// Applied returns how many messages of the log the cursor holds.
+func (in *Ingester) Applied() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return len(in.hashes)
+}
+
 // Flush writes the turn in progress to the chat object (it is written by
 // itself when the next user message begins a new turn). Call it when the
 // session pauses or ends.
@@ -235,6 +271,7 @@ func (in *Ingester) ingest(ctx context.Context, log []conversation.Message) (Rep
 	if k < len(in.hashes) {
 		rep.Reset, rep.ResetAt = true, k
 		in.hashes = in.hashes[:k]
+		in.chain = in.chain[:k]
 		if in.saved > k {
 			in.saved = k
 		}
@@ -248,12 +285,51 @@ func (in *Ingester) ingest(ctx context.Context, log []conversation.Message) (Rep
 	} else if in.turn == nil && in.turnStart >= 0 && in.turnStart < len(log) {
 		in.rebuildTurn(log[in.turnStart:len(in.hashes)])
 	}
+	// A message already applied on another branch of the log (the harness
+	// went back to a branch it had left) is not applied again: switching
+	// branches costs its hashes, and the store grows only with messages
+	// never seen (issue 20). The turn in progress is rebuilt from the
+	// branch before the first new message.
+	known, knownFrom := 0, -1
 	for i := len(in.hashes); i < len(log); i++ {
-		if err := in.apply(ctx, i, log[i], &rep); err != nil {
+		if in.seen[in.node(hs[i])] {
+			if known == 0 {
+				knownFrom = i
+				if err := in.flushTurn(ctx); err != nil {
+					return rep, err
+				}
+			}
+			known++
+			if log[i].Role == conversation.RoleUser {
+				in.turnStart = i
+			}
+			in.hashes = append(in.hashes, hs[i])
+			in.push(hs[i])
+			continue
+		}
+		if known > 0 && in.turn == nil && in.turnStart >= knownFrom && in.turnStart < i {
+			in.rebuildTurn(log[in.turnStart:i])
+		}
+		if known > 0 && knownFrom >= 0 {
+			if err := in.a.Note(ctx, fmt.Sprintf("[context] messages %d to %d of the log were already applied on another branch and are shown above", knownFrom, i-1)); err != nil {
+				return rep, err
+			}
+			knownFrom = -1
+		}
+		// Tool arguments a store cannot hold exactly are kept as strings:
+		// one field never breaks the session (issue 20).
+		if err := in.apply(ctx, i, log[i].Exact(), &rep); err != nil {
 			return rep, fmt.Errorf("ingest: message %d (%s): %w", i, log[i].Role, err)
 		}
 		in.hashes = append(in.hashes, hs[i])
+		in.push(hs[i])
 		rep.Applied++
+	}
+	if known > 0 {
+		rep.Known = known
+		if knownFrom >= 0 && in.turn == nil && in.turnStart >= knownFrom && in.turnStart < len(log) {
+			in.rebuildTurn(log[in.turnStart:])
+		}
 	}
 	rep.Cursor = len(in.hashes)
 	return rep, nil
@@ -263,6 +339,7 @@ func (in *Ingester) ingest(ctx context.Context, log []conversation.Message) (Rep
 // messages that began it (already applied to the store and the stream).
 func (in *Ingester) rebuildTurn(msgs []conversation.Message) {
 	for _, m := range msgs {
+		m = m.Exact()
 		switch m.Role {
 		case conversation.RoleUser:
 			in.beginTurn(m)

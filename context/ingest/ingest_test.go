@@ -406,3 +406,59 @@ func mustResolver(t *testing.T) *files.Resolver {
 	}
 	return res
 }
+
+// Issue 20, item 7: a harness alternating between two branches of one
+// conversation does not re-apply a branch it returns to: after each branch
+// was seen once, a switch applies nothing and writes only its call (and a
+// note), also after a resume in a new process.
+func TestBranchSwitchingBounded(t *testing.T) {
+	r := newRig(t, Options{})
+	var prefix []conversation.Message
+	for i := range 10 {
+		id := fmt.Sprintf("p%d", i)
+		prefix = append(prefix, user(fmt.Sprintf("step %d", i)), call(id, "bash", map[string]any{"command": "echo " + id}),
+			result(id, "bash", strings.Repeat(id+" output\n", 20)), said("ok"))
+	}
+	branch := func(tag string) []conversation.Message {
+		log := append([]conversation.Message(nil), prefix...)
+		for i := range 10 {
+			id := fmt.Sprintf("%s%d", tag, i)
+			log = append(log, user(tag+" asks "+id), call(id, "bash", map[string]any{"command": "echo " + id}),
+				result(id, "bash", strings.Repeat(id+" out\n", 20)), said("done "+id))
+		}
+		return log
+	}
+	a, b := branch("a"), branch("b")
+	latest := func() int64 {
+		s, err := r.st.Status(r.ctx)
+		r.must(err)
+		return s.LatestSubmitted.ID
+	}
+	r.context(a)
+	_, rep := r.context(b)
+	if rep.Applied != 40 || rep.Known != 0 {
+		t.Fatalf("first switch to b: %+v", rep)
+	}
+	for k := range 6 {
+		log := a
+		if k%2 == 1 {
+			log = b
+		}
+		if k == 3 {
+			r.open() // a new process: what was seen is restored from the commits
+		}
+		before := latest()
+		_, rep := r.context(log)
+		if rep.Applied != 0 || rep.Known != 40 || !rep.Reset {
+			t.Fatalf("switch %d: %+v, want nothing applied and 40 known", k, rep)
+		}
+		if d := latest() - before; d > 3 {
+			t.Fatalf("switch %d wrote %d transactions", k, d)
+		}
+	}
+	// A new message on a branch returned to is applied, in its turn.
+	_, rep = r.context(append(append([]conversation.Message(nil), a...), user("and now?")))
+	if rep.Applied != 1 || rep.Known != 40 {
+		t.Fatalf("a new message after a switch: %+v", rep)
+	}
+}

@@ -14,7 +14,7 @@ import (
 // for its path) is synced, so files changed while nothing watched get new
 // versions and deleted ones deletion versions; each is then tracked if
 // there is a tracker. Files of other filesystems are left as they are
-// (orphaned, 004 §5.7). It returns the sync results; errors of single
+// (orphaned, 004 §5.7), and so are files outside the session's roots. It returns the sync results; errors of single
 // files are joined.
 func (t *Tools) Resume(ctx context.Context) ([]files.Result, error) {
 	var ids []string
@@ -34,6 +34,9 @@ func (t *Tools) Resume(ctx context.Context) ([]files.Result, error) {
 	for _, tr := range tracked {
 		if fsid, err := t.ix.Resolver().Resolve(tr.Source.Path); err != nil || fsid != tr.Source.FilesystemID {
 			continue
+		}
+		if t.roots.Check(tr.Source.Path) != nil {
+			continue // outside the roots it runs under now: left as it is
 		}
 		mine = append(mine, tr)
 	}

@@ -50,6 +50,10 @@ type Options struct {
 	// MaxDiscovered caps how many files one ls, find, grep or bash output
 	// may index (default 200); the rest are ignored.
 	MaxDiscovered int
+	// Roots confine every file the tools read or index (read, write, edit,
+	// ls, find, grep, bash); nil allows every path. A read outside them
+	// fails with ErrOutsideRoots; the other tools skip such files.
+	Roots *Roots
 }
 
 // Tools drives one session. It is safe for concurrent use as far as the
@@ -61,6 +65,7 @@ type Tools struct {
 	tr     *files.Tracker
 	policy collapse.Config
 	maxDis int
+	roots  *Roots
 }
 
 // New returns the tools of session s, indexing files through ix.
@@ -71,8 +76,15 @@ func New(s *session.Session, ix *files.Indexer, o Options) *Tools {
 	if o.MaxDiscovered <= 0 {
 		o.MaxDiscovered = 200
 	}
-	return &Tools{s: s, ix: ix, tr: o.Tracker, policy: o.Policy, maxDis: o.MaxDiscovered}
+	return &Tools{s: s, ix: ix, tr: o.Tracker, policy: o.Policy, maxDis: o.MaxDiscovered, roots: o.Roots}
 }
+
+// SetRoots replaces the roots (nil: every path). Not safe concurrently
+// with the tools' calls.
+func (t *Tools) SetRoots(r *Roots) { t.roots = r }
+
+// Roots returns the roots, nil if every path is allowed.
+func (t *Tools) Roots() *Roots { return t.roots }
 
 // Session returns the session the tools drive.
 func (t *Tools) Session() *session.Session { return t.s }
@@ -103,6 +115,9 @@ type Result struct {
 // model sees it through the active content. A file that cannot be read is
 // an error.
 func (t *Tools) Read(ctx context.Context, path string) (Result, error) {
+	if err := t.roots.Check(path); err != nil {
+		return Result{}, fmt.Errorf("read %w", err)
+	}
 	r, err := t.ix.Index(ctx, path)
 	if err != nil {
 		return Result{}, fmt.Errorf("read %s: %w", path, err)

@@ -70,6 +70,9 @@ func (t *Tools) discover(ctx context.Context, c Call, dir string, names []string
 			break
 		}
 		p := join(dir, n)
+		if t.roots.Check(p) != nil {
+			continue // outside the session's roots: never read
+		}
 		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
@@ -94,6 +97,9 @@ func (t *Tools) touch(ctx context.Context, c Call, dir string, paths []string, e
 			break
 		}
 		p := join(dir, n)
+		if t.roots.Check(p) != nil {
+			continue // outside the session's roots: never read or marked deleted
+		}
 		fi, err := os.Stat(p)
 		switch {
 		case err == nil && !fi.Mode().IsRegular():

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"bufio"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"io"
@@ -67,7 +69,7 @@ func (s *Server) importSession(q *request) (any, error) {
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	if _, err := io.Copy(f, q.r.Body); err != nil {
+	if err := spool(f, q.r.Body, s.o.MaxImport); err != nil {
 		return nil, err
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
@@ -85,6 +87,34 @@ func (s *Server) importSession(q *request) (any, error) {
 		return nil, bundleError(err)
 	}
 	return sum, nil
+}
+
+// spool copies a bundle body to f, decompressing a gzip body on the way
+// and refusing (413) one that decompresses to more than max bytes: a
+// small compressed body must not expand without bound (issue 20).
+func spool(f io.Writer, body io.Reader, max int64) error {
+	br := bufio.NewReader(body)
+	var r io.Reader = br
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return badRequest("bundle: gzip: %v", err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	n, err := io.Copy(f, io.LimitReader(r, max+1))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return badRequest("bundle: %v", err)
+	}
+	if n > max {
+		return tooLarge("the bundle decompresses to more than %d bytes, the server's limit", max)
+	}
+	return nil
 }
 
 // bundleError maps a bundle's faults: damaged or not continuing what the

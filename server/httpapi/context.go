@@ -161,6 +161,9 @@ func (s *Server) context(q *request) (any, error) {
 		return nil, err
 	}
 	defer l.mu.Unlock()
+	if err := s.o.Limits.check(&req, l.in.Applied()); err != nil {
+		return nil, err
+	}
 	log := req.Log
 	if req.Messages != nil {
 		if err := l.pi.apply(req.Base, req.BaseSHA256, req.Messages); err != nil {

@@ -11,6 +11,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,8 @@ import (
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/collapse"
 	"github.com/ctxstore/ctxstore/context/files"
+	"github.com/ctxstore/ctxstore/context/tools"
+	"github.com/ctxstore/ctxstore/internal/jsonlimit"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -53,8 +56,21 @@ type Options struct {
 	// Guide is appended to the harness's system prompt when a session is
 	// created; empty means DefaultGuide, "-" nothing.
 	Guide string
-	// MaxBody caps request bodies (default 64 MiB).
-	MaxBody int64
+	// Roots are the directories sessions may read and index files in
+	// (every path, symlinks resolved, must lie inside one); a session's own
+	// roots (OpenRequest.Roots, default its cwd) must lie inside them.
+	// None means each session is confined to its cwd.
+	Roots []string
+	// MaxBody caps request bodies (default 64 MiB); MaxImport caps what an
+	// imported bundle decompresses to (default 1 GiB).
+	MaxBody   int64
+	MaxImport int64
+	// ReadTimeout bounds reading a whole request, body included (default
+	// 2 min); IdleTimeout closes idle keep-alive connections (default
+	// 2 min). Serve uses them.
+	ReadTimeout, IdleTimeout time.Duration
+	// Limits bound the work of one context request (zero fields: defaults).
+	Limits Limits
 	// Log receives one line per failed request (default: discard).
 	Log *slog.Logger
 	// Now is the clock of the assemblers (default time.Now).
@@ -83,8 +99,10 @@ type Server struct {
 	ix   *files.Indexer
 	tr   *files.Tracker
 	auth *auth
-	mux  *http.ServeMux
-	log  *slog.Logger
+	// roots are Options.Roots resolved, nil if none.
+	roots *tools.Roots
+	mux   *http.ServeMux
+	log   *slog.Logger
 
 	mu       sync.Mutex
 	sessions map[string]*live
@@ -99,6 +117,16 @@ func New(o Options) (*Server, error) {
 	if o.MaxBody <= 0 {
 		o.MaxBody = 64 << 20
 	}
+	if o.MaxImport <= 0 {
+		o.MaxImport = 1 << 30
+	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = 2 * time.Minute
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 2 * time.Minute
+	}
+	o.Limits = o.Limits.withDefaults()
 	if o.Guide == "" {
 		o.Guide = DefaultGuide
 	}
@@ -108,7 +136,14 @@ func New(o Options) (*Server, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{o: o, st: o.Store, ix: files.NewIndexer(o.Store, o.Resolver, 0), auth: newAuth(o.Tokens),
+	var roots *tools.Roots
+	if len(o.Roots) > 0 {
+		var err error
+		if roots, err = tools.NewRoots(o.Roots...); err != nil {
+			return nil, fmt.Errorf("httpapi: %w", err)
+		}
+	}
+	s := &Server{roots: roots, o: o, st: o.Store, ix: files.NewIndexer(o.Store, o.Resolver, 0), auth: newAuth(o.Tokens),
 		log: o.Log, sessions: map[string]*live{}}
 	if o.Track {
 		tr, err := files.NewTracker(s.ix, files.TrackerOptions{
@@ -149,6 +184,8 @@ type route struct {
 	h     func(*request) (any, error)
 	// raw, instead of h, writes a successful answer itself (a stream).
 	raw func(http.ResponseWriter, *request) error
+	// bodyTypes are the content types the route reads; nil means JSON.
+	bodyTypes []string
 }
 
 type scope int
@@ -173,7 +210,7 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/v1/sessions/{sid}/tools/{tool}", scope: scopeSession, h: s.tool},
 		{method: "POST", path: "/v1/sessions/{sid}/observe", scope: scopeSession, h: s.observe},
 		{method: "GET", path: "/v1/sessions/{sid}/export", scope: scopeSession, raw: s.exportSession},
-		{method: "POST", path: "/v1/sessions/{sid}/import", scope: scopeSession, h: s.importSession},
+		{method: "POST", path: "/v1/sessions/{sid}/import", scope: scopeSession, h: s.importSession, bodyTypes: bundleTypes},
 		{method: "GET", path: "/v1/objects/{id...}", scope: scopeAll, h: s.object},
 		{method: "GET", path: "/v1/history/{id...}", scope: scopeAll, h: s.history},
 		{method: "POST", path: "/v1/query", scope: scopeAll, h: s.query},
@@ -192,15 +229,22 @@ type request struct {
 // decode reads the JSON body into v. Unknown fields are ignored: Pi's
 // messages carry more than ctxstore reads.
 func (q *request) decode(v any) error {
-	dec := json.NewDecoder(q.r.Body)
+	body, err := io.ReadAll(q.r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return badRequest("reading the request body: %v", err)
+	}
+	if err := jsonlimit.Depth(body, jsonlimit.MaxDepth); err != nil {
+		return badRequest("request body: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
 		if errors.Is(err, io.EOF) {
 			return badRequest("the request needs a JSON body")
-		}
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
 		}
 		return badRequest("request body: %v", err)
 	}
@@ -227,7 +271,10 @@ func (s *Server) wrap(rt route) http.Handler {
 		// A request that has started runs to its end even if the client
 		// goes away: its store writes must not stop half-way.
 		q.ctx = context.WithoutCancel(r.Context())
-		err := s.authorize(r, rt.scope, q.sid)
+		err := s.guard(r, rt)
+		if err == nil {
+			err = s.authorize(r, rt.scope, q.sid)
+		}
 		var v any
 		if err == nil {
 			r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxBody)
@@ -288,8 +335,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		grace = 30 * time.Second
 	}
 	hs := &http.Server{
-		Handler:           s.Handler(),
+		Handler: s.Handler(),
+		// Slow or idle clients cannot hold connections (issue 20): headers
+		// within 10 s, a whole body within ReadTimeout, an idle keep-alive
+		// connection closed after IdleTimeout.
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       s.o.ReadTimeout,
+		IdleTimeout:       s.o.IdleTimeout,
 		// Handlers must not see the shutdown signal: they finish their work.
 		BaseContext: func(net.Listener) context.Context { return context.Background() },
 	}

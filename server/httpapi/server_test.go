@@ -448,6 +448,7 @@ func mustReq(tb testing.TB, method, url string, body any) *http.Request {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	r.Header.Set("Content-Type", "application/json")
 	return r
 }
 

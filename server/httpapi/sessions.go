@@ -73,6 +73,10 @@ type OpenRequest struct {
 	// Tools is the tool list offered to the model, fixed at creation (it is
 	// part of the assembled bytes).
 	Tools []assemble.ToolSpec `json:"tools,omitempty"`
+	// Roots are the directories (absolute) the session's tools may read and
+	// index files in; default the cwd. Each must lie inside the server's
+	// roots (serve --root), or inside the cwd when the server has none.
+	Roots []string `json:"roots,omitempty"`
 }
 
 // OpenResponse is the answer of PUT /v1/sessions/{sid}.
@@ -96,6 +100,10 @@ func (s *Server) open(q *request) (any, error) {
 	}
 	if req.Cwd == "" || !filepath.IsAbs(req.Cwd) {
 		return nil, badRequest("cwd must be an absolute path")
+	}
+	roots, err := s.sessionRoots(req)
+	if err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	if s.closed {
@@ -122,7 +130,7 @@ func (s *Server) open(q *request) (any, error) {
 		rt, err := runtime.Open(q.ctx, s.st, q.sid, runtime.Options{
 			Create:  session.CreateOptions{SystemPrompt: prompt, Harness: req.Harness},
 			Indexer: s.ix,
-			Tools:   tools.Options{Policy: s.o.Policy, Tracker: s.tr},
+			Tools:   tools.Options{Policy: s.o.Policy, Tracker: s.tr, Roots: roots},
 			Assemble: assemble.Options{Layout: s.o.Layout, Tools: req.Tools,
 				Policy: s.o.Rebase, Tokenizer: s.o.Tokenizer, Now: s.o.Now},
 			Ingest: ingest.Options{Cwd: req.Cwd},
@@ -135,6 +143,8 @@ func (s *Server) open(q *request) (any, error) {
 		}
 		state = string(rt.State)
 		l.sess, l.tools, l.asm, l.in, l.cwd = rt.Session, rt.Tools, rt.Assembler, rt.Ingester, req.Cwd
+	} else {
+		l.tools.SetRoots(roots)
 	}
 	sys, err := s.systemPrompt(q, l.sess)
 	if err != nil {
@@ -145,6 +155,32 @@ func (s *Server) open(q *request) (any, error) {
 		return nil, err
 	}
 	return OpenResponse{SessionID: q.sid, State: state, SystemPrompt: sys, Turn: l.sess.State().Turn, Calls: calls}, nil
+}
+
+// sessionRoots returns the roots of a session being opened: req.Roots, or
+// its cwd, each inside the server's roots (or the cwd when the server has
+// none). Symlinks are resolved before comparing.
+func (s *Server) sessionRoots(req OpenRequest) (*tools.Roots, error) {
+	dirs := req.Roots
+	if len(dirs) == 0 {
+		dirs = []string{req.Cwd}
+	}
+	roots, err := tools.NewRoots(dirs...)
+	if err != nil {
+		return nil, badRequest("roots: %v", err)
+	}
+	allowed := s.roots
+	what := "the server's roots (serve --root)"
+	if allowed == nil {
+		if allowed, err = tools.NewRoots(req.Cwd); err != nil {
+			return nil, badRequest("cwd: %v", err)
+		}
+		what = "the session's cwd (the server has no --root)"
+	}
+	if err := allowed.Within(roots); err != nil {
+		return nil, errorf(http.StatusForbidden, CodeForbidden, "roots: %v: a session's roots must lie inside %s", err, what)
+	}
+	return roots, nil
 }
 
 func (s *Server) systemPrompt(q *request, sess *session.Session) (string, error) {

@@ -2,10 +2,18 @@ package httpapi
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/session"
@@ -149,5 +157,311 @@ func TestToolsCannotReachAnotherSession(t *testing.T) {
 	e.ok("GET", "/v1/objects/call_sb_1", nil, &obj)
 	if obj.Doc["content"] != "victim-output" || obj.Doc["chat_ref"] != "chat:sb" {
 		t.Fatalf("B's toolcall after the attack: %v", obj.Doc)
+	}
+}
+
+// Issue 20, item 3: reads and indexing stay inside the session's roots
+// (default its cwd), symlinks resolved: a path climbing out, a symlink to a
+// file outside, ~/.bashrc, and ls output naming outside files read and
+// index nothing; roots outside what the server allows are refused.
+func TestFilesConfinedToRoots(t *testing.T) {
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "shadow")
+	writeTestFile(t, secret, "root:secret-hash\n")
+	writeTestFile(t, filepath.Join(outside, ".bashrc"), "export SECRET=bashrc\n")
+	t.Setenv("HOME", outside)
+	e := newEnv(t, nil)
+	e.file("ok.txt", "inside\n")
+	if err := os.Symlink(secret, filepath.Join(e.dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(e.dir, "dirlink")); err != nil {
+		t.Fatal(err)
+	}
+	e.open("s1")
+	rel, err := filepath.Rel(e.dir, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{rel, secret, "link", "dirlink/shadow", "~/.bashrc", "@link"} {
+		var r ToolResponse
+		e.ok("POST", "/v1/sessions/s1/tools/read", ToolRequest{Args: map[string]any{"path": p}}, &r)
+		if r.OK || r.Content != nil || !strings.Contains(r.Message, "outside the session's roots") {
+			t.Errorf("read %s: %+v", p, r)
+		}
+	}
+	var r ToolResponse
+	e.ok("POST", "/v1/sessions/s1/tools/read", ToolRequest{Args: map[string]any{"path": "ok.txt"}}, &r)
+	if !r.OK || r.Content == nil || *r.Content != "inside\n" {
+		t.Fatalf("read inside the roots: %+v", r)
+	}
+	out := "ok.txt\nlink\n" + secret + "\ndirlink/shadow\n"
+	for _, tool := range []string{"ls", "find", "bash", "write"} {
+		var ob ObserveResponse
+		args := map[string]any{"command": "cat link " + secret, "path": secret}
+		if tool == "ls" || tool == "find" {
+			args = map[string]any{}
+		}
+		e.ok("POST", "/v1/sessions/s1/observe", ObserveRequest{ToolCallID: "call_" + tool, Tool: tool, Args: args, Output: &out}, &ob)
+		for _, f := range ob.Files {
+			if f != r.ID {
+				t.Errorf("observe %s indexed %s (only ok.txt is inside)", tool, f)
+			}
+		}
+	}
+	var info SessionInfo
+	e.ok("GET", "/v1/sessions/s1", nil, &info)
+	var lg piLogBuilder
+	lg.user("hi")
+	var ans piAnswer
+	e.ok("POST", "/v1/sessions/s1/context", lg.body(), &ans)
+	if txt := flat(ans.Messages); strings.Contains(txt, "secret") && strings.Contains(txt, "root:secret-hash") || strings.Contains(txt, "SECRET=bashrc") {
+		t.Fatalf("outside content in the context: %s", txt)
+	}
+
+	// Roots: a session may narrow but not widen them.
+	e.fails(403, CodeForbidden, "PUT", "/v1/sessions/s2", OpenRequest{Cwd: e.dir, Roots: []string{outside}})
+	e.fails(400, CodeBadRequest, "PUT", "/v1/sessions/s2", OpenRequest{Cwd: e.dir, Roots: []string{"relative"}})
+	wide := newEnv(t, func(o *Options) { o.Roots = []string{filepath.Dir(outside), filepath.Dir(e.dir)} })
+	wide.dir = e.dir
+	wide.ok("PUT", "/v1/sessions/s3", OpenRequest{Cwd: e.dir, Roots: []string{e.dir, outside}}, nil)
+	wide.ok("POST", "/v1/sessions/s3/tools/read", ToolRequest{Args: map[string]any{"path": "link"}}, &r)
+	if !r.OK || r.Content == nil || *r.Content != "root:secret-hash\n" {
+		t.Fatalf("read inside a root the operator allowed: %+v", r)
+	}
+	wide.fails(403, CodeForbidden, "PUT", "/v1/sessions/s4", OpenRequest{Cwd: e.dir, Roots: []string{"/"}})
+}
+
+func writeTestFile(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Issue 20, item 4: on the tokenless loopback default, a browser cannot
+// drive the server: a rebound Host, a foreign Origin, a cross-site fetch
+// and a text/plain (or untyped) body are refused on every route, before
+// anything runs.
+func TestBrowserAttacksRefused(t *testing.T) {
+	e := newEnv(t, nil)
+	e.file("notes.txt", "private\n")
+	e.open("s1")
+	e.check = false
+	send := func(method, path, ct string, body string, hdr map[string]string, host string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, e.ts.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var eb ErrorBody
+		_ = json.NewDecoder(resp.Body).Decode(&eb)
+		return resp.StatusCode, eb.Code
+	}
+	read := `{"args":{"path":"notes.txt"}}`
+	before := latest(t, e.st)
+	for _, c := range []struct {
+		name, method, path, ct, body string
+		hdr                          map[string]string
+		host                         string
+		status                       int
+	}{
+		{"rebound host", "POST", "/v1/sessions/s1/tools/read", "application/json", read, nil, "evil.example:7411", 403},
+		{"rebound host, GET", "GET", "/v1/sessions/s1/export", "", "", nil, "attacker.test", 403},
+		{"foreign origin", "POST", "/v1/sessions/s1/tools/read", "application/json", read, map[string]string{"Origin": "https://evil.example"}, "", 403},
+		{"null origin", "POST", "/v1/sessions/s1/tools/read", "application/json", read, map[string]string{"Origin": "null"}, "", 403},
+		{"cross-site fetch", "GET", "/v1/status", "", "", map[string]string{"Sec-Fetch-Site": "cross-site"}, "", 403},
+		{"text/plain", "POST", "/v1/sessions/s1/tools/read", "text/plain", read, nil, "", 415},
+		{"form", "POST", "/v1/sessions/s1/observe", "application/x-www-form-urlencoded", "a=b", nil, "", 415},
+		{"no content type", "PUT", "/v1/sessions/s9", "", `{"cwd":"/"}`, nil, "", 415},
+		{"text/plain bundle", "POST", "/v1/sessions/s2/import", "text/plain", "{}", nil, "", 415},
+	} {
+		if st, code := send(c.method, c.path, c.ct, c.body, c.hdr, c.host); st != c.status {
+			t.Errorf("%s: %d %s, want %d", c.name, st, code, c.status)
+		}
+	}
+	if latest(t, e.st) != before {
+		t.Fatal("a refused request wrote to the store")
+	}
+	// What the harness sends still works: its own origin, localhost, JSON
+	// with a charset, a close without a body.
+	if st, code := send("POST", "/v1/sessions/s1/tools/read", "application/json; charset=utf-8", read, map[string]string{"Origin": e.ts.URL}, ""); st != 200 {
+		t.Errorf("same-origin JSON: %d %s", st, code)
+	}
+	port := e.ts.URL[strings.LastIndex(e.ts.URL, ":"):]
+	if st, code := send("GET", "/v1/sessions/s1", "", "", nil, "localhost"+port); st != 200 {
+		t.Errorf("Host localhost: %d %s", st, code)
+	}
+	if st, code := send("POST", "/v1/sessions/s1/close", "", "", nil, ""); st != 200 {
+		t.Errorf("close without a body: %d %s", st, code)
+	}
+	// With tokens the Host may be any name (a LAN or proxied address).
+	tok := newTrustEnv(t)
+	req, _ := http.NewRequest("GET", tok.ts.URL+"/v1/status", nil)
+	req.Host = "ctxstore.internal:7411"
+	req.Header.Set("Authorization", "Bearer "+tokAll)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("a token with a non-loopback Host: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
+
+// Issue 20, item 7: bounded work per request: deep JSON is refused (400),
+// a context request over the message limits gets 413 before anything is
+// ingested, a gzip bundle that expands past the limit gets 413, and slow
+// or idle connections are closed.
+func TestRequestBounds(t *testing.T) {
+	e := newEnv(t, func(o *Options) {
+		o.Limits = Limits{MaxMessages: 50, MaxNewMessages: 20, MaxMessageBytes: 1000}
+		o.MaxImport = 1 << 20
+	})
+	e.open("s1")
+	deep := `{"args":{"path":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}}`
+	e.check = false // the OpenAPI checker cannot parse it either
+	eb := e.fails(400, CodeBadRequest, "POST", "/v1/sessions/s1/tools/read", deep)
+	e.check = true
+	if !strings.Contains(eb.Message, "nested too deeply") {
+		t.Errorf("deep body: %s", eb.Message)
+	}
+	before := latest(t, e.st)
+	var lg piLogBuilder
+	for i := range 21 {
+		lg.user(fmt.Sprintf("m%d", i))
+	}
+	if eb := e.fails(413, CodeTooLarge, "POST", "/v1/sessions/s1/context", lg.body()); !strings.Contains(eb.Message, "over the limit of 20 per request") {
+		t.Errorf("too many new messages: %s", eb.Message)
+	}
+	var big piLogBuilder
+	big.user(strings.Repeat("x", 2000))
+	if eb := e.fails(413, CodeTooLarge, "POST", "/v1/sessions/s1/context", big.body()); !strings.Contains(eb.Message, "messages[0]") {
+		t.Errorf("a message over the limit: %s", eb.Message)
+	}
+	if latest(t, e.st) != before {
+		t.Fatal("a refused context request wrote")
+	}
+	// In parts, the same log goes in; past MaxMessages it stops.
+	part := piLogBuilder{msgs: lg.msgs[:15]}
+	e.ok("POST", "/v1/sessions/s1/context", part.body(), nil)
+	e.ok("POST", "/v1/sessions/s1/context", lg.body(), nil)
+	for i := range 40 {
+		lg.user(fmt.Sprintf("n%d", i))
+		if len(lg.msgs) == 40 {
+			e.ok("POST", "/v1/sessions/s1/context", lg.body(), nil)
+		}
+	}
+	if eb := e.fails(413, CodeTooLarge, "POST", "/v1/sessions/s1/context", lg.body()); !strings.Contains(eb.Message, "over the limit of 50") {
+		t.Errorf("a log over MaxMessages: %s", eb.Message)
+	}
+
+	// A gzip bomb: 4 MiB of zeros in a few KB.
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(make([]byte, 4<<20))
+	zw.Close()
+	if st, _, body := e.raw("POST", "/v1/sessions/s2/import", "application/gzip", z.Bytes()); st != 413 || !strings.Contains(string(body), "decompresses to more than") {
+		t.Errorf("gzip bomb: %d %s", st, body)
+	}
+}
+
+// Slow bodies and idle keep-alive connections are closed by Serve.
+func TestConnectionTimeouts(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := bitemporal.Open(ctx, filepath.Join(t.TempDir(), "s.db"), bitemporal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	srv, err := New(Options{Store: st, Resolver: newResolver(t), ReadTimeout: 300 * time.Millisecond, IdleTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln, time.Second) }()
+	closedWithin := func(name string, send string) {
+		t.Helper()
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := io.WriteString(c, send); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		start := time.Now()
+		_, err = io.ReadAll(c) // until the server closes
+		if err != nil || time.Since(start) > 4*time.Second {
+			t.Errorf("%s: the connection stayed open (%v after %s)", name, err, time.Since(start))
+		}
+	}
+	// A body announced but never sent.
+	closedWithin("slow body", "POST /v1/query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+	// A finished request on a keep-alive connection, then silence.
+	closedWithin("idle keep-alive", "GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Issue 20, item 5 (the harness side): a Pi tool call whose argument is an
+// integer of 2^64 (or an over-precise decimal) does not break the session:
+// the argument is kept as its literal string, the context, a reopen and an
+// export all work afterwards.
+func TestPoisonNumberInToolArguments(t *testing.T) {
+	e := newEnv(t, nil)
+	e.open("s1")
+	var lg piLogBuilder
+	lg.user("count")
+	e.ok("POST", "/v1/sessions/s1/context", lg.body(), nil)
+	raw := `{"role":"assistant","api":"faux","provider":"scripted","model":"m1","stopReason":"toolUse","timestamp":3,` +
+		`"content":[{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"seq","n":18446744073709551616,"f":0.10000000000000001,"ok":3}}]}`
+	var m map[string]any
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	lg.msgs = append(lg.msgs, m)
+	lg.result("c1", "bash", "1\n2\n", false)
+	var ans piAnswer
+	e.ok("POST", "/v1/sessions/s1/context", lg.body(), &ans)
+	if txt := flat(ans.Messages); !strings.Contains(txt, `"18446744073709551616"`) || !strings.Contains(txt, `"ok":3`) {
+		t.Fatalf("the argument in the context: %s", txt)
+	}
+	var obj ObjectResponse
+	e.ok("GET", "/v1/objects/c1", nil, &obj)
+	if args, _ := obj.Doc["args"].(map[string]any); args["n"] != "18446744073709551616" || args["f"] != "0.10000000000000001" {
+		t.Fatalf("stored args %v", obj.Doc["args"])
+	}
+	lg.say("done")
+	e.ok("POST", "/v1/sessions/s1/context", lg.body(), nil)
+	e.ok("POST", "/v1/sessions/s1/close", nil, nil)
+	if r := e.open("s1"); r.State != "resumed" {
+		t.Fatalf("reopen: %+v", r)
+	}
+	e.ok("POST", "/v1/sessions/s1/close", nil, nil)
+	if st, _, body := e.raw("GET", "/v1/sessions/s1/export", "", nil); st != 200 {
+		t.Fatalf("export: %d %s", st, body)
 	}
 }

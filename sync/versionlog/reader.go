@@ -13,8 +13,13 @@ import (
 	"io"
 	"time"
 
+	"github.com/ctxstore/ctxstore/internal/jsonlimit"
 	"github.com/ctxstore/ctxstore/store"
 )
+
+// MaxLineBytes bounds one line of a log (a document or a transaction), so
+// that reading a damaged or hostile log takes bounded memory (issue 20).
+const MaxLineBytes = 128 << 20
 
 // Reader reads and checks a log line by line, in memory bounded by the
 // document window and the largest transaction. A gzip-compressed log is
@@ -77,7 +82,19 @@ func (r *Reader) Line() int64 { return r.line }
 // readLine returns the next line, newline included; io.EOF at a clean end
 // of input.
 func (r *Reader) readLine() ([]byte, error) {
-	b, err := r.br.ReadBytes('\n')
+	var b []byte
+	var err error
+	for {
+		var frag []byte
+		frag, err = r.br.ReadSlice('\n')
+		if len(b)+len(frag) > MaxLineBytes {
+			return nil, &LineError{Line: r.line + 1, TxID: -1, Err: fmt.Errorf("%w: line %d is longer than %d bytes", ErrCorrupt, r.line+1, MaxLineBytes)}
+		}
+		b = append(b, frag...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			break
+		}
+	}
 	switch {
 	case err == io.EOF && len(b) == 0:
 		return nil, io.EOF
@@ -90,6 +107,9 @@ func (r *Reader) readLine() ([]byte, error) {
 		return nil, &LineError{Line: r.line + 1, TxID: -1, Err: fmt.Errorf("reading the log: %w", err)}
 	}
 	r.line++
+	if err := jsonlimit.Depth(b, jsonlimit.MaxDepth); err != nil {
+		return nil, &LineError{Line: r.line, TxID: -1, Err: fmt.Errorf("%w: %v", ErrCorrupt, err)}
+	}
 	return b, nil
 }
 
