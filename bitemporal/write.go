@@ -142,6 +142,9 @@ func (s *Store) submit(ctx context.Context, ops []store.Op, at *time.Time) (stor
 	if err != nil {
 		return store.Tx{}, err
 	}
+	if err := store.CheckReserved(ctx, ops); err != nil {
+		return store.Tx{}, err
+	}
 	prep, logged, err := prepare(ops)
 	if err != nil {
 		return store.Tx{}, err

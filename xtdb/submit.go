@@ -63,6 +63,9 @@ func (s *Store) Submit(ctx context.Context, ops []store.Op) (store.Tx, error) {
 	if err != nil {
 		return store.Tx{}, err
 	}
+	if err := store.CheckReserved(ctx, ops); err != nil {
+		return store.Tx{}, err
+	}
 	txOps := make([]any, len(ops))
 	for i, op := range ops {
 		txOps[i] = jsonOp(op)

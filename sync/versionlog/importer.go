@@ -57,12 +57,6 @@ type ImportSummary struct {
 	Trailer *Trailer `json:"trailer,omitempty"`
 }
 
-// submitAter is a target that can keep original tx times
-// (bitemporal.Store).
-type submitAter interface {
-	SubmitAt(ctx context.Context, ops []store.Op, txTime time.Time) (store.Tx, error)
-}
-
 // Import applies the log in r to target, in one pass, each source
 // transaction as one target transaction that also moves the target's
 // cursor for the log's source (CursorID) to it, guarded by a match on the
@@ -76,7 +70,7 @@ type submitAter interface {
 // recorded. Transactions up to the cursor are skipped. A log exported from
 // the target itself is refused.
 //
-// A target with SubmitAt (bitemporal.Store) gets each transaction with its
+// A target with store.TxTimeSubmitter (bitemporal.Store) gets each transaction with its
 // source tx time, unless a later transaction is already in the target; then,
 // as on XTDB, the target's clock gives the time and the source tx id and
 // time are recorded in the cursor (see Mappings). Ops marked evicted are
@@ -96,13 +90,14 @@ func Import(ctx context.Context, target store.Store, r io.Reader, o ImportOption
 		return ImportSummary{}, err
 	}
 	h := rd.Header()
-	im := &importer{ctx: ctx, dst: target, o: o, h: h, sum: ImportSummary{Source: h.Source}}
-	im.at, _ = target.(submitAter)
+	// The cursor's id is reserved: only an import may write it.
+	im := &importer{ctx: store.WithReservedWrites(ctx), dst: target, o: o, h: h, sum: ImportSummary{Source: h.Source}}
+	im.at, _ = target.(store.TxTimeSubmitter)
 	latest, tst, err := store.Settle(ctx, target)
 	if err != nil {
 		return im.sum, fmt.Errorf("import: %w", err)
 	}
-	if sameStore(h.Source, tst) {
+	if store.SameStore(h.Source.Backend, h.Source.Location, tst) {
 		return im.sum, &LineError{Line: 1, TxID: -1, Err: fmt.Errorf("%w: the log was exported from the target itself (%s)", ErrNotContinuing, h.Source.ID)}
 	}
 	if latest != nil {
@@ -265,7 +260,7 @@ func verify(r io.Reader, progress ProgressFunc) (Header, Trailer, error) {
 type importer struct {
 	ctx      context.Context
 	dst      store.Store
-	at       submitAter
+	at       store.TxTimeSubmitter
 	o        ImportOptions
 	h        Header
 	sum      ImportSummary
@@ -401,11 +396,6 @@ func (im *importer) moved(now *Cursor) error {
 		at = fmt.Sprintf("at source tx %d", now.TxID)
 	}
 	return fmt.Errorf("%w: another import moved the cursor for %q (now %s); run the import again", ErrDiverged, im.h.Source.ID, at)
-}
-
-// sameStore reports whether src describes the store whose status is st.
-func sameStore(src Source, st store.Status) bool {
-	return src.Backend == st.Backend && src.Location == st.Location && st.Location != "" && st.Location != ":memory:"
 }
 
 func sameCursor(a, b *Cursor) bool {
