@@ -251,7 +251,7 @@ func (s *Store) AwaitTx(ctx context.Context, txID int64, timeout time.Duration) 
 		timeout = s.o.AwaitTimeout
 	}
 	q := url.Values{"tx-id": {strconv.FormatInt(txID, 10)}, "timeout": {strconv.FormatInt(timeout.Milliseconds(), 10)}}
-	v, err := s.readEDN(ctx, request{op: "await", method: http.MethodGet, path: "/await-tx", query: q})
+	v, err := s.readEDN(ctx, request{op: "await", method: http.MethodGet, path: "/await-tx", query: q, wait: timeout})
 	if err != nil {
 		var se *store.Error
 		if errors.As(err, &se) && se.Kind != store.ErrUnavailable {
