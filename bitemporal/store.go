@@ -352,7 +352,17 @@ func (s *Store) Status(ctx context.Context) (store.Status, error) {
 	if err != nil {
 		return st, dbErr("status", "", err)
 	}
-	st.Detail = map[string]int64{"entities": n.Entities, "documents": n.Docs, "points": n.Points}
+	// synchronous as the writer connection has it: 2 (FULL) or 3 (EXTRA)
+	// is durable across power loss (Options.Durable).
+	var syncMode int64
+	if err := s.w.GetContext(ctx, &syncMode, "PRAGMA synchronous"); err != nil {
+		return st, dbErr("status", "", err)
+	}
+	durable := int64(0)
+	if syncMode >= 2 {
+		durable = 1
+	}
+	st.Detail = map[string]int64{"entities": n.Entities, "documents": n.Docs, "points": n.Points, "durable": durable}
 	return st, nil
 }
 

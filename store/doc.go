@@ -22,14 +22,20 @@ func DecodeDoc(data []byte) (Doc, error) {
 	if err != nil {
 		return nil, err
 	}
+	named := func(err error) error { // the error names the document
+		if id, ok := doc[IDKey].(string); ok && id != "" {
+			return fmt.Errorf("document %s: %w", quote(id), err)
+		}
+		return err
+	}
 	if err := checkDupKeys(data); err != nil {
-		return nil, err
+		return nil, named(err)
 	}
 	if _, err := DocID(doc); err != nil {
 		return nil, err
 	}
 	if err := ValidateDoc(doc); err != nil {
-		return nil, err
+		return nil, named(err)
 	}
 	return doc, nil
 }

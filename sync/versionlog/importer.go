@@ -79,7 +79,8 @@ type ImportSummary struct {
 //
 // Faults of the log found as it is read stop the import with a *LineError;
 // what was applied before stays applied (and is skipped by the next run).
-// Use ImportFile to check a whole file before applying any of it.
+// Use ImportFile to check a whole file before applying any of it (the CLI
+// spools stdin to a file for that).
 //
 // r is read by a goroutine of Import's own, a few transactions ahead of the
 // one being applied. When Import returns early, that goroutine ends at r's
@@ -214,23 +215,49 @@ func storeOps(tx Tx) ([]store.Op, int64, error) {
 	return ops, evicted, nil
 }
 
-// ImportFile checks the whole log at path (Verify) and only then applies
-// it (Import), so a damaged file changes nothing in the target.
+// checkOps checks that every op of tx is one a store accepts (its
+// document decodes under the store's input rules, store.Normalize passes),
+// so that a log that verifies is not refused half-way through an import.
+func checkOps(tx Tx) error {
+	ops, _, err := storeOps(tx)
+	if err == nil && len(ops) > 0 {
+		_, err = store.Normalize(ops)
+	}
+	if err != nil {
+		return &LineError{Line: tx.Line, TxID: tx.ID, Err: fmt.Errorf("a store would refuse this transaction: %w", err)}
+	}
+	return nil
+}
+
+// ImportFile checks the whole log at path (Verify: format, checksums, and
+// every op against the store's input rules) and only then applies it
+// (Import), so a damaged or unacceptable file changes nothing in the
+// target. What the check cannot know is the target's state: a source match
+// op that fails on the target stops the import with ErrDiverged after the
+// transactions before it (each applied with its cursor move, so the target
+// stays consistent and a re-run continues from there).
 func ImportFile(ctx context.Context, target store.Store, path string, o ImportOptions) (ImportSummary, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return ImportSummary{}, fmt.Errorf("import: %w", err)
 	}
 	defer f.Close()
-	if _, _, err := verify(f, o.Progress); err != nil {
-		return ImportSummary{}, fmt.Errorf("%s: %w", path, err)
+	return ImportChecked(ctx, target, f, path, o)
+}
+
+// ImportChecked is ImportFile for a log in r, named name in errors: it
+// reads r whole to check it, seeks back to its start and applies it. A
+// caller with a stream (stdin) spools it to a file first.
+func ImportChecked(ctx context.Context, target store.Store, r io.ReadSeeker, name string, o ImportOptions) (ImportSummary, error) {
+	if _, _, err := verify(r, o.Progress); err != nil {
+		return ImportSummary{}, fmt.Errorf("%s: %w", name, err)
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
+	if _, err := r.Seek(0, io.SeekStart); err != nil {
 		return ImportSummary{}, fmt.Errorf("import: %w", err)
 	}
-	sum, err := Import(ctx, target, f, o)
+	sum, err := Import(ctx, target, r, o)
 	if err != nil {
-		return sum, fmt.Errorf("%s: %w", path, err)
+		return sum, fmt.Errorf("%s: %w", name, err)
 	}
 	return sum, nil
 }
@@ -249,6 +276,9 @@ func verify(r io.Reader, progress ProgressFunc) (Header, Trailer, error) {
 			return h, t, nil
 		}
 		if err != nil {
+			return h, Trailer{}, err
+		}
+		if err := checkOps(tx); err != nil {
 			return h, Trailer{}, err
 		}
 		if progress != nil {
