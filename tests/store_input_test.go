@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
+	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
 )
 
 // The store's input rules and write safety through the real CLI (issue
@@ -20,7 +20,7 @@ import (
 // concurrent creation). docs/security.md, "Input rules of the store".
 
 // onBackends runs fn once on a new SQLite store and once on the shared
-// XTDB test server (a subtest xtdbserver.ForTest skips, or fails with
+// XTDB test server (a subtest xtdbtest.ForTest skips, or fails with
 // CI=true, when no server can be had); pfx makes ids unique on XTDB.
 func onBackends(t *testing.T, fn func(t *testing.T, c *cli, st, pfx string)) {
 	t.Run("sqlite", func(t *testing.T) { fn(t, newCLI(t), "s.db", "sq-") })
@@ -28,7 +28,7 @@ func onBackends(t *testing.T, fn func(t *testing.T, c *cli, st, pfx string)) {
 		if testing.Short() {
 			t.Skip("XTDB needs a JVM; skipped with -short")
 		}
-		url := xtdbserver.ForTest(t)
+		url := xtdbtest.ForTest(t)
 		fn(t, newCLI(t), url, "in"+strconv.FormatInt(time.Now().UnixNano(), 36)+"-")
 	})
 }

@@ -196,7 +196,7 @@ func TestSubmitRetriedWhenDialFails(t *testing.T) {
 // after Options.RequestTimeout instead of a call that never returns, and
 // AwaitTx, a long poll, may wait its own timeout beyond it.
 func TestRequestTimeout(t *testing.T) {
-	p := newFaultProxy(t, xtdbserver.ForTest(t))
+	p := newFaultProxy(t, xtdbtest.ForTest(t))
 	s, err := xtdb.Open(context.Background(), p.URL, xtdb.Options{RequestTimeout: 300 * time.Millisecond, Backoff: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
