@@ -5,7 +5,7 @@ BIN      ?= bin/ctxstore
 PKGS     ?= ./...
 BENCHTIME ?= 1x
 
-.PHONY: all build test test-short bench lint demo xtdb clean
+.PHONY: all build test test-short fuzz-short bench lint demo xtdb clean
 
 all: lint build test
 
@@ -20,6 +20,12 @@ test:
 # Without the tests that need a JVM or take long.
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
+
+# Every fuzz target for FUZZTIME each (default 5s): the parsers of
+# documents, version logs, EDN answers, objects, Markdown and transcripts.
+FUZZTIME ?= 5s
+fuzz-short:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz-short.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem $(PKGS)

@@ -141,7 +141,7 @@ const entitySQL = `SELECT d.doc FROM points p LEFT JOIN docs d ON d.id = p.doc
 	WHERE p.eid = ? AND p.vt <= ? AND p.tx_id <= ? ORDER BY p.vt DESC, p.tx_id DESC LIMIT 1`
 
 func decodeStored(raw, id string) (store.Doc, error) {
-	doc, err := store.DecodeDoc([]byte(raw))
+	doc, err := store.DecodeStored([]byte(raw))
 	if err != nil {
 		return nil, &store.Error{Op: "read", Kind: store.ErrInvalid, ID: id, Msg: "stored document is corrupt", Err: err}
 	}

@@ -19,14 +19,14 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/pressly/goose/v3"
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+	"modernc.org/sqlite" // the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/ctxstore/ctxstore/migrations"
 	"github.com/ctxstore/ctxstore/store"
@@ -100,8 +100,16 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	memory := path == ":memory:"
 	if memory {
 		pragmas[1] = "journal_mode(MEMORY)"
-	} else if err := checkFile(ctx, path); err != nil {
-		return nil, err
+	} else {
+		// Openers creating or migrating one store at once take turns.
+		unlock, err := lockInit(ctx, path, o.BusyTimeout)
+		if err != nil {
+			return nil, &store.Error{Op: "open", Kind: store.ErrUnavailable, Msg: path, Err: err}
+		}
+		defer unlock()
+		if err := checkFile(ctx, path); err != nil {
+			return nil, err
+		}
 	}
 	dsn := func(extra ...string) string {
 		q := url.Values{}
@@ -221,12 +229,23 @@ func checkOwner(ctx context.Context, db *sqlx.DB, path string) error {
 }
 
 func openErr(path string, err error) error {
-	kind := store.ErrUnavailable
-	msg := err.Error()
-	if strings.Contains(msg, "not a database") || strings.Contains(msg, "malformed") || strings.Contains(msg, "corrupt") {
-		kind = store.ErrInvalid
+	return &store.Error{Op: "open", Kind: sqliteKind(err), Msg: path, Err: err}
+}
+
+// sqliteKind classifies a database error by SQLite's result code (never by
+// its text): a corrupt or foreign file (SQLITE_CORRUPT, SQLITE_NOTADB,
+// SQLITE_FORMAT) is ErrInvalid, since retrying fails the same way; every
+// other failure (busy, locked, I/O, full disk, a cancelled context) is
+// ErrUnavailable.
+func sqliteKind(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff { // the primary code of an extended one
+		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_FORMAT:
+			return store.ErrInvalid
+		}
 	}
-	return &store.Error{Op: "open", Kind: kind, Msg: path, Err: err}
+	return store.ErrUnavailable
 }
 
 // init checks the file belongs to ctxstore and migrates it.
@@ -303,11 +322,9 @@ func dbErr(op, id string, err error) error {
 	if errors.As(err, &se) {
 		return err
 	}
-	kind := store.ErrUnavailable
+	kind := sqliteKind(err)
 	if errors.Is(err, sql.ErrNoRows) {
 		kind = store.ErrNotFound
-	} else if m := err.Error(); strings.Contains(m, "malformed") || strings.Contains(m, "not a database") {
-		kind = store.ErrInvalid
 	}
 	return &store.Error{Op: op, Kind: kind, ID: id, Err: err}
 }
@@ -335,7 +352,17 @@ func (s *Store) Status(ctx context.Context) (store.Status, error) {
 	if err != nil {
 		return st, dbErr("status", "", err)
 	}
-	st.Detail = map[string]int64{"entities": n.Entities, "documents": n.Docs, "points": n.Points}
+	// synchronous as the writer connection has it: 2 (FULL) or 3 (EXTRA)
+	// is durable across power loss (Options.Durable).
+	var syncMode int64
+	if err := s.w.GetContext(ctx, &syncMode, "PRAGMA synchronous"); err != nil {
+		return st, dbErr("status", "", err)
+	}
+	durable := int64(0)
+	if syncMode >= 2 {
+		durable = 1
+	}
+	st.Detail = map[string]int64{"entities": n.Entities, "documents": n.Docs, "points": n.Points, "durable": durable}
 	return st, nil
 }
 

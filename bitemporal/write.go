@@ -142,6 +142,9 @@ func (s *Store) submit(ctx context.Context, ops []store.Op, at *time.Time) (stor
 	if err != nil {
 		return store.Tx{}, err
 	}
+	if err := store.CheckReserved(ctx, ops); err != nil {
+		return store.Tx{}, err
+	}
 	prep, logged, err := prepare(ops)
 	if err != nil {
 		return store.Tx{}, err
@@ -557,20 +560,8 @@ func (a *applier) scrubMatches(id string) error {
 	if err != nil {
 		return err
 	}
-	type row struct {
-		id  int64
-		ops string
-	}
-	var found []row
-	for rows.Next() {
-		var r row
-		if err := rows.Scan(&r.id, &r.ops); err != nil {
-			rows.Close()
-			return err
-		}
-		found = append(found, r)
-	}
-	if err := rows.Close(); err != nil {
+	found, err := loggedRows(rows)
+	if err != nil {
 		return err
 	}
 	for _, r := range found {
@@ -596,4 +587,38 @@ func (a *applier) scrubMatches(id string) error {
 		}
 	}
 	return nil
+}
+
+// loggedRow is one row of txs read by scrubMatches.
+type loggedRow struct {
+	id  int64
+	ops string
+}
+
+// rowScanner is what loggedRows needs of *sql.Rows.
+type rowScanner interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}
+
+// loggedRows reads (tx_id, ops) rows to the end and closes them. An error
+// that ends the scan early (rows.Err) fails it: an evict that went on with
+// the rows read so far would commit and leave evicted content behind in
+// the rows not read.
+func loggedRows(rows rowScanner) ([]loggedRow, error) {
+	defer rows.Close()
+	var found []loggedRow
+	for rows.Next() {
+		var r loggedRow
+		if err := rows.Scan(&r.id, &r.ops); err != nil {
+			return nil, err
+		}
+		found = append(found, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return found, rows.Close()
 }

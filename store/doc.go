@@ -9,9 +9,53 @@ import (
 	"github.com/gowebpki/jcs"
 )
 
-// DecodeDoc parses one JSON object (numbers kept as json.Number), checks it
-// has a string id and valid values, and rejects trailing data.
+// DecodeDoc parses one JSON object (numbers kept as json.Number) under the
+// store's input rules: valid UTF-8 (the error names the byte offset of a
+// bad byte), no key repeated in an object (the error names the key, its
+// path and byte offset), a string id, values ValidateDoc accepts, and
+// nothing after the object.
 func DecodeDoc(data []byte) (Doc, error) {
+	if err := checkText(data); err != nil {
+		return nil, err
+	}
+	doc, err := decodeObject(data)
+	if err != nil {
+		return nil, err
+	}
+	named := func(err error) error { // the error names the document
+		if id, ok := doc[IDKey].(string); ok && id != "" {
+			return fmt.Errorf("document %s: %w", quote(id), err)
+		}
+		return err
+	}
+	if err := checkDupKeys(data); err != nil {
+		return nil, named(err)
+	}
+	if _, err := DocID(doc); err != nil {
+		return nil, err
+	}
+	if err := ValidateDoc(doc); err != nil {
+		return nil, named(err)
+	}
+	return doc, nil
+}
+
+// DecodeStored parses a document a backend wrote itself (canonical JSON it
+// validated on the way in): the checks of DecodeDoc that cost a second
+// pass (duplicate keys, the input rules) are left out, so that reading
+// never refuses what was once stored.
+func DecodeStored(data []byte) (Doc, error) {
+	doc, err := decodeObject(data)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := DocID(doc); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+func decodeObject(data []byte) (Doc, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any
@@ -24,12 +68,6 @@ func DecodeDoc(data []byte) (Doc, error) {
 	doc, ok := v.(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("a document must be a JSON object, got %s", jsonType(v))
-	}
-	if _, err := DocID(doc); err != nil {
-		return nil, err
-	}
-	if err := ValidateDoc(doc); err != nil {
-		return nil, err
 	}
 	return doc, nil
 }

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strings"
+	"strconv"
 	"time"
 	"unicode/utf8"
 )
@@ -172,9 +172,6 @@ func normalizeOp(op Op) (Op, *Error) {
 	return op, nil
 }
 
-// maxSafeInt is the largest integer every JSON consumer holds exactly.
-const maxSafeInt = 1 << 53
-
 // DocID returns doc's id, or an error if it has none or it is not a
 // non-empty string.
 func DocID(doc Doc) (string, error) {
@@ -192,41 +189,44 @@ func DocID(doc Doc) (string, error) {
 	return s, nil
 }
 
-// ValidateDoc checks that doc is a JSON object both backends store the
-// same way: non-empty UTF-8 keys, finite numbers, and integers that fit
-// in 64 bits.
+// ValidateDoc checks that doc is a JSON object both backends store and
+// give back exactly (the input rules, see CheckNumber): non-empty UTF-8
+// keys, UTF-8 strings, and numbers held exactly. The error is a
+// *ValueError naming the path of the field at fault.
 func ValidateDoc(doc Doc) error {
-	for k, v := range doc {
-		if k == "" || !utf8.ValidString(k) {
-			return fmt.Errorf("key %q is empty or not valid UTF-8", k)
-		}
-		if err := validateValue(k, v); err != nil {
-			return err
-		}
-	}
-	return nil
+	return validateValue("", map[string]any(doc))
 }
 
 func validateValue(path string, v any) error {
+	bad := func(format string, args ...any) error {
+		return &ValueError{Path: path, Msg: fmt.Sprintf(format, args...)}
+	}
 	switch x := v.(type) {
 	case nil, bool:
 	case string:
 		if !utf8.ValidString(x) {
-			return fmt.Errorf("field %q: string is not valid UTF-8", path)
+			return bad("string is not valid UTF-8")
 		}
 	case json.Number:
-		f, err := x.Float64()
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return fmt.Errorf("field %q: number %s is not a finite 64-bit number", path, x)
-		}
-		if math.Abs(f) > maxSafeInt && !strings.ContainsAny(string(x), ".eE") {
-			return fmt.Errorf("field %q: integer %s is beyond 2^53 and would lose precision; store it as a string", path, x)
+		if err := CheckNumber(string(x)); err != nil {
+			return bad("%v", err)
 		}
 	case float64:
 		if math.IsInf(x, 0) || math.IsNaN(x) {
-			return fmt.Errorf("field %q: number is not finite", path)
+			return bad("number is not finite")
 		}
-	case int, int64, int32, float32, uint32:
+		if err := CheckNumber(strconv.FormatFloat(x, 'g', -1, 64)); err != nil {
+			return bad("%v", err)
+		}
+	case float32:
+		return validateValue(path, float64(x))
+	case int:
+		return validateValue(path, int64(x))
+	case int64:
+		if x > maxSafeInt || x < -maxSafeInt {
+			return bad("integer %d is beyond ±2^53 and would lose precision; store it as a string", x)
+		}
+	case int32, uint32, int16, uint16, int8, uint8:
 	case []any:
 		for i, e := range x {
 			if err := validateValue(fmt.Sprintf("%s[%d]", path, i), e); err != nil {
@@ -234,18 +234,23 @@ func validateValue(path string, v any) error {
 			}
 		}
 	case []string:
+		for i, e := range x {
+			if err := validateValue(fmt.Sprintf("%s[%d]", path, i), e); err != nil {
+				return err
+			}
+		}
 	case map[string]any:
 		for k, e := range x {
 			if k == "" || !utf8.ValidString(k) {
-				return fmt.Errorf("field %q: key %q is empty or not valid UTF-8", path, k)
+				return &ValueError{Path: path, Msg: fmt.Sprintf("key %q is empty or not valid UTF-8", k)}
 			}
-			if err := validateValue(path+"."+k, e); err != nil {
+			if err := validateValue(joinPath(path, k), e); err != nil {
 				return err
 			}
 		}
 	default:
 		if _, err := json.Marshal(v); err != nil {
-			return fmt.Errorf("field %q: %T is not JSON: %v", path, v, err)
+			return bad("%T is not JSON: %v", v, err)
 		}
 	}
 	return nil

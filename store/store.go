@@ -12,6 +12,18 @@
 //
 // Times have millisecond precision; every time a backend returns is UTC and
 // truncated to the millisecond.
+//
+// Input rules (input.go; docs/security.md): a store accepts only documents
+// every backend stores and gives back exactly. Numbers are held exactly or
+// refused (CheckNumber), JSON text must be UTF-8 without repeated keys
+// (DecodeDoc), and ids under ReservedPrefix are written only under
+// WithReservedWrites. Every backend's Submit enforces them (Normalize,
+// CheckReserved), so every write path does.
+//
+// Optional capabilities (capabilities.go) are interfaces a backend may
+// implement besides Store, found by type assertion, each with a documented
+// fallback for callers: TxTimeSubmitter (SubmitAt) and CanonicalTxLogger
+// (TxLogCanonical). store/storetest checks every capability a backend has.
 package store
 
 import (

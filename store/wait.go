@@ -6,6 +6,11 @@ import (
 	"time"
 )
 
+// FarFuture is a valid time after any a store holds: reads at it see every
+// entity's latest version, and history bounded by it covers all valid time.
+// XTDB's own end of time is 9999-12-31T23:59:59.999Z; both backends accept it.
+var FarFuture = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)
+
 // DefaultAwait is how long SubmitWait waits for a transaction to be indexed.
 const DefaultAwait = 30 * time.Second
 
@@ -16,17 +21,23 @@ func SubmitWait(ctx context.Context, s Store, ops []Op) (Tx, error) {
 	if err != nil {
 		return tx, err
 	}
+	return tx, awaitCommitted(ctx, s, tx)
+}
+
+// awaitCommitted waits until tx is indexed and returns an error wrapping
+// ErrConflict if it aborted.
+func awaitCommitted(ctx context.Context, s Store, tx Tx) error {
 	if _, err := s.AwaitTx(ctx, tx.ID, DefaultAwait); err != nil {
-		return tx, err
+		return err
 	}
 	ok, err := s.TxCommitted(ctx, tx.ID)
 	if err != nil {
-		return tx, err
+		return err
 	}
 	if !ok {
-		return tx, &Error{Op: "submit", Kind: ErrConflict, Msg: "a match op failed; tx " + itoa64(tx.ID) + " aborted"}
+		return &Error{Op: "submit", Kind: ErrConflict, Msg: "a match op failed; tx " + itoa64(tx.ID) + " aborted"}
 	}
-	return tx, nil
+	return nil
 }
 
 // Settle waits until s has indexed every transaction it has logged and

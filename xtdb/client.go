@@ -33,6 +33,11 @@ type Options struct {
 	HTTPClient *http.Client
 	// AwaitTimeout bounds AwaitTx when the caller gives none (default 30s).
 	AwaitTimeout time.Duration
+	// RequestTimeout bounds each request, from sending it to reading the
+	// whole answer (default DefaultRequestTimeout), so a node that stops
+	// answering gives ErrUnavailable instead of a call that never returns.
+	// AwaitTx, a long poll, is bounded by its own timeout plus this.
+	RequestTimeout time.Duration
 	// Retries is how many times a read, or a submit known not to have
 	// reached the server, is retried on a transient failure (default 5).
 	Retries int
@@ -43,6 +48,10 @@ type Options struct {
 	// does not keep are looked up on the node.
 	IDCache int
 }
+
+// DefaultRequestTimeout is Options.RequestTimeout's default: far above
+// any answer a healthy node gives, well below "for ever".
+const DefaultRequestTimeout = 60 * time.Second
 
 // Store is a store.Store over an XTDB 1.x HTTP server.
 type Store struct {
@@ -85,6 +94,9 @@ func Open(ctx context.Context, baseURL string, o Options) (*Store, error) {
 	if o.AwaitTimeout <= 0 {
 		o.AwaitTimeout = 30 * time.Second
 	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
 	if o.Retries <= 0 {
 		o.Retries = 5
 	}
@@ -121,6 +133,9 @@ type request struct {
 	body   []byte
 	ctype  string
 	accept string
+	// wait is how long the server may take on purpose (a long poll); the
+	// request's bound is wait + Options.RequestTimeout.
+	wait time.Duration
 }
 
 // httpError is a non-2xx answer from the server.
@@ -161,7 +176,10 @@ func (s *Store) do(ctx context.Context, r request) ([]byte, error) {
 	if r.body != nil {
 		body = bytes.NewReader(r.body)
 	}
-	req, err := http.NewRequestWithContext(ctx, r.method, u, body)
+	limit := r.wait + s.o.RequestTimeout
+	rctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, r.method, u, body)
 	if err != nil {
 		return nil, &store.Error{Op: r.op, Kind: store.ErrInvalid, ID: r.id, Err: err}
 	}
@@ -170,6 +188,9 @@ func (s *Store) do(ctx context.Context, r request) ([]byte, error) {
 	}
 	req.Header.Set("Accept", r.accept)
 	resp, err := s.hc.Do(req)
+	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
+		return nil, &store.Error{Op: r.op, Kind: store.ErrUnavailable, ID: r.id, Msg: fmt.Sprintf("XTDB at %s did not answer within %s", s.base, limit), Err: err}
+	}
 	if err != nil {
 		var op *net.OpError
 		if errors.As(err, &op) && op.Op == "dial" {
@@ -179,6 +200,9 @@ func (s *Store) do(ctx context.Context, r request) ([]byte, error) {
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
+	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
+		return nil, &store.Error{Op: r.op, Kind: store.ErrUnavailable, ID: r.id, Msg: fmt.Sprintf("XTDB at %s did not finish its answer within %s", s.base, limit), Err: err}
+	}
 	if err != nil {
 		return nil, &store.Error{Op: r.op, Kind: store.ErrUnavailable, ID: r.id, Msg: "reading XTDB's answer", Err: err}
 	}

@@ -250,6 +250,9 @@ func (p *ednParser) mapping() (map[any]any, error) {
 		if !hashable(k) {
 			return nil, p.errf("a collection as a map key is not supported")
 		}
+		if _, dup := out[k]; dup {
+			return nil, p.errf("duplicate key %s in a map", ednKey(k))
+		}
 		v, err := p.value()
 		if err != nil {
 			return nil, err
@@ -267,7 +270,23 @@ func (p *ednParser) dispatch() (any, error) {
 	switch p.s[p.i] {
 	case '{':
 		p.i++
-		return p.seq('}')
+		at := p.i
+		elems, err := p.seq('}')
+		if err != nil {
+			return nil, err
+		}
+		// EDN sets hold unique values; Clojure's reader (so XTDB's) refuses
+		// #{0 0}, and so does this one.
+		seen := make(map[string]bool, len(elems))
+		for _, e := range elems {
+			k := ednKey(e)
+			if seen[k] {
+				p.i = at
+				return nil, p.errf("duplicate element %s in a set", k)
+			}
+			seen[k] = true
+		}
+		return elems, nil
 	case '_':
 		p.i++
 		if _, err := p.value(); err != nil {
@@ -300,6 +319,26 @@ func (p *ednParser) dispatch() (any, error) {
 		}
 	}
 	return edn.Tag{Tagname: tag, Value: v}, nil
+}
+
+// ednKey renders a read value so that equal EDN values (big numbers
+// included) render alike: for finding duplicates.
+func ednKey(v any) string {
+	switch x := v.(type) {
+	case *big.Int:
+		return "bigint " + x.String()
+	case *big.Float:
+		return "bigdec " + x.Text('g', -1)
+	case edn.Tag:
+		return "#" + string(x.Tagname) + " " + ednKey(x.Value)
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = ednKey(e)
+		}
+		return "[" + strings.Join(parts, " ") + "]"
+	}
+	return fmt.Sprintf("%T %#v", v, v)
 }
 
 // hashable reports whether v can be a Go map key.

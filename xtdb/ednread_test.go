@@ -122,3 +122,19 @@ func FuzzReadEDN(f *testing.F) {
 		}
 	})
 }
+
+// TestReadEDNDuplicates: as Clojure's reader (so XTDB), readEDN refuses a
+// set with a repeated element and a map with a repeated key, instead of
+// giving a set with two equal elements (FuzzReadEDN found #{0 0}).
+func TestReadEDNDuplicates(t *testing.T) {
+	for _, bad := range []string{`#{0 0}`, `#{"a" "a"}`, `#{[1 2] [1 2]}`, `#{100000000000000000000N 100000000000000000000N}`, `{:a 1 :a 2}`, `#{:k #{0 0}}`} {
+		if v, err := readEDN([]byte(bad)); err == nil || !strings.Contains(err.Error(), "duplicate") {
+			t.Errorf("readEDN(%s) = %#v, %v; want a duplicate error", bad, v, err)
+		}
+	}
+	for _, ok := range []string{`#{0 0.0 "0" :0}`, `#{[1 2] [2 1]}`, `{:a 1 :b 1}`} {
+		if _, err := readEDN([]byte(ok)); err != nil {
+			t.Errorf("readEDN(%s): %v", ok, err)
+		}
+	}
+}

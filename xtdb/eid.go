@@ -109,10 +109,6 @@ func (r *ids) len() int {
 	return r.lru.Len()
 }
 
-// farFuture is a valid time after any point a store holds, for history
-// reads that must see every valid time.
-var farFuture = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)
-
 // resolve returns the id whose hash is hash: from memory, else from the
 // entity's history on the node, named by eid-edn #xtdb/id (which XTDB's
 // own HTTP module reads too). A document of any of its points names it;
@@ -160,7 +156,7 @@ func (s *Store) lookupHash(ctx context.Context, hash string, hint *store.Basis, 
 		}
 	}
 	rows, err := s.history(ctx, eid, label, store.HistoryOptions{Order: store.Desc, WithCorrections: true,
-		Basis: store.Basis{ValidTime: farFuture}})
+		Basis: store.Basis{ValidTime: store.FarFuture}})
 	if err != nil {
 		return "", checked, err
 	}
@@ -172,7 +168,7 @@ func (s *Store) lookupHash(ctx context.Context, hash string, hint *store.Basis, 
 		end, endTx := r.ValidTime.Add(time.Millisecond), r.TxID+1
 		one, err := s.history(ctx, eid, label, store.HistoryOptions{Order: store.Asc, WithCorrections: true, WithDocs: true,
 			StartValidTime: &r.ValidTime, EndValidTime: &end, StartTxID: &r.TxID, EndTxID: &endTx,
-			Basis: store.Basis{ValidTime: farFuture}})
+			Basis: store.Basis{ValidTime: store.FarFuture}})
 		if err != nil {
 			return "", checked, err
 		}

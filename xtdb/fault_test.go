@@ -33,7 +33,10 @@ type faultProxy struct {
 	// dropSubmit closes the connection of the next n submit-tx requests
 	// without forwarding them: sent, but never arrived.
 	dropSubmit atomic.Int32
-	submits    atomic.Int32
+	// stall makes the next n requests other than await-tx hang until the
+	// client gives up: a node that stopped answering.
+	stall   atomic.Int32
+	submits atomic.Int32
 }
 
 func newFaultProxy(t *testing.T, target string) *faultProxy {
@@ -49,6 +52,11 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 			if err == nil {
 				conn.Close()
 			}
+		}
+		if !strings.HasSuffix(r.URL.Path, "/await-tx") && p.stall.Load() > 0 {
+			p.stall.Add(-1)
+			<-r.Context().Done()
+			return
 		}
 		if p.unavailable.Load() > 0 {
 			p.unavailable.Add(-1)
@@ -181,5 +189,49 @@ func TestSubmitRetriedWhenDialFails(t *testing.T) {
 	}
 	if _, err := s.Entity(context.Background(), id, store.AtTx(tx.ID, time.Time{})); err != nil {
 		t.Fatalf("entity written through the retried submit: %v", err)
+	}
+}
+
+// TestRequestTimeout: a node that stops answering gives ErrUnavailable
+// after Options.RequestTimeout instead of a call that never returns, and
+// AwaitTx, a long poll, may wait its own timeout beyond it.
+func TestRequestTimeout(t *testing.T) {
+	p := newFaultProxy(t, xtdbtest.ForTest(t))
+	s, err := xtdb.Open(context.Background(), p.URL, xtdb.Options{RequestTimeout: 300 * time.Millisecond, Backoff: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	p.stall.Store(1)
+	done := make(chan error, 1)
+	go func() { _, err := s.Entity(ctx, "stalled", store.Basis{}); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "did not answer within 300ms") {
+			t.Fatalf("Entity from a stalled node: %v, want ErrUnavailable saying it did not answer", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Entity from a stalled node has not returned after 20s")
+	}
+	// An await of the next tx outlives the request timeout: it ends when
+	// the tx lands, submitted well after 300ms.
+	st, err := s.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := int64(0)
+	if st.LatestSubmitted != nil {
+		next = st.LatestSubmitted.ID + 1
+	}
+	awaited := make(chan error, 1)
+	go func() { _, err := s.AwaitTx(ctx, next, 20*time.Second); awaited <- err }()
+	time.Sleep(time.Second)
+	id := "timeout-" + time.Now().Format("150405.000000")
+	if _, err := s.Submit(ctx, []store.Op{store.Put(store.Doc{"xt/id": id})}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-awaited; err != nil {
+		t.Fatalf("AwaitTx(%d, 20s) with a 300ms request timeout: %v", next, err)
 	}
 }

@@ -15,8 +15,25 @@ import (
 )
 
 // jsonOp renders an op in XTDB's JSON tx-op form, every valid time written
-// out as an RFC 3339 string with milliseconds.
-func jsonOp(op store.Op) []any {
+// out as an RFC 3339 string with milliseconds and every document in its
+// RFC 8785 canonical form: XTDB would keep 1.0 as a double and 1 as a long
+// and fail a match between them, where the store contract (and the SQLite
+// backend) compares JSON numbers by value. Canonical JSON writes one form
+// per number (1.0 as 1), so both backends agree.
+func jsonOp(op store.Op) ([]any, error) {
+	if op.Doc != nil {
+		c, err := store.Canonical(op.Doc)
+		if err != nil {
+			return nil, &store.Error{Op: "submit", Kind: store.ErrInvalid, ID: op.ID, Field: "doc", Err: err}
+		}
+		op.Doc = nil
+		return jsonOpDoc(op, json.RawMessage(c)), nil
+	}
+	return jsonOpDoc(op, nil), nil
+}
+
+// jsonOpDoc is jsonOp with the op's document as JSON text (nil: none).
+func jsonOpDoc(op store.Op, doc json.RawMessage) []any {
 	t := func(p *time.Time) any {
 		if p == nil {
 			return nil
@@ -25,7 +42,7 @@ func jsonOp(op store.Op) []any {
 	}
 	switch op.Kind {
 	case store.OpPut:
-		out := []any{"put", op.Doc}
+		out := []any{"put", doc}
 		if op.ValidFrom != nil {
 			out = append(out, t(op.ValidFrom))
 			if op.ValidTo != nil {
@@ -43,11 +60,11 @@ func jsonOp(op store.Op) []any {
 		}
 		return out
 	case store.OpMatch:
-		var doc any
-		if op.Doc != nil {
-			doc = op.Doc
+		var expect any // nil: absent
+		if doc != nil {
+			expect = doc
 		}
-		out := []any{"match", op.ID, doc}
+		out := []any{"match", op.ID, expect}
 		if op.ValidFrom != nil {
 			out = append(out, t(op.ValidFrom))
 		}
@@ -63,9 +80,15 @@ func (s *Store) Submit(ctx context.Context, ops []store.Op) (store.Tx, error) {
 	if err != nil {
 		return store.Tx{}, err
 	}
+	if err := store.CheckReserved(ctx, ops); err != nil {
+		return store.Tx{}, err
+	}
 	txOps := make([]any, len(ops))
 	for i, op := range ops {
-		txOps[i] = jsonOp(op)
+		if txOps[i], err = jsonOp(op); err != nil {
+			err.(*store.Error).OpIndex = i + 1
+			return store.Tx{}, err
+		}
 		if op.Kind != store.OpPut {
 			// The log names this op's entity only by hash; a put's id is in
 			// its document (and an evicted put's entity in its evict op).
@@ -228,7 +251,7 @@ func (s *Store) AwaitTx(ctx context.Context, txID int64, timeout time.Duration) 
 		timeout = s.o.AwaitTimeout
 	}
 	q := url.Values{"tx-id": {strconv.FormatInt(txID, 10)}, "timeout": {strconv.FormatInt(timeout.Milliseconds(), 10)}}
-	v, err := s.readEDN(ctx, request{op: "await", method: http.MethodGet, path: "/await-tx", query: q})
+	v, err := s.readEDN(ctx, request{op: "await", method: http.MethodGet, path: "/await-tx", query: q, wait: timeout})
 	if err != nil {
 		var se *store.Error
 		if errors.As(err, &se) && se.Kind != store.ErrUnavailable {

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/ctxstore/ctxstore/store"
 )
 
 // Exit statuses.
@@ -15,12 +18,18 @@ const (
 	exitOK    = 0
 	exitError = 1
 	exitUsage = 2
+	// exitConflict: a transaction aborted because a match failed, e.g.
+	// put --if-match found another version than the one expected.
+	exitConflict = 3
 )
 
 // cli is the command line: global flags and one field per subcommand.
 type cli struct {
 	Store string `name:"store" env:"CTXSTORE_URL" placeholder:"URL" help:"Store to use: sqlite:PATH, file:PATH, PATH.db, :memory: or http(s)://HOST:PORT (XTDB). Default: ./.ctxstore/store.db."`
 	JSON  bool   `name:"json" help:"Print stable machine-readable JSON on stdout."`
+	// Durable and XTDBTimeout apply to every command that opens a store.
+	Durable     bool          `name:"durable" env:"CTXSTORE_DURABLE" help:"SQLite: commit with synchronous=FULL, so an acknowledged transaction survives a power loss, not only a crash (slower writes)."`
+	XTDBTimeout time.Duration `name:"xtdb-timeout" env:"CTXSTORE_XTDB_TIMEOUT" default:"60s" placeholder:"DURATION" help:"XTDB: how long one request may wait for the server's answer (long polls add their own wait)."`
 
 	Put     putCmd     `cmd:"" help:"Write one JSON document (or, with --lines, many) in one transaction."`
 	Delete  deleteCmd  `cmd:"" help:"Delete a document (write a tombstone), optionally over a valid-time range."`
@@ -130,6 +139,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		var ue *usageError
 		if errors.As(err, &ue) {
 			return exitUsage
+		}
+		if errors.Is(err, store.ErrConflict) {
+			return exitConflict
 		}
 		return exitError
 	}

@@ -2,12 +2,15 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"os"
 
+	"github.com/ctxstore/ctxstore/store"
 	"github.com/ctxstore/ctxstore/sync/versionlog"
 )
 
 type importCmd struct {
-	File    string `arg:"" placeholder:"FILE" help:"The version log to import (gzip or not). - reads stdin, applying each transaction as it is read instead of checking the whole log first."`
+	File    string `arg:"" placeholder:"FILE" help:"The version log to import (gzip or not). - reads stdin (spooled to a temporary file, so that it too is checked whole before anything is applied)."`
 	Partial bool   `name:"partial" help:"Accept a log exported with --after into a store that holds nothing from its source yet (it gets the history from there on only)."`
 }
 
@@ -21,7 +24,7 @@ func (c *importCmd) Run(a *app) error {
 	p := a.progress()
 	var sum versionlog.ImportSummary
 	if c.File == "-" {
-		sum, err = versionlog.Import(a.ctx, s, a.stdin, versionlog.ImportOptions{Progress: p.update, Partial: c.Partial})
+		sum, err = a.importStdin(s, versionlog.ImportOptions{Progress: p.update, Partial: c.Partial})
 	} else {
 		sum, err = versionlog.ImportFile(a.ctx, s, c.File, versionlog.ImportOptions{Progress: p.update, Partial: c.Partial})
 	}
@@ -34,4 +37,23 @@ func (c *importCmd) Run(a *app) error {
 	}
 	fmt.Fprintf(a.stdout, "imported %s from %s: %s\n", c.File, sum.Source.ID, importText(sum))
 	return nil
+}
+
+// importStdin spools stdin to a temporary file (removed afterwards) and
+// imports it with the whole-log check first, as a file is: a corrupt
+// transaction or a bad checksum at the end changes nothing.
+func (a *app) importStdin(s store.Store, o versionlog.ImportOptions) (versionlog.ImportSummary, error) {
+	f, err := os.CreateTemp("", "ctxstore-import-*.log")
+	if err != nil {
+		return versionlog.ImportSummary{}, fmt.Errorf("spooling stdin: %w", err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if _, err := io.Copy(f, a.stdin); err != nil {
+		return versionlog.ImportSummary{}, fmt.Errorf("spooling stdin to %s: %w", f.Name(), err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return versionlog.ImportSummary{}, err
+	}
+	return versionlog.ImportChecked(a.ctx, s, f, "stdin", o)
 }

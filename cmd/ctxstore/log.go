@@ -81,7 +81,7 @@ func opText(op store.Op) string {
 	if op.Kind == store.OpPut && op.Doc == nil {
 		parts = append(parts, "(document evicted)")
 	}
-	return strings.Join(parts, "  ")
+	return termSafe(strings.Join(parts, "  "), false)
 }
 
 // statusJSON is the --json output of status.

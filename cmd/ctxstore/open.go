@@ -114,14 +114,15 @@ func (a *app) open(write bool) (store.Store, error) {
 	}
 	switch loc.backend {
 	case backendXTDB:
-		return openXTDB(a.ctx, loc.url)
+		return openXTDB(a.ctx, loc.url, a.cli.XTDBTimeout)
 	case backendSQLite:
-		return openSQLite(a.ctx, loc, write)
+		return openSQLite(a.ctx, loc, write, a.cli.Durable)
 	}
 	return nil, fmt.Errorf("store %q: unknown backend", a.cli.Store)
 }
 
-func openSQLite(ctx context.Context, loc location, write bool) (store.Store, error) {
+// openSQLite opens the SQLite store at loc; durable sets synchronous=FULL.
+func openSQLite(ctx context.Context, loc location, write, durable bool) (store.Store, error) {
 	if loc.path != ":memory:" {
 		dir := filepath.Dir(loc.path)
 		_, err := os.Stat(loc.path)
@@ -140,5 +141,5 @@ func openSQLite(ctx context.Context, loc location, write bool) (store.Store, err
 			return nil, fmt.Errorf("store %s: %w", loc.path, err)
 		}
 	}
-	return bitemporal.Open(ctx, loc.path, bitemporal.Options{})
+	return bitemporal.Open(ctx, loc.path, bitemporal.Options{Durable: durable})
 }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -66,20 +68,65 @@ func encodeValue(b *bytes.Buffer, v any) error {
 	return nil
 }
 
-// docText formats a document as JSON, indented by two spaces if pretty.
+// docText formats a document as JSON, indented by two spaces if pretty,
+// with terminal controls escaped (see termSafe; the result is still JSON).
 func docText(doc store.Doc, pretty bool) (string, error) {
 	raw, err := jsonDoc(doc).MarshalJSON()
 	if err != nil {
 		return "", err
 	}
 	if !pretty {
-		return string(raw), nil
+		return termSafe(string(raw), false), nil
 	}
 	var b bytes.Buffer
 	if err := json.Indent(&b, raw, "", "  "); err != nil {
 		return "", err
 	}
-	return b.String(), nil
+	return termSafe(b.String(), true), nil
+}
+
+// termSafe escapes what a terminal would act on instead of showing: C0
+// and C1 controls (ESC starts the escape sequences that move the cursor,
+// retitle the window or hide text), DEL, the bidirectional overrides
+// (which reorder what is shown) and line separators, as \uXXXX; invalid
+// UTF-8 bytes as \xXX. With keepNewlines, '\n' stays (the line breaks of
+// indented JSON). Text output only: --json output is JSON, for programs.
+func termSafe(s string, keepNewlines bool) string {
+	clean := true
+	for i, r := range s {
+		if unsafeRune(r) && !(keepNewlines && r == '\n') || r == utf8.RuneError && !validAt(s, i) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case unsafeRune(r) && !(keepNewlines && r == '\n'):
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029 ||
+		(r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c
+}
+
+// validAt reports whether s holds a valid encoding (not a bad byte) at i.
+func validAt(s string, i int) bool {
+	r, n := utf8.DecodeRuneInString(s[i:])
+	return r != utf8.RuneError || n > 1
 }
 
 // valueText formats one field value for a table cell: strings as they
@@ -122,7 +169,7 @@ func (t *table) row(cells ...any) {
 		if i > 0 {
 			fmt.Fprint(t.tw, "\t")
 		}
-		fmt.Fprint(t.tw, c)
+		fmt.Fprint(t.tw, termSafe(fmt.Sprint(c), false))
 	}
 	fmt.Fprintln(t.tw)
 }

@@ -67,9 +67,9 @@ func (a *app) openURL(raw string, write bool) (store.Store, error) {
 		return nil, err
 	}
 	if loc.backend == backendXTDB {
-		return openXTDB(a.ctx, loc.url)
+		return openXTDB(a.ctx, loc.url, a.cli.XTDBTimeout)
 	}
-	return openSQLite(a.ctx, loc, write)
+	return openSQLite(a.ctx, loc, write, a.cli.Durable)
 }
 
 // progressBar shows a command's progress on stderr: a bar per phase when

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"golang.org/x/term"
 
@@ -23,6 +24,8 @@ const maxLineErrors = 10
 type putCmd struct {
 	File  string `arg:"" optional:"" default:"-" placeholder:"FILE" help:"JSON file to read; - or nothing reads stdin."`
 	Lines bool   `name:"lines" help:"Read JSON Lines: one document per line, all written in one transaction."`
+	// IfMatch makes put a compare-and-swap.
+	IfMatch string `name:"if-match" placeholder:"HASH|absent" help:"Write only if the document's current version (at --valid-from, default now) has this content hash (history --json shows it), or, with absent, if there is none; otherwise nothing is written and the exit status is 3."`
 	validRange
 }
 
@@ -47,6 +50,9 @@ func (c *putCmd) Run(a *app) error {
 	if err := c.check(); err != nil {
 		return err
 	}
+	if c.IfMatch != "" && c.Lines {
+		return usagef("--if-match takes one document, not --lines")
+	}
 	name, data, err := a.readInput(c.File)
 	if err != nil {
 		return err
@@ -66,7 +72,62 @@ func (c *putCmd) Run(a *app) error {
 	for i, d := range docs {
 		ops[i] = store.Op{Kind: store.OpPut, Doc: d, ValidFrom: c.ValidFrom.ptr(), ValidTo: c.ValidTo.ptr()}
 	}
+	if c.IfMatch != "" {
+		return a.putIfMatch(ops[0], c.IfMatch)
+	}
 	return a.submit(ops)
+}
+
+// ifMatchAbsent is the --if-match value that expects no document.
+const ifMatchAbsent = "absent"
+
+// putIfMatch writes put only if the version of its entity visible at its
+// valid time (now by default) has content hash want ("absent": none). It
+// reads that version, then submits a match on it before the put, so a
+// write that lands in between aborts the transaction: no lost update.
+func (a *app) putIfMatch(put store.Op, want string) error {
+	ops, err := store.Normalize([]store.Op{put})
+	if err != nil {
+		return err
+	}
+	put = ops[0]
+	s, err := a.open(true)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	var at time.Time // zero: now
+	if put.ValidFrom != nil {
+		at = *put.ValidFrom
+	}
+	b := store.Basis{ValidTime: at}
+	var cur store.Doc
+	have := ifMatchAbsent
+	etx, err := s.EntityTx(a.ctx, put.ID, b)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return err
+	case !etx.Deleted:
+		tx := etx.TxID
+		if cur, err = s.Entity(a.ctx, put.ID, store.Basis{ValidTime: at, TxID: &tx}); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if cur != nil {
+			have = etx.ContentHash
+		}
+	}
+	if have != want {
+		return fmt.Errorf("put --if-match %s of %q: %w: the current version is %s; nothing was written", want, put.ID, store.ErrConflict, have)
+	}
+	match := store.Op{Kind: store.OpMatch, ID: put.ID, Doc: cur, ValidFrom: put.ValidFrom}
+	if err := a.submitOn(s, []store.Op{match, put}); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("put --if-match %s of %q: another write changed it since it was read; nothing was written: %w", want, put.ID, err)
+		}
+		return err
+	}
+	return nil
 }
 
 // Run implements delete.
@@ -94,6 +155,11 @@ func (a *app) submit(ops []store.Op) error {
 		return err
 	}
 	defer s.Close()
+	return a.submitOn(s, ops)
+}
+
+// submitOn is submit on an open store, which it closes.
+func (a *app) submitOn(s store.Store, ops []store.Op) error {
 	tx, err := store.SubmitWait(a.ctx, s, ops)
 	if err != nil {
 		return err

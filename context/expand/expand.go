@@ -125,15 +125,11 @@ func portable(ref objects.Ref) bool {
 	return ref.Static && ref.ContentHash != "" && ref.IdentityHash != "" && ref.MetadataViewHash != ""
 }
 
-// farFuture is a valid time after any a store holds, for history reads
-// that must see every valid time.
-var farFuture = time.Date(9000, 1, 1, 0, 0, 0, 0, time.UTC)
-
 // byHashes returns the version of ref.ID that passes ref.Verify and was
 // written by the earliest transaction, nil if there is none.
 func byHashes(ctx context.Context, st store.Store, ref objects.Ref) (*objects.Object, int64, error) {
 	rows, err := st.History(ctx, ref.ID, store.HistoryOptions{Order: store.Asc, WithCorrections: true, WithDocs: true,
-		Basis: store.Basis{ValidTime: farFuture}})
+		Basis: store.Basis{ValidTime: store.FarFuture}})
 	if err != nil {
 		return nil, 0, err
 	}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ func errorCases() []testCase {
 	return []testCase{
 		{"invalid-ops-write-nothing", testInvalidOps},
 		{"not-found", testNotFound},
+		{"numbers-held-exactly", testNumbersExact},
 		{"calls-after-close", testAfterClose},
 	}
 }
@@ -46,6 +48,18 @@ func testInvalidOps(e *env) {
 		{"unknown op kind", store.Op{Kind: "upsert", ID: id}, []string{"upsert", id}},
 		{"delete with a document", store.Op{Kind: store.OpDelete, ID: id, Doc: e.doc("bad")}, []string{`"doc"`, id}},
 		{"document with an empty key", store.Put(e.doc("bad", "", 1)), []string{id}},
+		// The input rules (docs/security.md): numbers are held exactly or
+		// refused, reserved ids are the version log's.
+		{"integer beyond 2^53", store.Put(e.doc("bad", "n", json.Number("9007199254740993"))), []string{`"n"`, id, "9007199254740993"}},
+		{"nested integer beyond 2^53", store.Put(e.doc("bad", "a", map[string]any{"b": []any{1, json.Number("18446744073709551616")}})), []string{`a.b[1]`, id}},
+		{"whole number between 2^53 and 1e21", store.Put(e.doc("bad", "n", json.Number("1.2345678901234567e19"))), []string{`"n"`, id}},
+		{"float64 between 2^53 and 1e21", store.Put(e.doc("bad", "n", 1.2345678901234567e19)), []string{`"n"`, id}},
+		{"over-precise decimal", store.Put(e.doc("bad", "n", json.Number("0.1000000000000000000001"))), []string{`"n"`, id}},
+		{"number beyond float64", store.Put(e.doc("bad", "n", json.Number("1e400"))), []string{`"n"`, id}},
+		{"match with a number beyond 2^53", store.Match(id, e.doc("bad", "n", json.Number("9007199254740993"))), []string{`"n"`, id}},
+		{"put of a reserved id", store.Put(store.Doc{store.IDKey: store.ReservedPrefix + "cursor:" + e.pfx}), []string{"reserved", store.ReservedPrefix}},
+		{"delete of a reserved id", store.Delete(store.ReservedPrefix + "cursor:" + e.pfx), []string{"reserved"}},
+		{"evict of a reserved id", store.Evict(store.ReservedPrefix + "session:" + e.pfx), []string{"reserved"}},
 	} {
 		ops := []store.Op{store.PutAt(e.doc("good", "case", c.name), inst("2019-01-01")), c.op}
 		_, err := e.s.Submit(e.ctx, ops)
@@ -134,4 +148,23 @@ func testAfterClose(e *env) {
 	for name, call := range calls {
 		e.wantErr(name+" after Close", call(), store.ErrUnavailable)
 	}
+}
+
+// testNumbersExact: the numbers the input rules accept read back as the
+// same value, at the edges of what a 64-bit float holds.
+func testNumbersExact(e *env) {
+	d := e.doc("n", "max", json.Number("9007199254740992"), "min", json.Number("-9007199254740992"),
+		"e21", json.Number("1e21"), "tiny", json.Number("5e-324"), "big", json.Number("1.7976931348623157e308"),
+		"third", json.Number("0.30000000000000004"), "l", []any{json.Number("-0"), json.Number("2.5")})
+	tx := e.submit(store.PutAt(d, inst("2019-01-01")))
+	got := e.entity(e.id("n"), store.AtTx(tx.ID, inst("2019-06-01")))
+	e.wantEntity(e.id("n"), store.AtTx(tx.ID, inst("2019-06-01")), d)
+	for _, k := range []string{"max", "min", "e21", "tiny", "big", "third"} {
+		want, _ := store.Num(d[k])
+		if v, ok := store.Num(got[k]); !ok || v != want {
+			e.t.Errorf("%s: read back %v, want %v", k, got[k], d[k])
+		}
+	}
+	// What was read can be written again (export, then import).
+	e.submit(store.PutAt(got, inst("2019-02-01")))
 }

@@ -42,7 +42,8 @@ type Harness struct {
 
 // Run runs every conformance case against h as subtests, grouped by
 // feature: bitemporal (range semantics), match_evict, history, basis,
-// query, txlog and errors. Case names are those of the XTDB 1.24.5 tests
+// query, txlog and errors; then the cases of every optional capability
+// (store/capabilities.go) the backend implements. Case names are those of the XTDB 1.24.5 tests
 // they port, where there is one.
 func Run(t *testing.T, h Harness) {
 	if h.New == nil {
@@ -70,6 +71,7 @@ func Run(t *testing.T, h Harness) {
 			}
 		})
 	}
+	t.Run("capabilities", func(t *testing.T) { runCapabilities(t, h) })
 }
 
 // testCase is one conformance case.

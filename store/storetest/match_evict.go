@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"slices"
 
 	"github.com/ctxstore/ctxstore/store"
@@ -11,6 +12,7 @@ func matchEvictCases() []testCase {
 		{"test-match-ops", testMatchOps},
 		{"failing-match-aborts-the-whole-tx", testMatchAbortsWholeTx},
 		{"match-at-valid-time", testMatchAtValidTime},
+		{"match-compares-numbers-as-json", testMatchNumbersAsJSON},
 		{"test-can-evict-entity", testCanEvictEntity},
 		{"test-adding-back-evicted-document", testAddingBackEvicted},
 		{"test-put-evict-in-same-transaction-1337", testPutEvictSameTx1337},
@@ -330,4 +332,20 @@ func testPutEvictSameTx1337(e *env) {
 			e.t.Errorf("flagged = %q, want only b", got)
 		}
 	})
+}
+
+// testMatchNumbersAsJSON: documents are JSON, so a match compares numbers
+// by value: 1 and 1.0 (and 1e0, 10e-1) are the same number and the match
+// holds, on every backend (XTDB would tell a long from a double; the xtdb
+// backend writes every number in its canonical RFC 8785 form, so it never
+// sees 1.0). 1 and 1.5 are not the same and the match fails.
+func testMatchNumbersAsJSON(e *env) {
+	id := e.id("n")
+	e.submit(store.PutAt(e.doc("n", "i", json.Number("1"), "f", json.Number("2.0"), "l", []any{json.Number("3")}), inst("2019-01-01")))
+	same := e.doc("n", "i", json.Number("1.0"), "f", json.Number("2"), "l", []any{json.Number("30e-1")})
+	tx := e.submit(store.Match(id, same), store.PutAt(e.doc("n", "i", json.Number("1e0"), "v", 2), inst("2019-01-01")))
+	e.committed(tx, true)
+	e.submit(store.Match(id, e.doc("n", "i", json.Number("1"), "v", json.Number("2.0"))), store.PutAt(e.doc("n", "v", 3), inst("2019-01-01")))
+	e.submitAborting(store.Match(id, e.doc("n", "v", json.Number("3.5"))), store.PutAt(e.doc("n", "v", 4), inst("2019-01-01")))
+	e.wantEntity(id, allVT, e.doc("n", "v", 3))
 }

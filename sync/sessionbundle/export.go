@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"time"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/objects"
@@ -52,9 +51,6 @@ type ExportSummary struct {
 	// because it was evicted from the source.
 	Evicted int64 `json:"evicted_ops"`
 }
-
-// farFuture is a valid time after any a store holds.
-var farFuture = time.Date(9000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Export writes session sessionID of src to w as a bundle: the manifest,
 // then the version log of the session's entities (see the package doc)
@@ -190,7 +186,7 @@ func (ex *exporter) collect() error {
 func (ex *exporter) lookFirst(id string) error {
 	upto := ex.sum.Upto
 	rows, err := ex.src.History(ex.ctx, id, store.HistoryOptions{Order: store.Asc, WithCorrections: true,
-		Basis: store.Basis{ValidTime: farFuture, TxID: &upto}})
+		Basis: store.Basis{ValidTime: store.FarFuture, TxID: &upto}})
 	if err != nil {
 		return fmt.Errorf("reading the history of %s: %w", id, err)
 	}

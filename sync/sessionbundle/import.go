@@ -147,12 +147,12 @@ func importFile(ctx context.Context, target store.Store, path string, o ImportOp
 	if err != nil {
 		return sum, err
 	}
-	if h.Source.Backend == status.Backend && h.Source.Location == status.Location && status.Location != "" && status.Location != ":memory:" {
+	if store.SameStore(h.Source.Backend, h.Source.Location, status) {
 		return sum, &versionlog.LineError{Line: 1, TxID: -1, Err: fmt.Errorf("%w: the bundle was exported from the target itself (%s)", versionlog.ErrNotContinuing, h.Source.ID)}
 	}
 	if cur == nil {
 		head := objects.SessionObjectID(h.Session)
-		rows, err := target.History(ctx, head, store.HistoryOptions{Order: store.Asc, WithCorrections: true, Basis: store.Basis{ValidTime: farFuture}})
+		rows, err := target.History(ctx, head, store.HistoryOptions{Order: store.Asc, WithCorrections: true, Basis: store.Basis{ValidTime: store.FarFuture}})
 		if err != nil {
 			return sum, fmt.Errorf("reading %s in the target: %w", head, err)
 		}
@@ -246,32 +246,6 @@ func rebuild(ctx context.Context, target store.Store, h Header, progress version
 	return nil
 }
 
-// submitAter is a target that can take a given tx time
-// (bitemporal.Store.SubmitAt).
-type submitAter interface {
-	SubmitAt(ctx context.Context, ops []store.Op, txTime time.Time) (store.Tx, error)
-}
-
-// submitAtWait is store.SubmitWait with a given tx time: an aborted
-// transaction gives an error wrapping store.ErrConflict.
-func submitAtWait(ctx context.Context, st store.Store, sa submitAter, ops []store.Op, t time.Time) error {
-	tx, err := sa.SubmitAt(ctx, ops, t)
-	if err != nil {
-		return err
-	}
-	if _, err := st.AwaitTx(ctx, tx.ID, 0); err != nil {
-		return err
-	}
-	ok, err := st.TxCommitted(ctx, tx.ID)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return &store.Error{Op: "submit", Kind: store.ErrConflict, Msg: fmt.Sprintf("tx %d aborted: a match failed", tx.ID)}
-	}
-	return nil
-}
-
 // readRecord reads the target's record of a bundle source, nil if none.
 func readRecord(ctx context.Context, target store.Store, id string) (store.Doc, error) {
 	doc, err := target.Entity(ctx, id, store.Basis{ValidTime: versionlog.CursorValidTime})
@@ -321,15 +295,11 @@ func writeRecord(ctx context.Context, target store.Store, id string, prev store.
 		store.PutAt(doc, versionlog.CursorValidTime),
 	}
 	var err error
-	written := false
-	if sa, ok := target.(submitAter); ok && at != nil {
-		err = submitAtWait(ctx, target, sa, ops, *at)
-		written = err == nil
-		if errors.Is(err, store.ErrInvalid) {
-			err = nil // a later transaction is in the way: the target's clock
-		}
-	}
-	if !written && err == nil {
+	ctx = store.WithReservedWrites(ctx) // the record's id is reserved
+	if at != nil {
+		// A later transaction in the way: the target's clock.
+		_, _, err = store.SubmitAtWait(ctx, target, ops, *at, true)
+	} else {
 		_, err = store.SubmitWait(ctx, target, ops)
 	}
 	if errors.Is(err, store.ErrConflict) {

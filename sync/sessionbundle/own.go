@@ -97,7 +97,7 @@ func checkOwnTarget(ctx context.Context, target store.Store, m *manifest, had ma
 		if had[e.ID] {
 			continue
 		}
-		_, err := target.EntityTx(ctx, e.ID, store.Basis{ValidTime: farFuture})
+		_, err := target.EntityTx(ctx, e.ID, store.Basis{ValidTime: store.FarFuture})
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}

@@ -96,7 +96,7 @@ func BenchmarkExport(b *testing.B) {
 
 // BenchmarkExportViaTxLog: the same export through store.Store.TxLog only
 // (documents decoded, then canonicalized again), the path of a store
-// without versionlog.CanonicalTxLog.
+// without store.CanonicalTxLogger.
 func BenchmarkExportViaTxLog(b *testing.B) {
 	src := benchSource(b, 200)
 	var sum versionlog.ExportSummary

@@ -83,7 +83,7 @@ func Export(ctx context.Context, src store.Store, w io.Writer, o ExportOptions) 
 	if err != nil {
 		return sum, fmt.Errorf("export: %w", err)
 	}
-	canonSrc, canonical := src.(CanonicalTxLog)
+	canonSrc, canonical := src.(store.CanonicalTxLogger)
 	for cur := o.After; cur < sum.Upto; {
 		var page []store.LoggedTx
 		var canon [][]json.RawMessage
@@ -129,17 +129,6 @@ func Export(ctx context.Context, src store.Store, w io.Writer, o ExportOptions) 
 		return sum, fmt.Errorf("export: %w", err)
 	}
 	return sum, nil
-}
-
-// CanonicalTxLog is implemented by stores that can give the documents of
-// their tx log as the RFC 8785 canonical JSON they keep (bitemporal.Store).
-// Export then writes those bytes as they are instead of decoding each
-// document and encoding it again.
-type CanonicalTxLog interface {
-	// TxLogCanonical is store.Store.TxLog with the ops' documents left out
-	// of the ops: docs[i][j] is the document of op j of txs[i] in canonical
-	// JSON (store.Canonical), nil if the op has none or it was evicted.
-	TxLogCanonical(ctx context.Context, after int64, limit int) (txs []store.LoggedTx, docs [][]json.RawMessage, err error)
 }
 
 // explicit makes lt explicit, without reserved ops and evicted content;

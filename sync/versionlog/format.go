@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ctxstore/ctxstore/store"
@@ -28,8 +27,9 @@ const DefaultDocWindow = 1024
 
 // ReservedPrefix starts the ids of the entities the version log keeps in
 // a store for itself (the sync cursors). Export leaves them out and import
-// refuses a log that writes them.
-const ReservedPrefix = "ctxstore:sync-"
+// refuses a log that writes them; the stores refuse other writers
+// (store.ReservedPrefix, store.CheckReserved).
+const ReservedPrefix = store.ReservedPrefix
 
 // Errors a log or an import can fail with. Faults in a log come wrapped in
 // a *LineError naming the line.
@@ -189,7 +189,7 @@ func FromLogged(lt store.LoggedTx) (Tx, error) {
 }
 
 // fromLogged is FromLogged; canon, if not nil, holds the document of each
-// op as canonical JSON already (see CanonicalTxLog), and the ops' Doc is
+// op as canonical JSON already (see store.CanonicalTxLogger), and the ops' Doc is
 // not used.
 func fromLogged(lt store.LoggedTx, canon []json.RawMessage) (Tx, error) {
 	tx := Tx{Tx: store.Tx{ID: lt.ID, Time: store.MS(lt.Time)}, Ops: make([]Op, 0, len(lt.Ops))}
@@ -234,7 +234,7 @@ func contentHash(canon []byte) string {
 }
 
 // Reserved reports whether id is one of the version log's own entities.
-func Reserved(id string) bool { return strings.HasPrefix(id, ReservedPrefix) }
+func Reserved(id string) bool { return store.Reserved(id) }
 
 // AppendString appends s as a JSON string, escaped as RFC 8785 does: only
 // quote, backslash and control characters. s must be valid UTF-8. Formats

@@ -57,12 +57,6 @@ type ImportSummary struct {
 	Trailer *Trailer `json:"trailer,omitempty"`
 }
 
-// submitAter is a target that can keep original tx times
-// (bitemporal.Store).
-type submitAter interface {
-	SubmitAt(ctx context.Context, ops []store.Op, txTime time.Time) (store.Tx, error)
-}
-
 // Import applies the log in r to target, in one pass, each source
 // transaction as one target transaction that also moves the target's
 // cursor for the log's source (CursorID) to it, guarded by a match on the
@@ -76,7 +70,7 @@ type submitAter interface {
 // recorded. Transactions up to the cursor are skipped. A log exported from
 // the target itself is refused.
 //
-// A target with SubmitAt (bitemporal.Store) gets each transaction with its
+// A target with store.TxTimeSubmitter (bitemporal.Store) gets each transaction with its
 // source tx time, unless a later transaction is already in the target; then,
 // as on XTDB, the target's clock gives the time and the source tx id and
 // time are recorded in the cursor (see Mappings). Ops marked evicted are
@@ -85,7 +79,8 @@ type submitAter interface {
 //
 // Faults of the log found as it is read stop the import with a *LineError;
 // what was applied before stays applied (and is skipped by the next run).
-// Use ImportFile to check a whole file before applying any of it.
+// Use ImportFile to check a whole file before applying any of it (the CLI
+// spools stdin to a file for that).
 //
 // r is read by a goroutine of Import's own, a few transactions ahead of the
 // one being applied. When Import returns early, that goroutine ends at r's
@@ -96,13 +91,14 @@ func Import(ctx context.Context, target store.Store, r io.Reader, o ImportOption
 		return ImportSummary{}, err
 	}
 	h := rd.Header()
-	im := &importer{ctx: ctx, dst: target, o: o, h: h, sum: ImportSummary{Source: h.Source}}
-	im.at, _ = target.(submitAter)
+	// The cursor's id is reserved: only an import may write it.
+	im := &importer{ctx: store.WithReservedWrites(ctx), dst: target, o: o, h: h, sum: ImportSummary{Source: h.Source}}
+	im.at, _ = target.(store.TxTimeSubmitter)
 	latest, tst, err := store.Settle(ctx, target)
 	if err != nil {
 		return im.sum, fmt.Errorf("import: %w", err)
 	}
-	if sameStore(h.Source, tst) {
+	if store.SameStore(h.Source.Backend, h.Source.Location, tst) {
 		return im.sum, &LineError{Line: 1, TxID: -1, Err: fmt.Errorf("%w: the log was exported from the target itself (%s)", ErrNotContinuing, h.Source.ID)}
 	}
 	if latest != nil {
@@ -219,23 +215,49 @@ func storeOps(tx Tx) ([]store.Op, int64, error) {
 	return ops, evicted, nil
 }
 
-// ImportFile checks the whole log at path (Verify) and only then applies
-// it (Import), so a damaged file changes nothing in the target.
+// checkOps checks that every op of tx is one a store accepts (its
+// document decodes under the store's input rules, store.Normalize passes),
+// so that a log that verifies is not refused half-way through an import.
+func checkOps(tx Tx) error {
+	ops, _, err := storeOps(tx)
+	if err == nil && len(ops) > 0 {
+		_, err = store.Normalize(ops)
+	}
+	if err != nil {
+		return &LineError{Line: tx.Line, TxID: tx.ID, Err: fmt.Errorf("a store would refuse this transaction: %w", err)}
+	}
+	return nil
+}
+
+// ImportFile checks the whole log at path (Verify: format, checksums, and
+// every op against the store's input rules) and only then applies it
+// (Import), so a damaged or unacceptable file changes nothing in the
+// target. What the check cannot know is the target's state: a source match
+// op that fails on the target stops the import with ErrDiverged after the
+// transactions before it (each applied with its cursor move, so the target
+// stays consistent and a re-run continues from there).
 func ImportFile(ctx context.Context, target store.Store, path string, o ImportOptions) (ImportSummary, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return ImportSummary{}, fmt.Errorf("import: %w", err)
 	}
 	defer f.Close()
-	if _, _, err := verify(f, o.Progress); err != nil {
-		return ImportSummary{}, fmt.Errorf("%s: %w", path, err)
+	return ImportChecked(ctx, target, f, path, o)
+}
+
+// ImportChecked is ImportFile for a log in r, named name in errors: it
+// reads r whole to check it, seeks back to its start and applies it. A
+// caller with a stream (stdin) spools it to a file first.
+func ImportChecked(ctx context.Context, target store.Store, r io.ReadSeeker, name string, o ImportOptions) (ImportSummary, error) {
+	if _, _, err := verify(r, o.Progress); err != nil {
+		return ImportSummary{}, fmt.Errorf("%s: %w", name, err)
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
+	if _, err := r.Seek(0, io.SeekStart); err != nil {
 		return ImportSummary{}, fmt.Errorf("import: %w", err)
 	}
-	sum, err := Import(ctx, target, f, o)
+	sum, err := Import(ctx, target, r, o)
 	if err != nil {
-		return sum, fmt.Errorf("%s: %w", path, err)
+		return sum, fmt.Errorf("%s: %w", name, err)
 	}
 	return sum, nil
 }
@@ -256,6 +278,9 @@ func verify(r io.Reader, progress ProgressFunc) (Header, Trailer, error) {
 		if err != nil {
 			return h, Trailer{}, err
 		}
+		if err := checkOps(tx); err != nil {
+			return h, Trailer{}, err
+		}
 		if progress != nil {
 			progress("verify", tx.ID-h.After, h.Upto-h.After)
 		}
@@ -265,7 +290,7 @@ func verify(r io.Reader, progress ProgressFunc) (Header, Trailer, error) {
 type importer struct {
 	ctx      context.Context
 	dst      store.Store
-	at       submitAter
+	at       store.TxTimeSubmitter
 	o        ImportOptions
 	h        Header
 	sum      ImportSummary
@@ -401,11 +426,6 @@ func (im *importer) moved(now *Cursor) error {
 		at = fmt.Sprintf("at source tx %d", now.TxID)
 	}
 	return fmt.Errorf("%w: another import moved the cursor for %q (now %s); run the import again", ErrDiverged, im.h.Source.ID, at)
-}
-
-// sameStore reports whether src describes the store whose status is st.
-func sameStore(src Source, st store.Status) bool {
-	return src.Backend == st.Backend && src.Location == st.Location && st.Location != "" && st.Location != ":memory:"
 }
 
 func sameCursor(a, b *Cursor) bool {

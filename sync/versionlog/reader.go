@@ -435,10 +435,14 @@ func Verify(r io.Reader) (Header, Trailer, error) {
 		return Header{}, Trailer{}, err
 	}
 	for {
-		if _, err := rd.Next(); err == io.EOF {
+		tx, err := rd.Next()
+		if err == io.EOF {
 			t, _ := rd.Trailer()
 			return rd.Header(), t, nil
 		} else if err != nil {
+			return rd.Header(), Trailer{}, err
+		}
+		if err := checkOps(tx); err != nil {
 			return rd.Header(), Trailer{}, err
 		}
 	}

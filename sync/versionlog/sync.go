@@ -45,7 +45,7 @@ func Sync(ctx context.Context, src, target store.Store, o SyncOptions) (SyncSumm
 	if err != nil {
 		return sum, fmt.Errorf("sync: target: %w", err)
 	}
-	if sameStore(source, tst) {
+	if store.SameStore(source.Backend, source.Location, tst) {
 		return sum, fmt.Errorf("sync: the source and the target are the same store (%s)", source.ID)
 	}
 	cur, err := ReadCursor(ctx, target, source.ID)

@@ -132,8 +132,8 @@ func TestExportGzipDeterministic(t *testing.T) {
 func TestExportCanonicalSameBytes(t *testing.T) {
 	ctx := context.Background()
 	src := openSQLite(t, "src.db")
-	if _, ok := any(src).(versionlog.CanonicalTxLog); !ok {
-		t.Fatal("bitemporal.Store does not implement versionlog.CanonicalTxLog")
+	if _, ok := any(src).(store.CanonicalTxLogger); !ok {
+		t.Fatal("bitemporal.Store does not implement store.CanonicalTxLogger")
 	}
 	populate(t, src, scenarioIDs("", 5), 3, 80)
 	odd := store.Doc{"xt/id": "odd", "f": json.Number("1.5e300"), "i": json.Number("-0"), "big": json.Number("1e21"),

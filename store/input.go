@@ -1,0 +1,378 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gowebpki/jcs"
+)
+
+// Input rules. Every document a store accepts is one that every backend
+// stores and gives back exactly, so no write can make data unreadable
+// (docs/security.md, "Input rules of the store"):
+//
+//   - JSON text (DecodeDoc) must be valid UTF-8 (else the error names the
+//     byte offset) and must not repeat a key in an object (else the error
+//     names the key, its path and byte offset); encoding/json would
+//     silently keep the last value or turn the bytes into U+FFFD.
+//   - Keys are non-empty UTF-8; strings are UTF-8.
+//   - Numbers are held exactly or refused (CheckNumber): a number is
+//     accepted only if its RFC 8785 canonical form, which the stores keep,
+//     denotes exactly the value written, and a whole number beyond ±2^53
+//     is only accepted at 1e21 and above, where the canonical form has an
+//     exponent. Integers beyond 2^53 and over-precise decimals are never
+//     silently rounded: store them as strings.
+//   - Ids starting with ReservedPrefix are written only by the version
+//     log and session bundles (WithReservedWrites); Submit refuses any
+//     other put, delete or evict of one.
+
+// ValueError is a value a store refuses, with the path of the field at
+// fault: "n" for a top-level key, "a.b[2]" inside objects and arrays
+// ("" for the value itself).
+type ValueError struct {
+	Path string
+	Msg  string
+}
+
+func (e *ValueError) Error() string {
+	if e.Path == "" {
+		return e.Msg
+	}
+	return fmt.Sprintf("field %q: %s", e.Path, e.Msg)
+}
+
+// maxSafeInt is the largest integer every JSON consumer holds exactly.
+const maxSafeInt = 1 << 53
+
+// CheckNumber reports why the JSON number literal s cannot be stored
+// exactly, or nil if it can. It refuses non-finite values (1e400),
+// integers beyond ±2^53 (9007199254740993 would be rounded), whole values
+// between 2^53 and 1e21 however they are written (1.2345678901234567e19:
+// its canonical form is a 20-digit integer no JSON reader holds exactly),
+// and literals with more precision than a 64-bit float keeps
+// (0.1000000000000000000001 would be rounded to 0.1).
+func CheckNumber(s string) error {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return fmt.Errorf("number %s is not a finite 64-bit number", short(s))
+	}
+	a := math.Abs(f)
+	c, err := jcs.NumberToJSON(f)
+	if err != nil {
+		return fmt.Errorf("number %s: %v", short(s), err)
+	}
+	exact := sameDecimal(s, c)
+	if !strings.ContainsAny(s, ".eE") && (a > maxSafeInt || (a == maxSafeInt && !exact)) {
+		return fmt.Errorf("integer %s is beyond ±2^53 and would lose precision; store it as a string", short(s))
+	}
+	if a > maxSafeInt && a < 1e21 {
+		return fmt.Errorf("number %s is a whole number beyond ±2^53 that JSON readers do not hold exactly; store it as a string", short(s))
+	}
+	if !exact {
+		return fmt.Errorf("number %s would be stored as %s (a 64-bit float holds no more); store it as a string to keep every digit", short(s), c)
+	}
+	return nil
+}
+
+// sameDecimal reports whether the JSON number literals a and b denote the
+// same decimal value (exactly, without converting to float).
+func sameDecimal(a, b string) bool {
+	na, da, ea, ok1 := decimal(a)
+	nb, db, eb, ok2 := decimal(b)
+	return ok1 && ok2 && na == nb && da == db && ea == eb
+}
+
+// decimal splits a JSON number literal into sign, significant digits
+// (no leading or trailing zeros) and the exponent of the last digit, so
+// that the value is ±digits × 10^exp. Zero is "", 0, positive.
+func decimal(s string) (neg bool, digits string, exp int, ok bool) {
+	if strings.HasPrefix(s, "-") {
+		neg, s = true, s[1:]
+	}
+	mant, e := s, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant = s[:i]
+		n, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
+		if err != nil {
+			return false, "", 0, false
+		}
+		e = n
+	}
+	if i := strings.IndexByte(mant, '.'); i >= 0 {
+		e -= len(mant) - i - 1
+		mant = mant[:i] + mant[i+1:]
+	}
+	mant = strings.TrimLeft(mant, "0")
+	if mant == "" {
+		return false, "", 0, true
+	}
+	t := strings.TrimRight(mant, "0")
+	e += len(mant) - len(t)
+	return neg, t, e, true
+}
+
+func short(s string) string {
+	if len(s) > 40 {
+		return s[:37] + "..."
+	}
+	return s
+}
+
+// ValidateValue checks a JSON value (as encoding/json decodes it with
+// UseNumber, or Go scalars) against the input rules and returns a
+// *ValueError naming the path of the first field at fault. Faces that
+// take JSON from elsewhere (HTTP bodies, a harness's tool arguments) call
+// it, or NormalizeValue, before building documents.
+func ValidateValue(v any) error { return validateValue("", v) }
+
+// NormalizeValue returns v with every number CheckNumber refuses replaced
+// by its literal as a string, and the paths it changed: for values that
+// must be stored whatever a client sent (a harness's tool arguments), so
+// one odd field does not refuse the whole value. v is not modified.
+// Other faults (invalid UTF-8 in a Go string) are left for ValidateValue.
+func NormalizeValue(v any) (any, []string) {
+	var changed []string
+	out := normalizeValue("", v, &changed)
+	return out, changed
+}
+
+func normalizeValue(path string, v any, changed *[]string) any {
+	switch x := v.(type) {
+	case json.Number:
+		if CheckNumber(string(x)) != nil {
+			*changed = append(*changed, path)
+			return string(x)
+		}
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			*changed = append(*changed, path)
+			return strconv.FormatFloat(x, 'g', -1, 64)
+		}
+		if s := strconv.FormatFloat(x, 'g', -1, 64); CheckNumber(s) != nil {
+			*changed = append(*changed, path)
+			return s
+		}
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = normalizeValue(fmt.Sprintf("%s[%d]", path, i), e, changed)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = normalizeValue(joinPath(path, k), e, changed)
+		}
+		return out
+	}
+	return v
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// ReservedPrefix starts the ids of the entities ctxstore keeps for itself
+// (the version log's cursors, session bundles' records). Only writers that
+// ask for it with WithReservedWrites may put, delete or evict them.
+const ReservedPrefix = "ctxstore:sync-"
+
+// Reserved reports whether id is reserved (ReservedPrefix).
+func Reserved(id string) bool { return strings.HasPrefix(id, ReservedPrefix) }
+
+type reservedKey struct{}
+
+// WithReservedWrites returns a context under which Submit accepts writes
+// of reserved ids: for the version log's importer and session bundles,
+// which keep their cursors and records there. Nothing a user sends should
+// run under it.
+func WithReservedWrites(ctx context.Context) context.Context {
+	return context.WithValue(ctx, reservedKey{}, true)
+}
+
+// CheckReserved refuses (ErrInvalid) a put, delete or evict of a reserved
+// id unless ctx comes from WithReservedWrites: a user's write of a sync
+// cursor would make later imports skip what they should apply. Every
+// backend's Submit calls it; a match of a reserved id is a read and is
+// allowed.
+func CheckReserved(ctx context.Context, ops []Op) error {
+	if ok, _ := ctx.Value(reservedKey{}).(bool); ok {
+		return nil
+	}
+	for i, op := range ops {
+		id := op.ID
+		if id == "" && op.Doc != nil {
+			id, _ = op.Doc[IDKey].(string)
+		}
+		if op.Kind != OpMatch && Reserved(id) {
+			return &Error{Op: "submit", Kind: ErrInvalid, OpIndex: i + 1, ID: id, Field: "id",
+				Msg: fmt.Sprintf("%s: ids starting with %q are reserved for ctxstore's version log and bundles", op.Kind, ReservedPrefix)}
+		}
+	}
+	return nil
+}
+
+// checkText refuses invalid UTF-8, naming the byte offset of the first
+// bad byte.
+func checkText(data []byte) error {
+	if utf8.Valid(data) {
+		return nil
+	}
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return fmt.Errorf("invalid UTF-8 at byte %d (0x%02x)", i, data[i])
+		}
+		i += n
+	}
+	return nil
+}
+
+// checkDupKeys scans valid JSON text and refuses an object that repeats a
+// key, naming the key, its path and its byte offset.
+func checkDupKeys(data []byte) error {
+	sc := dupScanner{data: data}
+	_, err := sc.value(0)
+	return err
+}
+
+// dupScanner walks valid JSON text; path holds the keys and indexes
+// (-1 - index) of the values it is inside, rendered only for an error.
+type dupScanner struct {
+	data []byte
+	keys []string
+	idxs []int
+}
+
+func (sc *dupScanner) path() string {
+	var b strings.Builder
+	for i, k := range sc.keys {
+		if n := sc.idxs[i]; n >= 0 {
+			fmt.Fprintf(&b, "[%d]", n)
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(k)
+	}
+	return b.String()
+}
+
+func (sc *dupScanner) push(key string, idx int) {
+	sc.keys, sc.idxs = append(sc.keys, key), append(sc.idxs, idx)
+}
+
+func (sc *dupScanner) pop() {
+	sc.keys, sc.idxs = sc.keys[:len(sc.keys)-1], sc.idxs[:len(sc.idxs)-1]
+}
+
+func (sc *dupScanner) ws(i int) int {
+	for i < len(sc.data) {
+		switch sc.data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// str returns the end (after the closing quote) of the string at i and
+// whether it holds an escape.
+func (sc *dupScanner) str(i int) (int, bool) {
+	esc := false
+	for j := i + 1; j < len(sc.data); j++ {
+		switch sc.data[j] {
+		case '\\':
+			esc = true
+			j++
+		case '"':
+			return j + 1, esc
+		}
+	}
+	return len(sc.data), esc
+}
+
+func (sc *dupScanner) value(i int) (int, error) {
+	i = sc.ws(i)
+	if i >= len(sc.data) {
+		return i, nil
+	}
+	switch sc.data[i] {
+	case '{':
+		i = sc.ws(i + 1)
+		if i < len(sc.data) && sc.data[i] == '}' {
+			return i + 1, nil
+		}
+		seen := map[string]struct{}{}
+		for i < len(sc.data) {
+			at := i
+			end, esc := sc.str(i)
+			key := string(sc.data[i+1 : max(i+1, end-1)])
+			if esc {
+				if err := json.Unmarshal(sc.data[i:end], &key); err != nil {
+					return end, err
+				}
+			}
+			sc.push(key, -1)
+			if _, dup := seen[key]; dup {
+				return end, &ValueError{Path: sc.path(), Msg: fmt.Sprintf("duplicate key %q at byte %d (JSON readers would keep only one of its values)", key, at)}
+			}
+			seen[key] = struct{}{}
+			i = sc.ws(end) + 1 // past ':'
+			var err error
+			if i, err = sc.value(i); err != nil {
+				return i, err
+			}
+			sc.pop()
+			i = sc.ws(i)
+			if i < len(sc.data) && sc.data[i] == ',' {
+				i = sc.ws(i + 1)
+				continue
+			}
+			return i + 1, nil // past '}'
+		}
+		return i, nil
+	case '[':
+		i = sc.ws(i + 1)
+		if i < len(sc.data) && sc.data[i] == ']' {
+			return i + 1, nil
+		}
+		for n := 0; i < len(sc.data); n++ {
+			sc.push("", n)
+			var err error
+			if i, err = sc.value(i); err != nil {
+				return i, err
+			}
+			sc.pop()
+			i = sc.ws(i)
+			if i < len(sc.data) && sc.data[i] == ',' {
+				i++
+				continue
+			}
+			return i + 1, nil // past ']'
+		}
+		return i, nil
+	case '"':
+		end, _ := sc.str(i)
+		return end, nil
+	}
+	for i < len(sc.data) {
+		switch sc.data[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i, nil
+		}
+		i++
+	}
+	return i, nil
+}
