@@ -103,12 +103,6 @@ func (r *ids) get(hash string) (idEntry, bool) {
 	return el.Value.(idEntry), true
 }
 
-func (r *ids) len() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lru.Len()
-}
-
 // farFuture is a valid time after any point a store holds, for history
 // reads that must see every valid time.
 var farFuture = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)

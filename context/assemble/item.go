@@ -243,16 +243,3 @@ func contentChars(o *objects.Object) int {
 	}
 	return utf8.RuneCountInString(*o.Content)
 }
-
-// bare leaves a string of id characters as it is and quotes anything else.
-func bare(s string) string {
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._:/@+-", c)) {
-			return strconv.Quote(s)
-		}
-	}
-	if s == "" {
-		return `""`
-	}
-	return s
-}

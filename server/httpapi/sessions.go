@@ -25,7 +25,8 @@ type live struct {
 	tools *tools.Tools
 	asm   *assemble.Assembler
 	in    *ingest.Ingester
-	pi    piState // the Pi log and last answer, for deltas
+	rt    *runtime.Runtime // the above, as context/runtime opened them
+	pi    piState          // the Pi log and last answer, for deltas
 }
 
 func (l *live) isOpen() bool {
@@ -36,11 +37,8 @@ func (l *live) isOpen() bool {
 
 // close writes the chat turn in progress and forgets the session.
 func (l *live) close(ctx context.Context) error {
-	var err error
-	if l.in != nil {
-		err = l.in.Flush(ctx)
-	}
-	l.sess, l.tools, l.asm, l.in, l.pi = nil, nil, nil, nil, piState{}
+	err := l.rt.Close(ctx)
+	l.sess, l.tools, l.asm, l.in, l.rt, l.pi = nil, nil, nil, nil, nil, piState{}
 	return err
 }
 
@@ -134,7 +132,7 @@ func (s *Server) open(q *request) (any, error) {
 			s.log.Warn("resuming session files", "session", q.sid, "err", rt.ResumeFiles)
 		}
 		state = string(rt.State)
-		l.sess, l.tools, l.asm, l.in, l.cwd = rt.Session, rt.Tools, rt.Assembler, rt.Ingester, req.Cwd
+		l.sess, l.tools, l.asm, l.in, l.rt, l.cwd = rt.Session, rt.Tools, rt.Assembler, rt.Ingester, rt, req.Cwd
 	}
 	sys, err := s.systemPrompt(q, l.sess)
 	if err != nil {
