@@ -50,6 +50,9 @@ type Options struct {
 	// MaxDiscovered caps how many files one ls, find, grep or bash output
 	// may index (default 200); the rest are ignored.
 	MaxDiscovered int
+	// Notes, when set, resolves notes' links and backlinks for the
+	// messages of read and activate (context/notes.Notes).
+	Notes NoteLinks
 }
 
 // Tools drives one session. It is safe for concurrent use as far as the
@@ -61,6 +64,7 @@ type Tools struct {
 	tr     *files.Tracker
 	policy collapse.Config
 	maxDis int
+	notes  NoteLinks
 }
 
 // New returns the tools of session s, indexing files through ix.
@@ -71,7 +75,7 @@ func New(s *session.Session, ix *files.Indexer, o Options) *Tools {
 	if o.MaxDiscovered <= 0 {
 		o.MaxDiscovered = 200
 	}
-	return &Tools{s: s, ix: ix, tr: o.Tracker, policy: o.Policy, maxDis: o.MaxDiscovered}
+	return &Tools{s: s, ix: ix, tr: o.Tracker, policy: o.Policy, maxDis: o.MaxDiscovered, notes: o.Notes}
 }
 
 // Session returns the session the tools drive.
@@ -129,7 +133,7 @@ func (t *Tools) Read(ctx context.Context, path string) (Result, error) {
 	default:
 		msg = "Read and activated: "
 	}
-	msg += objects.RenderMetadata(r.Object)
+	msg += objects.RenderMetadata(r.Object) + t.noteLinks(ctx, r.Object)
 	if note, null := objects.NullContent(r.Object); null {
 		msg = note
 	}
@@ -157,9 +161,9 @@ func (t *Tools) Activate(ctx context.Context, ref string) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("activate %s: %w", ref, err)
 	}
-	msg := "Activated; the content appears in your context from the next call: " + objects.RenderMetadata(o)
+	msg := "Activated; the content appears in your context from the next call: " + objects.RenderMetadata(o) + t.noteLinks(ctx, o)
 	if was {
-		msg = "Already active: " + objects.RenderMetadata(o)
+		msg = "Already active: " + objects.RenderMetadata(o) + t.noteLinks(ctx, o)
 	}
 	if note, null := objects.NullContent(o); null {
 		msg = note

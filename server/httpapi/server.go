@@ -28,6 +28,8 @@ import (
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/collapse"
 	"github.com/ctxstore/ctxstore/context/files"
+	"github.com/ctxstore/ctxstore/context/notes"
+	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -36,8 +38,13 @@ type Options struct {
 	// Store is the store every session lives in; the caller closes it after
 	// the server has shut down.
 	Store store.Store
-	// Resolver gives files their filesystem ids; required.
+	// Resolver gives files their filesystem ids (with the mount mappings
+	// and device detection of 004 §5.2); required.
 	Resolver *files.Resolver
+	// Notes, when set, makes Markdown files under its roots note objects
+	// (title, tags, links, backlinks), and read and activate on a note list
+	// where its links lead and which notes link to it.
+	Notes *notes.Notes
 	// Track watches every file the sessions read or touch (fsnotify), so
 	// that edits made on disk become new versions without a read.
 	Track bool
@@ -78,13 +85,15 @@ values of metadata lines, or a tool call's id.`
 // Server is the HTTP API. Create it with New, serve Handler (or call
 // Serve), and Close it after the HTTP server has shut down.
 type Server struct {
-	o    Options
-	st   store.Store
-	ix   *files.Indexer
-	tr   *files.Tracker
-	auth *auth
-	mux  *http.ServeMux
-	log  *slog.Logger
+	o  Options
+	st store.Store
+	ix *files.Indexer
+	tr *files.Tracker
+	// notes resolves notes' links for the tools (nil: no note roots).
+	notes tools.NoteLinks
+	auth  *auth
+	mux   *http.ServeMux
+	log   *slog.Logger
 
 	mu       sync.Mutex
 	sessions map[string]*live
@@ -110,6 +119,10 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{o: o, st: o.Store, ix: files.NewIndexer(o.Store, o.Resolver, 0), auth: newAuth(o.Tokens),
 		log: o.Log, sessions: map[string]*live{}}
+	if o.Notes != nil {
+		s.ix = o.Notes.Indexer(s.ix)
+		s.notes = o.Notes
+	}
 	if o.Track {
 		tr, err := files.NewTracker(s.ix, files.TrackerOptions{
 			OnError: func(err error) { s.log.Warn("file tracker", "err", err) },

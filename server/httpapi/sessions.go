@@ -120,7 +120,7 @@ func (s *Server) open(q *request) (any, error) {
 		rt, err := runtime.Open(q.ctx, s.st, q.sid, runtime.Options{
 			Create:  session.CreateOptions{SystemPrompt: prompt, Harness: req.Harness},
 			Indexer: s.ix,
-			Tools:   tools.Options{Policy: s.o.Policy, Tracker: s.tr},
+			Tools:   tools.Options{Policy: s.o.Policy, Tracker: s.tr, Notes: s.notes},
 			Assemble: assemble.Options{Layout: s.o.Layout, Tools: req.Tools,
 				Policy: s.o.Rebase, Tokenizer: s.o.Tokenizer, Now: s.o.Now},
 			Ingest: ingest.Options{Cwd: req.Cwd},
