@@ -1,6 +1,7 @@
 package objects
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -122,7 +123,33 @@ func DefaultArgsDisplay(args map[string]any) string {
 //
 //	toolcall_ref id=toolu_01 tool=bash args="ls -la" status=ok
 //	file id=3f2a… path=/src/main.go file_type=go char_count=1200
+//
+// The line is part of the assembled bytes, which a session must rebuild
+// byte for byte: its form is versioned (MetadataVersion), context commits
+// record the version they were rendered with, and RenderMetadataAt renders
+// any version this code knows.
 func RenderMetadata(o *Object) string {
+	s, _ := RenderMetadataAt(o, MetadataVersion)
+	return s
+}
+
+// MetadataVersion is the version of the metadata line RenderMetadata writes.
+// A change to the line (keys, order, quoting, the label) must add a version
+// here and keep rendering the older ones in RenderMetadataAt:
+//
+//	1: the line as described at RenderMetadata.
+const MetadataVersion = 1
+
+// RenderMetadataAt renders o's metadata line as version v wrote it; a
+// version this code does not know is an error.
+func RenderMetadataAt(o *Object, v int) (string, error) {
+	if v != 1 {
+		return "", fmt.Errorf("objects: metadata line version %d unknown (this code renders 1 to %d)", v, MetadataVersion)
+	}
+	return renderMetadataV1(o), nil
+}
+
+func renderMetadataV1(o *Object) string {
 	v := MetadataView(o)
 	var b strings.Builder
 	if o.Kind() == KindToolcall {

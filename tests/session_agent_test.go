@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/files"
 	"github.com/ctxstore/ctxstore/context/ingest"
+	"github.com/ctxstore/ctxstore/context/runtime"
 	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
@@ -83,28 +83,21 @@ func sessionAgent(storeURL string) int {
 	}
 	defer tr.Close()
 	sid := os.Getenv("CTXSTORE_TEST_AGENT_SESSION")
-	s, err := session.Open(ctx, st, sid)
-	resumed := err == nil
-	if errors.Is(err, store.ErrNotFound) {
-		s, err = session.Create(ctx, st, sid, session.CreateOptions{SystemPrompt: "You are a careful agent.", Harness: "e2e"})
-	}
+	rt, err := runtime.Open(ctx, st, sid, runtime.Options{
+		Create:   session.CreateOptions{SystemPrompt: "You are a careful agent.", Harness: "e2e"},
+		Indexer:  ix,
+		Tools:    tools.Options{Tracker: tr},
+		Assemble: assemble.Options{Tools: []assemble.ToolSpec{{Name: "read"}, {Name: "bash"}}},
+		Ingest:   ingest.Options{Cwd: cwd},
+	})
 	if err != nil {
 		return fail(err)
 	}
-	tl := tools.New(s, ix, tools.Options{Tracker: tr})
-	if resumed {
-		if _, err := tl.Resume(ctx); err != nil {
-			return fail(err)
-		}
+	if rt.ResumeFiles != nil {
+		return fail(rt.ResumeFiles)
 	}
-	a, err := assemble.Open(ctx, s, assemble.Options{Tools: []assemble.ToolSpec{{Name: "read"}, {Name: "bash"}}})
-	if err != nil {
-		return fail(err)
-	}
-	in, err := ingest.New(ctx, tl, a, ingest.Options{Cwd: cwd})
-	if err != nil {
-		return fail(err)
-	}
+	resumed := rt.State == runtime.Resumed
+	in := rt.Ingester
 	out := json.NewEncoder(os.Stdout)
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)

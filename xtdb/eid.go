@@ -103,12 +103,6 @@ func (r *ids) get(hash string) (idEntry, bool) {
 	return el.Value.(idEntry), true
 }
 
-func (r *ids) len() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lru.Len()
-}
-
 // resolve returns the id whose hash is hash: from memory, else from the
 // entity's history on the node, named by eid-edn #xtdb/id (which XTDB's
 // own HTTP module reads too). A document of any of its points names it;

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -9,10 +10,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/replay"
 	"github.com/ctxstore/ctxstore/context/tokens"
 	"github.com/ctxstore/ctxstore/context/transcript"
+	"github.com/ctxstore/ctxstore/store"
 )
 
 type replayCmd struct {
@@ -58,6 +61,9 @@ func (c *replayCmd) Run(a *app) error {
 		tok = t
 	}
 	o := replay.Options{Strategies: strategies, Counter: replay.NewCounter(tok), TTL: c.TTL, Window: c.Window, Calibrate: c.Calibrate}
+	o.OpenStore = func(ctx context.Context, dir string) (store.Store, error) {
+		return bitemporal.Open(ctx, filepath.Join(dir, "store.db"), bitemporal.Options{})
+	}
 	if c.UseStore {
 		st, err := a.open(false)
 		if err != nil {

@@ -7,11 +7,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/collapse"
 	"github.com/ctxstore/ctxstore/context/files"
+	"github.com/ctxstore/ctxstore/context/notes"
 	"github.com/ctxstore/ctxstore/server/httpapi"
 )
 
@@ -28,6 +30,9 @@ type serveCmd struct {
 	NoTrack   bool          `name:"no-track" help:"Do not watch files for changes (a file edited on disk is then seen at its next read)."`
 	Grace     time.Duration `default:"30s" help:"On SIGTERM or SIGINT, how long requests in flight may take to finish."`
 	Roots     []string      `name:"root" placeholder:"DIR" help:"A directory sessions may read and index files in (repeatable; symlinks resolved). Without it each session is confined to its cwd; a session's own roots must lie inside these."`
+	Notes     []string      `name:"notes" placeholder:"DIR" help:"A note root (repeatable): Markdown files under it become note objects with title, tags, links and backlinks; read and activate on a note list where its links lead."`
+	Mounts    []string      `name:"mount" placeholder:"PREFIX=FSID" help:"A mount mapping (repeatable, 004 §5.2): files under the absolute PREFIX belong to filesystem FSID (e.g. a host directory bind-mounted into a sandbox), so they keep one identity across machines."`
+	Devices   bool          `name:"detect-devices" help:"Give files on another device than / a filesystem id of their own (004 §5.2), unless a --mount maps them."`
 }
 
 // Run serves until SIGINT or SIGTERM, then shuts down gracefully: no new
@@ -68,9 +73,23 @@ func (c *serveCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	res, err := files.NewResolver(files.ResolverOptions{DefaultID: fsid})
+	ro := files.ResolverOptions{DefaultID: fsid, DetectDevices: c.Devices}
+	for _, m := range c.Mounts {
+		prefix, id, ok := strings.Cut(m, "=")
+		if !ok || prefix == "" || id == "" {
+			return usagef("--mount %q: want PREFIX=FSID", m)
+		}
+		ro.Mounts = append(ro.Mounts, files.Mount{Prefix: prefix, FilesystemID: id})
+	}
+	res, err := files.NewResolver(ro)
 	if err != nil {
-		return err
+		return usagef("--mount: %v", err)
+	}
+	var nt *notes.Notes
+	if len(c.Notes) > 0 {
+		if nt, err = notes.New(notes.Options{Roots: c.Notes}); err != nil {
+			return usagef("--notes: %v", err)
+		}
 	}
 	st, err := a.open(true)
 	if err != nil {
@@ -78,7 +97,7 @@ func (c *serveCmd) Run(a *app) error {
 	}
 	defer st.Close()
 	srv, err := httpapi.New(httpapi.Options{
-		Store: st, Resolver: res, Track: !c.NoTrack, Tokens: tokens,
+		Store: st, Resolver: res, Notes: nt, Track: !c.NoTrack, Tokens: tokens,
 		Policy: collapse.Config{TurnsBack: c.TurnsBack, PerTurn: c.PerTurn, FilesPerTurn: c.Files},
 		Layout: assemble.Layout(c.Layout), Rebase: assemble.Policy{StaleThreshold: c.Stale},
 		Log: slog.New(slog.NewTextHandler(a.stderr, nil)), Roots: roots,

@@ -81,6 +81,7 @@ type Assembler struct {
 	callAt    map[string]int    // tool-call id -> index of the assistant item that made it
 	inputs    map[string]*input // collapsible tool inputs by tool-call id
 	rv        int               // rendering version (RenderVersion, or the session's first commit's)
+	mv        int               // metadata line version (objects.MetadataVersion, or the first commit's)
 	same      map[string]int64  // shown id -> a later tx found to hold the same version
 }
 
@@ -135,7 +136,7 @@ func newAssembler(o Options, s *session.Session) (*Assembler, error) {
 	}
 	return &Assembler{s: s, st: s.Store(), o: o, pol: o.Policy.withDefaults(), tok: o.Tokenizer,
 		listed: map[string]bool{}, latest: map[string]*version{}, shown: map[string]int{}, rebaseAt: -1,
-		callAt: map[string]int{}, inputs: map[string]*input{}, rv: RenderVersion, same: map[string]int64{}}, nil
+		callAt: map[string]int{}, inputs: map[string]*input{}, rv: RenderVersion, mv: objects.MetadataVersion, same: map[string]int64{}}, nil
 }
 
 // setSystem resolves the system prompt (through r when resuming) and
@@ -247,7 +248,7 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 // push renders it and appends it to the stream.
 func (a *Assembler) push(it *item) {
 	if it.f == nil {
-		it.rv = a.rv
+		it.rv, it.mv = a.rv, a.mv
 		it.render()
 	}
 	var prev *frag

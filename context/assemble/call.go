@@ -254,7 +254,7 @@ func (a *Assembler) literalBlocks(ctx context.Context) (pool, active []*item, er
 		active = append(active, &item{kind: kContent, ref: v.ref, obj: v.obj})
 	}
 	for _, it := range append(pool[:len(pool):len(pool)], active...) {
-		it.rv = a.rv
+		it.rv, it.mv = a.rv, a.mv
 		it.render()
 	}
 	return pool, active, nil
@@ -339,6 +339,7 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 		doc["tools"] = t
 		doc["snapshot_end"] = int64(a.snapEnd)
 		doc["render"] = int64(a.rv)
+		doc["metadata"] = int64(a.mv)
 	}
 	if c.Rebased {
 		doc["rebase_from"] = int64(a.rebaseAt)

@@ -50,8 +50,19 @@ type item struct {
 	// when the call's input can collapse into a reference to it.
 	input *objects.Ref
 	// rv is the rendering version (RenderVersion for new sessions; a
-	// session keeps the version of its first commit).
-	rv int
+	// session keeps the version of its first commit); mv likewise the
+	// metadata line's version (objects.MetadataVersion).
+	rv, mv int
+}
+
+// metadata is the item's object's metadata line as the session's metadata
+// version renders it (ReadCommit refuses versions this code does not know).
+func (it *item) metadata() string {
+	s, err := objects.RenderMetadataAt(it.obj, max(it.mv, 1))
+	if err != nil {
+		panic(err) // unreachable: versions are checked when commits are read
+	}
+	return s
 }
 
 // RenderVersion is the rendering of items this code writes:
@@ -140,20 +151,20 @@ func (it *item) render() {
 		}
 		it.f = &frag{role: RoleAssistant, blocks: bl}
 	case kToolRef:
-		text := objects.RenderMetadata(it.obj)
+		text := it.metadata()
 		if it.rv >= 2 {
 			text = toolResultLine(it.obj)
 		}
 		it.f = &frag{role: RoleToolResult, callID: it.ref.ID, blocks: []Block{{Type: BlockMetadata, ID: it.ref.ID, Text: text}}}
 	case kMeta:
-		id, text := it.ref.ID, objects.RenderMetadata(it.obj)
+		id, text := it.ref.ID, it.metadata()
 		if it.rv >= 2 {
 			id = objects.DisplayID(id)
 			text = strings.Replace(text, " id="+it.ref.ID, " id="+id, 1)
 		}
 		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockMetadata, ID: id, Text: text}}}
 	case kStub:
-		id, text := it.ref.ID, "collapsed: "+objects.RenderMetadata(it.obj)+" version="+fmt.Sprint(it.ref.Tx)
+		id, text := it.ref.ID, "collapsed: "+it.metadata()+" version="+fmt.Sprint(it.ref.Tx)
 		if it.rv >= 2 {
 			id = objects.DisplayID(id)
 			text = fmt.Sprintf("collapsed: %s %s version=%d chars=%d", it.obj.Kind(), id, it.ref.Tx, contentChars(it.obj))
@@ -231,17 +242,4 @@ func contentChars(o *objects.Object) int {
 		return 0
 	}
 	return utf8.RuneCountInString(*o.Content)
-}
-
-// bare leaves a string of id characters as it is and quotes anything else.
-func bare(s string) string {
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._:/@+-", c)) {
-			return strconv.Quote(s)
-		}
-	}
-	if s == "" {
-		return `""`
-	}
-	return s
 }

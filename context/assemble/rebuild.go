@@ -31,6 +31,7 @@ type Commit struct {
 	Tools       []ToolSpec // root commit only
 	SnapshotEnd int        // root commit only
 	Render      int        // root commit only: the rendering version (1 when absent)
+	Metadata    int        // root commit only: the metadata line's version (objects.MetadataVersion; 1 when absent)
 	Pool        []string   // literal layout only
 	Active      []string   // literal layout only
 	// Shown maps each object whose content block is live (not stale) to
@@ -68,6 +69,7 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 		Tools       []ToolSpec     `json:"tools"`
 		SnapshotEnd int            `json:"snapshot_end"`
 		Render      int            `json:"render"`
+		Metadata    int            `json:"metadata"`
 		Pool        []string       `json:"pool"`
 		Active      []string       `json:"active"`
 		Shown       map[string]int `json:"shown"`
@@ -84,9 +86,12 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 	c := &Commit{ID: id, SessionID: raw.SessionID, N: raw.Call, Parent: raw.Parent, Layout: raw.Layout,
 		SessionTx: raw.SessionTx, SystemRef: sys, Base: raw.Base, Items: raw.Items, ItemCount: raw.ItemCount,
 		ByteLen: raw.ByteLen, BytesSHA256: raw.BytesSHA256, Tokens: raw.Tokens, StaleTokens: raw.StaleTokens,
-		RebaseFrom: -1, Reason: raw.Reason, Tools: raw.Tools, SnapshotEnd: raw.SnapshotEnd, Render: max(raw.Render, 1), Pool: raw.Pool, Active: raw.Active}
+		RebaseFrom: -1, Reason: raw.Reason, Tools: raw.Tools, SnapshotEnd: raw.SnapshotEnd, Render: max(raw.Render, 1), Metadata: max(raw.Metadata, 1), Pool: raw.Pool, Active: raw.Active}
 	if raw.RebaseFrom != nil {
 		c.RebaseFrom = *raw.RebaseFrom
+	}
+	if c.Metadata > objects.MetadataVersion {
+		return nil, fmt.Errorf("assemble: %s: metadata version %d is newer than this binary's (%d)", id, c.Metadata, objects.MetadataVersion)
 	}
 	c.Shown, c.Harness = raw.Shown, raw.Harness
 	if raw.Time != "" {
@@ -117,7 +122,7 @@ func Rebuild(ctx context.Context, st store.Store, sessionID string, n int) (*Ass
 			return nil, err
 		}
 	}
-	r := &resolver{ctx: ctx, st: st, cache: map[string]*objects.Object{}, rv: root.Render}
+	r := &resolver{ctx: ctx, st: st, cache: map[string]*objects.Object{}, rv: root.Render, mv: root.Metadata}
 	sys, err := r.get(last.SystemRef)
 	if err != nil {
 		return nil, err
@@ -200,6 +205,7 @@ type resolver struct {
 	st    store.Store
 	cache map[string]*objects.Object
 	rv    int // rendering version
+	mv    int // metadata line version
 }
 
 func (r *resolver) get(ref objects.Ref) (*objects.Object, error) {
@@ -228,7 +234,7 @@ func (r *resolver) item(d ItemDoc) (*item, error) {
 			return nil, err
 		}
 	}
-	it.rv = r.rv
+	it.rv, it.mv = r.rv, r.mv
 	it.render()
 	return it, nil
 }

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxstore/ctxstore/objects"
+	"github.com/ctxstore/ctxstore/store"
+
 	"github.com/ctxstore/ctxstore/context/collapse"
 	"github.com/ctxstore/ctxstore/context/files"
 	"github.com/ctxstore/ctxstore/context/tools"
@@ -183,4 +186,64 @@ func TestRenderVersionKept(t *testing.T) {
 	if c := f.call(); !strings.Contains(string(c.Bytes), "<<tool_result id=toolu_0001>>\nstatus=ok output_chars=") {
 		t.Fatalf("version 2 tool result expected:\n%s", c.Bytes)
 	}
+}
+
+// TestMetadataVersionKept (issue 11): the metadata line is part of the
+// bytes, so its version is recorded in the root commit; a commit without
+// it is version 1, and a version this code does not know is refused rather
+// than rebuilt with another line.
+func TestMetadataVersionKept(t *testing.T) {
+	e := newEnv(t, LayoutStream, Policy{})
+	e.a.rv = 1 // tool results as full metadata lines
+	e.turn("one")
+	e.bash("make", output("a", 4))
+	c1 := e.call()
+	doc, err := e.st.Entity(e.ctx, CommitID(e.sid, 1), store.Basis{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := fmt.Sprint(doc["metadata"]); v != fmt.Sprint(objects.MetadataVersion) {
+		t.Fatalf("the root commit records metadata version %s, want %d", v, objects.MetadataVersion)
+	}
+	rewrite := func(v any) {
+		t.Helper()
+		d := store.Doc{}
+		for k, val := range doc {
+			d[k] = val
+		}
+		if v == nil {
+			delete(d, "metadata")
+		} else {
+			d["metadata"] = v
+		}
+		if _, err := store.SubmitWait(e.ctx, e.st, []store.Op{store.Put(d)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rewrite(nil) // a commit written before the version was recorded
+	got, err := Rebuild(e.ctx, e.st, e.sid, 1)
+	if err != nil || !bytes.Equal(got.Bytes, c1.Bytes) {
+		t.Fatalf("rebuild of a commit without a metadata version: %v", err)
+	}
+	rewrite(int64(objects.MetadataVersion + 1))
+	if _, err := Rebuild(e.ctx, e.st, e.sid, 1); err == nil || !strings.Contains(err.Error(), "metadata version") {
+		t.Fatalf("rebuild of a commit with an unknown metadata version: %v", err)
+	}
+	if _, err := objects.RenderMetadataAt(c1Object(t, e), objects.MetadataVersion+1); err == nil {
+		t.Fatal("RenderMetadataAt rendered an unknown version")
+	}
+}
+
+// c1Object is the session's chat object (any object will do).
+func c1Object(t *testing.T, e *env) *objects.Object {
+	t.Helper()
+	doc, err := e.st.Entity(e.ctx, "chat:"+e.sid, store.Basis{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := objects.FromDoc(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -74,6 +75,15 @@ func New(o Options) (*Notes, error) {
 	}
 	slices.SortFunc(n.roots, func(a, b string) int { return len(b) - len(a) })
 	return n, nil
+}
+
+// Roots returns the note roots (absolute paths, longest first).
+func (n *Notes) Roots() []string {
+	out := make([]string, len(n.roots))
+	for i, r := range n.roots {
+		out[i] = filepath.FromSlash(r)
+	}
+	return out
 }
 
 // Indexer returns ix indexing the notes under the roots as note objects

@@ -12,11 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/expand"
 	"github.com/ctxstore/ctxstore/context/files"
 	"github.com/ctxstore/ctxstore/context/ingest"
+	"github.com/ctxstore/ctxstore/context/runtime"
 	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/objects/conversation"
@@ -40,11 +40,12 @@ func managementTools() []assemble.ToolSpec {
 	return out
 }
 
-// Ctxstore replays the session through the real ctxstore code: a store (a
-// SQLite file in the strategy's directory, or Env.Store), session.Create,
-// files.Indexer, tools.New, assemble.New with the layout, and the ingester
-// (ingest.New with ingest.Mirror, so the files the session touched exist
-// with the contents its tool calls showed). Each call ingests what is new in
+// Ctxstore replays the session through the real ctxstore code: a store
+// (Env.Store, or one Env.OpenStore opens in the strategy's directory) and
+// a new session opened by context/runtime, as the service opens one: its
+// tools, its assembler with the layout, and its ingester (with
+// ingest.Mirror, so the files the session touched exist with the contents
+// its tool calls showed). Each call ingests what is new in
 // the log and assembles the next context (Ingester.Context); the bytes are
 // assemble.Assembled.Bytes. The assembler's clock is the call's time, so
 // its cost model sees the session's real idle gaps, and its window is the
@@ -125,21 +126,19 @@ func (c *Ctxstore) Begin(ctx context.Context, env *Env) error {
 	}
 	c.st, c.closeSt = env.Store, func() error { return nil }
 	if c.st == nil {
-		st, err := bitemporal.Open(ctx, filepath.Join(env.Dir, "store.db"), bitemporal.Options{})
+		if env.OpenStore == nil {
+			return fmt.Errorf("%s: no store: give Options.Store or Options.OpenStore", c.Name())
+		}
+		st, err := env.OpenStore(ctx, env.Dir)
 		if err != nil {
 			return fmt.Errorf("%s: opening the store: %w", c.Name(), err)
 		}
 		c.st, c.closeSt = st, st.Close
 	}
-	s, err := session.Create(ctx, c.st, env.SessionID, session.CreateOptions{Harness: string(env.Session.Format)})
-	if err != nil {
-		return fmt.Errorf("%s: %w", c.Name(), err)
-	}
 	res, err := files.NewResolver(files.ResolverOptions{DefaultID: "replay-" + env.SessionID})
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Name(), err)
 	}
-	c.tools = tools.New(s, files.NewIndexer(c.st, res, 0), tools.Options{})
 	pol := c.Policy
 	if pol.CacheTTL == 0 {
 		pol.CacheTTL = env.TTL
@@ -149,21 +148,24 @@ func (c *Ctxstore) Begin(ctx context.Context, env *Env) error {
 		pol.Window = int(float64(env.Window-cal.Overhead) / cal.Scale)
 	}
 	c.now = time.Time{}
-	asm, err := assemble.New(ctx, s, assemble.Options{
-		Layout: c.Layout, Tools: ManagementTools, Policy: pol, Tokenizer: env.Counter.Tokenizer(),
-		Now: func() time.Time { return c.now },
-	})
-	if err != nil {
-		return fmt.Errorf("%s: %w", c.Name(), err)
-	}
 	cwd := env.Session.Cwd
 	if cwd == "" || !filepath.IsAbs(cwd) {
 		cwd = "/replay"
 	}
-	c.in, err = ingest.New(ctx, c.tools, asm, ingest.Options{Cwd: cwd, Files: ingest.Mirror(filepath.Join(env.Dir, "files"))})
+	rt, err := runtime.Open(ctx, c.st, env.SessionID, runtime.Options{
+		Mode:    runtime.CreateOnly,
+		Create:  session.CreateOptions{Harness: string(env.Session.Format)},
+		Indexer: files.NewIndexer(c.st, res, 0),
+		Assemble: assemble.Options{
+			Layout: c.Layout, Tools: ManagementTools, Policy: pol, Tokenizer: env.Counter.Tokenizer(),
+			Now: func() time.Time { return c.now },
+		},
+		Ingest: ingest.Options{Cwd: cwd, Files: ingest.Mirror(filepath.Join(env.Dir, "files"))},
+	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Name(), err)
 	}
+	c.tools, c.in = rt.Tools, rt.Ingester
 	return nil
 }
 

@@ -55,9 +55,11 @@ type Options struct {
 	// "overhead" (Scale 1, Overhead the median difference) or "none".
 	Calibrate string
 	// Store, when set, is the store of the ctxstore strategies (each gets
-	// its own session); by default each uses a SQLite file in a temporary
-	// directory.
-	Store store.Store
+	// its own session); else OpenStore opens one per strategy in a
+	// temporary directory (the CLI passes a SQLite opener; replay opens no
+	// backend itself). One of them is needed for the ctxstore strategies.
+	Store     store.Store
+	OpenStore func(ctx context.Context, dir string) (store.Store, error)
 	// Dir is where temporary directories go (default os.TempDir()).
 	Dir string
 	// Progress, when set, is told of each strategy's progress.
@@ -297,7 +299,7 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 		if err := os.MkdirAll(e.Dir, 0o755); err != nil {
 			return nil, fmt.Errorf("replay: %w", err)
 		}
-		e.Store = o.Store
+		e.Store, e.OpenStore = o.Store, o.OpenStore
 		e.SessionID = fmt.Sprintf("replay-%s-%d-%d", sanitize(s.ID), k, time.Now().UnixNano())
 		res, err := runStrategy(ctx, st, &e, cs, o.Progress)
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/transcript"
 	"github.com/ctxstore/ctxstore/session"
+	"github.com/ctxstore/ctxstore/store"
 )
 
 // datasets returns the datasets directory (internal/datasets).
@@ -36,7 +37,7 @@ func TestReplayRealSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Run(context.Background(), s, Options{Tokenizer: assemble.BytesTokenizer{}, Dir: t.TempDir()})
+	rep, err := Run(context.Background(), s, Options{Tokenizer: assemble.BytesTokenizer{}, Dir: t.TempDir(), OpenStore: openSQLite})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +267,7 @@ func TestRebaseAccounting(t *testing.T) {
 			s.Messages[i].Time = s.Messages[i].Time.Add(time.Hour) // an idle hour after message 10
 		}
 	}
-	rep, err := Run(context.Background(), s, Options{Tokenizer: assemble.BytesTokenizer{}, Dir: t.TempDir(),
+	rep, err := Run(context.Background(), s, Options{Tokenizer: assemble.BytesTokenizer{}, Dir: t.TempDir(), OpenStore: openSQLite,
 		Strategies: []Strategy{&Naive{}, &ClearToolUses{Trigger: 2000}}})
 	if err != nil {
 		t.Fatal(err)
@@ -424,7 +425,7 @@ func TestNeeds(t *testing.T) {
 
 // TestChart writes a chart and decodes it as a PNG.
 func TestChart(t *testing.T) {
-	rep, err := Run(context.Background(), synth(8, 600), Options{Tokenizer: assemble.BytesTokenizer{}, Dir: t.TempDir(),
+	rep, err := Run(context.Background(), synth(8, 600), Options{Tokenizer: assemble.BytesTokenizer{}, Dir: t.TempDir(), OpenStore: openSQLite,
 		Strategies: []Strategy{&Naive{}, &ClearToolUses{Trigger: 1000}, Recorded{}}})
 	if err != nil {
 		t.Fatal(err)
@@ -492,7 +493,7 @@ func TestStorePassedIn(t *testing.T) {
 	}
 	defer st.Close()
 	s := synth(6, 400)
-	rep, err := Run(ctx, s, Options{Tokenizer: assemble.BytesTokenizer{}, Dir: t.TempDir(), Store: st,
+	rep, err := Run(ctx, s, Options{Tokenizer: assemble.BytesTokenizer{}, Dir: t.TempDir(), OpenStore: openSQLite, Store: st,
 		Strategies: []Strategy{&Ctxstore{Layout: assemble.LayoutStream}, &Ctxstore{Layout: assemble.LayoutLiteral}}})
 	if err != nil {
 		t.Fatal(err)
@@ -510,4 +511,9 @@ func TestStorePassedIn(t *testing.T) {
 	if len(ids) != 2 {
 		t.Fatalf("sessions in the store: %v", ids)
 	}
+}
+
+// openSQLite is the store opener the CLI gives replay: a SQLite file in dir.
+func openSQLite(ctx context.Context, dir string) (store.Store, error) {
+	return bitemporal.Open(ctx, filepath.Join(dir, "store.db"), bitemporal.Options{})
 }

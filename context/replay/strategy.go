@@ -42,9 +42,10 @@ type Env struct {
 	// Dir is a temporary directory for this strategy's files (stores,
 	// mirrored files), removed after the replay.
 	Dir string
-	// Store, when not nil, is the store ctxstore strategies use instead of
-	// a SQLite file in Dir.
-	Store store.Store
+	// Store, when not nil, is the store ctxstore strategies use; else
+	// OpenStore opens one in Dir.
+	Store     store.Store
+	OpenStore func(ctx context.Context, dir string) (store.Store, error)
 	// SessionID names the ctxstore session (unique per strategy and run).
 	SessionID string
 }

@@ -54,6 +54,9 @@ type Options struct {
 	// ls, find, grep, bash); nil allows every path. A read outside them
 	// fails with ErrOutsideRoots; the other tools skip such files.
 	Roots *Roots
+	// Notes, when set, resolves notes' links and backlinks for the
+	// messages of read and activate (context/notes.Notes).
+	Notes NoteLinks
 }
 
 // Tools drives one session. It is safe for concurrent use as far as the
@@ -66,6 +69,7 @@ type Tools struct {
 	policy collapse.Config
 	maxDis int
 	roots  *Roots
+	notes  NoteLinks
 }
 
 // New returns the tools of session s, indexing files through ix.
@@ -76,7 +80,7 @@ func New(s *session.Session, ix *files.Indexer, o Options) *Tools {
 	if o.MaxDiscovered <= 0 {
 		o.MaxDiscovered = 200
 	}
-	return &Tools{s: s, ix: ix, tr: o.Tracker, policy: o.Policy, maxDis: o.MaxDiscovered, roots: o.Roots}
+	return &Tools{s: s, ix: ix, tr: o.Tracker, policy: o.Policy, maxDis: o.MaxDiscovered, roots: o.Roots, notes: o.Notes}
 }
 
 // SetRoots replaces the roots (nil: every path). Not safe concurrently
@@ -144,7 +148,7 @@ func (t *Tools) Read(ctx context.Context, path string) (Result, error) {
 	default:
 		msg = "Read and activated: "
 	}
-	msg += objects.RenderMetadata(r.Object)
+	msg += objects.RenderMetadata(r.Object) + t.noteLinks(ctx, r.Object)
 	if note, null := objects.NullContent(r.Object); null {
 		msg = note
 	}
@@ -172,9 +176,9 @@ func (t *Tools) Activate(ctx context.Context, ref string) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("activate %s: %w", ref, err)
 	}
-	msg := "Activated; the content appears in your context from the next call: " + objects.RenderMetadata(o)
+	msg := "Activated; the content appears in your context from the next call: " + objects.RenderMetadata(o) + t.noteLinks(ctx, o)
 	if was {
-		msg = "Already active: " + objects.RenderMetadata(o)
+		msg = "Already active: " + objects.RenderMetadata(o) + t.noteLinks(ctx, o)
 	}
 	if note, null := objects.NullContent(o); null {
 		msg = note

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/ctxstore/ctxstore/context/harness"
 )
 
 // repeat is an endless reader of one byte.
@@ -17,13 +19,13 @@ func (r repeat) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Issue 20, item 7: a line over MaxLineBytes and a line nested too deeply
+// Issue 20, item 7: a line over harness.MaxLineBytes and a line nested too deeply
 // are reported with their line numbers and skipped, without holding the
 // long line in memory; the lines around them are read.
 func TestLongAndDeepLines(t *testing.T) {
 	u1 := ccUser("u1", "", `"first"`) + "\n"
 	u2 := ccUser("u2", "u1", `"second"`) + "\n"
-	long := io.MultiReader(strings.NewReader(`{"type":"user","x":"`), io.LimitReader(repeat('a'), MaxLineBytes+10), strings.NewReader("\"}\n"))
+	long := io.MultiReader(strings.NewReader(`{"type":"user","x":"`), io.LimitReader(repeat('a'), harness.MaxLineBytes+10), strings.NewReader("\"}\n"))
 	deep := strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + "\n"
 	in := io.MultiReader(strings.NewReader(u1), long, strings.NewReader(deep), strings.NewReader(u2))
 	s, err := Read(in, FormatClaudeCode)

@@ -12,9 +12,9 @@ import (
 const Env = "CTXSTORE_DATASETS"
 
 // Find returns the datasets directory, or "" when there is none: $Env if
-// set; else shared/datasets beside the repository (the directory holding
-// go.mod above the working directory) or beside any directory above it;
-// else /work/shared/datasets, where the workplace keeps them.
+// set; else shared/datasets beside the working directory or beside any
+// directory above it (../shared/datasets beside the checkout). Nothing
+// else: no path of one machine's layout (issue 11).
 func Find() string {
 	if d := os.Getenv(Env); d != "" {
 		return d
@@ -30,9 +30,6 @@ func Find() string {
 			}
 			dir = parent
 		}
-	}
-	if d := "/work/shared/datasets"; isDir(d) {
-		return d
 	}
 	return ""
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/collapse"
 	"github.com/ctxstore/ctxstore/context/files"
+	"github.com/ctxstore/ctxstore/context/notes"
 	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/internal/jsonlimit"
 	"github.com/ctxstore/ctxstore/store"
@@ -39,8 +40,13 @@ type Options struct {
 	// Store is the store every session lives in; the caller closes it after
 	// the server has shut down.
 	Store store.Store
-	// Resolver gives files their filesystem ids; required.
+	// Resolver gives files their filesystem ids (with the mount mappings
+	// and device detection of 004 §5.2); required.
 	Resolver *files.Resolver
+	// Notes, when set, makes Markdown files under its roots note objects
+	// (title, tags, links, backlinks), and read and activate on a note list
+	// where its links lead and which notes link to it.
+	Notes *notes.Notes
 	// Track watches every file the sessions read or touch (fsnotify), so
 	// that edits made on disk become new versions without a read.
 	Track bool
@@ -101,6 +107,8 @@ type Server struct {
 	auth *auth
 	// roots are Options.Roots resolved, nil if none.
 	roots *tools.Roots
+	// notes resolves notes' links for the tools (nil: no note roots).
+	notes tools.NoteLinks
 	mux   *http.ServeMux
 	log   *slog.Logger
 
@@ -145,6 +153,10 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{roots: roots, o: o, st: o.Store, ix: files.NewIndexer(o.Store, o.Resolver, 0), auth: newAuth(o.Tokens),
 		log: o.Log, sessions: map[string]*live{}}
+	if o.Notes != nil {
+		s.ix = o.Notes.Indexer(s.ix)
+		s.notes = o.Notes
+	}
 	if o.Track {
 		tr, err := files.NewTracker(s.ix, files.TrackerOptions{
 			OnError: func(err error) { s.log.Warn("file tracker", "err", err) },

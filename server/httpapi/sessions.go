@@ -25,7 +25,8 @@ type live struct {
 	tools *tools.Tools
 	asm   *assemble.Assembler
 	in    *ingest.Ingester
-	pi    piState // the Pi log and last answer, for deltas
+	rt    *runtime.Runtime // the above, as context/runtime opened them
+	pi    piState          // the Pi log and last answer, for deltas
 }
 
 func (l *live) isOpen() bool {
@@ -36,11 +37,8 @@ func (l *live) isOpen() bool {
 
 // close writes the chat turn in progress and forgets the session.
 func (l *live) close(ctx context.Context) error {
-	var err error
-	if l.in != nil {
-		err = l.in.Flush(ctx)
-	}
-	l.sess, l.tools, l.asm, l.in, l.pi = nil, nil, nil, nil, piState{}
+	err := l.rt.Close(ctx)
+	l.sess, l.tools, l.asm, l.in, l.rt, l.pi = nil, nil, nil, nil, nil, piState{}
 	return err
 }
 
@@ -130,7 +128,7 @@ func (s *Server) open(q *request) (any, error) {
 		rt, err := runtime.Open(q.ctx, s.st, q.sid, runtime.Options{
 			Create:  session.CreateOptions{SystemPrompt: prompt, Harness: req.Harness},
 			Indexer: s.ix,
-			Tools:   tools.Options{Policy: s.o.Policy, Tracker: s.tr, Roots: roots},
+			Tools:   tools.Options{Policy: s.o.Policy, Tracker: s.tr, Roots: roots, Notes: s.notes},
 			Assemble: assemble.Options{Layout: s.o.Layout, Tools: req.Tools,
 				Policy: s.o.Rebase, Tokenizer: s.o.Tokenizer, Now: s.o.Now},
 			Ingest: ingest.Options{Cwd: req.Cwd},
@@ -142,7 +140,7 @@ func (s *Server) open(q *request) (any, error) {
 			s.log.Warn("resuming session files", "session", q.sid, "err", rt.ResumeFiles)
 		}
 		state = string(rt.State)
-		l.sess, l.tools, l.asm, l.in, l.cwd = rt.Session, rt.Tools, rt.Assembler, rt.Ingester, req.Cwd
+		l.sess, l.tools, l.asm, l.in, l.rt, l.cwd = rt.Session, rt.Tools, rt.Assembler, rt.Ingester, rt, req.Cwd
 	} else {
 		l.tools.SetRoots(roots)
 	}
@@ -179,6 +177,14 @@ func (s *Server) sessionRoots(req OpenRequest) (*tools.Roots, error) {
 	}
 	if err := allowed.Within(roots); err != nil {
 		return nil, errorf(http.StatusForbidden, CodeForbidden, "roots: %v: a session's roots must lie inside %s", err, what)
+	}
+	// The operator's note roots (serve --notes) are readable by every
+	// session: notes are shared knowledge, indexed by the server's own
+	// indexer (docs/security.md).
+	if s.o.Notes != nil {
+		if roots, err = tools.NewRoots(append(roots.Dirs(), s.o.Notes.Roots()...)...); err != nil {
+			return nil, errorf(http.StatusInternalServerError, CodeInternal, "note roots: %v", err)
+		}
 	}
 	return roots, nil
 }

@@ -76,9 +76,6 @@ func (r *Reader) Trailer() (Trailer, bool) {
 	return *r.end, true
 }
 
-// Line is the number of the last line read.
-func (r *Reader) Line() int64 { return r.line }
-
 // readLine returns the next line, newline included; io.EOF at a clean end
 // of input.
 func (r *Reader) readLine() ([]byte, error) {

@@ -16,6 +16,8 @@ import (
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/collapse"
 	"github.com/ctxstore/ctxstore/context/files"
+	"github.com/ctxstore/ctxstore/context/ingest"
+	"github.com/ctxstore/ctxstore/context/runtime"
 	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
@@ -59,18 +61,20 @@ func New(tb testing.TB, st store.Store, id, dir string) *Session {
 		tb.Fatal(err)
 	}
 	ix := files.NewIndexer(st, res, 0)
-	s, err := session.Create(ctx, st, id, session.CreateOptions{SystemPrompt: "You are a careful agent.", Harness: "test"})
-	if err != nil {
-		tb.Fatal(err)
-	}
 	e := &Session{tb: tb, ctx: ctx, ID: id, Store: st, Dir: dir, Ix: ix,
-		Tools: tools.New(s, ix, tools.Options{Policy: collapse.Default()}),
-		now:   time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
-	e.A, err = assemble.New(ctx, s, assemble.Options{Tools: Tools, Policy: assemble.Policy{StaleThreshold: 600},
-		Now: func() time.Time { return e.now }})
+		now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
+	rt, err := runtime.Open(ctx, st, id, runtime.Options{
+		Mode:     runtime.CreateOnly,
+		Create:   session.CreateOptions{SystemPrompt: "You are a careful agent.", Harness: "test"},
+		Indexer:  ix,
+		Tools:    tools.Options{Policy: collapse.Default()},
+		Assemble: assemble.Options{Tools: Tools, Policy: assemble.Policy{StaleThreshold: 600}, Now: func() time.Time { return e.now }},
+		Ingest:   ingest.Options{Cwd: dir},
+	})
 	if err != nil {
 		tb.Fatal(err)
 	}
+	e.Tools, e.A = rt.Tools, rt.Assembler
 	return e
 }
 
