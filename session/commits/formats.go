@@ -196,7 +196,13 @@ func builtins() []*Format {
 			OutputOnly: true,
 			Concat:     concatText,
 			Encode:     encodeNarrative,
-			Count:      func(b []byte) int64 { return int64(bytes.Count(b, []byte("\n## "))) },
+			Count: func(b []byte) int64 {
+				n := int64(bytes.Count(b, []byte("\n## ")))
+				if bytes.HasPrefix(b, []byte("## ")) {
+					n++
+				}
+				return n
+			},
 		},
 		{
 			Name:       FormatRaw,
