@@ -153,7 +153,7 @@ func (s *Service) prepare(ctx context.Context, r CheckpointRequest) (*Commit, []
 		p, err := s.get(ctx, r.Parent, store.Basis{})
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
-				return nil, nil, errf(op, store.ErrInvalid, r.Parent, "parent", err, "unknown parent commit")
+				return nil, nil, errf(op, store.ErrInvalid, r.Parent, "parent", nil, "unknown parent commit")
 			}
 			return nil, nil, err
 		}
@@ -166,7 +166,7 @@ func (s *Service) prepare(ctx context.Context, r CheckpointRequest) (*Commit, []
 			// checkpoint the two it extends.
 			g, err := s.get(ctx, p.Parent, store.Basis{})
 			if err != nil {
-				return nil, nil, errf(op, store.ErrInvalid, r.Parent, "parent", err, "the parent's parent %s cannot be read", p.Parent)
+				return nil, nil, errf(op, store.ErrInvalid, r.Parent, "parent", nil, "the parent's parent %s cannot be read: %v", p.Parent, err)
 			}
 			if g.Depth != p.Depth-1 {
 				return nil, nil, errf(op, store.ErrInvalid, r.Parent, "parent", ErrCycle, "parent %s (depth %d) names %s (depth %d)", p.ID, p.Depth, g.ID, g.Depth)
