@@ -44,6 +44,7 @@ type cli struct {
 	Sync    syncCmd    `cmd:"" help:"Bring one store up to date with another, applying only what is new."`
 	Replay  replayCmd  `cmd:"" help:"Replay Claude Code or Pi transcripts call by call through ctxstore and other context strategies; report tokens, cache share and cost."`
 	Session sessionCmd `cmd:"" help:"List, export and import agent sessions (portable session bundles)."`
+	Commit  commitCmd  `cmd:"" help:"Context commits: checkpoint, show, history, materialize, resolve, update-metadata, fork (docs/commits.md)."`
 	XTDB    xtdbCmd    `cmd:"" name:"xtdb" help:"Run a real XTDB 1.24.5 server for production or local use."`
 	Serve   serveCmd   `cmd:"" help:"Serve the context manager's HTTP API (sessions, context calls, tools) for agent harnesses such as Pi."`
 	Help    helpCmd    `cmd:"" help:"Show help for ctxstore or one of its commands."`

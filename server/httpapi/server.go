@@ -211,7 +211,7 @@ const (
 // routes is the route table; docs/openapi.yaml documents exactly these
 // (a test checks both ways).
 func (s *Server) routes() []route {
-	return []route{
+	return append([]route{
 		{method: "GET", path: "/v1/health", scope: scopePublic, h: s.health},
 		{method: "GET", path: "/v1/status", scope: scopeAll, h: s.status},
 		{method: "GET", path: "/v1/tools", scope: scopePublic, h: s.toolDefinitions},
@@ -226,7 +226,7 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/v1/objects/{id...}", scope: scopeAll, h: s.object},
 		{method: "GET", path: "/v1/history/{id...}", scope: scopeAll, h: s.history},
 		{method: "POST", path: "/v1/query", scope: scopeAll, h: s.query},
-	}
+	}, s.commitRoutes()...)
 }
 
 // request is what a handler gets.

@@ -1,0 +1,190 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ctxstore/ctxstore/objects/events"
+	"github.com/ctxstore/ctxstore/session/commits"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// The context-commit routes (docs/commits.md, docs/service.md "Context
+// commits"); every one needs an unrestricted token.
+func (s *Server) commitRoutes() []route {
+	return []route{
+		{method: "POST", path: "/v1/commits", scope: scopeAll, h: s.checkpoint},
+		{method: "GET", path: "/v1/commits/{ctx}", scope: scopeAll, h: s.showCommit},
+		{method: "GET", path: "/v1/commits/{ctx}/history", scope: scopeAll, h: s.commitHistory},
+		{method: "POST", path: "/v1/commits/{ctx}/materialize", scope: scopeAll, h: s.materialize},
+		{method: "POST", path: "/v1/commits/{ctx}/metadata", scope: scopeAll, h: s.updateCommit},
+		{method: "POST", path: "/v1/commits/{ctx}/fork", scope: scopeAll, h: s.forkCommit},
+		{method: "GET", path: "/v1/principals/{principal}/commit", scope: scopeAll, h: s.resolveCommit},
+	}
+}
+
+func (s *Server) commits() *commits.Service { return commits.New(s.st, commits.Options{Now: s.o.Now}) }
+
+// CheckpointBody is POST /v1/commits: a commit's content as text
+// (content), bytes (content_base64) or neutral events (events).
+type CheckpointBody struct {
+	Parent        string         `json:"parent,omitempty"`
+	Type          string         `json:"type,omitempty"`
+	Format        string         `json:"format,omitempty"`
+	Content       *string        `json:"content,omitempty"`
+	ContentBase64 *string        `json:"content_base64,omitempty"`
+	Events        []events.Event `json:"events,omitempty"`
+	commits.Provenance
+	Summary      string    `json:"summary,omitempty"`
+	Tags         []string  `json:"tags,omitempty"`
+	MessageCount int64     `json:"message_count,omitempty"`
+	TokenCount   int64     `json:"token_count,omitempty"`
+	Created      time.Time `json:"created,omitzero"`
+}
+
+func (s *Server) checkpoint(q *request) (any, error) {
+	var b CheckpointBody
+	if err := q.decode(&b); err != nil {
+		return nil, err
+	}
+	r := commits.CheckpointRequest{Parent: b.Parent, Type: commits.Type(b.Type), Format: b.Format, Events: b.Events,
+		Provenance: b.Provenance, Summary: b.Summary, Tags: b.Tags, MessageCount: b.MessageCount, TokenCount: b.TokenCount, Created: b.Created}
+	n := 0
+	if b.Content != nil {
+		r.Content = []byte(*b.Content)
+		n++
+	}
+	if b.ContentBase64 != nil {
+		data, err := base64.StdEncoding.DecodeString(*b.ContentBase64)
+		if err != nil {
+			return nil, badRequest("content_base64: %v", err)
+		}
+		r.Content = data
+		n++
+	}
+	if b.Events != nil {
+		n++
+	}
+	if n != 1 {
+		return nil, badRequest("give exactly one of content, content_base64 and events")
+	}
+	return s.commits().Checkpoint(q.ctx, r)
+}
+
+func (s *Server) showCommit(q *request) (any, error) {
+	b, err := basisOf(q.r.URL.Query())
+	if err != nil {
+		return nil, err
+	}
+	return s.commits().Show(q.ctx, q.r.PathValue("ctx"), b)
+}
+
+// CommitHistoryResponse is GET /v1/commits/{ctx}/history.
+type CommitHistoryResponse struct {
+	Commits []*commits.Commit `json:"commits"`
+}
+
+func (s *Server) commitHistory(q *request) (any, error) {
+	depth := 0
+	if v := q.r.URL.Query().Get("depth"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return nil, badRequest("depth: want a count, got %q", v)
+		}
+		depth = n
+	}
+	h, err := s.commits().History(q.ctx, q.r.PathValue("ctx"), depth)
+	if err != nil {
+		return nil, err
+	}
+	return CommitHistoryResponse{Commits: h}, nil
+}
+
+// MaterializeBody is POST /v1/commits/{ctx}/materialize.
+type MaterializeBody struct {
+	Format  string `json:"format,omitempty"`
+	Stop    string `json:"stop,omitempty"`
+	NoCache bool   `json:"no_cache,omitempty"`
+}
+
+// MaterializeResponse is a materialized conversation: its metadata and its
+// content as text, or in base64 when it is not UTF-8.
+type MaterializeResponse struct {
+	*commits.Materialized
+	Content       *string `json:"content,omitempty"`
+	ContentBase64 *string `json:"content_base64,omitempty"`
+}
+
+func materializeResponse(m *commits.Materialized) *MaterializeResponse {
+	out := &MaterializeResponse{Materialized: m}
+	if utf8.Valid(m.Content) {
+		s := string(m.Content)
+		out.Content = &s
+	} else {
+		s := base64.StdEncoding.EncodeToString(m.Content)
+		out.ContentBase64 = &s
+	}
+	return out
+}
+
+func (s *Server) materialize(q *request) (any, error) {
+	var b MaterializeBody
+	if err := q.decode(&b); err != nil {
+		return nil, err
+	}
+	m, err := s.commits().Materialize(q.ctx, commits.MaterializeRequest{ID: q.r.PathValue("ctx"), Format: b.Format, Stop: b.Stop, NoCache: b.NoCache})
+	if err != nil {
+		return nil, err
+	}
+	return materializeResponse(m), nil
+}
+
+func (s *Server) updateCommit(q *request) (any, error) {
+	var u commits.Update
+	if err := q.decode(&u); err != nil {
+		return nil, err
+	}
+	return s.commits().UpdateMetadata(q.ctx, q.r.PathValue("ctx"), u)
+}
+
+// ForkBody is POST /v1/commits/{ctx}/fork.
+type ForkBody struct {
+	Session string `json:"session,omitempty"`
+	Format  string `json:"format,omitempty"`
+	Stop    string `json:"stop,omitempty"`
+	commits.Provenance
+}
+
+// ForkResponse is the new session, its first commit and the conversation
+// it starts with.
+type ForkResponse struct {
+	Session      string               `json:"session"`
+	Commit       *commits.Commit      `json:"commit"`
+	Materialized *MaterializeResponse `json:"materialized"`
+}
+
+func (s *Server) forkCommit(q *request) (any, error) {
+	var b ForkBody
+	if err := q.decode(&b); err != nil {
+		return nil, err
+	}
+	f, err := s.commits().Fork(q.ctx, commits.ForkRequest{From: q.r.PathValue("ctx"), Session: b.Session, Format: b.Format, Stop: b.Stop, Provenance: b.Provenance})
+	if err != nil {
+		return nil, err
+	}
+	return ForkResponse{Session: f.Session, Commit: f.Commit, Materialized: materializeResponse(f.Materialized)}, nil
+}
+
+func (s *Server) resolveCommit(q *request) (any, error) {
+	at := s.o.Now()
+	if v := q.r.URL.Query().Get("at"); v != "" {
+		t, err := store.ParseTime(v)
+		if err != nil {
+			return nil, badRequest("at: %v", err)
+		}
+		at = t
+	}
+	return s.commits().Resolve(q.ctx, q.r.PathValue("principal"), at)
+}
