@@ -82,6 +82,9 @@ type Assembler struct {
 	inputs    map[string]*input // collapsible tool inputs by tool-call id
 	rv        int               // rendering version (RenderVersion, or the session's first commit's)
 	same      map[string]int64  // shown id -> a later tx found to hold the same version
+	prevLen   int               // bytes of the previous call's context
+	prevTok   int               // its tokens
+	prevBytes []byte            // its bytes (LayoutLiteral; nil after Resume)
 }
 
 type version struct {
