@@ -141,6 +141,9 @@ func (in *Inspector) summary(ctx context.Context, sid string) (Session, error) {
 	if n := len(calls); n > 0 {
 		last := calls[n-1]
 		s.Tokens, s.LastCall = last.Tokens, &last.Time
+		if t := calls[0].Time; !t.IsZero() && t.Before(s.Started) {
+			s.Started = t // a replay or an imported session: its calls are older than this store's copy
+		}
 		if err := in.firstCall(ctx, sid, &s); err != nil {
 			return s, err
 		}
