@@ -77,13 +77,18 @@ func (c *serveCmd) Run(a *app) error {
 		return err
 	}
 	defer st.Close()
+	log := slog.New(slog.NewTextHandler(a.stderr, nil))
 	srv, err := httpapi.New(httpapi.Options{
 		Store: st, Resolver: res, Track: !c.NoTrack, Tokens: tokens,
 		Policy: collapse.Config{TurnsBack: c.TurnsBack, PerTurn: c.PerTurn, FilesPerTurn: c.Files},
 		Layout: assemble.Layout(c.Layout), Rebase: assemble.Policy{StaleThreshold: c.Stale},
-		Log: slog.New(slog.NewTextHandler(a.stderr, nil)), Roots: roots,
+		Log: log, Roots: roots,
 	})
 	if err != nil {
+		return err
+	}
+	if err := mountInspector(srv, st, log); err != nil {
+		srv.Close()
 		return err
 	}
 	ln, err := net.Listen("tcp", c.Addr)
@@ -98,6 +103,7 @@ func (c *serveCmd) Run(a *app) error {
 		fmt.Fprintln(a.stdout, url)
 	}
 	fmt.Fprintf(a.stderr, "ctxstore: serving the context API at %s (SIGINT or SIGTERM stops it)\n", url)
+	fmt.Fprintf(a.stderr, "ctxstore: the inspector is at %s%s/\n", url, inspectorPrefix)
 	err = srv.Serve(a.ctx, ln, c.Grace)
 	fmt.Fprintln(a.stderr, "ctxstore: stopped")
 	return err

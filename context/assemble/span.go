@@ -1,5 +1,7 @@
 package assemble
 
+import "github.com/ctxstore/ctxstore/objects"
+
 // Span is one labelled piece of a rebuilt context's bytes: the system
 // prompt, the tool list, or one item of the stream (a chat message, a
 // tool-result line, a metadata line, a content block, a collapsed
@@ -18,7 +20,7 @@ type Span struct {
 	ObjectID   string `json:"object_id,omitempty"`
 	ObjectKind string `json:"object_kind,omitempty"`
 	Version    int64  `json:"version,omitempty"`
-	// Nickname is the object's nickname (a file's path), when it has one.
+	// Nickname is the object's nickname, or a file's path when it has none.
 	Nickname string `json:"nickname,omitempty"`
 	// Start and End are byte offsets in the context's bytes.
 	Start int `json:"start"`
@@ -53,6 +55,9 @@ func (it *item) span(start, end int) Span {
 		if it.obj != nil {
 			s.ObjectKind = string(it.obj.Kind())
 			s.Nickname = it.obj.Nickname
+			if fs, ok := it.obj.Source().(objects.FilesystemSource); ok && s.Nickname == "" {
+				s.Nickname = fs.Path
+			}
 		}
 	}
 	return s
