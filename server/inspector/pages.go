@@ -56,6 +56,7 @@ type sessionBody struct {
 	Calls []inspect.Call
 	From  int
 	Limit int
+	To    int // last call of the page
 	Prev  int // first call of the previous page, 0 if none
 	Next  int // first call of the next page, 0 if none
 	Chart chart
@@ -81,7 +82,7 @@ func (h *Handler) session(q *req) (string, pageData, error) {
 	if err != nil {
 		return "", pageData{}, err
 	}
-	b := sessionBody{S: d, Calls: cs, From: from, Limit: limit, Chart: timeline(cs), Chain: chainOf(cs)}
+	b := sessionBody{S: d, Calls: cs, From: from, To: from + len(cs) - 1, Limit: limit, Chart: timeline(cs), Chain: chainOf(cs)}
 	if from > 1 {
 		b.Prev = max(1, from-limit)
 	}
