@@ -5,7 +5,7 @@ BIN      ?= bin/ctxstore
 PKGS     ?= ./...
 BENCHTIME ?= 1x
 
-.PHONY: all build test test-short fuzz-short bench lint demo xtdb clean browser
+.PHONY: all build test test-short fuzz-short bench lint demo store-demo xtdb clean browser
 
 all: lint build test
 
@@ -41,10 +41,14 @@ lint:
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-# The main job on the embedded SQLite default: a bitemporal round trip in
-# ./.ctxstore/store.db.
+# A short agent session, offline, with ctxstore managing its context (on
+# the embedded SQLite store .ctxstore/demo.db), then what the model saw.
 demo: build
-	./scripts/demo.sh $(BIN)
+	$(BIN) demo
+
+# The store alone: a bitemporal round trip in .ctxstore/store-demo.db.
+store-demo: build
+	CTXSTORE_URL=.ctxstore/store-demo.db ./scripts/demo.sh $(BIN)
 
 # Run a persistent XTDB 1.24.5 node for local use (data in ./.ctxstore/xtdb).
 xtdb: build
