@@ -28,6 +28,7 @@ type serveCmd struct {
 	NoTrack   bool          `name:"no-track" help:"Do not watch files for changes (a file edited on disk is then seen at its next read)."`
 	Grace     time.Duration `default:"30s" help:"On SIGTERM or SIGINT, how long requests in flight may take to finish."`
 	Roots     []string      `name:"root" placeholder:"DIR" help:"A directory sessions may read and index files in (repeatable; symlinks resolved). Without it each session is confined to its cwd; a session's own roots must lie inside these."`
+	LogLevel  string        `name:"log-level" default:"info" enum:"debug,info,warn,error" help:"Log on stderr from this level: info says each session opened or resumed and each context call (session, call, tokens, cached share, rebase); warn only failed requests (each naming its session); error only the server's failures."`
 }
 
 // Run serves until SIGINT or SIGTERM, then shuts down gracefully: no new
@@ -77,7 +78,7 @@ func (c *serveCmd) Run(a *app) error {
 		return err
 	}
 	defer st.Close()
-	log := slog.New(slog.NewTextHandler(a.stderr, nil))
+	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: logLevel(c.LogLevel)}))
 	srv, err := httpapi.New(httpapi.Options{
 		Store: st, Resolver: res, Track: !c.NoTrack, Tokens: tokens,
 		Policy: collapse.Config{TurnsBack: c.TurnsBack, PerTurn: c.PerTurn, FilesPerTurn: c.Files},

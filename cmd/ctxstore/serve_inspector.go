@@ -30,3 +30,16 @@ func mountInspector(srv *httpapi.Server, st store.Store, log *slog.Logger) error
 	srv.Mount(inspectorPrefix+"/", h)
 	return nil
 }
+
+// logLevel maps --log-level to a slog level.
+func logLevel(s string) slog.Level {
+	switch s {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}

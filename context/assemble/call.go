@@ -43,6 +43,9 @@ type Assembled struct {
 	// proportion to bytes in LayoutLiteral. -1 when unknown (a literal
 	// layout's first call after Resume).
 	PrefixBytes, PrefixTokens int
+	// Idle is the time since the previous call (0 for the first); a cache
+	// that lives shorter than that served nothing of the prefix.
+	Idle time.Duration
 	// SessionTx is the session version the context reflects.
 	SessionTx int64
 
@@ -97,6 +100,9 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 	c := &Assembled{N: a.calls + 1, Layout: a.o.Layout, RebaseOffset: -1, SessionTx: a.s.Tx(),
 		system: a.systemText(), tools: a.o.Tools}
 	c.CommitID = CommitID(a.s.ID(), c.N)
+	if a.calls > 0 {
+		c.Idle = now.Sub(a.lastCall)
+	}
 	var pool, active []*item
 	switch a.o.Layout {
 	case LayoutStream:
