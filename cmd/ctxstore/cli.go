@@ -31,23 +31,34 @@ type cli struct {
 	Durable     bool          `name:"durable" env:"CTXSTORE_DURABLE" help:"SQLite: commit with synchronous=FULL, so an acknowledged transaction survives a power loss, not only a crash (slower writes)."`
 	XTDBTimeout time.Duration `name:"xtdb-timeout" env:"CTXSTORE_XTDB_TIMEOUT" default:"60s" placeholder:"DURATION" help:"XTDB: how long one request may wait for the server's answer (long polls add their own wait)."`
 
-	Put     putCmd     `cmd:"" help:"Write one JSON document (or, with --lines, many) in one transaction."`
-	Delete  deleteCmd  `cmd:"" help:"Delete a document (write a tombstone), optionally over a valid-time range."`
-	Evict   evictCmd   `cmd:"" help:"Remove every version of a document, in all times."`
-	Get     getCmd     `cmd:"" help:"Print a document as of a basis (valid time, transaction)."`
-	History historyCmd `cmd:"" help:"List the versions of a document, up to the basis (valid time now unless --valid-time says otherwise)."`
-	Query   queryCmd   `cmd:"" help:"Find documents by field values."`
-	Log     logCmd     `cmd:"" help:"List committed transactions and their operations."`
-	Status  statusCmd  `cmd:"" help:"Describe the store and its latest transaction."`
-	Export  exportCmd  `cmd:"" help:"Write the store's history (or what follows a tx) as a portable version log."`
-	Import  importCmd  `cmd:"" help:"Apply a version log to the store, resuming where an earlier import of its source stopped."`
-	Sync    syncCmd    `cmd:"" help:"Bring one store up to date with another, applying only what is new."`
-	Replay  replayCmd  `cmd:"" help:"Replay Claude Code or Pi transcripts call by call through ctxstore and other context strategies; report tokens, cache share and cost."`
-	Session sessionCmd `cmd:"" help:"List, export and import agent sessions (portable session bundles)."`
-	Commit  commitCmd  `cmd:"" help:"Context commits: checkpoint, show, history, materialize, resolve, update-metadata, fork (docs/commits.md)."`
-	XTDB    xtdbCmd    `cmd:"" name:"xtdb" help:"Run a real XTDB 1.24.5 server for production or local use."`
-	Serve   serveCmd   `cmd:"" help:"Serve the context manager's HTTP API (sessions, context calls, tools) for agent harnesses such as Pi."`
-	Help    helpCmd    `cmd:"" help:"Show help for ctxstore or one of its commands."`
+	Version kong.VersionFlag `name:"version" help:"Print the version and exit."`
+
+	// Sessions and contexts (issue 14): what the model saw, and why it cost
+	// what it did.
+	Sessions sessionsCmd `cmd:"" group:"context" help:"List the sessions: name, harness, cwd, started, last call, calls, tokens, cached share, cost."`
+	Session  sessionCmd  `cmd:"" group:"context" help:"Show a session (show), list, export and import sessions (portable session bundles)."`
+	Calls    callsCmd    `cmd:"" group:"context" help:"One line per model call of a session: tokens, cached share, cost, cache break and what it cost, rebase and reason, what collapsed."`
+	Call     callCmd     `cmd:"" group:"context" help:"The exact context of call N, blocks labelled by kind and object (--raw: the bytes sent; --diff M: against call M)."`
+	Commit   commitCmd   `cmd:"" group:"context" help:"Context commits: checkpoint, show, history, materialize, resolve, update-metadata, fork (docs/commits.md)."`
+	Object   objectCmd   `cmd:"" group:"context" help:"An object's versions on both time axes, and which calls showed which version."`
+	Demo     demoCmd     `cmd:"" group:"context" help:"Run a short agent session offline with ctxstore managing its context, then show what the model saw, what collapsed and why, and the cost against sending the whole history (store: .ctxstore/demo.db)."`
+	Replay   replayCmd   `cmd:"" group:"context" help:"Replay Claude Code or Pi transcripts call by call through ctxstore and other context strategies; report tokens, cache share and cost."`
+
+	Serve serveCmd `cmd:"" group:"service" help:"Serve the context manager's HTTP API (sessions, context calls, tools) and the web inspector, for agent harnesses such as Pi."`
+
+	Put     putCmd     `cmd:"" group:"store" help:"Write one JSON document (or, with --lines, many) in one transaction."`
+	Delete  deleteCmd  `cmd:"" group:"store" help:"Delete a document (write a tombstone), optionally over a valid-time range."`
+	Evict   evictCmd   `cmd:"" group:"store" help:"Remove every version of a document, in all times."`
+	Get     getCmd     `cmd:"" group:"store" help:"Print a document as of a basis (valid time, transaction)."`
+	History historyCmd `cmd:"" group:"store" help:"List the versions of a document, up to the basis (valid time now unless --valid-time says otherwise)."`
+	Query   queryCmd   `cmd:"" group:"store" help:"Find documents by field values."`
+	Log     logCmd     `cmd:"" group:"store" help:"List committed transactions and their operations."`
+	Status  statusCmd  `cmd:"" group:"store" help:"Describe the store and its latest transaction."`
+	Export  exportCmd  `cmd:"" group:"store" help:"Write the store's history (or what follows a tx) as a portable version log."`
+	Import  importCmd  `cmd:"" group:"store" help:"Apply a version log to the store, resuming where an earlier import of its source stopped."`
+	Sync    syncCmd    `cmd:"" group:"store" help:"Bring one store up to date with another, applying only what is new."`
+	XTDB    xtdbCmd    `cmd:"" group:"store" name:"xtdb" help:"Run a real XTDB 1.24.5 server for production or local use."`
+	Help    helpCmd    `cmd:"" group:"help" help:"Show help for ctxstore or one of its commands."`
 }
 
 // app is what every command's Run gets: the context, the standard streams
@@ -93,7 +104,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	a := &app{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, cli: c}
 	parser, err := kong.New(c,
 		kong.Name("ctxstore"),
-		kong.Description("A bitemporal JSON document store. Data goes to stdout, errors to stderr.\n\nRun \"ctxstore help COMMAND\" for a command's flags; docs/cli.md has the full reference."),
+		kong.Description("ctxstore manages an agent's context: it assembles what the model sees at each call, records it, and shows it again: every past context byte for byte, what changed between two calls, why a call missed the prompt cache and what that cost. Its store is a bitemporal JSON document store (the store commands below). Data goes to stdout, errors to stderr.\n\nRun \"ctxstore help COMMAND\" for a command's flags; docs/cli.md has the full reference, docs/inspector.md the inspector."),
+		kong.Vars{"version": version()},
+		kong.ExplicitGroups([]kong.Group{
+			{Key: "context", Title: "Sessions and contexts"},
+			{Key: "service", Title: "Serving agents"},
+			{Key: "store", Title: "The document store"},
+			{Key: "help", Title: "Help"},
+		}),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(exitRequest{code}) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoExpandSubcommands: true}),

@@ -43,7 +43,7 @@ func TestParseWhere(t *testing.T) {
 			t.Errorf("parseWhere(%q) = %#v, %v; want %#v", g.in, got, err, g.want)
 		}
 	}
-	for _, in := range []string{"", "name", "=x", "n?x", "n@x", "n@=", "n!=3", "n=null", `n={"a":1}`, "n<[1]", "n=[]"} {
+	for _, in := range []string{"", "name", "=x", "n?x", "n@x", "n@=", "n!=3", "n=null", `n={"a":1}`, "n<[1]", "n=[]", "tags=[a,b]", "m={x}"} {
 		_, err := parseWhere(in)
 		var ue *usageError
 		if !errors.As(err, &ue) {

@@ -188,6 +188,11 @@ func parseWhere(s string) (store.Pred, error) {
 			return p, nil
 		}
 		v, err := jsonValue(raw)
+		if err != nil && (strings.HasPrefix(raw, "[") || strings.HasPrefix(raw, "{")) {
+			// It looks like a list or an object but is not JSON (tags=[a,b]):
+			// taken as text it would silently match nothing.
+			return store.Pred{}, usagef("--where %q: %s is not valid JSON (%v); quote the strings of a list: %s=[\"a\",\"b\"]", s, raw, err, field)
+		}
 		if err != nil { // not JSON: the text itself
 			p.Value = raw
 			return p, nil

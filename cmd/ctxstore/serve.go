@@ -33,6 +33,7 @@ type serveCmd struct {
 	Notes     []string      `name:"notes" placeholder:"DIR" help:"A note root (repeatable): Markdown files under it become note objects with title, tags, links and backlinks; read and activate on a note list where its links lead."`
 	Mounts    []string      `name:"mount" placeholder:"PREFIX=FSID" help:"A mount mapping (repeatable, 004 §5.2): files under the absolute PREFIX belong to filesystem FSID (e.g. a host directory bind-mounted into a sandbox), so they keep one identity across machines."`
 	Devices   bool          `name:"detect-devices" help:"Give files on another device than / a filesystem id of their own (004 §5.2), unless a --mount maps them."`
+	LogLevel  string        `name:"log-level" default:"info" enum:"debug,info,warn,error" help:"Log on stderr from this level: info says each session opened or resumed and each context call (session, call, tokens, cached share, rebase); warn only failed requests (each naming its session); error only the server's failures."`
 }
 
 // Run serves until SIGINT or SIGTERM, then shuts down gracefully: no new
@@ -96,13 +97,18 @@ func (c *serveCmd) Run(a *app) error {
 		return err
 	}
 	defer st.Close()
+	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: logLevel(c.LogLevel)}))
 	srv, err := httpapi.New(httpapi.Options{
 		Store: st, Resolver: res, Notes: nt, Track: !c.NoTrack, Tokens: tokens,
 		Policy: collapse.Config{TurnsBack: c.TurnsBack, PerTurn: c.PerTurn, FilesPerTurn: c.Files},
 		Layout: assemble.Layout(c.Layout), Rebase: assemble.Policy{StaleThreshold: c.Stale},
-		Log: slog.New(slog.NewTextHandler(a.stderr, nil)), Roots: roots,
+		Log: log, Roots: roots,
 	})
 	if err != nil {
+		return err
+	}
+	if err := mountInspector(srv, st, log); err != nil {
+		srv.Close()
 		return err
 	}
 	ln, err := net.Listen("tcp", c.Addr)
@@ -117,6 +123,7 @@ func (c *serveCmd) Run(a *app) error {
 		fmt.Fprintln(a.stdout, url)
 	}
 	fmt.Fprintf(a.stderr, "ctxstore: serving the context API at %s (SIGINT or SIGTERM stops it)\n", url)
+	fmt.Fprintf(a.stderr, "ctxstore: the inspector is at %s%s/\n", url, inspectorPrefix)
 	err = srv.Serve(a.ctx, ln, c.Grace)
 	fmt.Fprintln(a.stderr, "ctxstore: stopped")
 	return err

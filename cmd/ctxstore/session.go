@@ -14,6 +14,7 @@ import (
 
 // sessionCmd groups the commands on agent sessions.
 type sessionCmd struct {
+	Show   sessionShowCmd   `cmd:"" help:"One session: name, harness, cwd, times, state, calls, tokens, cached share, cost, and the cost of cache breaks by cause."`
 	List   sessionListCmd   `cmd:"" help:"List the sessions in the store: turn, objects, calls, and where an imported one came from."`
 	Export sessionExportCmd `cmd:"" help:"Write one session as a portable bundle: the session, its chat and system prompt, its context commits and every object it uses, with their history."`
 	Import sessionImportCmd `cmd:"" help:"Load a session bundle into the store; every past call of the session rebuilds byte for byte."`

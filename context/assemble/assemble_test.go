@@ -58,6 +58,13 @@ func TestStreamStabilityAndRebuild(t *testing.T) {
 			if n := len(got); n > 0 {
 				prev := got[n-1].Bytes
 				p := lcp(prev, c.Bytes)
+				wantPrefix := len(prev)
+				if c.Rebased {
+					wantPrefix = c.RebaseOffset
+				}
+				if c.PrefixBytes != wantPrefix || c.PrefixTokens <= 0 || c.PrefixTokens > got[n-1].Tokens {
+					t.Fatalf("call %d: shared prefix %d bytes, %d tokens; want %d bytes, at most %d tokens", c.N, c.PrefixBytes, c.PrefixTokens, wantPrefix, got[n-1].Tokens)
+				}
 				if !c.Rebased {
 					if p != len(prev) {
 						t.Fatalf("call %d: not an extension of call %d: common prefix %d of %d bytes", c.N, n, p, len(prev))
@@ -96,6 +103,10 @@ func TestStreamStabilityAndRebuild(t *testing.T) {
 			if fmt.Sprint(r.Messages()) != fmt.Sprint(c.Messages()) {
 				t.Fatalf("rebuild call %d: messages differ", c.N)
 			}
+			if r.PrefixBytes != c.PrefixBytes || r.PrefixTokens != c.PrefixTokens {
+				t.Fatalf("rebuild call %d: prefix %d/%d, want %d/%d", c.N, r.PrefixBytes, r.PrefixTokens, c.PrefixBytes, c.PrefixTokens)
+			}
+			checkSpans(t, r)
 		}
 		if _, err := Rebuild(e.ctx, st2, e.sid, len(got)+1); err == nil {
 			t.Fatal("rebuilding a call that never happened")
@@ -248,4 +259,30 @@ func TestCommitsNeverOverwritten(t *testing.T) {
 			t.Fatalf("commit 1 after the conflict: %v", err)
 		}
 	})
+}
+
+// checkSpans checks that a rebuilt context's spans cover its bytes in
+// order, each object span names its object and version, and each content
+// span holds its block header.
+func checkSpans(t *testing.T, c *Assembled) {
+	t.Helper()
+	sp := c.Spans()
+	if len(sp) < 2 || sp[0].Kind != SpanSystem || sp[1].Kind != SpanTools || sp[0].Start != 0 {
+		t.Fatalf("call %d: spans start %+v", c.N, sp[:min(len(sp), 2)])
+	}
+	at := 0
+	for i, s := range sp {
+		if s.Start != at || s.End < s.Start {
+			t.Fatalf("call %d: span %d %+v does not continue at byte %d", c.N, i, s, at)
+		}
+		at = s.End
+		if s.Kind == "content" {
+			if s.ObjectID == "" || s.ObjectKind == "" || s.Version <= 0 || !bytes.Contains(c.Bytes[s.Start:s.End], []byte(" version="+fmt.Sprint(s.Version)+">>")) {
+				t.Fatalf("call %d: content span %d %+v: %.80q", c.N, i, s, c.Bytes[s.Start:s.End])
+			}
+		}
+	}
+	if at != len(c.Bytes) {
+		t.Fatalf("call %d: spans end at %d of %d bytes", c.N, at, len(c.Bytes))
+	}
 }

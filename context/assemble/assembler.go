@@ -83,6 +83,9 @@ type Assembler struct {
 	rv        int               // rendering version (RenderVersion, or the session's first commit's)
 	mv        int               // metadata line version (objects.MetadataVersion, or the first commit's)
 	same      map[string]int64  // shown id -> a later tx found to hold the same version
+	prevLen   int               // bytes of the previous call's context
+	prevTok   int               // its tokens
+	prevBytes []byte            // its bytes (LayoutLiteral; nil after Resume)
 }
 
 type version struct {

@@ -36,6 +36,16 @@ type Assembled struct {
 	Rebased      bool
 	Reason       string
 	RebaseOffset int
+	// PrefixBytes and PrefixTokens measure the part of the context shared,
+	// byte for byte, with the previous call's (0 for the first call): what
+	// a prompt cache can serve. PrefixTokens is exact in LayoutStream (the
+	// tokens of the items before the first changed one) and estimated in
+	// proportion to bytes in LayoutLiteral. -1 when unknown (a literal
+	// layout's first call after Resume).
+	PrefixBytes, PrefixTokens int
+	// Idle is the time since the previous call (0 for the first); a cache
+	// that lives shorter than that served nothing of the prefix.
+	Idle time.Duration
 	// SessionTx is the session version the context reflects.
 	SessionTx int64
 
@@ -43,6 +53,7 @@ type Assembled struct {
 	tools  []ToolSpec
 	items  []*item // LayoutStream: the stream, shared with the Assembler (append-only view)
 	frags  []*frag // LayoutLiteral, and rebuilt contexts
+	spans  []Span  // rebuilt contexts
 }
 
 // System returns the system prompt text.
@@ -89,6 +100,9 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 	c := &Assembled{N: a.calls + 1, Layout: a.o.Layout, RebaseOffset: -1, SessionTx: a.s.Tx(),
 		system: a.systemText(), tools: a.o.Tools}
 	c.CommitID = CommitID(a.s.ID(), c.N)
+	if a.calls > 0 {
+		c.Idle = now.Sub(a.lastCall)
+	}
 	var pool, active []*item
 	switch a.o.Layout {
 	case LayoutStream:
@@ -98,9 +112,14 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 			in.Candidates, at = a.candidates()
 		}
 		d := Decide(in, a.pol)
+		c.PrefixBytes, c.PrefixTokens = a.prevLen, a.prevTok
 		if d.Rebase && d.From < len(at) {
 			c.Rebased, c.Reason = true, d.Reason
-			c.RebaseOffset = a.rebase(at[d.From])
+			c.RebaseOffset, c.PrefixTokens = a.rebase(at[d.From])
+			c.PrefixBytes = c.RebaseOffset
+		}
+		if a.calls == 0 {
+			c.PrefixBytes, c.PrefixTokens = 0, 0
 		}
 		c.Bytes = a.buf[:len(a.buf):len(a.buf)]
 		c.Tokens, c.StaleTokens, c.PoolTokens = a.tokens, a.stale, a.metaTok
@@ -122,13 +141,36 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 		for _, it := range active {
 			c.ActiveTokens += a.tok.Count(it.f.blocks[0].Text)
 		}
+		c.PrefixBytes, c.PrefixTokens = -1, -1
+		switch {
+		case a.calls == 0:
+			c.PrefixBytes, c.PrefixTokens = 0, 0
+		case a.prevBytes != nil:
+			c.PrefixBytes = commonPrefix(a.prevBytes, c.Bytes)
+			c.PrefixTokens = c.Tokens * c.PrefixBytes / max(len(c.Bytes), 1)
+		}
+		a.prevBytes = c.Bytes
 	}
 	if err := a.commit(ctx, c, pool, active, meta); err != nil {
 		return nil, err
 	}
 	a.calls++
 	a.lastCall = now
+	a.prevLen, a.prevTok = len(c.Bytes), c.Tokens
 	return c, nil
+}
+
+// commonPrefix returns the length of the longest common prefix of a and b.
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i+8 <= n && string(a[i:i+8]) == string(b[i:i+8]) {
+		i += 8
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
 }
 
 func (a *Assembler) systemText() string {
@@ -180,9 +222,10 @@ func (a *Assembler) staleTokens(it *item) int {
 // rebase rewrites the stream from item p (a stale one): stale content
 // blocks from there on become "collapsed:" references, stale inputs are
 // collapsed, everything else is kept; stale items before p stay. It returns
-// the byte offset from which the rendering changed. The previous buffers are
-// left untouched, so earlier Assembled values stay valid.
-func (a *Assembler) rebase(p int) int {
+// the byte offset from which the rendering changed and the tokens before
+// it. The previous buffers are left untouched, so earlier Assembled values
+// stay valid.
+func (a *Assembler) rebase(p int) (int, int) {
 	off := a.offs[p]
 	tail := a.items[p:]
 	a.items = append(make([]*item, 0, len(a.items)+16), a.items[:p]...)
@@ -195,6 +238,7 @@ func (a *Assembler) rebase(p int) int {
 			a.metaTok -= it.tokens
 		}
 	}
+	prefixTok := a.tokens
 	for id, i := range a.shown {
 		if i >= p {
 			delete(a.shown, id)
@@ -213,7 +257,7 @@ func (a *Assembler) rebase(p int) int {
 	if a.rebaseAt < 0 || p < a.rebaseAt {
 		a.rebaseAt = p
 	}
-	return off
+	return off, prefixTok
 }
 
 // indexOf finds it in the stream at or after from.
@@ -328,6 +372,9 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 		"byte_len": int64(len(c.Bytes)), "bytes_sha256": digest(c.Bytes),
 		"tokens": int64(c.Tokens), "stale_tokens": int64(c.StaleTokens),
 		"time": store.FormatTime(a.o.Now().UTC().Truncate(time.Millisecond)),
+	}
+	if c.PrefixBytes >= 0 {
+		doc["prefix_bytes"], doc["prefix_tokens"] = int64(c.PrefixBytes), int64(c.PrefixTokens)
 	}
 	if c.N > 1 {
 		doc["parent"] = CommitID(a.s.ID(), c.N-1)

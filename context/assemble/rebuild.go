@@ -41,6 +41,10 @@ type Commit struct {
 	Harness map[string]any
 	// Time is the assembler's clock at the call.
 	Time time.Time
+	// PrefixBytes and PrefixTokens: the part shared with the previous
+	// call's context (Assembled.PrefixBytes); -1 when the commit does not
+	// record it (commits written before it was recorded).
+	PrefixBytes, PrefixTokens int
 }
 
 // ReadCommit reads context commit n of a session.
@@ -75,6 +79,8 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 		Shown       map[string]int `json:"shown"`
 		Harness     map[string]any `json:"harness"`
 		Time        string         `json:"time"`
+		PrefixBytes *int           `json:"prefix_bytes"`
+		PrefixTok   *int           `json:"prefix_tokens"`
 	}
 	if err := fromJSONValue(map[string]any(doc), &raw); err != nil {
 		return nil, fmt.Errorf("assemble: decoding %s: %w", id, err)
@@ -94,6 +100,10 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 		return nil, fmt.Errorf("assemble: %s: metadata version %d is newer than this binary's (%d)", id, c.Metadata, objects.MetadataVersion)
 	}
 	c.Shown, c.Harness = raw.Shown, raw.Harness
+	c.PrefixBytes, c.PrefixTokens = -1, -1
+	if raw.PrefixBytes != nil && raw.PrefixTok != nil {
+		c.PrefixBytes, c.PrefixTokens = *raw.PrefixBytes, *raw.PrefixTok
+	}
 	if raw.Time != "" {
 		if c.Time, err = store.ParseTime(raw.Time); err != nil {
 			return nil, fmt.Errorf("assemble: decoding %s: time: %w", id, err)
@@ -143,7 +153,9 @@ func Rebuild(ctx context.Context, st store.Store, sessionID string, n int) (*Ass
 	}
 	c := &Assembled{N: n, CommitID: last.ID, Layout: last.Layout, Rebased: last.RebaseFrom >= 0, Reason: last.Reason,
 		RebaseOffset: -1, SessionTx: last.SessionTx, Tokens: last.Tokens, StaleTokens: last.StaleTokens,
+		PrefixBytes: last.PrefixBytes, PrefixTokens: last.PrefixTokens,
 		system: system, tools: root.Tools}
+	c.spans = headSpans(system, len(head))
 	switch last.Layout {
 	case LayoutStream:
 		c.frags = make([]*frag, len(items))
@@ -154,7 +166,9 @@ func Rebuild(ctx context.Context, st store.Store, sessionID string, n int) (*Ass
 				c.RebaseOffset = len(c.Bytes)
 			}
 			c.frags[i] = it.f
+			start := len(c.Bytes)
 			c.Bytes = appendFrag(c.Bytes, prev, it.f)
+			c.spans = append(c.spans, it.span(start, len(c.Bytes)))
 			prev = it.f
 		}
 	case LayoutLiteral:
@@ -167,7 +181,14 @@ func Rebuild(ctx context.Context, st store.Store, sessionID string, n int) (*Ass
 			return nil, err
 		}
 		c.frags = literalFrags(items, pool, active)
-		c.Bytes = renderFrags(head, c.frags)
+		c.Bytes = head
+		var prev *frag
+		for _, it := range literalItems(items, pool, active) {
+			start := len(c.Bytes)
+			c.Bytes = appendFrag(c.Bytes, prev, it.f)
+			c.spans = append(c.spans, it.span(start, len(c.Bytes)))
+			prev = it.f
+		}
 	default:
 		return nil, fmt.Errorf("assemble: %s: unknown layout %q", last.ID, last.Layout)
 	}

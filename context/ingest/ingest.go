@@ -73,6 +73,7 @@ type Ingester struct {
 	turnStart int                              // index of the message that began the current turn, -1 before any
 	turn      *objects.Turn                    // the chat turn being built
 	calls     map[string]conversation.ToolCall // tool calls of the current turn, by id
+	cwdSaved  bool                             // the cwd is recorded in a commit of this Ingester
 }
 
 // New returns the Ingester of the session t and a drive. When a was
@@ -101,6 +102,10 @@ func New(ctx context.Context, t *tools.Tools, a *assemble.Assembler, o Options) 
 	}
 	return in, nil
 }
+
+// CwdKey is the member of a commit's harness meta holding the harness's
+// working directory, recorded with the first call of each Ingester.
+const CwdKey = "cwd"
 
 // cursorKey is the member of a commit's harness meta holding the cursor.
 const cursorKey = "ingest"
@@ -207,11 +212,15 @@ func (in *Ingester) Context(ctx context.Context, log []conversation.Message) (*a
 	var meta map[string]any
 	b, _ := json.Marshal(cur)
 	_ = json.Unmarshal(b, &meta)
-	c, err := in.a.CallWith(ctx, map[string]any{cursorKey: meta})
+	hm := map[string]any{cursorKey: meta}
+	if !in.cwdSaved {
+		hm[CwdKey] = in.o.Cwd // once per Ingester: what an inspector shows
+	}
+	c, err := in.a.CallWith(ctx, hm)
 	if err != nil {
 		return nil, rep, err
 	}
-	in.saved = len(in.hashes)
+	in.saved, in.cwdSaved = len(in.hashes), true
 	return c, rep, nil
 }
 

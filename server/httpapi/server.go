@@ -298,9 +298,7 @@ func (s *Server) wrap(rt route) http.Handler {
 		}
 		if err != nil {
 			ae := classify(err)
-			if ae.status >= 500 {
-				s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", ae.status, "err", ae.msg)
-			}
+			s.logFailure(r, q.sid, ae.status, ae.code, ae.msg)
 			writeError(w, ae)
 			return
 		}

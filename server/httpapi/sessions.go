@@ -152,6 +152,7 @@ func (s *Server) open(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.logOpen(q.sid, state, req, calls)
 	return OpenResponse{SessionID: q.sid, State: state, SystemPrompt: sys, Turn: l.sess.State().Turn, Calls: calls}, nil
 }
 

@@ -1,0 +1,321 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ctxstore/ctxstore/context/inspect"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// The commands on sessions and contexts (issue 14; docs/cli.md,
+// docs/inspector.md): what the model saw at each call, and why each call
+// cost what it did.
+
+// costFlags are the cost model's flags, shared by the inspection commands.
+type costFlags struct {
+	Price float64       `name:"price" default:"3" placeholder:"USD" help:"Dollars per million base input tokens (cache writes cost 1.25x, cache reads 0.1x)."`
+	TTL   time.Duration `name:"ttl" default:"5m" help:"Prompt-cache lifetime: a call after a longer gap reads nothing from the cache."`
+}
+
+func (f costFlags) inspector(st store.Store) *inspect.Inspector {
+	return inspect.New(st, inspect.Options{Prices: inspect.Prices{InputPerMTok: f.Price}, TTL: f.TTL})
+}
+
+type sessionsCmd struct {
+	costFlags
+}
+
+// Run implements sessions.
+func (c *sessionsCmd) Run(a *app) error {
+	st, err := a.open(false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ss, err := c.inspector(st).Sessions(a.ctx)
+	if err != nil {
+		return err
+	}
+	if a.cli.JSON {
+		if ss == nil {
+			ss = []inspect.Session{}
+		}
+		return a.printJSON(ss)
+	}
+	t := newTable(a.stdout, "SESSION", "NAME", "HARNESS", "CWD", "STARTED", "LAST CALL", "CALLS", "TOKENS", "CACHED", "COST")
+	for _, s := range ss {
+		last := "-"
+		if s.LastCall != nil {
+			last = s.LastCall.Local().Format("2006-01-02 15:04")
+		}
+		t.row(s.ID, orDash(s.Name), orDash(s.Harness), orDash(s.Cwd), s.Started.Local().Format("2006-01-02 15:04"), last,
+			strconv.Itoa(s.Calls), strconv.Itoa(s.Tokens), pct(s.CachedShare), usd(s.CostUSD))
+	}
+	return t.flush()
+}
+
+type sessionShowCmd struct {
+	Session string `arg:"" placeholder:"SESSION" help:"The session id."`
+	costFlags
+}
+
+// Run implements session show.
+func (c *sessionShowCmd) Run(a *app) error {
+	st, err := a.open(false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	d, err := c.inspector(st).Session(a.ctx, c.Session)
+	if err != nil {
+		return err
+	}
+	if a.cli.JSON {
+		return a.printJSON(d)
+	}
+	w := a.stdout
+	fmt.Fprintf(w, "session   %s\n", d.ID)
+	fmt.Fprintf(w, "name      %s\n", orDash(d.Name))
+	fmt.Fprintf(w, "harness   %s\n", orDash(d.Harness))
+	fmt.Fprintf(w, "cwd       %s\n", orDash(d.Cwd))
+	fmt.Fprintf(w, "started   %s\n", d.Started.Local().Format(time.RFC3339))
+	if d.LastCall != nil {
+		fmt.Fprintf(w, "last call %s\n", d.LastCall.Local().Format(time.RFC3339))
+	}
+	fmt.Fprintf(w, "state     turn %d; %d objects indexed, %d in the pool, %d active, %d pinned\n", d.Turn, d.Index, d.Pool, d.Active, d.Pinned)
+	fmt.Fprintf(w, "calls     %d (%d rebases); last context %d tokens; %d tokens sent, %s from the cache\n",
+		d.Calls, d.Rebases, d.Tokens, d.TokensSent, pct(d.CachedShare))
+	fmt.Fprintf(w, "cost      %s (%.0f base input tokens)\n", usd(d.CostUSD), d.Cost)
+	if len(d.Lost) > 0 {
+		fmt.Fprintln(w, "cache breaks by cause:")
+		t := newTable(w, "  CAUSE", "CALLS", "REWRITTEN TOKENS", "LOST")
+		for _, l := range d.Lost {
+			t.row("  "+l.Cause, strconv.Itoa(l.Calls), strconv.Itoa(l.RewrittenTokens), usd(l.LostUSD))
+		}
+		return t.flush()
+	}
+	return nil
+}
+
+type callsCmd struct {
+	Session string `arg:"" placeholder:"SESSION" help:"The session id."`
+	From    int    `name:"from" default:"1" help:"First call to list."`
+	Limit   int    `name:"limit" default:"0" help:"List at most this many calls (0: all)."`
+	costFlags
+}
+
+// Run implements calls.
+func (c *callsCmd) Run(a *app) error {
+	if c.Limit < 0 {
+		return usagef("--limit must not be negative")
+	}
+	st, err := a.open(false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	cs, err := c.inspector(st).Calls(a.ctx, c.Session, inspect.Page{From: c.From, Limit: c.Limit})
+	if err != nil {
+		return err
+	}
+	if a.cli.JSON {
+		if cs == nil {
+			cs = []inspect.Call{}
+		}
+		return a.printJSON(cs)
+	}
+	t := newTable(a.stdout, "CALL", "TIME", "TOKENS", "CACHED", "COST", "BREAK", "REWRITTEN", "LOST", "REBASE", "COLLAPSED")
+	for _, x := range cs {
+		rebase := "-"
+		if x.Rebased {
+			rebase = x.Reason
+		}
+		t.row(strconv.Itoa(x.N), x.Time.Local().Format("15:04:05"), strconv.Itoa(x.Tokens), pct(x.CachedShare), usd(x.CostUSD),
+			x.Break.CauseKey(), strconv.Itoa(x.Break.RewrittenTokens), usd(x.Break.LostUSD), rebase, collapsedText(x.Collapsed, x.StaleTokens))
+	}
+	return t.flush()
+}
+
+func collapsedText(cs []inspect.Collapsed, stale int) string {
+	if len(cs) == 0 {
+		if stale > 0 {
+			return fmt.Sprintf("(%d stale tokens pending)", stale)
+		}
+		return "-"
+	}
+	var ids []string
+	for i, c := range cs {
+		if i == 3 {
+			ids = append(ids, fmt.Sprintf("+%d more", len(cs)-3))
+			break
+		}
+		ids = append(ids, shortID(c.ObjectID))
+	}
+	return fmt.Sprintf("%d: %s", len(cs), strings.Join(ids, ", "))
+}
+
+type callCmd struct {
+	Session string `arg:"" placeholder:"SESSION" help:"The session id."`
+	N       int    `arg:"" placeholder:"N" help:"The call number (from 1)."`
+	Raw     bool   `name:"raw" help:"Print the exact bytes of the context (the rendering prefix caching is judged on), nothing else."`
+	Diff    int    `name:"diff" placeholder:"M" help:"Compare with call M: the shared prefix, then the blocks added, removed and kept."`
+	Full    bool   `name:"full" help:"Print every block's text in full (default: the first lines of each)."`
+	costFlags
+}
+
+// Run implements call.
+func (c *callCmd) Run(a *app) error {
+	if c.Raw && c.Diff != 0 {
+		return usagef("--raw and --diff do not go together")
+	}
+	st, err := a.open(false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	in := c.inspector(st)
+	if c.Diff != 0 {
+		d, err := in.Diff(a.ctx, c.Session, c.Diff, c.N)
+		if err != nil {
+			return err
+		}
+		if a.cli.JSON {
+			return a.printJSON(d)
+		}
+		printDiff(a.stdout, d, c.Full)
+		return nil
+	}
+	v, err := in.Call(a.ctx, c.Session, c.N)
+	if err != nil {
+		return err
+	}
+	if c.Raw {
+		if a.cli.JSON {
+			return a.printJSON(map[string]any{"call": c.N, "raw": string(v.Raw)})
+		}
+		_, err := a.stdout.Write(v.Raw)
+		return err
+	}
+	if a.cli.JSON {
+		return a.printJSON(v)
+	}
+	w := a.stdout
+	x := v.Call
+	fmt.Fprintf(w, "call %d of session %s at %s: %d tokens (%d stale), %d bytes, %d blocks\n",
+		x.N, c.Session, x.Time.Local().Format(time.RFC3339), x.Tokens, x.StaleTokens, x.Bytes, len(v.Blocks))
+	fmt.Fprintf(w, "cache: %d tokens read (%s), %d written; cost %s\n", x.CachedTokens, pct(x.CachedShare), x.WrittenTokens, usd(x.CostUSD))
+	fmt.Fprintf(w, "break: %s — %s\n", x.Break.CauseKey(), x.Break.Detail)
+	if x.Break.RewrittenTokens > 0 {
+		fmt.Fprintf(w, "       %d tokens written again, %s lost\n", x.Break.RewrittenTokens, usd(x.Break.LostUSD))
+	}
+	fmt.Fprintln(w)
+	for _, b := range v.Blocks {
+		printBlock(w, " ", b, c.Full)
+	}
+	return nil
+}
+
+func printBlock(w io.Writer, mark string, b inspect.Block, full bool) {
+	cached := ""
+	if b.Cached {
+		cached = " cached"
+	}
+	fmt.Fprintf(w, "%s[%d] %s (%d tokens%s)\n", mark, b.Index, b.Label, b.Tokens, cached)
+	lines := strings.Split(strings.TrimRight(b.Text, "\n"), "\n")
+	if !full && len(lines) > 4 {
+		lines = append(lines[:3:3], fmt.Sprintf("… %d more lines", len(lines)-3))
+	}
+	for _, l := range lines {
+		if !full && len(l) > 160 {
+			l = l[:157] + "..."
+		}
+		fmt.Fprintf(w, "%s    %s\n", mark, l)
+	}
+}
+
+func printDiff(w io.Writer, d *inspect.Diff, full bool) {
+	fmt.Fprintln(w, d.String())
+	for _, e := range d.Entries {
+		mark := map[string]string{"same": " ", "added": "+", "removed": "-"}[e.Op]
+		printBlock(w, mark, e.Block, full)
+	}
+}
+
+type objectCmd struct {
+	ID      string `arg:"" placeholder:"ID" help:"The object id (a file's 64-hex id, a tool call id, chat:SESSION, ...)."`
+	Session string `name:"session" placeholder:"SESSION" help:"Only look for the calls of this session (default: every session whose index holds the object)."`
+}
+
+// Run implements object.
+func (c *objectCmd) Run(a *app) error {
+	st, err := a.open(false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	o, err := inspect.New(st, inspect.Options{}).Object(a.ctx, c.ID, c.Session)
+	if err != nil {
+		return err
+	}
+	if a.cli.JSON {
+		return a.printJSON(o)
+	}
+	w := a.stdout
+	fmt.Fprintf(w, "object %s", o.ID)
+	if o.Kind != "" {
+		fmt.Fprintf(w, " (%s", o.Kind)
+		if o.Nickname != "" {
+			fmt.Fprintf(w, " %s", o.Nickname)
+		}
+		fmt.Fprint(w, ")")
+	}
+	fmt.Fprintf(w, ": %d versions; used by %d sessions\n", len(o.Versions), len(o.Sessions))
+	t := newTable(w, "TX", "TX TIME", "VALID FROM", "CONTENT", "SHOWN")
+	for _, v := range o.Versions {
+		h := shortID(v.ContentHash)
+		if v.Deleted {
+			h = "deleted"
+		}
+		var shown []string
+		for _, s := range v.Shown {
+			r := fmt.Sprintf("%s calls %d-%d as %s", s.Session, s.From, s.To, s.As)
+			if s.From == s.To {
+				r = fmt.Sprintf("%s call %d as %s", s.Session, s.From, s.As)
+			}
+			shown = append(shown, r)
+		}
+		t.row(strconv.FormatInt(v.Tx, 10), v.TxTime.Local().Format(time.RFC3339), v.ValidTime.Local().Format(time.RFC3339), orDash(h), orDash(strings.Join(shown, "; ")))
+	}
+	return t.flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func pct(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
+
+func usd(f float64) string {
+	if f != 0 && f < 0.01 {
+		return fmt.Sprintf("$%.4f", f)
+	}
+	return fmt.Sprintf("$%.2f", f)
+}
+
+// shortID shortens a 64-hex id for a table.
+func shortID(id string) string {
+	if len(id) > 16 {
+		return id[:12] + "…"
+	}
+	return id
+}
+
+var _ = errors.New

@@ -1,0 +1,76 @@
+package assemble
+
+import "github.com/ctxstore/ctxstore/objects"
+
+// Span is one labelled piece of a rebuilt context's bytes: the system
+// prompt, the tool list, or one item of the stream (a chat message, a
+// tool-result line, a metadata line, a content block, a collapsed
+// reference, a context note). Bytes[Start:End] is its rendering, message
+// header included when it starts a message.
+type Span struct {
+	// Kind is "system", "tools", or the item kind ("user", "assistant",
+	// "toolref", "meta", "content", "stub", "note").
+	Kind ItemKind `json:"kind"`
+	// Role is the message role the span belongs to ("" for the head).
+	Role Role `json:"role,omitempty"`
+	// Ref is the static reference of an object item (text form); ObjectID,
+	// ObjectKind and Version (the transaction of the version shown) name
+	// the object.
+	Ref        string `json:"ref,omitempty"`
+	ObjectID   string `json:"object_id,omitempty"`
+	ObjectKind string `json:"object_kind,omitempty"`
+	Version    int64  `json:"version,omitempty"`
+	// Nickname is the object's nickname, or a file's path when it has none.
+	Nickname string `json:"nickname,omitempty"`
+	// Start and End are byte offsets in the context's bytes.
+	Start int `json:"start"`
+	End   int `json:"end"`
+}
+
+// The head span kinds.
+const (
+	SpanSystem ItemKind = "system"
+	SpanTools  ItemKind = "tools"
+)
+
+// Spans returns the labelled pieces of a context rebuilt by Rebuild, in
+// byte order, covering all its bytes; nil for a live Assembled value.
+func (c *Assembled) Spans() []Span { return c.spans }
+
+// headSpans labels the head renderHead writes: "<<system>>\n" + system +
+// "\n", then "<<tools>>\n" and the tool lines.
+func headSpans(system string, headLen int) []Span {
+	sysEnd := len("<<system>>\n") + len(system) + 1
+	return []Span{{Kind: SpanSystem, Start: 0, End: sysEnd}, {Kind: SpanTools, Start: sysEnd, End: headLen}}
+}
+
+// span labels an item rendered at bytes [start, end).
+func (it *item) span(start, end int) Span {
+	s := Span{Kind: it.kind, Start: start, End: end}
+	if it.f != nil {
+		s.Role = it.f.role
+	}
+	if it.kind.hasRef() {
+		s.Ref, s.ObjectID, s.Version = it.ref.String(), it.ref.ID, it.ref.Tx
+		if it.obj != nil {
+			s.ObjectKind = string(it.obj.Kind())
+			s.Nickname = it.obj.Nickname
+			if fs, ok := it.obj.Source().(objects.FilesystemSource); ok && s.Nickname == "" {
+				s.Nickname = fs.Path
+			}
+		}
+	}
+	return s
+}
+
+// literalItems orders the literal layout's items as literalFrags orders
+// their fragments: pool, chat, active.
+func literalItems(items, pool, active []*item) []*item {
+	out := append([]*item(nil), pool...)
+	for _, it := range items {
+		if it.kind.chatItem() {
+			out = append(out, it)
+		}
+	}
+	return append(out, active...)
+}

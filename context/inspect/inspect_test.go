@@ -1,0 +1,210 @@
+package inspect_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/context/inspect"
+	"github.com/ctxstore/ctxstore/context/inspect/inspecttest"
+	"github.com/ctxstore/ctxstore/internal/storetestenv"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// A real Claude Code session replayed through the context manager in both
+// layouts: the read model's numbers agree with the call records and with
+// the rebuilt bytes, pages agree with the whole list, and a limited grant
+// sees one session only.
+func TestInspectReplayedSession(t *testing.T) {
+	storetestenv.Run(t, func(t *testing.T, se *storetestenv.Env) {
+		ctx := context.Background()
+		sids := inspecttest.Replay(t, se.Store, inspecttest.Small, "ctxstore_stream", "ctxstore_literal")
+		in := inspect.New(se.Reopen(), inspect.Options{})
+
+		ss, err := in.Sessions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ss) != 2 {
+			t.Fatalf("%d sessions, want 2", len(ss))
+		}
+		for _, s := range ss {
+			if s.Calls != 30 || s.Name == "" || s.Harness != "claude-code" || s.Cwd == "" || s.LastCall == nil || s.Started.IsZero() {
+				t.Fatalf("session summary %+v", s)
+			}
+			if s.CachedShare <= 0 || s.CachedShare >= 1 || s.CostUSD <= 0 || s.TokensSent < s.Tokens {
+				t.Fatalf("session %s: cached share %.3f cost $%.4f sent %d last %d", s.ID, s.CachedShare, s.CostUSD, s.TokensSent, s.Tokens)
+			}
+			lost := 0.0
+			for _, l := range s.Lost {
+				lost += l.LostCost
+			}
+			if len(s.Lost) == 0 || s.Lost[0].Calls == 0 {
+				t.Fatalf("session %s: no cache-break causes %+v", s.ID, s.Lost)
+			}
+		}
+
+		for li, sid := range sids {
+			all, err := in.Calls(ctx, sid, inspect.Page{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(all) != 30 {
+				t.Fatalf("%d calls", len(all))
+			}
+			page, err := in.Calls(ctx, sid, inspect.Page{From: 10, Limit: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(page, all[9:14]) {
+				t.Fatalf("page 10-14 differs from the whole list:\n%+v\n%+v", page, all[9:14])
+			}
+			causes := map[string]int{}
+			var prev *inspect.Call
+			for i := range all {
+				c := &all[i]
+				causes[c.Break.Cause]++
+				if c.N != i+1 || c.CachedTokens+c.WrittenTokens != c.Tokens || c.CachedTokens < 0 {
+					t.Fatalf("call %d: %+v", i+1, c)
+				}
+				rec, err := assemble.ReadCommit(ctx, se.Store, sid, c.N)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.Tokens != rec.Tokens || c.Bytes != rec.ByteLen || c.Rebased != (rec.RebaseFrom >= 0) {
+					t.Fatalf("call %d: %+v against its record %+v", c.N, c, rec)
+				}
+				if prev != nil && c.Break.Cause == inspect.CauseNone {
+					if c.Break.PrefixBytes != prev.Bytes || c.Break.RewrittenTokens != 0 || c.CachedTokens != prev.Tokens {
+						t.Fatalf("call %d extends call %d but %+v", c.N, prev.N, c.Break)
+					}
+				}
+				if c.Break.Cause == inspect.CauseExpired && (c.GapSeconds < 300 || c.CachedTokens != 0 || c.Break.RewrittenTokens <= 0) {
+					t.Fatalf("call %d: expired but %+v gap %.0fs", c.N, c.Break, c.GapSeconds)
+				}
+				prev = c
+			}
+			if causes[inspect.CauseFirst] != 1 || all[0].Break.Cause != inspect.CauseFirst {
+				t.Fatalf("causes %v", causes)
+			}
+			if li == 0 && causes[inspect.CauseChanged] != 0 {
+				t.Fatalf("stream layout: a call changed its prefix without a rebase: %v", causes)
+			}
+			if li == 1 && causes[inspect.CauseChanged] == 0 {
+				t.Fatalf("literal layout: no call changed a block before the chat: %v", causes)
+			}
+
+			// every call: the exact bytes, labelled, and the diff with the
+			// previous call agreeing with the attribution
+			var prevView *inspect.CallView
+			obj, objKind, objCall := "", "", 0
+			for _, c := range all {
+				v, err := in.Call(ctx, sid, c.N)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rec, _ := assemble.ReadCommit(ctx, se.Store, sid, c.N)
+				sum := sha256.Sum256(v.Raw)
+				if hex.EncodeToString(sum[:]) != rec.BytesSHA256 {
+					t.Fatalf("call %d: raw bytes are not the ones sent", c.N)
+				}
+				at := 0
+				var text bytes.Buffer
+				for _, b := range v.Blocks {
+					if b.Start != at || b.Label == "" || (b.Kind == "content" && b.ObjectID == "") {
+						t.Fatalf("call %d block %d: %+v", c.N, b.Index, b)
+					}
+					if b.Cached != (b.End <= c.Break.PrefixBytes) {
+						t.Fatalf("call %d block %d: cached %v with prefix %d", c.N, b.Index, b.Cached, c.Break.PrefixBytes)
+					}
+					text.WriteString(b.Text)
+					at = b.End
+				}
+				if !bytes.Equal(text.Bytes(), v.Raw) {
+					t.Fatalf("call %d: the blocks' texts are not the context", c.N)
+				}
+				if v.Call.Break.Detail == "" {
+					t.Fatalf("call %d: no attribution detail: %+v", c.N, v.Call.Break)
+				}
+				if v.Call.Break.Cause == inspect.CauseRebase && (v.Call.Break.FirstObject == "" || !strings.Contains(v.Call.Break.Detail, "rebase")) {
+					t.Fatalf("call %d: rebase not explained: %+v", c.N, v.Call.Break)
+				}
+				if prevView != nil {
+					d, err := in.Diff(ctx, sid, c.N-1, c.N)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if c.Break.Cause == inspect.CauseNone || c.Break.Cause == inspect.CauseExpired && !c.Rebased && li == 0 {
+						if d.PrefixBytes != len(prevView.Raw) || d.Removed != 0 || d.Added == 0 {
+							t.Fatalf("call %d: an extension, but %s", c.N, d)
+						}
+					}
+					if c.Rebased && li == 0 && (d.Removed == 0 || d.PrefixBytes < c.Break.PrefixBytes) {
+						t.Fatalf("call %d: a rebase, but %s (recorded prefix %d)", c.N, d, c.Break.PrefixBytes)
+					}
+				}
+				prevView = v
+				for _, b := range v.Blocks {
+					if b.Kind == "content" {
+						obj, objKind, objCall = b.ObjectID, b.ObjectKind, c.N
+					}
+				}
+			}
+
+			// an object shown as content: its versions and the calls that
+			// showed them
+			if obj == "" {
+				t.Fatal("no file content in any call")
+			}
+			o, err := in.Object(ctx, obj, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, v := range o.Versions {
+				if v.TxTime.IsZero() || v.ValidTime.IsZero() {
+					t.Fatalf("version %+v", v)
+				}
+				for _, s := range v.Shown {
+					if s.Session == sid && s.From <= objCall && objCall <= s.To && s.As == "content" {
+						found = true
+					}
+				}
+			}
+			if !found || len(o.Sessions) != 2 || o.Kind != objKind {
+				t.Fatalf("object %s: %+v", obj, o)
+			}
+		}
+
+		// a grant limited to the first session
+		lim := inspect.New(se.Store, inspect.Options{Allowed: func(id string) bool { return id == sids[0] }})
+		ss, err = lim.Sessions(ctx)
+		if err != nil || len(ss) != 1 || ss[0].ID != sids[0] {
+			t.Fatalf("limited sessions: %v %+v", err, ss)
+		}
+		if _, err := lim.Calls(ctx, sids[1], inspect.Page{}); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("limited grant read another session's calls: %v", err)
+		}
+		if _, err := lim.Call(ctx, sids[1], 1); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("limited grant read another session's call: %v", err)
+		}
+		if _, err := lim.Object(ctx, "chat:"+sids[1], ""); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("limited grant read another session's chat: %v", err)
+		}
+		if o, err := lim.Object(ctx, "chat:"+sids[0], ""); err != nil || len(o.Sessions) != 1 {
+			t.Fatalf("limited grant, own chat: %v %+v", err, o)
+		}
+		if _, err := in.Call(ctx, sids[0], 31); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("call 31: %v", err)
+		}
+		if _, err := in.Calls(ctx, "no-such-session", inspect.Page{}); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("unknown session: %v", err)
+		}
+	})
+}

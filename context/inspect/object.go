@@ -1,0 +1,177 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/objects"
+	"github.com/ctxstore/ctxstore/session"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// Object is an object's history on both time axes, and which calls showed
+// which of its versions.
+type Object struct {
+	ID       string `json:"id"`
+	Kind     string `json:"kind,omitempty"`
+	Nickname string `json:"nickname,omitempty"`
+	// Versions are every version, oldest transaction first, with the calls
+	// that showed each.
+	Versions []Version `json:"versions"`
+	// Sessions are the sessions searched (those whose index holds the
+	// object, among the ones the grant allows).
+	Sessions []string `json:"sessions"`
+}
+
+// Version is one version of an object.
+type Version struct {
+	// Tx is the transaction that wrote it; TxTime when (transaction time);
+	// ValidTime the time it is valid from (valid time).
+	Tx          int64     `json:"tx"`
+	TxTime      time.Time `json:"tx_time"`
+	ValidTime   time.Time `json:"valid_time"`
+	ContentHash string    `json:"content_hash,omitempty"`
+	Deleted     bool      `json:"deleted,omitempty"`
+	// Shown lists the runs of consecutive calls that showed this version,
+	// per session and way of showing (content, metadata line, collapsed,
+	// tool result).
+	Shown []Shown `json:"shown,omitempty"`
+}
+
+// Shown is a run of calls of one session that showed a version one way.
+type Shown struct {
+	Session string `json:"session_id"`
+	From    int    `json:"from"`
+	To      int    `json:"to"`
+	As      string `json:"as"`
+}
+
+// Object reads an object's history (every version on both time axes) and
+// walks the call records of the sessions that index it to find which calls
+// showed which version. The walk reads those sessions' records whole.
+// Limit the search to one session with only (empty: every allowed one).
+func (in *Inspector) Object(ctx context.Context, id, only string) (*Object, error) {
+	if only != "" {
+		if err := in.exists(ctx, only); err != nil {
+			return nil, err
+		}
+	}
+	if _, sid, ok := objects.SessionIDOf(id); ok && !in.allowed(sid) {
+		return nil, fmt.Errorf("object %s: %w", id, ErrNotFound) // another session's chat, prompt or head
+	}
+	h, err := in.st.History(ctx, id, store.HistoryOptions{Order: store.Asc})
+	if err != nil {
+		return nil, fmt.Errorf("object %s: %w", id, err)
+	}
+	if len(h) == 0 {
+		return nil, fmt.Errorf("object %s: %w", id, ErrNotFound)
+	}
+	o := &Object{ID: id}
+	if doc, err := in.st.Entity(ctx, id, store.Basis{}); err == nil {
+		o.Kind, o.Nickname = asString(doc["type"]), asString(doc["nickname"])
+	}
+	for _, e := range h {
+		o.Versions = append(o.Versions, Version{Tx: e.TxID, TxTime: e.TxTime, ValidTime: e.ValidTime, ContentHash: e.ContentHash, Deleted: e.Deleted})
+	}
+	sort.SliceStable(o.Versions, func(i, j int) bool { return o.Versions[i].Tx < o.Versions[j].Tx })
+	sids := []string{only}
+	if only == "" {
+		if sids, err = session.List(ctx, in.st); err != nil {
+			return nil, err
+		}
+	}
+	for _, sid := range sids {
+		if !in.allowed(sid) {
+			continue
+		}
+		_, st, err := session.ReadState(ctx, in.st, sid, store.Basis{})
+		if err != nil {
+			return nil, err
+		}
+		if !st.Indexed(id) {
+			continue
+		}
+		o.Sessions = append(o.Sessions, sid)
+		if err := in.shown(ctx, sid, o); err != nil {
+			return nil, err
+		}
+	}
+	if in.o.Allowed != nil && len(o.Sessions) == 0 {
+		// a limited grant sees only objects its sessions use
+		return nil, fmt.Errorf("object %s: %w", id, ErrNotFound)
+	}
+	return o, nil
+}
+
+// shown walks a session's call records and records, for each call, the
+// versions of o it showed.
+func (in *Inspector) shown(ctx context.Context, sid string, o *Object) error {
+	n, err := assemble.Calls(ctx, in.st, sid)
+	if err != nil {
+		return err
+	}
+	var list []assemble.ItemDoc
+	type key struct {
+		v  int
+		as string
+	}
+	open := map[key]int{} // run start per (version, way) still going at the previous call
+	for k := 1; k <= n; k++ {
+		c, err := assemble.ReadCommit(ctx, in.st, sid, k)
+		if err != nil {
+			return err
+		}
+		if c.Base > len(list) {
+			return fmt.Errorf("%s keeps %d items, its parent has %d", c.ID, c.Base, len(list))
+		}
+		list = append(list[:c.Base:c.Base], c.Items...)
+		now := map[key]bool{}
+		for _, it := range list {
+			if it.Ref == "" {
+				continue
+			}
+			r, err := objects.ParseRef(it.Ref)
+			if err != nil || r.ID != o.ID {
+				continue
+			}
+			now[key{versionAt(o.Versions, r.Tx), KindLabel(string(it.K))}] = true
+		}
+		for kk, start := range open {
+			if !now[kk] {
+				o.Versions[kk.v].Shown = append(o.Versions[kk.v].Shown, Shown{Session: sid, From: start, To: k - 1, As: kk.as})
+				delete(open, kk)
+			}
+		}
+		for kk := range now {
+			if _, ok := open[kk]; !ok {
+				open[kk] = k
+			}
+		}
+	}
+	for kk, start := range open {
+		o.Versions[kk.v].Shown = append(o.Versions[kk.v].Shown, Shown{Session: sid, From: start, To: n, As: kk.as})
+	}
+	for i := range o.Versions {
+		sort.Slice(o.Versions[i].Shown, func(a, b int) bool {
+			x, y := o.Versions[i].Shown[a], o.Versions[i].Shown[b]
+			if x.Session != y.Session {
+				return x.Session < y.Session
+			}
+			if x.From != y.From {
+				return x.From < y.From
+			}
+			return x.As < y.As
+		})
+	}
+	return nil
+}
+
+// versionAt returns the index of the version visible as of tx: the last one
+// written at or before it.
+func versionAt(vs []Version, tx int64) int {
+	i := sort.Search(len(vs), func(i int) bool { return vs[i].Tx > tx })
+	return max(i-1, 0)
+}

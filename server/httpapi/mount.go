@@ -1,0 +1,29 @@
+package httpapi
+
+import "net/http"
+
+// Grant is what a request's bearer token allows: every session (All) or
+// only Sessions.
+type Grant struct {
+	All      bool
+	Sessions []string
+}
+
+// Allows reports whether the grant covers session id.
+func (g Grant) Allows(id string) bool { return grant{all: g.All, sessions: g.Sessions}.session(id) }
+
+// Authorize checks r's bearer token with the server's token rules (none
+// configured: everything is granted) and returns what it grants; an error
+// means no or an unknown token. Other faces mounted on the server (the web
+// inspector) use it so that one token means the same everywhere.
+func (s *Server) Authorize(r *http.Request) (Grant, error) {
+	g, err := s.auth.check(r)
+	if err != nil {
+		return Grant{}, err
+	}
+	return Grant{All: g.all, Sessions: g.sessions}, nil
+}
+
+// Mount serves h under pattern (a net/http pattern such as "/inspect/") on
+// the server's handler, next to the API routes. Call it before serving.
+func (s *Server) Mount(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }

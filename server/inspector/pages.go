@@ -1,0 +1,365 @@
+package inspector
+
+import (
+	"fmt"
+	"html/template"
+	"math"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ctxstore/ctxstore/context/inspect"
+	"github.com/ctxstore/ctxstore/objects"
+)
+
+func (h *Handler) funcs() template.FuncMap {
+	return template.FuncMap{
+		"pct": func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
+		"usd": func(f float64) string {
+			if f != 0 && math.Abs(f) < 0.01 {
+				return fmt.Sprintf("$%.4f", f)
+			}
+			return fmt.Sprintf("$%.2f", f)
+		},
+		"when": func(t time.Time) string {
+			if t.IsZero() {
+				return "-"
+			}
+			return t.UTC().Format("2006-01-02 15:04:05")
+		},
+		"short":     objects.DisplayID,
+		"esc":       url.PathEscape,
+		"kindLabel": inspect.KindLabel,
+		"dur": func(s float64) string {
+			return (time.Duration(s * float64(time.Second))).Round(time.Second).String()
+		},
+		"add": func(a, b int) int { return a + b },
+		"f1":  func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
+	}
+}
+
+// sessions: the sessions page.
+func (h *Handler) sessions(q *req) (string, pageData, error) {
+	ss, err := q.in.Sessions(q.ctx)
+	if err != nil {
+		return "", pageData{}, err
+	}
+	return "sessions.html", pageData{Title: "Sessions", Body: ss}, nil
+}
+
+// sessionBody is the session page's data.
+type sessionBody struct {
+	S     *inspect.SessionDetail
+	Calls []inspect.Call
+	From  int
+	Limit int
+	To    int // last call of the page
+	Prev  int // first call of the previous page, 0 if none
+	Next  int // first call of the next page, 0 if none
+	Chart chart
+	Chain chain
+}
+
+func (h *Handler) session(q *req) (string, pageData, error) {
+	sid := q.r.PathValue("sid")
+	from, err := intArg("from", q.r.URL.Query().Get("from"), 1)
+	if err != nil {
+		return "", pageData{}, err
+	}
+	limit, err := intArg("limit", q.r.URL.Query().Get("limit"), h.o.PageSize)
+	if err != nil {
+		return "", pageData{}, err
+	}
+	limit = min(limit, 1000)
+	d, err := q.in.Session(q.ctx, sid)
+	if err != nil {
+		return "", pageData{}, err
+	}
+	cs, err := q.in.Calls(q.ctx, sid, inspect.Page{From: from, Limit: limit})
+	if err != nil {
+		return "", pageData{}, err
+	}
+	b := sessionBody{S: d, Calls: cs, From: from, To: from + len(cs) - 1, Limit: limit, Chart: timeline(cs), Chain: chainOf(cs)}
+	if from > 1 {
+		b.Prev = max(1, from-limit)
+	}
+	if from+limit <= d.Calls {
+		b.Next = from + limit
+	}
+	title := d.Name
+	if title == "" {
+		title = sid
+	}
+	return "session.html", pageData{Title: title, Crumbs: []crumb{{"Sessions", h.o.Prefix + "/"}}, Body: b}, nil
+}
+
+// chart is the timeline of a page of calls: a bar per call (cached part
+// and written part), marks for rebases and collapses, a cost line.
+type chart struct {
+	W, H, Top, Bottom, Left int
+	Bars                    []bar
+	CostLine                string // SVG polyline points
+	MaxTokens               int
+	MaxCostUSD              float64
+	Ticks                   []tick
+}
+
+type bar struct {
+	N                  int
+	X, W               float64
+	CachedY, CachedH   float64
+	WrittenY, WrittenH float64
+	Rebase             bool
+	Collapsed          int
+	Cause              string
+	Title              string
+	Href               string
+}
+
+type tick struct {
+	Y     float64
+	Label string
+}
+
+func timeline(cs []inspect.Call) chart {
+	c := chart{W: 960, H: 240, Top: 14, Bottom: 24, Left: 56}
+	if len(cs) == 0 {
+		return c
+	}
+	for _, x := range cs {
+		c.MaxTokens = max(c.MaxTokens, x.Tokens)
+		c.MaxCostUSD = math.Max(c.MaxCostUSD, x.CostUSD)
+	}
+	plotH := float64(c.H - c.Top - c.Bottom)
+	plotW := float64(c.W - c.Left - 8)
+	step := plotW / float64(len(cs))
+	bw := math.Max(step*0.8, 0.5)
+	scale := plotH / math.Max(float64(c.MaxTokens), 1)
+	var pts []string
+	for i, x := range cs {
+		bx := float64(c.Left) + float64(i)*step
+		ch := float64(x.CachedTokens) * scale
+		wh := float64(x.WrittenTokens) * scale
+		base := float64(c.H - c.Bottom)
+		b := bar{N: x.N, X: bx, W: bw, CachedY: base - ch, CachedH: ch, WrittenY: base - ch - wh, WrittenH: wh,
+			Rebase: x.Rebased, Collapsed: len(x.Collapsed), Cause: x.Break.Cause,
+			Title: fmt.Sprintf("call %d: %d tokens, %.1f%% cached, $%.4f; break: %s", x.N, x.Tokens, 100*x.CachedShare, x.CostUSD, x.Break.CauseKey())}
+		c.Bars = append(c.Bars, b)
+		cy := base
+		if c.MaxCostUSD > 0 {
+			cy = base - x.CostUSD/c.MaxCostUSD*plotH
+		}
+		pts = append(pts, fmt.Sprintf("%.1f,%.1f", bx+bw/2, cy))
+	}
+	c.CostLine = strings.Join(pts, " ")
+	for k := 0; k <= 4; k++ {
+		v := c.MaxTokens * k / 4
+		c.Ticks = append(c.Ticks, tick{Y: float64(c.H-c.Bottom) - float64(v)*scale, Label: strconv.Itoa(v)})
+	}
+	return c
+}
+
+// chain is the graph of call records by their parents: a node per call, in
+// lanes, so that a record with two children shows a branch.
+type chain struct {
+	W, H  int
+	Nodes []node
+	Edges []edge
+	Lanes int
+}
+
+type node struct {
+	N      int
+	ID     string
+	X, Y   float64
+	Lane   int
+	Rebase bool
+}
+
+type edge struct{ X1, Y1, X2, Y2 float64 }
+
+func chainOf(cs []inspect.Call) chain {
+	ch := chain{}
+	byID := map[string]int{}
+	children := map[string]int{}
+	const dx, dy = 18.0, 26.0
+	for i, c := range cs {
+		lane := 0
+		if p, ok := byID[c.Parent]; ok {
+			lane = ch.Nodes[p].Lane + children[c.Parent]
+		}
+		children[c.Parent]++
+		n := node{N: c.N, ID: c.CommitID, Lane: lane, Rebase: c.Rebased, X: 16 + float64(i)*dx, Y: 14 + float64(lane)*dy}
+		if p, ok := byID[c.Parent]; ok {
+			pn := ch.Nodes[p]
+			ch.Edges = append(ch.Edges, edge{pn.X, pn.Y, n.X, n.Y})
+		}
+		byID[c.CommitID] = len(ch.Nodes)
+		ch.Nodes = append(ch.Nodes, n)
+		ch.Lanes = max(ch.Lanes, lane+1)
+	}
+	ch.W = 32 + int(float64(len(cs))*dx)
+	ch.H = 28 + int(float64(max(ch.Lanes-1, 0))*dy)
+	return ch
+}
+
+// callBody is the call page's data.
+type callBody struct {
+	SID    string
+	V      *inspect.CallView
+	Prev   int
+	Next   int
+	Diff   int // the call the form proposes to compare with
+	Totals map[string]int
+}
+
+func (h *Handler) call(q *req) (string, pageData, error) {
+	sid := q.r.PathValue("sid")
+	n, err := intArg("call", q.r.PathValue("n"), 0)
+	if err != nil {
+		return "", pageData{}, err
+	}
+	if m := q.r.URL.Query().Get("diff"); m != "" {
+		// the diff form submits here; send it on to the diff page
+		mm, err := intArg("diff", m, 0)
+		if err != nil {
+			return "", pageData{}, err
+		}
+		return "", pageData{}, redirect{fmt.Sprintf("%s/s/%s/c/%d/diff/%d", h.o.Prefix, url.PathEscape(sid), n, mm)}
+	}
+	v, err := q.in.Call(q.ctx, sid, n)
+	if err != nil {
+		return "", pageData{}, err
+	}
+	b := callBody{SID: sid, V: v, Totals: map[string]int{}}
+	if n > 1 {
+		b.Prev, b.Diff = n-1, n-1
+	}
+	if next, err := q.in.Calls(q.ctx, sid, inspect.Page{From: n + 1, Limit: 1}); err == nil && len(next) == 1 {
+		b.Next = n + 1
+	}
+	for _, bl := range v.Blocks {
+		b.Totals[bl.Kind] += bl.Tokens
+	}
+	return "call.html", pageData{Title: fmt.Sprintf("Call %d", n), Crumbs: h.sessionCrumbs(sid), Body: b}, nil
+}
+
+func (h *Handler) sessionCrumbs(sid string) []crumb {
+	return []crumb{{"Sessions", h.o.Prefix + "/"}, {sid, h.o.Prefix + "/s/" + url.PathEscape(sid)}}
+}
+
+// redirect is returned by a page handler to answer 303.
+type redirect struct{ to string }
+
+func (r redirect) Error() string { return "see " + r.to }
+
+// diffBody is the diff page's data.
+type diffBody struct {
+	SID string
+	D   *inspect.Diff
+}
+
+func (h *Handler) diff(q *req) (string, pageData, error) {
+	sid := q.r.PathValue("sid")
+	n, err := intArg("call", q.r.PathValue("n"), 0)
+	if err != nil {
+		return "", pageData{}, err
+	}
+	m, err := intArg("diff", q.r.PathValue("m"), 0)
+	if err != nil {
+		return "", pageData{}, err
+	}
+	d, err := q.in.Diff(q.ctx, sid, m, n)
+	if err != nil {
+		return "", pageData{}, err
+	}
+	crumbs := append(h.sessionCrumbs(sid), crumb{fmt.Sprintf("Call %d", n), fmt.Sprintf("%s/s/%s/c/%d", h.o.Prefix, url.PathEscape(sid), n)})
+	return "diff.html", pageData{Title: fmt.Sprintf("Call %d against call %d", n, m), Crumbs: crumbs, Body: diffBody{SID: sid, D: d}}, nil
+}
+
+func (h *Handler) raw(w http.ResponseWriter, q *req) {
+	sid := q.r.PathValue("sid")
+	n, err := intArg("call", q.r.PathValue("n"), 0)
+	if err != nil {
+		h.error(w, q.r, err)
+		return
+	}
+	v, err := q.in.Call(q.ctx, sid, n)
+	if err != nil {
+		h.error(w, q.r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write(v.Raw)
+}
+
+// objectBody is the object page's data.
+type objectBody struct {
+	O    *inspect.Object
+	Axes axes
+}
+
+// axes draws the versions on the two time axes: transaction time above,
+// valid time below, a line joining each version's two points.
+type axes struct {
+	W, H  int
+	Marks []mark
+	From  string
+	To    string
+}
+
+type mark struct {
+	Tx         int64
+	XT, XV     float64
+	Deleted    bool
+	TxLabel    string
+	ValidLabel string
+}
+
+func axesOf(vs []inspect.Version) axes {
+	a := axes{W: 960, H: 120}
+	if len(vs) == 0 {
+		return a
+	}
+	lo, hi := vs[0].TxTime, vs[0].TxTime
+	for _, v := range vs {
+		for _, t := range []time.Time{v.TxTime, v.ValidTime} {
+			if t.Before(lo) {
+				lo = t
+			}
+			if t.After(hi) {
+				hi = t
+			}
+		}
+	}
+	span := hi.Sub(lo)
+	x := func(t time.Time) float64 {
+		if span <= 0 {
+			return float64(a.W) / 2
+		}
+		return 40 + float64(t.Sub(lo))/float64(span)*float64(a.W-80)
+	}
+	for _, v := range vs {
+		a.Marks = append(a.Marks, mark{Tx: v.Tx, XT: x(v.TxTime), XV: x(v.ValidTime), Deleted: v.Deleted,
+			TxLabel: v.TxTime.UTC().Format(time.RFC3339), ValidLabel: v.ValidTime.UTC().Format(time.RFC3339)})
+	}
+	a.From, a.To = lo.UTC().Format("2006-01-02 15:04:05"), hi.UTC().Format("2006-01-02 15:04:05")
+	return a
+}
+
+func (h *Handler) object(q *req) (string, pageData, error) {
+	id := q.r.PathValue("id")
+	o, err := q.in.Object(q.ctx, id, q.r.URL.Query().Get("session"))
+	if err != nil {
+		return "", pageData{}, err
+	}
+	sort.SliceStable(o.Versions, func(i, j int) bool { return o.Versions[i].Tx < o.Versions[j].Tx })
+	title := o.Nickname
+	if title == "" {
+		title = objects.DisplayID(id)
+	}
+	return "object.html", pageData{Title: title, Crumbs: []crumb{{"Sessions", h.o.Prefix + "/"}}, Body: objectBody{O: o, Axes: axesOf(o.Versions)}}, nil
+}
