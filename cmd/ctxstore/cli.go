@@ -29,6 +29,7 @@ type cli struct {
 	History historyCmd `cmd:"" help:"List the versions of a document, up to the basis (valid time now unless --valid-time says otherwise)."`
 	Query   queryCmd   `cmd:"" help:"Find documents by field values."`
 	Log     logCmd     `cmd:"" help:"List committed transactions and their operations."`
+	Search  searchCmd  `cmd:"" help:"Full-text search over every object (metadata and snippets, ranked)."`
 	Status  statusCmd  `cmd:"" help:"Describe the store and its latest transaction."`
 	Export  exportCmd  `cmd:"" help:"Write the store's history (or what follows a tx) as a portable version log."`
 	Import  importCmd  `cmd:"" help:"Apply a version log to the store, resuming where an earlier import of its source stopped."`

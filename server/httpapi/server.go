@@ -177,6 +177,7 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/v1/objects/{id...}", scope: scopeAll, h: s.object},
 		{method: "GET", path: "/v1/history/{id...}", scope: scopeAll, h: s.history},
 		{method: "POST", path: "/v1/query", scope: scopeAll, h: s.query},
+		{method: "POST", path: "/v1/search", scope: scopeAll, h: s.search},
 	}
 }
 

@@ -61,8 +61,11 @@ func (s *Server) toolDefinitions(*request) (any, error) {
 
 func (s *Server) tool(q *request) (any, error) {
 	name := q.r.PathValue("tool")
+	if name == "search" {
+		return s.searchTool(q) // search.go
+	}
 	if !tools.Defined(name) {
-		return nil, errorf(http.StatusNotFound, CodeNotFound, "no tool %q (want read, activate, deactivate, pin or unpin)", name)
+		return nil, errorf(http.StatusNotFound, CodeNotFound, "no tool %q (want read, activate, deactivate, pin, unpin or search)", name)
 	}
 	var req ToolRequest
 	if err := q.decode(&req); err != nil {
