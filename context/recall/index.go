@@ -185,6 +185,11 @@ func NewIndexer(st store.Store, set *Settings) *Indexer {
 	if set == nil {
 		set = Offline()
 	}
+	if set.MinNewUserMessages <= 0 {
+		c := *set
+		c.MinNewUserMessages = DefaultMinNewUserMessages
+		set = &c
+	}
 	return &Indexer{st: st, set: set, now: time.Now, run: map[string]bool{}}
 }
 

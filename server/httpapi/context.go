@@ -173,6 +173,7 @@ func (s *Server) context(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.afterContext(q.sid) // recall.go: the session index, when due
 	// The time spent in the context manager itself (ingestion and
 	// assembly), so clients can tell it from HTTP and JSON.
 	q.timing = fmt.Sprintf("cm;desc=\"ingest+assemble\";dur=%.3f", float64(time.Since(start).Microseconds())/1000)
