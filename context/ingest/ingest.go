@@ -29,6 +29,12 @@ type Options struct {
 	// Tools maps lowercased harness tool names to kinds; default
 	// DefaultTools. Unlisted tools are KindOther.
 	Tools map[string]Kind
+	// OnUser, if set, sees each new user message before it enters the
+	// stream: its notes are appended to the stream just before the message
+	// (cache-stable context, such as the summaries of @@ referenced
+	// sessions, context/recall), and record, if not nil, is kept in the
+	// message's chat turn under key. An error stops the ingestion.
+	OnUser func(ctx context.Context, text string) (notes []string, key string, record any, err error)
 }
 
 // Report says what one Ingest did.
@@ -417,6 +423,20 @@ func (in *Ingester) apply(ctx context.Context, i int, m conversation.Message, re
 		}
 		in.beginTurn(m)
 		in.turnStart = i
+		if in.o.OnUser != nil {
+			notes, key, record, err := in.o.OnUser(ctx, m.Text)
+			if err != nil {
+				return err
+			}
+			for _, n := range notes {
+				if err := in.a.Note(ctx, n); err != nil {
+					return err
+				}
+			}
+			if record != nil {
+				in.turn.Extra = map[string]any{key: record}
+			}
+		}
 		return in.a.User(ctx, m.Text)
 	case conversation.RoleAssistant:
 		if m.Text == "" && len(m.ToolCalls) == 0 {

@@ -42,15 +42,42 @@ func Definitions() []Definition {
 		{Name: "deactivate", Description: "Drop an object's content from your active context; its metadata line stays.", Parameters: idParameters()},
 		{Name: "pin", Description: "Keep an object's content active: it is never collapsed automatically.", Parameters: idParameters()},
 		{Name: "unpin", Description: "Release a pinned object; it collapses like any other when it gets old.", Parameters: idParameters()},
+		{Name: "search", Description: "Full-text search over everything ctxstore has seen: files, notes, tool outputs, chats of other " +
+			"sessions, session summaries. Answers metadata lines with snippets, best first; the objects found join your metadata " +
+			"pool, so activate(id) loads one. All words must occur; word* is a prefix, \"quoted words\" a phrase.",
+			Parameters: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"query":    map[string]any{"type": "string", "description": "The words to find"},
+					"kinds":    map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Only these kinds: file, toolcall, chat, note, user, session_meta"},
+					"sessions": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Only objects of these sessions"},
+					"limit":    map[string]any{"type": "number", "description": "At most this many hits (default 20)"},
+				},
+				"required": []any{"query"},
+			}},
+		{Name: "query_session", Description: "Ask a question about another session (by its id or its name, as in @@name): a cheap model " +
+			"answers from that session's conversation, or, without a model, its best-matching passages with ids you can activate.",
+			Parameters: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"session":  map[string]any{"type": "string", "description": "A session id or name"},
+					"question": map[string]any{"type": "string", "description": "What to ask"},
+				},
+				"required": []any{"session", "question"},
+			}},
 	}
 }
 
+// recallTools are the Definitions of memory across sessions (context/recall).
+var recallTools = map[string]bool{"search": true, "query_session": true}
+
 // Management are the Definitions that manage the context (all but read,
-// which stands in for the harness's own read).
+// which stands in for the harness's own read, and the recall tools search
+// and query_session).
 func Management() []Definition {
 	var out []Definition
 	for _, d := range Definitions() {
-		if d.Name != "read" {
+		if d.Name != "read" && !recallTools[d.Name] {
 			out = append(out, d)
 		}
 	}

@@ -8,7 +8,8 @@
 //   context              one POST per LLM call with Pi's messages; the answer replaces them;
 //   tool_result          the tools Pi runs (bash, edit, write, ls, find, grep, ...) are observed;
 //   read                 replaced by ctxstore's read (the file joins the active content);
-//   activate, deactivate, pin, unpin (registered from the service's GET /v1/tools at load)
+//   activate, deactivate, pin, unpin, search, query_session
+//                        (registered from the service's GET /v1/tools at load)
 //                        ctxstore's context tools;
 //   session_before_compact
 //                        cancelled: ctxstore bounds the context (collapses, rebases);
@@ -317,7 +318,7 @@ export default async function ctxstore(pi: ExtensionAPI) {
       parameters: def.parameters as any,
       async execute(toolCallId, params: any, signal, onUpdate, ctx) {
         if (def.name !== "read") {
-          const r = await runTool(ctx, def.name, toolCallId, { id: params.id });
+          const r = await runTool(ctx, def.name, toolCallId, { ...params });
           return { content: [{ type: "text", text: r.message }], details: { ctxstore: { id: r.id } } };
         }
         let r: ToolResponse;

@@ -177,6 +177,7 @@ func (s *Server) context(q *request) (any, error) {
 		return nil, err
 	}
 	s.logCall(q.sid, c, time.Since(start))
+	s.afterContext(q.sid) // recall.go: the session index, when due
 	// The time spent in the context manager itself (ingestion and
 	// assembly), so clients can tell it from HTTP and JSON.
 	q.timing = fmt.Sprintf("cm;desc=\"ingest+assemble\";dur=%.3f", float64(time.Since(start).Microseconds())/1000)

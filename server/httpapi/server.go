@@ -30,6 +30,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/collapse"
 	"github.com/ctxstore/ctxstore/context/files"
 	"github.com/ctxstore/ctxstore/context/notes"
+	"github.com/ctxstore/ctxstore/context/recall"
 	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/internal/jsonlimit"
 	"github.com/ctxstore/ctxstore/store"
@@ -81,6 +82,9 @@ type Options struct {
 	Log *slog.Logger
 	// Now is the clock of the assemblers (default time.Now).
 	Now func() time.Time
+	// Recall configures the session index and query_session (nil: the
+	// offline generator; see context/recall and docs/recall.md).
+	Recall *recall.Settings
 }
 
 // DefaultGuide tells the model how its context works; it is appended to the
@@ -115,6 +119,7 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[string]*live
 	closed   bool
+	rc       recallState // recall.go
 }
 
 // New returns a Server over o.Store.
@@ -226,6 +231,9 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/v1/objects/{id...}", scope: scopeAll, h: s.object},
 		{method: "GET", path: "/v1/history/{id...}", scope: scopeAll, h: s.history},
 		{method: "POST", path: "/v1/query", scope: scopeAll, h: s.query},
+		{method: "POST", path: "/v1/search", scope: scopeAll, h: s.search},
+		{method: "POST", path: "/v1/sessions/{sid}/index", scope: scopeSession, h: s.indexSession},
+		{method: "GET", path: "/v1/sessions/{sid}/meta", scope: scopeSession, h: s.sessionMeta},
 	}, s.commitRoutes()...)
 }
 
@@ -403,6 +411,7 @@ func (s *Server) Close() error {
 		cancel()
 		l.mu.Unlock()
 	}
+	s.waitRecall()
 	if s.tr != nil {
 		errs = append(errs, s.tr.Close())
 	}

@@ -225,7 +225,7 @@ func TestToolDefinitions(t *testing.T) {
 			t.Errorf("tool %s: description %q parameters %v", d.Name, d.Description, d.Parameters)
 		}
 	}
-	if !slices.Equal(names, []string{"read", "activate", "deactivate", "pin", "unpin"}) {
+	if !slices.Equal(names, []string{"read", "activate", "deactivate", "pin", "unpin", "search", "query_session"}) {
 		t.Errorf("tools %v", names)
 	}
 	e.open("s1")

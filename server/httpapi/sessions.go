@@ -125,13 +125,17 @@ func (s *Server) open(q *request) (any, error) {
 			}
 			prompt += s.o.Guide
 		}
+		sc, err := s.grantScope(q.r)
+		if err != nil {
+			return nil, err
+		}
 		rt, err := runtime.Open(q.ctx, s.st, q.sid, runtime.Options{
 			Create:  session.CreateOptions{SystemPrompt: prompt, Harness: req.Harness},
 			Indexer: s.ix,
 			Tools:   tools.Options{Policy: s.o.Policy, Tracker: s.tr, Roots: roots, Notes: s.notes},
 			Assemble: assemble.Options{Layout: s.o.Layout, Tools: req.Tools,
 				Policy: s.o.Rebase, Tokenizer: s.o.Tokenizer, Now: s.o.Now},
-			Ingest: ingest.Options{Cwd: req.Cwd},
+			Ingest: ingest.Options{Cwd: req.Cwd, OnUser: s.onUser(q.ctx, q.sid, sc)}, // recall.go: @@ references
 		})
 		if err != nil {
 			return nil, err

@@ -61,8 +61,14 @@ func (s *Server) toolDefinitions(*request) (any, error) {
 
 func (s *Server) tool(q *request) (any, error) {
 	name := q.r.PathValue("tool")
+	switch name {
+	case "search":
+		return s.searchTool(q) // search.go
+	case "query_session":
+		return s.querySessionTool(q) // recall.go
+	}
 	if !tools.Defined(name) {
-		return nil, errorf(http.StatusNotFound, CodeNotFound, "no tool %q (want read, activate, deactivate, pin or unpin)", name)
+		return nil, errorf(http.StatusNotFound, CodeNotFound, "no tool %q (want read, activate, deactivate, pin, unpin, search or query_session)", name)
 	}
 	var req ToolRequest
 	if err := q.decode(&req); err != nil {

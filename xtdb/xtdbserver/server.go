@@ -238,6 +238,14 @@ func nodeConfig(dataDir string) string {
 				s[0], ednString(filepath.Join(dataDir, s[1])))
 		}
 	}
+	// Full-text search: XTDB's Lucene module with ctxstore's indexer
+	// (jvm/clj/ctxstore/xtdb_search.clj), on disk beside the indexes when
+	// the node is, in memory otherwise.
+	b.WriteString("\n :xtdb.lucene/lucene-store {:indexer {:xtdb/module ctxstore.xtdb-search/->indexer}")
+	if dataDir != "" {
+		fmt.Fprintf(&b, " :db-dir %s", ednString(filepath.Join(dataDir, "lucene")))
+	}
+	b.WriteString("}")
 	b.WriteString("}\n")
 	return b.String()
 }

@@ -13,6 +13,7 @@
             [clojure.edn :as edn]
             [clojure.instant :as instant]
             [clojure.string :as str]
+            [ctxstore.xtdb-search :as search]
             [xtdb.api :as xt]
             [xtdb.codec :as c])
   (:import (com.sun.net.httpserver HttpExchange HttpHandler HttpServer)
@@ -166,6 +167,15 @@
       (with-open [it (xt/open-tx-log node (->long (params "after-tx-id")) (->bool (params "with-ops?")))]
         (stream-seq! ex (cond->> (iterator-seq it)
                           (params "limit") (take (->long (params "limit"))))))
+
+      ["GET" "/_xtdb/ctxstore/search"] ; ctxstore's addition: full-text search (ctxstore.xtdb-search)
+      (send! ex 200 (search/search node (db-for node params)
+                                   {:text (or (params "text") (bad-request "text is required" {}))
+                                    :words (str/split (or (params "words") "") #" ")
+                                    :kinds (some-> (params "kinds") edn/read-string)
+                                    :sessions (some-> (params "sessions") edn/read-string)
+                                    :since (->long (params "since")) :until (->long (params "until"))
+                                    :limit (or (->long (params "limit")) 20)}))
 
       (not-found ex (str "no route " method " " path)))))
 

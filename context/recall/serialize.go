@@ -1,0 +1,122 @@
+package recall
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ctxstore/ctxstore/objects"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// DefaultMaxBytes caps a serialized conversation (Pi's DEFAULT_MAX_BYTES,
+// 50 KiB), keeping the most recent text.
+const DefaultMaxBytes = 50 * 1024
+
+// Message is one user or assistant message of a conversation as the
+// session index sees it: text only.
+type Message struct {
+	Role string // "user" or "assistant"
+	Text string
+	Turn int
+}
+
+// Conversation returns the user and assistant text of a session's chat at
+// basis b (001 "Serialization contract"): only text blocks, no tool calls,
+// thinking or tool results.
+func Conversation(ctx context.Context, st store.Store, sessionID string, b store.Basis) ([]Message, error) {
+	doc, err := st.Entity(ctx, objects.ChatObjectID(sessionID), b)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: chat: %w", sessionID, err)
+	}
+	o, err := objects.FromDoc(doc)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: decoding chat: %w", sessionID, err)
+	}
+	var out []Message
+	for i, t := range o.Chat.Turns {
+		if s := strings.TrimSpace(textOf(t.User)); s != "" {
+			out = append(out, Message{Role: "user", Text: s, Turn: i})
+		}
+		var parts []string
+		for _, b := range t.Assistant {
+			if b["type"] == "text" {
+				if s, ok := b["text"].(string); ok && strings.TrimSpace(s) != "" {
+					parts = append(parts, strings.TrimSpace(s))
+				}
+			}
+		}
+		if len(parts) > 0 {
+			out = append(out, Message{Role: "assistant", Text: strings.Join(parts, "\n"), Turn: i})
+		}
+	}
+	return out, nil
+}
+
+// textOf returns the text of a user message: a string, or its text blocks.
+func textOf(v any) string {
+	switch u := v.(type) {
+	case string:
+		return u
+	case []any:
+		var parts []string
+		for _, b := range u {
+			if m, ok := b.(map[string]any); ok && m["type"] == "text" {
+				if s, ok := m["text"].(string); ok {
+					parts = append(parts, s)
+				}
+			}
+		}
+		return strings.Join(parts, "\n")
+	}
+	return ""
+}
+
+// Serialize renders messages as Pi's serializeConversation does
+// ("[User]: …" and "[Assistant]: …" blocks) and keeps the last maxBytes
+// bytes (<= 0: DefaultMaxBytes), cut at a line start, as Pi's truncateTail.
+func Serialize(msgs []Message, maxBytes int) string {
+	var b strings.Builder
+	for i, m := range msgs {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		if m.Role == "user" {
+			b.WriteString("[User]: ")
+		} else {
+			b.WriteString("[Assistant]: ")
+		}
+		b.WriteString(m.Text)
+	}
+	return TruncateTail(b.String(), maxBytes)
+}
+
+// TruncateTail keeps the last maxBytes bytes of s (<= 0: DefaultMaxBytes),
+// starting at a line start when one is in the kept part, and never inside
+// a UTF-8 sequence.
+func TruncateTail(s string, maxBytes int) string {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	if len(s) <= maxBytes {
+		return s
+	}
+	cut := s[len(s)-maxBytes:]
+	if i := strings.IndexByte(cut, '\n'); i >= 0 && i < len(cut)-1 {
+		return cut[i+1:]
+	}
+	for len(cut) > 0 && cut[0]&0xC0 == 0x80 {
+		cut = cut[1:]
+	}
+	return cut
+}
+
+// compactionSummary reports whether a user message is a harness's
+// compaction summary (kept by query_session whatever the cap): Pi and
+// Claude Code open them with these words.
+func compactionSummary(text string) bool {
+	t := strings.TrimSpace(text)
+	return strings.HasPrefix(t, "The conversation history before this point was compacted") ||
+		strings.HasPrefix(t, "This session is being continued from a previous conversation") ||
+		strings.HasPrefix(t, "<summary>")
+}
