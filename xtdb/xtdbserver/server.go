@@ -313,7 +313,7 @@ func nodeConfig(dataDir string, pg *Postgres) string {
 		}
 		b.WriteString("}")
 		b.WriteString("\n :xtdb/tx-log {:xtdb/module xtdb.jdbc/->tx-log :connection-pool :xtdb.jdbc/connection-pool}")
-		b.WriteString("\n :xtdb/document-store {:xtdb/module xtdb.jdbc/->document-store :connection-pool :xtdb.jdbc/connection-pool}")
+		b.WriteString("\n :xtdb/document-store {:xtdb/module ctxstore.xtdb-docs/->document-store :connection-pool :xtdb.jdbc/connection-pool}")
 		if dataDir != "" {
 			fmt.Fprintf(&b, "\n :xtdb/index-store {:kv-store {:xtdb/module xtdb.rocksdb/->kv-store :db-dir %s}}",
 				ednString(filepath.Join(dataDir, "indexes")))
