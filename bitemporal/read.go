@@ -122,6 +122,9 @@ func (s *Store) TxCommitted(ctx context.Context, txID int64) (bool, error) {
 
 // Entity implements store.Store: one prepared statement.
 func (s *Store) Entity(ctx context.Context, id string, b store.Basis) (store.Doc, error) {
+	if err := store.CheckReadID("entity", id); err != nil {
+		return nil, err
+	}
 	vt, tx, err := s.resolve(ctx, s.r, "entity", b)
 	if err != nil {
 		return nil, err
@@ -150,6 +153,9 @@ func decodeStored(raw, id string) (store.Doc, error) {
 
 // EntityTx implements store.Store: one prepared statement.
 func (s *Store) EntityTx(ctx context.Context, id string, b store.Basis) (store.EntityTx, error) {
+	if err := store.CheckReadID("entity-tx", id); err != nil {
+		return store.EntityTx{}, err
+	}
 	vt, tx, err := s.resolve(ctx, s.r, "entity-tx", b)
 	if err != nil {
 		return store.EntityTx{}, err
@@ -166,6 +172,9 @@ func (s *Store) EntityTx(ctx context.Context, id string, b store.Basis) (store.E
 
 // History implements store.Store with XTDB's bounds (see store.Store).
 func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) ([]store.HistoryEntry, error) {
+	if err := store.CheckReadID("history", id); err != nil {
+		return nil, err
+	}
 	vt, tx, err := s.resolve(ctx, s.r, "history", o.Basis)
 	if err != nil {
 		return nil, err

@@ -152,6 +152,14 @@ func normalizeOp(op Op) (Op, *Error) {
 	if !utf8.ValidString(op.ID) {
 		return bad("id", "id is not valid UTF-8")
 	}
+	if err := ValidateID(op.ID); err != nil {
+		op.ID = shortID(op.ID)
+		field := "id"
+		if op.Kind == OpPut {
+			field = IDKey
+		}
+		return bad(field, "%v", err)
+	}
 	switch op.Kind {
 	case OpEvict:
 		if op.ValidFrom != nil || op.ValidTo != nil {
@@ -194,6 +202,9 @@ func DocID(doc Doc) (string, error) {
 // keys, UTF-8 strings, and numbers held exactly. The error is a
 // *ValueError naming the path of the field at fault.
 func ValidateDoc(doc Doc) error {
+	if err := validateReserved(doc); err != nil {
+		return err
+	}
 	return validateValue("", map[string]any(doc))
 }
 

@@ -136,6 +136,9 @@ type request struct {
 	// wait is how long the server may take on purpose (a long poll); the
 	// request's bound is wait + Options.RequestTimeout.
 	wait time.Duration
+	// stream, when set, receives the body of a 2xx answer unread (the
+	// caller closes it) instead of do reading it whole.
+	stream *io.ReadCloser
 }
 
 // httpError is a non-2xx answer from the server.
@@ -178,7 +181,12 @@ func (s *Store) do(ctx context.Context, r request) ([]byte, error) {
 	}
 	limit := r.wait + s.o.RequestTimeout
 	rctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
+	streaming := false
+	defer func() {
+		if !streaming {
+			cancel()
+		}
+	}()
 	req, err := http.NewRequestWithContext(rctx, r.method, u, body)
 	if err != nil {
 		return nil, &store.Error{Op: r.op, Kind: store.ErrInvalid, ID: r.id, Err: err}
@@ -197,6 +205,12 @@ func (s *Store) do(ctx context.Context, r request) ([]byte, error) {
 			err = errors.Join(errNotSent, err)
 		}
 		return nil, &store.Error{Op: r.op, Kind: store.ErrUnavailable, ID: r.id, Msg: "XTDB at " + s.base + " unreachable", Err: err}
+	}
+	if r.stream != nil && resp.StatusCode/100 == 2 {
+		// The caller reads the body, within the same bound; Close ends it.
+		streaming = true
+		*r.stream = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+		return nil, nil
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
@@ -266,4 +280,16 @@ func (s *Store) readEDN(ctx context.Context, r request) (any, error) {
 		return nil, &store.Error{Op: r.op, Kind: store.ErrUnavailable, ID: r.id, Msg: "unexpected answer", Err: err}
 	}
 	return v, nil
+}
+
+// cancelBody is a streamed answer whose request context ends with Close.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }

@@ -1,12 +1,16 @@
 package xtdb
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/big"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"olympos.io/encoding/edn"
 
@@ -194,6 +198,165 @@ func ednHash(v any) string {
 	}
 	if strings.Trim(s, "0") == "" {
 		return ""
+	}
+	return s
+}
+
+// ednKeywordName reports whether name can be written as an EDN keyword
+// that the Clojure reader reads back as (keyword name): the keyword a JSON
+// key becomes in XTDB. Conservative: no white space, delimiters, reader
+// macro characters or leading digit; at most one '/' between a non-empty
+// namespace and name; no "::" and no trailing ':'.
+func ednKeywordName(name string) bool {
+	if name == "" || strings.HasSuffix(name, ":") || strings.Contains(name, "::") || strings.HasPrefix(name, ":") {
+		return false
+	}
+	for _, r := range name {
+		if r <= ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029 || unicode.IsSpace(r) {
+			return false
+		}
+		if strings.ContainsRune("\"';@^`~()[]{}\\,#%", r) {
+			return false
+		}
+	}
+	ns, nm, hasNS := strings.Cut(name, "/")
+	if !hasNS {
+		return !startsNumeric(name)
+	}
+	return ns != "" && nm != "" && !strings.Contains(nm, "/") && !startsNumeric(ns) && !startsNumeric(nm)
+}
+
+// startsNumeric reports whether s would read as a number (a digit, or a
+// sign then a digit).
+func startsNumeric(s string) bool {
+	if s[0] >= '0' && s[0] <= '9' {
+		return true
+	}
+	return len(s) > 1 && (s[0] == '+' || s[0] == '-') && s[1] >= '0' && s[1] <= '9'
+}
+
+// writeEDNValue writes a JSON-shaped value as EDN as XTDB's JSON reader
+// would have built it: object keys as keywords (as strings when no keyword
+// literal can spell them), arrays as vectors,
+// integers as longs (every integer, where XTDB 1.24.5's JSON reader makes
+// small ones java.lang.Integer and so changes content hashes), other
+// numbers as doubles.
+func writeEDNValue(b *strings.Builder, v any) error {
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("nil")
+	case bool:
+		b.WriteString(strconv.FormatBool(x))
+	case string:
+		b.WriteString(ednString(x))
+	case json.Number:
+		s := string(x)
+		if strings.ContainsAny(s, ".eE") {
+			f, err := x.Float64()
+			if err != nil {
+				return err
+			}
+			b.WriteString(ednDouble(f))
+		} else {
+			if _, err := strconv.ParseInt(s, 10, 64); err != nil {
+				return fmt.Errorf("integer %s does not fit in 64 bits", s)
+			}
+			b.WriteString(s)
+		}
+	case float64:
+		b.WriteString(jsonFloat(x))
+	case float32:
+		b.WriteString(jsonFloat(float64(x)))
+	case int:
+		b.WriteString(strconv.Itoa(x))
+	case int64:
+		b.WriteString(strconv.FormatInt(x, 10))
+	case int32:
+		b.WriteString(strconv.FormatInt(int64(x), 10))
+	case uint32:
+		b.WriteString(strconv.FormatUint(uint64(x), 10))
+	case []string:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(ednString(e))
+		}
+		b.WriteByte(']')
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			if err := writeEDNValue(b, e); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		return writeEDNMap(b, x)
+	default:
+		// Anything else is written as its JSON form, as the JSON path did.
+		data, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		d := json.NewDecoder(bytes.NewReader(data))
+		d.UseNumber()
+		var j any
+		if err := d.Decode(&j); err != nil {
+			return err
+		}
+		return writeEDNValue(b, j)
+	}
+	return nil
+}
+
+func writeEDNMap(b *strings.Builder, m map[string]any) error {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if ednKeywordName(k) {
+			b.WriteByte(':')
+			b.WriteString(k)
+		} else {
+			// No keyword literal spells it: a string key, the same in
+			// every write of the document (docs/xtdb.md).
+			b.WriteString(ednString(k))
+		}
+		b.WriteByte(' ')
+		if err := writeEDNValue(b, m[k]); err != nil {
+			return err
+		}
+	}
+	b.WriteByte('}')
+	return nil
+}
+
+// jsonFloat writes a Go float as the number encoding/json would send: an
+// integral value within 2^53 as an integer (XTDB stored it as one), else a
+// double.
+func jsonFloat(f float64) string {
+	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return ednDouble(f)
+}
+
+// ednDouble writes f so that the reader reads a double.
+func ednDouble(f float64) string {
+	s := strconv.FormatFloat(f, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".eEn") { // "n": NaN/Inf are refused by ValidateDoc
+		s += ".0"
 	}
 	return s
 }

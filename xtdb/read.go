@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"olympos.io/encoding/edn"
+
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -34,6 +36,9 @@ func basisParams(q url.Values, b store.Basis) url.Values {
 
 // Entity implements store.Store.
 func (s *Store) Entity(ctx context.Context, id string, b store.Basis) (store.Doc, error) {
+	if err := store.CheckReadID("entity", id); err != nil {
+		return nil, err
+	}
 	if b.TxID != nil && *b.TxID < 0 {
 		return nil, store.Errorf("entity", store.ErrNotFound, id, "no document before the first transaction")
 	}
@@ -48,7 +53,7 @@ func (s *Store) entity(ctx context.Context, eid url.Values, id string, b store.B
 	if err != nil {
 		return nil, err
 	}
-	if v == nil {
+	if v == nil || evictionMarker(v) {
 		return nil, store.Errorf("entity", store.ErrNotFound, id, "no document at this basis")
 	}
 	doc, err := ednDoc(v)
@@ -63,6 +68,9 @@ func (s *Store) entity(ctx context.Context, eid url.Values, id string, b store.B
 
 // EntityTx implements store.Store.
 func (s *Store) EntityTx(ctx context.Context, id string, b store.Basis) (store.EntityTx, error) {
+	if err := store.CheckReadID("entity-tx", id); err != nil {
+		return store.EntityTx{}, err
+	}
 	if b.TxID != nil && *b.TxID < 0 {
 		return store.EntityTx{}, store.Errorf("entity-tx", store.ErrNotFound, id, "no point before the first transaction")
 	}
@@ -98,7 +106,7 @@ func historyRow(m map[string]any, withDoc bool) (store.HistoryEntry, error) {
 	e.ContentHash = ednHash(m["xtdb.api/content-hash"])
 	e.Deleted = e.ContentHash == ""
 	if withDoc && !e.Deleted {
-		if d := m["xtdb.api/doc"]; d != nil {
+		if d := m["xtdb.api/doc"]; d != nil && !evictionMarker(d) {
 			if e.Doc, err = ednDoc(d); err != nil {
 				return e, fmt.Errorf("doc: %w", err)
 			}
@@ -109,6 +117,9 @@ func historyRow(m map[string]any, withDoc bool) (store.HistoryEntry, error) {
 
 // History implements store.Store.
 func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) ([]store.HistoryEntry, error) {
+	if err := store.CheckReadID("history", id); err != nil {
+		return nil, err
+	}
 	return s.history(ctx, url.Values{"eid": {id}}, id, o)
 }
 
@@ -204,4 +215,18 @@ func (s *Store) Status(ctx context.Context) (store.Status, error) {
 		*x.dst = &tx
 	}
 	return st, nil
+}
+
+// evictionMarker reports whether v is the document XTDB keeps in place of
+// an evicted one ({:xt/id #xtdb/id "<hash>", :xtdb.api/evicted? true};
+// core/src/xtdb/kv/index_store.clj and codec.clj evicted-doc?, 1.24.5). A
+// transaction that evicts and puts one entity (another client's: ctxstore
+// refuses it) leaves it in the entity's history.
+func evictionMarker(v any) bool {
+	m, ok := v.(map[any]any)
+	if !ok {
+		return false
+	}
+	ev, _ := m[edn.Keyword("xtdb.api/evicted?")].(bool)
+	return ev
 }

@@ -1,6 +1,7 @@
 package xtdb
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,63 +15,73 @@ import (
 	"github.com/ctxstore/ctxstore/store"
 )
 
-// jsonOp renders an op in XTDB's JSON tx-op form, every valid time written
-// out as an RFC 3339 string with milliseconds and every document in its
-// RFC 8785 canonical form: XTDB would keep 1.0 as a double and 1 as a long
-// and fail a match between them, where the store contract (and the SQLite
-// backend) compares JSON numbers by value. Canonical JSON writes one form
-// per number (1.0 as 1), so both backends agree.
-func jsonOp(op store.Op) ([]any, error) {
-	if op.Doc != nil {
-		c, err := store.Canonical(op.Doc)
-		if err != nil {
-			return nil, &store.Error{Op: "submit", Kind: store.ErrInvalid, ID: op.ID, Field: "doc", Err: err}
-		}
-		op.Doc = nil
-		return jsonOpDoc(op, json.RawMessage(c)), nil
+// ednTxBody renders ops as an EDN submit-tx body: {:tx-ops [[:xtdb.api/put
+// doc #inst ...] ...]}, every valid time written out with milliseconds and
+// every document as its RFC 8785 canonical form reads (ednDocOf): XTDB
+// would keep 1.0 as a double and 1 as a long and fail a match between
+// them, where the store contract (and the SQLite backend) compares JSON
+// numbers by value; the canonical form has one spelling per number.
+func ednTxBody(ops []store.Op) (string, error) {
+	var b strings.Builder
+	b.WriteString("{:tx-ops [")
+	inst := func(t *time.Time) {
+		b.WriteString(" #inst ")
+		b.WriteString(ednString(store.FormatTime(*t)))
 	}
-	return jsonOpDoc(op, nil), nil
+	times := func(op store.Op, both bool) {
+		if op.ValidFrom != nil {
+			inst(op.ValidFrom)
+			if both && op.ValidTo != nil {
+				inst(op.ValidTo)
+			}
+		}
+	}
+	for i, op := range ops {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		switch op.Kind {
+		case store.OpPut:
+			b.WriteString("[:xtdb.api/put ")
+			if err := writeEDNDoc(&b, op.Doc); err != nil {
+				return "", &store.Error{Op: "submit", Kind: store.ErrInvalid, OpIndex: i + 1, ID: op.ID, Field: "doc", Err: err}
+			}
+			times(op, true)
+		case store.OpDelete:
+			b.WriteString("[:xtdb.api/delete " + ednString(op.ID))
+			times(op, true)
+		case store.OpMatch:
+			b.WriteString("[:xtdb.api/match " + ednString(op.ID) + " ")
+			if op.Doc == nil {
+				b.WriteString("nil")
+			} else if err := writeEDNDoc(&b, op.Doc); err != nil {
+				return "", &store.Error{Op: "submit", Kind: store.ErrInvalid, OpIndex: i + 1, ID: op.ID, Field: "doc", Err: err}
+			}
+			times(op, false)
+		default:
+			b.WriteString("[:xtdb.api/evict " + ednString(op.ID))
+		}
+		b.WriteByte(']')
+	}
+	b.WriteString("]}")
+	return b.String(), nil
 }
 
-// jsonOpDoc is jsonOp with the op's document as JSON text (nil: none).
-func jsonOpDoc(op store.Op, doc json.RawMessage) []any {
-	t := func(p *time.Time) any {
-		if p == nil {
-			return nil
-		}
-		return store.FormatTime(*p)
+// writeEDNDoc writes doc in its canonical JSON form (store.Canonical) as
+// EDN: canonical JSON writes a whole number without a fraction (1.0 as 1),
+// which EDN then reads as a long, and any other number as a double.
+func writeEDNDoc(b *strings.Builder, doc store.Doc) error {
+	c, err := store.Canonical(doc)
+	if err != nil {
+		return err
 	}
-	switch op.Kind {
-	case store.OpPut:
-		out := []any{"put", doc}
-		if op.ValidFrom != nil {
-			out = append(out, t(op.ValidFrom))
-			if op.ValidTo != nil {
-				out = append(out, t(op.ValidTo))
-			}
-		}
-		return out
-	case store.OpDelete:
-		out := []any{"delete", op.ID}
-		if op.ValidFrom != nil {
-			out = append(out, t(op.ValidFrom))
-			if op.ValidTo != nil {
-				out = append(out, t(op.ValidTo))
-			}
-		}
-		return out
-	case store.OpMatch:
-		var expect any // nil: absent
-		if doc != nil {
-			expect = doc
-		}
-		out := []any{"match", op.ID, expect}
-		if op.ValidFrom != nil {
-			out = append(out, t(op.ValidFrom))
-		}
-		return out
+	d := json.NewDecoder(bytes.NewReader(c))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		return err
 	}
-	return []any{"evict", op.ID}
+	return writeEDNMap(b, m)
 }
 
 // Submit implements store.Store. The transaction is logged when Submit
@@ -83,26 +94,24 @@ func (s *Store) Submit(ctx context.Context, ops []store.Op) (store.Tx, error) {
 	if err := store.CheckReserved(ctx, ops); err != nil {
 		return store.Tx{}, err
 	}
-	txOps := make([]any, len(ops))
-	for i, op := range ops {
-		if txOps[i], err = jsonOp(op); err != nil {
-			err.(*store.Error).OpIndex = i + 1
-			return store.Tx{}, err
-		}
+	for _, op := range ops {
 		if op.Kind != store.OpPut {
 			// The log names this op's entity only by hash; a put's id is in
 			// its document (and an evicted put's entity in its evict op).
 			s.ids.add(op.ID)
 		}
 	}
-	body, err := json.Marshal(map[string]any{"tx-ops": txOps})
+	// EDN, not JSON: XTDB's JSON reader makes small integers
+	// java.lang.Integer (content hashes then differ from the same document
+	// written as EDN) and reads an "xt/fn" value as code.
+	body, err := ednTxBody(ops)
 	if err != nil {
-		return store.Tx{}, &store.Error{Op: "submit", Kind: store.ErrInvalid, Err: err}
+		return store.Tx{}, err
 	}
 	// Any transaction of ours that lands comes after the latest this
 	// client has seen.
 	before := s.lastSeen.Load()
-	r := request{op: "submit", method: http.MethodPost, path: "/submit-tx", body: body, ctype: "application/json", accept: "application/edn"}
+	r := request{op: "submit", method: http.MethodPost, path: "/submit-tx", body: []byte(body), ctype: "application/edn", accept: "application/edn"}
 	delay := s.o.Backoff
 	for attempt := 0; ; attempt++ {
 		data, err := s.do(ctx, r)
@@ -157,6 +166,26 @@ func (s *Store) latestSubmitted(ctx context.Context) (int64, error) {
 	id, err := ednInt(m["xtdb.api/tx-id"])
 	if err != nil {
 		return 0, &store.Error{Op: "submit", Kind: store.ErrUnavailable, Msg: "latest-submitted-tx", Err: err}
+	}
+	return id, nil
+}
+
+// latestCompleted returns the latest indexed tx id, -1 if none.
+func (s *Store) latestCompleted(ctx context.Context) (int64, error) {
+	v, err := s.readEDN(ctx, request{op: "tx-committed", method: http.MethodGet, path: "/latest-completed-tx"})
+	if errors.Is(err, store.ErrNotFound) {
+		return -1, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	m, ok := ednMap(v)
+	if !ok {
+		return -1, nil
+	}
+	id, err := ednInt(m["xtdb.api/tx-id"])
+	if err != nil {
+		return 0, &store.Error{Op: "tx-committed", Kind: store.ErrUnavailable, Msg: "latest-completed-tx", Err: err}
 	}
 	return id, nil
 }
@@ -271,13 +300,24 @@ func (s *Store) AwaitTx(ctx context.Context, txID int64, timeout time.Duration) 
 }
 
 // TxCommitted implements store.Store. XTDB answers a tx id it has not
-// indexed with node-out-of-sync (400 here, 500 from XTDB's own HTTP module).
+// indexed with an error whose form differs by server (XTDB 1.24.5's module:
+// an empty 500 under EDN, its handler returns the NodeOutOfSyncException as
+// the body; the JSON form carries "NodeOutOfSync"), so on any error answer
+// the driver asks for the latest indexed tx: an id beyond it is not found.
 func (s *Store) TxCommitted(ctx context.Context, txID int64) (bool, error) {
 	q := url.Values{"tx-id": {strconv.FormatInt(txID, 10)}}
 	v, err := s.readEDN(ctx, request{op: "tx-committed", method: http.MethodGet, path: "/tx-committed", query: q})
 	if err != nil {
-		if errors.Is(err, store.ErrInvalid) || strings.Contains(err.Error(), "NodeOutOfSync") || strings.Contains(err.Error(), "node-out-of-sync") {
-			return false, &store.Error{Op: "tx-committed", Kind: store.ErrNotFound, Msg: fmt.Sprintf("tx %d is not indexed", txID), Err: err}
+		var he *httpError
+		if !errors.As(err, &he) {
+			return false, err
+		}
+		latest, lerr := s.latestCompleted(ctx)
+		if lerr != nil {
+			return false, errors.Join(err, lerr)
+		}
+		if txID > latest {
+			return false, &store.Error{Op: "tx-committed", Kind: store.ErrNotFound, Msg: fmt.Sprintf("tx %d is not indexed (latest indexed: %d)", txID, latest), Err: err}
 		}
 		return false, err
 	}

@@ -3,6 +3,7 @@ package xtdb
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -138,26 +139,32 @@ func (s *Store) resolveAll(ctx context.Context, ls []lookup) (map[string]string,
 	return found, firstErr
 }
 
+// rawTxLog reads up to limit transactions (0: all) after tx after.
+// XTDB's HTTP module takes no limit: /tx-log answers the whole rest of the
+// log, streamed. The answer is read element by element and the connection
+// dropped after the page, so memory and transfer stay bounded by the page.
 func (s *Store) rawTxLog(ctx context.Context, after int64, limit int) ([]rawTx, error) {
 	q := url.Values{"with-ops?": {"true"}}
 	if after >= 0 {
 		q.Set("after-tx-id", strconv.FormatInt(after, 10))
 	}
-	if limit > 0 {
-		// ctxstore's HTTP front pages with it; XTDB's own module ignores it
-		// and the cut below applies.
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	v, err := s.readEDN(ctx, request{op: "tx-log", method: http.MethodGet, path: "/tx-log", query: q})
-	if err != nil {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // drops the connection when the page is read
+	var body io.ReadCloser
+	if _, err := s.read(ctx, request{op: "tx-log", method: http.MethodGet, path: "/tx-log", query: q, accept: "application/edn", stream: &body}); err != nil {
 		return nil, err
 	}
-	rows, ok := v.([]any)
-	if !ok && v != nil {
-		return nil, store.Errorf("tx-log", store.ErrUnavailable, "", fmt.Sprintf("unexpected answer %T", v))
-	}
+	defer body.Close()
+	sr := newSeqReader(body)
 	var out []rawTx
-	for _, r := range rows {
+	for limit <= 0 || len(out) < limit {
+		r, more, err := sr.next()
+		if err != nil {
+			return nil, &store.Error{Op: "tx-log", Kind: store.ErrUnavailable, Msg: "reading the tx log", Err: err}
+		}
+		if !more {
+			break
+		}
 		m, ok := ednMap(r)
 		if !ok {
 			return nil, store.Errorf("tx-log", store.ErrUnavailable, "", "tx-log row is not a map")
@@ -178,9 +185,6 @@ func (s *Store) rawTxLog(ctx context.Context, after int64, limit int) ([]rawTx, 
 			rt.hashes = append(rt.hashes, hash)
 		}
 		out = append(out, rt)
-		if limit > 0 && len(out) == limit {
-			break
-		}
 	}
 	return out, nil
 }
@@ -216,7 +220,9 @@ func opFromEDN(v any) (store.Op, string, error) {
 		op.Kind = store.OpPut
 		m, _ := ednMap(vec[1])
 		if ev, _ := m["xtdb.api/evicted?"].(bool); ev {
-			hash, op.Evicted = ednHash(m["xt/id"]), true
+			// XTDB's eviction marker: {:crux.db/id #xtdb/id "<hash>",
+			// :xtdb.api/evicted? true} (kv/index_store.clj, 1.24.5).
+			hash, op.Evicted = evictedHash(m), true
 		} else {
 			if op.Doc, err = ednDoc(vec[1]); err != nil {
 				return op, "", err
@@ -248,4 +254,15 @@ func opFromEDN(v any) (store.Op, string, error) {
 		return op, "", fmt.Errorf("unknown op %s", kind)
 	}
 	return op, hash, err
+}
+
+// evictedHash is the entity hash of an eviction marker document, which
+// XTDB 1.24.5 writes with the legacy :crux.db/id key.
+func evictedHash(m map[string]any) string {
+	for _, k := range []string{"crux.db/id", "xt/id"} {
+		if h := ednHash(m[k]); h != "" {
+			return h
+		}
+	}
+	return ""
 }

@@ -94,3 +94,121 @@ func TestTxLogIDsBoundedMemory(t *testing.T) {
 		t.Errorf("second read: %q", got)
 	}
 }
+
+// rawSubmit sends a submit-tx body as another XTDB client would, and
+// waits for the node to index it.
+func rawSubmit(t *testing.T, s *Store, ctype, body string) store.Tx {
+	t.Helper()
+	ctx := context.Background()
+	data, err := s.do(ctx, request{op: "submit", method: "POST", path: "/submit-tx", body: []byte(body), ctype: ctype, accept: "application/edn"})
+	if err != nil {
+		t.Fatalf("raw submit %s: %v", body, err)
+	}
+	v, err := decodeEDN(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := txFromEDN(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AwaitTx(ctx, tx.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
+// TestTxLogForeignEvictAndPut: a transaction written by another client that
+// evicts an entity and puts it again (XTDB loses the put, and its tx log
+// then holds the eviction marker, {:crux.db/id #xtdb/id "...",
+// :xtdb.api/evicted? true}, in place of the put's document) is read: the
+// evict names the entity (from the cache, else by hash), the put is marked
+// evicted and names the same entity.
+func TestTxLogForeignEvictAndPut(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, xtdbtest.ForTest(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	id := fmt.Sprintf("foreign-evict-%d", time.Now().UnixNano())
+	first := rawSubmit(t, s, "application/json", `{"tx-ops":[["put",{"xt/id":"`+id+`","v":1}]]}`)
+	rawSubmit(t, s, "application/json", `{"tx-ops":[["evict","`+id+`"],["put",{"xt/id":"`+id+`","v":2}]]}`)
+	for _, c := range []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"new client", Options{}, UnknownIDPrefix + EIDHash(id)},
+	} {
+		r, err := Open(ctx, s.URL(), c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log, err := r.TxLog(ctx, first.ID, 1)
+		r.Close()
+		if err != nil {
+			t.Fatalf("%s: TxLog: %v", c.name, err)
+		}
+		if len(log) != 1 || len(log[0].Ops) != 2 {
+			t.Fatalf("%s: tx log %+v", c.name, log)
+		}
+		ev, put := log[0].Ops[0], log[0].Ops[1]
+		if ev.Kind != store.OpEvict || ev.ID != c.want {
+			t.Errorf("%s: op 1 = %+v, want evict of %s", c.name, ev, c.want)
+		}
+		if put.Kind != store.OpPut || !put.Evicted || put.ID != c.want || put.Doc != nil {
+			t.Errorf("%s: op 2 = %+v, want an evicted put of %s", c.name, put, c.want)
+		}
+	}
+	// The first put's document was evicted too.
+	log, err := s.TxLog(ctx, first.ID-1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 1 || !log[0].Ops[0].Evicted {
+		t.Errorf("first tx: %+v", log)
+	}
+}
+
+// TestIntegersKeepContentHash: the driver writes documents as EDN, so an
+// integer field is a long, as ctxstore's own front always stored it, and
+// the content hash is the one an EDN client gets. XTDB's JSON reader makes
+// small integers java.lang.Integer, which hash differently: the node
+// (here ctxstore's front, which reads JSON as XTDB's module does) shows it.
+func TestIntegersKeepContentHash(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, xtdbtest.ForTest(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	p := fmt.Sprintf("ints-%d-", time.Now().UnixNano())
+	doc := func(id string) store.Doc {
+		return store.Doc{"xt/id": id, "n": 1, "big": int64(1) << 40, "f": 1.5, "nested": map[string]any{"m": 2}, "list": []any{3, "x"}}
+	}
+	// The same document written first by another client, as EDN and as
+	// JSON, then by the driver: the driver's write keeps the EDN one's hash.
+	rawSubmit(t, s, "application/edn", `{:tx-ops [[:xtdb.api/put {:xt/id "`+p+`edn", :n 1, :big 1099511627776, :f 1.5, :nested {:m 2}, :list [3 "x"]}]]}`)
+	rawSubmit(t, s, "application/json", `{"tx-ops":[["put",{"xt/id":"`+p+`json","n":1,"big":1099511627776,"f":1.5,"nested":{"m":2},"list":[3,"x"]}]]}`)
+	if _, err := store.SubmitWait(ctx, s, []store.Op{store.Put(doc(p + "edn"))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.SubmitWait(ctx, s, []store.Op{store.Put(doc(p + "json"))}); err != nil {
+		t.Fatal(err)
+	}
+	// A put of an identical document keeps the content hash; history shows
+	// whether the driver's second write changed it.
+	for _, c := range []struct {
+		id   string
+		same bool
+	}{{p + "edn", true}, {p + "json", false}} {
+		h, err := s.History(ctx, c.id, store.HistoryOptions{Order: store.Asc, WithCorrections: true})
+		if err != nil || len(h) != 2 {
+			t.Fatalf("history of %s: %v %v", c.id, h, err)
+		}
+		if same := h[0].ContentHash == h[1].ContentHash; same != c.same {
+			t.Errorf("%s: first write %s, driver's %s: same=%v, want %v", c.id, h[0].ContentHash, h[1].ContentHash, same, c.same)
+		}
+	}
+}

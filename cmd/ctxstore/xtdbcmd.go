@@ -3,9 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
@@ -22,13 +25,50 @@ type xtdbServeCmd struct {
 	DataDir  string `name:"data-dir" placeholder:"DIR" help:"Keep the data in RocksDB under DIR (tx-log, documents, indexes). Empty: in memory, lost on exit."`
 	CacheDir string `name:"cache-dir" placeholder:"DIR" help:"Where the classpath and compiled front are cached. Default: $CTXSTORE_CACHE or the user cache dir."`
 	Heap     string `default:"1g" help:"JVM maximum heap (-Xmx)."`
+	// Cluster mode: tx log and documents in PostgreSQL, index local.
+	Postgres   string `name:"postgres" env:"CTXSTORE_XTDB_POSTGRES" placeholder:"URL" help:"Cluster mode: keep the tx log and documents in this PostgreSQL database (postgresql://USER@HOST:PORT/DB; the password from PGPASSWORD), shared by every node; the index stays in RocksDB under --data-dir (docs/xtdb-cluster.md)."`
+	PoolSize   int    `name:"pool-size" help:"Cluster mode: at most this many PostgreSQL connections (0: 10)."`
+	ConfigFile string `name:"config" type:"existingfile" placeholder:"FILE" help:"An XTDB node config (EDN) to use as it is, instead of --data-dir and --postgres."`
+}
+
+// postgresFlag parses --postgres.
+func postgresFlag(raw string, pool int) (*xtdbserver.Postgres, error) {
+	if raw == "" {
+		return nil, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "postgresql" && u.Scheme != "postgres") || u.Host == "" {
+		return nil, fmt.Errorf("--postgres %q: want postgresql://USER@HOST:PORT/DB", raw)
+	}
+	pg := &xtdbserver.Postgres{Host: u.Hostname(), DBName: strings.TrimPrefix(u.Path, "/"), PoolSize: pool}
+	if p := u.Port(); p != "" {
+		if pg.Port, err = strconv.Atoi(p); err != nil {
+			return nil, fmt.Errorf("--postgres %q: port %q is not a number", raw, p)
+		}
+	}
+	if u.User != nil {
+		pg.User = u.User.Username()
+		pg.Password, _ = u.User.Password()
+	}
+	if pg.Password == "" {
+		pg.Password = os.Getenv("PGPASSWORD")
+	}
+	return pg, nil
 }
 
 // Run starts the node, prints its URL on stdout and waits for SIGINT or
 // SIGTERM, then stops it cleanly.
 func (c *xtdbServeCmd) Run(a *app) error {
 	args := append([]string{"-Xmx" + c.Heap}, xtdbserver.DefaultJVMArgs[1:]...)
-	srv, err := xtdbserver.Start(a.ctx, xtdbserver.Options{Port: c.Port, DataDir: c.DataDir, CacheDir: c.CacheDir, JVMArgs: args, Log: a.stderr})
+	pg, err := postgresFlag(c.Postgres, c.PoolSize)
+	if err != nil {
+		return err
+	}
+	if pg != nil && c.DataDir == "" {
+		fmt.Fprintln(a.stderr, "ctxstore: no --data-dir: this node's index is temporary and is rebuilt from the log at every start")
+	}
+	srv, err := xtdbserver.Start(a.ctx, xtdbserver.Options{Port: c.Port, DataDir: c.DataDir, Postgres: pg, ConfigFile: c.ConfigFile,
+		CacheDir: c.CacheDir, JVMArgs: args, Log: a.stderr})
 	if err != nil {
 		return err
 	}

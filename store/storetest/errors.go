@@ -14,6 +14,7 @@ func errorCases() []testCase {
 		{"invalid-ops-write-nothing", testInvalidOps},
 		{"not-found", testNotFound},
 		{"numbers-held-exactly", testNumbersExact},
+		{"over-long-id-reads", testLongIDReads},
 		{"calls-after-close", testAfterClose},
 	}
 }
@@ -60,6 +61,10 @@ func testInvalidOps(e *env) {
 		{"put of a reserved id", store.Put(store.Doc{store.IDKey: store.ReservedPrefix + "cursor:" + e.pfx}), []string{"reserved", store.ReservedPrefix}},
 		{"delete of a reserved id", store.Delete(store.ReservedPrefix + "cursor:" + e.pfx), []string{"reserved"}},
 		{"evict of a reserved id", store.Evict(store.ReservedPrefix + "session:" + e.pfx), []string{"reserved"}},
+		{"document with XTDB's xt/fn key", store.Put(e.doc("bad", store.FnKey, "(fn [ctx] [])")), []string{`"doc"`, store.FnKey, id}},
+		{"expected document with xt/fn", store.Match(id, e.doc("bad", store.FnKey, "x")), []string{`"doc"`, store.FnKey, id}},
+		{"put of an over-long id", store.Put(store.Doc{store.IDKey: longID(e)}), []string{`"xt/id"`, "MaxIDBytes"}},
+		{"delete of an over-long id", store.Delete(longID(e)), []string{`"id"`, "MaxIDBytes"}},
 	} {
 		ops := []store.Op{store.PutAt(e.doc("good", "case", c.name), inst("2019-01-01")), c.op}
 		_, err := e.s.Submit(e.ctx, ops)
@@ -167,4 +172,41 @@ func testNumbersExact(e *env) {
 	}
 	// What was read can be written again (export, then import).
 	e.submit(store.PutAt(got, inst("2019-02-01")))
+}
+
+// longID is an id one byte over store.MaxIDBytes.
+func longID(e *env) string {
+	id := e.id("long-")
+	return id + strings.Repeat("é", (store.MaxIDBytes-len(id))/2) + "xx"
+}
+
+// testLongIDReads: an id over store.MaxIDBytes (which XTDB's HTTP API could
+// not carry in a URL) is refused by every read with ErrInvalid, not
+// reported missing; an id of exactly the limit is written and read back.
+func testLongIDReads(e *env) {
+	long := longID(e)
+	if len(long) != store.MaxIDBytes+1 {
+		e.t.Fatalf("longID is %d bytes", len(long))
+	}
+	b := store.Basis{}
+	_, err := e.s.Entity(e.ctx, long, b)
+	e.wantErr("Entity of an over-long id", err, store.ErrInvalid)
+	_, err = e.s.EntityTx(e.ctx, long, b)
+	e.wantErr("EntityTx of an over-long id", err, store.ErrInvalid)
+	_, err = e.s.History(e.ctx, long, store.HistoryOptions{Order: store.Asc})
+	e.wantErr("History of an over-long id", err, store.ErrInvalid)
+	if err != nil && !strings.Contains(err.Error(), "MaxIDBytes") {
+		e.t.Errorf("History error %q does not name the limit", err)
+	}
+	// The longest id allowed, of multi-byte characters (URL-encoded: 6 KiB).
+	max := long[:len(long)-1]
+	tx := e.submit(store.PutAt(store.Doc{store.IDKey: max, "v": "max"}, inst("2019-01-01")))
+	doc, err := e.s.Entity(e.ctx, max, store.AtTx(tx.ID, inst("2019-06-01")))
+	if err != nil || doc["v"] != "max" {
+		e.t.Errorf("Entity of a %d-byte id = %v, %v", len(max), doc, err)
+	}
+	hist, err := e.s.History(e.ctx, max, store.HistoryOptions{Order: store.Asc, Basis: store.AtTx(tx.ID, inst("2019-06-01"))})
+	if err != nil || len(hist) != 1 {
+		e.t.Errorf("History of a %d-byte id = %v, %v", len(max), hist, err)
+	}
 }

@@ -69,6 +69,9 @@ func (m *Model) TxCommitted(ctx context.Context, txID int64) (bool, error) {
 
 // Entity implements store.Store.
 func (m *Model) Entity(ctx context.Context, id string, b store.Basis) (store.Doc, error) {
+	if err := store.CheckReadID("entity", id); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	vt, tx, err := m.resolve("entity", b)
@@ -84,6 +87,9 @@ func (m *Model) Entity(ctx context.Context, id string, b store.Basis) (store.Doc
 
 // EntityTx implements store.Store.
 func (m *Model) EntityTx(ctx context.Context, id string, b store.Basis) (store.EntityTx, error) {
+	if err := store.CheckReadID("entity-tx", id); err != nil {
+		return store.EntityTx{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	vt, tx, err := m.resolve("entity-tx", b)
@@ -99,6 +105,9 @@ func (m *Model) EntityTx(ctx context.Context, id string, b store.Basis) (store.E
 
 // History implements store.Store, with XTDB's bounds: see store.Store.
 func (m *Model) History(ctx context.Context, id string, o store.HistoryOptions) ([]store.HistoryEntry, error) {
+	if err := store.CheckReadID("history", id); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	vt, tx, err := m.resolve("history", o.Basis)

@@ -28,6 +28,14 @@ type Options struct {
 	// index-store are RocksDB stores in DataDir/{tx-log,documents,indexes}, so a
 	// later Start on the same DataDir sees the same data.
 	DataDir string
+	// Postgres, when set, makes a cluster node: the tx log and the document
+	// store are tables in that PostgreSQL database (shared by every node of
+	// the cluster) and the index is local RocksDB in DataDir/indexes (a
+	// temporary directory when DataDir is ""). See docs/xtdb-cluster.md.
+	Postgres *Postgres
+	// ConfigFile, when set, is an XTDB node config (EDN) used as it is;
+	// DataDir and Postgres are then ignored.
+	ConfigFile string
 	// CacheDir is passed to EnsureClasspath ("" = DefaultCacheDir).
 	CacheDir string
 	// Java is the java executable; "" means "java" from PATH.
@@ -99,9 +107,20 @@ func startOnce(ctx context.Context, opts Options, cp string, port int) (*Server,
 		return nil, fmt.Errorf("xtdbserver: %w", err)
 	}
 	config := filepath.Join(tmpDir, "xtdb.edn")
-	if err := os.WriteFile(config, []byte(nodeConfig(opts.DataDir)), 0o644); err != nil {
-		os.RemoveAll(tmpDir)
-		return nil, fmt.Errorf("xtdbserver: writing config: %w", err)
+	if opts.ConfigFile != "" {
+		if config, err = filepath.Abs(opts.ConfigFile); err != nil {
+			os.RemoveAll(tmpDir)
+			return nil, fmt.Errorf("xtdbserver: config file: %w", err)
+		}
+	} else {
+		dataDir := opts.DataDir
+		if dataDir == "" && opts.Postgres != nil {
+			dataDir = filepath.Join(tmpDir, "data")
+		}
+		if err := os.WriteFile(config, []byte(nodeConfig(dataDir, opts.Postgres)), 0o600); err != nil {
+			os.RemoveAll(tmpDir)
+			return nil, fmt.Errorf("xtdbserver: writing config: %w", err)
+		}
 	}
 	java := opts.Java
 	if java == "" {
@@ -203,6 +222,26 @@ func (s *Server) Stop() error {
 	return s.stopErr
 }
 
+// Kill ends the node at once with SIGKILL (kill -9 of its process group),
+// as a crash would: nothing is flushed or closed. Tests use it to check
+// that nothing acknowledged is lost. Stop is still safe to call after it.
+func (s *Server) Kill() error {
+	select {
+	case <-s.done:
+		return nil
+	default:
+	}
+	if err := kill(s.cmd); err != nil {
+		return err
+	}
+	select {
+	case <-s.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("xtdbserver: JVM pid %d did not exit after SIGKILL", s.cmd.Process.Pid)
+	}
+}
+
 // StatusOK checks that GET base/_xtdb/status answers 200.
 func StatusOK(ctx context.Context, base string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -224,8 +263,22 @@ func StatusOK(ctx context.Context, base string, timeout time.Duration) error {
 	return nil
 }
 
-// nodeConfig renders the node's EDN config.
-func nodeConfig(dataDir string) string {
+// Postgres names the PostgreSQL database that holds a cluster's tx log and
+// document store (XTDB's xtdb-jdbc module with its PostgreSQL dialect).
+type Postgres struct {
+	Host     string // default 127.0.0.1
+	Port     int    // default 5432
+	DBName   string // default "xtdb"
+	User     string
+	Password string
+	// PoolSize bounds the node's connections (0: HikariCP's default, 10).
+	PoolSize int
+}
+
+// nodeConfig renders the node's EDN config: in memory without dataDir,
+// RocksDB stores under dataDir, or with pg the tx log and documents in
+// PostgreSQL and the index in dataDir/indexes.
+func nodeConfig(dataDir string, pg *Postgres) string {
 	var b strings.Builder
 	b.WriteString("{")
 	if dataDir != "" {
@@ -233,6 +286,39 @@ func nodeConfig(dataDir string) string {
 		if err == nil {
 			dataDir = abs
 		}
+	}
+	if pg != nil {
+		host, port, db := pg.Host, pg.Port, pg.DBName
+		if host == "" {
+			host = "127.0.0.1"
+		}
+		if port == 0 {
+			port = 5432
+		}
+		if db == "" {
+			db = "xtdb"
+		}
+		fmt.Fprintf(&b, "\n :xtdb.jdbc/connection-pool {:dialect {:xtdb/module xtdb.jdbc.psql/->dialect}"+
+			"\n                             :db-spec {:host %s :port %d :dbname %s",
+			ednString(host), port, ednString(db))
+		if pg.User != "" {
+			fmt.Fprintf(&b, " :user %s", ednString(pg.User))
+		}
+		if pg.Password != "" {
+			fmt.Fprintf(&b, " :password %s", ednString(pg.Password))
+		}
+		b.WriteString("}")
+		if pg.PoolSize > 0 {
+			fmt.Fprintf(&b, "\n                             :pool-opts {:maximumPoolSize %d}", pg.PoolSize)
+		}
+		b.WriteString("}")
+		b.WriteString("\n :xtdb/tx-log {:xtdb/module xtdb.jdbc/->tx-log :connection-pool :xtdb.jdbc/connection-pool}")
+		b.WriteString("\n :xtdb/document-store {:xtdb/module ctxstore.xtdb-docs/->document-store :connection-pool :xtdb.jdbc/connection-pool}")
+		if dataDir != "" {
+			fmt.Fprintf(&b, "\n :xtdb/index-store {:kv-store {:xtdb/module xtdb.rocksdb/->kv-store :db-dir %s}}",
+				ednString(filepath.Join(dataDir, "indexes")))
+		}
+	} else if dataDir != "" {
 		for _, s := range [][2]string{{"tx-log", "tx-log"}, {"document-store", "documents"}, {"index-store", "indexes"}} {
 			fmt.Fprintf(&b, "\n :xtdb/%s {:kv-store {:xtdb/module xtdb.rocksdb/->kv-store :db-dir %s}}",
 				s[0], ednString(filepath.Join(dataDir, s[1])))

@@ -137,7 +137,7 @@ func TestRocksDBSurvivesRestart(t *testing.T) {
 }
 
 func TestNodeConfig(t *testing.T) {
-	got := nodeConfig("/d/x\"y")
+	got := nodeConfig("/d/x\"y", nil)
 	for _, want := range []string{
 		`:xtdb/tx-log {:kv-store {:xtdb/module xtdb.rocksdb/->kv-store :db-dir "/d/x\"y/tx-log"}}`,
 		`:xtdb/index-store`, `:xtdb/document-store`,
@@ -146,7 +146,7 @@ func TestNodeConfig(t *testing.T) {
 			t.Errorf("config lacks %q:\n%s", want, got)
 		}
 	}
-	if mem := nodeConfig(""); strings.Contains(mem, "rocksdb") {
+	if mem := nodeConfig("", nil); strings.Contains(mem, "rocksdb") {
 		t.Errorf("in-memory config mentions rocksdb: %s", mem)
 	}
 }

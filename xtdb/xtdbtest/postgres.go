@@ -1,0 +1,158 @@
+package xtdbtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
+)
+
+// Postgres is a PostgreSQL server run by the tests as a plain process in a
+// temporary directory, on a loopback port, with trust authentication: no
+// system service is used or changed. Debian's package provides the
+// binaries (scripts/ensure-postgres.sh installs it when missing). As root,
+// the server runs as the "postgres" user (PostgreSQL refuses root).
+type Postgres struct {
+	Port int
+	Dir  string
+	DB   string
+	bin  string
+	as   *user.User // nil: this user
+}
+
+// EnsurePostgres runs scripts/ensure-postgres.sh and returns the directory
+// of PostgreSQL's server binaries.
+func EnsurePostgres(ctx context.Context) (string, error) {
+	_, file, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(file), "..", "..", "scripts", "ensure-postgres.sh")
+	cmd := exec.CommandContext(ctx, "bash", script)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("xtdbtest: %s: %v\n%s", script, err, stderr.String())
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// StartPostgres initialises a cluster in a new temporary directory and
+// starts it on a free loopback port with a database "xtdb". Stop it with
+// Stop (which also removes the directory).
+func StartPostgres(ctx context.Context) (*Postgres, error) {
+	bin, err := EnsurePostgres(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := &Postgres{bin: bin, DB: "xtdb"}
+	if os.Geteuid() == 0 {
+		if p.as, err = user.Lookup("postgres"); err != nil {
+			return nil, fmt.Errorf("xtdbtest: PostgreSQL cannot run as root and there is no postgres user: %w", err)
+		}
+	}
+	if p.Dir, err = os.MkdirTemp("", "xtdbtest-pg-"); err != nil {
+		return nil, err
+	}
+	if p.as != nil {
+		uid, _ := strconv.Atoi(p.as.Uid)
+		gid, _ := strconv.Atoi(p.as.Gid)
+		if err := os.Chown(p.Dir, uid, gid); err != nil {
+			os.RemoveAll(p.Dir)
+			return nil, err
+		}
+	}
+	if p.Port, err = freePort(); err != nil {
+		os.RemoveAll(p.Dir)
+		return nil, err
+	}
+	if err := p.run(ctx, "initdb", "-D", p.data(), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"); err != nil {
+		os.RemoveAll(p.Dir)
+		return nil, err
+	}
+	if err := p.Start(ctx); err != nil {
+		os.RemoveAll(p.Dir)
+		return nil, err
+	}
+	if err := p.run(ctx, "createdb", "-h", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-U", "postgres", p.DB); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Postgres) data() string { return filepath.Join(p.Dir, "data") }
+
+// Start starts the (stopped) server and waits until it accepts connections.
+func (p *Postgres) Start(ctx context.Context) error {
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200", p.Port, p.Dir)
+	return p.run(ctx, "pg_ctl", "-D", p.data(), "-l", filepath.Join(p.Dir, "log"), "-w", "-t", "60", "-o", opts, "start")
+}
+
+// Restart stops the server (fast: open connections are cut) and starts it
+// again on the same port and data.
+func (p *Postgres) Restart(ctx context.Context) error {
+	if err := p.run(ctx, "pg_ctl", "-D", p.data(), "-w", "-m", "fast", "stop"); err != nil {
+		return err
+	}
+	return p.Start(ctx)
+}
+
+// Stop stops the server and removes its directory.
+func (p *Postgres) Stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := p.run(ctx, "pg_ctl", "-D", p.data(), "-w", "-m", "fast", "stop")
+	if err == nil {
+		os.RemoveAll(p.Dir)
+	}
+	return err
+}
+
+// Options are the node options that use this server's database.
+func (p *Postgres) Options() *xtdbserver.Postgres {
+	return &xtdbserver.Postgres{Host: "127.0.0.1", Port: p.Port, DBName: p.DB, User: "postgres"}
+}
+
+// URL is the --postgres flag of ctxstore xtdb serve for this server.
+func (p *Postgres) URL() string {
+	return fmt.Sprintf("postgresql://postgres@127.0.0.1:%d/%s", p.Port, p.DB)
+}
+
+// run runs one of PostgreSQL's programs, as the postgres user when root.
+func (p *Postgres) run(ctx context.Context, prog string, args ...string) error {
+	path := filepath.Join(p.bin, prog)
+	var cmd *exec.Cmd
+	if p.as != nil {
+		cmd = exec.CommandContext(ctx, "runuser", append([]string{"-u", p.as.Username, "--", path}, args...)...)
+	} else {
+		cmd = exec.CommandContext(ctx, path, args...)
+	}
+	cmd.Dir = p.Dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		log, _ := os.ReadFile(filepath.Join(p.Dir, "log"))
+		if len(log) > 4096 {
+			log = log[len(log)-4096:]
+		}
+		return fmt.Errorf("xtdbtest: %s %s: %v\n%s\n%s", prog, strings.Join(args, " "), err, out, log)
+	}
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
