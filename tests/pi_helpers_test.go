@@ -318,6 +318,8 @@ type piRun struct {
 // piEnv is a Pi working directory, agent directory and session directory.
 type piEnv struct {
 	dir, agentDir, sessions, ctxLog string
+	// exts are more extensions Pi loads after ctxstore's (repository paths).
+	exts []string
 }
 
 func newPiEnv(t *testing.T) *piEnv {
@@ -351,6 +353,9 @@ func startPi(t *testing.T, e *piEnv, serviceURL string, script []piStep, extra .
 		"-e", repoPath(t, "integrations/pi/index.ts"),
 		"--provider", "scripted", "--model", "scripted-1",
 		"--session-dir", e.sessions, "-nc", "--mode", "rpc"}, extra...)
+	for _, x := range e.exts {
+		args = append(args, "-e", repoPath(t, x))
+	}
 	cmd := exec.Command(nodeBin(t), args...)
 	cmd.Dir = e.dir
 	model := startScriptedMessages(t, script, e.ctxLog)
@@ -425,6 +430,42 @@ func (p *piRun) prompt(text string) {
 			}
 		case <-timeout:
 			p.t.Fatalf("pi: no agent_end within 2 minutes of %q\nstderr: %s", text, p.stderr)
+		}
+	}
+}
+
+// command sends an RPC command (other than prompt) and returns its
+// response's data; it fails the test if Pi refuses it.
+func (p *piRun) command(cmd map[string]any) map[string]any {
+	p.t.Helper()
+	p.seq++
+	id := fmt.Sprint(p.seq)
+	cmd["id"] = id
+	b, _ := json.Marshal(cmd)
+	if _, err := p.stdin.Write(append(b, '\n')); err != nil {
+		p.t.Fatalf("pi: %v\n%s", err, p.stderr)
+	}
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case ev, ok := <-p.events:
+			if !ok {
+				p.t.Fatalf("pi exited during %v\nstderr: %s", cmd, p.stderr)
+			}
+			switch {
+			case ev["type"] == "extension_ui_request" && ev["method"] == "notify":
+				p.notices = append(p.notices, fmt.Sprint(ev["message"]))
+			case ev["type"] == "extension_error":
+				p.t.Errorf("pi extension error: %v", ev)
+			case ev["type"] == "response" && ev["id"] == id:
+				if ev["success"] != true {
+					p.t.Fatalf("pi refused %v: %v", cmd, ev)
+				}
+				d, _ := ev["data"].(map[string]any)
+				return d
+			}
+		case <-timeout:
+			p.t.Fatalf("pi: no response within a minute to %v\nstderr: %s", cmd, p.stderr)
 		}
 	}
 }
