@@ -37,6 +37,7 @@ type cli struct {
 	Session sessionCmd `cmd:"" help:"List, export and import agent sessions (portable session bundles)."`
 	XTDB    xtdbCmd    `cmd:"" name:"xtdb" help:"Run a real XTDB 1.24.5 server for production or local use."`
 	Serve   serveCmd   `cmd:"" help:"Serve the context manager's HTTP API (sessions, context calls, tools) for agent harnesses such as Pi."`
+	MCP     mcpCmd     `cmd:"" name:"mcp" help:"Serve ctxstore to MCP hosts (Claude Code, editors): sessions, objects and their history, context commits; over stdio, or streamable HTTP with --http."`
 	Help    helpCmd    `cmd:"" help:"Show help for ctxstore or one of its commands."`
 }
 
