@@ -21,7 +21,7 @@ import (
 // holds exactly what a real provider would have been sent, cache_control
 // breakpoints included.
 type scriptedMessages struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *httptest.Server
 	log    string
 	mu     sync.Mutex
@@ -29,7 +29,7 @@ type scriptedMessages struct {
 	next   int
 }
 
-func startScriptedMessages(t *testing.T, script []piStep, log string) *scriptedMessages {
+func startScriptedMessages(t testing.TB, script []piStep, log string) *scriptedMessages {
 	t.Helper()
 	m := &scriptedMessages{t: t, log: log, script: script}
 	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))

