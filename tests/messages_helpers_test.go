@@ -27,6 +27,9 @@ type scriptedMessages struct {
 	mu     sync.Mutex
 	script []piStep
 	next   int
+	// respond, when set, chooses each answer from the request instead of
+	// the script (for harnesses that make model calls of their own).
+	respond func(req messagesRequest) piStep
 }
 
 func startScriptedMessages(t testing.TB, script []piStep, log string) *scriptedMessages {
@@ -64,13 +67,23 @@ func (m *scriptedMessages) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	m.mu.Unlock()
-	if n >= len(m.script) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		fmt.Fprintf(w, `{"type":"error","error":{"type":"invalid_request_error","message":"the script has no step %d"}}`, n)
-		return
+	var step piStep
+	if m.respond != nil {
+		var req messagesRequest
+		if err := json.Unmarshal(body, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		step = m.respond(req)
+	} else {
+		if n >= len(m.script) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"type":"error","error":{"type":"invalid_request_error","message":"the script has no step %d"}}`, n)
+			return
+		}
+		step = m.script[n]
 	}
-	step := m.script[n]
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	send := func(event string, data any) {
