@@ -35,7 +35,9 @@ func BenchmarkPiContextCall(b *testing.B) {
 			script = append(script, piStep{Tool: "bash", Args: map[string]any{"command": cmd}, ID: fmt.Sprintf("call_%d", i)},
 				piStep{Text: fmt.Sprintf("Turn %d done.", i+1)})
 		}
-		pi := startPi(b, e, srv.pxURL, script)
+		// Straight to the server: the OpenAPI-checking proxy would add its
+		// validation to every call.
+		pi := startPi(b, e, srv.url, script)
 		for i := range turns {
 			pi.prompt(fmt.Sprintf("Turn %d: run it.", i+1))
 		}

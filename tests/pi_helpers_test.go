@@ -442,6 +442,17 @@ func (p *piRun) prompt(text string) {
 // response's data; it fails the test if Pi refuses it.
 func (p *piRun) command(cmd map[string]any) map[string]any {
 	p.t.Helper()
+	ev := p.try(cmd)
+	if ev["success"] != true {
+		p.t.Fatalf("pi refused %v: %v", cmd, ev)
+	}
+	d, _ := ev["data"].(map[string]any)
+	return d
+}
+
+// try sends an RPC command and returns its whole response.
+func (p *piRun) try(cmd map[string]any) map[string]any {
+	p.t.Helper()
 	p.seq++
 	id := fmt.Sprint(p.seq)
 	cmd["id"] = id
@@ -462,11 +473,7 @@ func (p *piRun) command(cmd map[string]any) map[string]any {
 			case ev["type"] == "extension_error":
 				p.t.Errorf("pi extension error: %v", ev)
 			case ev["type"] == "response" && ev["id"] == id:
-				if ev["success"] != true {
-					p.t.Fatalf("pi refused %v: %v", cmd, ev)
-				}
-				d, _ := ev["data"].(map[string]any)
-				return d
+				return ev
 			}
 		case <-timeout:
 			p.t.Fatalf("pi: no response within a minute to %v\nstderr: %s", cmd, p.stderr)

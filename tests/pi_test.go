@@ -516,3 +516,33 @@ func TestPiStoreLocked(t *testing.T) {
 	}
 	t.Logf("notices: %q", pi.notices)
 }
+
+// TestPiCompactionCancelled: while ctxstore answers, Pi's compaction is
+// cancelled (ctxstore bounds the context itself): a /compact (RPC compact,
+// reason "manual") fails and Pi's session file gets no compaction entry.
+func TestPiCompactionCancelled(t *testing.T) {
+	t.Parallel()
+	e := newPiEnv(t)
+	srv := startServe(t, "sqlite:"+filepath.Join(t.TempDir(), "store.db"))
+	// Keep almost nothing recent, so that there is something to compact.
+	if err := os.WriteFile(filepath.Join(e.agentDir, "settings.json"), []byte(`{"compaction":{"keepRecentTokens":1}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pi := startPi(t, e, srv.pxURL, []piStep{{Text: "One."}, {Text: "Two."}, {Text: "Three."}})
+	pi.prompt("First.")
+	pi.prompt("Second.")
+	r := pi.try(map[string]any{"type": "compact"})
+	pi.prompt("Third.")
+	pi.quit()
+	srv.Stop()
+	if r["success"] == true || !strings.Contains(strings.ToLower(fmt.Sprint(r["error"])), "cancel") {
+		t.Errorf("compact while ctxstore answers: %v, want it cancelled", r)
+	}
+	_, raw := piTranscript(t, piSessionFile(t, e.sessions))
+	if strings.Contains(raw, `"type":"compaction"`) {
+		t.Errorf("Pi's session file has a compaction entry")
+	}
+	if n := len(readContexts(t, e.ctxLog)); n != 3 {
+		t.Errorf("the model was called %d times, want 3 (no summarization call)", n)
+	}
+}
