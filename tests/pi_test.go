@@ -1,6 +1,9 @@
 package tests
 
 import (
+	"context"
+	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -135,6 +138,11 @@ func piScenario(t *testing.T, storeURL string) {
 	cs := readContexts(t, e.ctxLog)
 	if len(cs) != len(script)+2 {
 		t.Fatalf("the model was called %d times, want %d", len(cs), len(script)+2)
+	}
+	// Prompt-cache breakpoints: ctxstore's, at the end of its stable
+	// prefix and of its answer.
+	if split := checkBreakpoints(t, e.ctxLog, false); split == 0 {
+		t.Errorf("no request had a stable-prefix breakpoint before the end one")
 	}
 	rebased := make([]bool, len(cs))
 	for i := range cs {
@@ -280,8 +288,19 @@ func piScenario(t *testing.T, storeURL string) {
 	if !strings.Contains(bashOut, "build-output-line 1\n") || !strings.Contains(bashOut, "build-output-line 20") || !strings.Contains(readOut, "alpha v1") {
 		t.Errorf("Pi's session file lacks full tool outputs: bash %.100q, read %.100q", bashOut, readOut)
 	}
+	// Pi records its own system prompt (with the tools' descriptions, which
+	// mention ctxstore's blocks) as system messages; the conversation holds
+	// none of ctxstore's rendering.
+	_ = raw
+	var conv strings.Builder
+	for _, m := range msgs {
+		if m["role"] != "system" {
+			b, _ := json.Marshal(m)
+			conv.Write(b)
+		}
+	}
 	for _, s := range []string{"<<content", "collapsed: ", "[context]", "# Your context (ctxstore)"} {
-		if strings.Contains(raw, s) {
+		if strings.Contains(conv.String(), s) {
 			t.Errorf("Pi's session file holds ctxstore's rendering %q", s)
 		}
 	}
@@ -373,5 +392,157 @@ func TestPiFailsOpen(t *testing.T) {
 	}
 	if len(pi.notices) != 1 || !strings.Contains(pi.notices[0], "unreachable") {
 		t.Errorf("Pi should have said once that ctxstore is unreachable: %q", pi.notices)
+	}
+}
+
+// TestPiFork: Pi's fork (a new session holding a branch of the current
+// one) reaches ctxstore as a harness event recorded with the forked
+// session's first context commit: which session, which entry, which side.
+func TestPiFork(t *testing.T) {
+	t.Parallel()
+	e := newPiEnv(t)
+	srv := startServe(t, "sqlite:"+filepath.Join(t.TempDir(), "store.db"))
+	pi := startPi(t, e, srv.pxURL, []piStep{{Text: "One."}, {Text: "Two."}, {Text: "Forked."}})
+	pi.prompt("First question.")
+	pi.prompt("Second question.")
+	parent := piSessionID(t, piSessionFile(t, e.sessions))
+	fm := pi.command(map[string]any{"type": "get_fork_messages"})
+	msgs, _ := fm["messages"].([]any)
+	var entry string
+	for _, m := range msgs {
+		mm, _ := m.(map[string]any)
+		if mm["text"] == "Second question." {
+			entry, _ = mm["entryId"].(string)
+		}
+	}
+	if entry == "" {
+		t.Fatalf("get_fork_messages: no entry for the second question: %v", fm)
+	}
+	if r := pi.command(map[string]any{"type": "fork", "entryId": entry}); r["cancelled"] == true {
+		t.Fatalf("fork cancelled: %v", r)
+	}
+	pi.prompt("Another second question.")
+	pi.quit()
+	files, _ := filepath.Glob(filepath.Join(e.sessions, "*.jsonl"))
+	var child string
+	for _, f := range files {
+		if id := piSessionID(t, f); id != parent {
+			child = id
+		}
+	}
+	if len(files) != 2 || child == "" {
+		t.Fatalf("after the fork, session files %v (parent %s)", files, parent)
+	}
+	var c1 httpapi.ObjectResponse
+	srv.get(fmt.Sprintf("/v1/objects/ctx-%s-1", child), &c1)
+	h, _ := c1.Doc["harness"].(map[string]any)
+	evs, _ := h["events"].([]any)
+	if len(evs) != 1 {
+		t.Fatalf("the forked session's first commit records events %v, want one fork", h["events"])
+	}
+	ev, _ := evs[0].(map[string]any)
+	if ev["type"] != "fork" || ev["parent_session_id"] != parent || ev["entry_id"] != entry || ev["position"] != "before" {
+		t.Errorf("fork event %v, want parent %s entry %s position before", ev, parent, entry)
+	}
+	// The parent's commits record no event; the child's second call none.
+	var p1 httpapi.ObjectResponse
+	srv.get(fmt.Sprintf("/v1/objects/ctx-%s-1", parent), &p1)
+	if ph, _ := p1.Doc["harness"].(map[string]any); ph["events"] != nil {
+		t.Errorf("the parent's first commit records events %v", ph["events"])
+	}
+	// The forked context holds the branch: the first question, not the second.
+	cs := readContexts(t, e.ctxLog)
+	last := cs[len(cs)-1]
+	var texts []string
+	for _, m := range last.Messages {
+		for _, b := range m.Content {
+			texts = append(texts, b.Text)
+		}
+	}
+	all := strings.Join(texts, "\n")
+	if !strings.Contains(all, "First question.") || strings.Contains(all, "Second question.") || !strings.Contains(all, "Another second question.") {
+		t.Errorf("the forked context is not the branch: %q", texts)
+	}
+	srv.Stop()
+}
+
+// TestPiStoreLocked: while another process holds the SQLite store's write
+// lock, the context call fails (after the store's busy timeout); Pi keeps
+// working on its own context and prompt, the user is told once, and told
+// once again when ctxstore answers after the lock is released.
+func TestPiStoreLocked(t *testing.T) {
+	t.Parallel()
+	e := newPiEnv(t)
+	path := filepath.Join(t.TempDir(), "store.db")
+	srv := startServe(t, "sqlite:"+path)
+	pi := startPi(t, e, srv.pxURL, []piStep{{Text: "One."}, {Text: "Two."}, {Text: "Three."}})
+	pi.prompt("First.")
+
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(context.Background(), "BEGIN EXCLUSIVE"); err != nil {
+		t.Fatal(err)
+	}
+	pi.prompt("Second, with the store locked.")
+	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	pi.prompt("Third.")
+	pi.quit()
+	srv.Stop()
+
+	cs := readContexts(t, e.ctxLog)
+	if len(cs) != 3 {
+		t.Fatalf("the model was called %d times, want 3", len(cs))
+	}
+	for i, want := range []bool{true, false, true} {
+		if got := strings.Contains(cs[i].SystemPrompt, "# Your context (ctxstore)"); got != want {
+			t.Errorf("call %d: ctxstore's prompt %v, want %v", i, got, want)
+		}
+	}
+	if n := len(cs[1].Messages); n != 3 {
+		t.Errorf("call 2 (Pi's own context) has %d messages, want 3", n)
+	}
+	if len(pi.notices) != 2 || !strings.Contains(pi.notices[0], "Pi keeps its own context") || !strings.Contains(pi.notices[1], "reachable again") {
+		t.Errorf("notices %q: want one failure, then one recovery", pi.notices)
+	}
+	t.Logf("notices: %q", pi.notices)
+}
+
+// TestPiCompactionCancelled: while ctxstore answers, Pi's compaction is
+// cancelled (ctxstore bounds the context itself): a /compact (RPC compact,
+// reason "manual") fails and Pi's session file gets no compaction entry.
+func TestPiCompactionCancelled(t *testing.T) {
+	t.Parallel()
+	e := newPiEnv(t)
+	srv := startServe(t, "sqlite:"+filepath.Join(t.TempDir(), "store.db"))
+	// Keep almost nothing recent, so that there is something to compact.
+	if err := os.WriteFile(filepath.Join(e.agentDir, "settings.json"), []byte(`{"compaction":{"keepRecentTokens":1}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pi := startPi(t, e, srv.pxURL, []piStep{{Text: "One."}, {Text: "Two."}, {Text: "Three."}})
+	pi.prompt("First.")
+	pi.prompt("Second.")
+	r := pi.try(map[string]any{"type": "compact"})
+	pi.prompt("Third.")
+	pi.quit()
+	srv.Stop()
+	if r["success"] == true || !strings.Contains(strings.ToLower(fmt.Sprint(r["error"])), "cancel") {
+		t.Errorf("compact while ctxstore answers: %v, want it cancelled", r)
+	}
+	_, raw := piTranscript(t, piSessionFile(t, e.sessions))
+	if strings.Contains(raw, `"type":"compaction"`) {
+		t.Errorf("Pi's session file has a compaction entry")
+	}
+	if n := len(readContexts(t, e.ctxLog)); n != 3 {
+		t.Errorf("the model was called %d times, want 3 (no summarization call)", n)
 	}
 }

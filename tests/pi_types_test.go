@@ -9,7 +9,7 @@ import (
 )
 
 // TestPiExtensionTypes type-checks the Pi extension and the scripted model
-// with TypeScript (strict) against Pi 0.73.1's own declarations: Pi loads
+// with TypeScript (strict) against the declarations of Pi piVersion: Pi loads
 // them with jiti, which strips types without checking them.
 func TestPiExtensionTypes(t *testing.T) {
 	t.Parallel()
@@ -23,8 +23,8 @@ func TestPiExtensionTypes(t *testing.T) {
 			"typeRoots": []string{filepath.Join(tsc, "node_modules", "@types")},
 			"baseUrl":   ".",
 			"paths": map[string]any{
-				"@mariozechner/*": []string{filepath.Join(piModules, "@mariozechner", "*")},
-				"typebox":         []string{filepath.Join(piModules, "typebox")},
+				"@earendil-works/*": []string{filepath.Join(piModules, "@earendil-works", "*")},
+				"typebox":           []string{filepath.Join(piModules, "typebox")},
 			},
 		},
 		"files": []string{repoPath(t, "integrations/pi/index.ts"), repoPath(t, "tests/testdata/pi/scripted-model.ts")},
@@ -34,7 +34,7 @@ func TestPiExtensionTypes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "tsconfig.json"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("node", filepath.Join(tsc, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json")
+	cmd := exec.Command(nodeBin(t), filepath.Join(tsc, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json")
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("tsc: %v\n%s", err, out)

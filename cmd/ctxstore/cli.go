@@ -46,6 +46,7 @@ type cli struct {
 	Replay   replayCmd   `cmd:"" group:"context" help:"Replay Claude Code or Pi transcripts call by call through ctxstore and other context strategies; report tokens, cache share and cost."`
 
 	Serve serveCmd `cmd:"" group:"service" help:"Serve the context manager's HTTP API (sessions, context calls, tools) and the web inspector, for agent harnesses such as Pi."`
+	MCP   mcpCmd   `cmd:"" group:"service" name:"mcp" help:"Serve ctxstore to MCP hosts (Claude Code, editors): sessions, objects and their history, context commits; over stdio, or streamable HTTP with --http."`
 
 	Put     putCmd     `cmd:"" group:"store" help:"Write one JSON document (or, with --lines, many) in one transaction."`
 	Delete  deleteCmd  `cmd:"" group:"store" help:"Delete a document (write a tombstone), optionally over a valid-time range."`

@@ -48,6 +48,14 @@ type Assembled struct {
 	Idle time.Duration
 	// SessionTx is the session version the context reflects.
 	SessionTx int64
+	// Stable is the number of leading messages (of Messages) that no later
+	// call of the session changes: they precede every item a rebase could
+	// rewrite (a content block, live or stale, and an assistant message
+	// whose tool input can collapse). A prompt-cache breakpoint at the end
+	// of them stays valid whatever the cost model decides later. It is 0 in
+	// LayoutLiteral (which re-renders its blocks every call) and for a
+	// rebuilt context.
+	Stable int
 
 	system string
 	tools  []ToolSpec
@@ -127,6 +135,7 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 			c.ActiveTokens += a.items[i].tokens
 		}
 		c.items = a.items[:len(a.items):len(a.items)]
+		c.Stable = a.stableMessages()
 	case LayoutLiteral:
 		var err error
 		if pool, active, err = a.literalBlocks(ctx); err != nil {
@@ -178,6 +187,47 @@ func (a *Assembler) systemText() string {
 		return ""
 	}
 	return *a.sys.Content
+}
+
+// stableMessages counts the messages before the first item a rebase could
+// rewrite (see Assembled.Stable); a message that item continues is not
+// counted.
+func (a *Assembler) stableMessages() int {
+	n := 0
+	var prev *frag
+	for _, it := range a.items {
+		if a.rewritable(it) {
+			if it.f.joins(prev) {
+				n--
+			}
+			return n
+		}
+		if !it.f.joins(prev) {
+			n++
+		}
+		prev = it.f
+	}
+	return n
+}
+
+// rewritable reports whether a rebase could change it: a content block
+// (live content may go stale), or an assistant message with a call whose
+// input can collapse.
+func (a *Assembler) rewritable(it *item) bool {
+	switch it.kind {
+	case kContent:
+		return true
+	case kAssistant:
+		if it.staleInput {
+			return true
+		}
+		for _, c := range it.calls {
+			if _, ok := a.inputs[c.ID]; ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // candidates returns a rebase candidate for every stale item, first to

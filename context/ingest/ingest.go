@@ -204,6 +204,18 @@ func (in *Ingester) Ingest(ctx context.Context, log []conversation.Message) (Rep
 // Context ingests log and assembles the next model call, recording the
 // cursor in the call's context commit.
 func (in *Ingester) Context(ctx context.Context, log []conversation.Message) (*assemble.Assembled, Report, error) {
+	return in.ContextWith(ctx, log, nil)
+}
+
+// eventsKey is the member of a commit's harness meta holding the harness
+// events given to ContextWith.
+const eventsKey = "events"
+
+// ContextWith is Context, and records events (what the harness did to its
+// session since the previous call: a fork, a tree navigation, a
+// compaction; plain JSON objects, each with a "type") with the context
+// commit, in its harness meta under "events" (assemble.Commit.Harness).
+func (in *Ingester) ContextWith(ctx context.Context, log []conversation.Message, events []map[string]any) (*assemble.Assembled, Report, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	rep, err := in.ingest(ctx, log)
@@ -221,6 +233,13 @@ func (in *Ingester) Context(ctx context.Context, log []conversation.Message) (*a
 	hm := map[string]any{cursorKey: meta}
 	if !in.cwdSaved {
 		hm[CwdKey] = in.o.Cwd // once per Ingester: what an inspector shows
+	}
+	if len(events) > 0 {
+		evs := make([]any, len(events))
+		for i, e := range events {
+			evs[i] = e
+		}
+		hm[eventsKey] = evs
 	}
 	c, err := in.a.CallWith(ctx, hm)
 	if err != nil {

@@ -1,31 +1,45 @@
-// ctxstore's Pi extension: `pi -e integrations/pi/index.ts` (Pi 0.73.1; no build step).
+// ctxstore's Pi extension: `pi -e /path/to/ctxstore/integrations/pi/index.ts` (Pi, the package
+// @earendil-works/pi-coding-agent; tested on 0.87.1, written against the 1.x API; no build step).
 //
 // ctxstore decides what the model sees. The extension stays thin: it forwards Pi's events to
-// `ctxstore serve` (docs/service.md) and applies the answers.
+// `ctxstore serve` (docs/service.md) and applies the answers (docs/pi.md says which Pi events it
+// uses and why).
 //
-//   before_agent_start   opens the ctxstore session (keyed to Pi's session id) and returns its
-//                        system prompt (Pi's own, followed by ctxstore's guide);
+//   before_agent_start   opens the ctxstore session (keyed to Pi's session id) with Pi's system
+//                        prompt; the session keeps its own (Pi's, followed by ctxstore's guide);
 //   context              one POST per LLM call with Pi's messages; the answer replaces them;
+//   context_with_system  the request's system prompt is the one the service answered for this
+//                        call (Pi's later system messages are folded: their tools are kept);
+//   before_provider_request
+//                        prompt-cache breakpoints (Anthropic's cache_control) are moved to the
+//                        end of the prefix the service says is stable and to the end of its
+//                        answer, never left on messages something appends per call;
 //   tool_result          the tools Pi runs (bash, edit, write, ls, find, grep, ...) are observed;
 //   read                 replaced by ctxstore's read (the file joins the active content);
 //   activate, deactivate, pin, unpin, search, query_session
 //                        (registered from the service's GET /v1/tools at load)
 //                        ctxstore's context tools;
+//   session_before_fork, session_start (reason "fork"), session_tree, session_compact
+//                        recorded as harness events with the next context commit (docs/service.md,
+//                        "Harness events"), so the commit history knows where a branch came from;
 //   session_before_compact
-//                        cancelled: ctxstore bounds the context (collapses, rebases);
+//                        cancelled (ctxstore bounds the context), except on a provider overflow,
+//                        which Pi compacts and ctxstore records;
 //   session_shutdown     closes the ctxstore session (the turn in progress is written).
 //
-// If the service is unreachable, the extension says so once and fails open: the context hook
-// returns nothing (Pi keeps its own context), read falls back to Pi's own, and compaction is
-// left to Pi. Pi's session file is never touched by ctxstore; it keeps the full transcript.
+// If the service is unreachable or fails (a store that is locked, say), the extension says so
+// once and fails open: Pi keeps its own context and prompt, read falls back to Pi's own, and
+// compaction is left to Pi; when the service answers again it says so once. Pi's session file is
+// never touched by ctxstore; it keeps the full transcript.
 //
 // Environment: CTXSTORE_SERVICE_URL (default http://127.0.0.1:7411), CTXSTORE_TOKEN (bearer
 // token, when the server has tokens), CTXSTORE_TIMEOUT_MS (per request, default 30000).
 // CTXSTORE_SERVICE_URL is not CTXSTORE_URL: that one names the store for the ctxstore CLI.
 
-import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
-import { createReadToolDefinition } from "@mariozechner/pi-coding-agent";
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+import { createReadToolDefinition } from "@earendil-works/pi-coding-agent";
 import { createHash, type Hash } from "node:crypto";
+import { closeSync, openSync, readSync } from "node:fs";
 
 const BASE = (process.env.CTXSTORE_SERVICE_URL || "http://127.0.0.1:7411").replace(/\/+$/, "");
 const TOKEN = process.env.CTXSTORE_TOKEN || "";
@@ -65,7 +79,11 @@ interface ContextResponse {
   system_prompt: string;
   call: number;
   rebased: boolean;
+  stable: number;
 }
+
+/** A harness event recorded with the next context commit (docs/service.md, "Harness events"). */
+type HarnessEvent = { type: string } & Record<string, unknown>;
 
 interface ToolResponse {
   ok: boolean;
@@ -120,7 +138,7 @@ class Deltas {
   }
 
   /** The request body for Pi's messages, and the number of them the service already holds. */
-  body(messages: any[], full = false): { body: string; jsons: string[]; base: number } {
+  body(messages: any[], full = false, events: HarnessEvent[] = []): { body: string; jsons: string[]; base: number } {
     const jsons = messages.map((m) => JSON.stringify(m));
     let base = 0;
     if (!full) {
@@ -129,7 +147,8 @@ class Deltas {
     }
     const head = base > 0 ? `"base":${base},"base_sha256":"${this.sums[base - 1]}",` : "";
     const have = !full && this.held ? `"have_call":${this.held.call},` : "";
-    return { body: `{${head}${have}"messages":[${jsons.slice(base).join(",")}]}`, jsons, base };
+    const evs = events.length > 0 ? `"events":${JSON.stringify(events)},` : "";
+    return { body: `{${head}${have}${evs}"messages":[${jsons.slice(base).join(",")}]}`, jsons, base };
   }
 
   /** Records a successful call: the log sent, and the answer made whole. */
@@ -156,12 +175,148 @@ class Deltas {
   }
 }
 
+/** The session id in the header (first line) of a Pi session file, or "" if it cannot be read. */
+function sessionIdOf(file: string | undefined): string {
+  if (!file) return "";
+  try {
+    const fd = openSync(file, "r");
+    try {
+      const buf = Buffer.alloc(4096);
+      const n = readSync(fd, buf, 0, buf.length, 0);
+      const line = buf.subarray(0, n).toString("utf8").split("\n")[0];
+      const header = JSON.parse(line);
+      return header?.type === "session" && typeof header.id === "string" ? header.id : "";
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return "";
+  }
+}
+
+/**
+ * The request's system messages folded into one leading message holding ctxstore's prompt and
+ * the tools Pi's system messages declare now (toolsAdded and toolsRemoved replayed in order):
+ * the prompt is the service's, the tool set stays Pi's.
+ */
+function withSystemPrompt(messages: any[], prompt: string): any[] {
+  const tools = new Map<string, any>();
+  let timestamp: number | undefined;
+  const rest: any[] = [];
+  for (const m of messages) {
+    if (m?.role !== "system") {
+      rest.push(m);
+      continue;
+    }
+    timestamp ??= m.timestamp;
+    for (const t of m.toolsAdded ?? []) tools.set(t.name, t);
+    for (const r of m.toolsRemoved ?? []) tools.delete(typeof r === "string" ? r : r?.name);
+  }
+  const head: any = { role: "system", content: prompt, timestamp: timestamp ?? 0 };
+  if (tools.size > 0) head.toolsAdded = [...tools.values()];
+  return [head, ...rest];
+}
+
+/** What a block of the provider payload must match, for one block of a Pi message. */
+type BlockKey = { type: "text"; text: string } | { type: "tool_use" | "tool_result"; id: string } | { type: "image" };
+
+function keysOf(m: any): BlockKey[] {
+  const blocks = typeof m.content === "string" ? [{ type: "text", text: m.content }] : (m.content ?? []);
+  if (m.role === "toolResult") return [{ type: "tool_result", id: m.toolCallId }];
+  const keys: BlockKey[] = [];
+  for (const b of blocks) {
+    if (b.type === "text" && b.text) keys.push({ type: "text", text: b.text });
+    else if (b.type === "image") keys.push({ type: "image" });
+    else if (b.type === "toolCall") keys.push({ type: "tool_use", id: b.id });
+  }
+  return keys;
+}
+
+/** Tool-call ids as pi-ai's Anthropic provider sends them. */
+const anthropicId = (id: string) => String(id).replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 64);
+
+function matches(block: any, key: BlockKey): boolean {
+  if (!block || block.type !== key.type) return false;
+  switch (key.type) {
+    case "text":
+      return block.text === key.text;
+    case "tool_use":
+      return block.id === anthropicId(key.id);
+    case "tool_result":
+      return block.tool_use_id === anthropicId(key.id);
+    default:
+      return true;
+  }
+}
+
+/**
+ * Places the prompt-cache breakpoints of an Anthropic Messages payload (cache_control on content
+ * blocks) at the end of the first `stable` messages of ctxstore's answer and at the end of the
+ * answer, and removes those the provider put on other messages (the last one, which another
+ * extension may have appended for this call only). The system prompt's and the tools' breakpoints
+ * stay: ctxstore keeps both fixed for the session. Returns undefined (the payload unchanged)
+ * when the payload carries no cache_control (another API) or the answer cannot be found in it.
+ */
+export function placeBreakpoints(payload: any, answer: any[], stable: number): any | undefined {
+  const msgs = payload?.messages;
+  if (!Array.isArray(msgs) || answer.length === 0) return undefined;
+  const flat: { mi: number; bi: number; block: any }[] = [];
+  let cc: any;
+  for (let mi = 0; mi < msgs.length; mi++) {
+    const content = msgs[mi]?.content;
+    const blocks = typeof content === "string" ? [{ type: "text", text: content }] : Array.isArray(content) ? content : [];
+    for (let bi = 0; bi < blocks.length; bi++) {
+      flat.push({ mi, bi, block: blocks[bi] });
+      cc ??= blocks[bi]?.cache_control;
+    }
+  }
+  if (!cc && Array.isArray(payload.system)) cc = payload.system.find((b: any) => b?.cache_control)?.cache_control;
+  if (!cc) return undefined;
+  // The end of each of ctxstore's messages in the payload, matched in order.
+  const ends: number[] = [];
+  let j = 0;
+  for (const m of answer) {
+    let end = -1;
+    for (const key of keysOf(m)) {
+      while (j < flat.length && !matches(flat[j].block, key)) j++;
+      if (j === flat.length) return undefined;
+      end = j++;
+    }
+    ends.push(end);
+  }
+  const at = new Set<number>();
+  let last = ends.length - 1;
+  while (last >= 0 && ends[last] < 0) last--;
+  if (last < 0) return undefined;
+  at.add(ends[last]);
+  for (let k = Math.min(stable, ends.length) - 1; k >= 0; k--) {
+    if (ends[k] >= 0) {
+      at.add(ends[k]);
+      break;
+    }
+  }
+  for (const { block } of flat) if (block && typeof block === "object") delete block.cache_control;
+  for (const i of at) {
+    const { mi, bi, block } = flat[i];
+    if (typeof msgs[mi].content === "string") msgs[mi].content = [{ ...block, cache_control: cc }];
+    else msgs[mi].content[bi].cache_control = cc;
+  }
+  return payload;
+}
+
+/** Fork points seen by session_before_fork, by the session file forked from (this process). */
+const forkPoints = new Map<string, { entry_id: string; position: string }>();
+
 export default async function ctxstore(pi: ExtensionAPI) {
   let sid = "";
   const deltas = new Deltas();
   let opened: Promise<OpenResponse> | undefined;
-  let systemPrompt = "";
   let healthy = false; // the last call to the service succeeded
+  let events: HarnessEvent[] = []; // to send with the next context call
+  let forkedSid = ""; // the session a fork event was queued for
+  // The answer to the context call in progress: context_with_system and before_provider_request
+  // of the same LLM call apply it, then it is dropped.
+  let current: { messages: any[]; stable: number; systemPrompt: string } | undefined;
   let warned = false; // the user has been told the service is down
 
   const tell = (ctx: ExtensionContext, msg: string, type: "info" | "warning" | "error" = "warning") => {
@@ -201,9 +356,6 @@ export default async function ctxstore(pi: ExtensionAPI) {
         system_prompt: prompt ?? ctx.getSystemPrompt(),
         harness: "pi",
         tools,
-      }).then((r) => {
-        systemPrompt = r.system_prompt;
-        return r;
       });
       opened.catch(() => (opened = undefined));
     }
@@ -223,26 +375,66 @@ export default async function ctxstore(pi: ExtensionAPI) {
     }
   };
 
-  pi.on("session_start", (_event, ctx) => {
+  pi.on("session_start", (event, ctx) => {
     sid = ctx.sessionManager.getSessionId();
     opened = undefined;
+    current = undefined;
     deltas.reset();
+    // Pi 0.87's RPC mode starts a forked session twice (the runtime, then its rebinding): one event.
+    if (event.reason === "fork" && forkedSid !== sid) {
+      forkedSid = sid;
+      // A new Pi session holding a branch of the previous one (Pi's /fork): the fork point was
+      // seen by session_before_fork in the session forked from.
+      const from = event.previousSessionFile;
+      const point = from ? forkPoints.get(from) : undefined;
+      if (from) forkPoints.delete(from);
+      events.push({ type: "fork", parent_session_id: sessionIdOf(from), parent_session_file: from ?? "", ...point });
+    }
+  });
+
+  pi.on("session_before_fork", (event, ctx) => {
+    const file = ctx.sessionManager.getSessionFile();
+    if (file) forkPoints.set(file, { entry_id: event.entryId, position: event.position });
+    return undefined;
+  });
+
+  pi.on("session_tree", (event) => {
+    // The leaf moved inside this session (Pi's /tree): the next log is another branch of it.
+    events.push({
+      type: "tree",
+      old_leaf_id: event.oldLeafId,
+      new_leaf_id: event.newLeafId,
+      ...(event.summaryEntry ? { summary_entry_id: event.summaryEntry.id } : {}),
+    });
+  });
+
+  pi.on("session_compact", (event) => {
+    const e: any = event.compactionEntry;
+    events.push({
+      type: "compaction",
+      reason: event.reason,
+      entry_id: e?.id,
+      first_kept_entry_id: e?.firstKeptEntryId,
+      tokens_before: e?.tokensBefore,
+      from_extension: event.fromExtension,
+    });
   });
 
   pi.on("before_agent_start", async (event, ctx) => {
     try {
       await open(ctx, event.systemPrompt);
       ok(ctx);
-      return { systemPrompt };
     } catch (err) {
       failed(ctx, err);
-      return undefined;
     }
+    return undefined; // the prompt is applied per call (context_with_system)
   });
 
   pi.on("context", async (event, ctx) => {
+    current = undefined;
+    const sending = events.slice();
     try {
-      let req = deltas.body(event.messages);
+      let req = deltas.body(event.messages, false, sending);
       let r: ContextResponse;
       try {
         r = await session<ContextResponse>(ctx, "/context", req.body);
@@ -250,17 +442,31 @@ export default async function ctxstore(pi: ExtensionAPI) {
         // The service lost what it held (a restart, another client): send everything.
         if (!(err instanceof ServiceError) || err.code !== "log_mismatch") throw err;
         deltas.reset();
-        req = deltas.body(event.messages, true);
+        req = deltas.body(event.messages, true, sending);
         r = await session<ContextResponse>(ctx, "/context", req.body);
       }
       const messages = deltas.answered(req.jsons, req.base, r);
+      events = events.slice(sending.length);
+      current = { messages, stable: r.stable ?? 0, systemPrompt: r.system_prompt };
       ok(ctx);
       return { messages };
     } catch (err) {
       deltas.reset();
       failed(ctx, err);
-      return undefined; // fail open: Pi sends its own context
+      return undefined; // fail open: Pi sends its own context (the events wait for the next call)
     }
+  });
+
+  pi.on("context_with_system", (event) => {
+    if (!current) return undefined;
+    return { messages: withSystemPrompt(event.messages, current.systemPrompt) };
+  });
+
+  pi.on("before_provider_request", (event) => {
+    const c = current;
+    current = undefined;
+    if (!c) return undefined;
+    return placeBreakpoints(event.payload, c.messages, c.stable);
   });
 
   pi.on("tool_result", async (event, ctx) => {
@@ -281,7 +487,9 @@ export default async function ctxstore(pi: ExtensionAPI) {
     return undefined;
   });
 
-  pi.on("session_before_compact", () => (healthy ? { cancel: true } : undefined));
+  // ctxstore bounds the context (collapses, rebases), so Pi's compaction is cancelled; a provider
+  // overflow (the context did not fit after all) is left to Pi, and recorded (session_compact).
+  pi.on("session_before_compact", (event) => (healthy && event.reason !== "overflow" ? { cancel: true } : undefined));
 
   pi.on("session_shutdown", async (_event, ctx) => {
     if (!sid || !healthy) return;

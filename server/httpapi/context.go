@@ -36,6 +36,12 @@ type ContextRequest struct {
 	BaseSHA256 string                 `json:"base_sha256,omitempty"`
 	HaveCall   int                    `json:"have_call,omitempty"`
 	Log        []conversation.Message `json:"log,omitempty"`
+	// Events are what the harness did to its session since its previous
+	// call (Pi: a fork, a tree navigation, a compaction), each an object
+	// with a "type"; they are recorded with this call's context commit, in
+	// its harness meta under "events", for the commit history to read
+	// (docs/service.md, "Harness events").
+	Events []map[string]any `json:"events,omitempty"`
 }
 
 // ContextResponse is the context of the next model call.
@@ -58,6 +64,10 @@ type ContextResponse struct {
 	Rebased      bool   `json:"rebased"`
 	RebaseReason string `json:"rebase_reason,omitempty"`
 	RebaseOffset int    `json:"rebase_offset"`
+	// Stable is how many leading messages of the context no later call
+	// changes (assemble.Assembled.Stable): where a prompt-cache breakpoint
+	// stays valid. The system prompt and tools are stable too.
+	Stable int `json:"stable"`
 	// Bytes, Tokens and StaleTokens measure the rendering.
 	Bytes       int `json:"bytes"`
 	Tokens      int `json:"tokens"`
@@ -171,8 +181,13 @@ func (s *Server) context(q *request) (any, error) {
 		}
 		log = l.pi.conv.Log
 	}
+	for i, e := range req.Events {
+		if t, _ := e["type"].(string); t == "" {
+			return nil, badRequest("events[%d]: an event needs a type (a non-empty string)", i)
+		}
+	}
 	start := time.Now()
-	c, rep, err := l.in.Context(q.ctx, log)
+	c, rep, err := l.in.ContextWith(q.ctx, log, req.Events)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +197,7 @@ func (s *Server) context(q *request) (any, error) {
 	// assembly), so clients can tell it from HTTP and JSON.
 	q.timing = fmt.Sprintf("cm;desc=\"ingest+assemble\";dur=%.3f", float64(time.Since(start).Microseconds())/1000)
 	resp := ContextResponse{SystemPrompt: c.System(), Call: c.N, CommitID: c.CommitID, Rebased: c.Rebased,
-		RebaseReason: c.Reason, RebaseOffset: c.RebaseOffset, Bytes: len(c.Bytes), Tokens: c.Tokens,
+		RebaseReason: c.Reason, RebaseOffset: c.RebaseOffset, Stable: c.Stable, Bytes: len(c.Bytes), Tokens: c.Tokens,
 		StaleTokens: c.StaleTokens, Ingested: rep}
 	if req.Messages == nil {
 		resp.Assembled = c.Messages()

@@ -615,3 +615,49 @@ func TestContextDeltas(t *testing.T) {
 	lg.user("A different question.")
 	compare(lg.raws(), -1, "")
 }
+
+// TestContextStableAndEvents: the answer says how many leading messages no
+// later call changes (those before the first content block), and harness
+// events are recorded with the call's context commit.
+func TestContextStableAndEvents(t *testing.T) {
+	e := newEnv(t, nil)
+	e.file("notes.txt", "the answer is 42\n")
+	e.open("s1")
+	var lg piLogBuilder
+	lg.user("What is in notes.txt?")
+	var c1 piAnswer
+	e.ok("POST", "/v1/sessions/s1/context", lg.body(), &c1)
+	if c1.Stable != len(c1.Messages) {
+		t.Errorf("call 1: stable %d of %d messages, want all (no content yet)", c1.Stable, len(c1.Messages))
+	}
+	lg.call("call_1", "read", map[string]any{"path": "notes.txt"})
+	var rd ToolResponse
+	e.ok("POST", "/v1/sessions/s1/tools/read", ToolRequest{ToolCallID: "call_1", Args: map[string]any{"path": "notes.txt"}}, &rd)
+	lg.result("call_1", "read", rd.Message, false)
+	body := lg.body()
+	body["events"] = []map[string]any{{"type": "tree", "old_leaf_id": "a1", "new_leaf_id": "b2"}}
+	var c2 piAnswer
+	e.ok("POST", "/v1/sessions/s1/context", body, &c2)
+	first := -1
+	for i, m := range c2.Messages {
+		for _, b := range m.Content {
+			if first < 0 && strings.HasPrefix(b.Text, "<<content ") {
+				first = i
+			}
+		}
+	}
+	if first < 0 || c2.Stable != first {
+		t.Errorf("call 2: stable %d, first content block in message %d of %d", c2.Stable, first, len(c2.Messages))
+	}
+	var obj ObjectResponse
+	e.ok("GET", "/v1/objects/ctx-s1-2", nil, &obj)
+	h, _ := obj.Doc["harness"].(map[string]any)
+	evs, _ := h["events"].([]any)
+	if len(evs) != 1 || evs[0].(map[string]any)["new_leaf_id"] != "b2" {
+		t.Errorf("commit 2 records events %v", h["events"])
+	}
+	e.ok("GET", "/v1/objects/ctx-s1-1", nil, &obj)
+	if h, _ := obj.Doc["harness"].(map[string]any); h["events"] != nil {
+		t.Errorf("commit 1 records events %v", h["events"])
+	}
+}

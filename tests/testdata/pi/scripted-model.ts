@@ -1,46 +1,19 @@
-// Test-only Pi extension: an offline model "scripted/scripted-1" that answers each LLM call with
-// the next step of a script, and logs every context it is given.
+// Test-only Pi extension: an offline model "scripted/scripted-1" behind Anthropic's Messages API.
 //
-//   PI_SCRIPT       a JSON file: an array of steps, one per LLM call, in order:
-//                   {"text": "..."} answers with text (the agent stops);
-//                   {"tool": "name", "args": {...}, "id": "call_x"} calls a tool (id defaults to call_<n>).
-//   PI_CONTEXT_LOG  a JSON Lines file; each LLM call appends
-//                   {"call": n, "systemPrompt": "...", "messages": [...], "tools": ["read", ...]}:
-//                   exactly what the provider would have been sent.
+//   PI_SCRIPTED_URL  the base URL of the test's scripted Messages endpoint (tests/messages_helpers_test.go),
+//                    which answers each request with the next step of its script and logs the request.
 //
-// It uses pi-ai's faux provider, registered under the api "ctxstore-scripted"; the stream function
-// is captured at once, since Pi's model registry resets directly registered providers on refresh.
-import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
-import { fauxAssistantMessage, fauxText, fauxToolCall, getApiProvider, registerFauxProvider } from "@mariozechner/pi-ai";
-import { appendFileSync, readFileSync } from "node:fs";
-
-type Step = { text: string } | { tool: string; args?: Record<string, unknown>; id?: string };
+// Pi talks to it through pi-ai's own anthropic-messages provider, so the endpoint sees exactly what a real
+// provider would be sent: system prompt, tools, messages and cache_control breakpoints.
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
 export default function scriptedModel(pi: ExtensionAPI) {
-  const script: Step[] = JSON.parse(readFileSync(process.env.PI_SCRIPT!, "utf8"));
-  const logFile = process.env.PI_CONTEXT_LOG;
-  const faux = registerFauxProvider({
-    api: "ctxstore-scripted",
-    provider: "scripted",
-    models: [{ id: "scripted-1", contextWindow: 200000 }],
-  });
-  faux.setResponses(
-    script.map((step, n) => (context: any) => {
-      if (logFile) {
-        const tools = (context.tools ?? []).map((t: any) => t.name);
-        appendFileSync(logFile, JSON.stringify({ call: n, systemPrompt: context.systemPrompt ?? "", messages: context.messages, tools }) + "\n");
-      }
-      if ("tool" in step) {
-        return fauxAssistantMessage([fauxToolCall(step.tool, step.args ?? {}, { id: step.id ?? `call_${n}` })], { stopReason: "toolUse" });
-      }
-      return fauxAssistantMessage(fauxText(step.text));
-    }),
-  );
-  const stream = getApiProvider("ctxstore-scripted")!.streamSimple;
+  const baseUrl = process.env.PI_SCRIPTED_URL;
+  if (!baseUrl) throw new Error("PI_SCRIPTED_URL is not set");
   pi.registerProvider("scripted", {
-    baseUrl: "http://127.0.0.1:9",
+    baseUrl,
     apiKey: "offline",
-    api: "ctxstore-scripted",
+    api: "anthropic-messages",
     models: [
       {
         id: "scripted-1",
@@ -52,6 +25,5 @@ export default function scriptedModel(pi: ExtensionAPI) {
         maxTokens: 4096,
       },
     ],
-    streamSimple: (model: any, context: any, options: any) => stream(model, context, options),
   });
 }

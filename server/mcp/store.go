@@ -1,0 +1,292 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/session"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// SessionSummary summarizes one session.
+type SessionSummary struct {
+	ID      string `json:"id"`
+	Harness string `json:"harness,omitempty"`
+	// Turns is the number of chat turns written; Calls the number of
+	// context commits (model calls).
+	Turns int `json:"turns"`
+	Calls int `json:"calls"`
+	// Active and Pool count the objects active in the context and in its
+	// metadata pool (the session's own system prompt and chat left out).
+	Active int `json:"active"`
+	Pool   int `json:"pool"`
+	// FirstPrompt and LastPrompt are the first and the last user prompt,
+	// shortened to 200 characters.
+	FirstPrompt string `json:"first_prompt,omitempty"`
+	LastPrompt  string `json:"last_prompt,omitempty"`
+}
+
+// SessionDetail describes one session.
+type SessionDetail struct {
+	SessionSummary
+	// Prompts is the user prompt of every turn, in order, each shortened
+	// to 500 characters.
+	Prompts []string `json:"prompts"`
+	// ActiveIDs and Pinned are the objects active and pinned.
+	ActiveIDs []string `json:"active_ids"`
+	Pinned    []string `json:"pinned"`
+	// SystemPromptID and ChatID are the session's locked objects.
+	SystemPromptID string `json:"system_prompt_id"`
+	ChatID         string `json:"chat_id"`
+}
+
+// StoreSessions is Sessions over the store: sessions are named by their
+// ids (ctxstore sessions have no other name yet); a unique prefix is
+// enough.
+type StoreSessions struct{ Store store.Store }
+
+// List implements Sessions.
+func (s StoreSessions) List(ctx context.Context) ([]SessionSummary, error) {
+	ids, err := session.List(ctx, s.Store)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SessionSummary, 0, len(ids))
+	for _, id := range ids {
+		d, err := s.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d.SessionSummary)
+	}
+	return out, nil
+}
+
+// Resolve implements Sessions: an id, or a prefix of exactly one id.
+func (s StoreSessions) Resolve(ctx context.Context, ref string) (string, error) {
+	ref = strings.TrimSpace(strings.TrimPrefix(ref, "@@"))
+	if ref == "" {
+		return "", errors.New("session: a session id (or a unique prefix of one) is needed")
+	}
+	ids, err := session.List(ctx, s.Store)
+	if err != nil {
+		return "", err
+	}
+	if slices.Contains(ids, ref) {
+		return ref, nil
+	}
+	var hits []string
+	for _, id := range ids {
+		if strings.HasPrefix(id, ref) {
+			hits = append(hits, id)
+		}
+	}
+	switch len(hits) {
+	case 1:
+		return hits[0], nil
+	case 0:
+		return "", fmt.Errorf("session %q: no session has this id or id prefix (%d sessions in the store)", ref, len(ids))
+	}
+	if len(hits) > 5 {
+		hits = append(hits[:5], "…")
+	}
+	return "", fmt.Errorf("session %q: the prefix names several sessions: %s", ref, strings.Join(hits, ", "))
+}
+
+// Get implements Sessions.
+func (s StoreSessions) Get(ctx context.Context, id string) (SessionDetail, error) {
+	ss, err := session.Open(ctx, s.Store, id)
+	if err != nil {
+		return SessionDetail{}, err
+	}
+	st := ss.State()
+	info := ss.Info()
+	calls, err := s.Store.Query(ctx, store.Query{Where: []store.Pred{store.Where("type", assemble.CommitType), store.Where("session_id", id)}, Find: []string{"call"}})
+	if err != nil {
+		return SessionDetail{}, err
+	}
+	chat, err := ss.Chat(ctx)
+	if err != nil {
+		return SessionDetail{}, err
+	}
+	d := SessionDetail{
+		SessionSummary: SessionSummary{ID: id, Harness: info.Harness, Turns: len(chat.Chat.Turns), Calls: len(calls),
+			Active: len(unlocked(st.Active)), Pool: len(unlocked(st.Pool))},
+		Prompts: []string{}, ActiveIDs: unlocked(st.Active), Pinned: unlocked(st.Pinned),
+		SystemPromptID: info.SystemPromptID, ChatID: info.ChatID,
+	}
+	for _, t := range chat.Chat.Turns {
+		if p := userText(t.User); p != "" {
+			d.Prompts = append(d.Prompts, shorten(p, 500))
+		}
+	}
+	if n := len(d.Prompts); n > 0 {
+		d.FirstPrompt, d.LastPrompt = shorten(d.Prompts[0], 200), shorten(d.Prompts[n-1], 200)
+	}
+	return d, nil
+}
+
+// userText is the text of a turn's user content (a string or blocks).
+func userText(v any) string {
+	switch u := v.(type) {
+	case string:
+		return u
+	case []any:
+		var parts []string
+		for _, b := range u {
+			if m, ok := b.(map[string]any); ok {
+				if t, ok := m["text"].(string); ok {
+					parts = append(parts, t)
+				}
+			}
+		}
+		return strings.Join(parts, "\n")
+	}
+	return ""
+}
+
+func shorten(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// unlocked leaves out the session's own system prompt and chat.
+func unlocked(ids []string) []string {
+	out := []string{}
+	for _, id := range ids {
+		if !session.Locked(id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// CommitSummary is one context commit in a list.
+type CommitSummary struct {
+	N           int    `json:"n"`
+	ID          string `json:"id"`
+	Parent      string `json:"parent,omitempty"`
+	Bytes       int    `json:"bytes"`
+	Tokens      int    `json:"tokens"`
+	StaleTokens int    `json:"stale_tokens"`
+	// RebaseFrom is the item a rebase rewrote the context from (-1: none).
+	RebaseFrom int    `json:"rebase_from"`
+	Reason     string `json:"reason,omitempty"`
+	// Events are the harness events recorded with the call (a fork, a tree
+	// navigation, a compaction).
+	Events []any `json:"events,omitempty"`
+}
+
+// CommitDetail is one context commit.
+type CommitDetail struct {
+	CommitSummary
+	Session     string             `json:"session"`
+	Layout      string             `json:"layout"`
+	SessionTx   int64              `json:"session_tx"`
+	SystemRef   string             `json:"system_ref"`
+	BytesSHA256 string             `json:"bytes_sha256"`
+	Items       []assemble.ItemDoc `json:"items"`
+	Harness     map[string]any     `json:"harness,omitempty"`
+}
+
+// Materialized is what a model call was sent.
+type Materialized struct {
+	Session  string             `json:"session"`
+	N        int                `json:"n"`
+	System   string             `json:"system"`
+	Tools    []string           `json:"tools"`
+	Messages []assemble.Message `json:"messages"`
+	Bytes    int                `json:"bytes"`
+}
+
+// StoreCommits is Commits over the context commits the assembler writes
+// (assemble.ReadCommit, assemble.Rebuild).
+type StoreCommits struct{ Store store.Store }
+
+func (c StoreCommits) count(ctx context.Context, session string) (int, error) {
+	docs, err := c.Store.Query(ctx, store.Query{Where: []store.Pred{store.Where("type", assemble.CommitType), store.Where("session_id", session)}, Find: []string{"call"}})
+	if err != nil {
+		return 0, err
+	}
+	return len(docs), nil
+}
+
+func (c StoreCommits) pick(ctx context.Context, session string, n int) (int, error) {
+	last, err := c.count(ctx, session)
+	if err != nil {
+		return 0, err
+	}
+	if last == 0 {
+		return 0, fmt.Errorf("session %s has no context commit", session)
+	}
+	if n <= 0 {
+		return last, nil
+	}
+	if n > last {
+		return 0, fmt.Errorf("session %s: n %d: the session has %d context commits", session, n, last)
+	}
+	return n, nil
+}
+
+func summary(k *assemble.Commit) CommitSummary {
+	s := CommitSummary{N: k.N, ID: k.ID, Parent: k.Parent, Bytes: k.ByteLen, Tokens: k.Tokens, StaleTokens: k.StaleTokens,
+		RebaseFrom: k.RebaseFrom, Reason: k.Reason}
+	if evs, ok := k.Harness["events"].([]any); ok {
+		s.Events = evs
+	}
+	return s
+}
+
+// List implements Commits.
+func (c StoreCommits) List(ctx context.Context, session string) ([]CommitSummary, error) {
+	n, err := c.count(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]CommitSummary, 0, n)
+	for i := 1; i <= n; i++ {
+		k, err := assemble.ReadCommit(ctx, c.Store, session, i)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, summary(k))
+	}
+	return out, nil
+}
+
+// Show implements Commits.
+func (c StoreCommits) Show(ctx context.Context, session string, n int) (CommitDetail, error) {
+	n, err := c.pick(ctx, session, n)
+	if err != nil {
+		return CommitDetail{}, err
+	}
+	k, err := assemble.ReadCommit(ctx, c.Store, session, n)
+	if err != nil {
+		return CommitDetail{}, err
+	}
+	return CommitDetail{CommitSummary: summary(k), Session: session, Layout: string(k.Layout), SessionTx: k.SessionTx,
+		SystemRef: k.SystemRef.String(), BytesSHA256: k.BytesSHA256, Items: k.Items, Harness: k.Harness}, nil
+}
+
+// Materialize implements Commits.
+func (c StoreCommits) Materialize(ctx context.Context, session string, n int) (Materialized, error) {
+	n, err := c.pick(ctx, session, n)
+	if err != nil {
+		return Materialized{}, err
+	}
+	a, err := assemble.Rebuild(ctx, c.Store, session, n)
+	if err != nil {
+		return Materialized{}, err
+	}
+	m := Materialized{Session: session, N: n, System: a.System(), Tools: []string{}, Messages: a.Messages(), Bytes: len(a.Bytes)}
+	for _, t := range a.Tools() {
+		m.Tools = append(m.Tools, t.Name)
+	}
+	return m, nil
+}

@@ -1,0 +1,326 @@
+package tests
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ctxstore/ctxstore/server/httpapi"
+)
+
+// mcpFixture is a store with one session written through `ctxstore serve`
+// (a read, a context call with a harness event, a file edited on disk).
+type mcpFixture struct {
+	store, sid, fileID, dir string
+	srv                     *serveProc
+}
+
+func newMCPFixture(t *testing.T) *mcpFixture {
+	t.Helper()
+	f := &mcpFixture{store: "sqlite:" + filepath.Join(t.TempDir(), "store.db"), sid: "mcp-session-1", dir: t.TempDir()}
+	if err := os.WriteFile(filepath.Join(f.dir, "a.txt"), []byte("alpha v1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.srv = startServe(t, f.store)
+	post := func(path string, body any) []byte {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		st, out := f.srv.fetch("POST", path, "application/json", b)
+		if st != 200 {
+			t.Fatalf("POST %s: %d %s", path, st, out)
+		}
+		return out
+	}
+	b, _ := json.Marshal(map[string]any{"cwd": f.dir, "system_prompt": "You are the fixture's agent.", "harness": "test"})
+	if st, out := f.srv.fetch("PUT", "/v1/sessions/"+f.sid, "application/json", b); st != 200 {
+		t.Fatalf("open: %d %s", st, out)
+	}
+	var read httpapi.ToolResponse
+	if err := json.Unmarshal(post("/v1/sessions/"+f.sid+"/tools/read", map[string]any{"tool_call_id": "call_r", "args": map[string]any{"path": "a.txt"}}), &read); err != nil || !read.OK {
+		t.Fatalf("read: %v %+v", err, read)
+	}
+	f.fileID = read.ID
+	post("/v1/sessions/"+f.sid+"/context", map[string]any{
+		"log": []map[string]any{
+			{"role": "user", "text": "Read a.txt please."},
+			{"role": "assistant", "tool_calls": []map[string]any{{"id": "call_r", "name": "read", "args": map[string]any{"path": "a.txt"}}}},
+			{"role": "tool_result", "tool_call_id": "call_r", "tool_name": "read", "output": "alpha v1"},
+		},
+		"events": []map[string]any{{"type": "fork", "parent_session_id": "mcp-session-0", "entry_id": "e1", "position": "before"}},
+	})
+	// The next prompt: the first turn is written to the chat.
+	post("/v1/sessions/"+f.sid+"/context", map[string]any{
+		"log": []map[string]any{
+			{"role": "user", "text": "Read a.txt please."},
+			{"role": "assistant", "tool_calls": []map[string]any{{"id": "call_r", "name": "read", "args": map[string]any{"path": "a.txt"}}}},
+			{"role": "tool_result", "tool_call_id": "call_r", "tool_name": "read", "output": "alpha v1"},
+			{"role": "assistant", "text": "Done."},
+			{"role": "user", "text": "Thanks."},
+		},
+	})
+	if err := os.WriteFile(filepath.Join(f.dir, "a.txt"), []byte("alpha v2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitVersions(t, f.srv, f.fileID, 2)
+	return f
+}
+
+// call calls an MCP tool and decodes its structured result into out; it
+// returns the error text of a tool error ("" on success).
+func call(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any, out any) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if res.IsError {
+		var parts []string
+		for _, c := range res.Content {
+			if tc, ok := c.(*sdk.TextContent); ok {
+				parts = append(parts, tc.Text)
+			}
+		}
+		return strings.Join(parts, "\n")
+	}
+	if out != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s: structured content %s: %v", name, b, err)
+		}
+	}
+	return ""
+}
+
+// TestMCPStdio drives `ctxstore mcp` over stdio with the SDK's client: the
+// tools an MCP host sees and what they answer about a real session, and
+// activation through the service that has the session open.
+func TestMCPStdio(t *testing.T) {
+	t.Parallel()
+	f := newMCPFixture(t)
+	cmd := exec.Command(ctxstoreBin, "--store", f.store, "mcp", "--service", f.srv.url)
+	cmd.Env = append(os.Environ(), "CTXSTORE_TOKEN=")
+	client := sdk.NewClient(&sdk.Implementation{Name: "ctxstore-test", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	tl, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tl.Tools {
+		names = append(names, tool.Name)
+		if tool.InputSchema == nil || tool.Description == "" {
+			t.Errorf("tool %s has no input schema or description", tool.Name)
+		}
+	}
+	slices.Sort(names)
+	want := []string{"activate", "deactivate", "get_object", "get_session", "list_commits", "list_sessions", "materialize_commit", "object_history", "pin", "show_commit", "unpin"}
+	if !slices.Equal(names, want) {
+		t.Errorf("tools %v, want %v (search and query_session only when their implementations are given)", names, want)
+	}
+	mcpChecks(t, cs, f)
+
+	// Activation goes through the service, in the session it has open.
+	var out struct {
+		OK      bool   `json:"ok"`
+		Message string `json:"message"`
+	}
+	if msg := call(t, cs, "deactivate", map[string]any{"session": f.sid, "id": f.fileID}, &out); msg != "" || !out.OK {
+		t.Fatalf("deactivate: %q %+v", msg, out)
+	}
+	var info httpapi.SessionInfo
+	f.srv.get("/v1/sessions/"+f.sid, &info)
+	if slices.Contains(info.Active, f.fileID) {
+		t.Errorf("after deactivate, %s is still active: %v", f.fileID, info.Active)
+	}
+	if msg := call(t, cs, "activate", map[string]any{"session": f.sid, "id": f.fileID}, &out); msg != "" || !out.OK {
+		t.Fatalf("activate: %q %+v", msg, out)
+	}
+	f.srv.get("/v1/sessions/"+f.sid, &info)
+	if !slices.Contains(info.Active, f.fileID) {
+		t.Errorf("after activate, %s is not active: %v", f.fileID, info.Active)
+	}
+	if msg := call(t, cs, "activate", map[string]any{"session": "not-open", "id": f.fileID}, nil); !strings.Contains(msg, "not open in ctxstore serve") {
+		t.Errorf("activate in a session the service does not have open: %q", msg)
+	}
+	cs.Close()
+	f.srv.Stop()
+}
+
+// mcpChecks asks the read tools about the fixture's session.
+func mcpChecks(t *testing.T, cs *sdk.ClientSession, f *mcpFixture) {
+	t.Helper()
+	var list struct {
+		Sessions []struct {
+			ID          string `json:"id"`
+			Harness     string `json:"harness"`
+			Calls       int    `json:"calls"`
+			Active      int    `json:"active"`
+			FirstPrompt string `json:"first_prompt"`
+		} `json:"sessions"`
+	}
+	if msg := call(t, cs, "list_sessions", nil, &list); msg != "" {
+		t.Fatal(msg)
+	}
+	if len(list.Sessions) != 1 || list.Sessions[0].ID != f.sid || list.Sessions[0].Harness != "test" || list.Sessions[0].Calls != 2 ||
+		list.Sessions[0].Active != 1 || list.Sessions[0].FirstPrompt != "Read a.txt please." {
+		t.Errorf("list_sessions: %+v", list.Sessions)
+	}
+	var sess struct {
+		ID        string   `json:"id"`
+		Prompts   []string `json:"prompts"`
+		ActiveIDs []string `json:"active_ids"`
+	}
+	if msg := call(t, cs, "get_session", map[string]any{"session": "mcp-sess"}, &sess); msg != "" {
+		t.Fatal(msg)
+	}
+	if sess.ID != f.sid || !slices.Equal(sess.ActiveIDs, []string{f.fileID}) || !slices.Equal(sess.Prompts, []string{"Read a.txt please."}) {
+		t.Errorf("get_session by prefix: %+v", sess)
+	}
+	if msg := call(t, cs, "get_session", map[string]any{"session": "nope"}, nil); !strings.Contains(msg, `session "nope": no session`) {
+		t.Errorf("get_session of an unknown session: %q", msg)
+	}
+
+	var hist struct {
+		Versions []struct {
+			TxID int64          `json:"tx_id"`
+			Doc  map[string]any `json:"doc"`
+		} `json:"versions"`
+	}
+	if msg := call(t, cs, "object_history", map[string]any{"id": f.fileID, "order": "asc", "with_docs": true}, &hist); msg != "" {
+		t.Fatal(msg)
+	}
+	if len(hist.Versions) != 2 || !strings.Contains(hist.Versions[0].Doc["content"].(string), "alpha v1") || !strings.Contains(hist.Versions[1].Doc["content"].(string), "alpha v2") {
+		t.Fatalf("object_history: %+v", hist.Versions)
+	}
+	// As of the first version's transaction, the file says v1; now, v2.
+	var obj struct {
+		Doc  map[string]any `json:"doc"`
+		TxID int64          `json:"tx_id"`
+	}
+	if msg := call(t, cs, "get_object", map[string]any{"id": f.fileID, "tx_id": hist.Versions[0].TxID}, &obj); msg != "" {
+		t.Fatal(msg)
+	}
+	if c, _ := obj.Doc["content"].(string); !strings.Contains(c, "alpha v1") || obj.TxID != hist.Versions[0].TxID {
+		t.Errorf("get_object as of tx %d: %+v", hist.Versions[0].TxID, obj)
+	}
+	if msg := call(t, cs, "get_object", map[string]any{"id": f.fileID}, &obj); msg != "" {
+		t.Fatal(msg)
+	}
+	if c, _ := obj.Doc["content"].(string); !strings.Contains(c, "alpha v2") {
+		t.Errorf("get_object now: %+v", obj)
+	}
+	if msg := call(t, cs, "get_object", map[string]any{"id": f.fileID, "valid_time": "yesterday"}, nil); !strings.Contains(msg, "valid_time") {
+		t.Errorf("get_object with a bad valid_time: %q", msg)
+	}
+
+	var commits struct {
+		Commits []struct {
+			N      int              `json:"n"`
+			Events []map[string]any `json:"events"`
+		} `json:"commits"`
+	}
+	if msg := call(t, cs, "list_commits", map[string]any{"session": f.sid}, &commits); msg != "" {
+		t.Fatal(msg)
+	}
+	if len(commits.Commits) != 2 || len(commits.Commits[1].Events) != 0 || len(commits.Commits[0].Events) != 1 || commits.Commits[0].Events[0]["type"] != "fork" ||
+		commits.Commits[0].Events[0]["parent_session_id"] != "mcp-session-0" {
+		t.Errorf("list_commits: %+v", commits.Commits)
+	}
+	var mat struct {
+		N        int    `json:"n"`
+		System   string `json:"system"`
+		Messages []struct {
+			Role   string `json:"role"`
+			Blocks []struct {
+				Text string `json:"text"`
+			} `json:"blocks"`
+		} `json:"messages"`
+	}
+	if msg := call(t, cs, "materialize_commit", map[string]any{"session": f.sid}, &mat); msg != "" {
+		t.Fatal(msg)
+	}
+	b, _ := json.Marshal(mat.Messages)
+	if mat.N != 2 || !strings.HasPrefix(mat.System, "You are the fixture's agent.") || !strings.Contains(string(b), "Read a.txt please.") || !strings.Contains(string(b), "alpha v1") {
+		t.Errorf("materialize_commit: n %d, system %.80q, messages %.300s", mat.N, mat.System, b)
+	}
+	if msg := call(t, cs, "show_commit", map[string]any{"session": f.sid, "n": 7}, nil); !strings.Contains(msg, "has 2 context commits") {
+		t.Errorf("show_commit of a commit that does not exist: %q", msg)
+	}
+}
+
+// TestMCPHTTP drives `ctxstore mcp --http` over streamable HTTP with the
+// SDK's client; without --service there are no activation tools.
+func TestMCPHTTP(t *testing.T) {
+	t.Parallel()
+	f := newMCPFixture(t)
+	cmd := exec.Command(ctxstoreBin, "--store", f.store, "mcp", "--http", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "CTXSTORE_SERVICE_URL=", "CTXSTORE_TOKEN=")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	go func() { done <- cmd.Wait() }()
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("ctxstore mcp --http printed no URL: %v\n%s", err, stderr.String())
+	}
+	endpoint := strings.TrimSpace(line)
+	if !strings.HasSuffix(endpoint, "/mcp") {
+		t.Fatalf("endpoint %q", endpoint)
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "ctxstore-test", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tl.Tools {
+		if tool.Name == "activate" {
+			t.Errorf("activate offered without --service")
+		}
+	}
+	mcpChecks(t, cs, f)
+	cs.Close()
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		if err != nil || !strings.Contains(stderr.String(), "ctxstore: stopped") {
+			t.Errorf("ctxstore mcp --http after SIGTERM: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Errorf("ctxstore mcp --http did not stop within 20 s of SIGTERM")
+	}
+	f.srv.Stop()
+}

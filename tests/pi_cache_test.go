@@ -1,0 +1,123 @@
+package tests
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// checkBreakpoints reads the scripted model's request log and checks where
+// the prompt-cache breakpoints (cache_control) are, as ctxstore's extension
+// places them in before_provider_request: on the system prompt; on the last
+// block of ctxstore's answer (the last message of the request, or the one
+// before the reminder another extension appends per call); and on the last
+// block before the first content block (<<content …>>, the first thing a
+// rebase could rewrite), when there is one. Nowhere else: Pi's own rolling
+// breakpoint on the request's last message is gone when that message is a
+// reminder. It returns how many requests had the stable-prefix breakpoint
+// apart from the end one.
+func checkBreakpoints(t *testing.T, log string, reminder bool) int {
+	t.Helper()
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	split := 0
+	for i, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var req messagesRequest
+		if err := json.Unmarshal(line, &req); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		type pos struct{ m, b int }
+		var flat []pos
+		var texts []string
+		firstContent := -1
+		for mi, m := range req.Messages {
+			bs, err := messagesBlocks(m.Content)
+			if err != nil {
+				t.Fatalf("request %d, message %d: %v", i, mi, err)
+			}
+			for bi, blk := range bs {
+				if firstContent < 0 && strings.HasPrefix(blk.Text, "<<content ") {
+					firstContent = len(flat)
+				}
+				flat = append(flat, pos{mi, bi})
+				texts = append(texts, blk.Text)
+			}
+		}
+		bps, err := cacheBreakpoints(line)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		want := map[pos]bool{}
+		end := len(flat) - 1
+		if reminder {
+			if !strings.HasPrefix(texts[end], "[reminder ") {
+				t.Fatalf("request %d does not end with the reminder: %.100q", i, texts[end])
+			}
+			end--
+		}
+		want[flat[end]] = true
+		if firstContent > 0 {
+			// The boundary is the end of the message before the one holding
+			// the first content block.
+			start := firstContent
+			for start > 0 && flat[start-1].m == flat[firstContent].m {
+				start--
+			}
+			if start > 0 && flat[start-1] != flat[end] {
+				want[flat[start-1]] = true
+				split++
+			}
+		}
+		var system bool
+		got := map[pos]bool{}
+		for _, bp := range bps {
+			switch bp.Where {
+			case "system":
+				system = true
+			case "message":
+				got[pos{bp.Msg, bp.Block}] = true
+			}
+		}
+		if !system {
+			t.Errorf("request %d: no breakpoint on the system prompt: %v", i, bps)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("request %d: message breakpoints at %v, want %v (first content block at %d of %d blocks)", i, got, want, firstContent, len(flat))
+		}
+	}
+	return split
+}
+
+// TestPiCacheBreakpoints: with another extension appending a reminder to
+// every request, the breakpoints stay on ctxstore's stable prefix and the
+// end of its answer, never on the reminder.
+func TestPiCacheBreakpoints(t *testing.T) {
+	t.Parallel()
+	e := newPiEnv(t)
+	e.exts = []string{"tests/testdata/pi/reminder.ts"}
+	e.write(t, "a.txt", "alpha\n")
+	srv := startServe(t, "sqlite:"+filepath.Join(t.TempDir(), "store.db"))
+	pi := startPi(t, e, srv.pxURL, []piStep{
+		{Tool: "bash", Args: map[string]any{"command": "echo one"}, ID: "call_1"},
+		{Tool: "read", Args: map[string]any{"path": "a.txt"}, ID: "call_read"},
+		{Text: "Read."},
+		{Tool: "bash", Args: map[string]any{"command": "echo two"}, ID: "call_2"},
+		{Text: "Done."},
+	})
+	pi.prompt("Run and read.")
+	pi.prompt("Again.")
+	pi.quit()
+	srv.Stop()
+	if n := len(readContexts(t, e.ctxLog)); n != 5 {
+		t.Fatalf("the model was called %d times, want 5", n)
+	}
+	if split := checkBreakpoints(t, e.ctxLog, true); split < 2 {
+		t.Errorf("%d requests had a stable-prefix breakpoint before the end one, want at least 2", split)
+	}
+}
