@@ -98,9 +98,13 @@ func shellWords(t *testing.T, s string) []string {
 // coveredElsewhere are README commands this test does not run, and the
 // test that runs each.
 var coveredElsewhere = map[string]string{
-	"make test": ".ci/run runs it on every submission",
-	"npm install -g @mariozechner/pi-coding-agent@0.73.1": "tests/pi_test.go installs this Pi version from the npm registry (into the cache, not globally)",
-	`pi -e "$PWD/integrations/pi/index.ts"`:               "tests/pi_test.go drives the real Pi CLI with this extension",
+	"make test":                          ".ci/run runs it on every submission",
+	"cd /path/to/ctxstore && make build": "a person's checkout; this test runs make build's binary (bin/ctxstore)",
+	"npm install -g @earendil-works/pi-coding-agent@0.87.1":                                   "tests/pi_test.go installs this Pi version from the npm registry (into the cache, not globally)",
+	"cd /path/to/your/project":                                                                "a person's project; the Pi tests run Pi in a temporary project",
+	"export ANTHROPIC_API_KEY=...":                                                            "a person's key; the Pi tests point Pi at a scripted local Messages endpoint",
+	"pi -e /path/to/ctxstore/integrations/pi/index.ts":                                        "tests/pi_test.go drives the real Pi CLI with this extension",
+	"claude mcp add ctxstore -- /path/to/ctxstore/bin/ctxstore --store /path/to/store.db mcp": "tests/claudecode_mcp_test.go runs the real Claude Code CLI with ctxstore mcp as an MCP server",
 }
 
 // Every command README.md shows is run here, as written but for what a
