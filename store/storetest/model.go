@@ -66,6 +66,9 @@ func (m *Model) Submit(ctx context.Context, ops []store.Op) (store.Tx, error) {
 	if err != nil {
 		return store.Tx{}, err
 	}
+	if err := store.CheckReserved(ctx, ops); err != nil {
+		return store.Tx{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
