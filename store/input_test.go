@@ -84,6 +84,21 @@ func TestStoredFormReadable(t *testing.T) {
 	}
 }
 
+// TestValidateGoValues: documents built from Go values follow the same
+// number rule as JSON text.
+func TestValidateGoValues(t *testing.T) {
+	for _, v := range []any{int64(1 << 53), -int64(1 << 53), uint64(1 << 53), 1e21, 0.1, float32(1.5), 5e-324} {
+		if err := store.ValidateValue(map[string]any{"n": v}); err != nil {
+			t.Errorf("ValidateValue(%T %v) = %v", v, v, err)
+		}
+	}
+	for _, v := range []any{int64(1<<53 + 1), uint64(1 << 60), uint(1 << 63), 1e20, 1.2345678901234567e19, int(-1 << 62)} {
+		if err := store.ValidateValue(map[string]any{"n": v}); err == nil || !strings.Contains(err.Error(), `"n"`) {
+			t.Errorf("ValidateValue(%T %v) = %v, want an error naming n", v, v, err)
+		}
+	}
+}
+
 func TestValidateAndNormalizeValue(t *testing.T) {
 	v := map[string]any{"args": map[string]any{"n": json.Number("18446744073709551616"), "ok": json.Number("2"), "l": []any{1.5, json.Number("1e400")}}}
 	err := store.ValidateValue(v)

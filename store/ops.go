@@ -237,6 +237,12 @@ func validateValue(path string, v any) error {
 		if x > maxSafeInt || x < -maxSafeInt {
 			return bad("integer %d is beyond ±2^53 and would lose precision; store it as a string", x)
 		}
+	case uint64:
+		if x > maxSafeInt {
+			return bad("integer %d is beyond ±2^53 and would lose precision; store it as a string", x)
+		}
+	case uint:
+		return validateValue(path, uint64(x))
 	case int32, uint32, int16, uint16, int8, uint8:
 	case []any:
 		for i, e := range x {
