@@ -46,9 +46,10 @@ func openTemp(t *testing.T, clock func() time.Time) *bitemporal.Store {
 func TestConformance(t *testing.T) {
 	clock := &frozenClock{}
 	storetest.Run(t, storetest.Harness{
-		Name:     "sqlite",
-		New:      func(t *testing.T) store.Store { return openTemp(t, clock.now) },
-		SetClock: clock.set,
+		Name:         "sqlite",
+		New:          func(t *testing.T) store.Store { return openTemp(t, clock.now) },
+		SetClock:     clock.set,
+		Capabilities: []string{"TxTimeSubmitter", "CanonicalTxLogger"},
 	})
 }
 

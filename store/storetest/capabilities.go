@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,19 @@ func capabilities() []capability {
 // database/sql find optional interfaces); it logs the ones it does not.
 func runCapabilities(t *testing.T, h Harness) {
 	probe := h.New(t)
+	if h.Capabilities != nil {
+		var have []string
+		for _, c := range capabilities() {
+			if c.claimed(probe) {
+				have = append(have, c.name)
+			}
+		}
+		slices.Sort(have)
+		want := slices.Sorted(slices.Values(h.Capabilities))
+		if !slices.Equal(have, want) {
+			t.Errorf("storetest: %q implements %v, its harness says %v", h.Name, have, want)
+		}
+	}
 	for _, c := range capabilities() {
 		if !c.claimed(probe) {
 			t.Logf("storetest: %q does not implement store.%s; callers use its documented fallback", h.Name, c.name)

@@ -38,6 +38,12 @@ type Harness struct {
 	// they can without it. The suite restores the real clock at the end of
 	// every case that sets it.
 	SetClock func(time.Time)
+	// Capabilities, if not nil, lists the optional capabilities
+	// (store/capabilities.go, by interface name: "TxTimeSubmitter",
+	// "CanonicalTxLogger") the backend is meant to have: Run fails if the
+	// stores New returns have others, so a capability cannot be lost
+	// silently. Nil: whatever the stores have is checked, nothing more.
+	Capabilities []string
 }
 
 // Run runs every conformance case against h as subtests, grouped by
