@@ -39,6 +39,19 @@ type ValueError struct {
 	Msg  string
 }
 
+// under returns e with seg (a key, or "[i]") in front of its path.
+func (e *ValueError) under(seg string) *ValueError {
+	switch {
+	case e.Path == "":
+		e.Path = seg
+	case e.Path[0] == '[':
+		e.Path = seg + e.Path
+	default:
+		e.Path = seg + "." + e.Path
+	}
+	return e
+}
+
 func (e *ValueError) Error() string {
 	if e.Path == "" {
 		return e.Msg
@@ -57,6 +70,9 @@ const maxSafeInt = 1 << 53
 // and literals with more precision than a 64-bit float keeps
 // (0.1000000000000000000001 would be rounded to 0.1).
 func CheckNumber(s string) error {
+	if shortDecimal(s) {
+		return nil
+	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 		return fmt.Errorf("number %s is not a finite 64-bit number", short(s))
@@ -77,6 +93,37 @@ func CheckNumber(s string) error {
 		return fmt.Errorf("number %s would be stored as %s (a 64-bit float holds no more); store it as a string to keep every digit", short(s), c)
 	}
 	return nil
+}
+
+// shortDecimal reports whether s is a JSON number without exponent with
+// at most 15 digits: the common case, accepted without converting. Its
+// magnitude is below 10^15 < 2^53, and a decimal of at most 15 significant
+// digits comes back unchanged from its nearest double (DBL_DIG), so its
+// canonical form denotes the same value.
+func shortDecimal(s string) bool {
+	if len(s) == 0 || len(s) > 17 {
+		return false
+	}
+	i, digits, dot := 0, 0, false
+	if s[0] == '-' {
+		i++
+	}
+	start := i
+	for ; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' && !dot && i > start && i+1 < len(s):
+			dot = true
+		default:
+			return false
+		}
+	}
+	if digits == 0 || digits > 15 {
+		return false
+	}
+	// JSON: no leading zero before another digit.
+	return !(s[start] == '0' && start+1 < len(s) && s[start+1] != '.')
 }
 
 // sameDecimal reports whether the JSON number literals a and b denote the
@@ -128,7 +175,12 @@ func short(s string) string {
 // *ValueError naming the path of the first field at fault. Faces that
 // take JSON from elsewhere (HTTP bodies, a harness's tool arguments) call
 // it, or NormalizeValue, before building documents.
-func ValidateValue(v any) error { return validateValue("", v) }
+func ValidateValue(v any) error {
+	if err := validateValue(v); err != nil {
+		return err
+	}
+	return nil
+}
 
 // NormalizeValue returns v with every number CheckNumber refuses replaced
 // by its literal as a string, and the paths it changed: for values that

@@ -205,12 +205,17 @@ func ValidateDoc(doc Doc) error {
 	if err := validateReserved(doc); err != nil {
 		return err
 	}
-	return validateValue("", map[string]any(doc))
+	if err := validateValue(map[string]any(doc)); err != nil {
+		return err
+	}
+	return nil
 }
 
-func validateValue(path string, v any) error {
-	bad := func(format string, args ...any) error {
-		return &ValueError{Path: path, Msg: fmt.Sprintf(format, args...)}
+// validateValue checks v; the error's path is relative to v (parents
+// prefix theirs on the way out, so no path is built unless one is bad).
+func validateValue(v any) *ValueError {
+	bad := func(format string, args ...any) *ValueError {
+		return &ValueError{Msg: fmt.Sprintf(format, args...)}
 	}
 	switch x := v.(type) {
 	case nil, bool:
@@ -230,9 +235,9 @@ func validateValue(path string, v any) error {
 			return bad("%v", err)
 		}
 	case float32:
-		return validateValue(path, float64(x))
+		return validateValue(float64(x))
 	case int:
-		return validateValue(path, int64(x))
+		return validateValue(int64(x))
 	case int64:
 		if x > maxSafeInt || x < -maxSafeInt {
 			return bad("integer %d is beyond ±2^53 and would lose precision; store it as a string", x)
@@ -242,27 +247,27 @@ func validateValue(path string, v any) error {
 			return bad("integer %d is beyond ±2^53 and would lose precision; store it as a string", x)
 		}
 	case uint:
-		return validateValue(path, uint64(x))
+		return validateValue(uint64(x))
 	case int32, uint32, int16, uint16, int8, uint8:
 	case []any:
 		for i, e := range x {
-			if err := validateValue(fmt.Sprintf("%s[%d]", path, i), e); err != nil {
-				return err
+			if err := validateValue(e); err != nil {
+				return err.under("[" + strconv.Itoa(i) + "]")
 			}
 		}
 	case []string:
 		for i, e := range x {
-			if err := validateValue(fmt.Sprintf("%s[%d]", path, i), e); err != nil {
-				return err
+			if err := validateValue(e); err != nil {
+				return err.under("[" + strconv.Itoa(i) + "]")
 			}
 		}
 	case map[string]any:
 		for k, e := range x {
 			if k == "" || !utf8.ValidString(k) {
-				return &ValueError{Path: path, Msg: fmt.Sprintf("key %q is empty or not valid UTF-8", k)}
+				return bad("key %q is empty or not valid UTF-8", k)
 			}
-			if err := validateValue(joinPath(path, k), e); err != nil {
-				return err
+			if err := validateValue(e); err != nil {
+				return err.under(k)
 			}
 		}
 	default:
