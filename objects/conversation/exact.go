@@ -3,8 +3,9 @@ package conversation
 import (
 	"encoding/json"
 	"math"
-	"math/big"
 	"strconv"
+
+	"github.com/ctxstore/ctxstore/objects/jsonnum"
 )
 
 // ExactArgs returns m with every JSON number that a store cannot hold
@@ -95,22 +96,8 @@ func exact(v any) (out any, changed bool) {
 }
 
 // Storable reports whether the JSON number literal s is held exactly by
-// every store: finite, an integer within ±2^53 (or at least 1e21, where
-// canonical JSON writes an exponent), and no more precise than a 64-bit
-// float (its value equals that of the shortest form of the nearest
-// double).
-func Storable(s string) bool {
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return false
-	}
-	if a := math.Abs(f); a > 1<<53 && a < 1e21 {
-		return false
-	}
-	want, ok := new(big.Rat).SetString(s)
-	if !ok {
-		return false
-	}
-	got, ok := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
-	return ok && want.Cmp(got) == 0
-}
+// every store: the store's one number rule (objects/jsonnum, which
+// store.CheckNumber applies too): finite, an integer within ±2^53 (or at
+// least 1e21, where canonical JSON writes an exponent), and no more precise
+// than a 64-bit float.
+func Storable(s string) bool { return jsonnum.Check(s) == nil }
