@@ -78,7 +78,7 @@ func (c *sessionShowCmd) Run(a *app) error {
 	if a.cli.JSON {
 		return a.printJSON(d)
 	}
-	w := a.stdout
+	w := a.textOut()
 	fmt.Fprintf(w, "session   %s\n", d.ID)
 	fmt.Fprintf(w, "name      %s\n", orDash(d.Name))
 	fmt.Fprintf(w, "harness   %s\n", orDash(d.Harness))
@@ -187,7 +187,7 @@ func (c *callCmd) Run(a *app) error {
 		if a.cli.JSON {
 			return a.printJSON(d)
 		}
-		printDiff(a.stdout, d, c.Full)
+		printDiff(a.textOut(), d, c.Full)
 		return nil
 	}
 	v, err := in.Call(a.ctx, c.Session, c.N)
@@ -204,7 +204,7 @@ func (c *callCmd) Run(a *app) error {
 	if a.cli.JSON {
 		return a.printJSON(v)
 	}
-	w := a.stdout
+	w := a.textOut()
 	x := v.Call
 	fmt.Fprintf(w, "call %d of session %s at %s: %d tokens (%d stale), %d bytes, %d blocks\n",
 		x.N, c.Session, x.Time.Local().Format(time.RFC3339), x.Tokens, x.StaleTokens, x.Bytes, len(v.Blocks))
@@ -265,7 +265,7 @@ func (c *objectCmd) Run(a *app) error {
 	if a.cli.JSON {
 		return a.printJSON(o)
 	}
-	w := a.stdout
+	w := a.textOut()
 	fmt.Fprintf(w, "object %s", o.ID)
 	if o.Kind != "" {
 		fmt.Fprintf(w, " (%s", o.Kind)

@@ -89,12 +89,12 @@ func docText(doc store.Doc, pretty bool) (string, error) {
 // and C1 controls (ESC starts the escape sequences that move the cursor,
 // retitle the window or hide text), DEL, the bidirectional overrides
 // (which reorder what is shown) and line separators, as \uXXXX; invalid
-// UTF-8 bytes as \xXX. With keepNewlines, '\n' stays (the line breaks of
-// indented JSON). Text output only: --json output is JSON, for programs.
+// UTF-8 bytes as \xXX. With keepNewlines, '\n' and '\t' stay (line breaks and
+// alignment). Text output only: --json output is JSON, for programs.
 func termSafe(s string, keepNewlines bool) string {
 	clean := true
 	for i, r := range s {
-		if unsafeRune(r) && !(keepNewlines && r == '\n') || r == utf8.RuneError && !validAt(s, i) {
+		if unsafeRune(r) && !(keepNewlines && (r == '\n' || r == '\t')) || r == utf8.RuneError && !validAt(s, i) {
 			clean = false
 			break
 		}
@@ -108,7 +108,7 @@ func termSafe(s string, keepNewlines bool) string {
 		switch {
 		case r == utf8.RuneError && n <= 1:
 			fmt.Fprintf(&b, "\\x%02x", s[i])
-		case unsafeRune(r) && !(keepNewlines && r == '\n'):
+		case unsafeRune(r) && !(keepNewlines && (r == '\n' || r == '\t')):
 			fmt.Fprintf(&b, "\\u%04x", r)
 		default:
 			b.WriteString(s[i : i+n])
@@ -183,3 +183,18 @@ type txJSON struct {
 }
 
 func txOut(tx store.Tx) txJSON { return txJSON{TxID: tx.ID, TxTime: timeText(tx.Time)} }
+
+// textOut returns stdout for human text output that may show stored
+// strings: what is written through it has terminal controls escaped
+// (termSafe), line breaks and tabs kept. Not for --json or raw data.
+func (a *app) textOut() io.Writer { return termSafeWriter{a.stdout} }
+
+type termSafeWriter struct{ w io.Writer }
+
+// Write escapes p as one piece (fmt writes each formatted line in one call).
+func (t termSafeWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(t.w, termSafe(string(p), true)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

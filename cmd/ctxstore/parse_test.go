@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -144,5 +145,30 @@ func TestRunExitCodes(t *testing.T) {
 		if code != exitOK && !strings.HasPrefix(errb.String(), "ctxstore: ") {
 			t.Errorf("run %q: stderr %q", c.args, errb.String())
 		}
+	}
+}
+
+func TestTermSafe(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain text é ✓":         "plain text é ✓",
+		"a\x1b[2Jb":              `a\u001b[2Jb`,
+		"tab\there":              `tab\u0009here`,
+		"rtl\u202eevil":          `rtl\u202eevil`,
+		"c1\u009bx":              `c1\u009bx`,
+		"bad\xffbyte":            `bad\xffbyte`,
+		"line\nbreak\x07":        `line\u000abreak\u0007`,
+		"del\x7f and ls \u2028.": `del\u007f and ls \u2028.`,
+	} {
+		if got := termSafe(in, false); got != want {
+			t.Errorf("termSafe(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := termSafe("a\n\tb\x1b", true); got != "a\n\tb\\u001b" {
+		t.Errorf("termSafe keeping newlines = %q", got)
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(termSafeWriter{&b}, "name %s\n", "x\x1b]0;t\x07")
+	if b.String() != "name x\\u001b]0;t\\u0007\n" {
+		t.Errorf("termSafeWriter wrote %q", b.String())
 	}
 }
