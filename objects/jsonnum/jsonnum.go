@@ -126,4 +126,3 @@ func short(s string) string {
 	}
 	return s
 }
-

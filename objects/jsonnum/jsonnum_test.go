@@ -6,7 +6,6 @@ import (
 	"testing"
 )
 
-
 func checkSlow(s string) error {
 	// The same steps as Check after its fast path.
 	saved := fastPath
