@@ -49,7 +49,7 @@ func TestConformance(t *testing.T) {
 		Name:         "sqlite",
 		New:          func(t *testing.T) store.Store { return openTemp(t, clock.now) },
 		SetClock:     clock.set,
-		Capabilities: []string{"TxTimeSubmitter", "CanonicalTxLogger"},
+		Capabilities: []string{"TxTimeSubmitter", "CanonicalTxLogger", "Searcher"},
 	})
 }
 

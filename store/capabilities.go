@@ -11,6 +11,11 @@ import (
 // database/sql/driver's optional interfaces) and, when a store lacks one,
 // fall back as each interface's comment says. store/storetest checks every
 // capability a backend claims (storetest.Run detects them the same way).
+//
+// The capabilities: TxTimeSubmitter and CanonicalTxLogger (below), and
+// Searcher (search.go: full-text search; fallback when absent: none, the
+// caller reports search as unavailable, as context/recall does with
+// ErrUnavailable).
 
 // TxTimeSubmitter is a store that can log a transaction with a given
 // transaction time: importers use it to keep a source's tx times.

@@ -30,6 +30,9 @@ func capabilities() []capability {
 		{"CanonicalTxLogger", func(s store.Store) bool { _, ok := s.(store.CanonicalTxLogger); return ok }, []testCase{
 			{"canonical-tx-log-is-tx-log", testCanonicalTxLog},
 		}},
+		{"Searcher", func(s store.Store) bool { _, ok := s.(store.Searcher); return ok }, []testCase{
+			{"search", func(e *env) { RunSearch(e.t, e.h) }},
+		}},
 	}
 }
 

@@ -40,7 +40,7 @@ type Harness struct {
 	SetClock func(time.Time)
 	// Capabilities, if not nil, lists the optional capabilities
 	// (store/capabilities.go, by interface name: "TxTimeSubmitter",
-	// "CanonicalTxLogger") the backend is meant to have: Run fails if the
+	// "CanonicalTxLogger", "Searcher") the backend is meant to have: Run fails if the
 	// stores New returns have others, so a capability cannot be lost
 	// silently. Nil: whatever the stores have is checked, nothing more.
 	Capabilities []string
