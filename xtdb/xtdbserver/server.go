@@ -134,6 +134,11 @@ func startOnce(ctx context.Context, opts Options, cp string, port int) (*Server,
 		"--add-opens", "java.base/java.util.concurrent=ALL-UNNAMED",
 		// TCP_NODELAY: without it every answer waits ~40ms for a delayed ACK.
 		"-Dsun.net.httpserver.nodelay=true",
+		// A temp dir per node: RocksDB extracts its JNI library into
+		// java.io.tmpdir under a fixed name, so nodes starting at once
+		// (a cluster, parallel test binaries) overwrote one another's
+		// mapped copy and died of SIGBUS.
+		"-Djava.io.tmpdir="+tmpDir,
 		"-cp", cp, "clojure.main", "-m", "ctxstore.xtdb-http", config, strconv.Itoa(port))
 	s := &Server{
 		url:    "http://127.0.0.1:" + strconv.Itoa(port),
