@@ -4,6 +4,11 @@ GO       ?= go
 BIN      ?= bin/ctxstore
 PKGS     ?= ./...
 BENCHTIME ?= 1x
+# P, when set, is go test's -p (how many test binaries run at once; default
+# the number of CPUs). Test binaries that wait on an XTDB node overlap
+# better with more (docs/testing.md).
+P        ?=
+TESTP    := $(if $(P),-p $(P),)
 
 .PHONY: all build test test-short fuzz-short bench lint demo store-demo xtdb clean browser
 
@@ -12,10 +17,11 @@ all: lint build test
 build:
 	$(GO) build -o $(BIN) ./cmd/ctxstore
 
-# The full suite, XTDB included (a server is started from Maven artifacts
-# unless XTDB_URL points at one; with CI=true a missing server fails).
+# The full suite, XTDB and Pi included (one XTDB node per test binary at
+# most, started from Maven artifacts unless XTDB_URL points at one; with
+# CI=true a missing server fails). Wall times: docs/testing.md.
 test: browser
-	$(GO) test -count=1 -timeout 25m $(PKGS)
+	$(GO) test $(TESTP) -count=1 -timeout 25m $(PKGS)
 
 # Debian's chromium and chromium-driver for the web inspector's browser
 # tests (installed when missing and root can; under CI=true the tests fail
@@ -23,9 +29,10 @@ test: browser
 browser:
 	@./scripts/ensure-chromium.sh >/dev/null || [ "$${CI:-}" != true ]
 
-# Without the tests that need a JVM or take long.
+# Without the tests that need a JVM, Node, an npm install or a browser, or
+# take long: no XTDB node, no Pi (they skip under -short).
 test-short:
-	$(GO) test -short -count=1 $(PKGS)
+	$(GO) test $(TESTP) -short -count=1 $(PKGS)
 
 # Every fuzz target for FUZZTIME each (default 5s): the parsers of
 # documents, version logs, EDN answers, objects, Markdown and transcripts.

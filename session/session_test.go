@@ -18,7 +18,7 @@ import (
 func TestMain(m *testing.M) { storetestenv.Main(m) }
 
 func TestCreateUpdateResume(t *testing.T) {
-	storetestenv.Run(t, func(t *testing.T, e *storetestenv.Env) {
+	storetestenv.RunParallel(t, func(t *testing.T, e *storetestenv.Env) {
 		ctx := context.Background()
 		st := e.Store
 		id := e.ID("s1")

@@ -18,7 +18,7 @@ import (
 // changes nothing before its first collapsed item; and every call is
 // rebuilt byte for byte from a new store handle.
 func TestStreamStabilityAndRebuild(t *testing.T) {
-	storetestenv.Run(t, func(t *testing.T, se *storetestenv.Env) {
+	storetestenv.RunParallel(t, func(t *testing.T, se *storetestenv.Env) {
 		e := newEnvOn(t, se, LayoutStream, Policy{StaleThreshold: 600, Horizon: 200})
 		a := e.file("a.go", "package a\n")
 		b := e.file("b.go", "package b\n\nfunc B() {}\n")

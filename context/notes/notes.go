@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"path/filepath"
 	"slices"
@@ -418,4 +419,43 @@ func (n *Notes) Backlinks(ctx context.Context, st store.Store, o *objects.Object
 	}
 	slices.Sort(ids)
 	return ids, nil
+}
+
+// IndexAll indexes every note under the roots through ix (one hash and one
+// lookup for a note already indexed and unchanged), so that links between
+// notes resolve and backlinks are found before the agent reads any of
+// them. It returns how many notes it indexed; errors of single files are
+// joined and the rest are still indexed. Hidden directories (".obsidian",
+// ".git", ...) are skipped.
+func (n *Notes) IndexAll(ctx context.Context, ix *files.Indexer) (int, error) {
+	var errs []error
+	count := 0
+	for _, root := range n.roots {
+		err := filepath.WalkDir(filepath.FromSlash(root), func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				errs = append(errs, err)
+				return nil
+			}
+			if d.IsDir() {
+				if p != filepath.FromSlash(root) && strings.HasPrefix(d.Name(), ".") {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			c, cerr := files.CleanPath(p)
+			if cerr != nil || !d.Type().IsRegular() || !n.IsNote(c) {
+				return nil
+			}
+			if _, err := ix.Index(ctx, p); err != nil {
+				errs = append(errs, fmt.Errorf("notes: %s: %w", p, err))
+				return nil
+			}
+			count++
+			return ctx.Err()
+		})
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return count, errors.Join(errs...)
 }

@@ -131,7 +131,7 @@ func (v *vault) links(rel string) map[string]string {
 }
 
 func TestNotes(t *testing.T) {
-	storetestenv.Run(t, func(t *testing.T, e *storetestenv.Env) {
+	storetestenv.RunParallel(t, func(t *testing.T, e *storetestenv.Env) {
 		v := newVault(t, e)
 		v.write("diagram.png", "\x89PNG\x00\x01")
 		plan := v.write("Plan.md", planMD)

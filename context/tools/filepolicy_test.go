@@ -10,7 +10,7 @@ import (
 // A read's file stays active while the read is in the auto-activation
 // window, longer when it is edited or read again, for good when pinned.
 func TestReadFilesCollapse(t *testing.T) {
-	storetestenv.Run(t, func(t *testing.T, se *storetestenv.Env) {
+	storetestenv.RunParallel(t, func(t *testing.T, se *storetestenv.Env) {
 		e := newEnv(t, se, collapse.Default())
 		read := func(name string) string {
 			t.Helper()

@@ -160,9 +160,16 @@ func (t *Tools) Read(ctx context.Context, path string) (Result, error) {
 // the session's index; an object the session only indexed is promoted to
 // the pool first. A toolcall activated explicitly re-enters the auto-activation
 // window as if it had just run. Activating null content succeeds but says
-// that nothing can be loaded.
+// that nothing can be loaded. With note roots (Options.Notes), ref may also
+// be a link target of one of the session's notes ("Plan", "[[Plan]]"):
+// the note it leads to is read by its path (followLink).
 func (t *Tools) Activate(ctx context.Context, ref string) (Result, error) {
 	o, sref, err := t.resolve(ctx, ref)
+	if errors.Is(err, ErrUnknownObject) {
+		if r, ok, ferr := t.followLink(ctx, ref); ok {
+			return r, ferr
+		}
+	}
 	if err != nil {
 		return Result{}, fmt.Errorf("activate %s: %w", ref, err)
 	}

@@ -81,6 +81,20 @@ func Run(t *testing.T, fn func(t *testing.T, e *Env)) {
 	}
 }
 
+// RunParallel is Run with the backends' subtests in parallel (t.Parallel):
+// for tests whose runs share nothing but the XTDB node (each Env has its
+// own SQLite file, and unique ids on XTDB), so a slow XTDB run overlaps the
+// SQLite one.
+func RunParallel(t *testing.T, fn func(t *testing.T, e *Env)) {
+	t.Helper()
+	for _, b := range Backends() {
+		t.Run(b, func(t *testing.T) {
+			t.Parallel()
+			fn(t, New(t, b))
+		})
+	}
+}
+
 // New returns a new database on backend for tb (skipping or failing tb as
 // the package doc says when XTDB cannot be had).
 func New(tb testing.TB, backend string) *Env {

@@ -161,6 +161,13 @@ func New(o Options) (*Server, error) {
 	if o.Notes != nil {
 		s.ix = o.Notes.Indexer(s.ix)
 		s.notes = o.Notes
+		// Every note under the roots is a note object from the start, so
+		// links and backlinks resolve before the agent reads any.
+		n, err := o.Notes.IndexAll(context.Background(), s.ix)
+		if err != nil {
+			s.log.Warn("indexing notes", "err", err)
+		}
+		s.log.Info("notes indexed", "notes", n)
 	}
 	if o.Track {
 		tr, err := files.NewTracker(s.ix, files.TrackerOptions{

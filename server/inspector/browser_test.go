@@ -17,9 +17,13 @@ import (
 // chromium returns the path of Debian's chromium, installing it (with
 // chromium-driver) through scripts/ensure-chromium.sh when it is missing.
 // When it cannot be had the test fails under CI=true and is skipped
-// otherwise, saying why.
+// otherwise, saying why. Under -short it installs and starts nothing and
+// skips: `make test-short` starts no browser (issue 11).
 func chromium(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the browser tests install and start chromium")
+	}
 	cmd := exec.Command("bash", filepath.Join("..", "..", "scripts", "ensure-chromium.sh"))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

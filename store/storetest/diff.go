@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -142,28 +143,58 @@ func runProgram(t *testing.T, fresh func(t *testing.T) (store.Store, store.Store
 	if d, err := x.apply(); d != nil || err != nil {
 		return d, 0, err
 	}
-	reads := 0
-	for _, sp := range specs {
-		var out [2]string
-		applies := true
-		for i := range 2 {
-			o, ok, err := x.read(i, sp)
-			if err != nil {
-				return nil, reads, fmt.Errorf("store %c: %s: %w", 'a'+i, x.describe(sp), err)
+	// The reads are independent once the program is applied: they run on
+	// readWorkers goroutines (a remote store's reads are latency-bound),
+	// and are compared in spec order, so the divergence reported is the
+	// first one, as in a sequential run.
+	type result struct {
+		out     [2]string
+		applies bool
+		err     error
+	}
+	res := make([]result, len(specs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range readWorkers {
+		wg.Go(func() {
+			for k := range next {
+				r := result{applies: true}
+				for i := range 2 {
+					o, ok, err := x.read(i, specs[k])
+					if err != nil {
+						r.err = fmt.Errorf("store %c: %s: %w", 'a'+i, x.describe(specs[k]), err)
+						break
+					}
+					r.applies = r.applies && ok
+					r.out[i] = o
+				}
+				res[k] = r
 			}
-			applies = applies && ok
-			out[i] = o
+		})
+	}
+	for k := range specs {
+		next <- k
+	}
+	close(next)
+	wg.Wait()
+	reads := 0
+	for k, r := range res {
+		if r.err != nil {
+			return nil, reads, r.err
 		}
-		if !applies {
+		if !r.applies {
 			continue
 		}
 		reads++
-		if out[0] != out[1] {
-			return &divergence{what: x.describe(sp), a: out[0], b: out[1]}, reads, nil
+		if r.out[0] != r.out[1] {
+			return &divergence{what: x.describe(specs[k]), a: r.out[0], b: r.out[1]}, reads, nil
 		}
 	}
 	return nil, reads, nil
 }
+
+// readWorkers is how many reads of a differential run at once.
+const readWorkers = 8
 
 // apply submits every tx to both stores with SubmitWait and compares the
 // outcomes (committed or aborted) and that each store's tx ids increase.
