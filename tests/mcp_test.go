@@ -22,6 +22,7 @@ import (
 // (a read, a context call with a harness event, a file edited on disk).
 type mcpFixture struct {
 	store, sid, fileID, dir string
+	name                    string // the session index's name of sid
 	srv                     *serveProc
 }
 
@@ -68,6 +69,14 @@ func newMCPFixture(t *testing.T) *mcpFixture {
 			{"role": "user", "text": "Thanks."},
 		},
 	})
+	// Index the session now (the offline generator): it gets a name.
+	var meta struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(post("/v1/sessions/"+f.sid+"/index", map[string]any{}), &meta); err != nil || meta.Name == "" {
+		t.Fatalf("index: %v %+v", err, meta)
+	}
+	f.name = meta.Name
 	if err := os.WriteFile(filepath.Join(f.dir, "a.txt"), []byte("alpha v2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -132,9 +141,10 @@ func TestMCPStdio(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	want := []string{"activate", "deactivate", "get_object", "get_session", "list_commits", "list_sessions", "materialize_commit", "object_history", "pin", "show_commit", "unpin"}
+	want := []string{"activate", "deactivate", "get_object", "get_session", "list_commits", "list_sessions", "materialize_commit",
+		"object_history", "pin", "query_session", "search", "show_commit", "unpin"}
 	if !slices.Equal(names, want) {
-		t.Errorf("tools %v, want %v (search and query_session only when their implementations are given)", names, want)
+		t.Errorf("tools %v, want %v", names, want)
 	}
 	mcpChecks(t, cs, f)
 
@@ -197,6 +207,42 @@ func mcpChecks(t *testing.T, cs *sdk.ClientSession, f *mcpFixture) {
 	}
 	if msg := call(t, cs, "get_session", map[string]any{"session": "nope"}, nil); !strings.Contains(msg, `session "nope": no session`) {
 		t.Errorf("get_session of an unknown session: %q", msg)
+	}
+	// By its name in the session index, as an @@ reference.
+	var named struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	}
+	if msg := call(t, cs, "get_session", map[string]any{"session": "@@" + f.name}, &named); msg != "" || named.ID != f.sid || named.Name != f.name {
+		t.Errorf("get_session @@%s: %q %+v", f.name, msg, named)
+	}
+
+	// Search (recall's full-text index) and query_session (offline: passages).
+	var found struct {
+		Hits []struct {
+			ID      string `json:"id"`
+			Session string `json:"session"`
+			Kind    string `json:"kind"`
+		} `json:"hits"`
+	}
+	if msg := call(t, cs, "search", map[string]any{"query": "please"}, &found); msg != "" {
+		t.Fatal(msg)
+	}
+	if !slices.ContainsFunc(found.Hits, func(h struct {
+		ID      string `json:"id"`
+		Session string `json:"session"`
+		Kind    string `json:"kind"`
+	}) bool {
+		return h.Session == f.sid && h.Kind == "chat"
+	}) {
+		t.Errorf("search please: %+v, want the session's chat", found.Hits)
+	}
+	var answer struct {
+		Session string `json:"session"`
+		Answer  string `json:"answer"`
+	}
+	if msg := call(t, cs, "query_session", map[string]any{"session": f.sid, "question": "which file was read?"}, &answer); msg != "" || answer.Session != f.sid || answer.Answer == "" {
+		t.Errorf("query_session: %q %+v", msg, answer)
 	}
 
 	var hist struct {

@@ -6,11 +6,12 @@
 // serve` manages. It speaks MCP through the official Go SDK
 // (github.com/modelcontextprotocol/go-sdk), over stdio or streamable HTTP.
 //
-// Search and query_session are built elsewhere: they plug in through the
-// Searcher and SessionQuerier interfaces and are offered only when given.
-// Commits and session lookup are interfaces too (StoreCommits and
-// StoreSessions are the implementations over what the store holds today),
-// so their richer versions replace them without touching the tools.
+// Search and query_session plug in through the Searcher and SessionQuerier
+// interfaces and are offered only when given (RecallSearch and
+// RecallQuerier are context/recall's). Commits and session lookup are
+// interfaces too (StoreCommits and StoreSessions are the implementations
+// over what the store holds today), so richer versions replace them
+// without touching the tools.
 package mcp
 
 import (
@@ -32,9 +33,12 @@ type Searcher interface {
 
 // SearchHit is one search result.
 type SearchHit struct {
-	ID      string  `json:"id"`
-	Session string  `json:"session,omitempty"`
-	Kind    string  `json:"kind,omitempty"`
+	ID      string `json:"id"`
+	Session string `json:"session,omitempty"`
+	Kind    string `json:"kind,omitempty"`
+	// Turn is the matching chat turn (chats), else -1.
+	Turn    int     `json:"turn"`
+	Title   string  `json:"title,omitempty"`
 	Score   float64 `json:"score,omitempty"`
 	Snippet string  `json:"snippet,omitempty"`
 }
@@ -107,8 +111,9 @@ func New(o Options) *sdk.Server {
 	t := tools{o: o}
 	sdk.AddTool(s, &sdk.Tool{Name: "list_sessions", Description: "List the sessions in the store, each with a summary: " +
 		"harness, turns, context calls, active objects, the first and the last user prompt."}, t.listSessions)
-	sdk.AddTool(s, &sdk.Tool{Name: "get_session", Description: "Describe one session, named by its id or a unique " +
-		"prefix of it: its summary, the user prompt of every turn, and the objects active and pinned in its context."}, t.getSession)
+	sdk.AddTool(s, &sdk.Tool{Name: "get_session", Description: "Describe one session, named by its id, a unique prefix " +
+		"of it or its name in the session index (@@name): its summary, the user prompt of every turn, and the objects " +
+		"active and pinned in its context."}, t.getSession)
 	sdk.AddTool(s, &sdk.Tool{Name: "get_object", Description: "Read an object (a file, a tool output, a note, a chat, " +
 		"a context commit) by id, as it was at a time: valid_time (when it was true), tx_time or tx_id (what the store " +
 		"knew then); now when none is given."}, t.getObject)
@@ -165,7 +170,7 @@ func (nopWriteCloser) Close() error { return nil }
 type noInput struct{}
 
 type sessionInput struct {
-	Session string `json:"session" jsonschema:"the session id, or a unique prefix of it"`
+	Session string `json:"session" jsonschema:"the session id, a unique prefix of it, or its name (@@name)"`
 }
 
 type objectInput struct {

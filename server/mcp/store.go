@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/context/recall"
 	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -16,6 +17,10 @@ import (
 type SessionSummary struct {
 	ID      string `json:"id"`
 	Harness string `json:"harness,omitempty"`
+	// Name and Description are the session index's (context/recall),
+	// when the session has been indexed.
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
 	// Turns is the number of chat turns written; Calls the number of
 	// context commits (model calls).
 	Turns int `json:"turns"`
@@ -44,9 +49,9 @@ type SessionDetail struct {
 	ChatID         string `json:"chat_id"`
 }
 
-// StoreSessions is Sessions over the store: sessions are named by their
-// ids (ctxstore sessions have no other name yet); a unique prefix is
-// enough.
+// StoreSessions is Sessions over the store: a session is named by its id,
+// a unique prefix of it, or its name in the session index (context/recall,
+// exact then fuzzy, as @@ references resolve).
 type StoreSessions struct{ Store store.Store }
 
 // List implements Sessions.
@@ -89,7 +94,16 @@ func (s StoreSessions) Resolve(ctx context.Context, ref string) (string, error) 
 	case 1:
 		return hits[0], nil
 	case 0:
-		return "", fmt.Errorf("session %q: no session has this id or id prefix (%d sessions in the store)", ref, len(ids))
+		// A name of the session index (exact, then fuzzy), as @@ references resolve.
+		id, err := recall.Resolve(ctx, s.Store, ref, recall.Scope{})
+		if err == nil {
+			return id, nil
+		}
+		var amb *recall.AmbiguousError
+		if errors.As(err, &amb) {
+			return "", fmt.Errorf("session %q: %v", ref, err)
+		}
+		return "", fmt.Errorf("session %q: no session has this id, id prefix or name (%d sessions in the store)", ref, len(ids))
 	}
 	if len(hits) > 5 {
 		hits = append(hits[:5], "…")
@@ -119,6 +133,7 @@ func (s StoreSessions) Get(ctx context.Context, id string) (SessionDetail, error
 		Prompts: []string{}, ActiveIDs: unlocked(st.Active), Pinned: unlocked(st.Pinned),
 		SystemPromptID: info.SystemPromptID, ChatID: info.ChatID,
 	}
+	d.Name, d.Description = recallMeta(ctx, s.Store, id)
 	for _, t := range chat.Chat.Turns {
 		if p := userText(t.User); p != "" {
 			d.Prompts = append(d.Prompts, shorten(p, 500))
