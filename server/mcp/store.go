@@ -182,8 +182,10 @@ func unlocked(ids []string) []string {
 	return out
 }
 
-// CommitSummary is one context commit in a list.
-type CommitSummary struct {
+// CallSummary is one call record in a list: context/assemble's
+// "ctx-{session}-{n}", what model call n was shown (not a context commit of
+// session/commits, docs/commits.md).
+type CallSummary struct {
 	N           int    `json:"n"`
 	ID          string `json:"id"`
 	Parent      string `json:"parent,omitempty"`
@@ -198,9 +200,9 @@ type CommitSummary struct {
 	Events []any `json:"events,omitempty"`
 }
 
-// CommitDetail is one context commit.
-type CommitDetail struct {
-	CommitSummary
+// CallDetail is one call record.
+type CallDetail struct {
+	CallSummary
 	Session     string             `json:"session"`
 	Layout      string             `json:"layout"`
 	SessionTx   int64              `json:"session_tx"`
@@ -210,8 +212,8 @@ type CommitDetail struct {
 	Harness     map[string]any     `json:"harness,omitempty"`
 }
 
-// Materialized is what a model call was sent.
-type Materialized struct {
+// CallContext is what a model call was sent.
+type CallContext struct {
 	Session  string             `json:"session"`
 	N        int                `json:"n"`
 	System   string             `json:"system"`
@@ -220,11 +222,11 @@ type Materialized struct {
 	Bytes    int                `json:"bytes"`
 }
 
-// StoreCommits is Commits over the context commits the assembler writes
+// StoreCalls is Calls over the call records the assembler writes
 // (assemble.ReadCommit, assemble.Rebuild).
-type StoreCommits struct{ Store store.Store }
+type StoreCalls struct{ Store store.Store }
 
-func (c StoreCommits) count(ctx context.Context, session string) (int, error) {
+func (c StoreCalls) count(ctx context.Context, session string) (int, error) {
 	docs, err := c.Store.Query(ctx, store.Query{Where: []store.Pred{store.Where("type", assemble.CommitType), store.Where("session_id", session)}, Find: []string{"call"}})
 	if err != nil {
 		return 0, err
@@ -232,25 +234,25 @@ func (c StoreCommits) count(ctx context.Context, session string) (int, error) {
 	return len(docs), nil
 }
 
-func (c StoreCommits) pick(ctx context.Context, session string, n int) (int, error) {
+func (c StoreCalls) pick(ctx context.Context, session string, n int) (int, error) {
 	last, err := c.count(ctx, session)
 	if err != nil {
 		return 0, err
 	}
 	if last == 0 {
-		return 0, fmt.Errorf("session %s has no context commit", session)
+		return 0, fmt.Errorf("session %s has no call record", session)
 	}
 	if n <= 0 {
 		return last, nil
 	}
 	if n > last {
-		return 0, fmt.Errorf("session %s: n %d: the session has %d context commits", session, n, last)
+		return 0, fmt.Errorf("session %s: n %d: the session has %d calls", session, n, last)
 	}
 	return n, nil
 }
 
-func summary(k *assemble.Commit) CommitSummary {
-	s := CommitSummary{N: k.N, ID: k.ID, Parent: k.Parent, Bytes: k.ByteLen, Tokens: k.Tokens, StaleTokens: k.StaleTokens,
+func summary(k *assemble.Commit) CallSummary {
+	s := CallSummary{N: k.N, ID: k.ID, Parent: k.Parent, Bytes: k.ByteLen, Tokens: k.Tokens, StaleTokens: k.StaleTokens,
 		RebaseFrom: k.RebaseFrom, Reason: k.Reason}
 	if evs, ok := k.Harness["events"].([]any); ok {
 		s.Events = evs
@@ -259,12 +261,12 @@ func summary(k *assemble.Commit) CommitSummary {
 }
 
 // List implements Commits.
-func (c StoreCommits) List(ctx context.Context, session string) ([]CommitSummary, error) {
+func (c StoreCalls) List(ctx context.Context, session string) ([]CallSummary, error) {
 	n, err := c.count(ctx, session)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]CommitSummary, 0, n)
+	out := make([]CallSummary, 0, n)
 	for i := 1; i <= n; i++ {
 		k, err := assemble.ReadCommit(ctx, c.Store, session, i)
 		if err != nil {
@@ -276,30 +278,30 @@ func (c StoreCommits) List(ctx context.Context, session string) ([]CommitSummary
 }
 
 // Show implements Commits.
-func (c StoreCommits) Show(ctx context.Context, session string, n int) (CommitDetail, error) {
+func (c StoreCalls) Show(ctx context.Context, session string, n int) (CallDetail, error) {
 	n, err := c.pick(ctx, session, n)
 	if err != nil {
-		return CommitDetail{}, err
+		return CallDetail{}, err
 	}
 	k, err := assemble.ReadCommit(ctx, c.Store, session, n)
 	if err != nil {
-		return CommitDetail{}, err
+		return CallDetail{}, err
 	}
-	return CommitDetail{CommitSummary: summary(k), Session: session, Layout: string(k.Layout), SessionTx: k.SessionTx,
+	return CallDetail{CallSummary: summary(k), Session: session, Layout: string(k.Layout), SessionTx: k.SessionTx,
 		SystemRef: k.SystemRef.String(), BytesSHA256: k.BytesSHA256, Items: k.Items, Harness: k.Harness}, nil
 }
 
 // Materialize implements Commits.
-func (c StoreCommits) Materialize(ctx context.Context, session string, n int) (Materialized, error) {
+func (c StoreCalls) Materialize(ctx context.Context, session string, n int) (CallContext, error) {
 	n, err := c.pick(ctx, session, n)
 	if err != nil {
-		return Materialized{}, err
+		return CallContext{}, err
 	}
 	a, err := assemble.Rebuild(ctx, c.Store, session, n)
 	if err != nil {
-		return Materialized{}, err
+		return CallContext{}, err
 	}
-	m := Materialized{Session: session, N: n, System: a.System(), Tools: []string{}, Messages: a.Messages(), Bytes: len(a.Bytes)}
+	m := CallContext{Session: session, N: n, System: a.System(), Tools: []string{}, Messages: a.Messages(), Bytes: len(a.Bytes)}
 	for _, t := range a.Tools() {
 		m.Tools = append(m.Tools, t.Name)
 	}
