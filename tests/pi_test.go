@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -613,6 +614,68 @@ func TestPiTree(t *testing.T) {
 	ev, _ := evs[0].(map[string]any)
 	if ev["type"] != "tree" || ev["new_leaf_id"] != target || ev["old_leaf_id"] != oldLeaf {
 		t.Errorf("tree event %v, want old leaf %s, new leaf %s", ev, oldLeaf, target)
+	}
+	srv.Stop()
+}
+
+// TestPiOverflowCompaction: when the provider refuses a request as too
+// long (Anthropic's "prompt is too long"), ctxstore lets Pi compact (it
+// cancels every other compaction) and records the compaction as a harness
+// event with the retried call's commit.
+func TestPiOverflowCompaction(t *testing.T) {
+	t.Parallel()
+	e := newPiEnv(t)
+	if err := os.WriteFile(filepath.Join(e.agentDir, "settings.json"), []byte(`{"compaction":{"keepRecentTokens":1}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	calls, overflowed := 0, false
+	e.respond = func(req messagesRequest) piStep {
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Contains(string(req.System), "context summarization assistant") {
+			return piStep{Text: "## Goal\nThe user asked two questions."}
+		}
+		calls++
+		if calls == 3 && !overflowed {
+			overflowed = true
+			return piStep{Error: "prompt is too long: 213462 tokens > 200000 maximum"}
+		}
+		return piStep{Text: fmt.Sprintf("Answer %d.", calls)}
+	}
+	srv := startServe(t, "sqlite:"+filepath.Join(t.TempDir(), "store.db"))
+	pi := startPi(t, e, srv.pxURL, nil)
+	pi.prompt("First.")
+	pi.prompt("Second.")
+	var errs []string
+	pi.modelErrors = &errs
+	pi.prompt("Third.") // overflows once: the agent ends, Pi compacts and retries
+	pi.waitFor("agent_end")
+	pi.quit()
+	if len(errs) != 1 || !strings.Contains(errs[0], "prompt is too long") {
+		t.Errorf("model errors %q, want the one overflow", errs)
+	}
+	sid := piSessionID(t, piSessionFile(t, e.sessions))
+	_, raw := piTranscript(t, piSessionFile(t, e.sessions))
+	if !strings.Contains(raw, `"type":"compaction"`) {
+		t.Fatalf("Pi did not compact after the overflow")
+	}
+	var info httpapi.SessionInfo
+	srv.get("/v1/sessions/"+sid, &info)
+	var found map[string]any
+	for n := 1; n <= info.Calls; n++ {
+		var c httpapi.ObjectResponse
+		srv.get(fmt.Sprintf("/v1/objects/ctx-%s-%d", sid, n), &c)
+		h, _ := c.Doc["harness"].(map[string]any)
+		if evs, _ := h["events"].([]any); len(evs) > 0 {
+			if found != nil {
+				t.Errorf("more than one call records events: %v", evs)
+			}
+			found, _ = evs[0].(map[string]any)
+		}
+	}
+	if found["type"] != "compaction" || found["reason"] != "overflow" || found["entry_id"] == nil {
+		t.Errorf("the compaction event %v, want type compaction, reason overflow, its entry", found)
 	}
 	srv.Stop()
 }
