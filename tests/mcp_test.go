@@ -22,6 +22,8 @@ import (
 // (a read, a context call with a harness event, a file edited on disk).
 type mcpFixture struct {
 	store, sid, fileID, dir string
+	name                    string   // the session index's name of sid
+	commits                 []string // two context commits of sid, root first
 	srv                     *serveProc
 }
 
@@ -68,6 +70,28 @@ func newMCPFixture(t *testing.T) *mcpFixture {
 			{"role": "user", "text": "Thanks."},
 		},
 	})
+	// Index the session now (the offline generator): it gets a name.
+	var meta struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(post("/v1/sessions/"+f.sid+"/index", map[string]any{}), &meta); err != nil || meta.Name == "" {
+		t.Fatalf("index: %v %+v", err, meta)
+	}
+	f.name = meta.Name
+	// Two context commits (session/commits) of the session.
+	parent := ""
+	for _, text := range []string{"Commit one.", "Commit two."} {
+		content, _ := json.Marshal([]map[string]any{{"role": "user", "text": text}})
+		var c struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(post("/v1/commits", map[string]any{"parent": parent, "format": "conversation-v1",
+			"content": string(content), "session": f.sid, "trigger": "explicit"}), &c); err != nil || c.ID == "" {
+			t.Fatalf("checkpoint: %v %+v", err, c)
+		}
+		f.commits = append(f.commits, c.ID)
+		parent = c.ID
+	}
 	if err := os.WriteFile(filepath.Join(f.dir, "a.txt"), []byte("alpha v2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -132,9 +156,10 @@ func TestMCPStdio(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	want := []string{"activate", "deactivate", "get_object", "get_session", "list_commits", "list_sessions", "materialize_commit", "object_history", "pin", "show_commit", "unpin"}
+	want := []string{"activate", "commit_history", "commit_materialize", "commit_show", "deactivate", "get_object", "get_session",
+		"list_calls", "list_sessions", "materialize_call", "object_history", "pin", "query_session", "search", "show_call", "unpin"}
 	if !slices.Equal(names, want) {
-		t.Errorf("tools %v, want %v (search and query_session only when their implementations are given)", names, want)
+		t.Errorf("tools %v, want %v", names, want)
 	}
 	mcpChecks(t, cs, f)
 
@@ -198,6 +223,42 @@ func mcpChecks(t *testing.T, cs *sdk.ClientSession, f *mcpFixture) {
 	if msg := call(t, cs, "get_session", map[string]any{"session": "nope"}, nil); !strings.Contains(msg, `session "nope": no session`) {
 		t.Errorf("get_session of an unknown session: %q", msg)
 	}
+	// By its name in the session index, as an @@ reference.
+	var named struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	}
+	if msg := call(t, cs, "get_session", map[string]any{"session": "@@" + f.name}, &named); msg != "" || named.ID != f.sid || named.Name != f.name {
+		t.Errorf("get_session @@%s: %q %+v", f.name, msg, named)
+	}
+
+	// Search (recall's full-text index) and query_session (offline: passages).
+	var found struct {
+		Hits []struct {
+			ID      string `json:"id"`
+			Session string `json:"session"`
+			Kind    string `json:"kind"`
+		} `json:"hits"`
+	}
+	if msg := call(t, cs, "search", map[string]any{"query": "please"}, &found); msg != "" {
+		t.Fatal(msg)
+	}
+	if !slices.ContainsFunc(found.Hits, func(h struct {
+		ID      string `json:"id"`
+		Session string `json:"session"`
+		Kind    string `json:"kind"`
+	}) bool {
+		return h.Session == f.sid && h.Kind == "chat"
+	}) {
+		t.Errorf("search please: %+v, want the session's chat", found.Hits)
+	}
+	var answer struct {
+		Session string `json:"session"`
+		Answer  string `json:"answer"`
+	}
+	if msg := call(t, cs, "query_session", map[string]any{"session": f.sid, "question": "which file was read?"}, &answer); msg != "" || answer.Session != f.sid || answer.Answer == "" {
+		t.Errorf("query_session: %q %+v", msg, answer)
+	}
 
 	var hist struct {
 		Versions []struct {
@@ -232,18 +293,18 @@ func mcpChecks(t *testing.T, cs *sdk.ClientSession, f *mcpFixture) {
 		t.Errorf("get_object with a bad valid_time: %q", msg)
 	}
 
-	var commits struct {
-		Commits []struct {
+	var calls struct {
+		Calls []struct {
 			N      int              `json:"n"`
 			Events []map[string]any `json:"events"`
-		} `json:"commits"`
+		} `json:"calls"`
 	}
-	if msg := call(t, cs, "list_commits", map[string]any{"session": f.sid}, &commits); msg != "" {
+	if msg := call(t, cs, "list_calls", map[string]any{"session": f.sid}, &calls); msg != "" {
 		t.Fatal(msg)
 	}
-	if len(commits.Commits) != 2 || len(commits.Commits[1].Events) != 0 || len(commits.Commits[0].Events) != 1 || commits.Commits[0].Events[0]["type"] != "fork" ||
-		commits.Commits[0].Events[0]["parent_session_id"] != "mcp-session-0" {
-		t.Errorf("list_commits: %+v", commits.Commits)
+	if len(calls.Calls) != 2 || len(calls.Calls[1].Events) != 0 || len(calls.Calls[0].Events) != 1 || calls.Calls[0].Events[0]["type"] != "fork" ||
+		calls.Calls[0].Events[0]["parent_session_id"] != "mcp-session-0" {
+		t.Errorf("list_calls: %+v", calls.Calls)
 	}
 	var mat struct {
 		N        int    `json:"n"`
@@ -255,15 +316,54 @@ func mcpChecks(t *testing.T, cs *sdk.ClientSession, f *mcpFixture) {
 			} `json:"blocks"`
 		} `json:"messages"`
 	}
-	if msg := call(t, cs, "materialize_commit", map[string]any{"session": f.sid}, &mat); msg != "" {
+	if msg := call(t, cs, "materialize_call", map[string]any{"session": f.sid}, &mat); msg != "" {
 		t.Fatal(msg)
 	}
 	b, _ := json.Marshal(mat.Messages)
 	if mat.N != 2 || !strings.HasPrefix(mat.System, "You are the fixture's agent.") || !strings.Contains(string(b), "Read a.txt please.") || !strings.Contains(string(b), "alpha v1") {
-		t.Errorf("materialize_commit: n %d, system %.80q, messages %.300s", mat.N, mat.System, b)
+		t.Errorf("materialize_call: n %d, system %.80q, messages %.300s", mat.N, mat.System, b)
 	}
-	if msg := call(t, cs, "show_commit", map[string]any{"session": f.sid, "n": 7}, nil); !strings.Contains(msg, "has 2 context commits") {
-		t.Errorf("show_commit of a commit that does not exist: %q", msg)
+	if msg := call(t, cs, "show_call", map[string]any{"session": f.sid, "n": 7}, nil); !strings.Contains(msg, "has 2 calls") {
+		t.Errorf("show_call of a call that does not exist: %q", msg)
+	}
+
+	// Context commits (session/commits): the session's tip, its history,
+	// the conversation materialized from the root.
+	var tip struct {
+		ID      string `json:"id"`
+		Parent  string `json:"parent"`
+		Session string `json:"session"`
+	}
+	if msg := call(t, cs, "commit_show", map[string]any{"session": f.sid}, &tip); msg != "" {
+		t.Fatal(msg)
+	}
+	if tip.ID != f.commits[1] || tip.Parent != f.commits[0] || tip.Session != f.sid {
+		t.Errorf("commit_show of the session: %+v, want %v", tip, f.commits)
+	}
+	var hist2 struct {
+		Commits []struct {
+			ID string `json:"id"`
+		} `json:"commits"`
+	}
+	if msg := call(t, cs, "commit_history", map[string]any{"id": f.commits[1]}, &hist2); msg != "" {
+		t.Fatal(msg)
+	}
+	if len(hist2.Commits) != 2 || hist2.Commits[0].ID != f.commits[1] || hist2.Commits[1].ID != f.commits[0] {
+		t.Errorf("commit_history: %+v", hist2.Commits)
+	}
+	var conv struct {
+		Commits int    `json:"commits"`
+		Format  string `json:"format"`
+		Content string `json:"content"`
+	}
+	if msg := call(t, cs, "commit_materialize", map[string]any{"id": f.commits[1], "stop": "root"}, &conv); msg != "" {
+		t.Fatal(msg)
+	}
+	if conv.Commits != 2 || conv.Format != "conversation-v1" || !strings.Contains(conv.Content, "Commit one.") || !strings.Contains(conv.Content, "Commit two.") {
+		t.Errorf("commit_materialize: %+v", conv)
+	}
+	if msg := call(t, cs, "commit_show", map[string]any{"id": "ctx-0000"}, nil); msg == "" {
+		t.Errorf("commit_show of a bad id answered")
 	}
 }
 

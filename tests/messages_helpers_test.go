@@ -32,9 +32,9 @@ type scriptedMessages struct {
 	respond func(req messagesRequest) piStep
 }
 
-func startScriptedMessages(t testing.TB, script []piStep, log string) *scriptedMessages {
+func startScriptedMessages(t testing.TB, script []piStep, log string, respond func(messagesRequest) piStep) *scriptedMessages {
 	t.Helper()
-	m := &scriptedMessages{t: t, log: log, script: script}
+	m := &scriptedMessages{t: t, log: log, script: script, respond: respond}
 	m.srv = httptest.NewServer(http.HandlerFunc(m.serve))
 	t.Cleanup(m.srv.Close)
 	return m
@@ -83,6 +83,13 @@ func (m *scriptedMessages) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		step = m.script[n]
+	}
+	if step.Error != "" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": step.Error}})
+		w.Write(b)
+		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")

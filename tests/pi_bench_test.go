@@ -3,12 +3,22 @@ package tests
 import (
 	"bytes"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 )
+
+// durRe reads the dur of a Server-Timing header.
+var durRe = regexp.MustCompile(`dur=([0-9.]+)`)
 
 // BenchmarkPiContextCall measures ctxstore's context hook through the real
 // Pi (piVersion, RPC mode) with the scripted model, on a SQLite store
@@ -35,13 +45,31 @@ func BenchmarkPiContextCall(b *testing.B) {
 			script = append(script, piStep{Tool: "bash", Args: map[string]any{"command": cmd}, ID: fmt.Sprintf("call_%d", i)},
 				piStep{Text: fmt.Sprintf("Turn %d done.", i+1)})
 		}
-		// Straight to the server: the OpenAPI-checking proxy would add its
-		// validation to every call.
-		pi := startPi(b, e, srv.url, script)
+		// Through a plain reverse proxy (the OpenAPI-checking one would add
+		// its validation to every call) that notes the time the server
+		// spent in the context manager (Server-Timing) of each context call.
+		var mu sync.Mutex
+		var cm []float64
+		target, _ := url.Parse(srv.url)
+		rp := httputil.NewSingleHostReverseProxy(target)
+		rp.ModifyResponse = func(r *http.Response) error {
+			if strings.HasSuffix(r.Request.URL.Path, "/context") {
+				if m := durRe.FindStringSubmatch(r.Header.Get("Server-Timing")); m != nil {
+					v, _ := strconv.ParseFloat(m[1], 64)
+					mu.Lock()
+					cm = append(cm, v)
+					mu.Unlock()
+				}
+			}
+			return nil
+		}
+		px := httptest.NewServer(rp)
+		pi := startPi(b, e, px.URL, script)
 		for i := range turns {
 			pi.prompt(fmt.Sprintf("Turn %d: run it.", i+1))
 		}
 		pi.quit()
+		px.Close()
 		srv.stop(false) // nothing went through the checking proxy
 		raw, err := os.ReadFile(timings)
 		if err != nil {
@@ -55,8 +83,8 @@ func BenchmarkPiContextCall(b *testing.B) {
 			}
 			ms = append(ms, v)
 		}
-		if len(ms) != 2*turns {
-			b.Fatalf("%d timings, want %d", len(ms), 2*turns)
+		if len(ms) != 2*turns || len(cm) != 2*turns {
+			b.Fatalf("%d timings and %d server timings, want %d", len(ms), len(cm), 2*turns)
 		}
 		for _, w := range []struct {
 			name string
@@ -66,6 +94,9 @@ func BenchmarkPiContextCall(b *testing.B) {
 			slices.Sort(s)
 			b.ReportMetric(s[len(s)/2], w.name+"-p50-ms")
 			b.ReportMetric(s[len(s)*99/100], w.name+"-p99-ms")
+			c := slices.Clone(cm[2*(w.from-1) : 2*(w.from-1+20)])
+			slices.Sort(c)
+			b.ReportMetric(c[len(c)/2], w.name+"-cm-p50-ms")
 		}
 	}
 }

@@ -296,10 +296,13 @@ func (s *serveProc) fetch(method, path, contentType string, body []byte) (int, [
 
 // piStep is one step of the scripted model (startScriptedMessages).
 type piStep struct {
-	Text string         `json:"text,omitempty"`
-	Tool string         `json:"tool,omitempty"`
-	Args map[string]any `json:"args,omitempty"`
-	ID   string         `json:"id,omitempty"`
+	// Error, if set, is answered as an API error (HTTP 400,
+	// invalid_request_error) with this message.
+	Error string         `json:"error,omitempty"`
+	Text  string         `json:"text,omitempty"`
+	Tool  string         `json:"tool,omitempty"`
+	Args  map[string]any `json:"args,omitempty"`
+	ID    string         `json:"id,omitempty"`
 }
 
 // piRun is a Pi process in RPC mode, with ctxstore's extension and the
@@ -313,6 +316,8 @@ type piRun struct {
 	seq    int
 	// notices are the messages extensions showed the user (ui.notify).
 	notices []string
+	// modelErrors, when set, collects model errors instead of failing.
+	modelErrors *[]string
 }
 
 // piEnv is a Pi working directory, agent directory and session directory.
@@ -321,6 +326,8 @@ type piEnv struct {
 	// pre and exts are more extensions Pi loads before and after ctxstore's
 	// (repository paths); env is more environment for Pi.
 	pre, exts, env []string
+	// respond, when set, answers the model's requests instead of the script.
+	respond func(messagesRequest) piStep
 }
 
 func newPiEnv(t testing.TB) *piEnv {
@@ -361,7 +368,7 @@ func startPi(t testing.TB, e *piEnv, serviceURL string, script []piStep, extra .
 	}
 	cmd := exec.Command(nodeBin(t), args...)
 	cmd.Dir = e.dir
-	model := startScriptedMessages(t, script, e.ctxLog)
+	model := startScriptedMessages(t, script, e.ctxLog, e.respond)
 	cmd.Env = append(os.Environ(), "PI_CODING_AGENT_DIR="+e.agentDir, "PI_OFFLINE=1", "PI_SCRIPTED_URL="+model.srv.URL,
 		"CTXSTORE_SERVICE_URL="+serviceURL, "CTXSTORE_TOKEN=")
 	cmd.Env = append(cmd.Env, e.env...)
@@ -427,6 +434,10 @@ func (p *piRun) prompt(text string) {
 				}
 			case "message_end":
 				if m, _ := ev["message"].(map[string]any); m["stopReason"] == "error" {
+					if p.modelErrors != nil {
+						*p.modelErrors = append(*p.modelErrors, fmt.Sprint(m["errorMessage"]))
+						continue
+					}
 					p.t.Fatalf("pi: model error during %q: %v\nstderr: %s", text, m["errorMessage"], p.stderr)
 				}
 			case "agent_end":
@@ -434,6 +445,32 @@ func (p *piRun) prompt(text string) {
 			}
 		case <-timeout:
 			p.t.Fatalf("pi: no agent_end within 2 minutes of %q\nstderr: %s", text, p.stderr)
+		}
+	}
+}
+
+// waitFor reads Pi's events until one of type typ (within two minutes),
+// collecting notices.
+func (p *piRun) waitFor(typ string) map[string]any {
+	p.t.Helper()
+	timeout := time.After(2 * time.Minute)
+	for {
+		select {
+		case ev, ok := <-p.events:
+			if !ok {
+				p.t.Fatalf("pi exited waiting for %s\nstderr: %s", typ, p.stderr)
+			}
+			if ev["type"] == "extension_ui_request" && ev["method"] == "notify" {
+				p.notices = append(p.notices, fmt.Sprint(ev["message"]))
+			}
+			if ev["type"] == "extension_error" {
+				p.t.Errorf("pi extension error: %v", ev)
+			}
+			if ev["type"] == typ {
+				return ev
+			}
+		case <-timeout:
+			p.t.Fatalf("pi: no %s within 2 minutes\nstderr: %s", typ, p.stderr)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -545,4 +546,136 @@ func TestPiCompactionCancelled(t *testing.T) {
 	if n := len(readContexts(t, e.ctxLog)); n != 3 {
 		t.Errorf("the model was called %d times, want 3 (no summarization call)", n)
 	}
+}
+
+// TestPiTree: moving the session's leaf (Pi's /tree, through a test
+// command calling ctx.navigateTree) reaches ctxstore as a tree event with
+// the next context commit, and the next context notes the switch.
+func TestPiTree(t *testing.T) {
+	t.Parallel()
+	e := newPiEnv(t)
+	e.exts = []string{"tests/testdata/pi/tree-command.ts"}
+	srv := startServe(t, "sqlite:"+filepath.Join(t.TempDir(), "store.db"))
+	pi := startPi(t, e, srv.pxURL, []piStep{{Text: "One."}, {Text: "Two."}, {Text: "Three."}})
+	pi.prompt("First.")
+	pi.prompt("Second.")
+	sid := piSessionID(t, piSessionFile(t, e.sessions))
+	ents := pi.command(map[string]any{"type": "get_entries"})
+	list, _ := ents["entries"].([]any)
+	var target string
+	for _, x := range list {
+		en, _ := x.(map[string]any)
+		if m, _ := en["message"].(map[string]any); m["role"] == "assistant" && strings.Contains(fmt.Sprint(m["content"]), "One.") {
+			target, _ = en["id"].(string)
+		}
+	}
+	oldLeaf, _ := ents["leafId"].(string)
+	if target == "" || oldLeaf == "" {
+		t.Fatalf("get_entries: no assistant entry for the first answer, or no leaf: %v", ents)
+	}
+	if r := pi.try(map[string]any{"type": "prompt", "message": "/tree-to " + target}); r["success"] != true {
+		t.Fatalf("/tree-to: %v", r)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		tr := pi.command(map[string]any{"type": "get_tree"})
+		if tr["leafId"] == target {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the leaf is %v after /tree-to %s", tr["leafId"], target)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	pi.prompt("Third, on the first branch.")
+	pi.quit()
+
+	cs := readContexts(t, e.ctxLog)
+	last := cs[len(cs)-1]
+	var texts []string
+	for _, m := range last.Messages {
+		for _, b := range m.Content {
+			texts = append(texts, b.Text)
+		}
+	}
+	// ctxstore's stream is append-only: the model is told the log was
+	// replaced, and the new branch continues from there.
+	all := strings.Join(texts, "\n")
+	if !strings.Contains(all, "[context] the harness's message log was replaced") || texts[len(texts)-1] != "Third, on the first branch." {
+		t.Errorf("the context after /tree does not note the switch and continue on the new branch: %q", texts)
+	}
+	var c3 httpapi.ObjectResponse
+	srv.get(fmt.Sprintf("/v1/objects/ctx-%s-3", sid), &c3)
+	h, _ := c3.Doc["harness"].(map[string]any)
+	evs, _ := h["events"].([]any)
+	if len(evs) != 1 {
+		t.Fatalf("the call after /tree records events %v, want one tree event", h["events"])
+	}
+	ev, _ := evs[0].(map[string]any)
+	if ev["type"] != "tree" || ev["new_leaf_id"] != target || ev["old_leaf_id"] != oldLeaf {
+		t.Errorf("tree event %v, want old leaf %s, new leaf %s", ev, oldLeaf, target)
+	}
+	srv.Stop()
+}
+
+// TestPiOverflowCompaction: when the provider refuses a request as too
+// long (Anthropic's "prompt is too long"), ctxstore lets Pi compact (it
+// cancels every other compaction) and records the compaction as a harness
+// event with the retried call's commit.
+func TestPiOverflowCompaction(t *testing.T) {
+	t.Parallel()
+	e := newPiEnv(t)
+	if err := os.WriteFile(filepath.Join(e.agentDir, "settings.json"), []byte(`{"compaction":{"keepRecentTokens":1}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	calls, overflowed := 0, false
+	e.respond = func(req messagesRequest) piStep {
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Contains(string(req.System), "context summarization assistant") {
+			return piStep{Text: "## Goal\nThe user asked two questions."}
+		}
+		calls++
+		if calls == 3 && !overflowed {
+			overflowed = true
+			return piStep{Error: "prompt is too long: 213462 tokens > 200000 maximum"}
+		}
+		return piStep{Text: fmt.Sprintf("Answer %d.", calls)}
+	}
+	srv := startServe(t, "sqlite:"+filepath.Join(t.TempDir(), "store.db"))
+	pi := startPi(t, e, srv.pxURL, nil)
+	pi.prompt("First.")
+	pi.prompt("Second.")
+	var errs []string
+	pi.modelErrors = &errs
+	pi.prompt("Third.") // overflows once: the agent ends, Pi compacts and retries
+	pi.waitFor("agent_end")
+	pi.quit()
+	if len(errs) != 1 || !strings.Contains(errs[0], "prompt is too long") {
+		t.Errorf("model errors %q, want the one overflow", errs)
+	}
+	sid := piSessionID(t, piSessionFile(t, e.sessions))
+	_, raw := piTranscript(t, piSessionFile(t, e.sessions))
+	if !strings.Contains(raw, `"type":"compaction"`) {
+		t.Fatalf("Pi did not compact after the overflow")
+	}
+	var info httpapi.SessionInfo
+	srv.get("/v1/sessions/"+sid, &info)
+	var found map[string]any
+	for n := 1; n <= info.Calls; n++ {
+		var c httpapi.ObjectResponse
+		srv.get(fmt.Sprintf("/v1/objects/ctx-%s-%d", sid, n), &c)
+		h, _ := c.Doc["harness"].(map[string]any)
+		if evs, _ := h["events"].([]any); len(evs) > 0 {
+			if found != nil {
+				t.Errorf("more than one call records events: %v", evs)
+			}
+			found, _ = evs[0].(map[string]any)
+		}
+	}
+	if found["type"] != "compaction" || found["reason"] != "overflow" || found["entry_id"] == nil {
+		t.Errorf("the compaction event %v, want type compaction, reason overflow, its entry", found)
+	}
+	srv.Stop()
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ctxstore/ctxstore/server/httpapi"
 	"github.com/ctxstore/ctxstore/server/mcp"
+	"github.com/ctxstore/ctxstore/store"
 )
 
 // mcpCmd serves ctxstore to MCP hosts (docs/mcp.md).
@@ -28,7 +29,10 @@ func (c *mcpCmd) Run(a *app) error {
 		return err
 	}
 	defer st.Close()
-	o := mcp.Options{Store: st}
+	o := mcp.Options{Store: st, Query: mcp.RecallQuerier{Store: st}}
+	if _, ok := st.(store.Searcher); ok {
+		o.Search = mcp.RecallSearch{Store: st}
+	}
 	if c.Service != "" {
 		o.Activator = mcp.ServiceActivator{URL: c.Service, Token: c.Token}
 	}

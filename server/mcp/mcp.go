@@ -1,16 +1,20 @@
 // Package mcp is ctxstore's Model Context Protocol server (`ctxstore mcp`),
 // a face over the store for any MCP host (Claude Code, editors, other
-// agents): the sessions and their summaries, a session by id or prefix,
-// objects and their history as of a time, a session's context commits
-// (list, show, materialize), and activation in a session that `ctxstore
-// serve` manages. It speaks MCP through the official Go SDK
-// (github.com/modelcontextprotocol/go-sdk), over stdio or streamable HTTP.
+// agents): the sessions and their summaries, a session by id, prefix or
+// name, objects and their history as of a time, full-text search and
+// query_session (context/recall), a session's call records (what each
+// model call was shown: list, show, materialize), context commits
+// (session/commits: show, history, materialize), and activation in a
+// session that `ctxstore serve` manages. It speaks MCP through the official
+// Go SDK (github.com/modelcontextprotocol/go-sdk), over stdio or streamable
+// HTTP.
 //
-// Search and query_session are built elsewhere: they plug in through the
-// Searcher and SessionQuerier interfaces and are offered only when given.
-// Commits and session lookup are interfaces too (StoreCommits and
-// StoreSessions are the implementations over what the store holds today),
-// so their richer versions replace them without touching the tools.
+// Search and query_session plug in through the Searcher and SessionQuerier
+// interfaces and are offered only when given (RecallSearch and
+// RecallQuerier are context/recall's). Commits and session lookup are
+// interfaces too (StoreCalls and StoreSessions are the implementations
+// over what the store holds today), so richer versions replace them
+// without touching the tools.
 package mcp
 
 import (
@@ -22,6 +26,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -32,9 +37,12 @@ type Searcher interface {
 
 // SearchHit is one search result.
 type SearchHit struct {
-	ID      string  `json:"id"`
-	Session string  `json:"session,omitempty"`
-	Kind    string  `json:"kind,omitempty"`
+	ID      string `json:"id"`
+	Session string `json:"session,omitempty"`
+	Kind    string `json:"kind,omitempty"`
+	// Turn is the matching chat turn (chats), else -1.
+	Turn    int     `json:"turn"`
+	Title   string  `json:"title,omitempty"`
 	Score   float64 `json:"score,omitempty"`
 	Snippet string  `json:"snippet,omitempty"`
 }
@@ -56,14 +64,53 @@ type Sessions interface {
 	Get(ctx context.Context, id string) (SessionDetail, error)
 }
 
-// Commits reads a session's context commits.
+// Calls reads a session's call records (context/assemble's per-call
+// "ctx-{session}-{n}": what each model call was shown).
+type Calls interface {
+	// List returns the session's calls, first to last.
+	List(ctx context.Context, session string) ([]CallSummary, error)
+	// Show returns call n of the session (n <= 0: the last).
+	Show(ctx context.Context, session string, n int) (CallDetail, error)
+	// Materialize returns what call n sent (n <= 0: the last).
+	Materialize(ctx context.Context, session string, n int) (CallContext, error)
+}
+
+// Commits reads context commits (session/commits, spec 002: the
+// conversation as a chain of commits).
 type Commits interface {
-	// List returns the session's commits, first to last.
-	List(ctx context.Context, session string) ([]CommitSummary, error)
-	// Show returns commit n of the session (n <= 0: the last).
-	Show(ctx context.Context, session string, n int) (CommitDetail, error)
-	// Materialize returns the context commit n sent (n <= 0: the last).
-	Materialize(ctx context.Context, session string, n int) (Materialized, error)
+	// Show returns a commit.
+	Show(ctx context.Context, id string) (*commits.Commit, error)
+	// History returns a commit and its ancestors, newest first (limit <= 0: all).
+	History(ctx context.Context, id string, limit int) ([]*commits.Commit, error)
+	// Materialize returns the conversation at a commit.
+	Materialize(ctx context.Context, r commits.MaterializeRequest) (*commits.Materialized, error)
+	// SessionTip returns a session's latest commit.
+	SessionTip(ctx context.Context, session string) (*commits.Commit, error)
+}
+
+// ServiceCommits is Commits over a session/commits Service; materializing
+// never writes the snapshot cache (the MCP server only reads).
+type ServiceCommits struct{ S *commits.Service }
+
+// Show implements Commits.
+func (c ServiceCommits) Show(ctx context.Context, id string) (*commits.Commit, error) {
+	return c.S.Show(ctx, id, store.Basis{})
+}
+
+// History implements Commits.
+func (c ServiceCommits) History(ctx context.Context, id string, limit int) ([]*commits.Commit, error) {
+	return c.S.History(ctx, id, limit)
+}
+
+// Materialize implements Commits.
+func (c ServiceCommits) Materialize(ctx context.Context, r commits.MaterializeRequest) (*commits.Materialized, error) {
+	r.NoCache = true
+	return c.S.Materialize(ctx, r)
+}
+
+// SessionTip implements Commits.
+func (c ServiceCommits) SessionTip(ctx context.Context, session string) (*commits.Commit, error) {
+	return c.S.SessionTip(ctx, session)
 }
 
 // Activator changes what a managed session's next context holds (through
@@ -79,7 +126,8 @@ type Activator interface {
 type Options struct {
 	Store     store.Store
 	Sessions  Sessions       // default: StoreSessions
-	Commits   Commits        // default: StoreCommits
+	Calls     Calls          // default: StoreCalls
+	Commits   Commits        // default: ServiceCommits over the store
 	Search    Searcher       // nil: no search tool
 	Query     SessionQuerier // nil: no query_session tool
 	Activator Activator      // nil: no activate/deactivate/pin/unpin tools
@@ -92,8 +140,11 @@ func New(o Options) *sdk.Server {
 	if o.Sessions == nil {
 		o.Sessions = StoreSessions{Store: o.Store}
 	}
+	if o.Calls == nil {
+		o.Calls = StoreCalls{Store: o.Store}
+	}
 	if o.Commits == nil {
-		o.Commits = StoreCommits{Store: o.Store}
+		o.Commits = ServiceCommits{S: commits.New(o.Store, commits.Options{})}
 	}
 	if o.Version == "" {
 		o.Version = "dev"
@@ -101,25 +152,34 @@ func New(o Options) *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "ctxstore", Title: "ctxstore", Version: o.Version}, &sdk.ServerOptions{
 		Instructions: "ctxstore keeps agent sessions, the objects they used (files, tool outputs, notes) with their " +
 			"full history, and the exact context of every model call (context commits). Use list_sessions and " +
-			"get_session to find a session, get_object and object_history to read an object as of a time, and " +
-			"list_commits, show_commit and materialize_commit to see what a model call was sent.",
+			"get_session to find a session, get_object and object_history to read an object as of a time, " +
+			"list_calls, show_call and materialize_call to see what a model call was sent, and commit_show, " +
+			"commit_history and commit_materialize for the conversation as a chain of context commits.",
 	})
 	t := tools{o: o}
 	sdk.AddTool(s, &sdk.Tool{Name: "list_sessions", Description: "List the sessions in the store, each with a summary: " +
 		"harness, turns, context calls, active objects, the first and the last user prompt."}, t.listSessions)
-	sdk.AddTool(s, &sdk.Tool{Name: "get_session", Description: "Describe one session, named by its id or a unique " +
-		"prefix of it: its summary, the user prompt of every turn, and the objects active and pinned in its context."}, t.getSession)
+	sdk.AddTool(s, &sdk.Tool{Name: "get_session", Description: "Describe one session, named by its id, a unique prefix " +
+		"of it or its name in the session index (@@name): its summary, the user prompt of every turn, and the objects " +
+		"active and pinned in its context."}, t.getSession)
 	sdk.AddTool(s, &sdk.Tool{Name: "get_object", Description: "Read an object (a file, a tool output, a note, a chat, " +
 		"a context commit) by id, as it was at a time: valid_time (when it was true), tx_time or tx_id (what the store " +
 		"knew then); now when none is given."}, t.getObject)
 	sdk.AddTool(s, &sdk.Tool{Name: "object_history", Description: "List the versions of an object, newest first " +
 		"(order asc for oldest first), with their documents when with_docs is true."}, t.objectHistory)
-	sdk.AddTool(s, &sdk.Tool{Name: "list_commits", Description: "List a session's context commits: one per model " +
-		"call, with its size, whether it rebased, and the harness events recorded with it (fork, tree, compaction)."}, t.listCommits)
-	sdk.AddTool(s, &sdk.Tool{Name: "show_commit", Description: "Show one context commit of a session (call n; the " +
-		"last when n is 0): its parent, items, size and what the harness recorded with it."}, t.showCommit)
-	sdk.AddTool(s, &sdk.Tool{Name: "materialize_commit", Description: "Rebuild exactly what model call n of a session " +
-		"was sent (the last when n is 0): system prompt, tools and messages, checked against the commit's hash."}, t.materialize)
+	sdk.AddTool(s, &sdk.Tool{Name: "list_calls", Description: "List a session's model calls as ctxstore recorded " +
+		"them: size, whether the context rebased, and the harness events recorded with each (fork, tree, compaction)."}, t.listCalls)
+	sdk.AddTool(s, &sdk.Tool{Name: "show_call", Description: "Show the record of model call n of a session (the " +
+		"last when n is 0): its parent, items, size and what the harness recorded with it."}, t.showCall)
+	sdk.AddTool(s, &sdk.Tool{Name: "materialize_call", Description: "Rebuild exactly what model call n of a session " +
+		"was sent (the last when n is 0): system prompt, tools and messages, checked against the record's hash."}, t.materializeCall)
+	sdk.AddTool(s, &sdk.Tool{Name: "commit_show", Description: "Show a context commit (the conversation as a chain " +
+		"of commits): by id, or a session's latest commit with session. Type, format, parent, provenance, counts, " +
+		"summary and tags."}, t.commitShow)
+	sdk.AddTool(s, &sdk.Tool{Name: "commit_history", Description: "A context commit and its ancestors, newest first."}, t.commitHistory)
+	sdk.AddTool(s, &sdk.Tool{Name: "commit_materialize", Description: "The conversation at a context commit, in its " +
+		"format or another (format), from the last compaction (stop: compaction, the default), the root (root) or " +
+		"an ancestor's id."}, t.commitMaterialize)
 	if o.Search != nil {
 		sdk.AddTool(s, &sdk.Tool{Name: "search", Description: "Search the store: sessions, objects and their history."}, t.search)
 	}
@@ -165,7 +225,7 @@ func (nopWriteCloser) Close() error { return nil }
 type noInput struct{}
 
 type sessionInput struct {
-	Session string `json:"session" jsonschema:"the session id, or a unique prefix of it"`
+	Session string `json:"session" jsonschema:"the session id, a unique prefix of it, or its name (@@name)"`
 }
 
 type objectInput struct {
@@ -184,6 +244,41 @@ type historyInput struct {
 type commitInput struct {
 	Session string `json:"session" jsonschema:"the session id, or a unique prefix of it"`
 	N       int    `json:"n,omitempty" jsonschema:"the call number, from 1; 0 for the last"`
+}
+
+type commitRef struct {
+	ID      string `json:"id,omitempty" jsonschema:"a context commit id (ctx- and 20 hex digits)"`
+	Session string `json:"session,omitempty" jsonschema:"instead of id: the session whose latest commit to show"`
+}
+
+type commitHistoryInput struct {
+	ID    string `json:"id" jsonschema:"a context commit id"`
+	Limit int    `json:"limit,omitempty" jsonschema:"at most this many commits (0: all)"`
+}
+
+type commitMaterializeInput struct {
+	ID     string `json:"id" jsonschema:"a context commit id"`
+	Format string `json:"format,omitempty" jsonschema:"the output format (default: the commit's own), e.g. events-v1, conversation-v1, narrative-v1"`
+	Stop   string `json:"stop,omitempty" jsonschema:"compaction (default), root, or an ancestor's id"`
+}
+
+// CommitHistory is the output of commit_history.
+type CommitHistory struct {
+	Commits []*commits.Commit `json:"commits"`
+}
+
+// CommitConversation is the output of commit_materialize: the
+// conversation in Format, with what it was made from.
+type CommitConversation struct {
+	Commit       string `json:"commit"`
+	From         string `json:"from,omitempty"`
+	Commits      int    `json:"commits"`
+	Format       string `json:"format"`
+	Stop         string `json:"stop"`
+	Tier         string `json:"tier"`
+	MessageCount int64  `json:"message_count"`
+	TokenCount   int64  `json:"token_count"`
+	Content      string `json:"content"`
 }
 
 type searchInput struct {
@@ -233,10 +328,10 @@ type VersionEntry struct {
 	Doc         map[string]any `json:"doc,omitempty"`
 }
 
-// CommitList is the output of list_commits.
-type CommitList struct {
-	Session string          `json:"session"`
-	Commits []CommitSummary `json:"commits"`
+// CallList is the output of list_calls.
+type CallList struct {
+	Session string        `json:"session"`
+	Calls   []CallSummary `json:"calls"`
 }
 
 // SearchOutput is the output of search.
@@ -322,34 +417,75 @@ func (t tools) objectHistory(ctx context.Context, _ *sdk.CallToolRequest, in his
 	return nil, out, nil
 }
 
-func (t tools) listCommits(ctx context.Context, _ *sdk.CallToolRequest, in sessionInput) (*sdk.CallToolResult, CommitList, error) {
+func (t tools) listCalls(ctx context.Context, _ *sdk.CallToolRequest, in sessionInput) (*sdk.CallToolResult, CallList, error) {
 	id, err := t.o.Sessions.Resolve(ctx, in.Session)
 	if err != nil {
-		return nil, CommitList{}, err
+		return nil, CallList{}, err
 	}
-	cs, err := t.o.Commits.List(ctx, id)
+	cs, err := t.o.Calls.List(ctx, id)
 	if cs == nil {
-		cs = []CommitSummary{}
+		cs = []CallSummary{}
 	}
-	return nil, CommitList{Session: id, Commits: cs}, err
+	return nil, CallList{Session: id, Calls: cs}, err
 }
 
-func (t tools) showCommit(ctx context.Context, _ *sdk.CallToolRequest, in commitInput) (*sdk.CallToolResult, CommitDetail, error) {
+func (t tools) showCall(ctx context.Context, _ *sdk.CallToolRequest, in commitInput) (*sdk.CallToolResult, CallDetail, error) {
 	id, err := t.o.Sessions.Resolve(ctx, in.Session)
 	if err != nil {
-		return nil, CommitDetail{}, err
+		return nil, CallDetail{}, err
 	}
-	c, err := t.o.Commits.Show(ctx, id, in.N)
+	c, err := t.o.Calls.Show(ctx, id, in.N)
 	return nil, c, err
 }
 
-func (t tools) materialize(ctx context.Context, _ *sdk.CallToolRequest, in commitInput) (*sdk.CallToolResult, Materialized, error) {
+func (t tools) materializeCall(ctx context.Context, _ *sdk.CallToolRequest, in commitInput) (*sdk.CallToolResult, CallContext, error) {
 	id, err := t.o.Sessions.Resolve(ctx, in.Session)
 	if err != nil {
-		return nil, Materialized{}, err
+		return nil, CallContext{}, err
 	}
-	m, err := t.o.Commits.Materialize(ctx, id, in.N)
+	m, err := t.o.Calls.Materialize(ctx, id, in.N)
 	return nil, m, err
+}
+
+func (t tools) commitShow(ctx context.Context, _ *sdk.CallToolRequest, in commitRef) (*sdk.CallToolResult, *commits.Commit, error) {
+	switch {
+	case in.ID != "" && in.Session != "":
+		return nil, nil, fmt.Errorf("give id or session, not both")
+	case in.ID != "":
+		c, err := t.o.Commits.Show(ctx, in.ID)
+		return nil, c, err
+	case in.Session != "":
+		id, err := t.o.Sessions.Resolve(ctx, in.Session)
+		if err != nil {
+			return nil, nil, err
+		}
+		c, err := t.o.Commits.SessionTip(ctx, id)
+		return nil, c, err
+	}
+	return nil, nil, fmt.Errorf("id: a commit id (or session) is needed")
+}
+
+func (t tools) commitHistory(ctx context.Context, _ *sdk.CallToolRequest, in commitHistoryInput) (*sdk.CallToolResult, CommitHistory, error) {
+	if in.ID == "" {
+		return nil, CommitHistory{}, fmt.Errorf("id: a commit id is needed")
+	}
+	cs, err := t.o.Commits.History(ctx, in.ID, in.Limit)
+	if cs == nil {
+		cs = []*commits.Commit{}
+	}
+	return nil, CommitHistory{Commits: cs}, err
+}
+
+func (t tools) commitMaterialize(ctx context.Context, _ *sdk.CallToolRequest, in commitMaterializeInput) (*sdk.CallToolResult, CommitConversation, error) {
+	if in.ID == "" {
+		return nil, CommitConversation{}, fmt.Errorf("id: a commit id is needed")
+	}
+	m, err := t.o.Commits.Materialize(ctx, commits.MaterializeRequest{ID: in.ID, Format: in.Format, Stop: in.Stop})
+	if err != nil {
+		return nil, CommitConversation{}, err
+	}
+	return nil, CommitConversation{Commit: m.Commit, From: m.From, Commits: m.Commits, Format: m.Format, Stop: m.Stop,
+		Tier: m.Tier, MessageCount: m.MessageCount, TokenCount: m.TokenCount, Content: string(m.Content)}, nil
 }
 
 func (t tools) search(ctx context.Context, _ *sdk.CallToolRequest, in searchInput) (*sdk.CallToolResult, SearchOutput, error) {

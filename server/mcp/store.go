@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/context/recall"
 	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -16,6 +17,10 @@ import (
 type SessionSummary struct {
 	ID      string `json:"id"`
 	Harness string `json:"harness,omitempty"`
+	// Name and Description are the session index's (context/recall),
+	// when the session has been indexed.
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
 	// Turns is the number of chat turns written; Calls the number of
 	// context commits (model calls).
 	Turns int `json:"turns"`
@@ -44,9 +49,9 @@ type SessionDetail struct {
 	ChatID         string `json:"chat_id"`
 }
 
-// StoreSessions is Sessions over the store: sessions are named by their
-// ids (ctxstore sessions have no other name yet); a unique prefix is
-// enough.
+// StoreSessions is Sessions over the store: a session is named by its id,
+// a unique prefix of it, or its name in the session index (context/recall,
+// exact then fuzzy, as @@ references resolve).
 type StoreSessions struct{ Store store.Store }
 
 // List implements Sessions.
@@ -89,7 +94,16 @@ func (s StoreSessions) Resolve(ctx context.Context, ref string) (string, error) 
 	case 1:
 		return hits[0], nil
 	case 0:
-		return "", fmt.Errorf("session %q: no session has this id or id prefix (%d sessions in the store)", ref, len(ids))
+		// A name of the session index (exact, then fuzzy), as @@ references resolve.
+		id, err := recall.Resolve(ctx, s.Store, ref, recall.Scope{})
+		if err == nil {
+			return id, nil
+		}
+		var amb *recall.AmbiguousError
+		if errors.As(err, &amb) {
+			return "", fmt.Errorf("session %q: %v", ref, err)
+		}
+		return "", fmt.Errorf("session %q: no session has this id, id prefix or name (%d sessions in the store)", ref, len(ids))
 	}
 	if len(hits) > 5 {
 		hits = append(hits[:5], "…")
@@ -119,6 +133,7 @@ func (s StoreSessions) Get(ctx context.Context, id string) (SessionDetail, error
 		Prompts: []string{}, ActiveIDs: unlocked(st.Active), Pinned: unlocked(st.Pinned),
 		SystemPromptID: info.SystemPromptID, ChatID: info.ChatID,
 	}
+	d.Name, d.Description = recallMeta(ctx, s.Store, id)
 	for _, t := range chat.Chat.Turns {
 		if p := userText(t.User); p != "" {
 			d.Prompts = append(d.Prompts, shorten(p, 500))
@@ -167,8 +182,10 @@ func unlocked(ids []string) []string {
 	return out
 }
 
-// CommitSummary is one context commit in a list.
-type CommitSummary struct {
+// CallSummary is one call record in a list: context/assemble's
+// "ctx-{session}-{n}", what model call n was shown (not a context commit of
+// session/commits, docs/commits.md).
+type CallSummary struct {
 	N           int    `json:"n"`
 	ID          string `json:"id"`
 	Parent      string `json:"parent,omitempty"`
@@ -183,9 +200,9 @@ type CommitSummary struct {
 	Events []any `json:"events,omitempty"`
 }
 
-// CommitDetail is one context commit.
-type CommitDetail struct {
-	CommitSummary
+// CallDetail is one call record.
+type CallDetail struct {
+	CallSummary
 	Session     string             `json:"session"`
 	Layout      string             `json:"layout"`
 	SessionTx   int64              `json:"session_tx"`
@@ -195,8 +212,8 @@ type CommitDetail struct {
 	Harness     map[string]any     `json:"harness,omitempty"`
 }
 
-// Materialized is what a model call was sent.
-type Materialized struct {
+// CallContext is what a model call was sent.
+type CallContext struct {
 	Session  string             `json:"session"`
 	N        int                `json:"n"`
 	System   string             `json:"system"`
@@ -205,11 +222,11 @@ type Materialized struct {
 	Bytes    int                `json:"bytes"`
 }
 
-// StoreCommits is Commits over the context commits the assembler writes
+// StoreCalls is Calls over the call records the assembler writes
 // (assemble.ReadCommit, assemble.Rebuild).
-type StoreCommits struct{ Store store.Store }
+type StoreCalls struct{ Store store.Store }
 
-func (c StoreCommits) count(ctx context.Context, session string) (int, error) {
+func (c StoreCalls) count(ctx context.Context, session string) (int, error) {
 	docs, err := c.Store.Query(ctx, store.Query{Where: []store.Pred{store.Where("type", assemble.CommitType), store.Where("session_id", session)}, Find: []string{"call"}})
 	if err != nil {
 		return 0, err
@@ -217,25 +234,25 @@ func (c StoreCommits) count(ctx context.Context, session string) (int, error) {
 	return len(docs), nil
 }
 
-func (c StoreCommits) pick(ctx context.Context, session string, n int) (int, error) {
+func (c StoreCalls) pick(ctx context.Context, session string, n int) (int, error) {
 	last, err := c.count(ctx, session)
 	if err != nil {
 		return 0, err
 	}
 	if last == 0 {
-		return 0, fmt.Errorf("session %s has no context commit", session)
+		return 0, fmt.Errorf("session %s has no call record", session)
 	}
 	if n <= 0 {
 		return last, nil
 	}
 	if n > last {
-		return 0, fmt.Errorf("session %s: n %d: the session has %d context commits", session, n, last)
+		return 0, fmt.Errorf("session %s: n %d: the session has %d calls", session, n, last)
 	}
 	return n, nil
 }
 
-func summary(k *assemble.Commit) CommitSummary {
-	s := CommitSummary{N: k.N, ID: k.ID, Parent: k.Parent, Bytes: k.ByteLen, Tokens: k.Tokens, StaleTokens: k.StaleTokens,
+func summary(k *assemble.Commit) CallSummary {
+	s := CallSummary{N: k.N, ID: k.ID, Parent: k.Parent, Bytes: k.ByteLen, Tokens: k.Tokens, StaleTokens: k.StaleTokens,
 		RebaseFrom: k.RebaseFrom, Reason: k.Reason}
 	if evs, ok := k.Harness["events"].([]any); ok {
 		s.Events = evs
@@ -244,12 +261,12 @@ func summary(k *assemble.Commit) CommitSummary {
 }
 
 // List implements Commits.
-func (c StoreCommits) List(ctx context.Context, session string) ([]CommitSummary, error) {
+func (c StoreCalls) List(ctx context.Context, session string) ([]CallSummary, error) {
 	n, err := c.count(ctx, session)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]CommitSummary, 0, n)
+	out := make([]CallSummary, 0, n)
 	for i := 1; i <= n; i++ {
 		k, err := assemble.ReadCommit(ctx, c.Store, session, i)
 		if err != nil {
@@ -261,30 +278,30 @@ func (c StoreCommits) List(ctx context.Context, session string) ([]CommitSummary
 }
 
 // Show implements Commits.
-func (c StoreCommits) Show(ctx context.Context, session string, n int) (CommitDetail, error) {
+func (c StoreCalls) Show(ctx context.Context, session string, n int) (CallDetail, error) {
 	n, err := c.pick(ctx, session, n)
 	if err != nil {
-		return CommitDetail{}, err
+		return CallDetail{}, err
 	}
 	k, err := assemble.ReadCommit(ctx, c.Store, session, n)
 	if err != nil {
-		return CommitDetail{}, err
+		return CallDetail{}, err
 	}
-	return CommitDetail{CommitSummary: summary(k), Session: session, Layout: string(k.Layout), SessionTx: k.SessionTx,
+	return CallDetail{CallSummary: summary(k), Session: session, Layout: string(k.Layout), SessionTx: k.SessionTx,
 		SystemRef: k.SystemRef.String(), BytesSHA256: k.BytesSHA256, Items: k.Items, Harness: k.Harness}, nil
 }
 
 // Materialize implements Commits.
-func (c StoreCommits) Materialize(ctx context.Context, session string, n int) (Materialized, error) {
+func (c StoreCalls) Materialize(ctx context.Context, session string, n int) (CallContext, error) {
 	n, err := c.pick(ctx, session, n)
 	if err != nil {
-		return Materialized{}, err
+		return CallContext{}, err
 	}
 	a, err := assemble.Rebuild(ctx, c.Store, session, n)
 	if err != nil {
-		return Materialized{}, err
+		return CallContext{}, err
 	}
-	m := Materialized{Session: session, N: n, System: a.System(), Tools: []string{}, Messages: a.Messages(), Bytes: len(a.Bytes)}
+	m := CallContext{Session: session, N: n, System: a.System(), Tools: []string{}, Messages: a.Messages(), Bytes: len(a.Bytes)}
 	for _, t := range a.Tools() {
 		m.Tools = append(m.Tools, t.Name)
 	}
