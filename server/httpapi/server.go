@@ -203,6 +203,9 @@ type route struct {
 	raw func(http.ResponseWriter, *request) error
 	// bodyTypes are the content types the route reads; nil means JSON.
 	bodyTypes []string
+	// retake: a conflict (another server or process wrote the session)
+	// reopens the session from the store and runs the request once more.
+	retake bool
 }
 
 type scope int
@@ -223,9 +226,9 @@ func (s *Server) routes() []route {
 		{method: "PUT", path: "/v1/sessions/{sid}", scope: scopeSession, h: s.open},
 		{method: "GET", path: "/v1/sessions/{sid}", scope: scopeSession, h: s.sessionInfo},
 		{method: "POST", path: "/v1/sessions/{sid}/close", scope: scopeSession, h: s.closeSession},
-		{method: "POST", path: "/v1/sessions/{sid}/context", scope: scopeSession, h: s.context},
-		{method: "POST", path: "/v1/sessions/{sid}/tools/{tool}", scope: scopeSession, h: s.tool},
-		{method: "POST", path: "/v1/sessions/{sid}/observe", scope: scopeSession, h: s.observe},
+		{method: "POST", path: "/v1/sessions/{sid}/context", scope: scopeSession, h: s.context, retake: true},
+		{method: "POST", path: "/v1/sessions/{sid}/tools/{tool}", scope: scopeSession, h: s.tool, retake: true},
+		{method: "POST", path: "/v1/sessions/{sid}/observe", scope: scopeSession, h: s.observe, retake: true},
 		{method: "GET", path: "/v1/sessions/{sid}/export", scope: scopeSession, raw: s.exportSession},
 		{method: "POST", path: "/v1/sessions/{sid}/import", scope: scopeSession, h: s.importSession, bodyTypes: bundleTypes},
 		{method: "GET", path: "/v1/objects/{id...}", scope: scopeAll, h: s.object},
@@ -298,10 +301,20 @@ func (s *Server) wrap(rt route) http.Handler {
 		var v any
 		if err == nil {
 			r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxBody)
-			if rt.raw != nil {
+			var body []byte
+			if rt.retake {
+				if body, err = io.ReadAll(r.Body); err == nil {
+					r.Body = io.NopCloser(bytes.NewReader(body))
+				}
+			}
+			if err == nil && rt.raw != nil {
 				err = rt.raw(w, q)
-			} else {
+			} else if err == nil {
 				v, err = rt.h(q)
+				if rt.retake && store.KindOf(err) == store.ErrConflict && s.takeOver(q.ctx, q.sid) {
+					r.Body = io.NopCloser(bytes.NewReader(body))
+					v, err = rt.h(q)
+				}
 			}
 		}
 		if err != nil {
