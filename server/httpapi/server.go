@@ -25,6 +25,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/collapse"
@@ -262,6 +263,17 @@ func (q *request) decode(v any) error {
 	}
 	if err := jsonlimit.Depth(body, jsonlimit.MaxDepth); err != nil {
 		return badRequest("request body: %v", err)
+	}
+	if !utf8.Valid(body) {
+		at := 0
+		for at < len(body) {
+			r, n := utf8.DecodeRune(body[at:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			at += n
+		}
+		return badRequest("request body: invalid UTF-8 at byte %d (JSON text is UTF-8; encoding/json would turn it into U+FFFD)", at)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
