@@ -114,16 +114,16 @@ func TestMalformedDocuments(t *testing.T) {
 		refused(t, c, db, before, "put --lines: "+d.name, string(d.fn(goodLines)), "--store", db, "put", "--lines")
 	}
 	for name, doc := range map[string]string{
-		"duplicate xt/id":       `{"xt/id":"a","xt/id":"b"}`,
-		"duplicate key":         `{"xt/id":"a","n":1,"n":2}`,
-		"id not a string":       `{"xt/id":5}`,
-		"no id":                 `{"n":1}`,
-		"empty id":              `{"xt/id":""}`,
-		"reserved id":           `{"xt/id":"ctxstore:sync-cursor:x","n":1}`,
-		"integer beyond 2^53":   `{"xt/id":"f","n":18446744073709551616}`,
-		"poison float":          `{"xt/id":"f","n":1.2345678901234567e19}`,
-		"rounded silently":      `{"xt/id":"f","n":9007199254740993}`,
-		"non-finite":            `{"xt/id":"f","n":1e400}`,
+		"duplicate xt/id":        `{"xt/id":"a","xt/id":"b"}`,
+		"duplicate key":          `{"xt/id":"a","n":1,"n":2}`,
+		"id not a string":        `{"xt/id":5}`,
+		"no id":                  `{"n":1}`,
+		"empty id":               `{"xt/id":""}`,
+		"reserved id":            `{"xt/id":"ctxstore:sync-cursor:x","n":1}`,
+		"integer beyond 2^53":    `{"xt/id":"f","n":18446744073709551616}`,
+		"poison float":           `{"xt/id":"f","n":1.2345678901234567e19}`,
+		"rounded silently":       `{"xt/id":"f","n":9007199254740993}`,
+		"non-finite":             `{"xt/id":"f","n":1e400}`,
 		"invalid UTF-8 in a key": "{\"xt/id\":\"f\",\"\xff\":1}",
 	} {
 		refused(t, c, db, before, "put: "+name, doc, "--store", db, "put")
@@ -324,7 +324,7 @@ func TestMalformedMarkdown(t *testing.T) {
 		}
 	}
 	for name, src := range map[string]string{
-		"unclosed frontmatter": "---\ntitle: x\n# body\n",
+		"unclosed frontmatter":  "---\ntitle: x\n# body\n",
 		"frontmatter not a map": "---\n- a\n- b\n---\nbody\n",
 		"deep frontmatter":      "---\nx: " + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + "\n---\n",
 		"NUL and invalid UTF-8": "---\ntitle: \x00\xff\n---\n\x00\xfe",
