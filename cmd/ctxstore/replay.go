@@ -79,6 +79,15 @@ func (c *replayCmd) Run(a *app) error {
 			return err
 		}
 		fmt.Fprintf(a.stderr, "replay: %s: %s, %d messages, %d problems\n", path, s.Format, len(s.Messages), len(s.Report.Problems))
+		// Every damaged line, with its file and line (issue 20), on stderr:
+		// the replay reads past them.
+		for k, p := range s.Report.Problems {
+			if k == maxListedProblems {
+				fmt.Fprintf(a.stderr, "replay: %s: ... and %d more\n", path, len(s.Report.Problems)-k)
+				break
+			}
+			fmt.Fprintf(a.stderr, "replay: %s:%d: %s\n", path, p.Line, terminalSafe(p.Msg))
+		}
 		start := time.Now()
 		last := ""
 		o.Progress = func(strategy string, done, total int) {
@@ -195,4 +204,21 @@ func printTotals(w io.Writer, rs []replay.Result) {
 			100*t.CacheShare, t.Cost, t.CostVsNaive, t.HistoryVsNaive, t.Rebases, t.Cold, t.MaxContext, t.OverWindow, t.Reneeded, t.Served)
 	}
 	tw.Flush()
+}
+
+// maxListedProblems bounds the damaged lines replay prints.
+const maxListedProblems = 50
+
+// terminalSafe replaces control characters (terminal escapes a damaged
+// line may carry) with their Go escapes.
+func terminalSafe(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			fmt.Fprintf(&b, "\\x%02x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

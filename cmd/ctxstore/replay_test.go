@@ -48,3 +48,32 @@ func TestReplayCommand(t *testing.T) {
 		t.Fatalf("unknown strategy: exit %d", code)
 	}
 }
+
+// Issue 20, item 8: replay lists every damaged line of a transcript on
+// stderr with its file and line (terminal escapes made harmless) and reads
+// past them.
+func TestReplayListsDamagedLines(t *testing.T) {
+	src := filepath.Join(datasetdir.Dir(t), "claude-code", "raw", "claude-reliability__hello-world-script.jsonl")
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	damaged := strings.Join(lines[:2], "") + "{\"type\":\"user\",\x1b[31m broken\n" + strings.Repeat("[", 500) + "\n" + strings.Join(lines[2:], "")
+	path := filepath.Join(t.TempDir(), "damaged.jsonl")
+	if err := os.WriteFile(path, []byte(damaged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"replay", "--json", "--tokenizer", "bytes", "--strategies", "naive", path}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{path + ":3: invalid JSON", path + ":4: JSON nested too deeply", `\x1b`} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
+		}
+	}
+	if strings.Contains(errb.String(), "\x1b") {
+		t.Error("a raw terminal escape reached stderr")
+	}
+}

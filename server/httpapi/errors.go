@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,8 +10,12 @@ import (
 	"strconv"
 
 	"github.com/ctxstore/ctxstore/context/tools"
+	"github.com/ctxstore/ctxstore/internal/jsonlimit"
+	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
+	"github.com/ctxstore/ctxstore/sync/sessionbundle"
+	"github.com/ctxstore/ctxstore/sync/versionlog"
 )
 
 // Error codes: the "code" of every error body. They are part of the API
@@ -46,23 +51,51 @@ func badRequest(format string, args ...any) *apiError {
 	return errorf(http.StatusBadRequest, CodeBadRequest, format, args...)
 }
 
-// classify maps an error from the layers below onto a status and code, in
-// one place: the store's sentinel kinds, the session's and the tools'.
+// statusTable maps the sentinel errors of the layers below onto a status
+// and code, in one place (issue 20: client errors were answered 500). The
+// first entry whose sentinel the error wraps wins; the store's kinds come
+// after it, and anything else is a bug (500).
+var statusTable = []struct {
+	err    error
+	status int
+	code   string
+}{
+	{session.ErrLocked, http.StatusConflict, CodeLocked},
+	{tools.ErrForeignObject, http.StatusForbidden, CodeForbidden},
+	{tools.ErrOutsideRoots, http.StatusForbidden, CodeForbidden},
+	{sessionbundle.ErrForeign, http.StatusForbidden, CodeForbidden},
+	{tools.ErrUnknownObject, http.StatusNotFound, CodeNotFound},
+	{session.ErrNotInPool, http.StatusNotFound, CodeNotFound},
+	{sessionbundle.ErrSessionExists, http.StatusConflict, CodeConflict},
+	{versionlog.ErrNotContinuing, http.StatusConflict, CodeConflict},
+	{versionlog.ErrDiverged, http.StatusConflict, CodeConflict},
+	{versionlog.ErrTruncated, http.StatusBadRequest, CodeBadRequest},
+	{versionlog.ErrCorrupt, http.StatusBadRequest, CodeBadRequest},
+	{versionlog.ErrChecksum, http.StatusBadRequest, CodeBadRequest},
+	{versionlog.ErrVersion, http.StatusBadRequest, CodeBadRequest},
+	{jsonlimit.ErrTooDeep, http.StatusBadRequest, CodeBadRequest},
+	{objects.ErrInvalid, http.StatusBadRequest, CodeBadRequest},
+	{objects.ErrHashMismatch, http.StatusBadRequest, CodeBadRequest},
+	{objects.ErrIDMismatch, http.StatusBadRequest, CodeBadRequest},
+	{context.DeadlineExceeded, http.StatusServiceUnavailable, CodeUnavailable},
+}
+
+// classify maps an error from the layers below onto a status and code:
+// an *apiError as it is, a body over the limit 413, then statusTable, then
+// the store's sentinel kinds.
 func classify(err error) *apiError {
 	var ae *apiError
 	if errors.As(err, &ae) {
 		return ae
 	}
 	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe):
+	if errors.As(err, &mbe) {
 		return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "request body over %d bytes", mbe.Limit)
-	case errors.Is(err, session.ErrLocked):
-		return errorf(http.StatusConflict, CodeLocked, "%v", err)
-	case errors.Is(err, tools.ErrForeignObject):
-		return errorf(http.StatusForbidden, CodeForbidden, "%v", err)
-	case errors.Is(err, tools.ErrUnknownObject), errors.Is(err, session.ErrNotInPool):
-		return errorf(http.StatusNotFound, CodeNotFound, "%v", err)
+	}
+	for _, e := range statusTable {
+		if errors.Is(err, e.err) {
+			return errorf(e.status, e.code, "%v", err)
+		}
 	}
 	switch store.KindOf(err) {
 	case store.ErrNotFound:

@@ -25,6 +25,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/collapse"
@@ -210,6 +211,9 @@ type route struct {
 	raw func(http.ResponseWriter, *request) error
 	// bodyTypes are the content types the route reads; nil means JSON.
 	bodyTypes []string
+	// retake: a conflict (another server or process wrote the session)
+	// reopens the session from the store and runs the request once more.
+	retake bool
 }
 
 type scope int
@@ -230,9 +234,9 @@ func (s *Server) routes() []route {
 		{method: "PUT", path: "/v1/sessions/{sid}", scope: scopeSession, h: s.open},
 		{method: "GET", path: "/v1/sessions/{sid}", scope: scopeSession, h: s.sessionInfo},
 		{method: "POST", path: "/v1/sessions/{sid}/close", scope: scopeSession, h: s.closeSession},
-		{method: "POST", path: "/v1/sessions/{sid}/context", scope: scopeSession, h: s.context},
-		{method: "POST", path: "/v1/sessions/{sid}/tools/{tool}", scope: scopeSession, h: s.tool},
-		{method: "POST", path: "/v1/sessions/{sid}/observe", scope: scopeSession, h: s.observe},
+		{method: "POST", path: "/v1/sessions/{sid}/context", scope: scopeSession, h: s.context, retake: true},
+		{method: "POST", path: "/v1/sessions/{sid}/tools/{tool}", scope: scopeSession, h: s.tool, retake: true},
+		{method: "POST", path: "/v1/sessions/{sid}/observe", scope: scopeSession, h: s.observe, retake: true},
 		{method: "GET", path: "/v1/sessions/{sid}/export", scope: scopeSession, raw: s.exportSession},
 		{method: "POST", path: "/v1/sessions/{sid}/import", scope: scopeSession, h: s.importSession, bodyTypes: bundleTypes},
 		{method: "GET", path: "/v1/objects/{id...}", scope: scopeAll, h: s.object},
@@ -266,6 +270,17 @@ func (q *request) decode(v any) error {
 	}
 	if err := jsonlimit.Depth(body, jsonlimit.MaxDepth); err != nil {
 		return badRequest("request body: %v", err)
+	}
+	if !utf8.Valid(body) {
+		at := 0
+		for at < len(body) {
+			r, n := utf8.DecodeRune(body[at:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			at += n
+		}
+		return badRequest("request body: invalid UTF-8 at byte %d (JSON text is UTF-8; encoding/json would turn it into U+FFFD)", at)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
@@ -305,10 +320,20 @@ func (s *Server) wrap(rt route) http.Handler {
 		var v any
 		if err == nil {
 			r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxBody)
-			if rt.raw != nil {
+			var body []byte
+			if rt.retake {
+				if body, err = io.ReadAll(r.Body); err == nil {
+					r.Body = io.NopCloser(bytes.NewReader(body))
+				}
+			}
+			if err == nil && rt.raw != nil {
 				err = rt.raw(w, q)
-			} else {
+			} else if err == nil {
 				v, err = rt.h(q)
+				if rt.retake && store.KindOf(err) == store.ErrConflict && s.takeOver(q.ctx, q.sid) {
+					r.Body = io.NopCloser(bytes.NewReader(body))
+					v, err = rt.h(q)
+				}
 			}
 		}
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/expand"
 	"github.com/ctxstore/ctxstore/context/ingest"
+	"github.com/ctxstore/ctxstore/context/recall"
 	"github.com/ctxstore/ctxstore/context/runtime"
 	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/objects"
@@ -27,6 +28,11 @@ type live struct {
 	in    *ingest.Ingester
 	rt    *runtime.Runtime // the above, as context/runtime opened them
 	pi    piState          // the Pi log and last answer, for deltas
+	// req, roots and sc are what the session was opened with (to reopen
+	// it when another server or process took it over).
+	req   OpenRequest
+	roots *tools.Roots
+	sc    recall.Scope
 }
 
 func (l *live) isOpen() bool {
@@ -118,34 +124,15 @@ func (s *Server) open(q *request) (any, error) {
 	defer l.mu.Unlock()
 	state := "open"
 	if l.sess == nil {
-		prompt := req.SystemPrompt
-		if s.o.Guide != "-" {
-			if prompt != "" {
-				prompt += "\n\n"
-			}
-			prompt += s.o.Guide
-		}
 		sc, err := s.grantScope(q.r)
 		if err != nil {
 			return nil, err
 		}
-		rt, err := runtime.Open(q.ctx, s.st, q.sid, runtime.Options{
-			Create:  session.CreateOptions{SystemPrompt: prompt, Harness: req.Harness},
-			Indexer: s.ix,
-			Tools:   tools.Options{Policy: s.o.Policy, Tracker: s.tr, Roots: roots, Notes: s.notes},
-			Assemble: assemble.Options{Layout: s.o.Layout, Tools: req.Tools,
-				Policy: s.o.Rebase, Tokenizer: s.o.Tokenizer, Now: s.o.Now},
-			Ingest: ingest.Options{Cwd: req.Cwd, OnUser: s.onUser(q.ctx, q.sid, sc)}, // recall.go: @@ references
-		})
-		if err != nil {
+		if state, err = s.start(q.ctx, l, req, roots, sc); err != nil {
 			return nil, err
 		}
-		if rt.ResumeFiles != nil {
-			s.log.Warn("resuming session files", "session", q.sid, "err", rt.ResumeFiles)
-		}
-		state = string(rt.State)
-		l.sess, l.tools, l.asm, l.in, l.rt, l.cwd = rt.Session, rt.Tools, rt.Assembler, rt.Ingester, rt, req.Cwd
 	} else {
+		l.req, l.roots = req, roots
 		l.tools.SetRoots(roots)
 	}
 	sys, err := s.systemPrompt(q, l.sess)
@@ -158,6 +145,63 @@ func (s *Server) open(q *request) (any, error) {
 	}
 	s.logOpen(q.sid, state, req, calls)
 	return OpenResponse{SessionID: q.sid, State: state, SystemPrompt: sys, Turn: l.sess.State().Turn, Calls: calls}, nil
+}
+
+// start opens session l (created or resumed from the store) for req; l is
+// locked and not open.
+func (s *Server) start(ctx context.Context, l *live, req OpenRequest, roots *tools.Roots, sc recall.Scope) (string, error) {
+	prompt := req.SystemPrompt
+	if s.o.Guide != "-" {
+		if prompt != "" {
+			prompt += "\n\n"
+		}
+		prompt += s.o.Guide
+	}
+	rt, err := runtime.Open(ctx, s.st, l.id, runtime.Options{
+		Create:  session.CreateOptions{SystemPrompt: prompt, Harness: req.Harness},
+		Indexer: s.ix,
+		Tools:   tools.Options{Policy: s.o.Policy, Tracker: s.tr, Roots: roots, Notes: s.notes},
+		Assemble: assemble.Options{Layout: s.o.Layout, Tools: req.Tools,
+			Policy: s.o.Rebase, Tokenizer: s.o.Tokenizer, Now: s.o.Now},
+		Ingest: ingest.Options{Cwd: req.Cwd, OnUser: s.onUser(ctx, l.id, sc)}, // recall.go: @@ references
+	})
+	if err != nil {
+		return "", err
+	}
+	if rt.ResumeFiles != nil {
+		s.log.Warn("resuming session files", "session", l.id, "err", rt.ResumeFiles)
+	}
+	l.sess, l.tools, l.asm, l.in, l.rt, l.cwd = rt.Session, rt.Tools, rt.Assembler, rt.Ingester, rt, req.Cwd
+	l.req, l.roots, l.sc = req, roots, sc
+	return string(rt.State), nil
+}
+
+// takeOver reopens session sid from the store after another writer (a
+// second server or process on the same store) changed it: what this server
+// held in memory is dropped (not flushed: the store is ahead of it) and the
+// session resumes from its latest commits, so the request that met the
+// conflict can run again (issue 20: a second server no longer leaves the
+// first answering 409 until reopened). It reports whether it reopened.
+func (s *Server) takeOver(ctx context.Context, sid string) bool {
+	s.mu.Lock()
+	l := s.sessions[sid]
+	s.mu.Unlock()
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.sess == nil {
+		return false
+	}
+	req, roots, sc := l.req, l.roots, l.sc
+	// Not flushed: the store is ahead of this server.
+	l.sess, l.tools, l.asm, l.in, l.rt, l.pi = nil, nil, nil, nil, nil, piState{}
+	if _, err := s.start(ctx, l, req, roots, sc); err != nil {
+		s.log.Warn("taking over session", "session", sid, "err", err)
+		return false
+	}
+	return true
 }
 
 // sessionRoots returns the roots of a session being opened: req.Roots, or

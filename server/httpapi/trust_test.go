@@ -5,10 +5,12 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,9 +18,13 @@ import (
 	"time"
 
 	"github.com/ctxstore/ctxstore/bitemporal"
+	"github.com/ctxstore/ctxstore/context/tools"
+	"github.com/ctxstore/ctxstore/internal/jsonlimit"
+	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
 	"github.com/ctxstore/ctxstore/sync/sessionbundle"
+	"github.com/ctxstore/ctxstore/sync/versionlog"
 )
 
 // Tokens of the isolation tests: one for everything, one limited to
@@ -463,5 +469,72 @@ func TestPoisonNumberInToolArguments(t *testing.T) {
 	e.ok("POST", "/v1/sessions/s1/close", nil, nil)
 	if st, _, body := e.raw("GET", "/v1/sessions/s1/export", "", nil); st != 200 {
 		t.Fatalf("export: %d %s", st, body)
+	}
+}
+
+// Issue 20, item 8: two servers on one store and session: each call of
+// either goes through (the one whose view is stale reopens the session
+// from the store and runs the call again) instead of 409 until reopened.
+func TestSecondServerTakesOver(t *testing.T) {
+	a := newEnv(t, nil)
+	srv2, err := New(Options{Store: a.st, Resolver: newResolver(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts2 := httptest.NewServer(srv2.Handler())
+	defer func() { ts2.Close(); srv2.Close() }()
+	b := &env{tb: t, db: a.db, st: a.st, srv: srv2, ts: ts2, dir: a.dir, spec: a.spec, check: true}
+	a.open("s1")
+	var lg piLogBuilder
+	lg.user("first")
+	a.ok("POST", "/v1/sessions/s1/context", lg.body(), nil)
+	b.open("s1")
+	lg.say("one")
+	lg.user("second")
+	b.ok("POST", "/v1/sessions/s1/context", lg.body(), nil)
+	out := "x"
+	for i := range 3 {
+		lg.say(fmt.Sprintf("reply %d", i))
+		lg.user(fmt.Sprintf("more %d", i))
+		var ans piAnswer
+		e := a
+		if i%2 == 1 {
+			e = b
+		}
+		e.ok("POST", "/v1/sessions/s1/context", lg.body(), &ans)
+		if ans.Call != 3+i {
+			t.Fatalf("call %d: got call %d", i, ans.Call)
+		}
+		e.ok("POST", "/v1/sessions/s1/observe", ObserveRequest{ToolCallID: fmt.Sprintf("c%d", i), Tool: "bash", Args: map[string]any{}, Output: &out}, nil)
+	}
+}
+
+// Issue 20, item 8: client errors are 4xx, one table maps them; an
+// observed tool call whose id no object may carry is a 400, not a 500.
+func TestClientErrorsAreNot500(t *testing.T) {
+	for _, c := range []struct {
+		err    error
+		status int
+	}{
+		{fmt.Errorf("x: %w", objects.ErrInvalid), 400},
+		{fmt.Errorf("x: %w", jsonlimit.ErrTooDeep), 400},
+		{fmt.Errorf("x: %w", versionlog.ErrCorrupt), 400},
+		{fmt.Errorf("x: %w", tools.ErrOutsideRoots), 403},
+		{fmt.Errorf("x: %w", sessionbundle.ErrForeign), 403},
+		{fmt.Errorf("x: %w", versionlog.ErrNotContinuing), 409},
+		{fmt.Errorf("x: %w", context.DeadlineExceeded), 503},
+		{errors.New("a bug"), 500},
+	} {
+		if got := classify(c.err).status; got != c.status {
+			t.Errorf("classify(%v) = %d, want %d", c.err, got, c.status)
+		}
+	}
+	e := newEnv(t, nil)
+	e.open("s1")
+	out := "x"
+	for _, id := range []string{"has space", "a#b", strings.Repeat("x", 600)} {
+		if st, eb := e.do("POST", "/v1/sessions/s1/observe", ObserveRequest{ToolCallID: id, Tool: "bash", Args: map[string]any{}, Output: &out}, nil); st != 400 {
+			t.Errorf("observe with tool call id %.20q: %d %s", id, st, eb.Message)
+		}
 	}
 }

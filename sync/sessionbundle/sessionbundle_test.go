@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 
 var ctx = context.Background()
 
-func openSQLite(t *testing.T, path string) *bitemporal.Store {
+func openSQLite(t testing.TB, path string) *bitemporal.Store {
 	t.Helper()
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(t.TempDir(), path)
