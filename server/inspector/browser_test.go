@@ -142,6 +142,10 @@ func TestBrowser(t *testing.T) {
 	if n != 30 || !strings.Contains(text, "claude-code") || !strings.Contains(text, "30 (") {
 		t.Fatalf("session page: %d rows\n%s", n, text)
 	}
+	run(t, ctx, "commit graph", chromedp.Evaluate(`document.querySelectorAll("#commit-graph circle.commit").length`, &n))
+	if n != 4 {
+		t.Fatalf("commit graph: %d nodes, want 4", n)
+	}
 	var lost string
 	run(t, ctx, "causes", chromedp.Text("#lost", &lost, chromedp.ByQuery))
 	if !strings.Contains(lost, "first") {

@@ -71,6 +71,22 @@ func TestPagesAndTrust(t *testing.T) {
 		t.Fatalf("limited token, own call: %d", code)
 	}
 
+	// context commits: the branch in a lane of its own, a fork's parent in
+	// another session by id only
+	code, _, body = get(t, s, tokenAll, "/inspect/s/"+s.sids[0])
+	if code != 200 || strings.Count(body, `class="commit-row`) != 4 || strings.Count(body, `class="node commit branch"`) != 1 ||
+		!strings.Contains(body, `data-lane="1"`) || !strings.Contains(body, "another way") {
+		t.Fatalf("commit graph of %s:\n%s", s.sids[0], body)
+	}
+	code, _, body = get(t, s, tokenAll, "/inspect/s/"+s.sids[1])
+	if code != 200 || strings.Count(body, `class="commit-row external"`) != 1 || strings.Contains(body, "first turn") || !strings.Contains(body, "forked") {
+		t.Fatalf("commit graph of %s:\n%s", s.sids[1], body)
+	}
+	code, _, body = get(t, s, tokenAll, "/inspect/s/live-session")
+	if code != 200 || !strings.Contains(body, `id="no-commits"`) {
+		t.Fatalf("live session without commits: %d", code)
+	}
+
 	// read-only
 	req, _ := http.NewRequest("DELETE", s.url+"/inspect/s/"+s.sids[0], nil)
 	req.Header.Set("Authorization", "Bearer "+tokenAll)
