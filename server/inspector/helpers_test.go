@@ -49,6 +49,8 @@ func newSite(t *testing.T) *site {
 	live.Call(0)
 	live.Bash("go test ./...", "ok  \texample\t0.01s\n")
 	live.Call(20e9)
+	live.Read(live.File("main.go", "package main\n\nfunc main() { println(\"fixed\") }\n"))
+	live.Call(20e9)
 	commitsOf(t, se.Store, sids)
 	res, err := files.NewResolver(files.ResolverOptions{DefaultID: "fs-inspector-test"})
 	if err != nil {
