@@ -97,7 +97,9 @@ func shot(t *testing.T, ctx context.Context, dir, name string) {
 
 func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action) {
 	t.Helper()
-	if err := chromedp.Run(ctx, actions...); err != nil {
+	c, cancel := context.WithTimeout(ctx, 45*time.Second) // a step that waits for what never comes fails in time
+	defer cancel()
+	if err := chromedp.Run(c, actions...); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
 }
