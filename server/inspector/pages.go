@@ -119,6 +119,8 @@ type bar struct {
 	X, W               float64
 	CachedY, CachedH   float64
 	WrittenY, WrittenH float64
+	StaleX, StaleW     float64 // collapsed content still rendered: a narrow bar beside
+	StaleY, StaleH     float64
 	Rebase             bool
 	Collapsed          int
 	Cause              string
@@ -151,9 +153,11 @@ func timeline(cs []inspect.Call) chart {
 		ch := float64(x.CachedTokens) * scale
 		wh := float64(x.WrittenTokens) * scale
 		base := float64(c.H - c.Bottom)
+		sh := float64(x.StaleTokens) * scale
 		b := bar{N: x.N, X: bx, W: bw, CachedY: base - ch, CachedH: ch, WrittenY: base - ch - wh, WrittenH: wh,
+			StaleX: bx + bw*0.65, StaleW: bw * 0.35, StaleY: base - sh, StaleH: sh,
 			Rebase: x.Rebased, Collapsed: len(x.Collapsed), Cause: x.Break.Cause,
-			Title: fmt.Sprintf("call %d: %d tokens, %.1f%% cached, $%.4f; break: %s", x.N, x.Tokens, 100*x.CachedShare, x.CostUSD, x.Break.CauseKey())}
+			Title: fmt.Sprintf("call %d: %d tokens, %.1f%% cached, $%.4f; break: %s; %d stale tokens; %d collapsed", x.N, x.Tokens, 100*x.CachedShare, x.CostUSD, x.Break.CauseKey(), x.StaleTokens, len(x.Collapsed))}
 		c.Bars = append(c.Bars, b)
 		cy := base
 		if c.MaxCostUSD > 0 {
