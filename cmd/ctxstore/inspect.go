@@ -91,6 +91,7 @@ func (c *sessionShowCmd) Run(a *app) error {
 	fmt.Fprintf(w, "calls     %d (%d rebases); last context %d tokens; %d tokens sent, %s from the cache\n",
 		d.Calls, d.Rebases, d.Tokens, d.TokensSent, pct(d.CachedShare))
 	fmt.Fprintf(w, "cost      %s (%.0f base input tokens)\n", usd(d.CostUSD), d.Cost)
+	fmt.Fprintf(w, "commits   %d context commits, %d branching\n", d.Commits, d.Branches)
 	if len(d.Lost) > 0 {
 		fmt.Fprintln(w, "cache breaks by cause:")
 		t := newTable(w, "  CAUSE", "CALLS", "REWRITTEN TOKENS", "LOST")

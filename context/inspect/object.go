@@ -72,6 +72,9 @@ func (in *Inspector) Object(ctx context.Context, id, only string) (*Object, erro
 	o := &Object{ID: id}
 	if doc, err := in.st.Entity(ctx, id, store.Basis{}); err == nil {
 		o.Kind, o.Nickname = asString(doc["type"]), asString(doc["nickname"])
+		if src, ok := doc["source"].(map[string]any); ok && o.Nickname == "" {
+			o.Nickname = asString(src["path"]) // a file: its path
+		}
 	}
 	for _, e := range h {
 		o.Versions = append(o.Versions, Version{Tx: e.TxID, TxTime: e.TxTime, ValidTime: e.ValidTime, ContentHash: e.ContentHash, Deleted: e.Deleted})

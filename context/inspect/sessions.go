@@ -59,6 +59,10 @@ type SessionDetail struct {
 	Pool   int `json:"pool"`
 	Active int `json:"active"`
 	Pinned int `json:"pinned"`
+	// Commits counts the session's context commits (session/commits);
+	// Branches the commits with more than one child.
+	Commits  int `json:"commits"`
+	Branches int `json:"branches"`
 }
 
 // Sessions lists the sessions the grant allows, in id order, each
@@ -98,7 +102,20 @@ func (in *Inspector) Session(ctx context.Context, sid string) (*SessionDetail, e
 	if s.Harness == "" {
 		s.Harness = info.Harness
 	}
-	return &SessionDetail{Session: s, Turn: st.Turn, Index: len(st.Index), Pool: len(st.Pool), Active: len(st.Active), Pinned: len(st.Pinned)}, nil
+	d := &SessionDetail{Session: s, Turn: st.Turn, Index: len(st.Index), Pool: len(st.Pool), Active: len(st.Active), Pinned: len(st.Pinned)}
+	cm, err := in.Commits(ctx, sid)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cm {
+		if !c.External {
+			d.Commits++
+		}
+		if c.Children > 1 {
+			d.Branches++
+		}
+	}
+	return d, nil
 }
 
 func (in *Inspector) summary(ctx context.Context, sid string) (Session, error) {

@@ -25,5 +25,17 @@ func (s *Server) Authorize(r *http.Request) (Grant, error) {
 }
 
 // Mount serves h under pattern (a net/http pattern such as "/inspect/") on
-// the server's handler, next to the API routes. Call it before serving.
-func (s *Server) Mount(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+// the server's handler, next to the API routes, behind the same browser
+// guard as the API (guard.go: a foreign Host without tokens, a foreign
+// Origin, Sec-Fetch-Site: cross-site); bodies may be JSON or an HTML form.
+// Authentication is h's, through Authorize. Call it before serving.
+func (s *Server) Mount(pattern string, h http.Handler) {
+	rt := route{bodyTypes: []string{"application/x-www-form-urlencoded", "application/json"}}
+	s.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.guard(r, rt); err != nil {
+			writeError(w, classify(err))
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+}

@@ -101,7 +101,9 @@ func shot(t *testing.T, ctx context.Context, dir, name string) {
 
 func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action) {
 	t.Helper()
-	if err := chromedp.Run(ctx, actions...); err != nil {
+	c, cancel := context.WithTimeout(ctx, 45*time.Second) // a step that waits for what never comes fails in time
+	defer cancel()
+	if err := chromedp.Run(c, actions...); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
 }
@@ -145,6 +147,10 @@ func TestBrowser(t *testing.T) {
 		chromedp.Evaluate(`document.querySelectorAll("#calls tr.call-row").length`, &n))
 	if n != 30 || !strings.Contains(text, "claude-code") || !strings.Contains(text, "30 (") {
 		t.Fatalf("session page: %d rows\n%s", n, text)
+	}
+	run(t, ctx, "commit graph", chromedp.Evaluate(`document.querySelectorAll("#commit-graph circle.commit").length`, &n))
+	if n != 4 {
+		t.Fatalf("commit graph: %d nodes, want 4", n)
 	}
 	var lost string
 	run(t, ctx, "causes", chromedp.Text("#lost", &lost, chromedp.ByQuery))

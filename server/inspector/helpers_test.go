@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"net/http"
 	"net/http/httptest"
@@ -15,8 +16,10 @@ import (
 	"github.com/ctxstore/ctxstore/context/files"
 	"github.com/ctxstore/ctxstore/context/inspect/inspecttest"
 	"github.com/ctxstore/ctxstore/internal/storetestenv"
+	"github.com/ctxstore/ctxstore/objects/events"
 	"github.com/ctxstore/ctxstore/server/httpapi"
 	"github.com/ctxstore/ctxstore/server/inspector"
+	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -46,6 +49,9 @@ func newSite(t *testing.T) *site {
 	live.Call(0)
 	live.Bash("go test ./...", "ok  \texample\t0.01s\n")
 	live.Call(20e9)
+	live.Read(live.File("main.go", "package main\n\nfunc main() { println(\"fixed\") }\n"))
+	live.Call(20e9)
+	commitsOf(t, se.Store, sids)
 	res, err := files.NewResolver(files.ResolverOptions{DefaultID: "fs-inspector-test"})
 	if err != nil {
 		t.Fatal(err)
@@ -123,3 +129,25 @@ func httptestGet(h http.Handler, path string) recorded {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// commitsOf writes context commits: for sids[0] a chain c1 <- c2 <- c3
+// with a branch c2 <- c4; for sids[1] a fork of c1 (its parent lies in
+// the other session).
+func commitsOf(t *testing.T, st store.Store, sids []string) {
+	t.Helper()
+	s := commits.New(st, commits.Options{})
+	t0 := time.Date(2026, 2, 1, 10, 0, 0, 0, time.UTC)
+	mk := func(parent, sid string, k int, summary string) string {
+		c, err := s.Checkpoint(context.Background(), commits.CheckpointRequest{Parent: parent, Events: []events.Event{},
+			Provenance: commits.Provenance{Session: sid, Trigger: commits.TurnBoundary}, Summary: summary, Created: t0.Add(time.Duration(k) * time.Minute)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.ID
+	}
+	c1 := mk("", sids[0], 1, "first turn")
+	c2 := mk(c1, sids[0], 2, "second turn")
+	mk(c2, sids[0], 3, "third turn")
+	mk(c2, sids[0], 4, "another way")
+	mk(c1, sids[1], 5, "forked")
+}

@@ -71,6 +71,22 @@ func TestPagesAndTrust(t *testing.T) {
 		t.Fatalf("limited token, own call: %d", code)
 	}
 
+	// context commits: the branch in a lane of its own, a fork's parent in
+	// another session by id only
+	code, _, body = get(t, s, tokenAll, "/inspect/s/"+s.sids[0])
+	if code != 200 || strings.Count(body, `class="commit-row`) != 4 || strings.Count(body, `class="node commit branch"`) != 1 ||
+		!strings.Contains(body, `data-lane="1"`) || !strings.Contains(body, "another way") {
+		t.Fatalf("commit graph of %s:\n%s", s.sids[0], body)
+	}
+	code, _, body = get(t, s, tokenAll, "/inspect/s/"+s.sids[1])
+	if code != 200 || strings.Count(body, `class="commit-row external"`) != 1 || strings.Contains(body, "first turn") || !strings.Contains(body, "forked") {
+		t.Fatalf("commit graph of %s:\n%s", s.sids[1], body)
+	}
+	code, _, body = get(t, s, tokenAll, "/inspect/s/live-session")
+	if code != 200 || !strings.Contains(body, `id="no-commits"`) {
+		t.Fatalf("live session without commits: %d", code)
+	}
+
 	// read-only
 	req, _ := http.NewRequest("DELETE", s.url+"/inspect/s/"+s.sids[0], nil)
 	req.Header.Set("Authorization", "Bearer "+tokenAll)
@@ -97,21 +113,23 @@ func TestPagesAndTrust(t *testing.T) {
 	// a live session: its calls, the read file's content labelled, and the
 	// file's history naming the calls that showed it
 	code, _, body = get(t, s, tokenAll, "/inspect/s/live-session")
-	if code != 200 || strings.Count(body, `class="call-row`) != 2 || !strings.Contains(body, "Fix the failing test in main.go") {
+	if code != 200 || strings.Count(body, `class="call-row`) != 3 || !strings.Contains(body, "Fix the failing test in main.go") {
 		t.Fatalf("live session: %d\n%s", code, body)
 	}
 	code, _, body = get(t, s, tokenAll, "/inspect/s/live-session/c/2")
 	if code != 200 || !strings.Contains(body, "content · file "+s.live.Dir+"/main.go @") || !strings.Contains(body, `id="break-cause">none<`) {
 		t.Fatalf("live call 2: %d\n%s", code, body)
 	}
-	i := strings.Index(body, `href="/inspect/o/`)
-	if i < 0 {
-		t.Fatal("no object link")
+	j := strings.Index(body, "content · file "+s.live.Dir+"/main.go @")
+	i := strings.Index(body[max(j, 0):], `href="/inspect/o/`)
+	if j < 0 || i < 0 {
+		t.Fatal("no object link on main.go's content block")
 	}
-	link := body[i+len(`href="`):]
+	link := body[j+i+len(`href="`):]
 	link = strings.ReplaceAll(link[:strings.IndexByte(link, '"')], "&amp;", "&")
 	code, _, body = get(t, s, tokenAll, link)
-	if code != 200 || !strings.Contains(body, `id="versions"`) || !strings.Contains(body, "calls 1</a>–<a") {
+	if code != 200 || !strings.Contains(body, `id="versions"`) || !strings.Contains(body, "calls 1</a>–<a") ||
+		strings.Count(body, `class="version-row"`) != 2 || !strings.Contains(body, "/main.go</h1>") {
 		t.Fatalf("object page %s: %d\n%s", link, code, body)
 	}
 

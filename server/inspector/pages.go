@@ -52,15 +52,17 @@ func (h *Handler) sessions(q *req) (string, pageData, error) {
 
 // sessionBody is the session page's data.
 type sessionBody struct {
-	S     *inspect.SessionDetail
-	Calls []inspect.Call
-	From  int
-	Limit int
-	To    int // last call of the page
-	Prev  int // first call of the previous page, 0 if none
-	Next  int // first call of the next page, 0 if none
-	Chart chart
-	Chain chain
+	S       *inspect.SessionDetail
+	Calls   []inspect.Call
+	From    int
+	Limit   int
+	To      int // last call of the page
+	Prev    int // first call of the previous page, 0 if none
+	Next    int // first call of the next page, 0 if none
+	Chart   chart
+	Chain   chain
+	Commits []inspect.CommitNode
+	Graph   chain
 }
 
 func (h *Handler) session(q *req) (string, pageData, error) {
@@ -82,7 +84,12 @@ func (h *Handler) session(q *req) (string, pageData, error) {
 	if err != nil {
 		return "", pageData{}, err
 	}
-	b := sessionBody{S: d, Calls: cs, From: from, To: from + len(cs) - 1, Limit: limit, Chart: timeline(cs), Chain: chainOf(cs)}
+	cm, err := q.in.Commits(q.ctx, sid)
+	if err != nil {
+		return "", pageData{}, err
+	}
+	b := sessionBody{S: d, Calls: cs, From: from, To: from + len(cs) - 1, Limit: limit, Chart: timeline(cs), Chain: chainOf(cs),
+		Commits: cm, Graph: commitGraph(cm)}
 	if from > 1 {
 		b.Prev = max(1, from-limit)
 	}
@@ -112,6 +119,8 @@ type bar struct {
 	X, W               float64
 	CachedY, CachedH   float64
 	WrittenY, WrittenH float64
+	StaleX, StaleW     float64 // collapsed content still rendered: a narrow bar beside
+	StaleY, StaleH     float64
 	Rebase             bool
 	Collapsed          int
 	Cause              string
@@ -144,9 +153,11 @@ func timeline(cs []inspect.Call) chart {
 		ch := float64(x.CachedTokens) * scale
 		wh := float64(x.WrittenTokens) * scale
 		base := float64(c.H - c.Bottom)
+		sh := float64(x.StaleTokens) * scale
 		b := bar{N: x.N, X: bx, W: bw, CachedY: base - ch, CachedH: ch, WrittenY: base - ch - wh, WrittenH: wh,
+			StaleX: bx + bw*0.65, StaleW: bw * 0.35, StaleY: base - sh, StaleH: sh,
 			Rebase: x.Rebased, Collapsed: len(x.Collapsed), Cause: x.Break.Cause,
-			Title: fmt.Sprintf("call %d: %d tokens, %.1f%% cached, $%.4f; break: %s", x.N, x.Tokens, 100*x.CachedShare, x.CostUSD, x.Break.CauseKey())}
+			Title: fmt.Sprintf("call %d: %d tokens, %.1f%% cached, $%.4f; break: %s; %d stale tokens; %d collapsed", x.N, x.Tokens, 100*x.CachedShare, x.CostUSD, x.Break.CauseKey(), x.StaleTokens, len(x.Collapsed))}
 		c.Bars = append(c.Bars, b)
 		cy := base
 		if c.MaxCostUSD > 0 {
@@ -172,11 +183,13 @@ type chain struct {
 }
 
 type node struct {
-	N      int
-	ID     string
-	X, Y   float64
-	Lane   int
-	Rebase bool
+	N        int
+	ID       string
+	X, Y     float64
+	Lane     int
+	Rebase   bool
+	External bool // a parent in another session
+	Branch   bool // a commit with more than one child
 }
 
 type edge struct{ X1, Y1, X2, Y2 float64 }
@@ -202,6 +215,27 @@ func chainOf(cs []inspect.Call) chain {
 		ch.Lanes = max(ch.Lanes, lane+1)
 	}
 	ch.W = 32 + int(float64(len(cs))*dx)
+	ch.H = 28 + int(float64(max(ch.Lanes-1, 0))*dy)
+	return ch
+}
+
+// commitGraph draws context commits: one column per commit in order, one
+// row per lane, an edge from each to its parent.
+func commitGraph(ns []inspect.CommitNode) chain {
+	ch := chain{}
+	const dx, dy = 22.0, 26.0
+	at := map[string]int{}
+	for i, n := range ns {
+		nd := node{ID: n.ID, Lane: n.Lane, X: 16 + float64(i)*dx, Y: 14 + float64(n.Lane)*dy, External: n.External, Branch: n.Children > 1}
+		if p, ok := at[n.Parent]; ok {
+			pn := ch.Nodes[p]
+			ch.Edges = append(ch.Edges, edge{pn.X, pn.Y, nd.X, nd.Y})
+		}
+		at[n.ID] = len(ch.Nodes)
+		ch.Nodes = append(ch.Nodes, nd)
+		ch.Lanes = max(ch.Lanes, n.Lane+1)
+	}
+	ch.W = 32 + int(float64(len(ns))*dx)
 	ch.H = 28 + int(float64(max(ch.Lanes-1, 0))*dy)
 	return ch
 }
