@@ -35,6 +35,9 @@ type Options struct {
 	// sessions, context/recall), and record, if not nil, is kept in the
 	// message's chat turn under key. An error stops the ingestion.
 	OnUser func(ctx context.Context, text string) (notes []string, key string, record any, err error)
+	// Commits, if set, makes the session write conversation commits
+	// (commits.go); each call record then names the commit it rendered.
+	Commits *CommitOptions
 }
 
 // Report says what one Ingest did.
@@ -80,6 +83,7 @@ type Ingester struct {
 	turn      *objects.Turn                    // the chat turn being built
 	calls     map[string]conversation.ToolCall // tool calls of the current turn, by id
 	cwdSaved  bool                             // the cwd is recorded in a commit of this Ingester
+	conv      []convPoint                      // conversation commits of the log, oldest first (commits.go)
 }
 
 // New returns the Ingester of the session t and a drive. When a was
@@ -105,6 +109,8 @@ func New(ctx context.Context, t *tools.Tools, a *assemble.Assembler, o Options) 
 		if err := in.restore(ctx, last); err != nil {
 			return nil, err
 		}
+	} else if err := in.forkStart(ctx); err != nil {
+		return nil, err
 	}
 	return in, nil
 }
@@ -139,6 +145,7 @@ func (in *Ingester) restore(ctx context.Context, last *assemble.Commit) error {
 				return fmt.Errorf("ingest: restoring the cursor: %w", err)
 			}
 		}
+		in.convRestore(c.Harness[convKey])
 		raw, ok := c.Harness[cursorKey]
 		if !ok {
 			continue
@@ -241,6 +248,12 @@ func (in *Ingester) ContextWith(ctx context.Context, log []conversation.Message,
 		}
 		hm[eventsKey] = evs
 	}
+	if err := in.commitConversation(ctx, log, ""); err != nil {
+		return nil, rep, err
+	}
+	if tip := in.convTip(); tip.ID != "" {
+		hm[convKey] = map[string]any{"commit": tip.ID, "messages": int64(tip.N), "compaction": tip.Compaction}
+	}
 	c, err := in.a.CallWith(ctx, hm)
 	if err != nil {
 		return nil, rep, err
@@ -306,6 +319,7 @@ func (in *Ingester) ingest(ctx context.Context, log []conversation.Message) (Rep
 		rep.Reset, rep.ResetAt = true, k
 		in.hashes = in.hashes[:k]
 		in.chain = in.chain[:k]
+		in.convReset(k)
 		if in.saved > k {
 			in.saved = k
 		}

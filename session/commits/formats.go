@@ -45,6 +45,10 @@ type Format struct {
 	// Text extracts an artifact's human-readable text for the narrative
 	// tier (nil: the strings of the artifact's JSON values).
 	Text func([]byte) string
+	// ForSession makes a materialization the session file of a new
+	// session (Fork; nil: the content as it is). Pi's names the session in
+	// its header.
+	ForSession func(content []byte, session string) ([]byte, error)
 }
 
 // Registry is a set of formats. Packages on higher floors register the
