@@ -57,7 +57,7 @@ func SessionFile(evs []events.Event) ([]byte, error) {
 		first = msgs[0].Time
 	}
 	if err := line(map[string]any{"type": "session", "version": 3,
-		"id": fmt.Sprintf("%s-%s-%s-%s-%s", id[0:8], id[8:12], id[12:16], id[16:20], id[20:32]),
+		"id":        fmt.Sprintf("%s-%s-%s-%s-%s", id[0:8], id[8:12], id[12:16], id[16:20], id[20:32]),
 		"timestamp": first.UTC().Format("2006-01-02T15:04:05.000Z")}); err != nil {
 		return nil, err
 	}
@@ -117,7 +117,7 @@ func piMessage(m conversation.Message, t time.Time) (map[string]any, error) {
 		return map[string]any{"role": "assistant", "content": content, "api": "ctxstore", "provider": "ctxstore", "model": model,
 			"usage": map[string]any{"input": u.Input, "output": u.Output, "cacheRead": u.CacheRead, "cacheWrite": u.CacheWrite,
 				"totalTokens": u.Input + u.Output + u.CacheRead + u.CacheWrite,
-				"cost": map[string]any{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+				"cost":        map[string]any{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
 			"stopReason": stop, "timestamp": ms}, nil
 	}
 	return nil, fmt.Errorf("pi: message role %q has no Pi form", m.Role)
