@@ -33,7 +33,9 @@
 // never touched by ctxstore; it keeps the full transcript.
 //
 // Environment: CTXSTORE_SERVICE_URL (default http://127.0.0.1:7411), CTXSTORE_TOKEN (bearer
-// token, when the server has tokens), CTXSTORE_TIMEOUT_MS (per request, default 30000).
+// token, when the server has tokens), CTXSTORE_TIMEOUT_MS (per request, default 30000);
+// CTXSTORE_PRINCIPAL, CTXSTORE_TEMPLATE, CTXSTORE_TICKET, CTXSTORE_THREAD: provenance of the
+// session's conversation commits (docs/commits.md).
 // CTXSTORE_SERVICE_URL is not CTXSTORE_URL: that one names the store for the ctxstore CLI.
 
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";

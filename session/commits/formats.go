@@ -100,6 +100,19 @@ func (r *Registry) Lookup(name string) (*Format, bool) {
 	return f, ok
 }
 
+// Signature names the registry's formats and which of them decode and
+// encode: part of the materialization cache key, so that a binary with
+// other codecs (a decoder issue 13 adds) does not reuse a translation made
+// without them.
+func (r *Registry) Signature() string {
+	var b strings.Builder
+	for _, n := range r.Names() {
+		f, _ := r.Lookup(n)
+		fmt.Fprintf(&b, "%s:%t:%t;", n, f.Decode != nil, f.Encode != nil)
+	}
+	return ContentHash([]byte(b.String()))[:16]
+}
+
 // Names lists the registered formats, sorted.
 func (r *Registry) Names() []string {
 	r.mu.RLock()
