@@ -86,7 +86,7 @@ func piForkScenario(t *testing.T, storeURL string) {
 	if len(orig) != 3 {
 		t.Fatalf("%d conversation commits in session %s, want 3", len(orig), sid)
 	}
-	if h := orig[0].Meta["harness"]; h != "pi 0.73.1" || orig[2].Meta["trigger"] != "turn_boundary" {
+	if h := orig[0].Meta["harness"]; h != "pi "+piVersion || orig[2].Meta["trigger"] != "turn_boundary" {
 		t.Errorf("provenance: %v", orig[0].Meta)
 	}
 	tip, fork := orig[2].ID, orig[1].ID
