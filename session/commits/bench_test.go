@@ -61,6 +61,27 @@ func buildChain(b testing.TB, st store.Store, session string, n int) []string {
 	return ids
 }
 
+// readCounter counts a store's reads (one goroutine).
+type readCounter struct {
+	store.Store
+	reads int64
+}
+
+func (c *readCounter) Entity(ctx context.Context, id string, b store.Basis) (store.Doc, error) {
+	c.reads++
+	return c.Store.Entity(ctx, id, b)
+}
+
+func (c *readCounter) EntityTx(ctx context.Context, id string, b store.Basis) (store.EntityTx, error) {
+	c.reads++
+	return c.Store.EntityTx(ctx, id, b)
+}
+
+func (c *readCounter) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
+	c.reads++
+	return c.Store.Query(ctx, q)
+}
+
 // BenchmarkCheckpoint: a checkpoint (a ~1.7 kB delta) on a commit at depth
 // 10 and one on a commit at depth 10,000 of one chain, alternately in one
 // loop; x-depth10000 is the ratio of their times (aim: within 1.2x).
@@ -74,12 +95,15 @@ func BenchmarkCheckpoint(b *testing.B) {
 			e := storetestenv.New(b, backend)
 			session := e.ID("chain")
 			ids := buildChain(b, e.Store, session, 10_001)
-			s := New(e.Store, Options{})
+			cs := &readCounter{Store: e.Store}
+			s := New(cs, Options{})
 			ctx := context.Background()
 			var at [2]time.Duration
+			var reads [2]int64
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				for k, depth := range []int{10, 10_000} {
+					r0 := cs.reads
 					t0 := time.Now()
 					_, err := s.Checkpoint(ctx, CheckpointRequest{Parent: ids[depth], Events: turn(fmt.Sprintf("%s-%d-%d", session, depth, b.N), i),
 						Provenance: Provenance{Session: session + "-b", Principal: "bench"}})
@@ -87,8 +111,11 @@ func BenchmarkCheckpoint(b *testing.B) {
 						b.Fatal(err)
 					}
 					at[k] += time.Since(t0)
+					reads[k] += cs.reads - r0
 				}
 			}
+			b.ReportMetric(float64(reads[0])/float64(b.N), "reads/checkpoint@10")
+			b.ReportMetric(float64(reads[1])/float64(b.N), "reads/checkpoint@10000")
 			b.ReportMetric(float64(at[0].Microseconds())/float64(b.N), "us/checkpoint@10")
 			b.ReportMetric(float64(at[1].Microseconds())/float64(b.N), "us/checkpoint@10000")
 			b.ReportMetric(float64(at[1])/float64(at[0]), "x-depth10000")
