@@ -29,11 +29,11 @@ import (
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/collapse"
 	"github.com/ctxstore/ctxstore/context/files"
+	"github.com/ctxstore/ctxstore/context/ingest"
 	"github.com/ctxstore/ctxstore/context/notes"
 	"github.com/ctxstore/ctxstore/context/recall"
 	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/internal/jsonlimit"
-	"github.com/ctxstore/ctxstore/context/ingest"
 	"github.com/ctxstore/ctxstore/store"
 )
 
