@@ -118,4 +118,17 @@ func TestCommitEveryTurn(t *testing.T) {
 	if c2 == c1 || convTexts(t, r, c2, "") != "hi|||done|more" {
 		t.Fatalf("turn commit %s: %q", c2, convTexts(t, r, c2, ""))
 	}
+	// The session ends after a tool result: Flush commits it.
+	log = append(log, call("t2", "bash", map[string]any{"command": "pwd"}), result("t2", "bash", "/"))
+	r.context(log)
+	if r.in.ConversationCommit() != c2 {
+		t.Fatal("a tool result checkpointed")
+	}
+	r.must(r.in.Flush(r.ctx))
+	c3 := r.in.ConversationCommit()
+	got, err := commits.New(r.st, commits.Options{}).Show(r.ctx, c3, store.Basis{})
+	r.must(err)
+	if c3 == c2 || got.Parent != c2 || got.Trigger != commits.SessionEnd || got.MessageCount != 2 {
+		t.Fatalf("session end commit %+v", got)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/objects"
+	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -84,6 +85,7 @@ type Ingester struct {
 	calls     map[string]conversation.ToolCall // tool calls of the current turn, by id
 	cwdSaved  bool                             // the cwd is recorded in a commit of this Ingester
 	conv      []convPoint                      // conversation commits of the log, oldest first (commits.go)
+	lastLog   []conversation.Message           // the log of the last context call (commits.go)
 }
 
 // New returns the Ingester of the session t and a drive. When a was
@@ -248,6 +250,7 @@ func (in *Ingester) ContextWith(ctx context.Context, log []conversation.Message,
 		}
 		hm[eventsKey] = evs
 	}
+	in.lastLog = log
 	if err := in.commitConversation(ctx, log, ""); err != nil {
 		return nil, rep, err
 	}
@@ -302,7 +305,15 @@ func (in *Ingester) Applied() int {
 func (in *Ingester) Flush(ctx context.Context) error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return in.flushTurn(ctx)
+	if err := in.flushTurn(ctx); err != nil {
+		return err
+	}
+	// What the last context call saw and no checkpoint took (with Every
+	// turn) is committed as the session's end.
+	if in.lastLog == nil {
+		return nil
+	}
+	return in.commitConversation(ctx, in.lastLog, commits.SessionEnd)
 }
 
 func (in *Ingester) ingest(ctx context.Context, log []conversation.Message) (Report, error) {
