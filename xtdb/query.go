@@ -41,6 +41,29 @@ func datalog(q store.Query) (text string, sendLimit bool, err error) {
 			}
 			where = append(where, fmt.Sprintf("[e %s %s]", attr, lit))
 		case store.In:
+			allStrings := true
+			for _, val := range p.Values {
+				if _, isNum := store.Num(val); isNum {
+					allStrings = false
+				}
+			}
+			if allStrings {
+				// An index lookup per value, as Eq does: a filter over a
+				// bound var would scan every entity holding the field.
+				// A collection binding of the literals, then an index
+				// lookup per value (an "or" of many branches is slow too).
+				var lits []string
+				for _, val := range p.Values {
+					lit, err := ednScalar(val)
+					if err != nil {
+						return "", false, err
+					}
+					lits = append(lits, lit)
+				}
+				where = append(where, fmt.Sprintf("[(identity [%s]) [%s ...]] [e %s %s]", strings.Join(lits, " "), v, attr, v))
+				multi = true
+				continue
+			}
 			var alts []string
 			for _, val := range p.Values {
 				lit, err := ednScalar(val)

@@ -28,6 +28,7 @@ type serveCmd struct {
 	Files     int           `name:"collapse-files" default:"0" help:"At most this many files read in a turn stay active, in the same turns (0: as many as tool outputs; -1: read files stay active until deactivated)."`
 	Stale     int           `name:"stale-threshold" default:"8000" help:"Collapse stale content in batches of at least this many tokens (the rebase cost model decides when and from where)."`
 	NoTrack   bool          `name:"no-track" help:"Do not watch files for changes (a file edited on disk is then seen at its next read)."`
+	Commit    string        `name:"commit-every" default:"call" enum:"call,turn,off" help:"When sessions write conversation commits: every context call with new messages, each turn (a user prompt), or off (docs/commits.md)."`
 	Grace     time.Duration `default:"30s" help:"On SIGTERM or SIGINT, how long requests in flight may take to finish."`
 	Roots     []string      `name:"root" placeholder:"DIR" help:"A directory sessions may read and index files in (repeatable; symlinks resolved). Without it each session is confined to its cwd; a session's own roots must lie inside these."`
 	Notes     []string      `name:"notes" placeholder:"DIR" help:"A note root (repeatable): Markdown files under it become note objects with title, tags, links and backlinks; read and activate on a note list where its links lead."`
@@ -101,7 +102,7 @@ func (c *serveCmd) Run(a *app) error {
 	srv, err := httpapi.New(httpapi.Options{
 		Store: st, Resolver: res, Notes: nt, Track: !c.NoTrack, Tokens: tokens,
 		Policy: collapse.Config{TurnsBack: c.TurnsBack, PerTurn: c.PerTurn, FilesPerTurn: c.Files},
-		Layout: assemble.Layout(c.Layout), Rebase: assemble.Policy{StaleThreshold: c.Stale},
+		Layout: assemble.Layout(c.Layout), Rebase: assemble.Policy{StaleThreshold: c.Stale}, CommitEvery: c.Commit,
 		Log: log, Roots: roots,
 	})
 	if err != nil {

@@ -456,6 +456,13 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 			return fmt.Errorf("assemble: commit %s: harness meta: %w", c.CommitID, err)
 		}
 		doc["harness"] = m
+		// The conversation commit the call rendered (context/ingest), at the
+		// top level so that a query finds the calls of a commit.
+		if conv, ok := meta["conversation"].(map[string]any); ok {
+			if id, ok := conv["commit"].(string); ok && id != "" {
+				doc["conversation_commit"] = id
+			}
+		}
 	}
 	if _, err := store.SubmitWait(ctx, a.st, []store.Op{store.Match(c.CommitID, nil), store.Put(doc)}); err != nil {
 		return fmt.Errorf("assemble: writing context commit %s: %w", c.CommitID, err)

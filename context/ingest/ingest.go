@@ -16,6 +16,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/objects"
+	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -35,6 +36,9 @@ type Options struct {
 	// sessions, context/recall), and record, if not nil, is kept in the
 	// message's chat turn under key. An error stops the ingestion.
 	OnUser func(ctx context.Context, text string) (notes []string, key string, record any, err error)
+	// Commits, if set, makes the session write conversation commits
+	// (commits.go); each call record then names the commit it rendered.
+	Commits *CommitOptions
 }
 
 // Report says what one Ingest did.
@@ -80,6 +84,8 @@ type Ingester struct {
 	turn      *objects.Turn                    // the chat turn being built
 	calls     map[string]conversation.ToolCall // tool calls of the current turn, by id
 	cwdSaved  bool                             // the cwd is recorded in a commit of this Ingester
+	conv      []convPoint                      // conversation commits of the log, oldest first (commits.go)
+	lastLog   []conversation.Message           // the log of the last context call (commits.go)
 }
 
 // New returns the Ingester of the session t and a drive. When a was
@@ -105,6 +111,8 @@ func New(ctx context.Context, t *tools.Tools, a *assemble.Assembler, o Options) 
 		if err := in.restore(ctx, last); err != nil {
 			return nil, err
 		}
+	} else if err := in.forkStart(ctx); err != nil {
+		return nil, err
 	}
 	return in, nil
 }
@@ -139,6 +147,7 @@ func (in *Ingester) restore(ctx context.Context, last *assemble.Commit) error {
 				return fmt.Errorf("ingest: restoring the cursor: %w", err)
 			}
 		}
+		in.convRestore(c.Harness[convKey])
 		raw, ok := c.Harness[cursorKey]
 		if !ok {
 			continue
@@ -241,6 +250,13 @@ func (in *Ingester) ContextWith(ctx context.Context, log []conversation.Message,
 		}
 		hm[eventsKey] = evs
 	}
+	in.lastLog = log
+	if err := in.commitConversation(ctx, log, ""); err != nil {
+		return nil, rep, err
+	}
+	if tip := in.convTip(); tip.ID != "" {
+		hm[convKey] = map[string]any{"commit": tip.ID, "messages": int64(tip.N), "compaction": tip.Compaction}
+	}
 	c, err := in.a.CallWith(ctx, hm)
 	if err != nil {
 		return nil, rep, err
@@ -289,7 +305,15 @@ func (in *Ingester) Applied() int {
 func (in *Ingester) Flush(ctx context.Context) error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return in.flushTurn(ctx)
+	if err := in.flushTurn(ctx); err != nil {
+		return err
+	}
+	// What the last context call saw and no checkpoint took (with Every
+	// turn) is committed as the session's end.
+	if in.lastLog == nil {
+		return nil
+	}
+	return in.commitConversation(ctx, in.lastLog, commits.SessionEnd)
 }
 
 func (in *Ingester) ingest(ctx context.Context, log []conversation.Message) (Report, error) {
@@ -306,6 +330,7 @@ func (in *Ingester) ingest(ctx context.Context, log []conversation.Message) (Rep
 		rep.Reset, rep.ResetAt = true, k
 		in.hashes = in.hashes[:k]
 		in.chain = in.chain[:k]
+		in.convReset(k)
 		if in.saved > k {
 			in.saved = k
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/session"
+	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -66,6 +67,11 @@ func (r *rig) open() {
 	r.a, err = assemble.Open(r.ctx, s, assemble.Options{Policy: assemble.Policy{StaleThreshold: 400, Horizon: 200},
 		Now: func() time.Time { return r.now }})
 	r.must(err)
+	if r.opt.Commits != nil {
+		co := *r.opt.Commits
+		co.Service = commits.New(st, commits.Options{Now: func() time.Time { return r.now }})
+		r.opt.Commits = &co
+	}
 	r.in, err = New(r.ctx, r.tools, r.a, r.opt)
 	r.must(err)
 }

@@ -33,13 +33,25 @@
 // never touched by ctxstore; it keeps the full transcript.
 //
 // Environment: CTXSTORE_SERVICE_URL (default http://127.0.0.1:7411), CTXSTORE_TOKEN (bearer
-// token, when the server has tokens), CTXSTORE_TIMEOUT_MS (per request, default 30000).
+// token, when the server has tokens), CTXSTORE_TIMEOUT_MS (per request, default 30000);
+// CTXSTORE_PRINCIPAL, CTXSTORE_TEMPLATE, CTXSTORE_TICKET, CTXSTORE_THREAD: provenance of the
+// session's conversation commits (docs/commits.md).
 // CTXSTORE_SERVICE_URL is not CTXSTORE_URL: that one names the store for the ctxstore CLI.
 
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import { createReadToolDefinition } from "@earendil-works/pi-coding-agent";
+import { createReadToolDefinition, VERSION as PI_VERSION } from "@earendil-works/pi-coding-agent";
 import { createHash, type Hash } from "node:crypto";
 import { closeSync, openSync, readSync } from "node:fs";
+import { hostname, userInfo } from "node:os";
+
+/** The user name, for the principal of conversation commits ("" when unknown). */
+function userName(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return "";
+  }
+}
 
 const BASE = (process.env.CTXSTORE_SERVICE_URL || "http://127.0.0.1:7411").replace(/\/+$/, "");
 const TOKEN = process.env.CTXSTORE_TOKEN || "";
@@ -356,6 +368,15 @@ export default async function ctxstore(pi: ExtensionAPI) {
         system_prompt: prompt ?? ctx.getSystemPrompt(),
         harness: "pi",
         tools,
+        // Recorded on the session's conversation commits (docs/commits.md).
+        provenance: {
+          principal: process.env.CTXSTORE_PRINCIPAL || userName(),
+          machine: hostname(),
+          harness: `pi ${PI_VERSION}`,
+          template: process.env.CTXSTORE_TEMPLATE || undefined,
+          ticket: process.env.CTXSTORE_TICKET || undefined,
+          thread: process.env.CTXSTORE_THREAD || undefined,
+        },
       });
       opened.catch(() => (opened = undefined));
     }

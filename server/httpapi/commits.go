@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ctxstore/ctxstore/context/ingest"
 	"github.com/ctxstore/ctxstore/objects/events"
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
@@ -26,6 +27,22 @@ func (s *Server) commitRoutes() []route {
 }
 
 func (s *Server) commits() *commits.Service { return commits.New(s.st, commits.Options{Now: s.o.Now}) }
+
+// commitOptions are the conversation-commit options of a session opened
+// with req (nil when the server's CommitEvery is "off").
+func (s *Server) commitOptions(req OpenRequest) *ingest.CommitOptions {
+	if s.o.CommitEvery == "off" {
+		return nil
+	}
+	co := &ingest.CommitOptions{Service: s.commits(), Every: s.o.CommitEvery}
+	if req.Provenance != nil {
+		co.Provenance = *req.Provenance
+	}
+	if co.Provenance.Harness == "" {
+		co.Provenance.Harness = req.Harness
+	}
+	return co
+}
 
 // CheckpointBody is POST /v1/commits: a commit's content as text
 // (content), bytes (content_base64) or neutral events (events).

@@ -30,6 +30,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/collapse"
 	"github.com/ctxstore/ctxstore/context/files"
+	"github.com/ctxstore/ctxstore/context/ingest"
 	"github.com/ctxstore/ctxstore/context/notes"
 	"github.com/ctxstore/ctxstore/context/recall"
 	"github.com/ctxstore/ctxstore/context/tools"
@@ -61,6 +62,11 @@ type Options struct {
 	Layout    assemble.Layout
 	Rebase    assemble.Policy
 	Tokenizer assemble.Tokenizer
+	// CommitEvery chooses when sessions write conversation commits
+	// (docs/commits.md "Live sessions"): "call" (default: every context
+	// call with new messages), "turn" (when a user prompt begins a turn) or
+	// "off".
+	CommitEvery string
 	// Guide is appended to the harness's system prompt when a session is
 	// created; empty means DefaultGuide, "-" nothing.
 	Guide string
@@ -149,6 +155,13 @@ func New(o Options) (*Server, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	switch o.CommitEvery {
+	case "":
+		o.CommitEvery = ingest.EveryCall
+	case ingest.EveryCall, ingest.EveryTurn, "off":
+	default:
+		return nil, fmt.Errorf("httpapi: CommitEvery %q: want call, turn or off", o.CommitEvery)
 	}
 	var roots *tools.Roots
 	if len(o.Roots) > 0 {

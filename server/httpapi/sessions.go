@@ -14,6 +14,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/session"
+	"github.com/ctxstore/ctxstore/session/commits"
 )
 
 // live is a session open in this server. Its mutex serializes every request
@@ -81,6 +82,9 @@ type OpenRequest struct {
 	// index files in; default the cwd. Each must lie inside the server's
 	// roots (serve --root), or inside the cwd when the server has none.
 	Roots []string `json:"roots,omitempty"`
+	// Provenance is what the harness knows for the session's conversation
+	// commits (template, principal, machine, harness, ticket, thread).
+	Provenance *commits.Provenance `json:"provenance,omitempty"`
 }
 
 // OpenResponse is the answer of PUT /v1/sessions/{sid}.
@@ -163,7 +167,7 @@ func (s *Server) start(ctx context.Context, l *live, req OpenRequest, roots *too
 		Tools:   tools.Options{Policy: s.o.Policy, Tracker: s.tr, Roots: roots, Notes: s.notes},
 		Assemble: assemble.Options{Layout: s.o.Layout, Tools: req.Tools,
 			Policy: s.o.Rebase, Tokenizer: s.o.Tokenizer, Now: s.o.Now},
-		Ingest: ingest.Options{Cwd: req.Cwd, OnUser: s.onUser(ctx, l.id, sc)}, // recall.go: @@ references
+		Ingest: ingest.Options{Cwd: req.Cwd, OnUser: s.onUser(ctx, l.id, sc), Commits: s.commitOptions(req)}, // recall.go: @@ references
 	})
 	if err != nil {
 		return "", err

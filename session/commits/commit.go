@@ -13,11 +13,14 @@
 package commits
 
 import (
+	"bytes"
+	"compress/flate"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -114,15 +117,11 @@ const (
 	ContentPrefix = "ctx-content:"
 	// PrincipalPrefix starts a principal's timeline document.
 	PrincipalPrefix = "ctx-principal:"
-	// SessionTipPrefix starts a session's tip document.
-	SessionTipPrefix = "ctx-session-tip:"
 	// CachePrefix starts materialization cache documents.
 	CachePrefix = "ctx-mat:"
 
 	DocCommit       = "ctx_commit"
 	DocContent      = "ctx_content"
-	DocPrincipal    = "ctx_principal_head"
-	DocSessionTip   = "ctx_session_tip"
 	DocMaterialized = "ctx_materialization"
 )
 
@@ -165,6 +164,8 @@ func CommitID(parent string, typ Type, contentHash string, created time.Time, te
 var (
 	// ErrUnknownFormat: a format no registry entry names.
 	ErrUnknownFormat = errors.New("unknown format")
+	// ErrUnknownParent: a checkpoint naming a parent the store lacks.
+	ErrUnknownParent = errors.New("unknown parent commit")
 	// ErrCycle: a parent chain that loops or whose depths disagree.
 	ErrCycle = errors.New("corrupt chain (cycle or inconsistent depth)")
 	// ErrNotAncestor: a stop commit that is not on the chain.
@@ -175,32 +176,33 @@ func errf(op string, kind error, id, field string, cause error, format string, a
 	return &store.Error{Op: "commits: " + op, Kind: kind, ID: id, Field: field, Msg: fmt.Sprintf(format, args...), Err: cause}
 }
 
-// encode returns the commit's metadata document.
+// doc returns the commit's metadata document. The fields a query selects
+// on are at the top level (the SQLite field index copies them); the rest,
+// summary included, is nested under "meta", which no index copies.
 func (c *Commit) doc() store.Doc {
 	d := store.Doc{
 		store.IDKey: c.ID, "type": DocCommit, "commit_type": string(c.Type), "format": c.Format,
-		"content": c.Content, "content_bytes": c.ContentBytes,
-		"message_count": c.MessageCount, "token_count": c.TokenCount,
-		"created": store.FormatTime(c.Created), "depth": c.Depth,
+		"content": c.Content, "created": store.FormatTime(c.Created), "depth": c.Depth,
 	}
-	set := func(k, v string) {
+	meta := map[string]any{"content_bytes": c.ContentBytes, "message_count": c.MessageCount, "token_count": c.TokenCount}
+	set := func(m map[string]any, k, v string) {
 		if v != "" {
-			d[k] = v
+			m[k] = v
 		}
 	}
-	set("parent", c.Parent)
-	set("template", c.Template)
-	set("principal", c.Principal)
-	set("machine", c.Machine)
-	set("session", c.Session)
-	set("trigger", string(c.Trigger))
-	set("ticket", c.Ticket)
-	set("thread", c.Thread)
-	set("harness", c.Harness)
-	set("summary", c.Summary)
-	set("snapshot_of", c.SnapshotOf)
-	set("stop", c.Stop)
-	set("tier", c.Tier)
+	set(d, "parent", c.Parent)
+	set(d, "template", c.Template)
+	set(d, "principal", c.Principal)
+	set(d, "session", c.Session)
+	set(d, "ticket", c.Ticket)
+	set(d, "thread", c.Thread)
+	set(meta, "machine", c.Machine)
+	set(meta, "trigger", string(c.Trigger))
+	set(meta, "harness", c.Harness)
+	set(meta, "summary", c.Summary)
+	set(meta, "snapshot_of", c.SnapshotOf)
+	set(meta, "stop", c.Stop)
+	set(meta, "tier", c.Tier)
 	if len(c.Tags) > 0 {
 		tags := make([]any, len(c.Tags))
 		for i, t := range c.Tags {
@@ -208,6 +210,7 @@ func (c *Commit) doc() store.Doc {
 		}
 		d["tags"] = tags
 	}
+	d["meta"] = meta
 	return d
 }
 
@@ -217,19 +220,20 @@ func fromDoc(d store.Doc) (*Commit, error) {
 	if t, _ := d["type"].(string); t != DocCommit {
 		return nil, errf("read", store.ErrNotFound, id, "type", nil, "document is not a context commit (type %q)", t)
 	}
-	str := func(k string) string { s, _ := d[k].(string); return s }
-	num := func(k string) int64 {
-		f, _ := store.Num(d[k])
+	meta, _ := d["meta"].(map[string]any)
+	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+	num := func(m map[string]any, k string) int64 {
+		f, _ := store.Num(m[k])
 		return int64(f)
 	}
 	c := &Commit{
-		ID: id, Parent: str("parent"), Type: Type(str("commit_type")), Format: str("format"),
-		Content: str("content"), ContentBytes: num("content_bytes"),
-		Provenance: Provenance{Template: str("template"), Principal: str("principal"), Machine: str("machine"),
-			Session: str("session"), Trigger: Trigger(str("trigger")), Ticket: str("ticket"), Thread: str("thread"),
-			Harness: str("harness")},
-		MessageCount: num("message_count"), TokenCount: num("token_count"), Depth: num("depth"),
-		Summary: str("summary"), SnapshotOf: str("snapshot_of"), Stop: str("stop"), Tier: str("tier"),
+		ID: id, Parent: str(d, "parent"), Type: Type(str(d, "commit_type")), Format: str(d, "format"),
+		Content: str(d, "content"), ContentBytes: num(meta, "content_bytes"),
+		Provenance: Provenance{Template: str(d, "template"), Principal: str(d, "principal"), Machine: str(meta, "machine"),
+			Session: str(d, "session"), Trigger: Trigger(str(meta, "trigger")), Ticket: str(d, "ticket"), Thread: str(d, "thread"),
+			Harness: str(meta, "harness")},
+		MessageCount: num(meta, "message_count"), TokenCount: num(meta, "token_count"), Depth: num(d, "depth"),
+		Summary: str(meta, "summary"), SnapshotOf: str(meta, "snapshot_of"), Stop: str(meta, "stop"), Tier: str(meta, "tier"),
 	}
 	if tags, ok := d["tags"].([]any); ok {
 		for _, t := range tags {
@@ -238,7 +242,7 @@ func fromDoc(d store.Doc) (*Commit, error) {
 			}
 		}
 	}
-	t, err := store.ParseTime(str("created"))
+	t, err := store.ParseTime(str(d, "created"))
 	if err != nil {
 		return nil, errf("read", store.ErrInvalid, id, "created", err, "bad creation time")
 	}
@@ -249,17 +253,36 @@ func fromDoc(d store.Doc) (*Commit, error) {
 	return c, nil
 }
 
-// contentDoc returns the document holding content bytes: UTF-8 text as a
-// string, anything else in base64, under a nested key so that the field
-// index never copies it.
+// contentDoc returns the document holding content bytes, nested under
+// "body" so that the field index never copies them: deflated and in base64
+// when that is at most 3/4 of the bytes ("deflate"), else UTF-8 text as a
+// string ("text"), else base64 ("base64").
 func contentDoc(hash string, b []byte) store.Doc {
-	body := map[string]any{}
-	if utf8.Valid(b) {
+	body := map[string]any{"bytes": int64(len(b))}
+	if z := deflate(b); z != "" {
+		body["deflate"] = z
+	} else if utf8.Valid(b) {
 		body["text"] = string(b)
 	} else {
 		body["base64"] = base64.StdEncoding.EncodeToString(b)
 	}
-	return store.Doc{store.IDKey: ContentPrefix + hash, "type": DocContent, "sha256": hash, "bytes": int64(len(b)), "body": body}
+	return store.Doc{store.IDKey: ContentPrefix + hash, "type": DocContent, "sha256": hash, "body": body}
+}
+
+// deflate returns b deflated in base64, or "" when that does not save a
+// quarter of b (small or incompressible content).
+func deflate(b []byte) string {
+	if len(b) < 256 {
+		return ""
+	}
+	var buf bytes.Buffer
+	w, _ := flate.NewWriter(&buf, flate.DefaultCompression)
+	w.Write(b)
+	w.Close()
+	if base64.StdEncoding.EncodedLen(buf.Len()) > len(b)*3/4 {
+		return ""
+	}
+	return base64.StdEncoding.EncodeToString(buf.Bytes())
 }
 
 // contentBytes reads content bytes back from their document and checks
@@ -275,6 +298,14 @@ func contentBytes(d store.Doc) ([]byte, string, error) {
 		var err error
 		if b, err = base64.StdEncoding.DecodeString(s); err != nil {
 			return nil, hash, errf("read content", store.ErrInvalid, id, "body.base64", err, "bad base64")
+		}
+	} else if s, ok := body["deflate"].(string); ok {
+		z, err := base64.StdEncoding.DecodeString(s)
+		if err == nil {
+			b, err = io.ReadAll(flate.NewReader(bytes.NewReader(z)))
+		}
+		if err != nil {
+			return nil, hash, errf("read content", store.ErrInvalid, id, "body.deflate", err, "bad deflated content")
 		}
 	} else {
 		return nil, hash, errf("read content", store.ErrInvalid, id, "body", nil, "content document holds no body")

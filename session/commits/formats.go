@@ -45,6 +45,10 @@ type Format struct {
 	// Text extracts an artifact's human-readable text for the narrative
 	// tier (nil: the strings of the artifact's JSON values).
 	Text func([]byte) string
+	// ForSession makes a materialization the session file of a new
+	// session (Fork; nil: the content as it is). Pi's names the session in
+	// its header.
+	ForSession func(content []byte, session string) ([]byte, error)
 }
 
 // Registry is a set of formats. Packages on higher floors register the
@@ -94,6 +98,19 @@ func (r *Registry) Lookup(name string) (*Format, bool) {
 	defer r.mu.RUnlock()
 	f, ok := r.m[name]
 	return f, ok
+}
+
+// Signature names the registry's formats and which of them decode and
+// encode: part of the materialization cache key, so that a binary with
+// other codecs (a decoder issue 13 adds) does not reuse a translation made
+// without them.
+func (r *Registry) Signature() string {
+	var b strings.Builder
+	for _, n := range r.Names() {
+		f, _ := r.Lookup(n)
+		fmt.Fprintf(&b, "%s:%t:%t;", n, f.Decode != nil, f.Encode != nil)
+	}
+	return ContentHash([]byte(b.String()))[:16]
 }
 
 // Names lists the registered formats, sorted.

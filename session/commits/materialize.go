@@ -105,7 +105,7 @@ func (s *Service) Materialize(ctx context.Context, r MaterializeRequest) (*Mater
 	if !ok {
 		return nil, errf(op, store.ErrInvalid, r.ID, "format", ErrUnknownFormat, "%q (known: %v)", format, s.reg.Names())
 	}
-	key := cacheKey(tip.ID, format, stop)
+	key := cacheKey(tip.ID, format, stop, s.reg.Signature())
 	if !r.NoCache {
 		if m, err := s.cached(ctx, key); err == nil {
 			return m, nil
@@ -159,8 +159,8 @@ type part struct {
 	data []byte
 }
 
-func cacheKey(id, format, stop string) string {
-	h := sha256.Sum256([]byte(id + "\x00" + format + "\x00" + stop))
+func cacheKey(id, format, stop, registry string) string {
+	h := sha256.Sum256([]byte(id + "\x00" + format + "\x00" + stop + "\x00" + registry))
 	return CachePrefix + hex.EncodeToString(h[:16])
 }
 

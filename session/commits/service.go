@@ -153,7 +153,7 @@ func (s *Service) prepare(ctx context.Context, r CheckpointRequest) (*Commit, []
 		p, err := s.get(ctx, r.Parent, store.Basis{})
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
-				return nil, nil, errf(op, store.ErrInvalid, r.Parent, "parent", nil, "unknown parent commit")
+				return nil, nil, errf(op, store.ErrInvalid, r.Parent, "parent", ErrUnknownParent, "no such commit in this store")
 			}
 			return nil, nil, err
 		}
@@ -192,12 +192,7 @@ func (s *Service) write(ctx context.Context, c *Commit, content []byte) (*Commit
 	}
 	if c.Trigger != MaterializeTrig {
 		if c.Principal != "" {
-			ops = append(ops, store.PutAt(store.Doc{store.IDKey: PrincipalPrefix + c.Principal, "type": DocPrincipal,
-				"principal": c.Principal, "commit": c.ID, "created": store.FormatTime(c.Created)}, c.Created))
-		}
-		if c.Session != "" {
-			ops = append(ops, store.Put(store.Doc{store.IDKey: SessionTipPrefix + c.Session, "type": DocSessionTip,
-				"session": c.Session, "commit": c.ID, "created": store.FormatTime(c.Created)}))
+			ops = append(ops, store.PutAt(store.Doc{store.IDKey: PrincipalPrefix + c.Principal, "commit": c.ID}, c.Created))
 		}
 	}
 	tx, err := store.SubmitWait(ctx, s.st, ops)
@@ -351,17 +346,38 @@ func (s *Service) Resolve(ctx context.Context, principal string, t time.Time) (*
 	return s.get(ctx, id, store.Basis{})
 }
 
-// SessionTip returns the latest commit written in a session.
+// SessionTip returns the deepest commit of a session (the latest of the
+// deepest when it branched): what resuming the session continues from. One
+// query.
 func (s *Service) SessionTip(ctx context.Context, session string) (*Commit, error) {
-	d, err := s.st.Entity(ctx, SessionTipPrefix+session, store.Basis{})
+	docs, err := s.st.Query(ctx, store.Query{Where: []store.Pred{store.Where("type", DocCommit), store.Where("session", session)},
+		OrderBy: []store.Order{{Field: "depth", Desc: true}, {Field: "created", Desc: true}}, Limit: 1})
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, errf("session tip", store.ErrNotFound, session, "session", nil, "session has no commits")
-		}
 		return nil, err
 	}
-	id, _ := d["commit"].(string)
-	return s.get(ctx, id, store.Basis{})
+	if len(docs) == 0 {
+		return nil, errf("session tip", store.ErrNotFound, session, "session", nil, "session has no commits")
+	}
+	return fromDoc(docs[0])
+}
+
+// ForkMessages returns how many harness-neutral messages a session started
+// by Fork begins with, from its first commit (ok false when c is not a
+// fork commit).
+func (s *Service) ForkMessages(ctx context.Context, c *Commit) (int, bool) {
+	if c.Trigger != ForkTrigger || c.Format != FormatEvents {
+		return 0, false
+	}
+	b, err := s.Content(ctx, c)
+	if err != nil {
+		return 0, false
+	}
+	evs, err := events.Decode(b)
+	if err != nil || len(evs) != 1 || evs[0].Subtype != "fork" {
+		return 0, false
+	}
+	n, ok := store.Num(evs[0].Metadata["messages"])
+	return int(n), ok
 }
 
 // ForkRequest starts a session from a commit.
@@ -404,16 +420,40 @@ func (s *Service) Fork(ctx context.Context, r ForkRequest) (*Forked, error) {
 		r.Session = uuid.NewString()
 	}
 	out := &Forked{Session: r.Session}
+	messages := 0
 	if r.From != "" {
-		m, err := s.Materialize(ctx, MaterializeRequest{ID: r.From, Format: r.Format, Stop: r.Stop})
+		f, ok := s.reg.Lookup(r.Format)
+		if !ok {
+			return nil, errf("fork", store.ErrInvalid, r.From, "format", ErrUnknownFormat, "%q (known: %v)", r.Format, s.reg.Names())
+		}
+		// The conversation as neutral messages: how many the new session
+		// starts with (a live session's ingester continues after them).
+		ev, err := s.Materialize(ctx, MaterializeRequest{ID: r.From, Format: FormatEvents, Stop: r.Stop})
 		if err != nil {
 			return nil, err
+		}
+		if evs, err := events.Decode(ev.Content); err == nil {
+			messages = len(events.ToMessages(evs))
+		}
+		m := ev
+		if r.Format != FormatEvents {
+			if m, err = s.Materialize(ctx, MaterializeRequest{ID: r.From, Format: r.Format, Stop: r.Stop}); err != nil {
+				return nil, err
+			}
+		}
+		if f.ForSession != nil {
+			mc := *m
+			if mc.Content, err = f.ForSession(m.Content, r.Session); err != nil {
+				return nil, errf("fork", store.ErrInvalid, r.From, "format", err, "making a %s session file", r.Format)
+			}
+			mc.ContentSHA256 = ContentHash(mc.Content)
+			m = &mc
 		}
 		out.Materialized = m
 	}
 	p := r.Provenance
 	p.Session, p.Trigger = r.Session, ForkTrigger
-	mark := events.Event{Type: events.System, Subtype: "fork", Metadata: map[string]any{"session": r.Session, "from": r.From}}
+	mark := events.Event{Type: events.System, Subtype: "fork", Metadata: map[string]any{"session": r.Session, "from": r.From, "messages": messages}}
 	c, err := s.Checkpoint(ctx, CheckpointRequest{Parent: r.From, Events: []events.Event{mark}, Provenance: p, Created: r.Created})
 	if err != nil {
 		return nil, err
