@@ -46,16 +46,19 @@ func (in *Inspector) Commits(ctx context.Context, sid string) ([]CommitNode, err
 	}
 	docs, err := in.st.Query(ctx, store.Query{
 		Where: []store.Pred{store.Where("type", commits.DocCommit), store.Where("session", sid)},
-		Find:  []string{"parent", "commit_type", "trigger", "format", "summary", "created", "depth", "message_count", "token_count"},
+		// Trigger, summary and counts are nested under "meta" (session/commits:
+		// no field index copies them).
+		Find: []string{"parent", "commit_type", "format", "created", "depth", "meta"},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("session %s: reading context commits: %w", sid, err)
 	}
 	var out []CommitNode
 	for _, d := range docs {
+		meta, _ := d["meta"].(map[string]any)
 		n := CommitNode{ID: asString(d[store.IDKey]), Parent: asString(d["parent"]), Type: asString(d["commit_type"]),
-			Trigger: asString(d["trigger"]), Format: asString(d["format"]), Summary: asString(d["summary"]),
-			Depth: int64(asInt(d["depth"])), Messages: int64(asInt(d["message_count"])), Tokens: int64(asInt(d["token_count"]))}
+			Trigger: asString(meta["trigger"]), Format: asString(d["format"]), Summary: asString(meta["summary"]),
+			Depth: int64(asInt(d["depth"])), Messages: int64(asInt(meta["message_count"])), Tokens: int64(asInt(meta["token_count"]))}
 		if t := asString(d["created"]); t != "" {
 			if n.Created, err = store.ParseTime(t); err != nil {
 				return nil, fmt.Errorf("context commit %s: created %q: %w", n.ID, t, err)
