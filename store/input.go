@@ -191,6 +191,12 @@ func checkText(data []byte) error {
 	return nil
 }
 
+// CheckDuplicateKeys refuses valid JSON text in which an object repeats a
+// key (encoding/json would silently keep the last), naming the key, its
+// path and its byte offset. DecodeDoc applies it to documents; the HTTP
+// service to every request body.
+func CheckDuplicateKeys(data []byte) error { return checkDupKeys(data) }
+
 // checkDupKeys scans valid JSON text and refuses an object that repeats a
 // key, naming the key, its path and its byte offset.
 func checkDupKeys(data []byte) error {

@@ -306,6 +306,10 @@ func (q *request) decode(v any) error {
 	if dec.More() {
 		return badRequest("request body: more than one JSON value")
 	}
+	// A repeated key would silently keep its last value (issue 20).
+	if err := store.CheckDuplicateKeys(body); err != nil {
+		return badRequest("request body: %v", err)
+	}
 	return nil
 }
 

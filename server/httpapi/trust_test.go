@@ -531,6 +531,11 @@ func TestClientErrorsAreNot500(t *testing.T) {
 	}
 	e := newEnv(t, nil)
 	e.open("s1")
+	// A request body repeating a key is refused, not read as its last value.
+	if st, _, body := e.raw("POST", "/v1/sessions/s1/tools/read", "application/json",
+		[]byte(`{"tool_call_id":"d1","args":{"path":"a.txt","path":"/etc/passwd"}}`)); st != 400 || !strings.Contains(string(body), "path") {
+		t.Errorf("a body with a repeated key: %d %s", st, body)
+	}
 	out := "x"
 	for _, id := range []string{"has space", "a#b", strings.Repeat("x", 600)} {
 		if st, eb := e.do("POST", "/v1/sessions/s1/observe", ObserveRequest{ToolCallID: id, Tool: "bash", Args: map[string]any{}, Output: &out}, nil); st != 400 {
