@@ -2,8 +2,10 @@ package sessionbundle
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
@@ -16,10 +18,18 @@ import (
 // saying it is sb's is refused whole, before anything is written, and sb
 // is intact.
 func TestForeignEntitiesRefused(t *testing.T) {
-	dst := openSQLite(t, "dst.db")
-	b := sessionbundletest.New(t, dst, "sb", "")
+	t.Run("sqlite", func(t *testing.T) { testForeignEntitiesRefused(t, openSQLite(t, "dst.db"), "sb") })
+	// XTDB: one database for the whole test process, so the victim's ids
+	// are unique to this run.
+	t.Run("xtdb", func(t *testing.T) {
+		testForeignEntitiesRefused(t, openXTDB(t), fmt.Sprintf("sb%d", time.Now().UnixNano()))
+	})
+}
+
+func testForeignEntitiesRefused(t *testing.T, dst store.Store, sb string) {
+	b := sessionbundletest.New(t, dst, sb, "")
 	b.Turns(1)
-	victimTool := "toolu_sb_0002"
+	victimTool := fmt.Sprintf("toolu_%s_0002", sb)
 	if _, err := dst.EntityTx(ctx, victimTool, store.Basis{}); err != nil {
 		t.Fatalf("the victim's toolcall: %v", err)
 	}
@@ -52,9 +62,9 @@ func TestForeignEntitiesRefused(t *testing.T) {
 	}
 	cases := map[string][]byte{
 		"evicts sb's head": hostile("evict", func(store.Store) []store.Op {
-			return []store.Op{store.Put(store.Doc{"xt/id": "session:sb", "type": "x"})}
+			return []store.Op{store.Put(store.Doc{"xt/id": "session:" + sb, "type": "x"})}
 		}, func(src store.Store) {
-			if _, err := store.SubmitWait(ctx, src, []store.Op{{Kind: store.OpEvict, ID: "session:sb"}}); err != nil {
+			if _, err := store.SubmitWait(ctx, src, []store.Op{{Kind: store.OpEvict, ID: "session:" + sb}}); err != nil {
 				t.Fatal(err)
 			}
 		}),
@@ -62,11 +72,11 @@ func TestForeignEntitiesRefused(t *testing.T) {
 			return []store.Op{store.Put(store.Doc{"xt/id": victimTool, "content": "pwned"})}
 		}, nil),
 		"writes a document of sb": hostile("doc", func(store.Store) []store.Op {
-			return []store.Op{store.Put(store.Doc{"xt/id": "note-of-sb", "session_id": "sb", "content": "pwned"})}
+			return []store.Op{store.Put(store.Doc{"xt/id": "note-of-" + sb, "session_id": sb, "content": "pwned"})}
 		}, nil),
 	}
 	cases["names another session's source"] = rewriteManifest(t, hostile("src", func(store.Store) []store.Op { return nil }, nil),
-		func(h *Header, ents []Entity) []Entity { h.Source.ID = "session:sb@elsewhere"; return ents })
+		func(h *Header, ents []Entity) []Entity { h.Source.ID = "session:" + sb + "@elsewhere"; return ents })
 
 	before := latestTx(t, dst)
 	for name, bundle := range cases {
@@ -78,7 +88,7 @@ func TestForeignEntitiesRefused(t *testing.T) {
 			t.Fatalf("%s: the refused import wrote", name)
 		}
 	}
-	if _, err := session.Open(ctx, dst, "sb"); err != nil {
+	if _, err := session.Open(ctx, dst, sb); err != nil {
 		t.Fatalf("sb after the imports: %v", err)
 	}
 	doc, err := dst.Entity(ctx, victimTool, store.Basis{})
