@@ -209,6 +209,22 @@ func (in *Ingester) Compact(ctx context.Context, log []conversation.Message, sum
 	return c, nil
 }
 
+// CompactLast is Compact over the log of the last context call: a harness
+// that compacted its own log (Pi on a provider overflow) hands ctxstore
+// the compacted log in the next call, so what it compacted is the log
+// ctxstore saw last. It does nothing, and returns nil, before any call or
+// when the session writes no conversation commits.
+func (in *Ingester) CompactLast(ctx context.Context, summary string) (*commits.Commit, error) {
+	in.mu.Lock()
+	last := in.lastLog
+	on := in.o.Commits != nil && in.o.Commits.Service != nil
+	in.mu.Unlock()
+	if last == nil || !on {
+		return nil, nil
+	}
+	return in.Compact(ctx, last, summary)
+}
+
 // ConversationCommit returns the latest conversation commit of the
 // session ("" when none).
 func (in *Ingester) ConversationCommit() string {

@@ -186,6 +186,15 @@ func (s *Server) context(q *request) (any, error) {
 			return nil, badRequest("events[%d]: an event needs a type (a non-empty string)", i)
 		}
 	}
+	// The harness compacted its log since the last call (Pi on a provider
+	// overflow; issue 12 item 4): the log ctxstore saw last is
+	// checkpointed, then a compaction commit holds the summary, and this
+	// call's compacted log is committed on top of it.
+	if sum, ok := compactionSummary(req.Events, req.Messages); ok {
+		if _, err := l.in.CompactLast(q.ctx, sum); err != nil {
+			return nil, err
+		}
+	}
 	start := time.Now()
 	c, rep, err := l.in.ContextWith(q.ctx, log, req.Events)
 	if err != nil {
@@ -233,4 +242,30 @@ func marshal(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+}
+
+// compactionSummary returns the summary of a compaction the harness
+// reported among events: the text of the compaction-summary message that
+// now opens Pi's log (Pi's compactionSummary role). ok is false without a
+// compaction event, or when the log holds no summary to record.
+func compactionSummary(events []map[string]any, msgs []json.RawMessage) (string, bool) {
+	compacted := false
+	for _, e := range events {
+		if t, _ := e["type"].(string); t == "compaction" {
+			compacted = true
+		}
+	}
+	if !compacted {
+		return "", false
+	}
+	for _, raw := range msgs {
+		var m struct {
+			Role    string `json:"role"`
+			Summary string `json:"summary"`
+		}
+		if json.Unmarshal(raw, &m) == nil && m.Role == "compactionSummary" && m.Summary != "" {
+			return m.Summary, true
+		}
+	}
+	return "", false
 }
