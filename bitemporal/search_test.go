@@ -2,12 +2,16 @@ package bitemporal_test
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/pressly/goose/v3"
+
 	"github.com/ctxstore/ctxstore/bitemporal"
+	"github.com/ctxstore/ctxstore/migrations"
 	"github.com/ctxstore/ctxstore/store"
 	"github.com/ctxstore/ctxstore/store/storetest"
 )
@@ -74,5 +78,60 @@ func TestSearchEvictLeavesNoWords(t *testing.T) {
 	}
 	if strings.Contains(string(raw), secret) {
 		t.Fatalf("the evicted word is still in the file")
+	}
+}
+
+// TestSearchMigrationIndexesExistingStore: a store written before the
+// search migration gets its index (chats by turns) when it is opened.
+func TestSearchMigrationIndexesExistingStore(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "store.db")
+	s, err := bitemporal.Open(ctx, path, bitemporal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat := func(turns ...string) store.Doc {
+		var ts []any
+		for _, u := range turns {
+			ts = append(ts, map[string]any{"user": u})
+		}
+		return store.Doc{store.IDKey: "chat:s1", "type": "chat", "turn_count": len(turns), "turns": ts}
+	}
+	for _, ops := range [][]store.Op{
+		{store.Put(store.Doc{store.IDKey: "n", "type": "note", "content": "quokka habitat"}), store.Put(chat("first wombat"))},
+		{store.Put(chat("first wombat", "then platypus"))},
+	} {
+		if _, err := store.SubmitWait(ctx, s, ops); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	// Back to the schema before search (the rows stay), then reopen.
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.QueryRow("SELECT count(*) FROM sqlite_master WHERE name LIKE 'search%'").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("search tables after down: %d %v", n, err)
+	}
+	db.Close()
+	s, err = bitemporal.Open(ctx, path, bitemporal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for q, want := range map[string]int{"quokka": -1, "wombat": 0, "platypus": 1} {
+		hits, err := s.Search(ctx, store.SearchQuery{Text: q})
+		if err != nil || len(hits) != 1 || hits[0].Turn != want {
+			t.Errorf("%s after the migration: %+v %v", q, hits, err)
+		}
 	}
 }

@@ -7,9 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ctxstore/ctxstore/context/files"
 	"github.com/ctxstore/ctxstore/context/recall"
-	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/context/transcript"
 	datasetdir "github.com/ctxstore/ctxstore/internal/datasets"
 	"github.com/ctxstore/ctxstore/internal/storetestenv"
@@ -40,7 +38,8 @@ var qualityQuestions = []struct {
 
 // loadDataset writes the dataset transcripts into the store as sessions:
 // the chat (user and assistant text, tool-call blocks) and a toolcall
-// object per tool result, through the real tools.
+// object per tool result with the fields context/tools gives it (written in
+// batches, so that loading stays quick on XTDB).
 func loadDataset(t *testing.T, e *storetestenv.Env) map[string]string {
 	t.Helper()
 	ctx := context.Background()
@@ -51,11 +50,6 @@ func loadDataset(t *testing.T, e *storetestenv.Env) map[string]string {
 	if len(paths) < 8 {
 		t.Fatalf("expected the 8 dataset sessions under %s, found %d", dir, len(paths))
 	}
-	res, err := files.NewResolver(files.ResolverOptions{DefaultID: "fs-quality"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix := files.NewIndexer(e.Store, res, 0)
 	names := map[string]string{} // session id -> dataset name
 	for _, p := range paths {
 		name := strings.TrimSuffix(filepath.Base(p), ".jsonl")
@@ -69,8 +63,8 @@ func loadDataset(t *testing.T, e *storetestenv.Env) map[string]string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tl := tools.New(s, ix, tools.Options{})
 		var turns []objects.Turn
+		var ops []store.Op // the toolcall objects as the tools write them, in batches
 		for _, m := range tr.Messages {
 			switch m.Role {
 			case "user":
@@ -96,9 +90,28 @@ func loadDataset(t *testing.T, e *storetestenv.Env) map[string]string {
 						}
 					}
 				}
-				if _, err := tl.Record(ctx, tools.Call{ID: e.ID(m.ToolCallID), Tool: m.ToolName, Args: args, Output: &out, Failed: m.IsError}); err != nil {
+				status := objects.StatusOK
+				if m.IsError {
+					status = objects.StatusFail
+				}
+				if args == nil {
+					args = map[string]any{}
+				}
+				o, err := objects.NewToolcall(e.ID(m.ToolCallID), objects.ToolcallFields{Tool: m.ToolName, Args: args,
+					ArgsDisplay: objects.DefaultArgsDisplay(args), Status: status, ChatRef: objects.ChatObjectID(sid)}, &out)
+				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
+				d, err := o.Doc()
+				if err != nil {
+					t.Fatal(err)
+				}
+				ops = append(ops, store.Put(d))
+			}
+		}
+		for i := 0; i < len(ops); i += 200 {
+			if _, err := store.SubmitWait(ctx, e.Store, ops[i:min(i+200, len(ops))]); err != nil {
+				t.Fatal(err)
 			}
 		}
 		if _, _, err := s.AppendTurns(ctx, turns...); err != nil {
