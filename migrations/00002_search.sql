@@ -1,11 +1,9 @@
 -- Full-text search, a derived layer (000 §14, docs/recall.md): search units
 -- (the searchable text of each stored document version, one unit per chat
--- turn) and an FTS5 index over them (external content: the view search_src,
--- which reads a whole document's body from its docs row, so bodies are not
--- stored twice). Triggers on docs keep both in the same SQLite transaction
--- as the write: no lag, and an evict (which deletes the entity's docs rows)
--- removes its units and index entries. Dropping these tables loses nothing:
--- the migration rebuilds them from docs.
+-- turn) and an FTS5 index over them. Triggers on docs keep both in the same
+-- SQLite transaction as the write: no lag, and an evict (which deletes the
+-- entity's docs rows) removes its units and index entries. Dropping these
+-- tables loses nothing: the migration rebuilds them from docs.
 
 -- +goose Up
 CREATE TABLE search_units (
@@ -15,23 +13,14 @@ CREATE TABLE search_units (
     kind    TEXT NOT NULL,
     session TEXT,             -- the session the object belongs to, if any
     part    INTEGER NOT NULL, -- a chat's turn index; -1 for a whole document
-    title   TEXT NOT NULL,    -- path, title, name, tool and args, nickname, description, tags
-    turn    TEXT NOT NULL     -- a chat turn's user and assistant text ('' for a whole document)
+    title   TEXT NOT NULL,    -- path, title, tool and args, nickname, tags
+    body    TEXT NOT NULL     -- content, or a turn's user and assistant text
 );
 CREATE INDEX search_units_doc ON search_units (doc);
 
--- The indexed text, without a second copy of document bodies: a whole
--- document's body is read from its docs row (content, or a summary).
-CREATE VIEW search_src (id, title, body) AS
-SELECT u.id, u.title,
-       CASE WHEN u.part >= 0 THEN u.turn
-            ELSE coalesce(CASE WHEN json_type(d.doc, '$.content') = 'text' THEN json_extract(d.doc, '$.content') END,
-                          json_extract(d.doc, '$.summary'), '') END
-FROM search_units u JOIN docs d ON d.id = u.doc;
-
 CREATE VIRTUAL TABLE search_fts USING fts5(
     title, body,
-    content = 'search_src', content_rowid = 'id',
+    content = 'search_units', content_rowid = 'id',
     tokenize = 'unicode61 remove_diacritics 2'
 );
 -- Rank by BM25 with a match in the title worth twice one in the body.
@@ -41,12 +30,24 @@ INSERT INTO search_fts (search_fts, rank) VALUES ('rank', 'bm25(2.0, 1.0)');
 -- an evicted object's words leave the file (with the store's secure_delete).
 INSERT INTO search_fts (search_fts, rank) VALUES ('secure-delete', 1);
 
+-- +goose StatementBegin
+CREATE TRIGGER search_units_ai AFTER INSERT ON search_units BEGIN
+    INSERT INTO search_fts (rowid, title, body) VALUES (new.id, new.title, new.body);
+END;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE TRIGGER search_units_ad AFTER DELETE ON search_units BEGIN
+    INSERT INTO search_fts (search_fts, rowid, title, body) VALUES ('delete', old.id, old.title, old.body);
+END;
+-- +goose StatementEnd
+
 -- Every kind but chats: one unit per document version.
 -- +goose StatementBegin
 CREATE TRIGGER search_docs_ai AFTER INSERT ON docs
 WHEN json_extract(new.doc, '$.type') IN ('file', 'toolcall', 'note', 'user', 'system_prompt', 'session_meta')
 BEGIN
-    INSERT INTO search_units (doc, eid, kind, session, part, title, turn)
+    INSERT INTO search_units (doc, eid, kind, session, part, title, body)
     VALUES (
         new.id, new.eid, json_extract(new.doc, '$.type'),
         CASE WHEN json_extract(new.doc, '$.chat_ref') LIKE 'chat:%'
@@ -60,12 +61,9 @@ BEGIN
                  WHEN json_type(new.doc, '$.args') = 'object' THEN json_extract(new.doc, '$.args') END,
             json_extract(new.doc, '$.nickname'), json_extract(new.doc, '$.description'),
             (SELECT group_concat(t.value, ' ') FROM json_each(new.doc, '$.tags') t WHERE t.type = 'text')),
-        ''
+        coalesce(CASE WHEN json_type(new.doc, '$.content') = 'text' THEN json_extract(new.doc, '$.content') END,
+                 json_extract(new.doc, '$.summary'), '')
     );
-    INSERT INTO search_fts (rowid, title, body)
-    SELECT id, title, coalesce(CASE WHEN json_type(new.doc, '$.content') = 'text' THEN json_extract(new.doc, '$.content') END,
-                               json_extract(new.doc, '$.summary'), '')
-    FROM search_units WHERE id = last_insert_rowid();
 END;
 -- +goose StatementEnd
 
@@ -77,7 +75,7 @@ END;
 CREATE TRIGGER search_docs_chat_ai AFTER INSERT ON docs
 WHEN json_extract(new.doc, '$.type') = 'chat'
 BEGIN
-    INSERT INTO search_units (doc, eid, kind, session, part, title, turn)
+    INSERT INTO search_units (doc, eid, kind, session, part, title, body)
     SELECT new.id, new.eid, 'chat', substr(new.eid, 6), t.key, '',
         concat_ws(char(10),
             CASE WHEN json_type(t.value, '$.user') = 'text' THEN json_extract(t.value, '$.user')
@@ -88,25 +86,19 @@ BEGIN
     FROM json_each(new.doc, '$.turns') t
     WHERE t.key >= coalesce((SELECT json_extract(d.doc, '$.turn_count') FROM docs d
                              WHERE d.eid = new.eid AND d.id < new.id ORDER BY d.id DESC LIMIT 1), 0);
-    INSERT INTO search_fts (rowid, title, body)
-    SELECT id, title, turn FROM search_units WHERE doc = new.id;
 END;
 -- +goose StatementEnd
 
--- An evict deletes the entity's docs rows: their index entries go first
--- (while the row still gives a whole document's body), then the units.
 -- +goose StatementBegin
-CREATE TRIGGER search_docs_bd BEFORE DELETE ON docs BEGIN
-    INSERT INTO search_fts (search_fts, rowid, title, body)
-    SELECT 'delete', id, title, body FROM search_src WHERE id IN (SELECT id FROM search_units WHERE doc = old.id);
+CREATE TRIGGER search_docs_ad AFTER DELETE ON docs BEGIN
     DELETE FROM search_units WHERE doc = old.id;
 END;
 -- +goose StatementEnd
 
 -- Index what the store already holds, in docs order (so each chat version
--- finds its predecessor), with the triggers' expressions, then build the
--- FTS5 index from the view.
-INSERT INTO search_units (doc, eid, kind, session, part, title, turn)
+-- finds its predecessor): re-inserting every row through the triggers is
+-- not possible, so the same expressions run over the table.
+INSERT INTO search_units (doc, eid, kind, session, part, title, body)
 SELECT d.id, d.eid, json_extract(d.doc, '$.type'),
     CASE WHEN json_extract(d.doc, '$.chat_ref') LIKE 'chat:%'
          THEN substr(json_extract(d.doc, '$.chat_ref'), 6)
@@ -119,12 +111,13 @@ SELECT d.id, d.eid, json_extract(d.doc, '$.type'),
              WHEN json_type(d.doc, '$.args') = 'object' THEN json_extract(d.doc, '$.args') END,
         json_extract(d.doc, '$.nickname'), json_extract(d.doc, '$.description'),
         (SELECT group_concat(t.value, ' ') FROM json_each(d.doc, '$.tags') t WHERE t.type = 'text')),
-    ''
+    coalesce(CASE WHEN json_type(d.doc, '$.content') = 'text' THEN json_extract(d.doc, '$.content') END,
+             json_extract(d.doc, '$.summary'), '')
 FROM docs d
 WHERE json_extract(d.doc, '$.type') IN ('file', 'toolcall', 'note', 'user', 'system_prompt', 'session_meta')
 ORDER BY d.id;
 
-INSERT INTO search_units (doc, eid, kind, session, part, title, turn)
+INSERT INTO search_units (doc, eid, kind, session, part, title, body)
 SELECT d.id, d.eid, 'chat', substr(d.eid, 6), t.key, '',
     concat_ws(char(10),
         CASE WHEN json_type(t.value, '$.user') = 'text' THEN json_extract(t.value, '$.user')
@@ -138,12 +131,11 @@ WHERE json_extract(d.doc, '$.type') = 'chat'
                          WHERE p.eid = d.eid AND p.id < d.id ORDER BY p.id DESC LIMIT 1), 0)
 ORDER BY d.id, t.key;
 
-INSERT INTO search_fts (search_fts) VALUES ('rebuild');
-
 -- +goose Down
-DROP TRIGGER search_docs_bd;
+DROP TRIGGER search_docs_ad;
 DROP TRIGGER search_docs_chat_ai;
 DROP TRIGGER search_docs_ai;
+DROP TRIGGER search_units_ad;
+DROP TRIGGER search_units_ai;
 DROP TABLE search_fts;
-DROP VIEW search_src;
 DROP TABLE search_units;
