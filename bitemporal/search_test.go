@@ -143,3 +143,39 @@ func migrateAndSearch(t *testing.T, from int64) {
 		}
 	}
 }
+
+// TestSearchRankWindow: a query with more matches than RankWindow ranks the
+// newest ones; an older match is still found by a narrower query.
+func TestSearchRankWindow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes RankWindow documents")
+	}
+	ctx := context.Background()
+	s := openTemp(t, nil)
+	n := bitemporal.RankWindow + 100
+	for i := 0; i < n; i += 1000 {
+		var ops []store.Op
+		for j := i; j < min(i+1000, n); j++ {
+			text := "common words here"
+			if j == 0 {
+				text += " ancient"
+			}
+			ops = append(ops, store.Put(store.Doc{store.IDKey: fmt.Sprintf("n%06d", j), "type": "note", "content": text}))
+		}
+		if _, err := store.SubmitWait(ctx, s, ops); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hits, err := s.Search(ctx, store.SearchQuery{Text: "common", Limit: 1000})
+	if err != nil || len(hits) != 1000 {
+		t.Fatalf("broad query: %d hits, %v", len(hits), err)
+	}
+	for _, h := range hits {
+		if h.ID < fmt.Sprintf("n%06d", n-bitemporal.RankWindow) {
+			t.Fatalf("broad query ranked %s, older than the newest %d matches", h.ID, bitemporal.RankWindow)
+		}
+	}
+	if hits, err := s.Search(ctx, store.SearchQuery{Text: "common ancient"}); err != nil || len(hits) != 1 || hits[0].ID != "n000000" {
+		t.Fatalf("narrow query: %+v %v", hits, err)
+	}
+}
