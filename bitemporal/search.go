@@ -2,6 +2,8 @@ package bitemporal
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"strings"
 	"unicode/utf8"
 
@@ -9,6 +11,10 @@ import (
 )
 
 var _ store.Searcher = (*Store)(nil)
+
+// RankWindow bounds how many matches a query ranks: the newest ones (see
+// Search).
+const RankWindow = 20_000
 
 // titleMax caps a hit's title, in code points (a toolcall's arguments can
 // be long).
@@ -21,7 +27,7 @@ const titleMax = 200
 // extra filters.
 const searchWindowSQL = `
 SELECT c.rank, u.eid, u.kind, coalesce(u.session, ''), u.part, u.title, u.id, p.tx_id, p.tx_time, p.vt
-FROM (SELECT rowid AS id, rank FROM search_fts WHERE search_fts MATCH ? ORDER BY rank LIMIT ? OFFSET ?) c
+FROM (SELECT rowid AS id, rank FROM search_fts WHERE search_fts MATCH ? AND rowid > ? ORDER BY rank LIMIT ? OFFSET ?) c
 JOIN search_units u ON u.id = c.id
 JOIN points p ON (p.eid, p.vt, p.tx_id) = (SELECT q.eid, q.vt, q.tx_id FROM points q
     WHERE q.eid = u.eid AND q.vt <= ? AND q.tx_id <= ? ORDER BY q.vt DESC, q.tx_id DESC LIMIT 1)
@@ -69,6 +75,15 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) ([]store.Search
 		extra = " AND " + strings.Join(filters, " AND ")
 	}
 	stmt := strings.Replace(searchWindowSQL, "%s", extra, 1)
+	// A broad query (more than RankWindow matches) is ranked among its
+	// newest RankWindow matches only: BM25 over every match of a word in
+	// most documents costs seconds at a million documents, and the newest
+	// are what an agent most often wants. floor is the rowid below them.
+	var floor int64
+	if err := s.r.GetContext(ctx, &floor, `SELECT rowid FROM search_fts WHERE search_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?`,
+		match, RankWindow); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, searchErr(err)
+	}
 	type cand struct {
 		hit  store.SearchHit
 		unit int64
@@ -78,7 +93,7 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) ([]store.Search
 	// basis and filters or the matches run out.
 	window := max(4*q.Limit, 64)
 	for offset := 0; len(hits) < q.Limit; {
-		args := append([]any{match, window, offset, vt, tx}, fargs...)
+		args := append([]any{match, floor, window, offset, vt, tx}, fargs...)
 		rows, err := s.r.QueryxContext(ctx, stmt, args...)
 		if err != nil {
 			return nil, searchErr(err)
@@ -106,8 +121,8 @@ func (s *Store) Search(ctx context.Context, q store.SearchQuery) ([]store.Search
 		rows.Close()
 		// Whether the window was full: count the matches it held.
 		var n int
-		if err := s.r.GetContext(ctx, &n, `SELECT count(*) FROM (SELECT rowid FROM search_fts WHERE search_fts MATCH ? LIMIT ? OFFSET ?)`,
-			match, window, offset); err != nil {
+		if err := s.r.GetContext(ctx, &n, `SELECT count(*) FROM (SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND rowid > ? LIMIT ? OFFSET ?)`,
+			match, floor, window, offset); err != nil {
 			return nil, searchErr(err)
 		}
 		if n < window {

@@ -35,15 +35,16 @@ type cli struct {
 
 	// Sessions and contexts (issue 14): what the model saw, and why it cost
 	// what it did.
-	Sessions sessionsCmd `cmd:"" group:"context" help:"List the sessions: name, harness, cwd, started, last call, calls, tokens, cached share, cost."`
-	Session  sessionCmd  `cmd:"" group:"context" help:"Show a session (show), list, export and import sessions (portable session bundles)."`
-	Calls    callsCmd    `cmd:"" group:"context" help:"One line per model call of a session: tokens, cached share, cost, cache break and what it cost, rebase and reason, what collapsed."`
-	Call     callCmd     `cmd:"" group:"context" help:"The exact context of call N, blocks labelled by kind and object (--raw: the bytes sent; --diff M: against call M)."`
-	Commit   commitCmd   `cmd:"" group:"context" help:"Context commits: checkpoint, show, history, materialize, resolve, update-metadata, fork (docs/commits.md)."`
-	Search   searchCmd   `cmd:"" group:"context" help:"Full-text search over every object (metadata and snippets, ranked)."`
-	Object   objectCmd   `cmd:"" group:"context" help:"An object's versions on both time axes, and which calls showed which version."`
-	Demo     demoCmd     `cmd:"" group:"context" help:"Run a short agent session offline with ctxstore managing its context, then show what the model saw, what collapsed and why, and the cost against sending the whole history (store: .ctxstore/demo.db)."`
-	Replay   replayCmd   `cmd:"" group:"context" help:"Replay Claude Code or Pi transcripts call by call through ctxstore and other context strategies; report tokens, cache share and cost."`
+	Sessions     sessionsCmd     `cmd:"" group:"context" help:"List the sessions: name, harness, cwd, started, last call, calls, tokens, cached share, cost."`
+	Session      sessionCmd      `cmd:"" group:"context" help:"Show a session (show), list, export and import sessions (portable session bundles)."`
+	Calls        callsCmd        `cmd:"" group:"context" help:"One line per model call of a session: tokens, cached share, cost, cache break and what it cost, rebase and reason, what collapsed."`
+	Call         callCmd         `cmd:"" group:"context" help:"The exact context of call N, blocks labelled by kind and object (--raw: the bytes sent; --diff M: against call M)."`
+	Commit       commitCmd       `cmd:"" group:"context" help:"Context commits: checkpoint, show, history, materialize, resolve, update-metadata, fork (docs/commits.md)."`
+	Search       searchCmd       `cmd:"" group:"context" help:"Full-text search over every object (metadata and snippets, ranked)."`
+	QuerySession querySessionCmd `cmd:"" group:"context" name:"query-session" help:"Ask a question about a session: a model answers from its conversation, or the best-matching passages without one."`
+	Object       objectCmd       `cmd:"" group:"context" help:"An object's versions on both time axes, and which calls showed which version."`
+	Demo         demoCmd         `cmd:"" group:"context" help:"Run a short agent session offline with ctxstore managing its context, then show what the model saw, what collapsed and why, and the cost against sending the whole history (store: .ctxstore/demo.db)."`
+	Replay       replayCmd       `cmd:"" group:"context" help:"Replay Claude Code or Pi transcripts call by call through ctxstore and other context strategies; report tokens, cache share and cost."`
 
 	Serve serveCmd `cmd:"" group:"service" help:"Serve the context manager's HTTP API (sessions, context calls, tools) and the web inspector, for agent harnesses such as Pi."`
 	MCP   mcpCmd   `cmd:"" group:"service" name:"mcp" help:"Serve ctxstore to MCP hosts (Claude Code, editors): sessions, objects and their history, context commits; over stdio, or streamable HTTP with --http."`

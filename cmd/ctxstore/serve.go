@@ -14,6 +14,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/collapse"
 	"github.com/ctxstore/ctxstore/context/files"
 	"github.com/ctxstore/ctxstore/context/notes"
+	"github.com/ctxstore/ctxstore/context/recall"
 	"github.com/ctxstore/ctxstore/server/httpapi"
 )
 
@@ -35,6 +36,7 @@ type serveCmd struct {
 	Mounts    []string      `name:"mount" placeholder:"PREFIX=FSID" help:"A mount mapping (repeatable, 004 §5.2): files under the absolute PREFIX belong to filesystem FSID (e.g. a host directory bind-mounted into a sandbox), so they keep one identity across machines."`
 	Devices   bool          `name:"detect-devices" help:"Give files on another device than / a filesystem id of their own (004 §5.2), unless a --mount maps them."`
 	LogLevel  string        `name:"log-level" default:"info" enum:"debug,info,warn,error" help:"Log on stderr from this level: info says each session opened or resumed and each context call (session, call, tokens, cached share, rebase); warn only failed requests (each naming its session); error only the server's failures."`
+	Recall    string        `name:"recall-config" env:"CTXSTORE_RECALL_CONFIG" placeholder:"FILE" help:"The session index's config (model providers, threshold; docs/recall.md). Without it sessions are indexed by the offline generator."`
 }
 
 // Run serves until SIGINT or SIGTERM, then shuts down gracefully: no new
@@ -99,8 +101,13 @@ func (c *serveCmd) Run(a *app) error {
 	}
 	defer st.Close()
 	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: logLevel(c.LogLevel)}))
+	recallSet, warns := recall.LoadConfig(c.Recall)
+	for _, w := range warns {
+		fmt.Fprintln(a.stderr, "ctxstore: warning: "+w)
+	}
 	srv, err := httpapi.New(httpapi.Options{
-		Store: st, Resolver: res, Notes: nt, Track: !c.NoTrack, Tokens: tokens,
+		Recall: recallSet,
+		Store:  st, Resolver: res, Notes: nt, Track: !c.NoTrack, Tokens: tokens,
 		Policy: collapse.Config{TurnsBack: c.TurnsBack, PerTurn: c.PerTurn, FilesPerTurn: c.Files},
 		Layout: assemble.Layout(c.Layout), Rebase: assemble.Policy{StaleThreshold: c.Stale}, CommitEvery: c.Commit,
 		Log: log, Roots: roots,

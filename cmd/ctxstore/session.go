@@ -19,6 +19,8 @@ type sessionCmd struct {
 	Export sessionExportCmd `cmd:"" help:"Write one session as a portable bundle: the session, its chat and system prompt, its context commits and every object it uses, with their history."`
 	Import sessionImportCmd `cmd:"" help:"Load a session bundle into the store; every past call of the session rebuilds byte for byte."`
 	Verify sessionVerifyCmd `cmd:"" help:"Check a session bundle without a store."`
+	Index  sessionIndexCmd  `cmd:"" help:"Generate a session's name, description, summary and tags now (a new version of its metadata)."`
+	Meta   sessionMetaCmd   `cmd:"" help:"Show a session's metadata (as of a basis), or every version with --history."`
 }
 
 type sessionExportCmd struct {

@@ -145,11 +145,13 @@ func (in *Injector) one(ctx context.Context, r Reference, res *Resolved) (string
 		m, err = in.idx.Index(ctx, sid)
 	}
 	if err != nil {
-		if errors.Is(err, ErrNothingToIndex) || errors.Is(err, ErrDisabled) {
-			res.Error = err.Error()
-			return "[context] @@" + r.Ref + ": session " + sid + " has no summary (" + err.Error() + ").", nil
+		if store.KindOf(err) == store.ErrUnavailable {
+			return "", err
 		}
-		return "", err
+		// No summary to give (nothing to index, indexing disabled or
+		// running, a failed generation): say so; the message goes on.
+		res.Error = err.Error()
+		return "[context] @@" + r.Ref + ": session " + sid + " has no summary (" + err.Error() + ").", nil
 	}
 	in.seen[sid] = true
 	res.MetaTx = m.TxID

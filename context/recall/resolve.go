@@ -89,23 +89,28 @@ func Resolve(ctx context.Context, st store.Store, ref string, sc Scope) (string,
 	return "", fmt.Errorf("@@%s: %w", ref, ErrNoSession)
 }
 
-// fuzzyMatch: every word of ref occurs in name, or ref is within two
-// edits of name.
+// fuzzyMatch: every word of ref is a word of name or, from three letters
+// on, the start of one; or ref is within two edits of name.
 func fuzzyMatch(ref, name string) bool {
-	words := strings.FieldsFunc(ref, func(r rune) bool { return r == '-' || r == '_' || r == ' ' || r == '.' })
-	if len(words) > 0 {
-		all := true
-		for _, w := range words {
-			if !strings.Contains(name, w) {
-				all = false
+	split := func(s string) []string {
+		return strings.FieldsFunc(s, func(r rune) bool { return r == '-' || r == '_' || r == ' ' || r == '.' || r == ':' })
+	}
+	words, nameWords := split(ref), split(name)
+	all := len(words) > 0
+	for _, w := range words {
+		found := false
+		for _, n := range nameWords {
+			if n == w || (len(w) >= 3 && strings.HasPrefix(n, w)) {
+				found = true
 				break
 			}
 		}
-		if all {
-			return true
+		if !found {
+			all = false
+			break
 		}
 	}
-	return editDistance(ref, name, 2) <= 2
+	return all || editDistance(ref, name, 2) <= 2
 }
 
 // editDistance is the Levenshtein distance of a and b, or max+1 once it
