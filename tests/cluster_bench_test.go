@@ -98,7 +98,7 @@ func BenchmarkXTDBAgents(b *testing.B) {
 }
 
 // catchUpTxs is how many transactions the catch-up run adds to the log.
-var catchUpTxs = 20000
+var catchUpTxs = 10000
 
 func benchCatchUp(b *testing.B, pg *xtdbtest.Postgres, cluster []*xtdbserver.Server) {
 	ctx := context.Background()
@@ -239,7 +239,7 @@ func benchAgents(b *testing.B, urls []string, agents int, work string) {
 					}
 				}
 				calls++
-				id := fmt.Sprintf("c%d", calls)
+				id := fmt.Sprintf("%s-c%d", sid, calls)
 				log = append(log,
 					conversation.Message{Role: conversation.RoleUser, Text: fmt.Sprintf("Turn %d: run the build.", calls)},
 					conversation.Message{Role: conversation.RoleAssistant, ToolCalls: []conversation.ToolCall{{ID: id, Name: "bash", Args: map[string]any{"command": "make build"}}}},
