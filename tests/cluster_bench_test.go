@@ -33,7 +33,8 @@ import (
 // context; every session is cut after 30 calls and a new one started, so
 // the log size stays in the range real agents have between compactions.
 // It reports calls/s (all agents together) and the p50/p99 latency of one
-// call. Everything (PostgreSQL, four JVMs) starts once, before the first
+// call. With XTDB_BENCH_POLL100=1 a second cluster runs with XTDB's own
+// 100 ms poll of the log (ctxstore's nodes poll every 10 ms). Everything (PostgreSQL, four JVMs) starts once, before the first
 // sub-benchmark:
 //
 //	go test -run '^$' -bench XTDBAgents -benchtime 300x ./tests/
@@ -54,9 +55,17 @@ func BenchmarkXTDBAgents(b *testing.B) {
 		return s
 	}
 	single := start(xtdbserver.Options{DataDir: b.TempDir()})
-	var cluster []*xtdbserver.Server
+	var cluster, slow []*xtdbserver.Server
 	for range 3 {
 		cluster = append(cluster, start(xtdbserver.Options{DataDir: b.TempDir(), Postgres: pg.Options()}))
+	}
+	if os.Getenv("XTDB_BENCH_POLL100") != "" {
+		// The same cluster with XTDB's own 100 ms poll of the log.
+		pg100 := pg.Options()
+		pg100.Poll = 100 * time.Millisecond
+		for range 3 {
+			slow = append(slow, start(xtdbserver.Options{DataDir: b.TempDir(), Postgres: pg100}))
+		}
 	}
 	services := func(nodes []*xtdbserver.Server) []string {
 		var urls []string
@@ -80,8 +89,13 @@ func BenchmarkXTDBAgents(b *testing.B) {
 		return urls
 	}
 	targets := map[string][]string{"single": services([]*xtdbserver.Server{single}), "cluster3": services(cluster)}
+	topos := []string{"single", "cluster3"}
+	if slow != nil {
+		targets["cluster3-poll100ms"] = services(slow)
+		topos = append(topos, "cluster3-poll100ms")
+	}
 	work := b.TempDir()
-	for _, topo := range []string{"single", "cluster3"} {
+	for _, topo := range topos {
 		for _, agents := range []int{1, 4, 16} {
 			b.Run(fmt.Sprintf("%s/agents=%d", topo, agents), func(b *testing.B) {
 				benchAgents(b, targets[topo], agents, work)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
 )
@@ -26,9 +27,10 @@ type xtdbServeCmd struct {
 	CacheDir string `name:"cache-dir" placeholder:"DIR" help:"Where the classpath and compiled front are cached. Default: $CTXSTORE_CACHE or the user cache dir."`
 	Heap     string `default:"1g" help:"JVM maximum heap (-Xmx)."`
 	// Cluster mode: tx log and documents in PostgreSQL, index local.
-	Postgres   string `name:"postgres" env:"CTXSTORE_XTDB_POSTGRES" placeholder:"URL" help:"Cluster mode: keep the tx log and documents in this PostgreSQL database (postgresql://USER@HOST:PORT/DB; the password from PGPASSWORD), shared by every node; the index stays in RocksDB under --data-dir (docs/xtdb-cluster.md)."`
-	PoolSize   int    `name:"pool-size" help:"Cluster mode: at most this many PostgreSQL connections (0: 10)."`
-	ConfigFile string `name:"config" type:"existingfile" placeholder:"FILE" help:"An XTDB node config (EDN) to use as it is, instead of --data-dir and --postgres."`
+	Postgres   string        `name:"postgres" env:"CTXSTORE_XTDB_POSTGRES" placeholder:"URL" help:"Cluster mode: keep the tx log and documents in this PostgreSQL database (postgresql://USER@HOST:PORT/DB; the password from PGPASSWORD), shared by every node; the index stays in RocksDB under --data-dir (docs/xtdb-cluster.md)."`
+	PoolSize   int           `name:"pool-size" help:"Cluster mode: at most this many PostgreSQL connections (0: 10)."`
+	LogPoll    time.Duration `name:"log-poll" default:"10ms" help:"Cluster mode: how long the node waits before reading the log again when it found nothing new (XTDB's own default: 100ms); a node sees transactions up to this late."`
+	ConfigFile string        `name:"config" type:"existingfile" placeholder:"FILE" help:"An XTDB node config (EDN) to use as it is, instead of --data-dir and --postgres."`
 }
 
 // postgresFlag parses --postgres.
@@ -63,6 +65,9 @@ func (c *xtdbServeCmd) Run(a *app) error {
 	pg, err := postgresFlag(c.Postgres, c.PoolSize)
 	if err != nil {
 		return err
+	}
+	if pg != nil {
+		pg.Poll = c.LogPoll
 	}
 	if pg != nil && c.DataDir == "" {
 		fmt.Fprintln(a.stderr, "ctxstore: no --data-dir: this node's index is temporary and is rebuilt from the log at every start")
