@@ -29,7 +29,7 @@ type xtdbServeCmd struct {
 	// Cluster mode: tx log and documents in PostgreSQL, index local.
 	Postgres   string        `name:"postgres" env:"CTXSTORE_XTDB_POSTGRES" placeholder:"URL" help:"Cluster mode: keep the tx log and documents in this PostgreSQL database (postgresql://USER@HOST:PORT/DB; the password from PGPASSWORD), shared by every node; the index stays in RocksDB under --data-dir (docs/xtdb-cluster.md)."`
 	PoolSize   int           `name:"pool-size" help:"Cluster mode: at most this many PostgreSQL connections (0: 10)."`
-	LogPoll    time.Duration `name:"log-poll" default:"10ms" help:"Cluster mode: how long the node waits before reading the log again when it found nothing new (XTDB's own default: 100ms); a node sees transactions up to this late."`
+	LogPoll    time.Duration `name:"log-poll" default:"100ms" help:"Cluster mode: how long the node waits before reading the log again when it found nothing new (XTDB's JDBC default); a node sees transactions, its own too, up to this late. Lower it where cores are idle (docs/xtdb-cluster.md)."`
 	ConfigFile string        `name:"config" type:"existingfile" placeholder:"FILE" help:"An XTDB node config (EDN) to use as it is, instead of --data-dir and --postgres."`
 }
 

@@ -279,8 +279,8 @@ type Postgres struct {
 	// PoolSize bounds the node's connections (0: HikariCP's default, 10).
 	PoolSize int
 	// Poll is how long the node waits before reading the log again when it
-	// found nothing new (0: 10ms; XTDB's own JDBC log waits 100ms). A node
-	// sees any transaction, its own included, up to this late.
+	// found nothing new (0: 100ms, XTDB's own JDBC log's wait). A node sees
+	// any transaction, its own included, up to this late.
 	Poll time.Duration
 }
 
@@ -323,7 +323,7 @@ func nodeConfig(dataDir string, pg *Postgres) string {
 		b.WriteString("}")
 		poll := pg.Poll.Milliseconds()
 		if poll <= 0 {
-			poll = 10
+			poll = 100
 		}
 		fmt.Fprintf(&b, "\n :xtdb/tx-log {:xtdb/module ctxstore.xtdb-txlog/->tx-log :connection-pool :xtdb.jdbc/connection-pool :poll-ms %d}", poll)
 		b.WriteString("\n :xtdb/document-store {:xtdb/module ctxstore.xtdb-docs/->document-store :connection-pool :xtdb.jdbc/connection-pool}")

@@ -4,8 +4,9 @@
 ;; nothing new, so a node sees a transaction (its own included: a submit is
 ;; awaited through the same poll) 50 ms late on average; every context
 ;; call of ctxstore awaits its writes. Here the sleep is :poll-ms (default
-;; 10 ms: an idle node then asks PostgreSQL 100 times a second, a cheap
-;; indexed query). Everything else is XTDB's JdbcTxLog.
+;; 100 ms, XTDB's; at 10 ms an idle node asks PostgreSQL 100 times a
+;; second, a cheap indexed query, which only pays where cores are idle:
+;; docs/benchmarks.md). Everything else is XTDB's JdbcTxLog.
 (ns ctxstore.xtdb-txlog
   (:require [xtdb.db :as db]
             [xtdb.jdbc :as j]
@@ -29,9 +30,9 @@
 (defn ->tx-log
   "Configured like xtdb.jdbc/->tx-log, plus :poll-ms:
   {:xtdb/module ctxstore.xtdb-txlog/->tx-log
-   :connection-pool :xtdb.jdbc/connection-pool :poll-ms 10}"
+   :connection-pool :xtdb.jdbc/connection-pool :poll-ms 100}"
   {::sys/args {:fetch-size {:default 1024, :spec ::sys/pos-int}
-               :poll-ms {:default 10, :spec ::sys/pos-int
+               :poll-ms {:default 100, :spec ::sys/pos-int
                          :doc "How long the node waits before polling the log again when it found nothing new"}}
    ::sys/deps {:connection-pool `j/->connection-pool}}
   [{:keys [poll-ms] :as opts}]
