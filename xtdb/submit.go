@@ -152,27 +152,18 @@ func (s *Store) Submit(ctx context.Context, ops []store.Op) (store.Tx, error) {
 
 // latestSubmitted returns the latest logged tx id, -1 if none.
 func (s *Store) latestSubmitted(ctx context.Context) (int64, error) {
-	v, err := s.readEDN(ctx, request{op: "submit", method: http.MethodGet, path: "/latest-submitted-tx"})
-	if errors.Is(err, store.ErrNotFound) {
-		return -1, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	m, ok := ednMap(v)
-	if !ok {
-		return -1, nil
-	}
-	id, err := ednInt(m["xtdb.api/tx-id"])
-	if err != nil {
-		return 0, &store.Error{Op: "submit", Kind: store.ErrUnavailable, Msg: "latest-submitted-tx", Err: err}
-	}
-	return id, nil
+	return s.latestTx(ctx, "submit", "/latest-submitted-tx")
 }
 
 // latestCompleted returns the latest indexed tx id, -1 if none.
 func (s *Store) latestCompleted(ctx context.Context) (int64, error) {
-	v, err := s.readEDN(ctx, request{op: "tx-committed", method: http.MethodGet, path: "/latest-completed-tx"})
+	return s.latestTx(ctx, "tx-committed", "/latest-completed-tx")
+}
+
+// latestTx reads the tx id of one of the node's latest-tx endpoints (path),
+// -1 when the node has none; op names the operation in errors.
+func (s *Store) latestTx(ctx context.Context, op, path string) (int64, error) {
+	v, err := s.readEDN(ctx, request{op: op, method: http.MethodGet, path: path})
 	if errors.Is(err, store.ErrNotFound) {
 		return -1, nil
 	}
@@ -185,7 +176,7 @@ func (s *Store) latestCompleted(ctx context.Context) (int64, error) {
 	}
 	id, err := ednInt(m["xtdb.api/tx-id"])
 	if err != nil {
-		return 0, &store.Error{Op: "tx-committed", Kind: store.ErrUnavailable, Msg: "latest-completed-tx", Err: err}
+		return 0, &store.Error{Op: op, Kind: store.ErrUnavailable, Msg: strings.TrimPrefix(path, "/"), Err: err}
 	}
 	return id, nil
 }
