@@ -76,8 +76,9 @@ func openclawScenario(t *testing.T, storeURL string) {
 	}
 
 	// The model: turn 1 reads notes.txt (OpenClaw's read) and answers; turn
-	// 2 activates the file's object through ctxstore's activate (OpenClaw
-	// offers plugin tools behind its tool_call tool) and answers.
+	// 2 deactivates the file's object through ctxstore's deactivate
+	// (OpenClaw offers plugin tools behind its tool_call tool), turn 3
+	// activates it again.
 	var mu sync.Mutex
 	step, fileID := 0, ""
 	model := startScriptedMessages(t, nil, filepath.Join(home, "requests.jsonl"))
@@ -99,9 +100,13 @@ func openclawScenario(t *testing.T, storeURL string) {
 					}
 				}
 			}
+			return piStep{Tool: "tool_call", Args: map[string]any{"id": "deactivate", "args": map[string]any{"id": fileID}}, ID: "calldeactivate"}
+		case 4:
+			return piStep{Text: "turn two done"}
+		case 5:
 			return piStep{Tool: "tool_call", Args: map[string]any{"id": "activate", "args": map[string]any{"id": fileID}}, ID: "callactivate"}
 		default:
-			return piStep{Text: "turn two done"}
+			return piStep{Text: "turn three done"}
 		}
 	}
 	cfg := map[string]any{
@@ -158,17 +163,13 @@ func openclawScenario(t *testing.T, storeURL string) {
 		t.Fatalf("after plugins install, openclaw.json's plugins: %s", b)
 	}
 
-	out1 := run("agent", "--local", "--session-id", "oc-e2e", "--message", "read notes.txt")
-	if !strings.Contains(out1, "turn one done") {
-		t.Fatalf("turn 1 did not answer:\n%s", out1)
-	}
-	out2 := run("agent", "--local", "--session-id", "oc-e2e", "--message", "activate the notes")
-	if !strings.Contains(out2, "turn two done") {
-		t.Fatalf("turn 2 did not answer:\n%s", out2)
-	}
-	for _, out := range []string{out1, out2} {
+	for i, msg := range []string{"read notes.txt", "put the notes away", "bring the notes back"} {
+		out := run("agent", "--local", "--session-id", "oc-e2e", "--message", msg)
+		if want := []string{"turn one done", "turn two done", "turn three done"}[i]; !strings.Contains(out, want) {
+			t.Fatalf("turn %d did not answer %q:\n%s", i+1, want, out)
+		}
 		if strings.Contains(out, "[ctxstore]") {
-			t.Errorf("OpenClaw did not run ctxstore's engine:\n%s", out)
+			t.Errorf("turn %d: OpenClaw did not run ctxstore's engine:\n%s", i+1, out)
 		}
 	}
 
@@ -178,72 +179,72 @@ func openclawScenario(t *testing.T, storeURL string) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
-	if len(lines) != 4 {
-		t.Fatalf("the model was called %d times, want 4 (2 per turn)", len(lines))
+	if len(lines) != 6 {
+		t.Fatalf("the model was called %d times, want 6 (2 per turn)", len(lines))
 	}
 	reqs := make([]messagesRequest, len(lines))
+	texts := make([]string, len(lines)) // each request's text blocks, in order
+	results := make([]map[string]messagesBlock, len(lines))
 	for i, l := range lines {
 		if err := json.Unmarshal([]byte(l), &reqs[i]); err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
-	}
-	for i, r := range reqs {
-		if !strings.Contains(string(r.System), "Your context (ctxstore)") {
-			t.Errorf("request %d: the system prompt lacks ctxstore's guide: %.300s", i, r.System)
+		results[i] = map[string]messagesBlock{}
+		var sb strings.Builder
+		for _, m := range reqs[i].Messages {
+			blocks, err := messagesBlocks(m.Content)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, bl := range blocks {
+				switch bl.Type {
+				case "text":
+					sb.WriteString(bl.Text + "\n")
+				case "tool_result":
+					results[i][bl.ToolUseID] = bl
+				}
+			}
 		}
-		if i > 0 && string(r.System) != string(reqs[0].System) {
+		texts[i] = sb.String()
+		if !strings.Contains(string(reqs[i].System), "Your context (ctxstore)") {
+			t.Errorf("request %d: the system prompt lacks ctxstore's guide: %.300s", i, reqs[i].System)
+		}
+		if i > 0 && string(reqs[i].System) != string(reqs[0].System) {
 			t.Errorf("request %d: the system prompt changed (not cache-stable)", i)
+		}
+		if strings.Contains(texts[i], "message log was replaced") {
+			t.Errorf("request %d: the service saw a replaced log: %.3000s", i, texts[i])
 		}
 	}
 	// Turn 2 sees turn 1's read as ctxstore assembled it: the tool result is
 	// a one-line reference, the file's content a content block of its own.
-	turn2, _ := json.Marshal(reqs[2].Messages)
-	var toolResult string
-	for _, m := range reqs[2].Messages {
-		blocks, err := messagesBlocks(m.Content)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, bl := range blocks {
-			if bl.Type == "tool_result" && bl.ToolUseID == "callread" {
-				toolResult = string(bl.Content)
-			}
-		}
-	}
-	if !strings.Contains(toolResult, "status=ok") || strings.Contains(toolResult, "heliotrope") {
-		t.Errorf("turn 2: the read's tool result is %q, want ctxstore's reference (status=ok …), not the output", toolResult)
+	if r := string(results[2]["callread"].Content); !strings.Contains(r, "status=ok") || strings.Contains(r, "heliotrope") {
+		t.Errorf("turn 2: the read's tool result is %q, want ctxstore's reference (status=ok …), not the output", r)
 	}
 	if fileID == "" {
-		t.Fatalf("turn 2: no <<content id=…>> block with the file in the model's context: %.2000s", turn2)
+		t.Fatalf("turn 2: no <<content id=…>> block with the file in the model's context: %.3000s", texts[2])
 	}
-	// The activate call went through ctxstore's tool route and its answer
-	// came back to the model as the tool result.
-	last, _ := json.Marshal(reqs[3].Messages)
-	var activated *messagesBlock
-	for _, m := range reqs[3].Messages {
-		blocks, err := messagesBlocks(m.Content)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, bl := range blocks {
-			if bl.Type == "tool_result" && bl.ToolUseID == "callactivate" {
-				activated = &blocks[i]
-			}
+	// deactivate and activate went through ctxstore's tool route, and the
+	// model's context followed: the file inactive after deactivate, its
+	// content back after activate.
+	for i, c := range []struct {
+		req  int
+		call string
+	}{{3, "calldeactivate"}, {5, "callactivate"}} {
+		r, ok := results[c.req][c.call]
+		if !ok || r.IsError || !strings.Contains(string(r.Content), fileID) {
+			t.Errorf("turn %d: the %s result: %s (error %v, present %v)", i+2, c.call, r.Content, r.IsError, ok)
 		}
 	}
-	switch {
-	case activated == nil:
-		t.Errorf("turn 2's second request lacks the activate result: %.2000s", last)
-	case activated.IsError || !strings.Contains(string(activated.Content), fileID):
-		t.Errorf("activate %s through tool_call answered %s (error %v)", fileID, activated.Content, activated.IsError)
-	default:
-		t.Logf("activate answered %s", activated.Content)
+	inactive := "inactive now: " + fileID
+	if !strings.Contains(texts[4], inactive) {
+		t.Errorf("turn 3: the context does not say %q after deactivate: %.3000s", inactive, texts[4])
 	}
-	// Within turn 2 the second assembly extends the first: the host handed
-	// back the first answer and the engine sent the transcript instead.
-	if strings.Contains(string(last), "message log was replaced") {
-		t.Errorf("the service saw a replaced log (the engine sent its own answer back): %.2000s", last)
+	back := strings.LastIndex(texts[5], "<<content id="+fileID)
+	if back < 0 || back < strings.LastIndex(texts[5], inactive) || !strings.Contains(texts[5][back:], "heliotrope") {
+		t.Errorf("turn 3: after activate the file's content is not back after the inactive note: %.3000s", texts[5])
 	}
+	t.Logf("request 3 (after deactivate, same turn) says inactive: %v", strings.Contains(texts[3], inactive))
 
 	// What the service recorded.
 	var info struct {
@@ -251,12 +252,13 @@ func openclawScenario(t *testing.T, storeURL string) {
 		Calls   int    `json:"calls"`
 	}
 	srv.get("/v1/sessions/oc-e2e", &info)
-	if info.Harness != "openclaw" || info.Calls < 4 {
-		t.Errorf("the service's session: %+v, want harness openclaw with at least 4 context calls", info)
+	if info.Harness != "openclaw" || info.Calls < 6 {
+		t.Errorf("the service's session: %+v, want harness openclaw with at least 6 context calls", info)
 	}
 	calls, _, _, mismatches := srv.contextCalls()
-	if calls < 4 || mismatches != 0 {
+	if calls < 6 || mismatches != 0 {
 		t.Errorf("context calls through the proxy: %d (mismatches %d)", calls, mismatches)
 	}
 	t.Logf("%d model requests, %d context calls", len(reqs), calls)
+
 }
