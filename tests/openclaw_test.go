@@ -105,8 +105,10 @@ func openclawScenario(t *testing.T, storeURL string) {
 			return piStep{Text: "turn two done"}
 		case 5:
 			return piStep{Tool: "tool_call", Args: map[string]any{"id": "activate", "args": map[string]any{"id": fileID}}, ID: "callactivate"}
-		default:
+		case 6:
 			return piStep{Text: "turn three done"}
+		default:
+			return piStep{Text: "turn four done"}
 		}
 	}
 	cfg := map[string]any{
@@ -261,4 +263,27 @@ func openclawScenario(t *testing.T, storeURL string) {
 	}
 	t.Logf("%d model requests, %d context calls", len(reqs), calls)
 
+	// The service down: the plugin says so, assemble throws, and OpenClaw
+	// runs the turn with its legacy engine (no ctxstore guide).
+	srv.Stop()
+	out := run("agent", "--local", "--session-id", "oc-e2e", "--message", "the service is gone")
+	if !strings.Contains(out, "turn four done") {
+		t.Fatalf("turn 4 (service down) did not answer:\n%s", out)
+	}
+	if !strings.Contains(out, "[ctxstore]") || !strings.Contains(out, "unreachable") {
+		t.Errorf("turn 4: the plugin did not say the service is unreachable:\n%s", out)
+	}
+	raw, err = os.ReadFile(filepath.Join(home, "requests.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines = strings.Split(strings.TrimSpace(string(raw)), "\n")
+	var down messagesRequest
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &down); err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 7 || strings.Contains(string(down.System), "Your context (ctxstore)") {
+		t.Errorf("turn 4: %d model requests (want 7), the last with ctxstore's guide: %v", len(lines),
+			strings.Contains(string(down.System), "Your context (ctxstore)"))
+	}
 }
