@@ -81,8 +81,7 @@ func openclawScenario(t *testing.T, storeURL string) {
 	// activates it again.
 	var mu sync.Mutex
 	step, fileID := 0, ""
-	model := startScriptedMessages(t, nil, filepath.Join(home, "requests.jsonl"))
-	model.respond = func(req messagesRequest) piStep {
+	respond := func(req messagesRequest) piStep {
 		mu.Lock()
 		defer mu.Unlock()
 		step++
@@ -111,6 +110,7 @@ func openclawScenario(t *testing.T, storeURL string) {
 			return piStep{Text: "turn four done"}
 		}
 	}
+	model := startScriptedMessages(t, nil, filepath.Join(home, "requests.jsonl"), respond)
 	cfg := map[string]any{
 		"agents": map[string]any{"defaults": map[string]any{
 			"model":     map[string]any{"primary": "scripted/scripted-1"},
