@@ -49,12 +49,19 @@ type npmInstall struct {
 // skips: `make test-short` starts no npm install and no Node (issue 11).
 func npmTool(t testing.TB, name string, pkgs ...string) string {
 	t.Helper()
+	return npmToolWith(t, name, nil, pkgs...)
+}
+
+// npmToolWith is npmTool with the command that runs npm (nil: the npm on the
+// path), e.g. a given node and npm's npm-cli.js.
+func npmToolWith(t testing.TB, name string, npm []string, pkgs ...string) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skipf("-short: %s needs an npm install and Node", name)
 	}
 	v, _ := npmInstalls.LoadOrStore(name, &npmInstall{})
 	in := v.(*npmInstall)
-	in.once.Do(func() { in.dir, in.err = install(name, pkgs) })
+	in.once.Do(func() { in.dir, in.err = install(name, npm, pkgs) })
 	if in.err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s: %v", name, in.err)
@@ -64,9 +71,15 @@ func npmTool(t testing.TB, name string, pkgs ...string) string {
 	return in.dir
 }
 
-func install(name string, pkgs []string) (string, error) {
-	if _, err := exec.LookPath("npm"); err != nil {
-		return "", fmt.Errorf("npm is not installed: %w", err)
+// install runs `npm install` of pkgs into the cache's name directory, once
+// (a marker file names what was installed). npm is the command to run npm
+// with (nil: the npm on the path), e.g. a given node and npm-cli.js.
+func install(name string, npm []string, pkgs []string) (string, error) {
+	if npm == nil {
+		if _, err := exec.LookPath("npm"); err != nil {
+			return "", fmt.Errorf("npm is not installed: %w", err)
+		}
+		npm = []string{"npm"}
 	}
 	dir := os.Getenv("CTXSTORE_CACHE")
 	if dir == "" {
@@ -95,7 +108,7 @@ func install(name string, pkgs []string) (string, error) {
 		return dir, nil
 	}
 	args := append([]string{"install", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=error"}, pkgs...)
-	if out, err := exec.Command("npm", args...).CombinedOutput(); err != nil {
+	if out, err := exec.Command(npm[0], append(npm[1:], args...)...).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("npm %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	if err := os.WriteFile(marker, []byte(want), 0o644); err != nil {

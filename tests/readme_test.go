@@ -100,11 +100,14 @@ func shellWords(t *testing.T, s string) []string {
 var coveredElsewhere = map[string]string{
 	"make test":                          ".ci/run runs it on every submission",
 	"cd /path/to/ctxstore && make build": "a person's checkout; this test runs make build's binary (bin/ctxstore)",
-	"npm install -g @earendil-works/pi-coding-agent@0.87.1":                                   "tests/pi_test.go installs this Pi version from the npm registry (into the cache, not globally)",
-	"cd /path/to/your/project":                                                                "a person's project; the Pi tests run Pi in a temporary project",
-	"export ANTHROPIC_API_KEY=...":                                                            "a person's key; the Pi tests point Pi at a scripted local Messages endpoint",
-	"pi -e /path/to/ctxstore/integrations/pi/index.ts":                                        "tests/pi_test.go drives the real Pi CLI with this extension",
-	"claude mcp add ctxstore -- /path/to/ctxstore/bin/ctxstore --store /path/to/store.db mcp": "tests/claudecode_mcp_test.go runs the real Claude Code CLI with ctxstore mcp as an MCP server",
+	"npm install -g @earendil-works/pi-coding-agent@0.87.1": "tests/pi_test.go installs this Pi version from the npm registry (into the cache, not globally)",
+	"cd /path/to/your/project":                              "a person's project; the Pi tests run Pi in a temporary project",
+	"export ANTHROPIC_API_KEY=...":                          "a person's key; the Pi tests point Pi at a scripted local Messages endpoint",
+	"pi -e /path/to/ctxstore/integrations/pi/index.ts":      "tests/pi_test.go drives the real Pi CLI with this extension",
+	"npm install -g openclaw@2026.9.6":                      "tests/openclaw_test.go installs this OpenClaw version (and Node 24) from the npm registry (into the cache, not globally)",
+	"openclaw plugins install -l /path/to/ctxstore/integrations/openclaw --force --accept-capabilities": "tests/openclaw_test.go installs the plugin with this command",
+	`openclaw agent --local --session-id demo --message "read README.md"`:                               "tests/openclaw_test.go runs openclaw agent --local turns against a scripted model",
+	"claude mcp add ctxstore -- /path/to/ctxstore/bin/ctxstore --store /path/to/store.db mcp":           "tests/claudecode_mcp_test.go runs the real Claude Code CLI with ctxstore mcp as an MCP server",
 }
 
 // Every command README.md shows is run here, as written but for what a
