@@ -1,6 +1,9 @@
 package objects
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Turn is one exchange of a chat (003 §4): the user's message, the
 // assistant's content blocks and the ids of the tool calls it made. Content
@@ -21,6 +24,26 @@ type Turn struct {
 	AssistantMeta map[string]any
 	// Extra holds every other member of the turn object.
 	Extra map[string]any
+}
+
+// UserText returns the text of the turn's user message: the string, or its
+// "text" blocks joined with a newline ("" when it has none).
+func (t Turn) UserText() string {
+	switch u := t.User.(type) {
+	case string:
+		return u
+	case []any:
+		var parts []string
+		for _, b := range u {
+			if m, ok := b.(map[string]any); ok && m["type"] == "text" {
+				if s, ok := m["text"].(string); ok {
+					parts = append(parts, s)
+				}
+			}
+		}
+		return strings.Join(parts, "\n")
+	}
+	return ""
 }
 
 // turnKeys are the members of a turn object that Turn models.

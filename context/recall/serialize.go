@@ -35,7 +35,7 @@ func Conversation(ctx context.Context, st store.Store, sessionID string, b store
 	}
 	var out []Message
 	for i, t := range o.Chat.Turns {
-		if s := strings.TrimSpace(textOf(t.User)); s != "" {
+		if s := strings.TrimSpace(t.UserText()); s != "" {
 			out = append(out, Message{Role: "user", Text: s, Turn: i})
 		}
 		var parts []string
@@ -51,25 +51,6 @@ func Conversation(ctx context.Context, st store.Store, sessionID string, b store
 		}
 	}
 	return out, nil
-}
-
-// textOf returns the text of a user message: a string, or its text blocks.
-func textOf(v any) string {
-	switch u := v.(type) {
-	case string:
-		return u
-	case []any:
-		var parts []string
-		for _, b := range u {
-			if m, ok := b.(map[string]any); ok && m["type"] == "text" {
-				if s, ok := m["text"].(string); ok {
-					parts = append(parts, s)
-				}
-			}
-		}
-		return strings.Join(parts, "\n")
-	}
-	return ""
 }
 
 // Serialize renders messages as Pi's serializeConversation does

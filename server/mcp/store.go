@@ -135,7 +135,7 @@ func (s StoreSessions) Get(ctx context.Context, id string) (SessionDetail, error
 	}
 	d.Name, d.Description = recallMeta(ctx, s.Store, id)
 	for _, t := range chat.Chat.Turns {
-		if p := userText(t.User); p != "" {
+		if p := t.UserText(); p != "" {
 			d.Prompts = append(d.Prompts, shorten(p, 500))
 		}
 	}
@@ -143,25 +143,6 @@ func (s StoreSessions) Get(ctx context.Context, id string) (SessionDetail, error
 		d.FirstPrompt, d.LastPrompt = shorten(d.Prompts[0], 200), shorten(d.Prompts[n-1], 200)
 	}
 	return d, nil
-}
-
-// userText is the text of a turn's user content (a string or blocks).
-func userText(v any) string {
-	switch u := v.(type) {
-	case string:
-		return u
-	case []any:
-		var parts []string
-		for _, b := range u {
-			if m, ok := b.(map[string]any); ok {
-				if t, ok := m["text"].(string); ok {
-					parts = append(parts, t)
-				}
-			}
-		}
-		return strings.Join(parts, "\n")
-	}
-	return ""
 }
 
 func shorten(s string, n int) string {
