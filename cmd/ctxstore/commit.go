@@ -1,14 +1,12 @@
 package main
 
 import (
-	"encoding/base64"
 	"fmt"
 	"io"
 	"os"
 	"os/user"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
@@ -180,13 +178,7 @@ func (a *app) emitMaterialized(m *commits.Materialized, output string, session *
 	if a.cli.JSON {
 		out := materializedJSON{Materialized: m, File: output}
 		if output == "" {
-			if utf8.Valid(m.Content) {
-				s := string(m.Content)
-				out.Content = &s
-			} else {
-				s := base64.StdEncoding.EncodeToString(m.Content)
-				out.ContentBase64 = &s
-			}
+			out.Content, out.ContentBase64 = m.ContentJSON()
 		}
 		if session != nil {
 			return a.printJSON(map[string]any{"session": session.Session, "commit": session.Commit, "materialized": out})

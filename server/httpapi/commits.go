@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/ctxstore/ctxstore/context/ingest"
 	"github.com/ctxstore/ctxstore/objects/events"
@@ -136,13 +135,7 @@ type MaterializeResponse struct {
 
 func materializeResponse(m *commits.Materialized) *MaterializeResponse {
 	out := &MaterializeResponse{Materialized: m}
-	if utf8.Valid(m.Content) {
-		s := string(m.Content)
-		out.Content = &s
-	} else {
-		s := base64.StdEncoding.EncodeToString(m.Content)
-		out.ContentBase64 = &s
-	}
+	out.Content, out.ContentBase64 = m.ContentJSON()
 	return out
 }
 

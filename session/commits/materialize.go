@@ -72,6 +72,17 @@ type Materialized struct {
 	ContentSHA256 string `json:"content_sha256"`
 }
 
+// ContentJSON returns Content as JSON can carry it: as text when it is
+// valid UTF-8, else base64 (exactly one of the two is set).
+func (m *Materialized) ContentJSON() (text, base64Text *string) {
+	if utf8.Valid(m.Content) {
+		s := string(m.Content)
+		return &s, nil
+	}
+	s := base64.StdEncoding.EncodeToString(m.Content)
+	return nil, &s
+}
+
 // Materialize returns the conversation at a commit: the contents of the
 // chain from the stop point to the commit, concatenated in chain order by
 // the format's rule and translated to the requested format (native,
