@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -18,10 +19,13 @@ func TestXTDBHTTPAPI(t *testing.T) {
 	b := s.URL() + "/_xtdb"
 	type step struct {
 		name, method, path, ctype, body string
+		accept                          string // default application/edn
 		status                          int
 		want                            []string // substrings of the answer
+		notWant                         []string // substrings the answer must not hold
 		prefix                          string   // the answer starts with it
 	}
+	const js = "application/json"
 	esc := url.QueryEscape
 	steps := []step{
 		{name: "status", method: "GET", path: "/status", status: 200, want: []string{":xtdb.version/version \"1.24.5\""}},
@@ -78,6 +82,30 @@ func TestXTDBHTTPAPI(t *testing.T) {
 		{name: "malformed JSON op", method: "POST", path: "/submit-tx", ctype: "application/json", body: `{"tx-ops": [["upsert", {}]]}`, status: 400, want: []string{`Malformed \"application/json\" request.`}},
 		{name: "over-long URL", method: "GET", path: "/entity?eid=" + strings.Repeat("x", 9000), status: 414},
 		{name: "no route", method: "GET", path: "/nothing", status: 404},
+		// JSON answers (Accept: application/json), shaped as http.adoc's
+		// JSON examples: top-level keys camelCased without their namespace,
+		// documents and query tuples as they are, times cut to seconds.
+		{name: "JSON status", method: "GET", path: "/status", accept: js, status: 200, prefix: "{", want: []string{`"version":"1.24.5"`, `"indexVersion":`}},
+		{name: "JSON entity", method: "GET", path: "/entity?eid=ivan", accept: js, status: 200, want: []string{`"xt/id":"ivan"`, `"name":"Ivan"`, `"n":1`}},
+		{name: "JSON entity keyword id", method: "GET", path: "/entity?eid-edn=" + esc(":boris"), accept: js, status: 200, want: []string{`"xt/id":"boris"`, `"last-name":"Petrov"`}},
+		{name: "JSON entity-tx", method: "GET", path: "/entity-tx?eid=ivan", accept: js, status: 200, want: []string{`"id":"`, `"contentHash":"`, `"txId":1`, `"validTime":"`}},
+		{name: "JSON entity history", method: "GET", path: "/entity?eid=ivan&history=true&sortOrder=asc&withDocs=true&valid-time=2030-01-01T00:00:00Z", accept: js, status: 200,
+			prefix: `[{"`, want: []string{`"txTime":"20`, `"contentHash":"`, `"doc":{"`}, notWant: []string{"xtdb.api/"}},
+		{name: "JSON query", method: "POST", path: "/query", ctype: "application/edn", accept: js,
+			body: `{:query {:find [e] :where [[e :last-name "Petrov"]]}}`, status: 200, want: []string{`[["boris"]]`}},
+		{name: "JSON db", method: "GET", path: "/db?tx-id=0", accept: js, status: 200, want: []string{`"validTime":"`, `"tx":{`}},
+		{name: "JSON tx-committed", method: "GET", path: "/tx-committed?tx-id=0", accept: js, status: 200, want: []string{`{"txCommitted?":true}`}},
+		{name: "JSON tx-log", method: "GET", path: "/tx-log?with-ops%3F=true", accept: js, status: 200, prefix: `[{"`, want: []string{`"txId":0`, `"txOps":[["put",{`}},
+		{name: "JSON missing eid", method: "GET", path: "/entity", accept: js, status: 400, want: []string{`"xtdb.error/error-type":"missing-eid"`}},
+		{name: "JSON bad query", method: "GET", path: "/query?query-edn=" + esc(`{:find [e] :where [[e]]}`), accept: js, status: 400, want: []string{`"xtdb.error/`}},
+		{name: "JSON unsupported parameter", method: "GET", path: "/sync?limit=1", accept: js, status: 400, want: []string{`{"error":"unsupported parameter limit`}},
+		{name: "JSON not found", method: "GET", path: "/entity?eid=nobody", accept: js, status: 404, want: []string{`{"error":"nobody entity not found"}`}},
+		{name: "Accept by q", method: "GET", path: "/latest-completed-tx", accept: "application/json;q=0.5, application/edn", status: 200, prefix: "{:xtdb.api/"},
+		{name: "Accept any", method: "GET", path: "/latest-completed-tx", accept: "*/*", status: 200, prefix: "{:xtdb.api/"},
+		{name: "transit is not served", method: "GET", path: "/status", accept: "application/transit+json", status: 406, want: []string{"not served"}},
+		// Last: it adds a transaction.
+		{name: "JSON submit", method: "POST", path: "/submit-tx", ctype: js, accept: js,
+			body: `{"tx-ops": [["put", {"xt/id": "olga"}]]}`, status: 202, want: []string{`"txId":2`, `"txTime":"`}, notWant: []string{"xtdb.api"}},
 	}
 	for _, st := range steps {
 		do := func() (int, string) {
@@ -85,7 +113,11 @@ func TestXTDBHTTPAPI(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			req.Header.Set("Accept", "application/edn")
+			accept := st.accept
+			if accept == "" {
+				accept = "application/edn"
+			}
+			req.Header.Set("Accept", accept)
 			if st.ctype != "" {
 				req.Header.Set("Content-Type", st.ctype)
 			}
@@ -116,6 +148,14 @@ func TestXTDBHTTPAPI(t *testing.T) {
 			if !strings.Contains(got, w) {
 				t.Errorf("%s: answer %s lacks %s", st.name, got, w)
 			}
+		}
+		for _, w := range st.notWant {
+			if strings.Contains(got, w) {
+				t.Errorf("%s: answer %s holds %s", st.name, got, w)
+			}
+		}
+		if st.accept == js && st.status < 300 && regexp.MustCompile(`T\d\d:\d\d:\d\d\.\d`).MatchString(got) {
+			t.Errorf("%s: answer %s has a time with fractions of a second; the module's JSON cuts times to seconds", st.name, got)
 		}
 		if !strings.HasPrefix(got, st.prefix) {
 			t.Errorf("%s: answer %s does not start with %s", st.name, got, st.prefix)

@@ -7,8 +7,9 @@
 ;; (modules/http-server in XTDB's source; docs/xtdb-api.md lists every
 ;; endpoint, parameter and the few deliberate differences): the same paths,
 ;; kebab-case or camelCase parameters, EDN and JSON submit-tx bodies, EDN
-;; answers that are the values the xtdb.api functions return (lists where
-;; the module streams a cursor), the same status codes and error shapes.
+;; or JSON answers (by Accept) that are the values the xtdb.api functions
+;; return (lists where the module streams a cursor), shaped for JSON as the
+;; module's encoders shape them, the same status codes and error shapes.
 ;; A parameter an endpoint does not take is refused with 400.
 ;;
 ;; Layout, so that other endpoints can be added without touching these:
@@ -273,7 +274,7 @@
                  {:status 404 :body {:error "No latest-submitted-tx found."}}))}
 
    ["GET" "/_xtdb/entity"]
-   {:params (into basis-params #{"eid" "eid-edn" "eid-json" "history" "sort-order" "with-docs" "with-corrections"
+   {:json :entity :params (into basis-params #{"eid" "eid-edn" "eid-json" "history" "sort-order" "with-docs" "with-corrections"
                                  "start-valid-time" "end-valid-time" "start-tx-time" "end-tx-time"
                                  "start-tx-id" "end-tx-id"})
     :await? true
@@ -289,29 +290,29 @@
                    {:status 404 :body {:error (str eid " entity-tx not found")}})))}
 
    ["GET" "/_xtdb/query"]
-   {:params (into basis-params #{"query-edn" "in-args-edn" "in-args-json"}) :await? true
+   {:json :identity :params (into basis-params #{"query-edn" "in-args-edn" "in-args-json"}) :await? true
     :handler query-handler}
 
    ["POST" "/_xtdb/query"]
-   {:params (into basis-params #{"query-edn" "in-args-edn" "in-args-json"}) :await? true
+   {:json :identity :params (into basis-params #{"query-edn" "in-args-edn" "in-args-json"}) :await? true
     :handler query-handler}
 
    ["GET" "/_xtdb/attribute-stats"]
-   {:params #{} :handler (fn [node _ _] {:status 200 :body (xt/attribute-stats node)})}
+   {:json :identity :params #{} :handler (fn [node _ _] {:status 200 :body (xt/attribute-stats node)})}
 
    ["GET" "/_xtdb/active-queries"]
-   {:params #{} :handler (fn [node _ _] {:status 200 :body (xt/active-queries node)})}
+   {:json :queries :params #{} :handler (fn [node _ _] {:status 200 :body (xt/active-queries node)})}
 
    ["GET" "/_xtdb/recent-queries"]
-   {:params #{} :handler (fn [node _ _] {:status 200 :body (xt/recent-queries node)})}
+   {:json :queries :params #{} :handler (fn [node _ _] {:status 200 :body (xt/recent-queries node)})}
 
    ["GET" "/_xtdb/slowest-queries"]
-   {:params #{} :handler (fn [node _ _] {:status 200 :body (xt/slowest-queries node)})}
+   {:json :queries :params #{} :handler (fn [node _ _] {:status 200 :body (xt/slowest-queries node)})}
 
    ["GET" "/_xtdb/ctxstore/search"]
    ;; ctxstore's addition, not XTDB's: full-text search over the Lucene
    ;; index (ctxstore.xtdb-search, docs/recall.md).
-   {:params (into basis-params #{"text" "words" "kinds" "sessions" "since" "until" "limit"})
+   {:json :identity :params (into basis-params #{"text" "words" "kinds" "sessions" "since" "until" "limit"})
     :handler (fn [node _ {:keys [text words kinds sessions since until limit] :as p}]
                (when-not text (bad-request "text is required"))
                {:status 200
@@ -325,11 +326,91 @@
                                       :limit (or (some->> limit (->long "limit")) 20)})})}
 
    ["GET" "/_xtdb/tx-log"]
-   {:params #{"after-tx-id" "with-ops?"} :await? true
+   {:json :tx-log :params #{"after-tx-id" "with-ops?"} :await? true
     ;; The whole rest of the log, streamed: XTDB's module takes no limit, so
     ;; a client pages by reading as much as it wants and closing.
     :handler (fn [node _ {:keys [after-tx-id with-ops?]}]
                {:status 200 :cursor (xt/open-tx-log node after-tx-id (boolean with-ops?))})}})
+
+;; ---------------------------------------------------------------- formats
+
+(defn- accepted
+  "The answer format the Accept header asks for, negotiated as the module's
+  muuntaja does: media ranges by descending q (ties in header order), the
+  first that names a format wins; */*, application/* or no header is EDN,
+  the module's default. :transit is asked for but not served."
+  [^HttpExchange ex]
+  (let [ranges (for [[i part] (map-indexed vector (str/split (or (.getFirst (.getRequestHeaders ex) "Accept") "") #","))
+                     :let [[mt & ps] (map str/trim (str/split part #";"))
+                           q (or (some #(when-let [[_ v] (re-matches #"(?i)q=([0-9.]+)" %)]
+                                          (try (Double/parseDouble v) (catch Exception _ 0.0)))
+                                       ps)
+                                 1.0)]
+                     :when (and (seq mt) (pos? q))]
+                 [(- q) i (str/lower-case mt)])]
+    (or (some (fn [[_ _ mt]] ({"application/edn" :edn "application/json" :json
+                               "application/transit+json" :transit} mt))
+              (sort ranges))
+        :edn)))
+
+(defn- camel
+  "A keyword as the module's camel-case-keys writes a key (camel-snake-kebab
+  on the name; the namespace dropped): :xtdb.api/tx-id -> :txId."
+  [k]
+  (if (keyword? k)
+    (let [[w & ws] (remove empty? (str/split (name k) #"[-_]"))]
+      (keyword (apply str (str/lower-case (or w "")) (map str/capitalize ws))))
+    k))
+
+(defn- camel-keys [m]
+  (if (map? m) (into {} (map (fn [[k v]] [(camel k) v])) m) m))
+
+(def ^:private json-time
+  (doto (java.text.SimpleDateFormat. "yyyy-MM-dd'T'HH:mm:ss'Z'")
+    (.setTimeZone (java.util.TimeZone/getTimeZone "UTC"))))
+
+(defn- json-value
+  "A value as the module's jsonista object mapper writes it: keywords and
+  symbols as their text without the colon (namespace kept), times in UTC
+  cut to seconds, XTDB ids as their hex text, bytes as base64, a (fn ...)
+  list as its EDN text."
+  [x]
+  (cond
+    (keyword? x) (subs (str x) 1)
+    (symbol? x) (str x)
+    (instance? java.util.Date x) (locking json-time (.format ^java.text.SimpleDateFormat json-time x))
+    (or (instance? xtdb.codec.Id x) (instance? xtdb.codec.EDNId x)) (str x)
+    (bytes? x) (.encodeToString (java.util.Base64/getEncoder) ^bytes x)
+    (and (seq? x) (contains? #{'fn 'fn*} (first x))) (pr-str x)
+    (map? x) (into {} (map (fn [[k v]] [(if (or (keyword? k) (symbol? k)) (json-value k) (str k)) (json-value v)])) x)
+    (set? x) (mapv json-value x)
+    (sequential? x) (mapv json-value x)
+    :else x))
+
+(defn- write-json ^String [x]
+  (json/write-str (json-value x) :escape-slash false :escape-unicode false))
+
+(defn- tx-log-json
+  "The module's tx-log-json-encode: each op's keyword named (put, delete,
+  ...), then camelCase keys."
+  [tx]
+  (let [ops (fn [txs] (mapv #(update (vec %) 0 name) txs))]
+    (camel-keys (cond-> tx
+                  (::xt/tx-ops tx) (update ::xt/tx-ops ops)
+                  (::xt/tx-events tx) (update ::xt/tx-events ops)))))
+
+(def ^:private json-encoders
+  "How each route's JSON answer is shaped, as the module's muuntaja
+  instances do: :camel (the default: top-level keys camelCased), :identity
+  (documents, query tuples, attribute stats), :entity (a document as it is;
+  history elements camelCased), :tx-log, :queries (each query state with
+  its :query as EDN text, keys camelCased). {:body f, :element g}."
+  {:camel {:body camel-keys :element camel-keys}
+   :identity {:body identity :element identity}
+   :entity {:body identity :element camel-keys}
+   :tx-log {:body camel-keys :element tx-log-json}
+   :queries {:body (fn [qs] (if (sequential? qs) (map #(camel-keys (update % :query pr-str)) qs) (camel-keys qs)))
+             :element identity}})
 
 ;; ---------------------------------------------------------------- writing
 
@@ -337,29 +418,43 @@
   `(binding [*print-length* nil *print-level* nil *print-namespace-maps* false]
      ~@body))
 
-(defn- send! [^HttpExchange ex status body empty?]
-  (let [bs (if empty? (byte-array 0) (.getBytes ^String (with-edn-printing (pr-str body)) "UTF-8"))]
-    (when-not empty? (.set (.getResponseHeaders ex) "Content-Type" "application/edn"))
+(defn- send!
+  "Answers status with body in the format fmt (:edn or :json, encoded by
+  enc of json-encoders), or an empty answer."
+  [^HttpExchange ex status body empty? fmt enc]
+  (let [json? (= fmt :json)
+        text (when-not empty?
+               (if json?
+                 (write-json ((:body (json-encoders enc)) body))
+                 (with-edn-printing (pr-str body))))
+        bs (if empty? (byte-array 0) (.getBytes ^String text "UTF-8"))]
+    (when-not empty? (.set (.getResponseHeaders ex) "Content-Type" (if json? "application/json; charset=utf-8" "application/edn")))
     (.sendResponseHeaders ex status (if (zero? (alength bs)) -1 (alength bs)))
     (when (pos? (alength bs))
       (with-open [os (.getResponseBody ex)] (.write os bs)))))
 
 (defn- stream-cursor!
-  "Answers 200 with the cursor's elements as an EDN list, written as they
-  come (constant memory for a long tx log or history), as the module's
-  EDN encoder prints (iterator-seq cursor). The cursor is closed."
-  [^HttpExchange ex ^java.io.Closeable cursor]
+  "Answers 200 with the cursor's elements written as they come (constant
+  memory for a long tx log or history): an EDN list, as the module's EDN
+  encoder prints (iterator-seq cursor), or a JSON array of the elements
+  shaped by the route's encoder. The cursor is closed."
+  [^HttpExchange ex ^java.io.Closeable cursor fmt enc]
   (try
-    (.set (.getResponseHeaders ex) "Content-Type" "application/edn")
-    (.sendResponseHeaders ex 200 0)
-    (with-open [w (OutputStreamWriter. (.getResponseBody ex) "UTF-8")]
-      (.write w "(")
-      (loop [first? true]
-        (when (.hasNext ^java.util.Iterator cursor)
-          (when-not first? (.write w " "))
-          (with-edn-printing (print-method (.next ^java.util.Iterator cursor) ^Writer w))
-          (recur false)))
-      (.write w ")"))
+    (let [json? (= fmt :json)
+          element (:element (json-encoders enc))]
+      (.set (.getResponseHeaders ex) "Content-Type" (if json? "application/json; charset=utf-8" "application/edn"))
+      (.sendResponseHeaders ex 200 0)
+      (with-open [w (OutputStreamWriter. (.getResponseBody ex) "UTF-8")]
+        (.write w (if json? "[" "("))
+        (loop [first? true]
+          (when (.hasNext ^java.util.Iterator cursor)
+            (when-not first? (.write w (if json? "," " ")))
+            (let [x (.next ^java.util.Iterator cursor)]
+              (if json?
+                (.write w (write-json (element x)))
+                (with-edn-printing (print-method x ^Writer w))))
+            (recur false)))
+        (.write w (if json? "]" ")"))))
     (finally (.close cursor))))
 
 (defn- error-answer
@@ -384,9 +479,12 @@
         path (.getPath uri)
         method (.getRequestMethod ex)]
     (if (> (count (str (.getRawPath uri) (.getRawQuery uri))) max-uri)
-      (send! ex 414 nil true)
-      (if-let [{:keys [params await? handler]} (get routes [method path])]
-        (let [raw (parse-params (.getRawQuery uri))
+      (send! ex 414 nil true :edn :camel)
+      (if-let [{:keys [params await? handler json] :or {json :camel}} (get routes [method path])]
+        (let [fmt (accepted ex)
+              _ (when (= fmt :transit)
+                  (throw (ex-info "transit" {::status 406 ::body {:error "application/transit+json answers are not served; ask for application/edn or application/json"}})))
+              raw (parse-params (.getRawQuery uri))
               allowed (cond-> params await? (into await-params))
               _ (doseq [k (keys raw)]
                   (when-not (allowed k)
@@ -400,9 +498,9 @@
                                (duration (:await-tx-timeout p))))
               {:keys [status body cursor empty]} (handler node ex p)]
           (if cursor
-            (stream-cursor! ex cursor)
-            (send! ex status body empty)))
-        (send! ex 404 {:error (str "no route " method " " path)} false)))))
+            (stream-cursor! ex cursor fmt json)
+            (send! ex status body empty fmt json)))
+        (send! ex 404 {:error (str "no route " method " " path)} false (accepted ex) :camel)))))
 
 (defn -main [config-file port]
   (let [node (xt/start-node (edn/read-string (slurp config-file)))
@@ -416,7 +514,10 @@
                             (let [[status body] (error-answer e)]
                               (when (= 500 status)
                                 (binding [*out* *err*] (println "ctxstore XTDB front:" (.getName (class e)) (ex-message e))))
-                              (try (send! ex status body false) (catch Throwable _))))
+                              (try (let [fmt (try (accepted ex) (catch Throwable _ :edn))
+                                         enc (or (:json (get routes [(.getRequestMethod ex) (.getPath (.getRequestURI ex))])) :camel)]
+                                     (send! ex status body false (if (= fmt :transit) :edn fmt) enc))
+                                   (catch Throwable _))))
                           (finally (.close ex))))))
     (.setExecutor server (Executors/newFixedThreadPool 16))
     (.addShutdownHook (Runtime/getRuntime)
