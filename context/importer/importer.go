@@ -414,3 +414,12 @@ func (im *Importer) Cursor(ctx context.Context, path string) (offset int64, line
 
 // Service returns the commit service the importer writes through.
 func (im *Importer) Service() *commits.Service { return im.svc }
+
+func storeMatch(id string, c *cursor) store.Op {
+	if c == nil {
+		return store.Match(id, nil)
+	}
+	return store.Match(id, c.doc)
+}
+
+func storePut(d store.Doc) store.Op { return store.Put(d) }

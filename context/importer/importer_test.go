@@ -95,3 +95,43 @@ func TestFidelityEveryDataset(t *testing.T) {
 		}
 	})
 }
+
+// TestTrajectories imports every SWE-agent dataset trajectory (a folder
+// import) as events-v1 chains: the task is the one human prompt, the
+// chain decodes, and a second import finds every file unchanged.
+func TestTrajectories(t *testing.T) {
+	dir := datasets.Dir(t)
+	m, _ := filepath.Glob(filepath.Join(dir, "swe-agent", "*.traj"))
+	if len(m) < 13 {
+		t.Fatalf("want the 13 trajectories, found %d", len(m))
+	}
+	storetestenv.RunParallel(t, func(t *testing.T, e *storetestenv.Env) {
+		ctx := context.Background()
+		tmp := t.TempDir()
+		for _, p := range m {
+			copyTo(t, p, tmp)
+		}
+		im := importer.New(e.Store, importer.Options{})
+		res, err := im.Import(ctx, tmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Imported != len(m) || res.Failed != 0 {
+			t.Fatalf("%+v", res)
+		}
+		for _, f := range res.Files {
+			if f.Harness != "swe-agent" || len(f.Sessions) != 1 || f.Sessions[0].Prompts != 1 || f.Sessions[0].Responses == 0 {
+				t.Fatalf("%s: %+v", f.Path, f)
+			}
+			ev := materialize(t, im, f.Tip, commits.FormatEvents)
+			evs, err := events.Decode(ev)
+			if err != nil || len(evs) < 3 {
+				t.Fatalf("%s: %d events, %v", f.Path, len(evs), err)
+			}
+		}
+		again, err := im.Import(ctx, tmp)
+		if err != nil || again.Unchanged != len(m) || again.Commits != 0 {
+			t.Fatalf("second import: %+v %v", again, err)
+		}
+	})
+}
