@@ -181,4 +181,3 @@ func TestDamage(t *testing.T) {
 		}
 	})
 }
-
