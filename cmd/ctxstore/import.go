@@ -10,12 +10,25 @@ import (
 )
 
 type importCmd struct {
-	File    string `arg:"" placeholder:"FILE" help:"The version log to import (gzip or not). - reads stdin (spooled to a temporary file, so that it too is checked whole before anything is applied)."`
-	Partial bool   `name:"partial" help:"Accept a log exported with --after into a store that holds nothing from its source yet (it gets the history from there on only)."`
+	File    string `arg:"" placeholder:"PATH" help:"What to import: a version log (gzip or not; - reads stdin, spooled to a temporary file, so that it too is checked whole before anything is applied), or agent sessions: a Claude Code transcript, a Pi session file, a SWE-agent .traj file, or a folder of them (a project folder, or all of ~/.claude/projects). Detected from the path and its first line; --as decides."`
+	Partial bool   `name:"partial" help:"Version logs: accept a log exported with --after into a store that holds nothing from its source yet (it gets the history from there on only)."`
+	As      string `name:"as" placeholder:"KIND" enum:",versionlog,sessions,claude-code,pi,swe-agent" default:"" help:"What PATH is: versionlog, or sessions (each file's harness detected), or one harness: claude-code, pi, swe-agent (docs/import.md)."`
+	sessionImportFlags
 }
 
-// Run implements import.
+// Run implements import: a version log, or agent sessions (docs/import.md
+// "One command, two imports").
 func (c *importCmd) Run(a *app) error {
+	kind, err := importKind(c.File, c.As)
+	if err != nil {
+		return err
+	}
+	if kind != "versionlog" {
+		if c.Partial {
+			return usagef("--partial is for version logs; %s is read as agent sessions", c.File)
+		}
+		return c.runSessions(a, kind)
+	}
 	s, err := a.open(true)
 	if err != nil {
 		return err

@@ -219,3 +219,22 @@ func plausibleRecord(v json.RawMessage, known func(string) bool) bool {
 	return (known != nil && known(*head.Type)) ||
 		head.Timestamp != nil || head.UUID != nil || head.SessionID != nil
 }
+
+// LineRecords decodes the JSON objects of one line (without or with its
+// newline) as ReadRecords does for each of its lines: damage is reported
+// in rep with the line number and read past. For readers that keep the
+// lines' bytes themselves (the importer).
+func LineRecords(b []byte, line int, rep *Report, known func(recordType string) bool) []Record {
+	if line == 1 {
+		b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+	}
+	if len(b) > MaxLineBytes {
+		rep.Problem(line, "the line is %d bytes, over the limit of %d bytes per line; skipped", len(b), MaxLineBytes)
+		return nil
+	}
+	if err := jsonlimit.Depth(b, jsonlimit.MaxDepth); err != nil {
+		rep.Problem(line, "%v; the line is skipped", err)
+		return nil
+	}
+	return splitLine(b, line, nil, rep, known)
+}

@@ -22,6 +22,7 @@ func (s *Server) commitRoutes() []route {
 		{method: "POST", path: "/v1/commits/{ctx}/metadata", scope: scopeAll, h: s.updateCommit},
 		{method: "POST", path: "/v1/commits/{ctx}/fork", scope: scopeAll, h: s.forkCommit},
 		{method: "GET", path: "/v1/principals/{principal}/commit", scope: scopeAll, h: s.resolveCommit},
+		{method: "POST", path: "/v1/import", scope: scopeAll, h: s.importSessions, bodyTypes: importTypes},
 	}
 }
 

@@ -75,6 +75,15 @@ type Provenance struct {
 	Thread    string  `json:"thread,omitempty"`
 	// Harness names the runtime and its version ("pi 0.73.1").
 	Harness string `json:"harness,omitempty"`
+	// Cwd and Model are the working directory and model the harness
+	// recorded (imports, issue 13).
+	Cwd   string `json:"cwd,omitempty"`
+	Model string `json:"model,omitempty"`
+	// Source is the file an imported commit's content came from and
+	// SourceStart/SourceEnd its byte range there ([start, end)).
+	Source      string `json:"source,omitempty"`
+	SourceStart int64  `json:"source_start,omitempty"`
+	SourceEnd   int64  `json:"source_end,omitempty"`
 }
 
 // Commit is a context commit's metadata.
@@ -199,6 +208,12 @@ func (c *Commit) doc() store.Doc {
 	set(meta, "machine", c.Machine)
 	set(meta, "trigger", string(c.Trigger))
 	set(meta, "harness", c.Harness)
+	set(meta, "cwd", c.Cwd)
+	set(meta, "model", c.Model)
+	set(meta, "source", c.Source)
+	if c.SourceEnd > 0 {
+		meta["source_start"], meta["source_end"] = c.SourceStart, c.SourceEnd
+	}
 	set(meta, "summary", c.Summary)
 	set(meta, "snapshot_of", c.SnapshotOf)
 	set(meta, "stop", c.Stop)
@@ -231,7 +246,8 @@ func fromDoc(d store.Doc) (*Commit, error) {
 		Content: str(d, "content"), ContentBytes: num(meta, "content_bytes"),
 		Provenance: Provenance{Template: str(d, "template"), Principal: str(d, "principal"), Machine: str(meta, "machine"),
 			Session: str(d, "session"), Trigger: Trigger(str(meta, "trigger")), Ticket: str(d, "ticket"), Thread: str(d, "thread"),
-			Harness: str(meta, "harness")},
+			Harness: str(meta, "harness"), Cwd: str(meta, "cwd"), Model: str(meta, "model"), Source: str(meta, "source"),
+			SourceStart: num(meta, "source_start"), SourceEnd: num(meta, "source_end")},
 		MessageCount: num(meta, "message_count"), TokenCount: num(meta, "token_count"), Depth: num(d, "depth"),
 		Summary: str(meta, "summary"), SnapshotOf: str(meta, "snapshot_of"), Stop: str(meta, "stop"), Tier: str(meta, "tier"),
 	}

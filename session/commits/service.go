@@ -88,6 +88,12 @@ func (s *Service) Checkpoint(ctx context.Context, r CheckpointRequest) (*Commit,
 }
 
 func (s *Service) prepare(ctx context.Context, r CheckpointRequest) (*Commit, []byte, error) {
+	return s.prepareWith(ctx, r, func(ctx context.Context, id string) (*Commit, error) { return s.get(ctx, id, store.Basis{}) })
+}
+
+// prepareWith is prepare reading parents through get (a batch looks in
+// its own commits first).
+func (s *Service) prepareWith(ctx context.Context, r CheckpointRequest, get func(context.Context, string) (*Commit, error)) (*Commit, []byte, error) {
 	const op = "checkpoint"
 	if r.Type == "" {
 		r.Type = Delta
@@ -150,7 +156,7 @@ func (s *Service) prepare(ctx context.Context, r CheckpointRequest) (*Commit, []
 		c.TokenCount = int64((len(content) + 3) / 4)
 	}
 	if r.Parent != "" {
-		p, err := s.get(ctx, r.Parent, store.Basis{})
+		p, err := get(ctx, r.Parent)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				return nil, nil, errf(op, store.ErrInvalid, r.Parent, "parent", ErrUnknownParent, "no such commit in this store")
@@ -164,7 +170,7 @@ func (s *Service) prepare(ctx context.Context, r CheckpointRequest) (*Commit, []
 			// One link further: every link of a chain must lower the depth
 			// by one, which no loop can do; walks check every link, a
 			// checkpoint the two it extends.
-			g, err := s.get(ctx, p.Parent, store.Basis{})
+			g, err := get(ctx, p.Parent)
 			if err != nil {
 				return nil, nil, errf(op, store.ErrInvalid, r.Parent, "parent", nil, "the parent's parent %s cannot be read: %v", p.Parent, err)
 			}

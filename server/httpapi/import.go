@@ -1,0 +1,88 @@
+package httpapi
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ctxstore/ctxstore/context/importer"
+)
+
+// importTypes are what POST /v1/import reads: JSON naming a path, or one
+// uploaded session file.
+var importTypes = []string{"application/json", "application/x-ndjson", "application/octet-stream", "application/gzip"}
+
+// ImportBody is POST /v1/import with a JSON body: a path under the
+// server's roots.
+type ImportBody struct {
+	Path      string `json:"path"`
+	As        string `json:"as,omitempty"`
+	Principal string `json:"principal,omitempty"`
+	Machine   string `json:"machine,omitempty"`
+}
+
+// importSessions imports agent sessions (docs/import.md): a path under the
+// server's roots (incremental, as the CLI), or an uploaded file.
+func (s *Server) importSessions(q *request) (any, error) {
+	ct := q.r.Header.Get("Content-Type")
+	if strings.HasPrefix(ct, "application/json") {
+		var b ImportBody
+		if err := q.decode(&b); err != nil {
+			return nil, err
+		}
+		as, err := importAs(b.As)
+		if err != nil {
+			return nil, err
+		}
+		if b.Path == "" || !filepath.IsAbs(b.Path) {
+			return nil, badRequest("path: an absolute path is required, got %q", b.Path)
+		}
+		if s.roots == nil {
+			return nil, errorf(http.StatusForbidden, CodeForbidden, "path imports need the server's roots (serve --root); none are set")
+		}
+		if err := s.roots.Check(b.Path); err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(b.Path); err != nil {
+			return nil, errorf(http.StatusNotFound, CodeNotFound, "path %s: %v", b.Path, err)
+		}
+		im := importer.New(s.st, importer.Options{As: as, Principal: b.Principal, Machine: b.Machine})
+		return im.Import(q.ctx, b.Path)
+	}
+	as, err := importAs(q.r.URL.Query().Get("as"))
+	if err != nil {
+		return nil, err
+	}
+	name := filepath.Base(q.r.URL.Query().Get("name"))
+	if name == "." || name == "/" || name == "" {
+		name = "upload.jsonl"
+	}
+	dir, err := os.MkdirTemp("", "ctxstore-upload-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	p := filepath.Join(dir, name)
+	f, err := os.Create(p)
+	if err != nil {
+		return nil, err
+	}
+	err = spool(f, q.r.Body, s.o.MaxImport)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	im := importer.New(s.st, importer.Options{As: as})
+	return im.Import(q.ctx, p)
+}
+
+func importAs(as string) (importer.Harness, error) {
+	switch as {
+	case "", "claude-code", "pi", "swe-agent":
+		return importer.Harness(as), nil
+	}
+	return "", badRequest("as: %q is not claude-code, pi or swe-agent", as)
+}

@@ -1,0 +1,67 @@
+package httpapi
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ctxstore/ctxstore/context/importer"
+)
+
+const importLines = `{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s-http","timestamp":"2025-01-01T00:00:00Z","message":{"role":"user","content":"hello"}}
+{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s-http","timestamp":"2025-01-01T00:00:01Z","message":{"id":"m1","role":"assistant","model":"claude","content":[{"type":"text","text":"hi"}]}}
+`
+
+// TestImportRoute imports a transcript under the server's roots (then
+// again after it grew: only the new line), refuses a path outside them,
+// and imports an uploaded file; every exchange checked against
+// docs/openapi.yaml.
+func TestImportRoute(t *testing.T) {
+	root := t.TempDir()
+	e := newEnv(t, func(o *Options) { o.Roots = []string{root} })
+	p := filepath.Join(root, "s.jsonl")
+	lines := strings.SplitAfter(importLines, "\n")
+	os.WriteFile(p, []byte(lines[0]), 0o644)
+	var r1, r2 importer.Result
+	e.ok("POST", "/v1/import", ImportBody{Path: p}, &r1)
+	if r1.Imported != 1 || r1.Files[0].Harness != "claude-code" || len(r1.Files[0].Commits) != 1 {
+		t.Fatalf("first import %+v", r1)
+	}
+	os.WriteFile(p, []byte(importLines), 0o644)
+	e.ok("POST", "/v1/import", ImportBody{Path: p}, &r2)
+	if r2.Grew != 1 || r2.Files[0].NewLines != 1 || len(r2.Files[0].Commits) != 1 {
+		t.Fatalf("second import %+v", r2)
+	}
+	var m MaterializeResponse
+	e.ok("POST", "/v1/commits/"+r2.Files[0].Tip+"/materialize", MaterializeBody{Stop: "root"}, &m)
+	if m.Content == nil || *m.Content != importLines {
+		t.Fatalf("materialized %v", m.Content)
+	}
+	outside := e.file("x.jsonl", importLines)
+	e.fails(http.StatusForbidden, CodeForbidden, "POST", "/v1/import", ImportBody{Path: outside})
+	e.fails(http.StatusBadRequest, CodeBadRequest, "POST", "/v1/import", ImportBody{Path: "relative.jsonl"})
+
+	// An upload.
+	req, _ := http.NewRequest("POST", e.ts.URL+"/v1/import?name=up.jsonl&as=claude-code", strings.NewReader(importLines))
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err := e.spec.Check(req, []byte(importLines), resp.StatusCode, resp.Header, b); err != nil {
+		t.Errorf("OpenAPI: %v", err)
+	}
+	if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"imported":1`)) {
+		t.Fatalf("upload: %d %s", resp.StatusCode, b)
+	}
+
+	// Without roots, path imports are refused.
+	e2 := newEnv(t, nil)
+	e2.fails(http.StatusForbidden, CodeForbidden, "POST", "/v1/import", ImportBody{Path: p})
+}
