@@ -5,7 +5,8 @@
 // and the invariant every reader promises on tool results
 // ([CheckToolResults]). The converters themselves live one per harness
 // format below it: harness/pi (Pi's agent messages and session files) and
-// harness/claudecode (Claude Code's session JSONL); context/transcript
+// harness/claudecode (Claude Code's session JSONL), harness/sweagent
+// (SWE-agent trajectories, one JSON document each); context/transcript
 // detects a file's format and dispatches.
 package harness
 
@@ -34,6 +35,9 @@ const (
 	// FormatPi is the Pi coding agent's session JSONL, versions 1 (linear, no
 	// ids), 2 and 3 (an id/parentId tree).
 	FormatPi Format = "pi"
+	// FormatSWEAgent is a SWE-agent trajectory (`.traj`): one JSON document
+	// whose history is the message list sent to the model.
+	FormatSWEAgent Format = "swe-agent"
 )
 
 // Session is a transcript read into messages.
@@ -51,6 +55,9 @@ type Session struct {
 	// Version is the harness version (Claude Code) or session format version
 	// (Pi).
 	Version string `json:"version,omitempty"`
+	// SystemPrompt is the system prompt the transcript records (SWE-agent's
+	// history holds it; Claude Code and Pi logs do not).
+	SystemPrompt string `json:"system_prompt,omitempty"`
 	// Messages are the main thread's messages, in order.
 	Messages []conversation.Message `json:"messages"`
 	// MessageLines holds, for each message, the line of the record it came

@@ -1,12 +1,14 @@
 // Package transcript reads harness session logs (Claude Code JSONL, Pi
-// JSONL v1 to v3) into the harness-neutral message stream ctxstore ingests
+// JSONL v1 to v3, SWE-agent `.traj` trajectories) into the harness-neutral message stream ctxstore ingests
 // ([conversation.Message]), with a report of everything that was set aside,
 // merged, skipped or damaged (issue 7 item 1; docs/replay.md).
 //
 // It is a dispatcher: it reads the records ([harness.ReadRecords]), detects
 // the format and hands them to the format's one converter
 // (context/harness/claudecode, context/harness/pi; the Pi converter is the
-// live service's too), then checks the tool-result invariant
+// live service's too). A SWE-agent trajectory is one JSON document, not
+// JSON Lines: it is told from its first bytes (sweagent.Looks) and read
+// whole by context/harness/sweagent. Then the dispatcher checks the tool-result invariant
 // ([harness.CheckToolResults]).
 //
 // Readers never panic and never stop at a damaged line: a line holding two
@@ -32,14 +34,18 @@
 package transcript
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/ctxstore/ctxstore/context/harness"
 	"github.com/ctxstore/ctxstore/context/harness/claudecode"
 	"github.com/ctxstore/ctxstore/context/harness/pi"
+	"github.com/ctxstore/ctxstore/context/harness/sweagent"
 	"github.com/ctxstore/ctxstore/objects/conversation"
 )
 
@@ -54,6 +60,8 @@ const (
 	FormatClaudeCode = harness.FormatClaudeCode
 	// FormatPi is the Pi coding agent's session JSONL.
 	FormatPi = harness.FormatPi
+	// FormatSWEAgent is a SWE-agent trajectory (one JSON document).
+	FormatSWEAgent = harness.FormatSWEAgent
 )
 
 // Session is a transcript read into messages; Report says what a reader did
@@ -82,6 +90,11 @@ func ReadFile(path string) (*Session, error) {
 	s, err := Read(f, FormatAuto)
 	if s != nil {
 		s.Path = path
+		if s.Format == FormatSWEAgent && s.ID == "" {
+			// A trajectory has no session id; SWE-agent names the file
+			// after the instance it ran.
+			s.ID = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		}
 	}
 	if err != nil {
 		return s, fmt.Errorf("transcript: %s: %w", path, err)
@@ -95,14 +108,20 @@ func ReadFile(path string) (*Session, error) {
 // was read before it.
 func Read(r io.Reader, format Format) (*Session, error) {
 	s := &Session{Report: Report{Types: map[string]int{}}}
-	recs, ioErr := harness.ReadRecords(r, &s.Report, known)
+	br := bufio.NewReaderSize(r, 1<<16)
+	if format == FormatSWEAgent || format == FormatAuto && looksSWEAgent(br) {
+		_, err := sweagent.ReadAll(s, br)
+		harness.CheckToolResults(s)
+		return s, err
+	}
+	recs, ioErr := harness.ReadRecords(br, &s.Report, known)
 	if format == FormatAuto {
 		format = Detect(recs)
 		if format == FormatAuto {
 			if len(recs) == 0 {
 				format = FormatClaudeCode // empty: any reader gives nothing
 			} else {
-				return s, fmt.Errorf("transcript: not a Claude Code or Pi session (first record: %.80s)", recs[0].Data)
+				return s, fmt.Errorf("transcript: not a Claude Code, Pi or SWE-agent session (first record: %.80s)", recs[0].Data)
 			}
 		}
 	}
@@ -152,4 +171,10 @@ func Detect(recs []harness.Record) Format {
 		}
 	}
 	return FormatAuto
+}
+
+// looksSWEAgent peeks at the first bytes for a SWE-agent trajectory.
+func looksSWEAgent(br *bufio.Reader) bool {
+	head, _ := br.Peek(4096) // fewer bytes at the end of the input
+	return sweagent.Looks(head)
 }
