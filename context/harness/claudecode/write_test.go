@@ -1,0 +1,190 @@
+package claudecode
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxstore/ctxstore/context/harness"
+	"github.com/ctxstore/ctxstore/objects/conversation"
+	"github.com/ctxstore/ctxstore/objects/events"
+	"github.com/ctxstore/ctxstore/session/commits"
+)
+
+func readBack(t *testing.T, file []byte) *harness.Session {
+	t.Helper()
+	s := &harness.Session{Report: harness.Report{Types: map[string]int{}}}
+	recs, err := harness.ReadRecords(bytes.NewReader(file), &s.Report, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Read(s, recs)
+	harness.CheckToolResults(s)
+	if len(s.Report.Problems) > 0 {
+		t.Fatalf("the reader reported problems: %v", s.Report.Problems)
+	}
+	return s
+}
+
+func records(t *testing.T, file []byte) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for i, l := range bytes.Split(bytes.TrimSpace(file), []byte("\n")) {
+		var r map[string]any
+		if err := json.Unmarshal(l, &r); err != nil {
+			t.Fatalf("line %d: %v: %s", i+1, err, l)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestSessionFile: neutral events written as a Claude Code session file:
+// the uuid/parentUuid chain, one session id, the record shapes Claude Code
+// loads; the package's own reader reads back the same messages; the codec
+// is in the commit registry.
+func TestSessionFile(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
+	evs := []events.Event{
+		{Type: events.System, Subtype: "init", Metadata: map[string]any{"cwd": "/w", "version": "2.1.330"}},
+		{Type: events.Prompt, Source: "user", Text: "list the files", Time: t0},
+		{Type: events.Thinking, MessageID: "msg_1", Text: "unsigned", Model: "claude-x"},
+		{Type: events.Thinking, MessageID: "msg_1", Text: "signed", Signature: "sig", Model: "claude-x"},
+		{Type: events.Response, MessageID: "msg_1", Text: "Listing.", Model: "claude-x", Usage: &conversation.Usage{Input: 7, Output: 3}},
+		{Type: events.ToolCall, MessageID: "msg_1", Tool: &events.Tool{ID: "t1", Name: "Bash", Input: map[string]any{"command": "ls"}}},
+		{Type: events.ToolCall, MessageID: "msg_1", Tool: &events.Tool{ID: "t2", Name: "read", Input: map[string]any{"path": "a"}}},
+		{Type: events.ToolResult, Tool: &events.Tool{ID: "t1"}, Result: &events.Result{Content: "a.txt"}},
+		{Type: events.ToolResult, Tool: &events.Tool{ID: "t2"}, Result: &events.Result{Content: "shot", IsError: true,
+			Blocks: []any{map[string]any{"type": "image", "data": "iVBO", "mimeType": "image/png"}, map[string]any{"type": "audio"}}}},
+		{Type: events.ToolResult, Tool: &events.Tool{ID: "nope"}, Result: &events.Result{Content: "orphan"}},
+		{Type: events.Metric, Metric: &events.MetricData{Status: "success"}},
+		{Type: events.System, Subtype: events.SubtypeCompactionSummary, Text: "summary so far"},
+		{Type: events.Prompt, Source: "command", Text: "<command-name>/x</command-name>", Meta: true},
+		{Type: events.Response, Text: "Done.", Time: t0.Add(time.Minute)},
+	}
+	f, ok := commits.DefaultRegistry.Lookup(commits.FormatClaudeCode)
+	if !ok || f.Encode == nil || f.ForSession == nil {
+		t.Fatal("claude-code-v1 has no codec")
+	}
+	file, lost, err := Encode(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lost != (Lost{Thinking: 1, Events: 2, Orphans: 1, Blocks: 1}) {
+		t.Errorf("lost %+v", lost)
+	}
+	again, _ := f.Encode(evs)
+	if !bytes.Equal(again, file) {
+		t.Fatal("the encoding is not deterministic")
+	}
+	recs := records(t, file)
+	if len(recs) != 6 {
+		t.Fatalf("%d records, want 6:\n%s", len(recs), file)
+	}
+	sid := recs[0]["sessionId"].(string)
+	var parent any
+	for i, r := range recs {
+		if r["parentUuid"] != parent || r["sessionId"] != sid || r["cwd"] != "/w" || r["version"] != "2.1.330" ||
+			r["isSidechain"] != false || r["userType"] != "external" {
+			t.Errorf("record %d: %v", i, r)
+		}
+		parent = r["uuid"]
+		if ts, _ := r["timestamp"].(string); ts != "2026-11-24T08:00:00.000Z" && !(i == 5 && ts == "2026-11-24T08:01:00.000Z") {
+			t.Errorf("record %d time %v", i, r["timestamp"])
+		}
+	}
+	asst := recs[1]["message"].(map[string]any)
+	blocks := asst["content"].([]any)
+	if recs[1]["type"] != "assistant" || asst["id"] != "msg_1" || asst["stop_reason"] != "tool_use" || len(blocks) != 4 ||
+		blocks[0].(map[string]any)["signature"] != "sig" || asst["usage"].(map[string]any)["input_tokens"] != float64(7) {
+		t.Errorf("assistant record: %v", recs[1])
+	}
+	res := recs[2]["message"].(map[string]any)["content"].([]any)
+	if len(res) != 2 {
+		t.Fatalf("tool results: %v", res)
+	}
+	img := res[1].(map[string]any)["content"].([]any)[1].(map[string]any)
+	if img["source"].(map[string]any)["media_type"] != "image/png" || res[1].(map[string]any)["is_error"] != true {
+		t.Errorf("image result: %v", res[1])
+	}
+	if recs[3]["isCompactSummary"] != true || recs[4]["isMeta"] != true || recs[5]["message"].(map[string]any)["stop_reason"] != "end_turn" {
+		t.Errorf("summary, meta, last: %v | %v | %v", recs[3], recs[4], recs[5])
+	}
+
+	s := readBack(t, file)
+	var got []string
+	for _, m := range s.Messages {
+		got = append(got, string(m.Role)+":"+m.Text+m.Output)
+	}
+	want := "user:list the files|assistant:Listing.|tool_result:a.txt|tool_result:shot\n[image: image/png, 3 bytes]|user:summary so far|user:<command-name>/x</command-name>|assistant:Done."
+	if strings.Join(got, "|") != want {
+		t.Errorf("read back\n%q\nwant\n%q", strings.Join(got, "|"), want)
+	}
+	if s.ID != sid || s.Cwd != "/w" {
+		t.Errorf("session %q cwd %q", s.ID, s.Cwd)
+	}
+
+	// ForSession: every record names the session; uuids are new and the
+	// chain still links.
+	const next = "0b6c7e0e-2f4a-4b7c-9d1e-5a6b7c8d9e0f"
+	named, err := f.ForSession(file, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nrecs := records(t, named)
+	parent = nil
+	for i, r := range nrecs {
+		if r["sessionId"] != next || r["parentUuid"] != parent || r["uuid"] == recs[i]["uuid"] {
+			t.Errorf("named record %d: %v", i, r)
+		}
+		parent = r["uuid"]
+	}
+	if _, err := f.ForSession(file, "not-a-uuid"); err == nil || !strings.Contains(err.Error(), "not a UUID") {
+		t.Errorf("a session id that is no UUID: %v", err)
+	}
+	moved, err := SetCwd(named, "/elsewhere")
+	if err != nil || !strings.Contains(string(moved), `"cwd":"/elsewhere"`) || strings.Contains(string(moved), `"cwd":"/w"`) {
+		t.Errorf("SetCwd: %v", err)
+	}
+}
+
+// TestEmptyAndUnknownTimes: no events give an empty file; records without
+// times take the epoch, and a time earlier than the one before is raised.
+func TestEmptyAndUnknownTimes(t *testing.T) {
+	file, err := SessionFile(nil)
+	if err != nil || len(file) != 0 {
+		t.Fatalf("%q %v", file, err)
+	}
+	file, err = SessionFile(events.FromMessages([]conversation.Message{{Role: conversation.RoleUser, Text: "a"}, {Role: conversation.RoleAssistant, Text: "b"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range records(t, file) {
+		if r["timestamp"] != "1970-01-01T00:00:00.000Z" || r["cwd"] != nil {
+			t.Errorf("%v", r)
+		}
+	}
+}
+
+// TestProjectDir: the folder names Claude Code 2.1.330 made for these
+// working directories (seen by running it).
+func TestProjectDir(t *testing.T) {
+	long := "/tmp/ccmat/" + strings.Repeat("abcdefghij", 25)
+	for in, want := range map[string]string{
+		"/tmp/ccmat/work":       "-tmp-ccmat-work",
+		"/tmp/ccmat/w_x.y z":    "-tmp-ccmat-w-x-y-z",
+		long:                    "-tmp-ccmat-" + strings.Repeat("abcdefghij", 25)[:189] + "-86ztir",
+		"/home/é/𝄞":             "-home---" + "--",
+		"C:\\Users\\me\\proj-1": "C--Users-me-proj-1",
+	} {
+		if got := ProjectDir(in); got != want {
+			t.Errorf("ProjectDir(%q) = %q, want %q", in, got, want)
+		}
+	}
+	t.Setenv("CLAUDE_CONFIG_DIR", "/cfg")
+	if p, err := SessionPath("/a/b", "id"); err != nil || p != "/cfg/projects/-a-b/id.jsonl" {
+		t.Errorf("SessionPath: %q %v", p, err)
+	}
+}
