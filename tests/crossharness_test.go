@@ -1,0 +1,364 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxstore/ctxstore/context/harness/claudecode"
+	"github.com/ctxstore/ctxstore/context/transcript"
+	"github.com/ctxstore/ctxstore/objects/events"
+	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
+)
+
+// TestCrossHarnessSQLite and TestCrossHarnessXTDB (issue 13 item 2): a
+// session moves Claude Code -> Pi -> Claude Code through the store, with
+// the real CLIs offline. The real Claude Code CLI runs a session in which
+// the scripted endpoint drives two tool calls; its transcript goes into
+// the store; `ctxstore materialize --format pi --place` writes it where Pi
+// looks and the real Pi continues it (`pi -c`, one more tool call); Pi's
+// file goes back into the store; `ctxstore materialize --format
+// claude-code --place` writes it where Claude Code looks and `claude
+// --resume <id>` continues it. At each step the model's first request of
+// the new leg holds the whole earlier conversation, in order.
+func TestCrossHarnessSQLite(t *testing.T) {
+	t.Parallel()
+	crossHarnessScenario(t, "sqlite:"+filepath.Join(t.TempDir(), "store.db"))
+}
+
+func TestCrossHarnessXTDB(t *testing.T) {
+	t.Parallel()
+	claudeCLI(t)
+	piCLI(t)
+	crossHarnessScenario(t, xtdbtest.ForTest(t))
+}
+
+// markerScript answers a request by the newest user message holding one of
+// the markers: the marker's steps, one per tool result the conversation
+// holds after that message (so a leg's tool calls run in order however the
+// history before it looks).
+func markerScript(legs map[string][]piStep) func(messagesRequest) piStep {
+	return func(req messagesRequest) piStep {
+		for i := len(req.Messages) - 1; i >= 0; i-- {
+			if req.Messages[i].Role != "user" {
+				continue
+			}
+			bs, _ := messagesBlocks(req.Messages[i].Content)
+			for marker, steps := range legs {
+				found := false
+				for _, b := range bs {
+					found = found || (b.Type == "text" && strings.Contains(b.Text, marker))
+				}
+				if !found {
+					continue
+				}
+				results := 0
+				for _, m := range req.Messages[i+1:] {
+					mb, _ := messagesBlocks(m.Content)
+					for _, b := range mb {
+						if b.Type == "tool_result" {
+							results++
+						}
+					}
+				}
+				return steps[min(results, len(steps)-1)]
+			}
+		}
+		return piStep{Text: "ok"}
+	}
+}
+
+// requestText flattens a logged Messages API request's conversation: one
+// line per block (text, tool_use name and input, tool_result content).
+func requestText(t *testing.T, line []byte) string {
+	t.Helper()
+	var req messagesRequest
+	if err := json.Unmarshal(line, &req); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, m := range req.Messages {
+		bs, err := messagesBlocks(m.Content)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range bs {
+			switch x.Type {
+			case "text":
+				fmt.Fprintf(&b, "%s text: %s\n", m.Role, x.Text)
+			case "tool_use":
+				in, _ := json.Marshal(x.Input)
+				fmt.Fprintf(&b, "%s tool_use %s %s: %s\n", m.Role, x.ID, x.Name, in)
+			case "tool_result":
+				inner, _ := messagesBlocks(x.Content)
+				var parts []string
+				for _, ib := range inner {
+					parts = append(parts, ib.Text)
+				}
+				fmt.Fprintf(&b, "%s tool_result %s: %s\n", m.Role, x.ToolUseID, strings.Join(parts, " "))
+			}
+		}
+	}
+	return b.String()
+}
+
+// firstRequest returns the first request of a scripted endpoint's log.
+func firstRequest(t *testing.T, log string) []byte {
+	t.Helper()
+	f, err := os.Open(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	if !sc.Scan() {
+		t.Fatalf("%s: no request logged", log)
+	}
+	return bytes.Clone(sc.Bytes())
+}
+
+// inOrder checks that text holds every want, in that order.
+func inOrder(t *testing.T, what, text string, want ...string) {
+	t.Helper()
+	at := 0
+	for _, w := range want {
+		i := strings.Index(text[at:], w)
+		if i < 0 {
+			t.Errorf("%s: %q missing (or out of order) after byte %d:\n%s", what, w, at, text)
+			return
+		}
+		at += i + len(w)
+	}
+}
+
+// runClaude runs the real Claude Code CLI in print mode, offline against
+// endpoint, in dir with HOME home, and returns its JSON result.
+func runClaude(t *testing.T, dir, home, endpoint string, args ...string) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, claudeCLI(t), append(args, "--output-format", "json")...)
+	cmd.Dir = dir
+	cmd.Env = append(withoutEnv("CLAUDE_CONFIG_DIR"), "HOME="+home, "ANTHROPIC_BASE_URL="+endpoint, "ANTHROPIC_API_KEY=sk-ant-offline-test",
+		"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "CTXSTORE_SERVICE_URL=", "CTXSTORE_TOKEN=")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("claude %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, out, stderr.String())
+	}
+	var res map[string]any
+	if err := json.Unmarshal(out, &res); err != nil || res["is_error"] == true {
+		t.Fatalf("claude's answer: %v %s", err, out)
+	}
+	return res
+}
+
+// startPiPlain starts the real Pi (RPC mode) with only the scripted model,
+// in e.dir with agent folder e.agentDir, continuing the newest session of
+// its working directory (-c): the session ctxstore placed there.
+func startPiPlain(t *testing.T, e *piEnv, endpoint string) *piRun {
+	t.Helper()
+	cmd := exec.Command(nodeBin(t), piCLI(t), "--no-extensions", "-e", repoPath(t, "tests/testdata/pi/scripted-model.ts"),
+		"--provider", "scripted", "--model", "scripted-1", "-c", "--mode", "rpc")
+	cmd.Dir = e.dir
+	cmd.Env = append(os.Environ(), "PI_CODING_AGENT_DIR="+e.agentDir, "PI_OFFLINE=1", "PI_SCRIPTED_URL="+endpoint, "CTXSTORE_SERVICE_URL=")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &piRun{t: t, cmd: cmd, stdin: stdin, events: make(chan map[string]any, 1024), stderr: &bytes.Buffer{}}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(p.events)
+		r := bufio.NewReaderSize(stdout, 1<<20)
+		for {
+			line, err := r.ReadBytes('\n')
+			var ev map[string]any
+			if json.Unmarshal(bytes.TrimSpace(line), &ev) == nil {
+				p.events <- ev
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(p.quit)
+	return p
+}
+
+// checkpointTranscript puts a harness's session file into the store with
+// the commit API: the messages after the first skip, as neutral events,
+// one commit on parent. It returns the commit and the file's message count.
+func checkpointTranscript(t *testing.T, c *cli, storeURL, file, parent, session, harness string, skip int) (string, int) {
+	t.Helper()
+	s, err := transcript.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Messages) <= skip {
+		t.Fatalf("%s: %d messages, problems %v", file, len(s.Messages), s.Report.Problems)
+	}
+	if len(s.Report.Problems) > 0 {
+		t.Logf("%s: the reader reported %v", file, s.Report.Problems)
+	}
+	b, err := events.Encode(events.FromMessages(s.Messages[skip:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	content := filepath.Join(t.TempDir(), "events.json")
+	if err := os.WriteFile(content, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--store", storeURL, "commit", "checkpoint", "--content", content, "--session", session, "--trigger", "import", "--harness", harness}
+	if parent != "" {
+		args = append(args, "--parent", parent)
+	}
+	return strings.TrimSpace(c.ok("", args...)), len(s.Messages)
+}
+
+// materialize runs ctxstore materialize with --json and returns its answer.
+func materialize(t *testing.T, c *cli, storeURL string, env []string, args ...string) map[string]any {
+	t.Helper()
+	saved := c.env
+	c.env = nil
+	for _, kv := range saved {
+		if !strings.HasPrefix(kv, "CLAUDE_CONFIG_DIR=") {
+			c.env = append(c.env, kv)
+		}
+	}
+	c.env = append(c.env, env...)
+	defer func() { c.env = saved }()
+	r := c.run("", append([]string{"--store", storeURL, "--json", "materialize"}, args...)...)
+	if r.code != 0 {
+		t.Fatalf("materialize %v: exit %d\n%s", args, r.code, r.stderr)
+	}
+	var out map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("materialize --json: %v\n%s", err, r.stdout)
+	}
+	return out
+}
+
+func crossHarnessScenario(t *testing.T, storeURL string) {
+	c := newCLI(t)
+	root := t.TempDir()
+	work, home := filepath.Join(root, "work"), filepath.Join(root, "home")
+	e := &piEnv{dir: work, agentDir: filepath.Join(root, "pi-agent")}
+	for _, d := range []string{work, home, e.agentDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(work, "notes.txt"), []byte("alpha-note\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := markerScript(map[string][]piStep{
+		"CC-Q1": {
+			{Tool: "Bash", Args: map[string]any{"command": "echo hello-from-bash", "description": "Say hello"}, ID: "toolu_cc1"},
+			{Tool: "Read", Args: map[string]any{"file_path": filepath.Join(work, "notes.txt")}, ID: "toolu_cc2"},
+			{Text: "CC-A1: the notes say alpha-note."},
+		},
+		"PI-Q2": {
+			{Tool: "read", Args: map[string]any{"path": "notes.txt"}, ID: "toolu_pi1"},
+			{Text: "PI-A2: Pi read the notes again."},
+		},
+		"CC-Q3": {{Text: "CC-A3: resumed in Claude Code."}},
+	})
+
+	// 1. A Claude Code session with two tool calls.
+	log1 := filepath.Join(root, "claude1.jsonl")
+	m1 := startScriptedMessages(t, nil, log1, script)
+	res := runClaude(t, work, home, m1.srv.URL, "-p", "CC-Q1: please look at the notes.", "--allowedTools", "Bash", "Read")
+	sid1, _ := res["session_id"].(string)
+	if !strings.Contains(fmt.Sprint(res["result"]), "CC-A1") {
+		t.Fatalf("claude's answer: %v", res)
+	}
+	ccFile := filepath.Join(home, ".claude", "projects", claudecode.ProjectDir(work), sid1+".jsonl")
+	if _, err := os.Stat(ccFile); err != nil {
+		t.Fatalf("Claude Code did not write its session where ProjectDir says: %v", err)
+	}
+	c1, _ := checkpointTranscript(t, c, storeURL, ccFile, "", sid1, "claude-code", 0)
+
+	// 2. Materialized for Pi, placed where Pi looks, continued in Pi.
+	penv := []string{"PI_CODING_AGENT_DIR=" + e.agentDir}
+	pm := materialize(t, c, storeURL, penv, c1, "--format", "pi", "--place", "--cwd", work)
+	piFile, _ := pm["file"].(string)
+	if pm["format"] != "pi-v3" || pm["tier"] != "field" || !strings.HasPrefix(piFile, filepath.Join(e.agentDir, "sessions")+string(filepath.Separator)) {
+		t.Fatalf("materialize for Pi: %v", pm)
+	}
+	before, err := transcript.ReadFile(piFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log2 := filepath.Join(root, "pi.jsonl")
+	m2 := startScriptedMessages(t, nil, log2, script)
+	pi := startPiPlain(t, e, m2.srv.URL)
+	pi.prompt("PI-Q2: what do the notes say now?")
+	pi.quit()
+	inOrder(t, "Pi's first model request", requestText(t, firstRequest(t, log2)),
+		"CC-Q1: please look at the notes.", "tool_use toolu_cc1 Bash", "tool_result toolu_cc1: hello-from-bash",
+		"tool_use toolu_cc2 Read", "tool_result toolu_cc2:", "alpha-note", "CC-A1: the notes say alpha-note.", "PI-Q2")
+	after, _ := piTranscript(t, piFile)
+	if len(after) < len(before.Messages)+3 {
+		t.Fatalf("Pi did not continue the placed session %s: %d messages, %d before", piFile, len(after), len(before.Messages))
+	}
+	c2, _ := checkpointTranscript(t, c, storeURL, piFile, c1, pm["session"].(string), "pi "+piVersion, len(before.Messages))
+
+	// 3. Materialized for Claude Code, placed where it looks, resumed.
+	cm := materialize(t, c, storeURL, []string{"HOME=" + home}, c2, "--format", "claude-code", "--place", "--cwd", work)
+	sid3, _ := cm["session"].(string)
+	if cm["format"] != "claude-code-v1" || cm["tier"] != "field" || sid3 == "" || sid3 == sid1 ||
+		cm["file"] != filepath.Join(home, ".claude", "projects", claudecode.ProjectDir(work), sid3+".jsonl") {
+		t.Fatalf("materialize for Claude Code: %v", cm)
+	}
+	log3 := filepath.Join(root, "claude3.jsonl")
+	m3 := startScriptedMessages(t, nil, log3, script)
+	res = runClaude(t, work, home, m3.srv.URL, "-p", "CC-Q3: and in the end?", "--resume", sid3)
+	if res["session_id"] != sid3 || !strings.Contains(fmt.Sprint(res["result"]), "CC-A3") {
+		t.Fatalf("claude --resume: %v", res)
+	}
+	inOrder(t, "Claude Code's first model request after --resume", requestText(t, firstRequest(t, log3)),
+		"CC-Q1: please look at the notes.", "tool_use toolu_cc1 Bash", "hello-from-bash", "tool_use toolu_cc2 Read", "alpha-note",
+		"CC-A1: the notes say alpha-note.", "PI-Q2: what do the notes say now?", "tool_use toolu_pi1 read",
+		"tool_result toolu_pi1: alpha-note", "PI-A2: Pi read the notes again.", "CC-Q3: and in the end?")
+
+	// The resumed session is Claude Code's own now: it appended the new
+	// turn to the placed file.
+	raw, err := os.ReadFile(cm["file"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inOrder(t, "the resumed Claude Code file", string(raw), "CC-Q1", "hello-from-bash", "CC-A1", "PI-Q2", "PI-A2", "CC-Q3", "CC-A3")
+}
+
+// withoutEnv is the test's environment without the named variables.
+func withoutEnv(names ...string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		keep := true
+		for _, n := range names {
+			keep = keep && !strings.HasPrefix(kv, n+"=")
+		}
+		if keep {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
