@@ -1,7 +1,6 @@
 package claudecode
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -356,63 +355,106 @@ func recordUUID(session string, i int) string {
 
 // SetSessionID returns a Claude Code session file whose records all name
 // session (which must be a UUID: `claude --resume` takes one). Record
-// uuids are derived anew from session, so two sessions made from one
-// materialization share no record uuid; parent links follow.
+// uuids are derived anew from session and the old uuid, and every string
+// in the file equal to a record's uuid (parentUuid, logicalParentUuid,
+// leafUuid, sourceToolAssistantUUID, ...) follows, so two sessions made
+// from one materialization share no record uuid and every link holds.
 func SetSessionID(file []byte, session string) ([]byte, error) {
 	if _, err := uuid.Parse(session); err != nil {
 		return nil, fmt.Errorf("claudecode: session id %q is not a UUID (Claude Code names sessions by UUID)", session)
 	}
-	return rewrite(file, func(rec map[string]any, remap func(string) string) {
-		if _, ok := rec["sessionId"]; ok {
-			rec["sessionId"] = session
+	recs, err := parseRecords(file)
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string]string{}
+	for _, r := range recs {
+		if s, ok := r.v["uuid"].(string); ok && s != "" {
+			ids[s] = uuid.NewSHA1(uuidSpace, []byte(session+"\x00"+s)).String()
 		}
-		for _, k := range []string{"uuid", "parentUuid", "logicalParentUuid", "leafUuid"} {
-			if s, ok := rec[k].(string); ok && s != "" {
-				rec[k] = remap(s)
+	}
+	var remap func(v any) any
+	remap = func(v any) any {
+		switch x := v.(type) {
+		case string:
+			if n, ok := ids[x]; ok {
+				return n
+			}
+		case map[string]any:
+			for k, e := range x {
+				x[k] = remap(e)
+			}
+		case []any:
+			for i, e := range x {
+				x[i] = remap(e)
 			}
 		}
-	}, func(old string) string { return uuid.NewSHA1(uuidSpace, []byte(session+"\x00"+old)).String() })
+		return v
+	}
+	for _, r := range recs {
+		remap(r.v)
+		if _, ok := r.v["sessionId"]; ok {
+			r.v["sessionId"] = session
+		}
+	}
+	return encodeRecords(recs)
 }
 
 // SetCwd returns a Claude Code session file whose records name cwd as
 // their working directory (Claude Code tells the model when a resumed
-// session's directory changed).
+// session's directory changed). Records without a cwd field (titles,
+// queue operations) are left as they are.
 func SetCwd(file []byte, cwd string) ([]byte, error) {
-	return rewrite(file, func(rec map[string]any, _ func(string) string) {
-		if _, ok := rec["type"]; ok {
-			rec["cwd"] = cwd
+	recs, err := parseRecords(file)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		if _, ok := r.v["uuid"]; ok {
+			r.v["cwd"] = cwd
 		}
-	}, nil)
+	}
+	return encodeRecords(recs)
 }
 
-// rewrite applies f to every record of file, keeping records' key order
-// irrelevant (JSON objects) and lines that are not objects as they are.
-func rewrite(file []byte, f func(map[string]any, func(string) string), remap func(string) string) ([]byte, error) {
-	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false)
-	sc := bufio.NewScanner(bytes.NewReader(file))
-	sc.Buffer(make([]byte, 0, 1<<16), 64<<20)
+// record is one line of a session file.
+type record struct{ v map[string]any }
+
+// parseRecords reads a session file's lines. A line that is not a JSON
+// object is an error naming it: a materialization holds only whole records.
+func parseRecords(file []byte) ([]record, error) {
+	var out []record
 	line := 0
-	for sc.Scan() {
+	for len(file) > 0 {
 		line++
-		l := sc.Bytes()
+		l := file
+		if i := bytes.IndexByte(file, '\n'); i >= 0 {
+			l, file = file[:i], file[i+1:]
+		} else {
+			file = nil
+		}
 		if len(bytes.TrimSpace(l)) == 0 {
 			continue
 		}
-		var rec map[string]any
+		var v map[string]any
 		dec := json.NewDecoder(bytes.NewReader(l))
 		dec.UseNumber()
-		if err := dec.Decode(&rec); err != nil {
-			return nil, fmt.Errorf("claudecode: line %d: not a JSON record: %w", line, err)
+		if err := dec.Decode(&v); err != nil || v == nil {
+			return nil, fmt.Errorf("claudecode: line %d: not a JSON record: %v", line, err)
 		}
-		f(rec, remap)
-		if err := enc.Encode(rec); err != nil {
+		out = append(out, record{v: v})
+	}
+	return out, nil
+}
+
+func encodeRecords(recs []record) ([]byte, error) {
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	for _, r := range recs {
+		if err := enc.Encode(r.v); err != nil {
 			return nil, err
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("claudecode: line %d: %w", line+1, err)
 	}
 	return out.Bytes(), nil
 }

@@ -3,11 +3,14 @@ package claudecode
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ctxstore/ctxstore/context/harness"
+	"github.com/ctxstore/ctxstore/internal/datasets"
 	"github.com/ctxstore/ctxstore/objects/conversation"
 	"github.com/ctxstore/ctxstore/objects/events"
 	"github.com/ctxstore/ctxstore/session/commits"
@@ -187,4 +190,84 @@ func TestProjectDir(t *testing.T) {
 	if p, err := SessionPath("/a/b", "id"); err != nil || p != "/cfg/projects/-a-b/id.jsonl" {
 		t.Errorf("SessionPath: %q %v", p, err)
 	}
+}
+
+// TestSetSessionIDOnRealFiles: naming a new session in a real Claude Code
+// file (a native materialization) renames every record uuid and every
+// reference to one, and the reader follows the same thread to the same
+// messages.
+func TestSetSessionIDOnRealFiles(t *testing.T) {
+	dir := filepath.Join(datasets.Dir(t), "claude-code")
+	files, _ := filepath.Glob(filepath.Join(dir, "raw", "*.jsonl"))
+	more, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	files = append(files, more...)
+	if len(files) < 6 {
+		t.Fatalf("datasets: %d Claude Code files", len(files))
+	}
+	const session = "7d0c6a0e-1111-4a2b-8c3d-9e8f7a6b5c4d"
+	for _, path := range files {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Whole records only: the reader's view of damaged lines is not
+		// what this test is about.
+		var clean []byte
+		for _, l := range bytes.Split(raw, []byte("\n")) {
+			var v map[string]any
+			if json.Unmarshal(l, &v) == nil && v != nil {
+				clean = append(append(clean, l...), '\n')
+			}
+		}
+		named, err := SetSessionID(clean, session)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		old, renamed := map[string]bool{}, map[string]bool{}
+		for _, r := range records(t, clean) {
+			if u, _ := r["uuid"].(string); u != "" {
+				old[u] = true
+			}
+		}
+		nrecs := records(t, named)
+		for i, r := range nrecs {
+			if sid, ok := r["sessionId"]; ok && sid != session {
+				t.Fatalf("%s record %d: sessionId %v", path, i, sid)
+			}
+			if u, _ := r["uuid"].(string); u != "" {
+				renamed[u] = true
+			}
+		}
+		for i, r := range nrecs {
+			for _, k := range []string{"uuid", "parentUuid", "logicalParentUuid", "leafUuid"} {
+				if s, _ := r[k].(string); old[s] {
+					t.Fatalf("%s record %d: %s %s kept its old uuid", path, i, k, s)
+				}
+			}
+			if p, _ := r["parentUuid"].(string); p != "" && !renamed[p] && old[p] {
+				t.Fatalf("%s record %d: parent %s does not resolve", path, i, p)
+			}
+		}
+		a, b := readBackLenient(t, clean), readBackLenient(t, named)
+		if len(a.Messages) == 0 || len(a.Messages) != len(b.Messages) {
+			t.Fatalf("%s: %d messages, %d after renaming", path, len(a.Messages), len(b.Messages))
+		}
+		for i := range a.Messages {
+			if a.Messages[i].Text != b.Messages[i].Text || a.Messages[i].Output != b.Messages[i].Output {
+				t.Fatalf("%s message %d differs after renaming", path, i)
+			}
+		}
+	}
+}
+
+func readBackLenient(t *testing.T, file []byte) *harness.Session {
+	t.Helper()
+	s := &harness.Session{Report: harness.Report{Types: map[string]int{}}}
+	recs, err := harness.ReadRecords(bytes.NewReader(file), &s.Report, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Read(s, recs)
+	harness.CheckToolResults(s)
+	return s
 }
