@@ -362,3 +362,74 @@ func withoutEnv(names ...string) []string {
 	}
 	return out
 }
+
+// TestMaterializeCLI: `ctxstore materialize` without a harness: the format
+// aliases, --out, --place for both harnesses (folders from the working
+// directory, a new UUID session, no overwrite without --force), and the
+// refusals, each naming what is wrong and writing nothing.
+func TestMaterializeCLI(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	st := c.path("store.db")
+	evs := `[{"type":"prompt","source":"user","text":"count the files"},` +
+		`{"type":"response","message_id":"m1","text":"Counting.","model":"claude-x"},` +
+		`{"type":"tool_call","message_id":"m1","tool":{"id":"t1","name":"Bash","input":{"command":"ls | wc -l"}}},` +
+		`{"type":"tool_result","tool":{"id":"t1","name":"Bash"},"result":{"content":"3"}},` +
+		`{"type":"response","message_id":"m2","text":"Three."}]`
+	id := strings.TrimSpace(c.ok(evs, "--store", st, "commit", "checkpoint", "--content", "-", "--session", "s1"))
+
+	// --out, with the alias; the same again is the same bytes.
+	var m map[string]any
+	c.jsonOut(&m, "", "--store", st, "materialize", id, "--format", "claude-code", "--out", c.path("cc.jsonl"))
+	if m["format"] != "claude-code-v1" || m["tier"] != "field" || m["file"] != c.path("cc.jsonl") {
+		t.Fatalf("materialize --out: %v", m)
+	}
+	first, _ := os.ReadFile(c.path("cc.jsonl"))
+	stdout := c.run("", "--store", st, "materialize", id, "--format", "claude-code")
+	if stdout.code != 0 || stdout.stdout != string(first) || !strings.Contains(stdout.stderr, "tier field") {
+		t.Fatalf("materialize to stdout: %+v", stdout)
+	}
+	s, err := transcript.ReadFile(c.path("cc.jsonl"))
+	if err != nil || len(s.Messages) != 4 || s.Messages[1].ToolCalls[0].Name != "Bash" || s.Messages[3].Text != "Three." {
+		t.Fatalf("the Claude Code file reads back as %+v (%v)", s, err)
+	}
+
+	// --place: Claude Code's folder for --cwd, a new UUID session.
+	home := c.path("home")
+	work := c.path("some work.dir")
+	c.env = append(withoutEnv("CTXSTORE_URL", "CLAUDE_CONFIG_DIR", "PI_CODING_AGENT_DIR"), "HOME="+home)
+	c.jsonOut(&m, "", "--store", st, "materialize", id, "--format", "claude", "--place", "--cwd", work)
+	sid, _ := m["session"].(string)
+	want := filepath.Join(home, ".claude", "projects", claudecode.ProjectDir(work), sid+".jsonl")
+	if len(sid) != 36 || m["file"] != want || m["cwd"] != work {
+		t.Fatalf("materialize --place: %v, want file %s", m, want)
+	}
+	placed, _ := os.ReadFile(want)
+	if n := strings.Count(string(placed), `"sessionId":"`+sid+`"`); n != 4 || strings.Count(string(placed), `"cwd":"`+work+`"`) != 4 {
+		t.Errorf("the placed file names session and cwd %d times:\n%s", n, placed)
+	}
+	// The same session again is refused; --force replaces it.
+	c.fail(1, "", []string{"--store", st, "materialize", id, "--format", "claude", "--place", "--cwd", work, "--session", sid}, "exists", "--force")
+	c.jsonOut(&m, "", "--store", st, "materialize", id, "--format", "claude", "--place", "--cwd", work, "--session", sid, "--force")
+
+	// Pi's folder.
+	c.jsonOut(&m, "", "--store", st, "materialize", id, "--format", "pi", "--place", "--cwd", work, "--session", "pi-s1")
+	dir := filepath.Join(home, ".pi", "agent", "sessions", "--"+strings.ReplaceAll(strings.TrimPrefix(work, "/"), "/", "-")+"--")
+	if f, _ := m["file"].(string); filepath.Dir(f) != dir || !strings.HasSuffix(f, "_pi-s1.jsonl") || m["format"] != "pi-v3" {
+		t.Fatalf("materialize --format pi --place: %v, want a file in %s", m, dir)
+	}
+
+	// Refusals write nothing (not even the snapshot cache).
+	var before, after map[string]any
+	c.jsonOut(&before, "", "--store", st, "status")
+	c.fail(2, "", []string{"--store", st, "materialize", id, "--place"}, "--place", "events-v1")
+	c.fail(2, "", []string{"--store", st, "materialize", id, "--place", "--out", "x"}, "--place and --out")
+	c.fail(2, "", []string{"--store", st, "materialize", id, "--format", "events", "--place"}, "--place", "events-v1")
+	c.fail(1, "", []string{"--store", st, "materialize", id, "--format", "claude-code", "--session", "not-a-uuid"}, "not a UUID")
+	c.fail(1, "", []string{"--store", st, "materialize", id, "--format", "nope-v1"}, "nope-v1")
+	c.fail(1, "", []string{"--store", st, "materialize", "ctx-00000000000000000000", "--format", "pi"}, "ctx-00000000000000000000")
+	c.jsonOut(&after, "", "--store", st, "status")
+	if fmt.Sprint(before["latest_completed"]) != fmt.Sprint(after["latest_completed"]) {
+		t.Errorf("a refused materialize wrote: %v -> %v", before["latest_completed"], after["latest_completed"])
+	}
+}

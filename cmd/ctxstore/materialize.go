@@ -15,6 +15,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/harness/claudecode"
 	_ "github.com/ctxstore/ctxstore/context/harness/pi" // pi-v3's codec
 	"github.com/ctxstore/ctxstore/session/commits"
+	"github.com/ctxstore/ctxstore/store"
 )
 
 // formatAliases are the harness names materialize takes for formats
@@ -79,21 +80,55 @@ func (c *materializeCmd) Run(a *app) error {
 		return err
 	}
 	defer s.Close()
-	m, err := commits.New(s, commits.Options{}).Materialize(a.ctx, commits.MaterializeRequest{ID: c.ID, Format: format, Stop: c.Stop, NoCache: c.NoCache})
+	svc := commits.New(s, commits.Options{})
+
+	// Every check before the materialization (which caches a snapshot):
+	// bad input writes nothing.
+	target := format
+	if target == "" && (c.Place || session != "") {
+		cm, err := svc.Show(a.ctx, c.ID, store.Basis{})
+		if err != nil {
+			return err
+		}
+		target = cm.Format
+	}
+	if c.Place && target != commits.FormatClaudeCode && target != commits.FormatPi {
+		return usagef("--place knows where Claude Code and Pi look for sessions, not %s; use --out", target)
+	}
+	if session != "" {
+		if f, ok := commits.DefaultRegistry.Lookup(target); ok && f.ForSession == nil {
+			return usagef("--session: %s files do not name a session", target)
+		}
+		if _, err := uuid.Parse(session); err != nil && target == commits.FormatClaudeCode {
+			return fmt.Errorf("--session %q is not a UUID (Claude Code names sessions by UUID)", session)
+		}
+	}
+	out := c.Out
+	if c.Place {
+		if out, err = placedPath(target, cwd, session); err != nil {
+			return err
+		}
+		if _, err := os.Stat(out); err == nil && !c.Force {
+			return fmt.Errorf("%s exists: a session of that id is there already (--force replaces it)", out)
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+
+	m, err := svc.Materialize(a.ctx, commits.MaterializeRequest{ID: c.ID, Format: format, Stop: c.Stop, NoCache: c.NoCache})
 	if err != nil {
 		return err
 	}
-	f, _ := commits.DefaultRegistry.Lookup(m.Format)
-	if c.Place && m.Format != commits.FormatClaudeCode && m.Format != commits.FormatPi {
-		return usagef("--place knows where Claude Code and Pi look for sessions, not %s; use --out", m.Format)
+	if c.Place && m.Format != target {
+		return fmt.Errorf("the chain of %s holds a format this binary does not know: materialized as %s (tier %s), which %s cannot resume",
+			c.ID, m.Format, m.Tier, target)
 	}
 	content := m.Content
 	if session != "" {
-		if f == nil || f.ForSession == nil {
-			return usagef("--session: %s files do not name a session", m.Format)
-		}
-		if content, err = f.ForSession(content, session); err != nil {
-			return fmt.Errorf("naming the session: %w", err)
+		if f, _ := commits.DefaultRegistry.Lookup(m.Format); f != nil && f.ForSession != nil {
+			if content, err = f.ForSession(content, session); err != nil {
+				return fmt.Errorf("naming the session: %w", err)
+			}
 		}
 	}
 	if m.Format == commits.FormatClaudeCode && cwd != "" {
@@ -101,18 +136,9 @@ func (c *materializeCmd) Run(a *app) error {
 			return err
 		}
 	}
-	out := c.Out
 	if c.Place {
-		if out, err = placedPath(m.Format, cwd, session); err != nil {
-			return err
-		}
 		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 			return fmt.Errorf("creating the harness's session folder: %w", err)
-		}
-		if _, err := os.Stat(out); err == nil && !c.Force {
-			return fmt.Errorf("%s exists: a session of that id is there already (--force replaces it)", out)
-		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
 		}
 	}
 	mc := *m
