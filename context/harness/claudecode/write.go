@@ -56,6 +56,10 @@ type Lost struct {
 	Orphans int `json:"orphans,omitempty"`
 	// Result blocks Claude Code has no form for (not text or image).
 	Blocks int `json:"blocks,omitempty"`
+	// Events of a sub-agent (metadata "sidechain": its own branch, not the
+	// main thread) or that the harness kept out of the model's context
+	// (metadata "exclude_from_context").
+	Excluded int `json:"excluded,omitempty"`
 }
 
 // SessionFile writes events as a Claude Code session file
@@ -114,6 +118,10 @@ func Encode(evs []events.Event) ([]byte, Lost, error) {
 			if s, ok := e.Metadata["version"].(string); ok && s != "" {
 				version = s
 			}
+		}
+		if e.Metadata["sidechain"] == true || e.Metadata["exclude_from_context"] == true {
+			lost.Excluded++
+			continue
 		}
 		switch e.Type {
 		case events.Prompt:

@@ -65,6 +65,8 @@ func TestSessionFile(t *testing.T) {
 		{Type: events.Metric, Metric: &events.MetricData{Status: "success"}},
 		{Type: events.System, Subtype: events.SubtypeCompactionSummary, Text: "summary so far"},
 		{Type: events.Prompt, Source: "command", Text: "<command-name>/x</command-name>", Meta: true},
+		{Type: events.Prompt, Source: "agent", Text: "a sub-agent's task", Metadata: map[string]any{"sidechain": true}},
+		{Type: events.Prompt, Source: "bash", Text: "!ls", Meta: true, Metadata: map[string]any{"exclude_from_context": true}},
 		{Type: events.Response, Text: "Done.", Time: t0.Add(time.Minute)},
 	}
 	f, ok := commits.DefaultRegistry.Lookup(commits.FormatClaudeCode)
@@ -75,7 +77,7 @@ func TestSessionFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lost != (Lost{Thinking: 1, Events: 2, Orphans: 1, Blocks: 1}) {
+	if lost != (Lost{Thinking: 1, Events: 2, Orphans: 1, Blocks: 1, Excluded: 2}) {
 		t.Errorf("lost %+v", lost)
 	}
 	again, _ := f.Encode(evs)
