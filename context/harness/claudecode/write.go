@@ -310,14 +310,24 @@ func firstNonEmpty(a, b string) string {
 }
 
 // toolResult is the tool_result block of a ToolResult event: the content
-// as a string, or as blocks when the result recorded images.
+// as a string, or as blocks when the result recorded images. Recorded
+// blocks that include text blocks (Claude Code's own list) are written as
+// they were; otherwise the text comes first, then the images.
 func toolResult(e events.Event, lost *Lost) map[string]any {
 	b := map[string]any{"type": "tool_result", "tool_use_id": e.Tool.ID}
 	text, isErr := "", false
 	var blocks []any
+	withText := false
 	if e.Result != nil {
 		text, isErr = e.Result.Content, e.Result.IsError
 		for _, x := range e.Result.Blocks {
+			if m, ok := x.(map[string]any); ok && m["type"] == "text" {
+				if s, ok := m["text"].(string); ok {
+					blocks = append(blocks, map[string]any{"type": "text", "text": s})
+					withText = true
+					continue
+				}
+			}
 			if img := imageBlock(x); img != nil {
 				blocks = append(blocks, img)
 			} else {
@@ -325,14 +335,17 @@ func toolResult(e events.Event, lost *Lost) map[string]any {
 			}
 		}
 	}
-	if len(blocks) > 0 {
+	switch {
+	case len(blocks) == 0:
+		b["content"] = text
+	case withText:
+		b["content"] = blocks
+	default:
 		content := []any{}
 		if text != "" {
 			content = append(content, map[string]any{"type": "text", "text": text})
 		}
 		b["content"] = append(content, blocks...)
-	} else {
-		b["content"] = text
 	}
 	b["is_error"] = isErr
 	return b

@@ -58,9 +58,12 @@ func TestSessionFile(t *testing.T) {
 		{Type: events.Response, MessageID: "msg_1", Text: "Listing.", Model: "claude-x", Usage: &conversation.Usage{Input: 7, Output: 3}},
 		{Type: events.ToolCall, MessageID: "msg_1", Tool: &events.Tool{ID: "t1", Name: "Bash", Input: map[string]any{"command": "ls"}}},
 		{Type: events.ToolCall, MessageID: "msg_1", Tool: &events.Tool{ID: "t2", Name: "read", Input: map[string]any{"path": "a"}}},
+		{Type: events.ToolCall, MessageID: "msg_1", Tool: &events.Tool{ID: "t3", Name: "Read", Input: map[string]any{"file_path": "b.png"}}},
 		{Type: events.ToolResult, Tool: &events.Tool{ID: "t1"}, Result: &events.Result{Content: "a.txt"}},
 		{Type: events.ToolResult, Tool: &events.Tool{ID: "t2"}, Result: &events.Result{Content: "shot", IsError: true,
 			Blocks: []any{map[string]any{"type": "image", "data": "iVBO", "mimeType": "image/png"}, map[string]any{"type": "audio"}}}},
+		{Type: events.ToolResult, Tool: &events.Tool{ID: "t3"}, Result: &events.Result{Content: "b.png\n[image: image/png, 3 bytes]",
+			Blocks: []any{map[string]any{"type": "text", "text": "b.png"}, map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": "iVBO"}}}}},
 		{Type: events.ToolResult, Tool: &events.Tool{ID: "nope"}, Result: &events.Result{Content: "orphan"}},
 		{Type: events.Metric, Metric: &events.MetricData{Status: "success"}},
 		{Type: events.System, Subtype: events.SubtypeCompactionSummary, Text: "summary so far"},
@@ -102,17 +105,20 @@ func TestSessionFile(t *testing.T) {
 	}
 	asst := recs[1]["message"].(map[string]any)
 	blocks := asst["content"].([]any)
-	if recs[1]["type"] != "assistant" || asst["id"] != "msg_1" || asst["stop_reason"] != "tool_use" || len(blocks) != 4 ||
+	if recs[1]["type"] != "assistant" || asst["id"] != "msg_1" || asst["stop_reason"] != "tool_use" || len(blocks) != 5 ||
 		blocks[0].(map[string]any)["signature"] != "sig" || asst["usage"].(map[string]any)["input_tokens"] != float64(7) {
 		t.Errorf("assistant record: %v", recs[1])
 	}
 	res := recs[2]["message"].(map[string]any)["content"].([]any)
-	if len(res) != 2 {
+	if len(res) != 3 {
 		t.Fatalf("tool results: %v", res)
 	}
 	img := res[1].(map[string]any)["content"].([]any)[1].(map[string]any)
 	if img["source"].(map[string]any)["media_type"] != "image/png" || res[1].(map[string]any)["is_error"] != true {
 		t.Errorf("image result: %v", res[1])
+	}
+	if b, _ := json.Marshal(res[2]); string(b) != `{"content":[{"text":"b.png","type":"text"},{"source":{"data":"iVBO","media_type":"image/png","type":"base64"},"type":"image"}],"is_error":false,"tool_use_id":"t3","type":"tool_result"}` {
+		t.Errorf("Claude Code's own result blocks: %s", b)
 	}
 	if recs[3]["isCompactSummary"] != true || recs[4]["isMeta"] != true || recs[5]["message"].(map[string]any)["stop_reason"] != "end_turn" {
 		t.Errorf("summary, meta, last: %v | %v | %v", recs[3], recs[4], recs[5])
@@ -123,7 +129,7 @@ func TestSessionFile(t *testing.T) {
 	for _, m := range s.Messages {
 		got = append(got, string(m.Role)+":"+m.Text+m.Output)
 	}
-	want := "user:list the files|assistant:Listing.|tool_result:a.txt|tool_result:shot\n[image: image/png, 3 bytes]|user:summary so far|user:<command-name>/x</command-name>|assistant:Done."
+	want := "user:list the files|assistant:Listing.|tool_result:a.txt|tool_result:shot\n[image: image/png, 3 bytes]|tool_result:b.png\n[image: image/png, 3 bytes]|user:summary so far|user:<command-name>/x</command-name>|assistant:Done."
 	if strings.Join(got, "|") != want {
 		t.Errorf("read back\n%q\nwant\n%q", strings.Join(got, "|"), want)
 	}
