@@ -15,7 +15,6 @@ import (
 
 	"github.com/ctxstore/ctxstore/context/harness/claudecode"
 	"github.com/ctxstore/ctxstore/context/transcript"
-	"github.com/ctxstore/ctxstore/objects/events"
 	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
 )
 
@@ -27,7 +26,8 @@ import (
 // looks and the real Pi continues it (`pi -c`, one more tool call); Pi's
 // file goes back into the store; `ctxstore materialize --format
 // claude-code --place` writes it where Claude Code looks and `claude
-// --resume <id>` continues it. At each step the model's first request of
+// --resume <id>` continues it, and that file is imported again. Every
+// import is `ctxstore import`. At each step the model's first request of
 // the new leg holds the whole earlier conversation, in order.
 func TestCrossHarnessSQLite(t *testing.T) {
 	t.Parallel()
@@ -203,34 +203,25 @@ func startPiPlain(t *testing.T, e *piEnv, endpoint string) *piRun {
 	return p
 }
 
-// checkpointTranscript puts a harness's session file into the store with
-// the commit API: the messages after the first skip, as neutral events,
-// one commit on parent. It returns the commit and the file's message count.
-func checkpointTranscript(t *testing.T, c *cli, storeURL, file, parent, session, harness string, skip int) (string, int) {
+// importFile runs `ctxstore import FILE --json` and returns the file's
+// result (its tip, format and sessions).
+func importFile(t *testing.T, c *cli, storeURL, file string) map[string]any {
 	t.Helper()
-	s, err := transcript.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
+	r := c.run("", "--store", storeURL, "--json", "import", file)
+	if r.code != 0 {
+		t.Fatalf("import %s: exit %d\n%s\n%s", file, r.code, r.stdout, r.stderr)
 	}
-	if len(s.Messages) <= skip {
-		t.Fatalf("%s: %d messages, problems %v", file, len(s.Messages), s.Report.Problems)
+	var res struct {
+		Files []map[string]any `json:"files"`
 	}
-	if len(s.Report.Problems) > 0 {
-		t.Logf("%s: the reader reported %v", file, s.Report.Problems)
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res.Files) != 1 {
+		t.Fatalf("import --json: %v\n%s", err, r.stdout)
 	}
-	b, err := events.Encode(events.FromMessages(s.Messages[skip:]))
-	if err != nil {
-		t.Fatal(err)
+	f := res.Files[0]
+	if f["status"] != "imported" || f["tip"] == nil {
+		t.Fatalf("import %s: %v", file, f)
 	}
-	content := filepath.Join(t.TempDir(), "events.json")
-	if err := os.WriteFile(content, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"--store", storeURL, "commit", "checkpoint", "--content", content, "--session", session, "--trigger", "import", "--harness", harness}
-	if parent != "" {
-		args = append(args, "--parent", parent)
-	}
-	return strings.TrimSpace(c.ok("", args...)), len(s.Messages)
+	return f
 }
 
 // materialize runs ctxstore materialize with --json and returns its answer.
@@ -280,6 +271,7 @@ func crossHarnessScenario(t *testing.T, storeURL string) {
 			{Text: "PI-A2: Pi read the notes again."},
 		},
 		"CC-Q3": {{Text: "CC-A3: resumed in Claude Code."}},
+		"CC-Q0": {{Text: "CC-A0: the same harness, a copy of the session."}},
 	})
 
 	// 1. A Claude Code session with two tool calls.
@@ -294,7 +286,31 @@ func crossHarnessScenario(t *testing.T, storeURL string) {
 	if _, err := os.Stat(ccFile); err != nil {
 		t.Fatalf("Claude Code did not write its session where ProjectDir says: %v", err)
 	}
-	c1, _ := checkpointTranscript(t, c, storeURL, ccFile, "", sid1, "claude-code", 0)
+	imp1 := importFile(t, c, storeURL, ccFile)
+	c1, _ := imp1["tip"].(string)
+	if imp1["format"] != "claude-code-v1" {
+		t.Fatalf("import of Claude Code's file: %v", imp1)
+	}
+
+	// 1b. The native tier: the imported lines themselves, renamed to a new
+	// session (every record uuid too), resume in Claude Code; the
+	// original file is untouched.
+	orig, _ := os.ReadFile(ccFile)
+	nm := materialize(t, c, storeURL, []string{"HOME=" + home}, c1, "--format", "claude-code", "--place", "--cwd", work)
+	if nm["tier"] != "native" {
+		t.Fatalf("materialize of an imported Claude Code chain for Claude Code: %v", nm)
+	}
+	log0 := filepath.Join(root, "claude0.jsonl")
+	m0 := startScriptedMessages(t, nil, log0, script)
+	if res := runClaude(t, work, home, m0.srv.URL, "-p", "CC-Q0: again?", "--resume", nm["session"].(string)); !strings.Contains(fmt.Sprint(res["result"]), "CC-A0") {
+		t.Fatalf("claude --resume of the native copy: %v", res)
+	}
+	inOrder(t, "Claude Code's first request after resuming the native copy", requestText(t, firstRequest(t, log0)),
+		"CC-Q1: please look at the notes.", "tool_use toolu_cc1 Bash", "tool_result toolu_cc1: hello-from-bash",
+		"tool_use toolu_cc2 Read", "alpha-note", "CC-A1: the notes say alpha-note.", "CC-Q0: again?")
+	if now, _ := os.ReadFile(ccFile); !bytes.Equal(now, orig) {
+		t.Errorf("resuming the copy changed the original session file")
+	}
 
 	// 2. Materialized for Pi, placed where Pi looks, continued in Pi.
 	penv := []string{"PI_CODING_AGENT_DIR=" + e.agentDir}
@@ -319,7 +335,11 @@ func crossHarnessScenario(t *testing.T, storeURL string) {
 	if len(after) < len(before.Messages)+3 {
 		t.Fatalf("Pi did not continue the placed session %s: %d messages, %d before", piFile, len(after), len(before.Messages))
 	}
-	c2, _ := checkpointTranscript(t, c, storeURL, piFile, c1, pm["session"].(string), "pi "+piVersion, len(before.Messages))
+	imp2 := importFile(t, c, storeURL, piFile)
+	c2, _ := imp2["tip"].(string)
+	if imp2["format"] != "pi-v3" {
+		t.Fatalf("import of Pi's file: %v", imp2)
+	}
 
 	// 3. Materialized for Claude Code, placed where it looks, resumed.
 	cm := materialize(t, c, storeURL, []string{"HOME=" + home}, c2, "--format", "claude-code", "--place", "--cwd", work)
@@ -346,6 +366,15 @@ func crossHarnessScenario(t *testing.T, storeURL string) {
 		t.Fatal(err)
 	}
 	inOrder(t, "the resumed Claude Code file", string(raw), "CC-Q1", "hello-from-bash", "CC-A1", "PI-Q2", "PI-A2", "CC-Q3", "CC-A3")
+
+	// And back into the store: the whole conversation, three legs, two
+	// harnesses, in one chain; in its own format it is the file's bytes.
+	imp3 := importFile(t, c, storeURL, cm["file"].(string))
+	ev := materialize(t, c, storeURL, nil, imp3["tip"].(string), "--format", "events", "--stop", "root")
+	inOrder(t, "the last import as events", fmt.Sprint(ev["content"]), "CC-Q1", "hello-from-bash", "CC-A1", "PI-Q2", "PI-A2", "CC-Q3", "CC-A3")
+	if back := materialize(t, c, storeURL, nil, imp3["tip"].(string), "--stop", "root"); back["content"] != string(raw) || back["tier"] != "native" {
+		t.Errorf("the imported resumed file does not materialize to its bytes (tier %v)", back["tier"])
+	}
 }
 
 // withoutEnv is the test's environment without the named variables.
