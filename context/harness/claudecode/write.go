@@ -101,6 +101,10 @@ type ccRec struct {
 	calls   int    // tool_use blocks
 	hasText bool
 	usage   map[string]any
+	// The harness's tree, when the events recorded it: the ids of the
+	// events in this record and the parent of its first.
+	ids       []string
+	parentRef string
 }
 
 // Encode is SessionFile that also says what was left out.
@@ -110,6 +114,23 @@ func Encode(evs []events.Event) ([]byte, Lost, error) {
 	var cur *ccRec // the open assistant or tool-result record
 	called := map[string]bool{}
 	cwd, version := "", ""
+	dropped := map[string]string{} // event id -> its parent, for events without a record
+	into := func(r *ccRec, e events.Event) {
+		if e.ID == "" {
+			return
+		}
+		if len(r.ids) == 0 {
+			r.parentRef = parentRef(e)
+		}
+		if len(r.ids) == 0 || r.ids[len(r.ids)-1] != e.ID {
+			r.ids = append(r.ids, e.ID)
+		}
+	}
+	drop := func(e events.Event) {
+		if _, seen := dropped[e.ID]; e.ID != "" && !seen {
+			dropped[e.ID] = parentRef(e)
+		}
+	}
 	for _, e := range evs {
 		if e.Metadata != nil {
 			if s, ok := e.Metadata["cwd"].(string); ok && s != "" {
@@ -121,28 +142,34 @@ func Encode(evs []events.Event) ([]byte, Lost, error) {
 		}
 		if e.Metadata["sidechain"] == true || e.Metadata["exclude_from_context"] == true {
 			lost.Excluded++
+			drop(e)
 			continue
 		}
 		switch e.Type {
 		case events.Prompt:
 			cur = nil
 			recs = append(recs, &ccRec{typ: "user", t: e.Time, text: e.Text, meta: e.Meta || (e.Source != "" && e.Source != "user")})
+			into(recs[len(recs)-1], e)
 		case events.System:
 			switch e.Subtype {
 			case events.SubtypeCompactionSummary:
 				cur = nil
 				recs = append(recs, &ccRec{typ: "user", t: e.Time, text: e.Text, compact: true})
+				into(recs[len(recs)-1], e)
 			case events.SubtypeNarrative:
 				cur = nil
 				recs = append(recs, &ccRec{typ: "user", t: e.Time, text: e.Text})
+				into(recs[len(recs)-1], e)
 			default:
 				lost.Events++
+				drop(e)
 			}
 		case events.Thinking, events.Response, events.ToolCall:
 			if !joins(cur, e) {
 				cur = &ccRec{typ: "assistant", msgID: e.MessageID, model: e.Model, t: e.Time}
 				recs = append(recs, cur)
 			}
+			into(cur, e)
 			if cur.model == "" {
 				cur.model = e.Model
 			}
@@ -178,6 +205,7 @@ func Encode(evs []events.Event) ([]byte, Lost, error) {
 		case events.ToolResult:
 			if !called[e.Tool.ID] {
 				lost.Orphans++
+				drop(e)
 				continue
 			}
 			delete(called, e.Tool.ID)
@@ -185,9 +213,11 @@ func Encode(evs []events.Event) ([]byte, Lost, error) {
 				cur = &ccRec{typ: "user", t: e.Time, calls: 1}
 				recs = append(recs, cur)
 			}
+			into(cur, e)
 			cur.blocks = append(cur.blocks, toolResult(e, &lost))
 		default:
 			lost.Events++
+			drop(e)
 		}
 	}
 
@@ -195,11 +225,17 @@ func Encode(evs []events.Event) ([]byte, Lost, error) {
 	kept := recs[:0]
 	for _, r := range recs {
 		if r.typ == "assistant" && len(r.blocks) == 0 {
+			for _, id := range r.ids {
+				if _, seen := dropped[id]; !seen {
+					dropped[id] = r.parentRef
+				}
+			}
 			continue
 		}
 		kept = append(kept, r)
 	}
 	recs = kept
+	parents := link(recs, dropped)
 
 	// Times: each unknown time is the one before it (or the first known).
 	var first time.Time
@@ -228,9 +264,12 @@ func Encode(evs []events.Event) ([]byte, Lost, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	parent := any(nil)
 	for i, r := range recs {
 		id := recordUUID(session, i)
+		parent := any(nil)
+		if parents[i] >= 0 {
+			parent = recordUUID(session, parents[i])
+		}
 		rec := map[string]any{"parentUuid": parent, "isSidechain": false, "type": r.typ, "uuid": id,
 			"timestamp": r.t.UTC().Format("2006-01-02T15:04:05.000Z"), "userType": "external", "sessionId": session}
 		if cwd != "" {
@@ -275,9 +314,65 @@ func Encode(evs []events.Event) ([]byte, Lost, error) {
 		if err := enc.Encode(rec); err != nil {
 			return nil, lost, err
 		}
-		parent = id
 	}
 	return b.Bytes(), lost, nil
+}
+
+// parentRef is the parent an event's record names in the harness's tree:
+// its parent id, or (a compaction's root) its logical parent.
+func parentRef(e events.Event) string {
+	if e.ParentID != "" {
+		return e.ParentID
+	}
+	s, _ := e.Metadata["logical_parent"].(string)
+	return s
+}
+
+// link gives each record its parent (an index; -1 for none). Where the
+// events recorded the harness's tree (ids and parent ids, as imported
+// Claude Code and Pi files do), a record's parent is the record holding
+// its first event's parent (through events that have no record: a
+// parent that is an attachment or a hook notice stands for its own
+// parent), so the file keeps the original's branches and Claude Code
+// resumes the branch the original ended on, not an abandoned one. A record
+// that continues a source record split in two (tool results and text of
+// one user record) follows the record before it, as does every record
+// whose events name no parent, or a parent that is not earlier in the file.
+func link(recs []*ccRec, dropped map[string]string) []int {
+	last := map[string]int{}  // event id -> the last record holding it
+	first := map[string]int{} // event id -> the first record holding it
+	for i, r := range recs {
+		for _, id := range r.ids {
+			if _, ok := first[id]; !ok {
+				first[id] = i
+			}
+			last[id] = i
+		}
+	}
+	resolve := func(id string) int {
+		for steps := 0; id != "" && steps <= len(dropped); steps++ {
+			if i, ok := last[id]; ok {
+				return i
+			}
+			p, ok := dropped[id]
+			if !ok {
+				return -1
+			}
+			id = p
+		}
+		return -1
+	}
+	parents := make([]int, len(recs))
+	for i, r := range recs {
+		parents[i] = i - 1
+		if len(r.ids) == 0 || first[r.ids[0]] < i || r.parentRef == "" {
+			continue
+		}
+		if p := resolve(r.parentRef); p >= 0 && p < i {
+			parents[i] = p
+		}
+	}
+	return parents
 }
 
 // joins tells whether event e belongs to the open assistant record cur: the

@@ -279,3 +279,93 @@ func readBackLenient(t *testing.T, file []byte) *harness.Session {
 	harness.CheckToolResults(s)
 	return s
 }
+
+// TestFieldRoundTripDatasets: every Claude Code dataset file, decoded to
+// neutral events and encoded again (the field tier, as a translation from
+// another format sees it), reads back as the same main thread: the same
+// messages, in order, with the same texts, tool calls and results. The
+// only difference: Claude Code's synthetic assistant messages (model
+// "<synthetic>", made by Claude Code, never by a model) decode as errors
+// and are left out.
+func TestFieldRoundTripDatasets(t *testing.T) {
+	dir := filepath.Join(datasets.Dir(t), "claude-code")
+	files, _ := filepath.Glob(filepath.Join(dir, "raw", "*.jsonl"))
+	more, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	files = append(files, more...)
+	if len(files) < 6 {
+		t.Fatalf("datasets: %d Claude Code files", len(files))
+	}
+	for _, path := range files {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := Decode(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		enc, _, err := Encode(evs)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		orig, back := readBackLenient(t, raw), readBackLenient(t, enc)
+		var want []conversation.Message
+		for _, m := range orig.Messages {
+			if m.Role != conversation.RoleAssistant || m.Model != "<synthetic>" {
+				want = append(want, m)
+			}
+		}
+		if len(back.Messages) != len(want) || back.Report.OffBranch != 0 || len(back.Report.Problems) != 0 {
+			t.Errorf("%s: %d messages back, want %d; off branch %d; problems %v", path, len(back.Messages), len(want), back.Report.OffBranch, back.Report.Problems)
+			continue
+		}
+		for i, m := range want {
+			b := back.Messages[i]
+			same := m.Role == b.Role && m.Text == b.Text && m.Output == b.Output && m.IsError == b.IsError &&
+				m.ToolCallID == b.ToolCallID && len(m.ToolCalls) == len(b.ToolCalls)
+			for j := 0; same && j < len(m.ToolCalls); j++ {
+				x, _ := json.Marshal(m.ToolCalls[j])
+				y, _ := json.Marshal(b.ToolCalls[j])
+				same = string(x) == string(y)
+			}
+			if !same {
+				t.Errorf("%s message %d:\n got %+v\nwant %+v", path, i, b, m)
+				break
+			}
+		}
+	}
+}
+
+// TestBranches: events that recorded the harness's tree (a rewind: a
+// second prompt on the first answer) keep it, so the resumed thread is the
+// branch the conversation ended on; a parent that has no record (an
+// attachment) stands for its own parent; events without a tree are
+// chained in order.
+func TestBranches(t *testing.T) {
+	evs := []events.Event{
+		{Type: events.Prompt, Source: "user", Text: "first", ID: "u1"},
+		{Type: events.Response, Text: "answer one", ID: "u2", ParentID: "u1", MessageID: "msg_1"},
+		{Type: events.Prompt, Source: "user", Text: "abandoned question", ID: "u3", ParentID: "u2"},
+		{Type: events.Response, Text: "abandoned answer", ID: "u4", ParentID: "u3", MessageID: "msg_2"},
+		{Type: events.Output, Subtype: "attachment", ID: "u7", ParentID: "u2"},
+		{Type: events.Prompt, Source: "user", Text: "second try", ID: "u5", ParentID: "u7"},
+		{Type: events.Response, Text: "answer two", ID: "u6", ParentID: "u5", MessageID: "msg_3"},
+		{Type: events.Prompt, Source: "user", Text: "live, no tree"},
+		{Type: events.Response, Text: "live answer"},
+	}
+	file, _, err := Encode(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := readBack(t, file)
+	var got []string
+	for _, m := range s.Messages {
+		got = append(got, m.Text)
+	}
+	if want := "first|answer one|second try|answer two|live, no tree|live answer"; strings.Join(got, "|") != want {
+		t.Errorf("thread %q, want %q", strings.Join(got, "|"), want)
+	}
+	if s.Report.OffBranch != 2 {
+		t.Errorf("off branch: %d records, want the abandoned 2", s.Report.OffBranch)
+	}
+}
