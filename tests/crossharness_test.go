@@ -41,11 +41,11 @@ func TestCrossHarnessXTDB(t *testing.T) {
 	crossHarnessScenario(t, xtdbtest.ForTest(t))
 }
 
-// markerScript answers a request by the newest user message holding one of
+// xhScript answers a request by the newest user message holding one of
 // the markers: the marker's steps, one per tool result the conversation
 // holds after that message (so a leg's tool calls run in order however the
 // history before it looks).
-func markerScript(legs map[string][]piStep) func(messagesRequest) piStep {
+func xhScript(legs map[string][]piStep) func(messagesRequest) piStep {
 	return func(req messagesRequest) piStep {
 		for i := len(req.Messages) - 1; i >= 0; i-- {
 			if req.Messages[i].Role != "user" {
@@ -76,9 +76,9 @@ func markerScript(legs map[string][]piStep) func(messagesRequest) piStep {
 	}
 }
 
-// requestText flattens a logged Messages API request's conversation: one
+// xhRequestText flattens a logged Messages API request's conversation: one
 // line per block (text, tool_use name and input, tool_result content).
-func requestText(t *testing.T, line []byte) string {
+func xhRequestText(t *testing.T, line []byte) string {
 	t.Helper()
 	var req messagesRequest
 	if err := json.Unmarshal(line, &req); err != nil {
@@ -110,8 +110,8 @@ func requestText(t *testing.T, line []byte) string {
 	return b.String()
 }
 
-// firstRequest returns the first request of a scripted endpoint's log.
-func firstRequest(t *testing.T, log string) []byte {
+// xhFirstRequest returns the first request of a scripted endpoint's log.
+func xhFirstRequest(t *testing.T, log string) []byte {
 	t.Helper()
 	f, err := os.Open(log)
 	if err != nil {
@@ -126,8 +126,8 @@ func firstRequest(t *testing.T, log string) []byte {
 	return bytes.Clone(sc.Bytes())
 }
 
-// inOrder checks that text holds every want, in that order.
-func inOrder(t *testing.T, what, text string, want ...string) {
+// xhInOrder checks that text holds every want, in that order.
+func xhInOrder(t *testing.T, what, text string, want ...string) {
 	t.Helper()
 	at := 0
 	for _, w := range want {
@@ -140,15 +140,15 @@ func inOrder(t *testing.T, what, text string, want ...string) {
 	}
 }
 
-// runClaude runs the real Claude Code CLI in print mode, offline against
+// xhRunClaude runs the real Claude Code CLI in print mode, offline against
 // endpoint, in dir with HOME home, and returns its JSON result.
-func runClaude(t *testing.T, dir, home, endpoint string, args ...string) map[string]any {
+func xhRunClaude(t *testing.T, dir, home, endpoint string, args ...string) map[string]any {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, claudeCLI(t), append(args, "--output-format", "json")...)
 	cmd.Dir = dir
-	cmd.Env = append(withoutEnv("CLAUDE_CONFIG_DIR"), "HOME="+home, "ANTHROPIC_BASE_URL="+endpoint, "ANTHROPIC_API_KEY=sk-ant-offline-test",
+	cmd.Env = append(xhEnvWithout("CLAUDE_CONFIG_DIR"), "HOME="+home, "ANTHROPIC_BASE_URL="+endpoint, "ANTHROPIC_API_KEY=sk-ant-offline-test",
 		"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "CTXSTORE_SERVICE_URL=", "CTXSTORE_TOKEN=")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -163,10 +163,10 @@ func runClaude(t *testing.T, dir, home, endpoint string, args ...string) map[str
 	return res
 }
 
-// startPiPlain starts the real Pi (RPC mode) with only the scripted model,
+// xhStartPi starts the real Pi (RPC mode) with only the scripted model,
 // in e.dir with agent folder e.agentDir, continuing the newest session of
 // its working directory (-c): the session ctxstore placed there.
-func startPiPlain(t *testing.T, e *piEnv, endpoint string) *piRun {
+func xhStartPi(t *testing.T, e *piEnv, endpoint string) *piRun {
 	t.Helper()
 	cmd := exec.Command(nodeBin(t), piCLI(t), "--no-extensions", "-e", repoPath(t, "tests/testdata/pi/scripted-model.ts"),
 		"--provider", "scripted", "--model", "scripted-1", "-c", "--mode", "rpc")
@@ -203,9 +203,9 @@ func startPiPlain(t *testing.T, e *piEnv, endpoint string) *piRun {
 	return p
 }
 
-// importFile runs `ctxstore import FILE --json` and returns the file's
+// xhImport runs `ctxstore import FILE --json` and returns the file's
 // result (its tip, format and sessions).
-func importFile(t *testing.T, c *cli, storeURL, file string) map[string]any {
+func xhImport(t *testing.T, c *cli, storeURL, file string) map[string]any {
 	t.Helper()
 	r := c.run("", "--store", storeURL, "--json", "import", file)
 	if r.code != 0 {
@@ -224,8 +224,8 @@ func importFile(t *testing.T, c *cli, storeURL, file string) map[string]any {
 	return f
 }
 
-// materialize runs ctxstore materialize with --json and returns its answer.
-func materialize(t *testing.T, c *cli, storeURL string, env []string, args ...string) map[string]any {
+// xhMaterialize runs ctxstore materialize with --json and returns its answer.
+func xhMaterialize(t *testing.T, c *cli, storeURL string, env []string, args ...string) map[string]any {
 	t.Helper()
 	saved := c.env
 	c.env = nil
@@ -260,7 +260,7 @@ func crossHarnessScenario(t *testing.T, storeURL string) {
 	if err := os.WriteFile(filepath.Join(work, "notes.txt"), []byte("alpha-note\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	script := markerScript(map[string][]piStep{
+	script := xhScript(map[string][]piStep{
 		"CC-Q1": {
 			{Tool: "Bash", Args: map[string]any{"command": "echo hello-from-bash", "description": "Say hello"}, ID: "toolu_cc1"},
 			{Tool: "Read", Args: map[string]any{"file_path": filepath.Join(work, "notes.txt")}, ID: "toolu_cc2"},
@@ -277,7 +277,7 @@ func crossHarnessScenario(t *testing.T, storeURL string) {
 	// 1. A Claude Code session with two tool calls.
 	log1 := filepath.Join(root, "claude1.jsonl")
 	m1 := startScriptedMessages(t, nil, log1, script)
-	res := runClaude(t, work, home, m1.srv.URL, "-p", "CC-Q1: please look at the notes.", "--allowedTools", "Bash", "Read")
+	res := xhRunClaude(t, work, home, m1.srv.URL, "-p", "CC-Q1: please look at the notes.", "--allowedTools", "Bash", "Read")
 	sid1, _ := res["session_id"].(string)
 	if !strings.Contains(fmt.Sprint(res["result"]), "CC-A1") {
 		t.Fatalf("claude's answer: %v", res)
@@ -286,7 +286,7 @@ func crossHarnessScenario(t *testing.T, storeURL string) {
 	if _, err := os.Stat(ccFile); err != nil {
 		t.Fatalf("Claude Code did not write its session where ProjectDir says: %v", err)
 	}
-	imp1 := importFile(t, c, storeURL, ccFile)
+	imp1 := xhImport(t, c, storeURL, ccFile)
 	c1, _ := imp1["tip"].(string)
 	if imp1["format"] != "claude-code-v1" {
 		t.Fatalf("import of Claude Code's file: %v", imp1)
@@ -296,16 +296,16 @@ func crossHarnessScenario(t *testing.T, storeURL string) {
 	// session (every record uuid too), resume in Claude Code; the
 	// original file is untouched.
 	orig, _ := os.ReadFile(ccFile)
-	nm := materialize(t, c, storeURL, []string{"HOME=" + home}, c1, "--format", "claude-code", "--place", "--cwd", work)
+	nm := xhMaterialize(t, c, storeURL, []string{"HOME=" + home}, c1, "--format", "claude-code", "--place", "--cwd", work)
 	if nm["tier"] != "native" {
 		t.Fatalf("materialize of an imported Claude Code chain for Claude Code: %v", nm)
 	}
 	log0 := filepath.Join(root, "claude0.jsonl")
 	m0 := startScriptedMessages(t, nil, log0, script)
-	if res := runClaude(t, work, home, m0.srv.URL, "-p", "CC-Q0: again?", "--resume", nm["session"].(string)); !strings.Contains(fmt.Sprint(res["result"]), "CC-A0") {
+	if res := xhRunClaude(t, work, home, m0.srv.URL, "-p", "CC-Q0: again?", "--resume", nm["session"].(string)); !strings.Contains(fmt.Sprint(res["result"]), "CC-A0") {
 		t.Fatalf("claude --resume of the native copy: %v", res)
 	}
-	inOrder(t, "Claude Code's first request after resuming the native copy", requestText(t, firstRequest(t, log0)),
+	xhInOrder(t, "Claude Code's first request after resuming the native copy", xhRequestText(t, xhFirstRequest(t, log0)),
 		"CC-Q1: please look at the notes.", "tool_use toolu_cc1 Bash", "tool_result toolu_cc1: hello-from-bash",
 		"tool_use toolu_cc2 Read", "alpha-note", "CC-A1: the notes say alpha-note.", "CC-Q0: again?")
 	if now, _ := os.ReadFile(ccFile); !bytes.Equal(now, orig) {
@@ -314,7 +314,7 @@ func crossHarnessScenario(t *testing.T, storeURL string) {
 
 	// 2. Materialized for Pi, placed where Pi looks, continued in Pi.
 	penv := []string{"PI_CODING_AGENT_DIR=" + e.agentDir}
-	pm := materialize(t, c, storeURL, penv, c1, "--format", "pi", "--place", "--cwd", work)
+	pm := xhMaterialize(t, c, storeURL, penv, c1, "--format", "pi", "--place", "--cwd", work)
 	piFile, _ := pm["file"].(string)
 	if pm["format"] != "pi-v3" || pm["tier"] != "field" || !strings.HasPrefix(piFile, filepath.Join(e.agentDir, "sessions")+string(filepath.Separator)) {
 		t.Fatalf("materialize for Pi: %v", pm)
@@ -325,24 +325,24 @@ func crossHarnessScenario(t *testing.T, storeURL string) {
 	}
 	log2 := filepath.Join(root, "pi.jsonl")
 	m2 := startScriptedMessages(t, nil, log2, script)
-	pi := startPiPlain(t, e, m2.srv.URL)
+	pi := xhStartPi(t, e, m2.srv.URL)
 	pi.prompt("PI-Q2: what do the notes say now?")
 	pi.quit()
-	inOrder(t, "Pi's first model request", requestText(t, firstRequest(t, log2)),
+	xhInOrder(t, "Pi's first model request", xhRequestText(t, xhFirstRequest(t, log2)),
 		"CC-Q1: please look at the notes.", "tool_use toolu_cc1 Bash", "tool_result toolu_cc1: hello-from-bash",
 		"tool_use toolu_cc2 Read", "tool_result toolu_cc2:", "alpha-note", "CC-A1: the notes say alpha-note.", "PI-Q2")
 	after, _ := piTranscript(t, piFile)
 	if len(after) < len(before.Messages)+3 {
 		t.Fatalf("Pi did not continue the placed session %s: %d messages, %d before", piFile, len(after), len(before.Messages))
 	}
-	imp2 := importFile(t, c, storeURL, piFile)
+	imp2 := xhImport(t, c, storeURL, piFile)
 	c2, _ := imp2["tip"].(string)
 	if imp2["format"] != "pi-v3" {
 		t.Fatalf("import of Pi's file: %v", imp2)
 	}
 
 	// 3. Materialized for Claude Code, placed where it looks, resumed.
-	cm := materialize(t, c, storeURL, []string{"HOME=" + home}, c2, "--format", "claude-code", "--place", "--cwd", work)
+	cm := xhMaterialize(t, c, storeURL, []string{"HOME=" + home}, c2, "--format", "claude-code", "--place", "--cwd", work)
 	sid3, _ := cm["session"].(string)
 	if cm["format"] != "claude-code-v1" || cm["tier"] != "field" || sid3 == "" || sid3 == sid1 ||
 		cm["file"] != filepath.Join(home, ".claude", "projects", claudecode.ProjectDir(work), sid3+".jsonl") {
@@ -350,11 +350,11 @@ func crossHarnessScenario(t *testing.T, storeURL string) {
 	}
 	log3 := filepath.Join(root, "claude3.jsonl")
 	m3 := startScriptedMessages(t, nil, log3, script)
-	res = runClaude(t, work, home, m3.srv.URL, "-p", "CC-Q3: and in the end?", "--resume", sid3)
+	res = xhRunClaude(t, work, home, m3.srv.URL, "-p", "CC-Q3: and in the end?", "--resume", sid3)
 	if res["session_id"] != sid3 || !strings.Contains(fmt.Sprint(res["result"]), "CC-A3") {
 		t.Fatalf("claude --resume: %v", res)
 	}
-	inOrder(t, "Claude Code's first model request after --resume", requestText(t, firstRequest(t, log3)),
+	xhInOrder(t, "Claude Code's first model request after --resume", xhRequestText(t, xhFirstRequest(t, log3)),
 		"CC-Q1: please look at the notes.", "tool_use toolu_cc1 Bash", "hello-from-bash", "tool_use toolu_cc2 Read", "alpha-note",
 		"CC-A1: the notes say alpha-note.", "PI-Q2: what do the notes say now?", "tool_use toolu_pi1 read",
 		"tool_result toolu_pi1: alpha-note", "PI-A2: Pi read the notes again.", "CC-Q3: and in the end?")
@@ -365,20 +365,20 @@ func crossHarnessScenario(t *testing.T, storeURL string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inOrder(t, "the resumed Claude Code file", string(raw), "CC-Q1", "hello-from-bash", "CC-A1", "PI-Q2", "PI-A2", "CC-Q3", "CC-A3")
+	xhInOrder(t, "the resumed Claude Code file", string(raw), "CC-Q1", "hello-from-bash", "CC-A1", "PI-Q2", "PI-A2", "CC-Q3", "CC-A3")
 
 	// And back into the store: the whole conversation, three legs, two
 	// harnesses, in one chain; in its own format it is the file's bytes.
-	imp3 := importFile(t, c, storeURL, cm["file"].(string))
-	ev := materialize(t, c, storeURL, nil, imp3["tip"].(string), "--format", "events", "--stop", "root")
-	inOrder(t, "the last import as events", fmt.Sprint(ev["content"]), "CC-Q1", "hello-from-bash", "CC-A1", "PI-Q2", "PI-A2", "CC-Q3", "CC-A3")
-	if back := materialize(t, c, storeURL, nil, imp3["tip"].(string), "--stop", "root"); back["content"] != string(raw) || back["tier"] != "native" {
+	imp3 := xhImport(t, c, storeURL, cm["file"].(string))
+	ev := xhMaterialize(t, c, storeURL, nil, imp3["tip"].(string), "--format", "events", "--stop", "root")
+	xhInOrder(t, "the last import as events", fmt.Sprint(ev["content"]), "CC-Q1", "hello-from-bash", "CC-A1", "PI-Q2", "PI-A2", "CC-Q3", "CC-A3")
+	if back := xhMaterialize(t, c, storeURL, nil, imp3["tip"].(string), "--stop", "root"); back["content"] != string(raw) || back["tier"] != "native" {
 		t.Errorf("the imported resumed file does not materialize to its bytes (tier %v)", back["tier"])
 	}
 }
 
-// withoutEnv is the test's environment without the named variables.
-func withoutEnv(names ...string) []string {
+// xhEnvWithout is the test's environment without the named variables.
+func xhEnvWithout(names ...string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
 		keep := true
@@ -426,7 +426,7 @@ func TestMaterializeCLI(t *testing.T) {
 	// --place: Claude Code's folder for --cwd, a new UUID session.
 	home := c.path("home")
 	work := c.path("some work.dir")
-	c.env = append(withoutEnv("CTXSTORE_URL", "CLAUDE_CONFIG_DIR", "PI_CODING_AGENT_DIR"), "HOME="+home)
+	c.env = append(xhEnvWithout("CTXSTORE_URL", "CLAUDE_CONFIG_DIR", "PI_CODING_AGENT_DIR"), "HOME="+home)
 	c.jsonOut(&m, "", "--store", st, "materialize", id, "--format", "claude", "--place", "--cwd", work)
 	sid, _ := m["session"].(string)
 	want := filepath.Join(home, ".claude", "projects", claudecode.ProjectDir(work), sid+".jsonl")
