@@ -462,3 +462,56 @@ func TestMaterializeCLI(t *testing.T) {
 		t.Errorf("a refused materialize wrote: %v -> %v", before["latest_completed"], after["latest_completed"])
 	}
 }
+
+// TestPiToClaudeCode: a session begun in Pi (its own header, model and
+// thinking-level entries, a read call) is imported, materialized for
+// Claude Code where it looks, and continued with `claude --resume`: the
+// model's first request holds Pi's conversation (SQLite; the XTDB path is
+// the same as TestCrossHarnessXTDB's).
+func TestPiToClaudeCode(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	root := t.TempDir()
+	storeURL := "sqlite:" + filepath.Join(root, "store.db")
+	work, home := filepath.Join(root, "work"), filepath.Join(root, "home")
+	e := &piEnv{dir: work, agentDir: filepath.Join(root, "pi-agent")}
+	for _, d := range []string{work, home, e.agentDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(work, "plan.md"), []byte("step one: beta-plan\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := xhScript(map[string][]piStep{
+		"PI-Q0": {
+			{Tool: "read", Args: map[string]any{"path": "plan.md"}, ID: "toolu_p0"},
+			{Text: "PI-A0: the plan starts with beta-plan."},
+		},
+		"CC-Q9": {{Text: "CC-A9: continued from Pi."}},
+	})
+	m1 := startScriptedMessages(t, nil, filepath.Join(root, "pi.jsonl"), script)
+	pi := xhStartPi(t, e, m1.srv.URL)
+	pi.prompt("PI-Q0: what is the plan?")
+	pi.quit()
+	files, _ := filepath.Glob(filepath.Join(e.agentDir, "sessions", "*", "*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("Pi's session files: %v", files)
+	}
+	imp := xhImport(t, c, storeURL, files[0])
+	if imp["format"] != "pi-v3" {
+		t.Fatalf("import of Pi's file: %v", imp)
+	}
+	cm := xhMaterialize(t, c, storeURL, []string{"HOME=" + home}, imp["tip"].(string), "--format", "claude-code", "--place", "--cwd", work)
+	if cm["tier"] != "field" {
+		t.Fatalf("materialize: %v", cm)
+	}
+	log := filepath.Join(root, "claude.jsonl")
+	m2 := startScriptedMessages(t, nil, log, script)
+	if res := xhRunClaude(t, work, home, m2.srv.URL, "-p", "CC-Q9: go on", "--resume", cm["session"].(string)); !strings.Contains(fmt.Sprint(res["result"]), "CC-A9") {
+		t.Fatalf("claude --resume: %v", res)
+	}
+	xhInOrder(t, "Claude Code's first request", xhRequestText(t, xhFirstRequest(t, log)),
+		"PI-Q0: what is the plan?", "tool_use toolu_p0 read", "tool_result toolu_p0: step one: beta-plan",
+		"PI-A0: the plan starts with beta-plan.", "CC-Q9: go on")
+}
