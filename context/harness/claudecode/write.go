@@ -39,6 +39,10 @@ func init() {
 // derives (UUID version 5): the same events give the same file.
 var uuidSpace = uuid.MustParse("6f3c1d52-8a4e-5b7f-9c20-3e1d7a6b4c10")
 
+// NoResult is the content of the error result the encoder gives a tool
+// call that has none.
+const NoResult = "[no result was recorded for this tool call]"
+
 // epoch stands in for unknown times when no event has one.
 var epoch = time.Unix(0, 0).UTC()
 
@@ -60,6 +64,11 @@ type Lost struct {
 	// main thread) or that the harness kept out of the model's context
 	// (metadata "exclude_from_context").
 	Excluded int `json:"excluded,omitempty"`
+	// Unanswered counts tool calls with no result before the conversation
+	// went on: they get an error result saying so (the Messages API
+	// refuses a tool_use without a tool_result right after it, and Claude
+	// Code would drop the call).
+	Unanswered int `json:"unanswered,omitempty"`
 }
 
 // SessionFile writes events as a Claude Code session file
@@ -105,6 +114,7 @@ type ccRec struct {
 	// events in this record and the parent of its first.
 	ids       []string
 	parentRef string
+	synthetic bool // results the encoder wrote for calls without one
 }
 
 // Encode is SessionFile that also says what was left out.
@@ -114,6 +124,23 @@ func Encode(evs []events.Event) ([]byte, Lost, error) {
 	var cur *ccRec // the open assistant or tool-result record
 	called := map[string]bool{}
 	cwd, version := "", ""
+	var open []string // tool calls of the latest assistant records still without a result
+	answer := func() {
+		if len(open) == 0 {
+			return
+		}
+		if cur == nil || cur.typ != "user" || cur.calls == 0 {
+			cur = &ccRec{typ: "user", calls: 1, synthetic: true}
+			recs = append(recs, cur)
+		}
+		for _, id := range open {
+			cur.blocks = append(cur.blocks, map[string]any{"type": "tool_result", "tool_use_id": id,
+				"content": NoResult, "is_error": true})
+			lost.Unanswered++
+			delete(called, id)
+		}
+		open = nil
+	}
 	dropped := map[string]string{} // event id -> its parent, for events without a record
 	into := func(r *ccRec, e events.Event) {
 		if e.ID == "" {
@@ -147,16 +174,19 @@ func Encode(evs []events.Event) ([]byte, Lost, error) {
 		}
 		switch e.Type {
 		case events.Prompt:
+			answer()
 			cur = nil
 			recs = append(recs, &ccRec{typ: "user", t: e.Time, text: e.Text, meta: e.Meta || (e.Source != "" && e.Source != "user")})
 			into(recs[len(recs)-1], e)
 		case events.System:
 			switch e.Subtype {
 			case events.SubtypeCompactionSummary:
+				answer()
 				cur = nil
 				recs = append(recs, &ccRec{typ: "user", t: e.Time, text: e.Text, compact: true})
 				into(recs[len(recs)-1], e)
 			case events.SubtypeNarrative:
+				answer()
 				cur = nil
 				recs = append(recs, &ccRec{typ: "user", t: e.Time, text: e.Text})
 				into(recs[len(recs)-1], e)
@@ -166,6 +196,7 @@ func Encode(evs []events.Event) ([]byte, Lost, error) {
 			}
 		case events.Thinking, events.Response, events.ToolCall:
 			if !joins(cur, e) {
+				answer()
 				cur = &ccRec{typ: "assistant", msgID: e.MessageID, model: e.Model, t: e.Time}
 				recs = append(recs, cur)
 			}
@@ -201,6 +232,7 @@ func Encode(evs []events.Event) ([]byte, Lost, error) {
 				cur.blocks = append(cur.blocks, map[string]any{"type": "tool_use", "id": e.Tool.ID, "name": e.Tool.Name, "input": in})
 				cur.calls++
 				called[e.Tool.ID] = true
+				open = append(open, e.Tool.ID)
 			}
 		case events.ToolResult:
 			if !called[e.Tool.ID] {
@@ -209,6 +241,12 @@ func Encode(evs []events.Event) ([]byte, Lost, error) {
 				continue
 			}
 			delete(called, e.Tool.ID)
+			for i, id := range open {
+				if id == e.Tool.ID {
+					open = append(open[:i:i], open[i+1:]...)
+					break
+				}
+			}
 			if cur == nil || cur.typ != "user" || cur.calls == 0 {
 				cur = &ccRec{typ: "user", t: e.Time, calls: 1}
 				recs = append(recs, cur)
@@ -220,6 +258,8 @@ func Encode(evs []events.Event) ([]byte, Lost, error) {
 			drop(e)
 		}
 	}
+
+	answer()
 
 	// Drop assistant records left empty (unsigned thinking only).
 	kept := recs[:0]
@@ -369,6 +409,9 @@ func link(recs []*ccRec, dropped map[string]string) []int {
 			continue
 		}
 		if p := resolve(r.parentRef); p >= 0 && p < i {
+			for p+1 < i && recs[p+1].synthetic {
+				p++ // the results the encoder gave the parent's calls
+			}
 			parents[i] = p
 		}
 	}

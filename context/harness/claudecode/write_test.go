@@ -369,3 +369,40 @@ func TestBranches(t *testing.T) {
 		t.Errorf("off branch: %d records, want the abandoned 2", s.Report.OffBranch)
 	}
 }
+
+// TestUnansweredCalls: a tool call the conversation went on from without a
+// result (an interrupted tool, a parallel call whose result is missing)
+// gets an error result saying so, right after it, so the Messages API's
+// pairing rule holds and Claude Code keeps the call; the record that
+// followed the call in the harness's tree follows that result; a result
+// arriving later is an orphan.
+func TestUnansweredCalls(t *testing.T) {
+	evs := []events.Event{
+		{Type: events.Prompt, Source: "user", Text: "do two things", ID: "u1"},
+		{Type: events.ToolCall, MessageID: "msg_1", ID: "u2", ParentID: "u1", Tool: &events.Tool{ID: "t1", Name: "Bash"}},
+		{Type: events.ToolCall, MessageID: "msg_1", ID: "u2", ParentID: "u1", Tool: &events.Tool{ID: "t2", Name: "Bash"}},
+		{Type: events.ToolResult, ID: "u3", ParentID: "u2", Tool: &events.Tool{ID: "t1"}, Result: &events.Result{Content: "one"}},
+		{Type: events.Prompt, Source: "user", Text: "stop, say hi", ID: "u4", ParentID: "u3"},
+		{Type: events.ToolCall, MessageID: "msg_2", ID: "u5", ParentID: "u4", Tool: &events.Tool{ID: "t3", Name: "Bash"}},
+		{Type: events.Prompt, Source: "user", Text: "interrupted", ID: "u6", ParentID: "u5"},
+		{Type: events.ToolResult, ID: "u7", ParentID: "u6", Tool: &events.Tool{ID: "t3"}, Result: &events.Result{Content: "late"}},
+		{Type: events.ToolCall, MessageID: "msg_3", ID: "u8", ParentID: "u6", Tool: &events.Tool{ID: "t4", Name: "Read"}},
+	}
+	file, lost, err := Encode(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lost.Unanswered != 3 || lost.Orphans != 1 {
+		t.Errorf("lost %+v", lost)
+	}
+	s := readBack(t, file)
+	var got []string
+	for _, m := range s.Messages {
+		got = append(got, string(m.Role)+":"+m.Text+m.Output)
+	}
+	want := "user:do two things|assistant:|tool_result:one|tool_result:" + NoResult + "|user:stop, say hi|assistant:|tool_result:" + NoResult +
+		"|user:interrupted|assistant:|tool_result:" + NoResult
+	if strings.Join(got, "|") != want || s.Report.OffBranch != 0 {
+		t.Errorf("read back\n%q\nwant\n%q (off branch %d)", strings.Join(got, "|"), want, s.Report.OffBranch)
+	}
+}
