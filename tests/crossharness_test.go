@@ -410,7 +410,7 @@ func TestMaterializeCLI(t *testing.T) {
 	// --out, with the alias; the same again is the same bytes.
 	var m map[string]any
 	c.jsonOut(&m, "", "--store", st, "materialize", id, "--format", "claude-code", "--out", c.path("cc.jsonl"))
-	if m["format"] != "claude-code-v1" || m["tier"] != "field" || m["file"] != c.path("cc.jsonl") {
+	if m["format"] != "claude-code-v1" || m["tier"] != "field" || m["file"] != c.path("cc.jsonl") || m["lost"] != nil {
 		t.Fatalf("materialize --out: %v", m)
 	}
 	first, _ := os.ReadFile(c.path("cc.jsonl"))
@@ -446,6 +446,17 @@ func TestMaterializeCLI(t *testing.T) {
 	dir := filepath.Join(home, ".pi", "agent", "sessions", "--"+strings.ReplaceAll(strings.TrimPrefix(work, "/"), "/", "-")+"--")
 	if f, _ := m["file"].(string); filepath.Dir(f) != dir || !strings.HasSuffix(f, "_pi-s1.jsonl") || m["format"] != "pi-v3" {
 		t.Fatalf("materialize --format pi --place: %v, want a file in %s", m, dir)
+	}
+
+	// What Claude Code cannot hold is said (a call without a result).
+	unanswered := strings.TrimSpace(c.ok(`[{"type":"prompt","text":"go"},{"type":"tool_call","tool":{"id":"t9","name":"Bash"}},{"type":"prompt","text":"stop"}]`,
+		"--store", st, "commit", "checkpoint", "--content", "-", "--session", "s2"))
+	c.jsonOut(&m, "", "--store", st, "materialize", unanswered, "--format", "claude-code")
+	if fmt.Sprint(m["lost"]) != "map[unanswered:1]" {
+		t.Errorf("lost: %v", m["lost"])
+	}
+	if r := c.run("", "--store", st, "materialize", unanswered, "--format", "claude-code"); !strings.Contains(r.stderr, "1 tool calls without a result") {
+		t.Errorf("stderr: %s", r.stderr)
 	}
 
 	// Refusals write nothing (not even the snapshot cache).

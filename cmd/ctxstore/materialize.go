@@ -14,6 +14,7 @@ import (
 
 	"github.com/ctxstore/ctxstore/context/harness/claudecode"
 	_ "github.com/ctxstore/ctxstore/context/harness/pi" // pi-v3's codec
+	"github.com/ctxstore/ctxstore/objects/events"
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -144,6 +145,10 @@ func (c *materializeCmd) Run(a *app) error {
 	mc := *m
 	mc.Content = content
 	mc.ContentSHA256 = commits.ContentHash(content)
+	lost, err := claudeCodeLost(a, svc, c.ID, c.Stop, m)
+	if err != nil {
+		return err
+	}
 	if out != "" {
 		if err := writeOutput(a.stdout, out, false, "the session file", func(w io.Writer) error {
 			_, err := w.Write(content)
@@ -159,12 +164,16 @@ func (c *materializeCmd) Run(a *app) error {
 		}
 		return a.printJSON(struct {
 			materializedJSON
-			Session string `json:"session,omitempty"`
-			Cwd     string `json:"cwd,omitempty"`
-		}{o, session, cwd})
+			Session string           `json:"session,omitempty"`
+			Cwd     string           `json:"cwd,omitempty"`
+			Lost    *claudecode.Lost `json:"lost,omitempty"`
+		}{o, session, cwd, lost})
 	}
 	fmt.Fprintf(a.stderr, "%s: %d commits, %s, tier %s, %d messages, ~%d tokens%s\n", m.Commit, m.Commits, m.Format, m.Tier,
 		m.MessageCount, m.TokenCount, map[bool]string{true: " (cached)", false: ""}[m.Cached])
+	if lost != nil {
+		fmt.Fprintf(a.stderr, "not representable in Claude Code (docs/crossharness.md): %s\n", lostText(*lost))
+	}
 	if out == "" {
 		_, err := a.stdout.Write(content)
 		return err
@@ -220,4 +229,41 @@ func trimOneSeparator(p string) string {
 		return p[1:]
 	}
 	return p
+}
+
+// claudeCodeLost says what a translation into claude-code-v1 left out or
+// made up (nil for other formats, the native tier, or nothing lost): the
+// chain's events encoded again, without touching the cache.
+func claudeCodeLost(a *app, svc *commits.Service, id, stop string, m *commits.Materialized) (*claudecode.Lost, error) {
+	if m.Format != commits.FormatClaudeCode || m.Tier == commits.TierNative {
+		return nil, nil
+	}
+	ev, err := svc.Materialize(a.ctx, commits.MaterializeRequest{ID: id, Format: commits.FormatEvents, Stop: stop, NoCache: true})
+	if err != nil {
+		return nil, err
+	}
+	evs, err := events.Decode(ev.Content)
+	if err != nil {
+		return nil, err
+	}
+	_, lost, err := claudecode.Encode(evs)
+	if err != nil || lost == (claudecode.Lost{}) {
+		return nil, err
+	}
+	return &lost, nil
+}
+
+func lostText(l claudecode.Lost) string {
+	var parts []string
+	for _, x := range []struct {
+		n    int
+		what string
+	}{{l.Thinking, "thinking blocks without a Claude signature"}, {l.Events, "harness events with no message (system, metrics, errors, raw records)"},
+		{l.Excluded, "sub-agent or out-of-context events"}, {l.Orphans, "tool results without a call"},
+		{l.Blocks, "result blocks that are neither text nor image"}, {l.Unanswered, "tool calls without a result (given an error result)"}} {
+		if x.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", x.n, x.what))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
