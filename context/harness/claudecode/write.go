@@ -46,8 +46,8 @@ const NoResult = "[no result was recorded for this tool call]"
 // epoch stands in for unknown times when no event has one.
 var epoch = time.Unix(0, 0).UTC()
 
-// Lost counts what an encoding left out because Claude Code cannot hold it
-// (docs/crossharness.md).
+// Lost counts what an encoding left out because Claude Code cannot hold it,
+// or made up because Claude Code needs it (docs/crossharness.md).
 type Lost struct {
 	// Thinking blocks without a signature (the Messages API refuses an
 	// unsigned thinking block) or signed for a model that is not Claude.
@@ -73,9 +73,10 @@ type Lost struct {
 
 // SessionFile writes events as a Claude Code session file
 // (docs/crossharness.md): one JSON record per line, each with uuid,
-// parentUuid (the record before it; null for the first), isSidechain
-// false, type, message, timestamp, userType "external", sessionId, and cwd
-// and version when the events recorded them (metadata "cwd", "version").
+// parentUuid (the harness's tree when the events recorded it, else the
+// record before; null for the first, see link), isSidechain false, type,
+// message, timestamp, userType "external", sessionId, and cwd and version
+// when the events recorded them (metadata "cwd", "version").
 //
 //   - A prompt becomes a "user" record whose content is its text (isMeta
 //     when the harness made it); a compaction summary a user record marked
@@ -88,7 +89,8 @@ type Lost struct {
 //     recorded.
 //   - Consecutive tool results become one "user" record of tool_result
 //     blocks (content: the text, plus image blocks when recorded;
-//     is_error).
+//     is_error). A call the conversation went on from without a result
+//     gets an error result (NoResult).
 //
 // The session id is derived from the content until ForSession names the
 // session; record uuids are derived from the session id and the record's
@@ -117,7 +119,7 @@ type ccRec struct {
 	synthetic bool // results the encoder wrote for calls without one
 }
 
-// Encode is SessionFile that also says what was left out.
+// Encode is SessionFile that also says what was left out or made up.
 func Encode(evs []events.Event) ([]byte, Lost, error) {
 	var lost Lost
 	var recs []*ccRec
