@@ -110,8 +110,10 @@ func xhRequestText(t *testing.T, line []byte) string {
 	return b.String()
 }
 
-// xhFirstRequest returns the first request of a scripted endpoint's log.
-func xhFirstRequest(t *testing.T, log string) []byte {
+// xhRequestWith returns the conversation (xhRequestText) of the first
+// request in a scripted endpoint's log whose conversation holds marker: the
+// leg's first model call, whatever side requests a harness makes.
+func xhRequestWith(t *testing.T, log, marker string) string {
 	t.Helper()
 	f, err := os.Open(log)
 	if err != nil {
@@ -120,10 +122,15 @@ func xhFirstRequest(t *testing.T, log string) []byte {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 64<<20)
-	if !sc.Scan() {
-		t.Fatalf("%s: no request logged", log)
+	n := 0
+	for sc.Scan() {
+		n++
+		if text := xhRequestText(t, sc.Bytes()); strings.Contains(text, marker) {
+			return text
+		}
 	}
-	return bytes.Clone(sc.Bytes())
+	t.Fatalf("%s: none of %d requests holds %q (%v)", log, n, marker, sc.Err())
+	return ""
 }
 
 // xhInOrder checks that text holds every want, in that order.
@@ -305,7 +312,7 @@ func crossHarnessScenario(t *testing.T, storeURL string) {
 	if res := xhRunClaude(t, work, home, m0.srv.URL, "-p", "CC-Q0: again?", "--resume", nm["session"].(string)); !strings.Contains(fmt.Sprint(res["result"]), "CC-A0") {
 		t.Fatalf("claude --resume of the native copy: %v", res)
 	}
-	xhInOrder(t, "Claude Code's first request after resuming the native copy", xhRequestText(t, xhFirstRequest(t, log0)),
+	xhInOrder(t, "Claude Code's first request after resuming the native copy", xhRequestWith(t, log0, "CC-Q0"),
 		"CC-Q1: please look at the notes.", "tool_use toolu_cc1 Bash", "tool_result toolu_cc1: hello-from-bash",
 		"tool_use toolu_cc2 Read", "alpha-note", "CC-A1: the notes say alpha-note.", "CC-Q0: again?")
 	if now, _ := os.ReadFile(ccFile); !bytes.Equal(now, orig) {
@@ -328,7 +335,7 @@ func crossHarnessScenario(t *testing.T, storeURL string) {
 	pi := xhStartPi(t, e, m2.srv.URL)
 	pi.prompt("PI-Q2: what do the notes say now?")
 	pi.quit()
-	xhInOrder(t, "Pi's first model request", xhRequestText(t, xhFirstRequest(t, log2)),
+	xhInOrder(t, "Pi's first model request", xhRequestWith(t, log2, "PI-Q2"),
 		"CC-Q1: please look at the notes.", "tool_use toolu_cc1 Bash", "tool_result toolu_cc1: hello-from-bash",
 		"tool_use toolu_cc2 Read", "tool_result toolu_cc2:", "alpha-note", "CC-A1: the notes say alpha-note.", "PI-Q2")
 	after, _ := piTranscript(t, piFile)
@@ -354,7 +361,7 @@ func crossHarnessScenario(t *testing.T, storeURL string) {
 	if res["session_id"] != sid3 || !strings.Contains(fmt.Sprint(res["result"]), "CC-A3") {
 		t.Fatalf("claude --resume: %v", res)
 	}
-	xhInOrder(t, "Claude Code's first model request after --resume", xhRequestText(t, xhFirstRequest(t, log3)),
+	xhInOrder(t, "Claude Code's first model request after --resume", xhRequestWith(t, log3, "CC-Q3"),
 		"CC-Q1: please look at the notes.", "tool_use toolu_cc1 Bash", "hello-from-bash", "tool_use toolu_cc2 Read", "alpha-note",
 		"CC-A1: the notes say alpha-note.", "PI-Q2: what do the notes say now?", "tool_use toolu_pi1 read",
 		"tool_result toolu_pi1: alpha-note", "PI-A2: Pi read the notes again.", "CC-Q3: and in the end?")
@@ -522,7 +529,7 @@ func TestPiToClaudeCode(t *testing.T) {
 	if res := xhRunClaude(t, work, home, m2.srv.URL, "-p", "CC-Q9: go on", "--resume", cm["session"].(string)); !strings.Contains(fmt.Sprint(res["result"]), "CC-A9") {
 		t.Fatalf("claude --resume: %v", res)
 	}
-	xhInOrder(t, "Claude Code's first request", xhRequestText(t, xhFirstRequest(t, log)),
+	xhInOrder(t, "Claude Code's first request", xhRequestWith(t, log, "CC-Q9"),
 		"PI-Q0: what is the plan?", "tool_use toolu_p0 read", "tool_result toolu_p0: step one: beta-plan",
 		"PI-A0: the plan starts with beta-plan.", "CC-Q9: go on")
 }
