@@ -40,6 +40,7 @@ type cli struct {
 	Calls        callsCmd        `cmd:"" group:"context" help:"One line per model call of a session: tokens, cached share, cost, cache break and what it cost, rebase and reason, what collapsed."`
 	Call         callCmd         `cmd:"" group:"context" help:"The exact context of call N, blocks labelled by kind and object (--raw: the bytes sent; --diff M: against call M)."`
 	Commit       commitCmd       `cmd:"" group:"context" help:"Context commits: checkpoint, show, history, materialize, resolve, update-metadata, fork (docs/commits.md)."`
+	Materialize  materializeCmd  `cmd:"" group:"context" help:"Write the conversation at a commit as a session file Pi or Claude Code resumes (--format pi|claude-code; --place puts it where the harness looks)."`
 	Search       searchCmd       `cmd:"" group:"context" help:"Full-text search over every object (metadata and snippets, ranked)."`
 	QuerySession querySessionCmd `cmd:"" group:"context" name:"query-session" help:"Ask a question about a session: a model answers from its conversation, or the best-matching passages without one."`
 	Object       objectCmd       `cmd:"" group:"context" help:"An object's versions on both time axes, and which calls showed which version."`

@@ -209,7 +209,7 @@ func (c *commitMaterializeCmd) Run(a *app) error {
 		return err
 	}
 	defer s.Close()
-	m, err := commits.New(s, commits.Options{}).Materialize(a.ctx, commits.MaterializeRequest{ID: c.ID, Format: c.Format, Stop: c.Stop, NoCache: c.NoCache})
+	m, err := commits.New(s, commits.Options{}).Materialize(a.ctx, commits.MaterializeRequest{ID: c.ID, Format: resolveFormat(c.Format), Stop: c.Stop, NoCache: c.NoCache})
 	if err != nil {
 		return err
 	}
@@ -293,7 +293,7 @@ func (c *commitForkCmd) Run(a *app) error {
 		return err
 	}
 	defer s.Close()
-	f, err := commits.New(s, commits.Options{}).Fork(a.ctx, commits.ForkRequest{From: c.ID, Session: c.Session, Format: c.Format, Stop: c.Stop, Provenance: c.provenance()})
+	f, err := commits.New(s, commits.Options{}).Fork(a.ctx, commits.ForkRequest{From: c.ID, Session: c.Session, Format: resolveFormat(c.Format), Stop: c.Stop, Provenance: c.provenance()})
 	if err != nil {
 		return err
 	}
