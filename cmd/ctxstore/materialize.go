@@ -19,16 +19,6 @@ import (
 	"github.com/ctxstore/ctxstore/store"
 )
 
-// formatAliases are the harness names materialize takes for formats
-// (docs/crossharness.md).
-var formatAliases = map[string]string{
-	"pi":          commits.FormatPi,
-	"claude-code": commits.FormatClaudeCode,
-	"claude":      commits.FormatClaudeCode,
-	"events":      commits.FormatEvents,
-	"narrative":   commits.FormatNarrative,
-}
-
 // materializeCmd writes the conversation at a commit as a session file a
 // harness resumes (issue 13 item 2).
 type materializeCmd struct {
@@ -43,13 +33,8 @@ type materializeCmd struct {
 	NoCache bool   `name:"no-cache" help:"Neither read nor write the snapshot cache."`
 }
 
-// resolveFormat turns an alias into a format name.
-func resolveFormat(f string) string {
-	if n, ok := formatAliases[f]; ok {
-		return n
-	}
-	return f
-}
+// resolveFormat turns a harness name into a format name.
+func resolveFormat(f string) string { return commits.CanonicalFormat(f) }
 
 // Run implements materialize.
 func (c *materializeCmd) Run(a *app) error {

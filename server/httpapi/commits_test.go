@@ -46,6 +46,12 @@ func TestCommitRoutes(t *testing.T) {
 	if !root.Cached {
 		t.Fatal("repeat not cached")
 	}
+	// A harness name stands for its format, as on the CLI.
+	var alias MaterializeResponse
+	e.ok("POST", "/v1/commits/"+cp.ID+"/materialize", MaterializeBody{Stop: "root", Format: "narrative"}, &alias)
+	if alias.Format != "narrative-v1" || *alias.Content != *root.Content {
+		t.Fatalf("format alias narrative: %+v", alias)
+	}
 	var up commits.Commit
 	e.ok("POST", "/v1/commits/"+c1.ID+"/metadata", map[string]any{"summary": "a greeting", "tags": []string{"x"}}, &up)
 	var old commits.Commit

@@ -125,6 +125,26 @@ func (r *Registry) Names() []string {
 	return out
 }
 
+// formatAliases are the harness names the faces take for formats
+// (docs/crossharness.md): `materialize --format claude-code` and the HTTP
+// materialize route's "format" alike.
+var formatAliases = map[string]string{
+	"pi":          FormatPi,
+	"claude-code": FormatClaudeCode,
+	"claude":      FormatClaudeCode,
+	"events":      FormatEvents,
+	"narrative":   FormatNarrative,
+}
+
+// CanonicalFormat returns the format a harness name stands for ("pi" ->
+// pi-v3, "claude-code" -> claude-code-v1), or name itself.
+func CanonicalFormat(name string) string {
+	if n, ok := formatAliases[name]; ok {
+		return n
+	}
+	return name
+}
+
 // SplitFormat splits "{family}-v{version}".
 func SplitFormat(name string) (family string, version int, ok bool) {
 	i := strings.LastIndex(name, "-v")
