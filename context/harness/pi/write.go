@@ -34,13 +34,21 @@ var epoch = time.Unix(0, 0).UTC()
 // SessionFile writes events as a Pi v3 session file: a header (version 3,
 // no cwd: Pi then uses its working directory; the id is derived from the
 // content until ForSession names the session) and one "message" entry per
-// harness-neutral message (events.ToMessages), each the child of the one
-// before. User messages (summaries and narratives included) become Pi user
-// messages, assistant messages carry their text and tool calls (api and
-// provider "ctxstore", stopReason toolUse or stop, zero usage unless
-// recorded), tool results become toolResult messages.
+// message, each the child of the one before. Prompts (summaries and
+// narratives included) become Pi user messages; a model message (a
+// Response, its Thinking and its ToolCalls, grouped by MessageID as
+// events.ToMessages groups them) becomes one assistant message whose
+// content keeps the recorded order of thinking (with its signature), text
+// and tool-call blocks (api and provider "ctxstore", stopReason toolUse or
+// stop, zero usage unless recorded); tool results become toolResult
+// messages with their image blocks (Claude Code's base64 sources or Pi's own
+// shape) after the text. Metrics, errors and other system events have no
+// Pi message and are left out (docs/crossharness.md).
 func SessionFile(evs []events.Event) ([]byte, error) {
-	msgs := events.ToMessages(evs)
+	msgs, err := piMessages(evs)
+	if err != nil {
+		return nil, err
+	}
 	var b bytes.Buffer
 	line := func(v any) error {
 		enc := json.NewEncoder(&b)
@@ -53,8 +61,8 @@ func SessionFile(evs []events.Event) ([]byte, error) {
 	}
 	id := commits.ContentHash(body)
 	first := epoch
-	if len(msgs) > 0 && !msgs[0].Time.IsZero() {
-		first = msgs[0].Time
+	if len(msgs) > 0 && !msgs[0].time.IsZero() {
+		first = msgs[0].time
 	}
 	if err := line(map[string]any{"type": "session", "version": 3,
 		"id":        fmt.Sprintf("%s-%s-%s-%s-%s", id[0:8], id[8:12], id[12:16], id[16:20], id[20:32]),
@@ -63,17 +71,9 @@ func SessionFile(evs []events.Event) ([]byte, error) {
 	}
 	parent := any(nil)
 	for i, m := range msgs {
-		t := m.Time
-		if t.IsZero() {
-			t = epoch
-		}
 		entry := fmt.Sprintf("%08x", i+1)
-		msg, err := piMessage(m, t)
-		if err != nil {
-			return nil, err
-		}
 		if err := line(map[string]any{"type": "message", "id": entry, "parentId": parent,
-			"timestamp": t.UTC().Format("2006-01-02T15:04:05.000Z"), "message": msg}); err != nil {
+			"timestamp": m.time.UTC().Format("2006-01-02T15:04:05.000Z"), "message": m.Message}); err != nil {
 			return nil, err
 		}
 		parent = entry
@@ -81,46 +81,174 @@ func SessionFile(evs []events.Event) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-func piMessage(m conversation.Message, t time.Time) (map[string]any, error) {
-	ms := t.UnixMilli()
+// piMsg is one Pi agent message and its time.
+type piMsg struct {
+	Message map[string]any
+	time    time.Time
+}
+
+// MarshalJSON lets the content hash cover the messages.
+func (m piMsg) MarshalJSON() ([]byte, error) { return json.Marshal(m.Message) }
+
+// piMessages groups events into Pi agent messages.
+func piMessages(evs []events.Event) ([]piMsg, error) {
+	var out []piMsg
+	var cur map[string]any // the open assistant message
+	var curTime time.Time
+	curID := ""
+	calls := 0
+	flush := func() {
+		if cur == nil {
+			return
+		}
+		if calls > 0 {
+			cur["stopReason"] = "toolUse"
+		}
+		out = append(out, piMsg{cur, curTime})
+		cur, curID, calls = nil, "", 0
+	}
+	at := func(t time.Time) time.Time {
+		if t.IsZero() {
+			return epoch
+		}
+		return t
+	}
 	text := func(s string) []any { return []any{map[string]any{"type": "text", "text": s}} }
-	switch m.Role {
-	case conversation.RoleUser:
-		return map[string]any{"role": "user", "content": text(m.Text), "timestamp": ms}, nil
-	case conversation.RoleToolResult:
-		return map[string]any{"role": "toolResult", "toolCallId": m.ToolCallID, "toolName": m.ToolName,
-			"content": text(m.Output), "isError": m.IsError, "timestamp": ms}, nil
-	case conversation.RoleAssistant:
-		content := []any{}
-		if m.Text != "" {
-			content = append(content, map[string]any{"type": "text", "text": m.Text})
-		}
-		for _, tc := range m.ToolCalls {
-			args := tc.Args
-			if args == nil {
-				args = map[string]any{}
+	user := func(e events.Event) {
+		flush()
+		t := at(e.Time)
+		out = append(out, piMsg{map[string]any{"role": "user", "content": text(e.Text), "timestamp": t.UnixMilli()}, t})
+	}
+	// open starts a new assistant message for e unless e belongs to the
+	// open one: the same MessageID, or (without ids) a ToolCall after its
+	// message or a Response after thinking alone, as events.ToMessages
+	// groups them.
+	open := func(e events.Event) {
+		if cur != nil {
+			same := e.MessageID != "" && e.MessageID == curID
+			loose := e.MessageID == "" || curID == ""
+			switch {
+			case same:
+				return
+			case loose && e.Type == events.ToolCall:
+				return
+			case loose && e.Type == events.Response && !hasText(cur) && calls == 0:
+				return
 			}
-			content = append(content, map[string]any{"type": "toolCall", "id": tc.ID, "name": tc.Name, "arguments": args})
 		}
-		stop := "stop"
-		if len(m.ToolCalls) > 0 {
-			stop = "toolUse"
-		}
-		u := conversation.Usage{}
-		if m.Usage != nil {
-			u = *m.Usage
-		}
-		model := m.Model
+		flush()
+		curTime = at(e.Time)
+		curID = e.MessageID
+		model := e.Model
 		if model == "" {
 			model = "unknown"
 		}
-		return map[string]any{"role": "assistant", "content": content, "api": "ctxstore", "provider": "ctxstore", "model": model,
-			"usage": map[string]any{"input": u.Input, "output": u.Output, "cacheRead": u.CacheRead, "cacheWrite": u.CacheWrite,
-				"totalTokens": u.Input + u.Output + u.CacheRead + u.CacheWrite,
-				"cost":        map[string]any{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
-			"stopReason": stop, "timestamp": ms}, nil
+		cur = map[string]any{"role": "assistant", "content": []any{}, "api": "ctxstore", "provider": "ctxstore", "model": model,
+			"usage": piUsage(nil), "stopReason": "stop", "timestamp": curTime.UnixMilli()}
 	}
-	return nil, fmt.Errorf("pi: message role %q has no Pi form", m.Role)
+	add := func(block map[string]any, e events.Event) {
+		cur["content"] = append(cur["content"].([]any), block)
+		if e.Usage != nil {
+			cur["usage"] = piUsage(e.Usage)
+		}
+		if e.Model != "" && cur["model"] == "unknown" {
+			cur["model"] = e.Model
+		}
+	}
+	for _, e := range evs {
+		switch e.Type {
+		case events.Prompt:
+			user(e)
+		case events.System:
+			if e.Subtype == events.SubtypeCompactionSummary || e.Subtype == events.SubtypeNarrative {
+				user(e)
+			}
+		case events.Thinking:
+			open(e)
+			block := map[string]any{"type": "thinking", "thinking": e.Text}
+			if e.Signature != "" {
+				block["thinkingSignature"] = e.Signature
+			}
+			add(block, e)
+		case events.Response:
+			open(e)
+			if e.Text != "" {
+				add(map[string]any{"type": "text", "text": e.Text}, e)
+			} else if e.Usage != nil {
+				cur["usage"] = piUsage(e.Usage)
+			}
+		case events.ToolCall:
+			if e.Tool == nil {
+				continue
+			}
+			open(e)
+			args := e.Tool.Input
+			if args == nil {
+				args = map[string]any{}
+			}
+			add(map[string]any{"type": "toolCall", "id": e.Tool.ID, "name": e.Tool.Name, "arguments": args}, e)
+			calls++
+		case events.ToolResult:
+			flush()
+			if e.Tool == nil {
+				continue
+			}
+			t := at(e.Time)
+			content, isErr := []any{}, false
+			if e.Result != nil {
+				content, isErr = resultBlocks(e.Result), e.Result.IsError
+			}
+			out = append(out, piMsg{map[string]any{"role": "toolResult", "toolCallId": e.Tool.ID, "toolName": e.Tool.Name,
+				"content": content, "isError": isErr, "timestamp": t.UnixMilli()}, t})
+		}
+	}
+	flush()
+	return out, nil
+}
+
+func hasText(m map[string]any) bool {
+	for _, b := range m["content"].([]any) {
+		if bm, ok := b.(map[string]any); ok && bm["type"] == "text" {
+			return true
+		}
+	}
+	return false
+}
+
+func piUsage(u *conversation.Usage) map[string]any {
+	if u == nil {
+		u = &conversation.Usage{}
+	}
+	return map[string]any{"input": u.Input, "output": u.Output, "cacheRead": u.CacheRead, "cacheWrite": u.CacheWrite,
+		"totalTokens": u.Input + u.Output + u.CacheRead + u.CacheWrite,
+		"cost":        map[string]any{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
+}
+
+// resultBlocks is a tool result's Pi content: its text, then the image
+// blocks it recorded, in Pi's shape ({type, data, mimeType}) whether the
+// harness wrote Pi's or the Messages API's ({type, source: {type: base64,
+// media_type, data}}). Other recorded blocks are carried by the text.
+func resultBlocks(r *events.Result) []any {
+	out := []any{}
+	if r.Content != "" || len(r.Blocks) == 0 {
+		out = append(out, map[string]any{"type": "text", "text": r.Content})
+	}
+	for _, b := range r.Blocks {
+		m, ok := b.(map[string]any)
+		if !ok || m["type"] != "image" {
+			continue
+		}
+		data, _ := m["data"].(string)
+		mime, _ := m["mimeType"].(string)
+		if src, ok := m["source"].(map[string]any); ok && src["type"] == "base64" {
+			data, _ = src["data"].(string)
+			mime, _ = src["media_type"].(string)
+		}
+		if data != "" && mime != "" {
+			out = append(out, map[string]any{"type": "image", "data": data, "mimeType": mime})
+		}
+	}
+	return out
 }
 
 // SetSessionID returns a Pi session file whose header names session.

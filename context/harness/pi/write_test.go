@@ -3,6 +3,7 @@ package pi
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -67,5 +68,81 @@ func TestSessionFile(t *testing.T) {
 	}
 	if want := "user:hello|assistant:Reading.|tool_result:alpha|assistant:It says alpha."; strings.Join(got, "|") != want {
 		t.Fatalf("read back %q, want %q", strings.Join(got, "|"), want)
+	}
+}
+
+// TestSessionFileKeepsThinkingAndImages: a model message's thinking (with
+// its signature), text and tool calls stay one Pi assistant message in the
+// recorded order, and a tool result's image (recorded in the Messages
+// API's base64 shape) becomes a Pi image block after its text.
+func TestSessionFileKeepsThinkingAndImages(t *testing.T) {
+	evs := []events.Event{
+		{Type: events.Prompt, Source: "user", Text: "look at it"},
+		{Type: events.Thinking, MessageID: "m1", Text: "a screenshot helps", Signature: "sig1", Model: "claude-x"},
+		{Type: events.Response, MessageID: "m1", Text: "Taking one.", Model: "claude-x"},
+		{Type: events.ToolCall, MessageID: "m1", Tool: &events.Tool{ID: "t1", Name: "shot", Input: map[string]any{"w": 2}}},
+		{Type: events.ToolResult, Tool: &events.Tool{ID: "t1", Name: "shot"}, Result: &events.Result{Content: "ok",
+			Blocks: []any{map[string]any{"type": "text", "text": "ok"},
+				map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}}}},
+		{Type: events.Thinking, Text: "done"},
+		{Type: events.Response, Text: "It is blue."},
+		{Type: events.Metric, Metric: &events.MetricData{Turns: 1}},
+	}
+	file, err := SessionFile(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(file), []byte("\n"))
+	var got []string
+	for _, l := range lines[1:] {
+		var e struct {
+			Message struct {
+				Role       string           `json:"role"`
+				Content    []map[string]any `json:"content"`
+				StopReason string           `json:"stopReason"`
+				Model      string           `json:"model"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal(l, &e); err != nil {
+			t.Fatal(err)
+		}
+		var parts []string
+		for _, b := range e.Message.Content {
+			switch b["type"] {
+			case "thinking":
+				parts = append(parts, "thinking:"+b["thinking"].(string)+"/"+fmt.Sprint(b["thinkingSignature"]))
+			case "text":
+				parts = append(parts, "text:"+b["text"].(string))
+			case "toolCall":
+				parts = append(parts, "call:"+b["id"].(string))
+			case "image":
+				parts = append(parts, "image:"+b["mimeType"].(string)+"/"+b["data"].(string))
+			}
+		}
+		got = append(got, e.Message.Role+"("+e.Message.StopReason+e.Message.Model+")["+strings.Join(parts, ",")+"]")
+	}
+	want := []string{
+		"user()[text:look at it]",
+		"assistant(toolUseclaude-x)[thinking:a screenshot helps/sig1,text:Taking one.,call:t1]",
+		"toolResult()[text:ok,image:image/png/iVBORw0KGgo=]",
+		"assistant(stopunknown)[thinking:done/<nil>,text:It is blue.]",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("messages:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Pi's own converter reads the file back: the image as its note, the
+	// thinking left out of the text.
+	var c Converter
+	for i, l := range lines[1:] {
+		var e struct {
+			Message json.RawMessage `json:"message"`
+		}
+		_ = json.Unmarshal(l, &e)
+		if !c.AddJSON(e.Message, i+2) {
+			t.Fatalf("line %d refused", i+2)
+		}
+	}
+	if len(c.Log) != 4 || c.Log[1].Text != "Taking one." || !strings.Contains(c.Log[2].Output, "image") {
+		t.Fatalf("read back %+v", c.Log)
 	}
 }
