@@ -69,22 +69,75 @@ func SessionFile(evs []events.Event) ([]byte, error) {
 		"timestamp": first.UTC().Format("2006-01-02T15:04:05.000Z")}); err != nil {
 		return nil, err
 	}
-	parent := any(nil)
+	parents := map[string]string{} // event id -> its harness parent
+	for _, e := range evs {
+		if e.ID != "" && e.ParentID != "" {
+			parents[e.ID] = e.ParentID
+		}
+	}
+	written := map[string]string{} // event id -> the entry holding it
+	prev := ""
 	for i, m := range msgs {
 		entry := fmt.Sprintf("%08x", i+1)
-		if err := line(map[string]any{"type": "message", "id": entry, "parentId": parent,
-			"timestamp": m.time.UTC().Format("2006-01-02T15:04:05.000Z"), "message": m.Message}); err != nil {
+		parent := any(nil)
+		if prev != "" {
+			parent = prev
+		}
+		if p := ancestor(m.parent, parents, written); p != "" {
+			parent = p
+		}
+		rec := map[string]any{"type": "message", "id": entry, "parentId": parent,
+			"timestamp": m.time.UTC().Format("2006-01-02T15:04:05.000Z"), "message": m.Message}
+		if e := m.summary; e != nil {
+			if e.Subtype == events.SubtypeCompactionSummary {
+				if kept := written[str(e.Metadata["first_kept_entry"])]; kept != "" {
+					rec = map[string]any{"type": "compaction", "id": entry, "parentId": parent, "timestamp": rec["timestamp"],
+						"summary": e.Text, "firstKeptEntryId": kept, "tokensBefore": e.Metadata["tokens_before"]}
+				}
+			} else if from := written[str(e.Metadata["from"])]; from != "" {
+				rec = map[string]any{"type": "branch_summary", "id": entry, "parentId": parent, "timestamp": rec["timestamp"],
+					"fromId": from, "summary": e.Text}
+			}
+		}
+		if err := line(rec); err != nil {
 			return nil, err
 		}
-		parent = entry
+		for _, id := range m.ids {
+			written[id] = entry
+		}
+		prev = entry
 	}
 	return b.Bytes(), nil
 }
 
-// piMsg is one Pi agent message and its time.
+// ancestor is the entry that holds id or, through events that have no
+// entry (a Claude Code attachment, a Pi model change), its nearest
+// ancestor that has one; "" when none was written. Where the events
+// recorded the harness's tree (imported Claude Code and Pi files), entries
+// keep it, so the file keeps the original's branches and Pi, which resumes
+// at the last entry, continues the branch the conversation ended on.
+func ancestor(id string, parents, written map[string]string) string {
+	for steps := 0; id != "" && steps <= len(parents); steps++ {
+		if e, ok := written[id]; ok {
+			return e
+		}
+		id = parents[id]
+	}
+	return ""
+}
+
+// piMsg is one Pi agent message, its time, the harness ids of the events
+// it holds and the harness parent of its first event.
 type piMsg struct {
 	Message map[string]any
 	time    time.Time
+	ids     []string
+	parent  string
+	// summary is set for a Pi compaction or branch summary (entry type
+	// "compaction" or "branch_summary", from the event's subtype) whose
+	// link (first kept entry, branch left) names a harness id; if that id
+	// has no entry, the summary is written as the user message above.
+	summary *events.Event
 }
 
 // MarshalJSON lets the content hash cover the messages.
@@ -95,17 +148,18 @@ func piMessages(evs []events.Event) ([]piMsg, error) {
 	var out []piMsg
 	var cur map[string]any // the open assistant message
 	var curTime time.Time
-	curID := ""
+	var curIDs []string // the harness ids of its events
+	curID, curParent := "", ""
 	calls := 0
 	flush := func() {
 		if cur == nil {
 			return
 		}
-		if calls > 0 {
+		if calls > 0 && cur["stopReason"] == "stop" {
 			cur["stopReason"] = "toolUse"
 		}
-		out = append(out, piMsg{cur, curTime})
-		cur, curID, calls = nil, "", 0
+		out = append(out, piMsg{Message: cur, time: curTime, ids: curIDs, parent: curParent})
+		cur, curID, calls, curIDs, curParent = nil, "", 0, nil, ""
 	}
 	at := func(t time.Time) time.Time {
 		if t.IsZero() {
@@ -117,7 +171,7 @@ func piMessages(evs []events.Event) ([]piMsg, error) {
 	user := func(e events.Event) {
 		flush()
 		t := at(e.Time)
-		out = append(out, piMsg{map[string]any{"role": "user", "content": text(e.Text), "timestamp": t.UnixMilli()}, t})
+		out = append(out, piMsg{Message: map[string]any{"role": "user", "content": text(e.Text), "timestamp": t.UnixMilli()}, time: t, ids: ids(e), parent: e.ParentID})
 	}
 	// open starts a new assistant message for e unless e belongs to the
 	// open one: the same MessageID, or (without ids) a ToolCall after its
@@ -138,16 +192,21 @@ func piMessages(evs []events.Event) ([]piMsg, error) {
 		}
 		flush()
 		curTime = at(e.Time)
-		curID = e.MessageID
+		curID, curParent = e.MessageID, e.ParentID
 		model := e.Model
 		if model == "" {
 			model = "unknown"
 		}
+		stop := "stop"
+		if r := piStop[str(e.Metadata["stop_reason"])]; r != "" {
+			stop = r // as recorded: Pi shows an aborted or failed message as such
+		}
 		cur = map[string]any{"role": "assistant", "content": []any{}, "api": "ctxstore", "provider": "ctxstore", "model": model,
-			"usage": piUsage(nil), "stopReason": "stop", "timestamp": curTime.UnixMilli()}
+			"usage": piUsage(nil), "stopReason": stop, "timestamp": curTime.UnixMilli()}
 	}
 	add := func(block map[string]any, e events.Event) {
 		cur["content"] = append(cur["content"].([]any), block)
+		curIDs = append(curIDs, ids(e)...)
 		if e.Usage != nil {
 			cur["usage"] = piUsage(e.Usage)
 		}
@@ -160,8 +219,32 @@ func piMessages(evs []events.Event) ([]piMsg, error) {
 		case events.Prompt:
 			user(e)
 		case events.System:
-			if e.Subtype == events.SubtypeCompactionSummary || e.Subtype == events.SubtypeNarrative {
+			switch e.Subtype {
+			case events.SubtypeCompactionSummary, events.SubtypeNarrative:
 				user(e)
+			case "branch_summary":
+				if str(e.Metadata["from"]) == "" {
+					continue
+				}
+				user(e)
+			default:
+				continue
+			}
+			if e.Subtype != events.SubtypeNarrative {
+				// Pi's own summary messages: the model reads them with Pi's
+				// framing (convertToLlm's prefix and suffix).
+				m := out[len(out)-1].Message
+				delete(m, "content")
+				m["summary"] = e.Text
+				if e.Subtype == events.SubtypeCompactionSummary {
+					m["role"] = "compactionSummary"
+					m["tokensBefore"] = e.Metadata["tokens_before"]
+				} else {
+					m["role"] = "branchSummary"
+					m["fromId"] = str(e.Metadata["from"])
+				}
+				ev := e
+				out[len(out)-1].summary = &ev
 			}
 		case events.Thinking:
 			open(e)
@@ -188,6 +271,16 @@ func piMessages(evs []events.Event) ([]piMsg, error) {
 			}
 			add(map[string]any{"type": "toolCall", "id": e.Tool.ID, "name": e.Tool.Name, "arguments": args}, e)
 			calls++
+		case events.Error:
+			// An aborted or failed model message (Pi's stopReason and
+			// errorMessage) closes the message it ends.
+			if cur != nil && (e.Subtype == "aborted" || e.Subtype == "error") {
+				cur["stopReason"] = e.Subtype
+				if e.Text != "" {
+					cur["errorMessage"] = e.Text
+				}
+				flush()
+			}
 		case events.ToolResult:
 			flush()
 			if e.Tool == nil {
@@ -198,12 +291,32 @@ func piMessages(evs []events.Event) ([]piMsg, error) {
 			if e.Result != nil {
 				content, isErr = resultBlocks(e.Result), e.Result.IsError
 			}
-			out = append(out, piMsg{map[string]any{"role": "toolResult", "toolCallId": e.Tool.ID, "toolName": e.Tool.Name,
-				"content": content, "isError": isErr, "timestamp": t.UnixMilli()}, t})
+			out = append(out, piMsg{Message: map[string]any{"role": "toolResult", "toolCallId": e.Tool.ID, "toolName": e.Tool.Name,
+				"content": content, "isError": isErr, "timestamp": t.UnixMilli()}, time: t, ids: ids(e), parent: e.ParentID})
 		}
 	}
 	flush()
 	return out, nil
+}
+
+func str(v any) string { s, _ := v.(string); return s }
+
+// piStop maps a recorded stop reason (Pi's own, or the Messages API's) to
+// Pi's; others are left to the content (stop, or toolUse with calls).
+var piStop = map[string]string{
+	"stop": "stop", "length": "length", "toolUse": "toolUse", "error": "error", "aborted": "aborted",
+	"end_turn": "stop", "stop_sequence": "stop", "tool_use": "toolUse", "max_tokens": "length", "refusal": "error",
+}
+
+// ids are the harness ids an event answers to: its own and its message's.
+func ids(e events.Event) []string {
+	var out []string
+	for _, id := range []string{e.ID, e.MessageID} {
+		if id != "" {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func hasText(m map[string]any) bool {

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ctxstore/ctxstore/context/harness"
+	"github.com/ctxstore/ctxstore/internal/datasets"
 	"github.com/ctxstore/ctxstore/objects/conversation"
 	"github.com/ctxstore/ctxstore/objects/events"
 	"github.com/ctxstore/ctxstore/session/commits"
@@ -144,5 +148,104 @@ func TestSessionFileKeepsThinkingAndImages(t *testing.T) {
 	}
 	if len(c.Log) != 4 || c.Log[1].Text != "Taking one." || !strings.Contains(c.Log[2].Output, "image") {
 		t.Fatalf("read back %+v", c.Log)
+	}
+}
+
+// TestSessionFileKeepsTheTree: events that recorded the harness's tree (a
+// conversation rewound to an earlier message) are written with the same
+// branches, so the thread Pi resumes (root to the last entry) is the one
+// the conversation ended on; the abandoned branch stays in the file.
+func TestSessionFileKeepsTheTree(t *testing.T) {
+	evs := []events.Event{
+		{Type: events.Prompt, ID: "u1", Source: "user", Text: "one"},
+		{Type: events.System, ID: "s1", ParentID: "u1", Subtype: "hook"}, // no entry: a link of the chain
+		{Type: events.Response, ID: "a1", ParentID: "s1", MessageID: "m1", Text: "ok one"},
+		{Type: events.Prompt, ID: "u2", ParentID: "a1", Source: "user", Text: "abandoned"},
+		{Type: events.Response, ID: "a2", ParentID: "u2", MessageID: "m2", Text: "ok abandoned"},
+		{Type: events.Prompt, ID: "u3", ParentID: "a1", Source: "user", Text: "rewound"},
+		{Type: events.Response, ID: "a3", ParentID: "u3", MessageID: "m3", Text: "ok rewound"},
+	}
+	file, err := SessionFile(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var links []string
+	for _, l := range bytes.Split(bytes.TrimSpace(file), []byte("\n"))[1:] {
+		var e struct {
+			ID       string  `json:"id"`
+			ParentID *string `json:"parentId"`
+		}
+		_ = json.Unmarshal(l, &e)
+		p := "-"
+		if e.ParentID != nil {
+			p = *e.ParentID
+		}
+		links = append(links, e.ID+"<"+p)
+	}
+	if got, want := strings.Join(links, " "), "00000001<- 00000002<00000001 00000003<00000002 00000004<00000003 00000005<00000002 00000006<00000005"; got != want {
+		t.Fatalf("links %s, want %s", got, want)
+	}
+	s := &harness.Session{Report: harness.Report{Types: map[string]int{}}}
+	recs, err := harness.ReadRecords(bytes.NewReader(file), &s.Report, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Read(s, recs)
+	var got []string
+	for _, m := range s.Messages {
+		got = append(got, m.Text)
+	}
+	if strings.Join(got, "|") != "one|ok one|rewound|ok rewound" {
+		t.Fatalf("Pi's thread %q", got)
+	}
+}
+
+// TestDatasetRoundTrip: every Pi dataset session decoded to events
+// (Decode) and written back (SessionFile) reads as the same thread:
+// Pi resumes the same conversation, branch for branch.
+func TestDatasetRoundTrip(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(datasets.Dir(t), "pi", "*.jsonl"))
+	if len(files) == 0 {
+		t.Fatal("no Pi dataset files")
+	}
+	thread := func(b []byte) []string {
+		s := &harness.Session{Report: harness.Report{Types: map[string]int{}}}
+		recs, err := harness.ReadRecords(bytes.NewReader(b), &s.Report, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		Read(s, recs)
+		var out []string
+		for _, m := range s.Messages {
+			calls := ""
+			for _, c := range m.ToolCalls {
+				calls += "," + c.ID
+			}
+			out = append(out, string(m.Role)+":"+m.Text+m.Output+calls)
+		}
+		return out
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := Decode(b)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out, err := SessionFile(evs)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		want, got := thread(b), thread(out)
+		if len(want) == 0 || len(got) != len(want) {
+			t.Fatalf("%s: %d messages back, want %d", filepath.Base(f), len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("%s: message %d:\n got %.300q\nwant %.300q", filepath.Base(f), i, got[i], want[i])
+			}
+		}
 	}
 }
