@@ -19,6 +19,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/harness"
 	"github.com/ctxstore/ctxstore/context/harness/claudecode"
 	"github.com/ctxstore/ctxstore/context/harness/pi"
+	"github.com/ctxstore/ctxstore/context/harness/sweagent"
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -66,7 +67,9 @@ func (im *Importer) importFile(ctx context.Context, path string) (*FileResult, e
 	if fi.IsDir() {
 		return nil, fmt.Errorf("import %s: a directory (use Import)", path)
 	}
-	if strings.HasSuffix(abs, ".traj") || im.opts.As == SWEAgent {
+	head := make([]byte, 512)
+	n, _ := f.ReadAt(head, 0)
+	if strings.HasSuffix(abs, ".traj") || im.opts.As == SWEAgent || (im.opts.As == Auto && sweagent.Looks(head[:n])) {
 		return im.importTraj(ctx, abs, f, fi.Size())
 	}
 	id := CursorID(abs)

@@ -128,6 +128,21 @@ func TestTrajectories(t *testing.T) {
 			if err != nil || len(evs) < 3 {
 				t.Fatalf("%s: %d events, %v", f.Path, len(evs), err)
 			}
+			var status string
+			calls, sys := 0, 0
+			for _, x := range evs {
+				switch {
+				case x.Type == events.Metric && x.Metric != nil:
+					status = x.Metric.Status
+				case x.Type == events.ToolCall:
+					calls++
+				case x.Type == events.System && x.Subtype == events.SubtypeSystemPrompt:
+					sys++
+				}
+			}
+			if status == "" || calls == 0 || calls != f.Sessions[0].ToolCalls || sys != 1 {
+				t.Fatalf("%s: outcome %q, %d tool calls (summary %d), %d system prompts", f.Path, status, calls, f.Sessions[0].ToolCalls, sys)
+			}
 		}
 		again, err := im.Import(ctx, tmp)
 		if err != nil || again.Unchanged != len(m) || again.Commits != 0 {
