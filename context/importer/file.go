@@ -112,6 +112,9 @@ func (im *Importer) importFile(ctx context.Context, path string) (*FileResult, e
 	if cur.Lanes == nil {
 		cur.Lanes, cur.LaneOf, cur.SideRoot = map[string]string{}, map[string]string{}, map[string]string{}
 	}
+	if cur.LaneEnd == nil {
+		cur.LaneEnd, cur.ForkAt = map[string]string{}, map[string]string{}
+	}
 	w := &walk{im: im, ctx: ctx, path: abs, res: res, cur: cur, h: h, cursorID: id, batch: im.svc.NewBatch(), sessions: map[string]*SessionSummary{}}
 	if res.Status == Unchanged {
 		w.line, w.startLine = cur.Lines, cur.Lines
@@ -159,6 +162,13 @@ type segment struct {
 	content    bool // holds a prompt or a response (a turn has begun)
 	model      string
 	records    int
+	entries    []entryLine // Pi trees: the entries and their lines
+}
+
+// entryLine is a Pi entry of a segment and its line there (1-based).
+type entryLine struct {
+	id string
+	k  int
 }
 
 // lineInfo is what a line's records say about cutting.
@@ -171,6 +181,7 @@ type lineInfo struct {
 	summary    string
 	content    bool
 	model      string
+	entries    []string // Pi trees: the ids of the line's entries
 	count      func(*SessionSummary)
 }
 
@@ -298,6 +309,9 @@ func (w *walk) add(line []byte) error {
 	s.compaction = info.compaction != ""
 	s.buf = append(s.buf, line...)
 	s.lines++
+	for _, id := range info.entries {
+		s.entries = append(s.entries, entryLine{id: id, k: s.lines})
+	}
 	s.records += len(recs)
 	w.h.Write(line)
 	w.offset += int64(len(line))
@@ -445,7 +459,11 @@ func (w *walk) flushSegment() error {
 	if w.cur.Root == "" {
 		w.cur.Root = c.ID
 	}
-	if s.lane == "" {
+	if w.cur.Tree {
+		if err := w.treeLane(&s, c, prov, sum, parent); err != nil {
+			return err
+		}
+	} else if s.lane == "" {
 		w.cur.MainTip = c.ID
 	} else {
 		// The branch: the same lines, forked from the commit that was the
@@ -481,6 +499,9 @@ func (w *walk) flushSegment() error {
 		}
 		w.commit(cc, sum)
 		sum.Compactions++
+		if w.cur.Tree && w.cur.Lanes[s.lane] == c.ID {
+			w.cur.Lanes[s.lane] = cc.ID
+		}
 		w.cur.Tip = cc.ID
 		if s.lane == "" {
 			w.cur.MainTip = cc.ID
@@ -523,6 +544,12 @@ func (w *walk) finishResult() {
 	r.Harness = string(w.cur.Harness)
 	r.Format = formatOf(w.cur.Harness)
 	r.Offset, r.Lines, r.Tip, r.Root, r.Parent = w.cur.Offset, w.cur.Lines, w.cur.Tip, w.cur.Root, w.cur.Parent
+	if len(w.cur.Lanes) > 0 {
+		r.Lanes = map[string]string{}
+		for k, v := range w.cur.Lanes {
+			r.Lanes[k] = v
+		}
+	}
 	r.NewLines = w.line - w.startLine
 	if r.Status == Unchanged {
 		r.NewLines = 0

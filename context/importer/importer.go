@@ -180,10 +180,15 @@ type FileResult struct {
 	Root    string   `json:"root,omitempty"`
 	// Parent is the commit the file's chain is forked from (a sub-agent
 	// file: the commit of its parent session that spawned it).
-	Parent   string           `json:"parent,omitempty"`
-	Sessions []SessionSummary `json:"sessions,omitempty"`
-	Problems []Problem        `json:"problems,omitempty"`
-	Error    string           `json:"error,omitempty"`
+	Parent string `json:"parent,omitempty"`
+	// Lanes are the file's branches and their last commits: Claude Code
+	// sub-agents ("agent-..." or their agentId) and Pi tree branches
+	// ("branch-<first entry id>"; "" is the first path). Materializing a
+	// lane's commit to the root gives that branch alone.
+	Lanes    map[string]string `json:"lanes,omitempty"`
+	Sessions []SessionSummary  `json:"sessions,omitempty"`
+	Problems []Problem         `json:"problems,omitempty"`
+	Error    string            `json:"error,omitempty"`
 }
 
 // Result is what an import did.
@@ -336,13 +341,22 @@ type cursor struct {
 	Pending  string            // a compaction segment's state ("boundary")
 	Header   bool              // Pi: the header was read
 	SideRoot map[string]string // lane -> the commit it forked from
-	doc      store.Doc
+	// Pi trees: the previous entry in file order, each lane's last entry,
+	// the entry a new lane forks at, and where each entry is on its lane
+	// (LaneOf: entry id -> "commit k", its line in that commit).
+	Tree      bool
+	LastEntry string
+	LaneEnd   map[string]string
+	ForkAt    map[string]string
+	doc       store.Doc
 }
 
 func (c *cursor) toDoc(id string, now time.Time) store.Doc {
+	// The first lane is "" in memory and "." in the document (a store
+	// refuses empty keys).
 	lanes := map[string]any{}
 	for k, v := range c.Lanes {
-		lanes[k] = v
+		lanes[laneKey(k)] = v
 	}
 	laneOf := map[string]any{}
 	for k, v := range c.LaneOf {
@@ -350,13 +364,21 @@ func (c *cursor) toDoc(id string, now time.Time) store.Doc {
 	}
 	roots := map[string]any{}
 	for k, v := range c.SideRoot {
-		roots[k] = v
+		roots[laneKey(k)] = v
+	}
+	laneEnd := map[string]any{}
+	for k, v := range c.LaneEnd {
+		laneEnd[laneKey(k)] = v
+	}
+	forkAt := map[string]any{}
+	for k, v := range c.ForkAt {
+		forkAt[laneKey(k)] = v
 	}
 	return store.Doc{store.IDKey: id, "type": DocCursor, "version": cursorVersion, "path": c.Path, "harness": string(c.Harness),
 		"offset": c.Offset, "lines": c.Lines, "prefix_sha256": c.Prefix, "tip": c.Tip, "root": c.Root, "parent": c.Parent,
 		"state": map[string]any{"session": c.Session, "harness_version": c.Version, "cwd": c.Cwd, "model": c.Model,
 			"last": store.FormatTime(c.Last), "main_tip": c.MainTip, "lanes": lanes, "lane_of": laneOf, "pending": c.Pending,
-			"header": c.Header, "side_root": roots},
+			"header": c.Header, "side_root": roots, "tree": c.Tree, "last_entry": c.LastEntry, "lane_end": laneEnd, "fork_at": forkAt},
 		"updated": store.FormatTime(now)}
 }
 
@@ -368,6 +390,9 @@ func cursorFromDoc(d store.Doc) (*cursor, error) {
 		if x, ok := m[k].(map[string]any); ok {
 			for a, b := range x {
 				if s, ok := b.(string); ok {
+					if a == "." {
+						a = ""
+					}
 					out[a] = s
 				}
 			}
@@ -382,8 +407,9 @@ func cursorFromDoc(d store.Doc) (*cursor, error) {
 		Prefix: str(d, "prefix_sha256"), Tip: str(d, "tip"), Root: str(d, "root"), Parent: str(d, "parent"),
 		Session: str(st, "session"), Version: str(st, "harness_version"), Cwd: str(st, "cwd"), Model: str(st, "model"),
 		MainTip: str(st, "main_tip"), Lanes: strs(st, "lanes"), LaneOf: strs(st, "lane_of"), Pending: str(st, "pending"),
-		SideRoot: strs(st, "side_root"), doc: d}
+		SideRoot: strs(st, "side_root"), LastEntry: str(st, "last_entry"), LaneEnd: strs(st, "lane_end"), ForkAt: strs(st, "fork_at"), doc: d}
 	c.Header, _ = st["header"].(bool)
+	c.Tree, _ = st["tree"].(bool)
 	if t, err := store.ParseTime(str(st, "last")); err == nil {
 		c.Last = t
 	}
@@ -423,3 +449,10 @@ func storeMatch(id string, c *cursor) store.Op {
 }
 
 func storePut(d store.Doc) store.Op { return store.Put(d) }
+
+func laneKey(k string) string {
+	if k == "" {
+		return "."
+	}
+	return k
+}

@@ -23,6 +23,11 @@ func (w *walk) piLine(recs []harness.Record, n int) lineInfo {
 		if t := harness.ParseTime(h.Timestamp); !t.IsZero() && info.time.IsZero() {
 			info.time = t
 		}
+		if h.Type != "session" && h.ID != "" {
+			w.cur.Tree = true
+			info.lane = w.piLane(h.ID, h.ParentID)
+			info.entries = append(info.entries, h.ID)
+		}
 		switch h.Type {
 		case "session":
 			if !w.cur.Header {
@@ -33,6 +38,7 @@ func (w *walk) piLine(recs []harness.Record, n int) lineInfo {
 					v = 1
 				}
 				w.cur.Version = fmt.Sprintf("(session v%d)", v)
+				w.cur.Tree = v >= 2
 				if h.Model != "" {
 					w.cur.Model = h.Model
 				}
