@@ -115,7 +115,15 @@ func (im *Importer) importFile(ctx context.Context, path string) (*FileResult, e
 	if cur.LaneEnd == nil {
 		cur.LaneEnd, cur.ForkAt = map[string]string{}, map[string]string{}
 	}
+	if cur.Tasks == nil {
+		cur.Tasks, cur.Spawns = map[string]string{}, map[string]string{}
+	}
 	w := &walk{im: im, ctx: ctx, path: abs, res: res, cur: cur, h: h, cursorID: id, batch: im.svc.NewBatch(), sessions: map[string]*SessionSummary{}}
+	if cur.Tip == "" && res.Status != Unchanged {
+		if err := w.subagent(); err != nil {
+			return nil, err
+		}
+	}
 	if res.Status == Unchanged {
 		w.line, w.startLine = cur.Lines, cur.Lines
 		w.finishResult()
@@ -163,6 +171,8 @@ type segment struct {
 	model      string
 	records    int
 	entries    []entryLine // Pi trees: the entries and their lines
+	tasks      []string    // Claude Code: Task/Agent tool use ids
+	results    [][2]string // Claude Code: (tool use id, agent id) of sub-agent results
 }
 
 // entryLine is a Pi entry of a segment and its line there (1-based).
@@ -182,6 +192,8 @@ type lineInfo struct {
 	content    bool
 	model      string
 	entries    []string // Pi trees: the ids of the line's entries
+	tasks      []string
+	results    [][2]string
 	count      func(*SessionSummary)
 }
 
@@ -312,6 +324,8 @@ func (w *walk) add(line []byte) error {
 	for _, id := range info.entries {
 		s.entries = append(s.entries, entryLine{id: id, k: s.lines})
 	}
+	s.tasks = append(s.tasks, info.tasks...)
+	s.results = append(s.results, info.results...)
 	s.records += len(recs)
 	w.h.Write(line)
 	w.offset += int64(len(line))
@@ -429,7 +443,7 @@ func (w *walk) flushSegment() error {
 	if session == "" {
 		session = w.cur.Session
 	}
-	prov := commits.Provenance{Principal: w.im.opts.Principal, Machine: w.im.opts.Machine, Session: session,
+	prov := commits.Provenance{Template: w.cur.Template, Principal: w.im.opts.Principal, Machine: w.im.opts.Machine, Session: session,
 		Trigger: s.trigger, Harness: w.harnessName(), Cwd: w.cur.Cwd, Model: s.model, Source: w.path,
 		SourceStart: s.start, SourceEnd: s.end}
 	if prov.Model == "" {
@@ -458,6 +472,14 @@ func (w *walk) flushSegment() error {
 	w.cur.Tip = c.ID
 	if w.cur.Root == "" {
 		w.cur.Root = c.ID
+	}
+	for _, id := range s.tasks {
+		w.cur.Tasks[id] = c.ID
+	}
+	for _, r := range s.results {
+		if spawn, ok := w.cur.Tasks[r[0]]; ok {
+			w.cur.Spawns[r[1]] = spawn
+		}
 	}
 	if w.cur.Tree {
 		if err := w.treeLane(&s, c, prov, sum, parent); err != nil {

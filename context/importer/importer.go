@@ -348,7 +348,13 @@ type cursor struct {
 	LastEntry string
 	LaneEnd   map[string]string
 	ForkAt    map[string]string
-	doc       store.Doc
+	// Claude Code: the commits holding Task/Agent tool calls (tool use id
+	// -> commit) and the sub-agents they spawned (agent id -> commit), for
+	// 2.1.x subagents/ files; Template is a sub-agent's agentType.
+	Tasks    map[string]string
+	Spawns   map[string]string
+	Template string
+	doc      store.Doc
 }
 
 func (c *cursor) toDoc(id string, now time.Time) store.Doc {
@@ -370,6 +376,14 @@ func (c *cursor) toDoc(id string, now time.Time) store.Doc {
 	for k, v := range c.LaneEnd {
 		laneEnd[laneKey(k)] = v
 	}
+	tasks := map[string]any{}
+	for k, v := range c.Tasks {
+		tasks[k] = v
+	}
+	spawns := map[string]any{}
+	for k, v := range c.Spawns {
+		spawns[k] = v
+	}
 	forkAt := map[string]any{}
 	for k, v := range c.ForkAt {
 		forkAt[laneKey(k)] = v
@@ -378,7 +392,8 @@ func (c *cursor) toDoc(id string, now time.Time) store.Doc {
 		"offset": c.Offset, "lines": c.Lines, "prefix_sha256": c.Prefix, "tip": c.Tip, "root": c.Root, "parent": c.Parent,
 		"state": map[string]any{"session": c.Session, "harness_version": c.Version, "cwd": c.Cwd, "model": c.Model,
 			"last": store.FormatTime(c.Last), "main_tip": c.MainTip, "lanes": lanes, "lane_of": laneOf, "pending": c.Pending,
-			"header": c.Header, "side_root": roots, "tree": c.Tree, "last_entry": c.LastEntry, "lane_end": laneEnd, "fork_at": forkAt},
+			"header": c.Header, "side_root": roots, "tree": c.Tree, "last_entry": c.LastEntry, "lane_end": laneEnd, "fork_at": forkAt,
+			"tasks": tasks, "spawns": spawns, "template": c.Template},
 		"updated": store.FormatTime(now)}
 }
 
@@ -407,7 +422,8 @@ func cursorFromDoc(d store.Doc) (*cursor, error) {
 		Prefix: str(d, "prefix_sha256"), Tip: str(d, "tip"), Root: str(d, "root"), Parent: str(d, "parent"),
 		Session: str(st, "session"), Version: str(st, "harness_version"), Cwd: str(st, "cwd"), Model: str(st, "model"),
 		MainTip: str(st, "main_tip"), Lanes: strs(st, "lanes"), LaneOf: strs(st, "lane_of"), Pending: str(st, "pending"),
-		SideRoot: strs(st, "side_root"), LastEntry: str(st, "last_entry"), LaneEnd: strs(st, "lane_end"), ForkAt: strs(st, "fork_at"), doc: d}
+		SideRoot: strs(st, "side_root"), LastEntry: str(st, "last_entry"), LaneEnd: strs(st, "lane_end"), ForkAt: strs(st, "fork_at"),
+		Tasks: strs(st, "tasks"), Spawns: strs(st, "spawns"), Template: str(st, "template"), doc: d}
 	c.Header, _ = st["header"].(bool)
 	c.Tree, _ = st["tree"].(bool)
 	if t, err := store.ParseTime(str(st, "last")); err == nil {

@@ -101,13 +101,22 @@ type Head struct {
 	Text string
 	// LeafUUID is set on "summary" records (a title for a leaf).
 	LeafUUID string
-	// ToolUses are the ids of the tool_use blocks of an assistant record.
-	ToolUses []string
+	// ToolUses are the ids of the tool_use blocks of an assistant record,
+	// ToolNames their names.
+	ToolUses  []string
+	ToolNames []string
+	// Results are the tool_use ids a user record's tool_result blocks
+	// answer; ResultAgentID is its toolUseResult.agentId (a sub-agent's
+	// result names the agent, whose transcript 2.1.x writes to
+	// <session>/subagents/agent-<id>.jsonl).
+	Results       []string
+	ResultAgentID string
 }
 
 type headRecord struct {
 	ccRecord
-	AgentID  harness.Str `json:"agentId"`
+	ToolUseResult json.RawMessage `json:"toolUseResult"`
+	AgentID       harness.Str     `json:"agentId"`
 	LeafUUID harness.Str `json:"leafUuid"`
 	Summary  harness.Str `json:"summary"`
 }
@@ -130,14 +139,26 @@ func ReadHead(data []byte) (Head, bool) {
 			text, blocks, _ := decodeContent(m.Content, 0, &rep)
 			r.text, r.blocks = text, blocks
 			for _, b := range blocks {
-				if b.Type == "tool_use" || b.Type == "server_tool_use" {
+				switch b.Type {
+				case "tool_use", "server_tool_use":
 					h.ToolUses = append(h.ToolUses, string(b.ID))
+					h.ToolNames = append(h.ToolNames, string(b.Name))
+				case "tool_result":
+					h.Results = append(h.Results, string(b.ToolUseID))
 				}
 			}
 		}
 	}
 	if h.Type == "user" {
 		h.Class, h.Text = classify(&r.ccRecord)
+		if len(r.ToolUseResult) > 0 && r.ToolUseResult[0] == '{' {
+			var tr struct {
+				AgentID harness.Str `json:"agentId"`
+			}
+			if json.Unmarshal(r.ToolUseResult, &tr) == nil {
+				h.ResultAgentID = string(tr.AgentID)
+			}
+		}
 	}
 	return h, true
 }
