@@ -117,8 +117,8 @@ type headRecord struct {
 	ccRecord
 	ToolUseResult json.RawMessage `json:"toolUseResult"`
 	AgentID       harness.Str     `json:"agentId"`
-	LeafUUID harness.Str `json:"leafUuid"`
-	Summary  harness.Str `json:"summary"`
+	LeafUUID      harness.Str     `json:"leafUuid"`
+	Summary       harness.Str     `json:"summary"`
 }
 
 // ReadHead reads a record's head.
