@@ -116,6 +116,9 @@ func printImport(a *app, res *importer.Result) {
 			fmt.Fprintf(w, ", %d bytes of an incomplete last line left for later", f.Pending)
 		}
 		fmt.Fprintf(w, "; tip %s\n", f.Tip)
+		if f.Error != "" {
+			fmt.Fprintf(w, "  stopped: %s\n", f.Error)
+		}
 		for _, s := range f.Sessions {
 			fmt.Fprintf(w, "  session %s: %d commits, %d records: %d prompts, %d injected, %d tool calls, %d tool results, %d compactions",
 				s.Session, s.Commits, s.Records, s.Prompts, s.Injected, s.ToolCalls, s.ToolResults, s.Compactions)

@@ -207,9 +207,15 @@ func (w *walk) run(r *bufio.Reader, size int64) error {
 		var line []byte
 		if errors.Is(err, bufio.ErrBufferFull) {
 			line = append([]byte(nil), b...)
-			for errors.Is(err, bufio.ErrBufferFull) {
+			for errors.Is(err, bufio.ErrBufferFull) && len(line) <= harness.MaxLineBytes {
 				b, err = r.ReadSlice('\n')
 				line = append(line, b...)
+			}
+			if len(line) > harness.MaxLineBytes {
+				// Not held: the import stops before this line (docs/security.md).
+				w.problem(w.line+1, "the line is over %d bytes, the limit per line; the file is imported up to the line before it", harness.MaxLineBytes)
+				w.res.Error = fmt.Sprintf("line %d is over the %d-byte limit per line; imported up to line %d", w.line+1, harness.MaxLineBytes, w.line)
+				break
 			}
 		} else {
 			line = b
