@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxstore/ctxstore/context/harness"
 	"github.com/ctxstore/ctxstore/context/importer"
 	"github.com/ctxstore/ctxstore/internal/datasets"
 	"github.com/ctxstore/ctxstore/internal/storetestenv"
@@ -181,6 +182,25 @@ func TestDamage(t *testing.T) {
 		}
 		if s := res.Sessions; len(s) != 1 || s[0].Prompts != 3 || s[0].Unknown["hologram"] != 1 {
 			t.Fatalf("summary %+v", s)
+		}
+	})
+}
+
+// TestLongLine: a line over harness.MaxLineBytes is not held; the file is
+// imported up to the line before it and the result says where it stopped.
+func TestLongLine(t *testing.T) {
+	first := `{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"sl","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"hi"}}` + "\n"
+	long := `{"type":"user","uuid":"u2","message":{"role":"user","content":"` + strings.Repeat("x", harness.MaxLineBytes) + `"}}` + "\n"
+	storetestenv.RunParallel(t, func(t *testing.T, e *storetestenv.Env) {
+		p := filepath.Join(t.TempDir(), "long.jsonl")
+		os.WriteFile(p, []byte(first+long+first), 0o644)
+		im := importer.New(e.Store, importer.Options{})
+		res, err := im.ImportFile(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Offset != int64(len(first)) || res.Lines != 1 || !strings.Contains(res.Error, "line 2 is over") {
+			t.Fatalf("offset %d lines %d error %q", res.Offset, res.Lines, res.Error)
 		}
 	})
 }
