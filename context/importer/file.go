@@ -151,8 +151,9 @@ type walk struct {
 	sessions  map[string]*SessionSummary
 	order     []string
 	offset    int64 // bytes read and hashed
-	line      int
-	startLine int
+	line         int
+	startLine    int
+	branchedFrom string // Pi: the header's branchedFrom
 	lastProg  time.Time
 }
 
@@ -459,6 +460,15 @@ func (w *walk) flushSegment() error {
 		prov.Trigger = commits.CompactionTrigger
 	}
 	tags := []string{"import"}
+	if w.cur.Root == "" && w.branchedFrom != "" {
+		// A Pi session branched from another file holds its own copy of the
+		// path it branched at: the link is a tag, not a parent.
+		tags = append(tags, "branched-from:"+w.branchedFrom)
+		if bc, err := w.im.readCursor(w.ctx, CursorID(w.branchedFrom)); err == nil && bc != nil && bc.Tip != "" {
+			tags = append(tags, "branched-from-commit:"+bc.Tip)
+		}
+		w.res.BranchedFrom = w.branchedFrom
+	}
 	if s.lane != "" {
 		tags = append(tags, "sidechain")
 		prov.Thread = s.lane

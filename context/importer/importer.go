@@ -185,10 +185,14 @@ type FileResult struct {
 	// sub-agents ("agent-..." or their agentId) and Pi tree branches
 	// ("branch-<first entry id>"; "" is the first path). Materializing a
 	// lane's commit to the root gives that branch alone.
-	Lanes    map[string]string `json:"lanes,omitempty"`
-	Sessions []SessionSummary  `json:"sessions,omitempty"`
-	Problems []Problem         `json:"problems,omitempty"`
-	Error    string            `json:"error,omitempty"`
+	Lanes map[string]string `json:"lanes,omitempty"`
+	// BranchedFrom is the file a Pi session was branched from (its
+	// header's branchedFrom); the first commit is tagged with it and with
+	// that file's tip when it was imported.
+	BranchedFrom string           `json:"branched_from,omitempty"`
+	Sessions     []SessionSummary `json:"sessions,omitempty"`
+	Problems     []Problem        `json:"problems,omitempty"`
+	Error        string           `json:"error,omitempty"`
 }
 
 // Result is what an import did.

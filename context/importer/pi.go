@@ -33,6 +33,7 @@ func (w *walk) piLine(recs []harness.Record, n int) lineInfo {
 			if !w.cur.Header {
 				w.cur.Header = true
 				w.cur.Session, w.cur.Cwd = h.ID, h.Cwd
+				w.branchedFrom = h.BranchedFrom
 				v := h.Version
 				if v == 0 {
 					v = 1
