@@ -91,3 +91,44 @@ func TestClassifyAndCompaction(t *testing.T) {
 		}
 	})
 }
+
+// TestResumedSessionShares: a resumed Claude Code session's file starts
+// with the records it copied in from the session it resumed; imported from
+// one project folder, its first commits are the earlier file's (same bytes,
+// parent, time and session: the same ids), its chain goes on from there
+// with its own session id, and each file still materializes to its bytes.
+func TestResumedSessionShares(t *testing.T) {
+	q := func(s string) string { return fmt.Sprintf("%q", s) }
+	a := strings.Join([]string{
+		ccUser("u1", "", q("first"), ""),
+		`{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"sc","timestamp":"2026-02-01T00:00:01Z","message":{"id":"m1","role":"assistant","model":"claude","content":[{"type":"text","text":"one"}]}}`,
+		ccUser("u2", "a1", q("second"), ""),
+		`{"type":"assistant","uuid":"a2","parentUuid":"u2","sessionId":"sc","timestamp":"2026-02-01T00:00:03Z","message":{"id":"m2","role":"assistant","model":"claude","content":[{"type":"text","text":"two"}]}}`,
+	}, "\n") + "\n"
+	b := a + strings.Join([]string{
+		`{"type":"user","uuid":"u3","parentUuid":"a2","sessionId":"sd","timestamp":"2026-02-02T00:00:00Z","message":{"role":"user","content":"resumed"}}`,
+		`{"type":"assistant","uuid":"a3","parentUuid":"u3","sessionId":"sd","timestamp":"2026-02-02T00:00:01Z","message":{"id":"m3","role":"assistant","model":"claude","content":[{"type":"text","text":"three"}]}}`,
+	}, "\n") + "\n"
+	storetestenv.RunParallel(t, func(t *testing.T, e *storetestenv.Env) {
+		ctx := context.Background()
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "sc.jsonl"), []byte(a), 0o644)
+		os.WriteFile(filepath.Join(dir, "sd.jsonl"), []byte(b), 0o644)
+		im := importer.New(e.Store, importer.Options{})
+		res, err := im.Import(ctx, dir)
+		if err != nil || len(res.Files) != 2 {
+			t.Fatalf("%+v %v", res, err)
+		}
+		fa, fb := res.Files[0], res.Files[1]
+		if string(materialize(t, im, fa.Tip, "")) != a || string(materialize(t, im, fb.Tip, "")) != b {
+			t.Fatal("a file does not materialize to its bytes")
+		}
+		hist, _ := im.Service().History(ctx, fb.Tip, 0)
+		if len(hist) != 3 || hist[1].ID != fa.Tip || hist[0].Session != "sd" || hist[2].ID != fa.Root {
+			t.Fatalf("the resumed chain does not go on from the earlier one: %d commits", len(hist))
+		}
+		if len(fb.Sessions) != 2 || fb.Sessions[0].Session != "sc" || fb.Sessions[1].Session != "sd" || len(fb.Commits) != 3 {
+			t.Fatalf("sessions %+v, commits %d", fb.Sessions, len(fb.Commits))
+		}
+	})
+}

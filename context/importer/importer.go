@@ -171,8 +171,10 @@ type FileResult struct {
 	// those this import added.
 	Lines    int `json:"lines"`
 	NewLines int `json:"new_lines"`
-	// Commits are the commits this import wrote (file chain and
-	// branches), in order; Tip the file chain's last commit; Root its
+	// Commits are the commits this import added to the file's chains
+	// (file chain and branches), in order; some may have been in the store
+	// already (the same runs of another file: a resumed session's copied
+	// records); Tip the file chain's last commit; Root its
 	// first (materialize Tip with stop Root for the file's bytes when the
 	// chain is forked from another file's, as a sub-agent's is).
 	Commits []string `json:"commits"`
