@@ -147,14 +147,14 @@ type walk struct {
 	batch    *commits.Batch
 	format   string
 
-	seg       segment
-	sessions  map[string]*SessionSummary
-	order     []string
-	offset    int64 // bytes read and hashed
+	seg          segment
+	sessions     map[string]*SessionSummary
+	order        []string
+	offset       int64 // bytes read and hashed
 	line         int
 	startLine    int
 	branchedFrom string // Pi: the header's branchedFrom
-	lastProg  time.Time
+	lastProg     time.Time
 }
 
 // segment is the lines of the commit being made.
