@@ -157,3 +157,5 @@ func TestTrajectories(t *testing.T) {
 		}
 	})
 }
+
+func TestMain(m *testing.M) { storetestenv.Main(m) }
