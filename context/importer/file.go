@@ -443,6 +443,9 @@ func (w *walk) flushSegment() error {
 	if s.lines == 0 {
 		return nil
 	}
+	if w.format == "" {
+		return fmt.Errorf("import %s: lines %d-%d hold no record of a Claude Code transcript or a Pi session file; nothing imported (--as names the harness)", w.path, w.line-s.lines+1, w.line)
+	}
 	if s.created.IsZero() {
 		s.created = w.cur.Last
 	}

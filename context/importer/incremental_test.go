@@ -204,3 +204,25 @@ func TestLongLine(t *testing.T) {
 		}
 	})
 }
+
+// TestNotASession: a file with no record of a known format fails with an
+// error naming it and its lines, and writes nothing; a folder import goes
+// on with the other files.
+func TestNotASession(t *testing.T) {
+	e := storetestenv.New(t, storetestenv.SQLite)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a-junk.jsonl"), []byte("not json\n{\"x\":1\n"), 0o644)
+	good := `{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"sg","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"hi"}}` + "\n"
+	os.WriteFile(filepath.Join(dir, "b-good.jsonl"), []byte(good), 0o644)
+	im := importer.New(e.Store, importer.Options{})
+	res, err := im.Import(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Failed != 1 || res.Imported != 1 || !strings.Contains(res.Files[0].Error, "lines 1-2 hold no record") {
+		t.Fatalf("%+v", res)
+	}
+	if _, _, _, _, ok, _ := im.Cursor(context.Background(), filepath.Join(dir, "a-junk.jsonl")); ok {
+		t.Fatal("a cursor was written for the failed file")
+	}
+}
