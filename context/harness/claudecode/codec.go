@@ -337,7 +337,7 @@ func Decode(b []byte) ([]events.Event, error) {
 	if out == nil {
 		out = []events.Event{}
 	}
-	return out, nil
+	return sanitize(out), nil
 }
 
 type fullRecord struct {
@@ -578,4 +578,27 @@ func jsonMap(raw json.RawMessage) map[string]any {
 		return nil
 	}
 	return m
+}
+
+// sanitize turns events that would not validate (a tool call or result
+// without its id) into output events that keep what they said, so that a
+// decoded artifact always encodes.
+func sanitize(evs []events.Event) []events.Event {
+	for i, e := range evs {
+		if err := e.Validate(); err != nil {
+			name := ""
+			if e.Tool != nil {
+				name = e.Tool.Name
+			}
+			md := map[string]any{"invalid": err.Error(), "type": string(e.Type)}
+			if name != "" {
+				md["tool"] = name
+			}
+			evs[i] = events.Event{Type: events.Output, Subtype: "invalid", ID: e.ID, ParentID: e.ParentID, Time: e.Time, Text: e.Text, Metadata: md}
+			if e.Result != nil {
+				evs[i].Text = e.Result.Content
+			}
+		}
+	}
+	return evs
 }
