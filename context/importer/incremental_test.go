@@ -226,3 +226,53 @@ func TestNotASession(t *testing.T) {
 		t.Fatal("a cursor was written for the failed file")
 	}
 }
+
+// TestConcurrentImports: four importers (four store handles, as four hook
+// processes would be) import one file at once, twice over as it grows:
+// every import succeeds, one chain results, and it materializes to the
+// file's bytes.
+func TestConcurrentImports(t *testing.T) {
+	full, err := os.ReadFile(filepath.Join(datasets.Dir(t), "claude-code", "raw", "claude-reliability__python-to-rust-port.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetestenv.RunParallel(t, func(t *testing.T, e *storetestenv.Env) {
+		ctx := context.Background()
+		p := filepath.Join(t.TempDir(), "live.jsonl")
+		lines := bytes.SplitAfter(full, []byte("\n"))
+		var tips []string
+		for _, upto := range []int{len(lines) / 2, len(lines)} {
+			os.WriteFile(p, bytes.Join(lines[:upto], nil), 0o644)
+			errs := make(chan error, 4)
+			res := make(chan string, 4)
+			for i := 0; i < 4; i++ {
+				st := e.Reopen()
+				go func() {
+					r, err := importer.New(st, importer.Options{}).ImportFile(ctx, p)
+					if err == nil {
+						res <- r.Tip
+					}
+					errs <- err
+				}()
+			}
+			for i := 0; i < 4; i++ {
+				if err := <-errs; err != nil {
+					t.Fatalf("concurrent import: %v", err)
+				}
+			}
+			close(res)
+			for tip := range res {
+				tips = append(tips, tip)
+			}
+		}
+		last := tips[len(tips)-1]
+		for _, tip := range tips[4:] {
+			if tip != last {
+				t.Fatalf("two chains: %s and %s", tip, last)
+			}
+		}
+		if got := materialize(t, importer.New(e.Store, importer.Options{}), last, ""); !bytes.Equal(got, full) {
+			t.Fatalf("materialized %d bytes, want %d", len(got), len(full))
+		}
+	})
+}
