@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ctxstore/ctxstore/context/harness/sweagent"
 	"github.com/ctxstore/ctxstore/context/importer"
 	"github.com/ctxstore/ctxstore/sync/versionlog"
 )
@@ -22,8 +23,10 @@ type sessionImportFlags struct {
 // importKind decides what import reads (docs/import.md "One command, two
 // imports"): --as when given ("sessions" detects each file's harness);
 // stdin is a version log; a folder, or a .traj file, is sessions; a file
-// that is gzip or whose first line is a version-log header is a version
-// log; any other file is sessions.
+// is sessions when it looks like a SWE-agent trajectory or its first line
+// is a record of a Claude Code transcript or a Pi session file; anything
+// else (a version log, gzip, an empty or unreadable file) is read as a
+// version log, as import always did.
 func importKind(path, as string) (string, error) {
 	switch as {
 	case "versionlog":
@@ -48,15 +51,19 @@ func importKind(path, as string) (string, error) {
 		return "", fmt.Errorf("import: %w", err)
 	}
 	defer f.Close()
-	br := bufio.NewReader(f)
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		return "versionlog", nil
+	br := bufio.NewReaderSize(f, 1<<16)
+	head, _ := br.Peek(512)
+	if sweagent.Looks(head) {
+		return "", nil
 	}
 	first, _ := br.ReadSlice('\n')
 	if bytes.Contains(first, []byte(`"t":"header"`)) && bytes.Contains(first, []byte(`"`+versionlog.FormatName+`"`)) {
 		return "versionlog", nil
 	}
-	return "", nil
+	if importer.LooksLikeSession(first) {
+		return "", nil
+	}
+	return "versionlog", nil
 }
 
 // runSessions imports agent sessions (a file or a folder) as context

@@ -567,8 +567,8 @@ func (w *walk) commit(c *commits.Commit, sum *SessionSummary) {
 // match on the cursor as it was read (a concurrent import of the same
 // file makes this one retry).
 func (w *walk) writeBatch() error {
-	if w.batch.Len() == 0 && w.cur.Offset == w.res.Offset && w.cur.doc != nil {
-		return nil
+	if w.batch.Len() == 0 && w.cur.Offset == w.res.Offset && (w.cur.doc != nil || w.cur.Offset == 0) {
+		return nil // nothing new (a new file with no complete line writes no cursor)
 	}
 	doc := w.cur.toDoc(w.cursorID, w.im.opts.Now().UTC())
 	guard := store.Match(w.cursorID, w.cur.doc)

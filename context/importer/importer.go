@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxstore/ctxstore/context/harness"
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -477,4 +478,12 @@ func laneKey(k string) string {
 		return "."
 	}
 	return k
+}
+
+// LooksLikeSession tells whether line (a file's first line) is a record of
+// a Claude Code transcript or a Pi session file.
+func LooksLikeSession(line []byte) bool {
+	var rep harness.Report
+	recs := harness.LineRecords(line, 1, &rep, nil)
+	return len(recs) > 0 && detect(recs) != Auto
 }
