@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ctxstore/ctxstore/context/harness/sweagent"
 	"github.com/ctxstore/ctxstore/context/importer"
@@ -81,10 +82,16 @@ func (c *importCmd) runSessions(a *app, kind string) error {
 	}
 	p := a.progress()
 	files := 0
+	last := time.Now()
 	im := importer.New(s, importer.Options{As: importer.Harness(kind), Principal: c.Principal, Machine: machine,
 		Progress: func(pr importer.Progress) {
 			if pr.Size > 0 {
 				p.update("import "+filepath.Base(pr.Path), pr.Bytes, pr.Size)
+				// Without a terminal, a line every few seconds of a long file.
+				if !p.on && !a.cli.JSON && !pr.Done && time.Since(last) > 3*time.Second {
+					last = time.Now()
+					fmt.Fprintf(a.stderr, "import: %s: %d of %d bytes\n", pr.Path, pr.Bytes, pr.Size)
+				}
 			}
 			if pr.Files > files {
 				files = pr.Files
