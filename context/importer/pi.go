@@ -77,6 +77,7 @@ func (w *walk) piLine(recs []harness.Record, n int) lineInfo {
 					s.ToolResults++
 				case "assistant":
 					s.Responses++
+					s.ToolCalls += h.ToolCalls
 				default:
 					s.Injected++
 				}

@@ -44,6 +44,8 @@ type Head struct {
 	Role string
 	// Text is a user message's text (the commit summary).
 	Text string
+	// ToolCalls counts an assistant message's toolCall blocks.
+	ToolCalls int
 	// Summary is a compaction's summary.
 	Summary string
 	// BranchedFrom is the header's branchedFrom (the file this session
@@ -74,9 +76,21 @@ func ReadHead(data []byte) (Head, bool) {
 			if m.Model != "" {
 				h.Model = string(m.Model)
 			}
-			if h.Role == "user" {
+			switch h.Role {
+			case "user":
 				c := Converter{Report: &harness.Report{}}
 				h.Text = c.content(m.Content, 0, "\n\n")
+			case "assistant":
+				var blocks []struct {
+					Type harness.Str `json:"type"`
+				}
+				if json.Unmarshal(m.Content, &blocks) == nil {
+					for _, b := range blocks {
+						if b.Type == "toolCall" {
+							h.ToolCalls++
+						}
+					}
+				}
 			}
 		}
 	}
