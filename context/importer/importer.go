@@ -487,3 +487,19 @@ func LooksLikeSession(line []byte) bool {
 	recs := harness.LineRecords(line, 1, &rep, nil)
 	return len(recs) > 0 && detect(recs) != Auto
 }
+
+// Counted tells whether analytics should count the events of an imported
+// commit: every line of an imported file is in exactly one commit that is
+// neither a compaction commit nor tagged "branch" (those repeat lines of
+// the file chain, docs/import.md "Events").
+func Counted(c *commits.Commit) bool {
+	if c.Type == commits.Compaction || c.Type == commits.Snapshot {
+		return false
+	}
+	for _, t := range c.Tags {
+		if t == "branch" {
+			return false
+		}
+	}
+	return true
+}

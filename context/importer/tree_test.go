@@ -12,6 +12,7 @@ import (
 	"github.com/ctxstore/ctxstore/internal/storetestenv"
 	"github.com/ctxstore/ctxstore/objects/events"
 	"github.com/ctxstore/ctxstore/session/commits"
+	"github.com/ctxstore/ctxstore/store"
 )
 
 // piEntry is one line of a Pi v3 file.
@@ -92,6 +93,21 @@ func TestPiTreeBranches(t *testing.T) {
 			if err != nil || len(evs) != strings.Count(w, "\n") {
 				t.Fatalf("lane %q: %d events, %v", lane, len(evs), err)
 			}
+		}
+		// Every line is counted once: the counted commits' contents are the
+		// file's lines.
+		counted := 0
+		for _, id := range res.Commits {
+			c, err := im.Service().Show(ctx, id, store.Basis{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if importer.Counted(c) {
+				counted += int(c.MessageCount)
+			}
+		}
+		if counted != len(lines) {
+			t.Fatalf("counted %d lines, the file has %d", counted, len(lines))
 		}
 		if res.Sessions[0].Branches != 2 {
 			t.Fatalf("branches %d", res.Sessions[0].Branches)
