@@ -279,10 +279,10 @@ func (w *walk) add(line []byte) error {
 		w.problem(p.Line, "%s", p.Msg)
 	}
 	if w.cur.Harness == Auto {
+		// Detected from the first record of a known harness; lines before
+		// it go into the first commit (a file with none fails at its
+		// first commit, flushSegment).
 		w.cur.Harness = detect(recs)
-		if w.cur.Harness == Auto && len(recs) > 0 {
-			return fmt.Errorf("import %s: line %d: neither a Claude Code transcript nor a Pi session file (use --as)", w.path, n)
-		}
 	}
 	if w.format == "" && w.cur.Harness != Auto {
 		w.format = formatOf(w.cur.Harness)
