@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/ctxstore/ctxstore/context/harness/sweagent"
 	"github.com/ctxstore/ctxstore/context/importer"
 	"github.com/ctxstore/ctxstore/sync/versionlog"
 )
@@ -22,8 +24,10 @@ type sessionImportFlags struct {
 // importKind decides what import reads (docs/import.md "One command, two
 // imports"): --as when given ("sessions" detects each file's harness);
 // stdin is a version log; a folder, or a .traj file, is sessions; a file
-// that is gzip or whose first line is a version-log header is a version
-// log; any other file is sessions.
+// is sessions when it looks like a SWE-agent trajectory or its first line
+// is a record of a Claude Code transcript or a Pi session file; anything
+// else (a version log, gzip, an empty or unreadable file) is read as a
+// version log, as import always did.
 func importKind(path, as string) (string, error) {
 	switch as {
 	case "versionlog":
@@ -48,15 +52,19 @@ func importKind(path, as string) (string, error) {
 		return "", fmt.Errorf("import: %w", err)
 	}
 	defer f.Close()
-	br := bufio.NewReader(f)
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		return "versionlog", nil
+	br := bufio.NewReaderSize(f, 1<<16)
+	head, _ := br.Peek(512)
+	if sweagent.Looks(head) {
+		return "", nil
 	}
 	first, _ := br.ReadSlice('\n')
 	if bytes.Contains(first, []byte(`"t":"header"`)) && bytes.Contains(first, []byte(`"`+versionlog.FormatName+`"`)) {
 		return "versionlog", nil
 	}
-	return "", nil
+	if importer.LooksLikeSession(first) {
+		return "", nil
+	}
+	return "versionlog", nil
 }
 
 // runSessions imports agent sessions (a file or a folder) as context
@@ -74,10 +82,16 @@ func (c *importCmd) runSessions(a *app, kind string) error {
 	}
 	p := a.progress()
 	files := 0
+	last := time.Now()
 	im := importer.New(s, importer.Options{As: importer.Harness(kind), Principal: c.Principal, Machine: machine,
 		Progress: func(pr importer.Progress) {
 			if pr.Size > 0 {
 				p.update("import "+filepath.Base(pr.Path), pr.Bytes, pr.Size)
+				// Without a terminal, a line every few seconds of a long file.
+				if !p.on && !a.cli.JSON && !pr.Done && time.Since(last) > 3*time.Second {
+					last = time.Now()
+					fmt.Fprintf(a.stderr, "import: %s: %d of %d bytes\n", pr.Path, pr.Bytes, pr.Size)
+				}
 			}
 			if pr.Files > files {
 				files = pr.Files
@@ -116,6 +130,9 @@ func printImport(a *app, res *importer.Result) {
 			fmt.Fprintf(w, ", %d bytes of an incomplete last line left for later", f.Pending)
 		}
 		fmt.Fprintf(w, "; tip %s\n", f.Tip)
+		if f.Error != "" {
+			fmt.Fprintf(w, "  stopped: %s\n", f.Error)
+		}
 		for _, s := range f.Sessions {
 			fmt.Fprintf(w, "  session %s: %d commits, %d records: %d prompts, %d injected, %d tool calls, %d tool results, %d compactions",
 				s.Session, s.Commits, s.Records, s.Prompts, s.Injected, s.ToolCalls, s.ToolResults, s.Compactions)

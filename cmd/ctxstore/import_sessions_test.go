@@ -74,6 +74,14 @@ func TestImportSessionsCLI(t *testing.T) {
 	if k, _ := importKind(vl, ""); k != "versionlog" {
 		t.Fatalf("kind of a version log: %q", k)
 	}
+	for name, want := range map[string]string{"": "versionlog", "garbage\n": "versionlog", `{"t":"tx"}` + "\n": "versionlog",
+		`{"type":"session","version":3,"id":"x"}` + "\n": "", `{"type":"user","sessionId":"s","message":{}}` + "\n": ""} {
+		f := filepath.Join(dir, "kind.jsonl")
+		os.WriteFile(f, []byte(name), 0o644)
+		if k, err := importKind(f, ""); err != nil || k != want {
+			t.Fatalf("kind of %q: %q %v, want %q", name, k, err, want)
+		}
+	}
 	if _, _, code := runCLI("import", "--partial", src); code != 2 {
 		t.Fatalf("--partial with sessions: exit %d, want 2", code)
 	}

@@ -236,5 +236,9 @@ func LineRecords(b []byte, line int, rep *Report, known func(recordType string) 
 		rep.Problem(line, "%v; the line is skipped", err)
 		return nil
 	}
+	// The common case, one whole object on the line, in one scan.
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' && json.Valid(t) {
+		return []Record{{Line: line, Data: t}}
+	}
 	return splitLine(b, line, nil, rep, known)
 }

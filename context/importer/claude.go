@@ -69,8 +69,20 @@ func (w *walk) claudeLine(recs []harness.Record, n int) lineInfo {
 				}
 			}
 			info.content = true
+			if h.ResultAgentID != "" && !h.Sidechain {
+				for _, id := range h.Results {
+					info.results = append(info.results, [2]string{id, h.ResultAgentID})
+				}
+			}
 		case "assistant":
 			info.content = true
+			if !h.Sidechain {
+				for i, name := range h.ToolNames {
+					if name == "Task" || name == "Agent" {
+						info.tasks = append(info.tasks, h.ToolUses[i])
+					}
+				}
+			}
 		case "system":
 			if (h.Subtype == "compact_boundary" || h.Subtype == "microcompact_boundary") && !h.Sidechain {
 				info.compaction = "boundary"

@@ -19,6 +19,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/harness"
 	"github.com/ctxstore/ctxstore/context/harness/claudecode"
 	"github.com/ctxstore/ctxstore/context/harness/pi"
+	"github.com/ctxstore/ctxstore/context/harness/sweagent"
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -66,7 +67,9 @@ func (im *Importer) importFile(ctx context.Context, path string) (*FileResult, e
 	if fi.IsDir() {
 		return nil, fmt.Errorf("import %s: a directory (use Import)", path)
 	}
-	if strings.HasSuffix(abs, ".traj") || im.opts.As == SWEAgent {
+	head := make([]byte, 512)
+	n, _ := f.ReadAt(head, 0)
+	if strings.HasSuffix(abs, ".traj") || im.opts.As == SWEAgent || (im.opts.As == Auto && sweagent.Looks(head[:n])) {
 		return im.importTraj(ctx, abs, f, fi.Size())
 	}
 	id := CursorID(abs)
@@ -109,7 +112,18 @@ func (im *Importer) importFile(ctx context.Context, path string) (*FileResult, e
 	if cur.Lanes == nil {
 		cur.Lanes, cur.LaneOf, cur.SideRoot = map[string]string{}, map[string]string{}, map[string]string{}
 	}
+	if cur.LaneEnd == nil {
+		cur.LaneEnd, cur.ForkAt = map[string]string{}, map[string]string{}
+	}
+	if cur.Tasks == nil {
+		cur.Tasks, cur.Spawns = map[string]string{}, map[string]string{}
+	}
 	w := &walk{im: im, ctx: ctx, path: abs, res: res, cur: cur, h: h, cursorID: id, batch: im.svc.NewBatch(), sessions: map[string]*SessionSummary{}}
+	if cur.Tip == "" && res.Status != Unchanged {
+		if err := w.subagent(); err != nil {
+			return nil, err
+		}
+	}
 	if res.Status == Unchanged {
 		w.line, w.startLine = cur.Lines, cur.Lines
 		w.finishResult()
@@ -133,13 +147,14 @@ type walk struct {
 	batch    *commits.Batch
 	format   string
 
-	seg       segment
-	sessions  map[string]*SessionSummary
-	order     []string
-	offset    int64 // bytes read and hashed
-	line      int
-	startLine int
-	lastProg  time.Time
+	seg          segment
+	sessions     map[string]*SessionSummary
+	order        []string
+	offset       int64 // bytes read and hashed
+	line         int
+	startLine    int
+	branchedFrom string // Pi: the header's branchedFrom
+	lastProg     time.Time
 }
 
 // segment is the lines of the commit being made.
@@ -156,6 +171,15 @@ type segment struct {
 	content    bool // holds a prompt or a response (a turn has begun)
 	model      string
 	records    int
+	entries    []entryLine // Pi trees: the entries and their lines
+	tasks      []string    // Claude Code: Task/Agent tool use ids
+	results    [][2]string // Claude Code: (tool use id, agent id) of sub-agent results
+}
+
+// entryLine is a Pi entry of a segment and its line there (1-based).
+type entryLine struct {
+	id string
+	k  int
 }
 
 // lineInfo is what a line's records say about cutting.
@@ -168,6 +192,9 @@ type lineInfo struct {
 	summary    string
 	content    bool
 	model      string
+	entries    []string // Pi trees: the ids of the line's entries
+	tasks      []string
+	results    [][2]string
 	count      func(*SessionSummary)
 }
 
@@ -181,9 +208,15 @@ func (w *walk) run(r *bufio.Reader, size int64) error {
 		var line []byte
 		if errors.Is(err, bufio.ErrBufferFull) {
 			line = append([]byte(nil), b...)
-			for errors.Is(err, bufio.ErrBufferFull) {
+			for errors.Is(err, bufio.ErrBufferFull) && len(line) <= harness.MaxLineBytes {
 				b, err = r.ReadSlice('\n')
 				line = append(line, b...)
+			}
+			if len(line) > harness.MaxLineBytes {
+				// Not held: the import stops before this line (docs/security.md).
+				w.problem(w.line+1, "the line is over %d bytes, the limit per line; the file is imported up to the line before it", harness.MaxLineBytes)
+				w.res.Error = fmt.Sprintf("line %d is over the %d-byte limit per line; imported up to line %d", w.line+1, harness.MaxLineBytes, w.line)
+				break
 			}
 		} else {
 			line = b
@@ -246,10 +279,10 @@ func (w *walk) add(line []byte) error {
 		w.problem(p.Line, "%s", p.Msg)
 	}
 	if w.cur.Harness == Auto {
+		// Detected from the first record of a known harness; lines before
+		// it go into the first commit (a file with none fails at its
+		// first commit, flushSegment).
 		w.cur.Harness = detect(recs)
-		if w.cur.Harness == Auto && len(recs) > 0 {
-			return fmt.Errorf("import %s: line %d: neither a Claude Code transcript nor a Pi session file (use --as)", w.path, n)
-		}
 	}
 	if w.format == "" && w.cur.Harness != Auto {
 		w.format = formatOf(w.cur.Harness)
@@ -295,6 +328,11 @@ func (w *walk) add(line []byte) error {
 	s.compaction = info.compaction != ""
 	s.buf = append(s.buf, line...)
 	s.lines++
+	for _, id := range info.entries {
+		s.entries = append(s.entries, entryLine{id: id, k: s.lines})
+	}
+	s.tasks = append(s.tasks, info.tasks...)
+	s.results = append(s.results, info.results...)
 	s.records += len(recs)
 	w.h.Write(line)
 	w.offset += int64(len(line))
@@ -405,6 +443,9 @@ func (w *walk) flushSegment() error {
 	if s.lines == 0 {
 		return nil
 	}
+	if w.format == "" {
+		return fmt.Errorf("import %s: lines %d-%d hold no record of a Claude Code transcript or a Pi session file; nothing imported (--as names the harness)", w.path, w.line-s.lines+1, w.line)
+	}
 	if s.created.IsZero() {
 		s.created = w.cur.Last
 	}
@@ -412,7 +453,7 @@ func (w *walk) flushSegment() error {
 	if session == "" {
 		session = w.cur.Session
 	}
-	prov := commits.Provenance{Principal: w.im.opts.Principal, Machine: w.im.opts.Machine, Session: session,
+	prov := commits.Provenance{Template: w.cur.Template, Principal: w.im.opts.Principal, Machine: w.im.opts.Machine, Session: session,
 		Trigger: s.trigger, Harness: w.harnessName(), Cwd: w.cur.Cwd, Model: s.model, Source: w.path,
 		SourceStart: s.start, SourceEnd: s.end}
 	if prov.Model == "" {
@@ -422,6 +463,15 @@ func (w *walk) flushSegment() error {
 		prov.Trigger = commits.CompactionTrigger
 	}
 	tags := []string{"import"}
+	if w.cur.Root == "" && w.branchedFrom != "" {
+		// A Pi session branched from another file holds its own copy of the
+		// path it branched at: the link is a tag, not a parent.
+		tags = append(tags, "branched-from:"+w.branchedFrom)
+		if bc, err := w.im.readCursor(w.ctx, CursorID(w.branchedFrom)); err == nil && bc != nil && bc.Tip != "" {
+			tags = append(tags, "branched-from-commit:"+bc.Tip)
+		}
+		w.res.BranchedFrom = w.branchedFrom
+	}
 	if s.lane != "" {
 		tags = append(tags, "sidechain")
 		prov.Thread = s.lane
@@ -442,7 +492,19 @@ func (w *walk) flushSegment() error {
 	if w.cur.Root == "" {
 		w.cur.Root = c.ID
 	}
-	if s.lane == "" {
+	for _, id := range s.tasks {
+		w.cur.Tasks[id] = c.ID
+	}
+	for _, r := range s.results {
+		if spawn, ok := w.cur.Tasks[r[0]]; ok {
+			w.cur.Spawns[r[1]] = spawn
+		}
+	}
+	if w.cur.Tree {
+		if err := w.treeLane(&s, c, prov, sum, parent); err != nil {
+			return err
+		}
+	} else if s.lane == "" {
 		w.cur.MainTip = c.ID
 	} else {
 		// The branch: the same lines, forked from the commit that was the
@@ -478,6 +540,9 @@ func (w *walk) flushSegment() error {
 		}
 		w.commit(cc, sum)
 		sum.Compactions++
+		if w.cur.Tree && w.cur.Lanes[s.lane] == c.ID {
+			w.cur.Lanes[s.lane] = cc.ID
+		}
 		w.cur.Tip = cc.ID
 		if s.lane == "" {
 			w.cur.MainTip = cc.ID
@@ -502,8 +567,8 @@ func (w *walk) commit(c *commits.Commit, sum *SessionSummary) {
 // match on the cursor as it was read (a concurrent import of the same
 // file makes this one retry).
 func (w *walk) writeBatch() error {
-	if w.batch.Len() == 0 && w.cur.Offset == w.res.Offset && w.cur.doc != nil {
-		return nil
+	if w.batch.Len() == 0 && w.cur.Offset == w.res.Offset && (w.cur.doc != nil || w.cur.Offset == 0) {
+		return nil // nothing new (a new file with no complete line writes no cursor)
 	}
 	doc := w.cur.toDoc(w.cursorID, w.im.opts.Now().UTC())
 	guard := store.Match(w.cursorID, w.cur.doc)
@@ -520,6 +585,12 @@ func (w *walk) finishResult() {
 	r.Harness = string(w.cur.Harness)
 	r.Format = formatOf(w.cur.Harness)
 	r.Offset, r.Lines, r.Tip, r.Root, r.Parent = w.cur.Offset, w.cur.Lines, w.cur.Tip, w.cur.Root, w.cur.Parent
+	if len(w.cur.Lanes) > 0 {
+		r.Lanes = map[string]string{}
+		for k, v := range w.cur.Lanes {
+			r.Lanes[k] = v
+		}
+	}
 	r.NewLines = w.line - w.startLine
 	if r.Status == Unchanged {
 		r.NewLines = 0

@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxstore/ctxstore/context/harness"
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -171,8 +172,10 @@ type FileResult struct {
 	// those this import added.
 	Lines    int `json:"lines"`
 	NewLines int `json:"new_lines"`
-	// Commits are the commits this import wrote (file chain and
-	// branches), in order; Tip the file chain's last commit; Root its
+	// Commits are the commits this import added to the file's chains
+	// (file chain and branches), in order; some may have been in the store
+	// already (the same runs of another file: a resumed session's copied
+	// records); Tip the file chain's last commit; Root its
 	// first (materialize Tip with stop Root for the file's bytes when the
 	// chain is forked from another file's, as a sub-agent's is).
 	Commits []string `json:"commits"`
@@ -180,10 +183,19 @@ type FileResult struct {
 	Root    string   `json:"root,omitempty"`
 	// Parent is the commit the file's chain is forked from (a sub-agent
 	// file: the commit of its parent session that spawned it).
-	Parent   string           `json:"parent,omitempty"`
-	Sessions []SessionSummary `json:"sessions,omitempty"`
-	Problems []Problem        `json:"problems,omitempty"`
-	Error    string           `json:"error,omitempty"`
+	Parent string `json:"parent,omitempty"`
+	// Lanes are the file's branches and their last commits: Claude Code
+	// sub-agents ("agent-..." or their agentId) and Pi tree branches
+	// ("branch-<first entry id>"; "" is the first path). Materializing a
+	// lane's commit to the root gives that branch alone.
+	Lanes map[string]string `json:"lanes,omitempty"`
+	// BranchedFrom is the file a Pi session was branched from (its
+	// header's branchedFrom); the first commit is tagged with it and with
+	// that file's tip when it was imported.
+	BranchedFrom string           `json:"branched_from,omitempty"`
+	Sessions     []SessionSummary `json:"sessions,omitempty"`
+	Problems     []Problem        `json:"problems,omitempty"`
+	Error        string           `json:"error,omitempty"`
 }
 
 // Result is what an import did.
@@ -336,13 +348,28 @@ type cursor struct {
 	Pending  string            // a compaction segment's state ("boundary")
 	Header   bool              // Pi: the header was read
 	SideRoot map[string]string // lane -> the commit it forked from
+	// Pi trees: the previous entry in file order, each lane's last entry,
+	// the entry a new lane forks at, and where each entry is on its lane
+	// (LaneOf: entry id -> "commit k", its line in that commit).
+	Tree      bool
+	LastEntry string
+	LaneEnd   map[string]string
+	ForkAt    map[string]string
+	// Claude Code: the commits holding Task/Agent tool calls (tool use id
+	// -> commit) and the sub-agents they spawned (agent id -> commit), for
+	// 2.1.x subagents/ files; Template is a sub-agent's agentType.
+	Tasks    map[string]string
+	Spawns   map[string]string
+	Template string
 	doc      store.Doc
 }
 
 func (c *cursor) toDoc(id string, now time.Time) store.Doc {
+	// The first lane is "" in memory and "." in the document (a store
+	// refuses empty keys).
 	lanes := map[string]any{}
 	for k, v := range c.Lanes {
-		lanes[k] = v
+		lanes[laneKey(k)] = v
 	}
 	laneOf := map[string]any{}
 	for k, v := range c.LaneOf {
@@ -350,13 +377,30 @@ func (c *cursor) toDoc(id string, now time.Time) store.Doc {
 	}
 	roots := map[string]any{}
 	for k, v := range c.SideRoot {
-		roots[k] = v
+		roots[laneKey(k)] = v
+	}
+	laneEnd := map[string]any{}
+	for k, v := range c.LaneEnd {
+		laneEnd[laneKey(k)] = v
+	}
+	tasks := map[string]any{}
+	for k, v := range c.Tasks {
+		tasks[k] = v
+	}
+	spawns := map[string]any{}
+	for k, v := range c.Spawns {
+		spawns[k] = v
+	}
+	forkAt := map[string]any{}
+	for k, v := range c.ForkAt {
+		forkAt[laneKey(k)] = v
 	}
 	return store.Doc{store.IDKey: id, "type": DocCursor, "version": cursorVersion, "path": c.Path, "harness": string(c.Harness),
 		"offset": c.Offset, "lines": c.Lines, "prefix_sha256": c.Prefix, "tip": c.Tip, "root": c.Root, "parent": c.Parent,
 		"state": map[string]any{"session": c.Session, "harness_version": c.Version, "cwd": c.Cwd, "model": c.Model,
 			"last": store.FormatTime(c.Last), "main_tip": c.MainTip, "lanes": lanes, "lane_of": laneOf, "pending": c.Pending,
-			"header": c.Header, "side_root": roots},
+			"header": c.Header, "side_root": roots, "tree": c.Tree, "last_entry": c.LastEntry, "lane_end": laneEnd, "fork_at": forkAt,
+			"tasks": tasks, "spawns": spawns, "template": c.Template},
 		"updated": store.FormatTime(now)}
 }
 
@@ -368,6 +412,9 @@ func cursorFromDoc(d store.Doc) (*cursor, error) {
 		if x, ok := m[k].(map[string]any); ok {
 			for a, b := range x {
 				if s, ok := b.(string); ok {
+					if a == "." {
+						a = ""
+					}
 					out[a] = s
 				}
 			}
@@ -382,8 +429,10 @@ func cursorFromDoc(d store.Doc) (*cursor, error) {
 		Prefix: str(d, "prefix_sha256"), Tip: str(d, "tip"), Root: str(d, "root"), Parent: str(d, "parent"),
 		Session: str(st, "session"), Version: str(st, "harness_version"), Cwd: str(st, "cwd"), Model: str(st, "model"),
 		MainTip: str(st, "main_tip"), Lanes: strs(st, "lanes"), LaneOf: strs(st, "lane_of"), Pending: str(st, "pending"),
-		SideRoot: strs(st, "side_root"), doc: d}
+		SideRoot: strs(st, "side_root"), LastEntry: str(st, "last_entry"), LaneEnd: strs(st, "lane_end"), ForkAt: strs(st, "fork_at"),
+		Tasks: strs(st, "tasks"), Spawns: strs(st, "spawns"), Template: str(st, "template"), doc: d}
 	c.Header, _ = st["header"].(bool)
+	c.Tree, _ = st["tree"].(bool)
 	if t, err := store.ParseTime(str(st, "last")); err == nil {
 		c.Last = t
 	}
@@ -423,3 +472,34 @@ func storeMatch(id string, c *cursor) store.Op {
 }
 
 func storePut(d store.Doc) store.Op { return store.Put(d) }
+
+func laneKey(k string) string {
+	if k == "" {
+		return "."
+	}
+	return k
+}
+
+// LooksLikeSession tells whether line (a file's first line) is a record of
+// a Claude Code transcript or a Pi session file.
+func LooksLikeSession(line []byte) bool {
+	var rep harness.Report
+	recs := harness.LineRecords(line, 1, &rep, nil)
+	return len(recs) > 0 && detect(recs) != Auto
+}
+
+// Counted tells whether analytics should count the events of an imported
+// commit: every line of an imported file is in exactly one commit that is
+// neither a compaction commit nor tagged "branch" (those repeat lines of
+// the file chain, docs/import.md "Events").
+func Counted(c *commits.Commit) bool {
+	if c.Type == commits.Compaction || c.Type == commits.Snapshot {
+		return false
+	}
+	for _, t := range c.Tags {
+		if t == "branch" {
+			return false
+		}
+	}
+	return true
+}

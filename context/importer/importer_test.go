@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/ctxstore/ctxstore/internal/storetestenv"
 	"github.com/ctxstore/ctxstore/objects/events"
 	"github.com/ctxstore/ctxstore/session/commits"
+	"github.com/ctxstore/ctxstore/store"
 )
 
 // datasetFiles lists every Claude Code and Pi file of the shared datasets.
@@ -90,8 +92,13 @@ func TestFidelityEveryDataset(t *testing.T) {
 			if prompts == 0 || prompts != sum || len(res.Commits) == 0 {
 				t.Fatalf("%s: %d human prompts in the events, %d commits", src, prompts, len(res.Commits))
 			}
+			if first, _, _ := strings.Cut(string(want), "\n"); strings.Contains(first, `"branchedFrom"`) {
+				root, err := im.Service().Show(ctx, res.Root, store.Basis{})
+				if err != nil || res.BranchedFrom == "" || !slices.Contains(root.Tags, "branched-from:"+res.BranchedFrom) {
+					t.Fatalf("%s: branchedFrom %q, root tags %v (%v)", src, res.BranchedFrom, root.Tags, err)
+				}
+			}
 			t.Logf("%s: %d commits, %d events, %d prompts (summary: %d), %d problems", filepath.Base(src), len(res.Commits), len(evs), prompts, sum, len(res.Problems))
-			_ = strings.TrimSpace
 		}
 	})
 }
@@ -128,6 +135,21 @@ func TestTrajectories(t *testing.T) {
 			if err != nil || len(evs) < 3 {
 				t.Fatalf("%s: %d events, %v", f.Path, len(evs), err)
 			}
+			var status string
+			calls, sys := 0, 0
+			for _, x := range evs {
+				switch {
+				case x.Type == events.Metric && x.Metric != nil:
+					status = x.Metric.Status
+				case x.Type == events.ToolCall:
+					calls++
+				case x.Type == events.System && x.Subtype == events.SubtypeSystemPrompt:
+					sys++
+				}
+			}
+			if status == "" || calls == 0 || calls != f.Sessions[0].ToolCalls || sys != 1 {
+				t.Fatalf("%s: outcome %q, %d tool calls (summary %d), %d system prompts", f.Path, status, calls, f.Sessions[0].ToolCalls, sys)
+			}
 		}
 		again, err := im.Import(ctx, tmp)
 		if err != nil || again.Unchanged != len(m) || again.Commits != 0 {
@@ -135,3 +157,5 @@ func TestTrajectories(t *testing.T) {
 		}
 	})
 }
+
+func TestMain(m *testing.M) { storetestenv.Main(m) }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxstore/ctxstore/context/harness"
 	"github.com/ctxstore/ctxstore/context/importer"
 	"github.com/ctxstore/ctxstore/internal/datasets"
 	"github.com/ctxstore/ctxstore/internal/storetestenv"
@@ -94,7 +95,10 @@ func TestIncrementalLiveFile(t *testing.T) {
 			on := map[string]bool{}
 			for _, c := range hist {
 				on[c.ID] = true
-				if c.Source != p || c.SourceEnd <= c.SourceStart && c.Type != commits.Compaction {
+				// Commits are content-addressed: a run another test imported
+				// from its own copy of the file is the same commit, with that
+				// copy as its source.
+				if filepath.Base(c.Source) != filepath.Base(p) || c.SourceEnd <= c.SourceStart {
 					t.Fatalf("commit %s: source %q [%d,%d)", c.ID, c.Source, c.SourceStart, c.SourceEnd)
 				}
 			}
@@ -178,6 +182,97 @@ func TestDamage(t *testing.T) {
 		}
 		if s := res.Sessions; len(s) != 1 || s[0].Prompts != 3 || s[0].Unknown["hologram"] != 1 {
 			t.Fatalf("summary %+v", s)
+		}
+	})
+}
+
+// TestLongLine: a line over harness.MaxLineBytes is not held; the file is
+// imported up to the line before it and the result says where it stopped.
+func TestLongLine(t *testing.T) {
+	first := `{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"sl","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"hi"}}` + "\n"
+	long := `{"type":"user","uuid":"u2","message":{"role":"user","content":"` + strings.Repeat("x", harness.MaxLineBytes) + `"}}` + "\n"
+	storetestenv.RunParallel(t, func(t *testing.T, e *storetestenv.Env) {
+		p := filepath.Join(t.TempDir(), "long.jsonl")
+		os.WriteFile(p, []byte(first+long+first), 0o644)
+		im := importer.New(e.Store, importer.Options{})
+		res, err := im.ImportFile(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Offset != int64(len(first)) || res.Lines != 1 || !strings.Contains(res.Error, "line 2 is over") {
+			t.Fatalf("offset %d lines %d error %q", res.Offset, res.Lines, res.Error)
+		}
+	})
+}
+
+// TestNotASession: a file with no record of a known format fails with an
+// error naming it and its lines, and writes nothing; a folder import goes
+// on with the other files.
+func TestNotASession(t *testing.T) {
+	e := storetestenv.New(t, storetestenv.SQLite)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a-junk.jsonl"), []byte("not json\n{\"x\":1\n"), 0o644)
+	good := `{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"sg","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"hi"}}` + "\n"
+	os.WriteFile(filepath.Join(dir, "b-good.jsonl"), []byte(good), 0o644)
+	im := importer.New(e.Store, importer.Options{})
+	res, err := im.Import(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Failed != 1 || res.Imported != 1 || !strings.Contains(res.Files[0].Error, "lines 1-2 hold no record") {
+		t.Fatalf("%+v", res)
+	}
+	if _, _, _, _, ok, _ := im.Cursor(context.Background(), filepath.Join(dir, "a-junk.jsonl")); ok {
+		t.Fatal("a cursor was written for the failed file")
+	}
+}
+
+// TestConcurrentImports: four importers (four store handles, as four hook
+// processes would be) import one file at once, twice over as it grows:
+// every import succeeds, one chain results, and it materializes to the
+// file's bytes.
+func TestConcurrentImports(t *testing.T) {
+	full, err := os.ReadFile(filepath.Join(datasets.Dir(t), "claude-code", "raw", "claude-reliability__python-to-rust-port.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetestenv.RunParallel(t, func(t *testing.T, e *storetestenv.Env) {
+		ctx := context.Background()
+		p := filepath.Join(t.TempDir(), "live.jsonl")
+		lines := bytes.SplitAfter(full, []byte("\n"))
+		var tips []string
+		for _, upto := range []int{len(lines) / 2, len(lines)} {
+			os.WriteFile(p, bytes.Join(lines[:upto], nil), 0o644)
+			errs := make(chan error, 4)
+			res := make(chan string, 4)
+			for i := 0; i < 4; i++ {
+				st := e.Reopen()
+				go func() {
+					r, err := importer.New(st, importer.Options{}).ImportFile(ctx, p)
+					if err == nil {
+						res <- r.Tip
+					}
+					errs <- err
+				}()
+			}
+			for i := 0; i < 4; i++ {
+				if err := <-errs; err != nil {
+					t.Fatalf("concurrent import: %v", err)
+				}
+			}
+			close(res)
+			for tip := range res {
+				tips = append(tips, tip)
+			}
+		}
+		last := tips[len(tips)-1]
+		for _, tip := range tips[4:] {
+			if tip != last {
+				t.Fatalf("two chains: %s and %s", tip, last)
+			}
+		}
+		if got := materialize(t, importer.New(e.Store, importer.Options{}), last, ""); !bytes.Equal(got, full) {
+			t.Fatalf("materialized %d bytes, want %d", len(got), len(full))
 		}
 	})
 }

@@ -23,16 +23,23 @@ func (w *walk) piLine(recs []harness.Record, n int) lineInfo {
 		if t := harness.ParseTime(h.Timestamp); !t.IsZero() && info.time.IsZero() {
 			info.time = t
 		}
+		if h.Type != "session" && h.ID != "" {
+			w.cur.Tree = true
+			info.lane = w.piLane(h.ID, h.ParentID)
+			info.entries = append(info.entries, h.ID)
+		}
 		switch h.Type {
 		case "session":
 			if !w.cur.Header {
 				w.cur.Header = true
 				w.cur.Session, w.cur.Cwd = h.ID, h.Cwd
+				w.branchedFrom = h.BranchedFrom
 				v := h.Version
 				if v == 0 {
 					v = 1
 				}
 				w.cur.Version = fmt.Sprintf("(session v%d)", v)
+				w.cur.Tree = v >= 2
 				if h.Model != "" {
 					w.cur.Model = h.Model
 				}
@@ -70,6 +77,7 @@ func (w *walk) piLine(recs []harness.Record, n int) lineInfo {
 					s.ToolResults++
 				case "assistant":
 					s.Responses++
+					s.ToolCalls += h.ToolCalls
 				default:
 					s.Injected++
 				}

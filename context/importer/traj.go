@@ -1,11 +1,9 @@
 package importer
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ctxstore/ctxstore/context/harness"
+	"github.com/ctxstore/ctxstore/context/harness/sweagent"
 	"github.com/ctxstore/ctxstore/objects/conversation"
 	"github.com/ctxstore/ctxstore/objects/events"
 	"github.com/ctxstore/ctxstore/session/commits"
@@ -26,12 +25,12 @@ import (
 // commits' source); the chain is deterministic, so importing the same
 // session again writes nothing.
 func (im *Importer) ImportSession(ctx context.Context, s *harness.Session, harnessName, source string) (*FileResult, error) {
-	return im.importSession(ctx, s, harnessName, source, nil)
+	return im.importSession(ctx, s, harnessName, source, nil, nil)
 }
 
 // importSession is ImportSession writing the ops extra returns (given the
 // chain's tip and root) in the same transaction.
-func (im *Importer) importSession(ctx context.Context, s *harness.Session, harnessName, source string, extra func(tip, root string, lines int) []store.Op) (*FileResult, error) {
+func (im *Importer) importSession(ctx context.Context, s *harness.Session, harnessName, source string, tail []events.Event, extra func(tip, root string, lines int) []store.Op) (*FileResult, error) {
 	res := &FileResult{Path: source, Harness: harnessName, Format: commits.FormatEvents, Status: Imported, Commits: []string{}}
 	session := s.ID
 	if session == "" {
@@ -46,11 +45,23 @@ func (im *Importer) importSession(ctx context.Context, s *harness.Session, harne
 	parent := ""
 	var turn []conversation.Message
 	model := ""
-	flush := func() error {
-		if len(turn) == 0 {
+	first := true
+	flush := func(last bool) error {
+		if len(turn) == 0 && !(last && len(tail) > 0) {
 			return nil
 		}
-		evs := events.FromMessages(turn)
+		var evs []events.Event
+		if first && s.SystemPrompt != "" {
+			evs = append(evs, events.Event{Type: events.System, Subtype: events.SubtypeSystemPrompt, Text: s.SystemPrompt})
+		}
+		first = false
+		evs = append(evs, events.FromMessages(turn)...)
+		if last {
+			evs = append(evs, tail...)
+		}
+		if len(turn) == 0 {
+			turn = []conversation.Message{{}}
+		}
 		created := turn[0].Time
 		trigger := commits.ImportTrigger
 		summary := ""
@@ -80,7 +91,7 @@ func (im *Importer) importSession(ctx context.Context, s *harness.Session, harne
 				sum.Injected++
 			} else {
 				sum.Prompts++
-				if err := flush(); err != nil {
+				if err := flush(false); err != nil {
 					return nil, err
 				}
 			}
@@ -95,7 +106,7 @@ func (im *Importer) importSession(ctx context.Context, s *harness.Session, harne
 		}
 		turn = append(turn, m)
 	}
-	if err := flush(); err != nil {
+	if err := flush(true); err != nil {
 		return nil, err
 	}
 	var ops []store.Op
@@ -142,9 +153,16 @@ func (im *Importer) importTraj(ctx context.Context, path string, f *os.File, siz
 		status = Rewritten
 	}
 	s := &harness.Session{Path: path, Report: harness.Report{Types: map[string]int{}}}
-	readTraj(s, data)
+	info := sweagent.Read(s, data)
+	harness.CheckToolResults(s)
+	// The run's outcome and totals close the chain (a metric event, what
+	// analytics read for outcomes).
+	tail := []events.Event{{Type: events.Metric, Subtype: "result", Model: info.Model,
+		Metric: &events.MetricData{InputTokens: info.TokensSent, OutputTokens: info.TokensReceived, CostUSD: info.Cost,
+			Turns: info.APICalls, Status: info.ExitStatus},
+		Metadata: trajMeta(info)}}
 	// The cursor is written with the commits.
-	res, err := im.importSession(ctx, s, string(SWEAgent), path, func(tip, root string, lines int) []store.Op {
+	res, err := im.importSession(ctx, s, string(SWEAgent), path, tail, func(tip, root string, lines int) []store.Op {
 		nc := &cursor{Path: path, Harness: SWEAgent, Offset: int64(len(data)), Lines: lines, Prefix: hash, Session: s.ID, Tip: tip, Root: root}
 		return []store.Op{storeMatch(id, cur), storePut(nc.toDoc(id, im.opts.Now().UTC()))}
 	})
@@ -155,70 +173,14 @@ func (im *Importer) importTraj(ctx context.Context, path string, f *os.File, siz
 	return res, nil
 }
 
-// readTraj is a minimal reader of a trajectory's history (the message list
-// SWE-agent sent): system messages are left out (the neutral conversation
-// has no system role), demonstrations and later user messages are Meta
-// user messages, the first other user message is the task (the person's
-// prompt), assistant messages carry their text. The full reader is
-// context/harness/sweagent's (branch stats); the importer takes it through
-// ImportSession when it lands.
-func readTraj(s *harness.Session, data []byte) {
-	var doc struct {
-		History []struct {
-			Role    harness.Str     `json:"role"`
-			Content json.RawMessage `json:"content"`
-			IsDemo  harness.Flag    `json:"is_demo"`
-			Thought harness.Str     `json:"thought"`
-			Action  harness.Str     `json:"action"`
-		} `json:"history"`
-		Info struct {
-			Version harness.Str `json:"swe_agent_version"`
-		} `json:"info"`
+func trajMeta(info sweagent.Info) map[string]any {
+	m := map[string]any{}
+	if info.Submission != "" {
+		m["submission"] = info.Submission
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
-		s.Report.Problem(1, "the trajectory does not decode: %v", err)
-		return
+	if info.Environment != "" {
+		m["environment"] = info.Environment
 	}
-	s.Version = string(doc.Info.Version)
-	task := false
-	for i, h := range doc.History {
-		text := contentText(h.Content)
-		switch h.Role {
-		case "system":
-			continue
-		case "user":
-			m := conversation.Message{Role: conversation.RoleUser, Text: text, Meta: bool(h.IsDemo) || task}
-			if !m.Meta {
-				task = true
-			}
-			s.Messages = append(s.Messages, m)
-		case "assistant":
-			if text == "" {
-				text = harness.JoinNonEmpty([]string{string(h.Thought), string(h.Action)}, "\n\n")
-			}
-			s.Messages = append(s.Messages, conversation.Message{Role: conversation.RoleAssistant, Text: text})
-		default:
-			s.Report.Problem(1, "history[%d]: role %q; left out", i, h.Role)
-		}
-	}
-}
-
-func contentText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var blocks []struct {
-		Type harness.Str `json:"type"`
-		Text harness.Str `json:"text"`
-	}
-	if json.Unmarshal(raw, &blocks) == nil {
-		var parts []string
-		for _, b := range blocks {
-			parts = append(parts, string(b.Text))
-		}
-		return strings.Join(parts, "\n")
-	}
-	return ""
+	m["steps"] = info.Steps
+	return m
 }

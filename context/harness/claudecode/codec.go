@@ -101,15 +101,107 @@ type Head struct {
 	Text string
 	// LeafUUID is set on "summary" records (a title for a leaf).
 	LeafUUID string
-	// ToolUses are the ids of the tool_use blocks of an assistant record.
-	ToolUses []string
+	// ToolUses are the ids of the tool_use blocks of an assistant record,
+	// ToolNames their names.
+	ToolUses  []string
+	ToolNames []string
+	// Results are the tool_use ids a user record's tool_result blocks
+	// answer; ResultAgentID is its toolUseResult.agentId (a sub-agent's
+	// result names the agent, whose transcript 2.1.x writes to
+	// <session>/subagents/agent-<id>.jsonl).
+	Results       []string
+	ResultAgentID string
 }
 
+// headRecord is what ReadHead decodes, in one pass: the message's content
+// blocks keep only the fields the importer cuts by (no tool result texts,
+// no inputs).
 type headRecord struct {
-	ccRecord
-	AgentID  harness.Str `json:"agentId"`
-	LeafUUID harness.Str `json:"leafUuid"`
-	Summary  harness.Str `json:"summary"`
+	Type              harness.Str    `json:"type"`
+	Subtype           harness.Str    `json:"subtype"`
+	UUID              harness.Str    `json:"uuid"`
+	ParentUUID        harness.OptStr `json:"parentUuid"`
+	LogicalParentUUID harness.Str    `json:"logicalParentUuid"`
+	IsSidechain       harness.Flag   `json:"isSidechain"`
+	IsMeta            harness.Flag   `json:"isMeta"`
+	IsCompactSummary  harness.Flag   `json:"isCompactSummary"`
+	SessionID         harness.Str    `json:"sessionId"`
+	Timestamp         harness.Str    `json:"timestamp"`
+	Cwd               harness.Str    `json:"cwd"`
+	Version           harness.Str    `json:"version"`
+	AgentID           harness.Str    `json:"agentId"`
+	LeafUUID          harness.Str    `json:"leafUuid"`
+	Message           headMessage    `json:"message"`
+	ToolUseResult     headToolResult `json:"toolUseResult"`
+}
+
+type headMessage struct {
+	ID      harness.Str
+	Model   harness.Str
+	text    string
+	blocks  []headBlock
+	present bool
+}
+
+type headBlock struct {
+	Type      harness.Str `json:"type"`
+	Text      harness.Str `json:"text"`
+	ID        harness.Str `json:"id"`
+	Name      harness.Str `json:"name"`
+	ToolUseID harness.Str `json:"tool_use_id"`
+}
+
+// UnmarshalJSON reads a message leniently: anything but an object is no
+// message; content is a string or blocks (blocks that are not objects are
+// left out).
+func (m *headMessage) UnmarshalJSON(b []byte) error {
+	*m = headMessage{}
+	if len(b) == 0 || b[0] != '{' {
+		return nil
+	}
+	var x struct {
+		ID      harness.Str     `json:"id"`
+		Model   harness.Str     `json:"model"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(b, &x) != nil {
+		return nil
+	}
+	m.ID, m.Model, m.present = x.ID, x.Model, true
+	c := bytes.TrimSpace(x.Content)
+	switch {
+	case len(c) == 0:
+	case c[0] == '"':
+		_ = json.Unmarshal(c, &m.text)
+	case c[0] == '[':
+		if json.Unmarshal(c, &m.blocks) != nil {
+			m.blocks = nil
+			var items []json.RawMessage
+			_ = json.Unmarshal(c, &items)
+			for _, it := range items {
+				var hb headBlock
+				if json.Unmarshal(it, &hb) == nil {
+					m.blocks = append(m.blocks, hb)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+type headToolResult struct{ AgentID string }
+
+func (t *headToolResult) UnmarshalJSON(b []byte) error {
+	*t = headToolResult{}
+	if len(b) > 0 && b[0] == '{' {
+		var x struct {
+			AgentID harness.Str `json:"agentId"`
+		}
+		if json.Unmarshal(b, &x) == nil {
+			t.AgentID = string(x.AgentID)
+		}
+	}
+	return nil
 }
 
 // ReadHead reads a record's head.
@@ -121,23 +213,32 @@ func ReadHead(data []byte) (Head, bool) {
 	h := Head{Type: string(r.Type), Subtype: string(r.Subtype), UUID: string(r.UUID), ParentUUID: r.ParentUUID.Value,
 		LogicalParentUUID: string(r.LogicalParentUUID), SessionID: string(r.SessionID), Timestamp: string(r.Timestamp),
 		Cwd: string(r.Cwd), Version: string(r.Version), AgentID: string(r.AgentID), Sidechain: bool(r.IsSidechain),
-		Meta: bool(r.IsMeta), CompactSummary: bool(r.IsCompactSummary), LeafUUID: string(r.LeafUUID)}
-	if len(r.Message) > 0 && r.Message[0] == '{' {
-		var m ccMessage
-		if json.Unmarshal(r.Message, &m) == nil {
-			h.Model, h.MessageID = string(m.Model), string(m.ID)
-			var rep harness.Report
-			text, blocks, _ := decodeContent(m.Content, 0, &rep)
-			r.text, r.blocks = text, blocks
-			for _, b := range blocks {
-				if b.Type == "tool_use" || b.Type == "server_tool_use" {
-					h.ToolUses = append(h.ToolUses, string(b.ID))
-				}
-			}
+		Meta: bool(r.IsMeta), CompactSummary: bool(r.IsCompactSummary), LeafUUID: string(r.LeafUUID),
+		Model: string(r.Message.Model), MessageID: string(r.Message.ID)}
+	results := 0
+	var parts []string
+	if r.Message.text != "" {
+		parts = append(parts, r.Message.text)
+	}
+	for _, b := range r.Message.blocks {
+		switch b.Type {
+		case "tool_use", "server_tool_use":
+			h.ToolUses = append(h.ToolUses, string(b.ID))
+			h.ToolNames = append(h.ToolNames, string(b.Name))
+		case "tool_result":
+			h.Results = append(h.Results, string(b.ToolUseID))
+			results++
+		case "text":
+			parts = append(parts, string(b.Text))
 		}
 	}
-	if h.Type == "user" {
-		h.Class, h.Text = classify(&r.ccRecord)
+	if h.Type == "user" && r.Message.present {
+		text := harness.JoinNonEmpty(parts, "\n\n")
+		h.Class = classifyText(text, results, len(r.Message.blocks), h.Meta, h.CompactSummary)
+		h.Text = text
+		h.ResultAgentID = r.ToolUseResult.AgentID
+	} else if h.Type == "user" {
+		h.Class = ClassEmpty
 	}
 	return h, true
 }
@@ -158,20 +259,27 @@ func classify(r *ccRecord) (class, text string) {
 		}
 	}
 	text = harness.JoinNonEmpty(parts, "\n\n")
+	return classifyText(text, results, len(r.blocks), bool(r.IsMeta), bool(r.IsCompactSummary)), text
+}
+
+// classifyText classifies a user record by its text, the number of its
+// tool_result blocks and of all its blocks, and its flags.
+func classifyText(text string, results, blocks int, meta, compact bool) string {
+	t := strings.TrimSpace(text)
 	switch {
-	case bool(r.IsCompactSummary) || strings.HasPrefix(strings.TrimSpace(text), ContinuedPrefix):
-		return ClassCompaction, text
-	case results > 0 && strings.TrimSpace(text) == "":
-		return ClassToolResult, text
-	case bool(r.IsMeta):
-		return ClassMeta, text
-	case strings.TrimSpace(text) == "" && len(r.blocks) == 0:
-		return ClassEmpty, text
+	case compact || strings.HasPrefix(t, ContinuedPrefix):
+		return ClassCompaction
+	case results > 0 && t == "":
+		return ClassToolResult
+	case meta:
+		return ClassMeta
+	case t == "" && blocks == 0:
+		return ClassEmpty
 	}
 	if k := InjectedKind(text); k != "" {
-		return k, text
+		return k
 	}
-	return ClassHuman, text
+	return ClassHuman
 }
 
 // Decode reads a claude-code-v1 artifact (complete transcript lines) as
@@ -229,7 +337,7 @@ func Decode(b []byte) ([]events.Event, error) {
 	if out == nil {
 		out = []events.Event{}
 	}
-	return out, nil
+	return sanitize(out), nil
 }
 
 type fullRecord struct {
@@ -470,4 +578,27 @@ func jsonMap(raw json.RawMessage) map[string]any {
 		return nil
 	}
 	return m
+}
+
+// sanitize turns events that would not validate (a tool call or result
+// without its id) into output events that keep what they said, so that a
+// decoded artifact always encodes.
+func sanitize(evs []events.Event) []events.Event {
+	for i, e := range evs {
+		if err := e.Validate(); err != nil {
+			name := ""
+			if e.Tool != nil {
+				name = e.Tool.Name
+			}
+			md := map[string]any{"invalid": err.Error(), "type": string(e.Type)}
+			if name != "" {
+				md["tool"] = name
+			}
+			evs[i] = events.Event{Type: events.Output, Subtype: "invalid", ID: e.ID, ParentID: e.ParentID, Time: e.Time, Text: e.Text, Metadata: md}
+			if e.Result != nil {
+				evs[i].Text = e.Result.Content
+			}
+		}
+	}
+	return evs
 }

@@ -44,6 +44,8 @@ type Head struct {
 	Role string
 	// Text is a user message's text (the commit summary).
 	Text string
+	// ToolCalls counts an assistant message's toolCall blocks.
+	ToolCalls int
 	// Summary is a compaction's summary.
 	Summary string
 	// BranchedFrom is the header's branchedFrom (the file this session
@@ -74,9 +76,21 @@ func ReadHead(data []byte) (Head, bool) {
 			if m.Model != "" {
 				h.Model = string(m.Model)
 			}
-			if h.Role == "user" {
+			switch h.Role {
+			case "user":
 				c := Converter{Report: &harness.Report{}}
 				h.Text = c.content(m.Content, 0, "\n\n")
+			case "assistant":
+				var blocks []struct {
+					Type harness.Str `json:"type"`
+				}
+				if json.Unmarshal(m.Content, &blocks) == nil {
+					for _, b := range blocks {
+						if b.Type == "toolCall" {
+							h.ToolCalls++
+						}
+					}
+				}
 			}
 		}
 	}
@@ -144,7 +158,7 @@ func Decode(b []byte) ([]events.Event, error) {
 	if out == nil {
 		out = []events.Event{}
 	}
-	return out, nil
+	return sanitize(out), nil
 }
 
 func decodeEntry(out []events.Event, data []byte) []events.Event {
@@ -300,4 +314,24 @@ func decodeAssistant(out []events.Event, ev func(events.Event) events.Event, m f
 		out = append(out, ev(events.Event{Type: events.Error, Subtype: string(m.StopReason), Time: t, Text: strings.TrimSpace(string(m.ErrorMessage))}))
 	}
 	return out
+}
+
+// sanitize turns events that would not validate (a tool call or result
+// without its id) into output events that keep what they said, so that a
+// decoded artifact always encodes.
+func sanitize(evs []events.Event) []events.Event {
+	for i, e := range evs {
+		if err := e.Validate(); err != nil {
+			md := map[string]any{"invalid": err.Error(), "type": string(e.Type)}
+			if e.Tool != nil && e.Tool.Name != "" {
+				md["tool"] = e.Tool.Name
+			}
+			text := e.Text
+			if e.Result != nil {
+				text = e.Result.Content
+			}
+			evs[i] = events.Event{Type: events.Output, Subtype: "invalid", ID: e.ID, ParentID: e.ParentID, Time: e.Time, Text: text, Metadata: md}
+		}
+	}
+	return evs
 }

@@ -3,6 +3,8 @@ package pi
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/ctxstore/ctxstore/objects/events"
 )
 
 // FuzzConverter: any JSON value given as a Pi message is converted or
@@ -27,6 +29,28 @@ func FuzzConverter(f *testing.F) {
 			if m.Role == "" {
 				t.Fatalf("a message without a role: %+v", m)
 			}
+		}
+	})
+}
+
+// FuzzDecode: any bytes decode as pi-v3 without a panic or an error, into
+// events that encode.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"session","version":3,"id":"s"}` + "\n",
+		`{"type":"message","id":"a","message":{"role":"assistant","content":[{"type":"toolCall","name":"bash"}],"stopReason":"aborted"}}` + "\n",
+		`{"type":"message","message":{"role":"toolResult","content":"x"}}{"type":"compaction","summary":"s"}` + "\n",
+		`{"type":"custom_message","customType":"c","content":[{"type":"image"}],"display":false}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		evs, err := Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := events.Encode(evs); err != nil {
+			t.Fatalf("decoded events do not encode: %v", err)
 		}
 	})
 }
