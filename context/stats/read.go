@@ -1,0 +1,96 @@
+package stats
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ctxstore/ctxstore/session/commits"
+)
+
+// BranchTag marks commits that repeat, as a branch of their own, lines a
+// session's file chain already holds (an import's sub-agent and abandoned
+// branch views): read once, through the file chain.
+const BranchTag = "branch"
+
+// Compute reads the commits of the scope from svc's store, decodes each
+// commit's artifact to events with svc's format registry, and analyzes
+// them. Per session, commits are read parents first (depth, then time);
+// materialization snapshots and commits tagged "branch" are skipped, and a
+// compaction commit's content (the summary replacing a prefix, which the
+// session's events already hold) is counted as a compaction, not read as
+// events. A content that does not decode is an error naming the commit.
+func Compute(ctx context.Context, svc *commits.Service, o Options) (*Report, error) {
+	cs, err := svc.ListCommits(ctx, o.Sessions)
+	if err != nil {
+		return nil, err
+	}
+	o = o.withDefaults()
+	var in []Input
+	var cur *Input
+	children := map[string]int{}
+	for _, c := range cs {
+		if c.Parent != "" {
+			children[c.Parent]++
+		}
+	}
+	for _, c := range cs {
+		if cur == nil || cur.ID != c.Session {
+			in = append(in, Input{ID: c.Session})
+			cur = &in[len(in)-1]
+		}
+		cur.Commits++
+		if cur.Harness == "" {
+			cur.Harness = c.Harness
+		}
+		if children[c.ID] > 1 {
+			cur.Branches += children[c.ID] - 1
+		}
+		if c.SnapshotOf != "" || slices.Contains(c.Tags, BranchTag) {
+			cur.Skipped++
+			continue
+		}
+		if c.Type == commits.Compaction {
+			if inRange(c.Created, o) {
+				cur.CompactionCommits++
+			}
+			continue
+		}
+		f, ok := svc.Registry().Lookup(c.Format)
+		if !ok || f.Decode == nil {
+			cur.Undecoded++
+			continue
+		}
+		b, err := svc.Content(ctx, c)
+		if err != nil {
+			return nil, fmt.Errorf("stats: session %s: %w", c.Session, err)
+		}
+		evs, err := f.Decode(b)
+		if err != nil {
+			return nil, fmt.Errorf("stats: session %s: commit %s (%s): %w", c.Session, c.ID, c.Format, err)
+		}
+		for _, e := range evs {
+			t := e.Time
+			if t.IsZero() {
+				t = c.Created
+			}
+			if inRange(t, o) {
+				cur.Events = append(cur.Events, e)
+			}
+		}
+	}
+	for i := range in {
+		in[i].Branches++ // a chain is one branch
+	}
+	// With a time range, a session without events in it is out of scope.
+	if !o.From.IsZero() || !o.To.IsZero() {
+		in = slices.DeleteFunc(in, func(x Input) bool { return len(x.Events) == 0 && x.CompactionCommits == 0 })
+	}
+	return Analyze(in, o), nil
+}
+
+// inRange tells whether t is in [o.From, o.To).
+func inRange(t time.Time, o Options) bool {
+	return (o.From.IsZero() || !t.Before(o.From)) && (o.To.IsZero() || t.Before(o.To))
+}
