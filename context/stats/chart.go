@@ -97,6 +97,7 @@ func timelineChart(r *Report) (*plot.Plot, vg.Length, vg.Length, error) {
 	}
 	p := plot.New()
 	p.Title.Text = "session profiles (each row spans its own session; x = share of the session's time)"
+	p.Title.Padding = vg.Points(8)
 	p.X.Label.Text = "elapsed share of the session"
 	p.X.Min, p.X.Max = 0, 1
 	p.Legend.Top = true
@@ -151,6 +152,21 @@ func laneOffset(k Kind) float64 {
 	return 0
 }
 
+// whiteToBlue is a sequential palette: white for none, dark blue for the
+// most.
+type whiteToBlue int
+
+func (n whiteToBlue) Colors() []color.Color {
+	out := make([]color.Color, n)
+	for i := range out {
+		f := float64(i) / float64(n-1)
+		out[i] = color.RGBA{uint8(255 - f*(255-0x08)), uint8(255 - f*(255-0x30)), uint8(255 - f*(255-0x6b)), 0xff}
+	}
+	return out
+}
+
+var _ palette.Palette = whiteToBlue(2)
+
 type weekHourGrid [7][24]int
 
 func (g weekHourGrid) Dims() (c, r int)   { return 24, 7 }
@@ -170,7 +186,7 @@ func activityChart(r *Report) (*plot.Plot, vg.Length, vg.Length, error) {
 			maxZ = max(maxZ, v)
 		}
 	}
-	hm := plotter.NewHeatMap(g, palette.Heat(32, 1))
+	hm := plotter.NewHeatMap(g, whiteToBlue(32))
 	hm.Min, hm.Max = 0, float64(max(maxZ, 1))
 	p.Add(hm)
 	var days []plot.Tick
