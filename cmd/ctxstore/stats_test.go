@@ -30,7 +30,10 @@ func TestStatsCommand(t *testing.T) {
 	t0 := time.Date(2026, 3, 7, 22, 0, 0, 0, time.UTC) // a Saturday
 	for i, sid := range []string{"alpha", "beta"} {
 		base := t0.Add(time.Duration(i) * time.Hour)
-		ev := func(sec int, e events.Event) events.Event { e.Time = base.Add(time.Duration(sec) * time.Second); return e }
+		ev := func(sec int, e events.Event) events.Event {
+			e.Time = base.Add(time.Duration(sec) * time.Second)
+			return e
+		}
 		if _, err := svc.Checkpoint(ctx, commits.CheckpointRequest{Provenance: commits.Provenance{Session: sid, Harness: "pi"}, Created: base.Add(time.Minute),
 			Events: []events.Event{
 				ev(0, events.Event{Type: events.Prompt, Source: "user", Text: "go"}),
