@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/ctxstore/ctxstore/bitemporal"
+	"github.com/ctxstore/ctxstore/context/harness"
+	"github.com/ctxstore/ctxstore/context/harness/sweagent"
 	"github.com/ctxstore/ctxstore/context/stats"
 	"github.com/ctxstore/ctxstore/context/transcript"
 	datasetdir "github.com/ctxstore/ctxstore/internal/datasets"
@@ -21,7 +23,7 @@ import (
 // events-v1 chain, one commit per turn (a person's prompt starts one), a
 // compaction summary as a system event (docs/stats.md: the chains used
 // when `ctxstore import` is not there).
-func readerChain(t *testing.T, svc *commits.Service, s *transcript.Session, session string) {
+func readerChain(t *testing.T, svc *commits.Service, s *transcript.Session, session string, extra ...events.Event) {
 	t.Helper()
 	compaction := map[int]bool{}
 	for _, i := range s.CompactionAt {
@@ -50,6 +52,7 @@ func readerChain(t *testing.T, svc *commits.Service, s *transcript.Session, sess
 		}
 		turn = append(turn, events.FromMessages([]conversation.Message{m})...)
 	}
+	turn = append(turn, extra...)
 	flush()
 }
 
@@ -80,7 +83,16 @@ func TestDatasetChains(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := filepath.Base(p)
-		readerChain(t, svc, s, id)
+		var extra []events.Event
+		if s.Format == transcript.FormatSWEAgent {
+			// The trajectory's outcome, as an importer records it.
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			extra = append(extra, sweagent.Read(&harness.Session{}, b).Metric())
+		}
+		readerChain(t, svc, s, id, extra...)
 		var c stats.Counts
 		for i, m := range s.Messages {
 			switch {
@@ -118,8 +130,8 @@ func TestDatasetChains(t *testing.T) {
 		if got != w {
 			t.Errorf("%s:\n got %+v\nwant %+v", s.ID, got, w)
 		}
-		if filepath.Ext(s.ID) == ".traj" && (s.Timed != 0 || s.Outcome != "") {
-			t.Errorf("%s: a trajectory has no times and no outcome event: %+v", s.ID, s)
+		if filepath.Ext(s.ID) == ".traj" && (s.Timed != 0 || s.Outcome != "submitted") {
+			t.Errorf("%s: a trajectory has no times, and its outcome is its exit status: %+v", s.ID, s)
 		}
 		if filepath.Ext(s.ID) == ".jsonl" && (s.Timed != s.Events || s.Start == nil) {
 			t.Errorf("%s: %d of %d events timed", s.ID, s.Timed, s.Events)

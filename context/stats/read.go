@@ -30,10 +30,12 @@ func Compute(ctx context.Context, svc *commits.Service, o Options) (*Report, err
 	var in []Input
 	var cur *Input
 	children := map[string]int{}
+	sessionOf := map[string]string{}
 	for _, c := range cs {
 		if c.Parent != "" {
 			children[c.Parent]++
 		}
+		sessionOf[c.ID] = c.Session
 	}
 	for _, c := range cs {
 		if cur == nil || cur.ID != c.Session {
@@ -41,6 +43,11 @@ func Compute(ctx context.Context, svc *commits.Service, o Options) (*Report, err
 			cur = &in[len(in)-1]
 		}
 		cur.Commits++
+		if ps, ok := sessionOf[c.Parent]; c.Parent != "" && cur.ForkOf == "" && (!ok || ps != c.Session) {
+			// The chain starts from another session's commit: a
+			// sub-agent's lane or a fork.
+			cur.ForkOf, cur.ForkOfSession = c.Parent, ps
+		}
 		if cur.Harness == "" {
 			cur.Harness = c.Harness
 		}

@@ -189,6 +189,12 @@ type Mark struct {
 type Session struct {
 	ID      string `json:"id"`
 	Harness string `json:"harness,omitempty"`
+	// ForkOf is the commit of another session this session's chain
+	// starts from (a sub-agent's lane or a fork), ForkOfSession that
+	// commit's session when it is in scope; empty for a session of its
+	// own.
+	ForkOf        string `json:"fork_of,omitempty"`
+	ForkOfSession string `json:"fork_of_session,omitempty"`
 	// Commits are the commits read; Branches the commits with more than
 	// one child plus one (1: a single chain); Undecoded the commits whose
 	// format has no event decoder (their events are not counted);
@@ -231,11 +237,17 @@ type Session struct {
 	Outcome string `json:"outcome"`
 }
 
-// Concurrency is the peak of sessions running at once.
+// Concurrency is the peak of sessions running at once. Sessions forked
+// from another session's chain (sub-agents, forks) are not counted in
+// Peak, since they run inside or beside their parent; PeakWithForks counts
+// them too.
 type Concurrency struct {
 	Peak     int       `json:"peak"`
 	At       time.Time `json:"at,omitzero"`
 	Sessions []string  `json:"sessions,omitempty"`
+	// PeakWithForks is the peak counting forked sessions as well.
+	PeakWithForks int       `json:"peak_with_forks"`
+	AtWithForks   time.Time `json:"at_with_forks,omitzero"`
 	// Untimed is the number of sessions left out (no timed event).
 	Untimed int `json:"untimed_sessions"`
 }
@@ -290,6 +302,8 @@ type Input struct {
 	Harness string
 	// Events are the session's events, parents' commits first.
 	Events []events.Event
+	// ForkOf, ForkOfSession: as in Session.
+	ForkOf, ForkOfSession string
 	// Commits, CompactionCommits, Branches, Undecoded, Skipped: as in
 	// Session.
 	Commits, CompactionCommits, Branches, Undecoded, Skipped int
@@ -378,7 +392,7 @@ func plural(n int, one, many string) string {
 }
 
 func analyzeSession(x Input, o Options) *Session {
-	s := &Session{ID: x.ID, Harness: x.Harness, Commits: x.Commits, CompactionCommits: x.CompactionCommits,
+	s := &Session{ID: x.ID, Harness: x.Harness, ForkOf: x.ForkOf, ForkOfSession: x.ForkOfSession, Commits: x.Commits, CompactionCommits: x.CompactionCommits,
 		Branches: x.Branches, Undecoded: x.Undecoded, Skipped: x.Skipped,
 		Tools: map[string]int{}, ToolErrorsBy: map[string]int{}, ErrorSubtypes: map[string]int{}}
 	callName := map[string]string{}
@@ -504,19 +518,33 @@ func profile(marks []Mark, start, end time.Time, n int) []Bin {
 // A session is running from its first to its last timed event, both
 // included.
 func concurrency(ss []*Session) Concurrency {
+	c := Concurrency{}
+	var own []*Session
+	for _, s := range ss {
+		if s.Start == nil {
+			c.Untimed++
+			continue
+		}
+		if s.ForkOf == "" {
+			own = append(own, s)
+		}
+	}
+	c.Peak, c.At, c.Sessions = sweep(own)
+	c.PeakWithForks, c.AtWithForks, _ = sweep(ss)
+	return c
+}
+
+func sweep(ss []*Session) (peak int, at time.Time, ids []string) {
 	type edge struct {
 		t     time.Time
 		delta int
 		id    string
 	}
 	var edges []edge
-	c := Concurrency{}
 	for _, s := range ss {
-		if s.Start == nil {
-			c.Untimed++
-			continue
+		if s.Start != nil {
+			edges = append(edges, edge{*s.Start, +1, s.ID}, edge{*s.End, -1, s.ID})
 		}
-		edges = append(edges, edge{*s.Start, +1, s.ID}, edge{*s.End, -1, s.ID})
 	}
 	sort.SliceStable(edges, func(i, j int) bool {
 		if !edges[i].t.Equal(edges[j].t) {
@@ -531,16 +559,16 @@ func concurrency(ss []*Session) Concurrency {
 		} else {
 			delete(running, e.id)
 		}
-		if len(running) > c.Peak {
-			c.Peak, c.At = len(running), e.t
-			c.Sessions = c.Sessions[:0]
+		if len(running) > peak {
+			peak, at = len(running), e.t
+			ids = ids[:0]
 			for id := range running {
-				c.Sessions = append(c.Sessions, id)
+				ids = append(ids, id)
 			}
-			sort.Strings(c.Sessions)
+			sort.Strings(ids)
 		}
 	}
-	return c
+	return peak, at, ids
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

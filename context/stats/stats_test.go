@@ -336,3 +336,49 @@ func TestCompactionCounting(t *testing.T) {
 		}
 	}
 }
+
+// TestForks: a session whose chain starts from another session's commit
+// (a sub-agent's lane, a fork) says so, and the concurrency peak counts it
+// only in PeakWithForks.
+func TestForks(t *testing.T) {
+	storetestenv.Run(t, func(t *testing.T, e *storetestenv.Env) {
+		ctx := context.Background()
+		svc := commits.New(e.Store, commits.Options{})
+		p, lane := e.ID("parent"), e.ID("parent")+"/agent-1"
+		root, err := svc.Checkpoint(ctx, commits.CheckpointRequest{Provenance: commits.Provenance{Session: p}, Created: at(0),
+			Events: []events.Event{human(0, "spawn"), call(10, "t1", "Task")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Checkpoint(ctx, commits.CheckpointRequest{Parent: root.ID, Provenance: commits.Provenance{Session: p}, Created: at(100),
+			Events: []events.Event{result(100, "t1", false)}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Checkpoint(ctx, commits.CheckpointRequest{Parent: root.ID, Provenance: commits.Provenance{Session: lane}, Created: at(50),
+			Events: []events.Event{{Type: events.Prompt, Source: "agent", Subtype: "sidechain", Text: "sub task", Time: at(20)}, resp(50, "sub done")}}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := stats.Compute(ctx, svc, stats.Options{Sessions: []string{p, lane}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		by := map[string]*stats.Session{}
+		for _, s := range r.Sessions {
+			by[s.ID] = s
+		}
+		if by[p].ForkOf != "" || by[lane].ForkOf != root.ID || by[lane].ForkOfSession != p || by[p].Branches != 2 {
+			t.Fatalf("parent %+v\nlane %+v", by[p], by[lane])
+		}
+		if c := r.Total.Concurrency; c.Peak != 1 || c.PeakWithForks != 2 || !c.AtWithForks.Equal(at(20)) {
+			t.Fatalf("concurrency %+v", c)
+		}
+		// The lane alone: its fork point is outside the scope.
+		r, err = stats.Compute(ctx, svc, stats.Options{Sessions: []string{lane}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := r.Sessions[0]; s.ForkOf != root.ID || s.ForkOfSession != "" || s.HumanPrompts != 0 || s.InjectedPrompt != 1 {
+			t.Fatalf("lane alone %+v", s)
+		}
+	})
+}

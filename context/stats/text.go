@@ -121,6 +121,9 @@ func WriteText(w io.Writer, r *Report) error {
 	c := t.Concurrency
 	if c.Peak > 0 {
 		fmt.Fprintf(w, "\npeak concurrent sessions: %d at %s (%s)", c.Peak, c.At.Format(time.RFC3339), strings.Join(shortAll(c.Sessions), ", "))
+		if c.PeakWithForks > c.Peak {
+			fmt.Fprintf(w, "; %d at %s counting forked sessions (sub-agents, forks)", c.PeakWithForks, c.AtWithForks.Format(time.RFC3339))
+		}
 	} else {
 		fmt.Fprintf(w, "\npeak concurrent sessions: none timed")
 	}
