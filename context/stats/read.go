@@ -27,8 +27,23 @@ func Compute(ctx context.Context, svc *commits.Service, o Options) (*Report, err
 		return nil, err
 	}
 	o = o.withDefaults()
-	var in []Input
+	r := newReport(o)
+	ranged := !o.From.IsZero() || !o.To.IsZero()
+	// Sessions are analyzed one at a time: only one session's events are
+	// held in memory.
 	var cur *Input
+	done := func() {
+		if cur == nil {
+			return
+		}
+		cur.Branches++ // a chain is one branch
+		// With a time range, a session without events in it is out of
+		// scope.
+		if !ranged || len(cur.Events) > 0 || cur.CompactionCommits > 0 {
+			r.add(analyzeSession(*cur, o), o)
+		}
+		cur = nil
+	}
 	children := map[string]int{}
 	sessionOf := map[string]string{}
 	for _, c := range cs {
@@ -39,8 +54,8 @@ func Compute(ctx context.Context, svc *commits.Service, o Options) (*Report, err
 	}
 	for _, c := range cs {
 		if cur == nil || cur.ID != c.Session {
-			in = append(in, Input{ID: c.Session})
-			cur = &in[len(in)-1]
+			done()
+			cur = &Input{ID: c.Session}
 		}
 		cur.Commits++
 		if ps, ok := sessionOf[c.Parent]; c.Parent != "" && cur.ForkOf == "" && (!ok || ps != c.Session) {
@@ -87,14 +102,9 @@ func Compute(ctx context.Context, svc *commits.Service, o Options) (*Report, err
 			}
 		}
 	}
-	for i := range in {
-		in[i].Branches++ // a chain is one branch
-	}
-	// With a time range, a session without events in it is out of scope.
-	if !o.From.IsZero() || !o.To.IsZero() {
-		in = slices.DeleteFunc(in, func(x Input) bool { return len(x.Events) == 0 && x.CompactionCommits == 0 })
-	}
-	return Analyze(in, o), nil
+	done()
+	r.finish()
+	return r, nil
 }
 
 // inRange tells whether t is in [o.From, o.To).

@@ -313,6 +313,15 @@ type Input struct {
 // be in scope already (Compute filters by time and session).
 func Analyze(in []Input, o Options) *Report {
 	o = o.withDefaults()
+	r := newReport(o)
+	for _, x := range in {
+		r.add(analyzeSession(x, o), o)
+	}
+	r.finish()
+	return r
+}
+
+func newReport(o Options) *Report {
 	r := &Report{Sessions: []*Session{}}
 	r.Scope.Sessions = o.Sessions
 	r.Scope.From, r.Scope.To = o.From, o.To
@@ -320,59 +329,64 @@ func Analyze(in []Input, o Options) *Report {
 	r.Scope.Location = o.Location.String()
 	t := &r.Total
 	t.Tools, t.Outcomes, t.ErrorSubtypes = map[string]int{}, map[string]int{}, map[string]int{}
-	var timedSecs float64
-	var timedCompactions int
-	untimedEvents := 0
-	for _, x := range in {
-		s := analyzeSession(x, o)
-		r.Sessions = append(r.Sessions, s)
-		t.Sessions++
-		t.Counts.add(s.Counts)
-		untimedEvents += s.Events - s.Timed
-		for k, v := range s.Tools {
-			t.Tools[k] += v
+	return r
+}
+
+// add takes one session's analytics into the report and its totals.
+func (r *Report) add(s *Session, o Options) {
+	t := &r.Total
+	r.Sessions = append(r.Sessions, s)
+	t.Sessions++
+	t.Counts.add(s.Counts)
+	for k, v := range s.Tools {
+		t.Tools[k] += v
+	}
+	for k, v := range s.ErrorSubtypes {
+		t.ErrorSubtypes[k] += v
+	}
+	out := s.Outcome
+	if out == "" {
+		out = "unknown"
+	}
+	t.Outcomes[out]++
+	if s.Start != nil {
+		t.TimedSessions++
+		t.Seconds += s.Seconds
+	}
+	for _, m := range s.Timeline {
+		lt := m.Time.In(o.Location)
+		t.ByHour[lt.Hour()]++
+		t.ByWeekday[lt.Weekday()]++
+		t.ByWeekdayHour[lt.Weekday()][lt.Hour()]++
+		if m.Kind == KindHuman {
+			t.PromptsByHour[lt.Hour()]++
+			t.PromptsByWeekday[lt.Weekday()]++
 		}
-		for k, v := range s.ErrorSubtypes {
-			t.ErrorSubtypes[k] += v
-		}
-		out := s.Outcome
-		if out == "" {
-			out = "unknown"
-		}
-		t.Outcomes[out]++
+	}
+}
+
+// finish computes the totals' ratios, the concurrency and the notes.
+func (r *Report) finish() {
+	t := &r.Total
+	t.Amplification = amplify(t.Counts)
+	timedCompactions, undecoded := 0, 0
+	for _, s := range r.Sessions {
 		if s.Start != nil {
-			t.TimedSessions++
-			timedSecs += s.Seconds
 			timedCompactions += s.Compactions
 		}
-		for _, m := range s.Timeline {
-			lt := m.Time.In(o.Location)
-			t.ByHour[lt.Hour()]++
-			t.ByWeekday[lt.Weekday()]++
-			t.ByWeekdayHour[lt.Weekday()][lt.Hour()]++
-			if m.Kind == KindHuman {
-				t.PromptsByHour[lt.Hour()]++
-				t.PromptsByWeekday[lt.Weekday()]++
-			}
-		}
+		undecoded += s.Undecoded
 	}
-	t.Amplification = amplify(t.Counts)
-	t.Seconds = timedSecs
-	if timedSecs > 0 {
-		t.CompactionsPerHour = ratio(float64(timedCompactions), timedSecs/3600)
+	if t.Seconds > 0 {
+		t.CompactionsPerHour = ratio(float64(timedCompactions), t.Seconds/3600)
 	}
 	t.Concurrency = concurrency(r.Sessions)
-	if untimedEvents > 0 {
-		r.Notes = append(r.Notes, plural(untimedEvents, "event has", "events have")+
+	if n := t.Events - t.Timed; n > 0 {
+		r.Notes = append(r.Notes, plural(n, "event has", "events have")+
 			" no time: counted in every count, left out of profiles, durations, idle gaps, hours, weekdays and concurrency")
 	}
 	if n := t.Sessions - t.TimedSessions; n > 0 {
 		r.Notes = append(r.Notes, plural(n, "session has", "sessions have")+
 			" no timed event: no duration, no compactions per hour, not in the concurrency peak")
-	}
-	undecoded := 0
-	for _, s := range r.Sessions {
-		undecoded += s.Undecoded
 	}
 	if undecoded > 0 {
 		r.Notes = append(r.Notes, plural(undecoded, "commit's format has", "commits' formats have")+
@@ -381,7 +395,6 @@ func Analyze(in []Input, o Options) *Report {
 	if t.HumanPrompts == 0 && t.Sessions > 0 {
 		r.Notes = append(r.Notes, "no human prompt in scope: the per-prompt ratios are null")
 	}
-	return r
 }
 
 func plural(n int, one, many string) string {

@@ -63,21 +63,22 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	fmt.Fprintf(w, "scope: %s; idle gap %s; hours in %s\n\n", scope, r.Scope.IdleGap, r.Scope.Location)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "session\tharness\tcommits\tevents\ttimed\thuman\tinjected\tresponses\ttool calls\ttool errors\tthinking\tcompactions\terrors\tresp/prompt\ttools/prompt\tchars out/in\tduration\tidle\toutcome\t")
+	fmt.Fprintf(tw, "%-40s\t%-20s\tcommits\tevents\ttimed\thuman\tinjected\tresponses\ttool calls\ttool errors\tthinking\tcompactions\terrors\tresp/prompt\ttools/prompt\tchars out/in\tduration\tidle\toutcome\t\n", "session", "harness")
 	for _, s := range r.Sessions {
 		outcome := s.Outcome
 		if outcome == "" {
 			outcome = "unknown"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+		// Names padded to the right: left-aligned in a right-aligned table.
+		fmt.Fprintf(tw, "%-40s\t%-20s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
 			short(s.ID), s.Harness, s.Commits, s.Events, s.Timed, s.HumanPrompts, s.InjectedPrompt, s.Responses, s.ToolCalls,
 			s.ToolErrors, s.Thinking, s.Compactions, s.Errors, fmtRatio(s.Amplification.ResponsesPerPrompt),
 			fmtRatio(s.Amplification.ToolCallsPerPrompt), fmtRatio(s.Amplification.CharRatio),
-			fmtDur(s.Seconds, s.Start != nil), fmtDur(s.IdleSeconds, s.Start != nil), outcome)
+			fmtDur(s.Seconds, s.Start != nil), fmtDur(s.IdleSeconds, s.Start != nil), fmt.Sprintf("%-10s", outcome))
 	}
 	t := r.Total
-	fmt.Fprintf(tw, "all %d\t\t\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\t\t\n",
-		t.Sessions, t.Events, t.Timed, t.HumanPrompts, t.InjectedPrompt, t.Responses, t.ToolCalls, t.ToolErrors, t.Thinking,
+	fmt.Fprintf(tw, "%-40s\t\t\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\t\t\n",
+		fmt.Sprintf("all %d sessions", t.Sessions), t.Events, t.Timed, t.HumanPrompts, t.InjectedPrompt, t.Responses, t.ToolCalls, t.ToolErrors, t.Thinking,
 		t.Compactions, t.Errors, fmtRatio(t.Amplification.ResponsesPerPrompt), fmtRatio(t.Amplification.ToolCallsPerPrompt),
 		fmtRatio(t.Amplification.CharRatio), fmtDur(t.Seconds, t.TimedSessions > 0))
 	if err := tw.Flush(); err != nil {
