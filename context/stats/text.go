@@ -18,21 +18,25 @@ var profileLetters = map[Kind]byte{
 
 // ProfileString draws a session profile as one letter per bin: H human
 // prompt, I injected prompt, R response, K thinking, T tool call, t tool
-// result, C compaction, E error, o other, '.' nothing (idle). A bin shows
-// the kind it holds most of; ties go to the kind listed first.
+// result, C compaction, E error, o only other events (system, metric,
+// output), '.' nothing (idle). A bin shows the conversation kind it holds
+// most of; ties go to the kind listed first.
 func ProfileString(bins []Bin) string {
 	var b strings.Builder
 	for _, bin := range bins {
 		best, n := Kind(""), 0
-		for _, k := range append(ProfileKinds, KindOther) {
+		for _, k := range ProfileKinds {
 			if bin.Counts[k] > n {
 				best, n = k, bin.Counts[k]
 			}
 		}
-		if n == 0 {
-			b.WriteByte('.')
-		} else {
+		switch {
+		case n > 0:
 			b.WriteByte(profileLetters[best])
+		case bin.Counts[KindOther] > 0:
+			b.WriteByte('o')
+		default:
+			b.WriteByte('.')
 		}
 	}
 	return b.String()
@@ -85,7 +89,7 @@ func WriteText(w io.Writer, r *Report) error {
 		return err
 	}
 
-	fmt.Fprintf(w, "\nsession profiles (%d windows each; H human prompt, I injected, R response, K thinking, T tool call, t tool result, C compaction, E error, . nothing):\n", len(firstProfile(r)))
+	fmt.Fprintf(w, "\nsession profiles (%d windows each; H human prompt, I injected, R response, K thinking, T tool call, t tool result, C compaction, E error, o other events only, . nothing):\n", len(firstProfile(r)))
 	for _, s := range r.Sessions {
 		if s.Start == nil {
 			fmt.Fprintf(w, "  %-40s (no timed events)\n", short(s.ID))
@@ -187,10 +191,11 @@ func sortedCounts(m map[string]int) []kv {
 	return out
 }
 
-// short cuts a long session id for tables.
+// short cuts a long session id for tables, keeping both ends (a
+// sub-agent lane's id ends with its agent).
 func short(id string) string {
 	if len(id) > 40 {
-		return id[:37] + "..."
+		return id[:22] + "..." + id[len(id)-15:]
 	}
 	return id
 }
