@@ -177,7 +177,11 @@ func (g weekHourGrid) Y(r int) float64    { return float64(r) }
 func activityChart(r *Report) (*plot.Plot, vg.Length, vg.Length, error) {
 	g := weekHourGrid(r.Total.ByWeekdayHour)
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("activity: timed events by weekday and hour (%s); %d events", r.Scope.Location, r.Total.Timed)
+	n := 0
+	for _, v := range r.Total.ByHour {
+		n += v
+	}
+	p.Title.Text = fmt.Sprintf("activity: timed conversation events by weekday and hour (%s); %d events", r.Scope.Location, n)
 	p.X.Label.Text = "hour"
 	p.Y.Label.Text = "weekday"
 	maxZ := 0

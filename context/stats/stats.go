@@ -259,9 +259,11 @@ type Total struct {
 	Counts
 	Amplification Amplification  `json:"amplification"`
 	Tools         map[string]int `json:"tools,omitempty"`
-	// ByHour and ByWeekday count timed events by the hour (0-23) and the
-	// weekday (0 = Sunday) of Options.Location; PromptsByHour and
-	// PromptsByWeekday count the person's prompts alone.
+	// ByHour and ByWeekday count timed conversation events (every kind
+	// but other: system, metric and output events are harness
+	// bookkeeping, which harnesses write in very different amounts) by the
+	// hour (0-23) and the weekday (0 = Sunday) of Options.Location;
+	// PromptsByHour and PromptsByWeekday count the person's prompts alone.
 	ByHour           [24]int `json:"by_hour"`
 	ByWeekday        [7]int  `json:"by_weekday"`
 	PromptsByHour    [24]int `json:"prompts_by_hour"`
@@ -354,6 +356,9 @@ func (r *Report) add(s *Session, o Options) {
 		t.Seconds += s.Seconds
 	}
 	for _, m := range s.Timeline {
+		if m.Kind == KindOther {
+			continue // harness bookkeeping: activity counts the conversation
+		}
 		lt := m.Time.In(o.Location)
 		t.ByHour[lt.Hour()]++
 		t.ByWeekday[lt.Weekday()]++

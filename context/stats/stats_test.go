@@ -185,7 +185,8 @@ func TestComputeExact(t *testing.T) {
 		if tot.Tools["Bash"] != 2 || tot.Tools["bash"] != 1 || tot.Tools["submit"] != 1 || len(tot.Tools) != 5 {
 			t.Fatalf("tools %v", tot.Tools)
 		}
-		if tot.ByHour[9] != 21 || tot.PromptsByHour[9] != 3 || tot.ByWeekday[time.Monday] != 21 || tot.ByWeekdayHour[time.Monday][9] != 21 {
+		// A's metric event is bookkeeping, not activity: 18 of A's 19, and C's 2.
+		if tot.ByHour[9] != 20 || tot.PromptsByHour[9] != 3 || tot.ByWeekday[time.Monday] != 20 || tot.ByWeekdayHour[time.Monday][9] != 20 {
 			t.Fatalf("hours %v weekdays %v", tot.ByHour, tot.ByWeekday)
 		}
 		if cc := tot.Concurrency; cc.Peak != 2 || !cc.At.Equal(at(500)) || strings.Join(cc.Sessions, ",") != a+","+c || cc.Untimed != 1 {
@@ -273,7 +274,7 @@ func TestOutputs(t *testing.T) {
 		if err := json.Unmarshal(j, &back); err != nil {
 			t.Fatal(err)
 		}
-		if tot := back["total"].(map[string]any); tot["human_prompts"].(float64) != 4 || tot["by_hour"].([]any)[9].(float64) != 21 {
+		if tot := back["total"].(map[string]any); tot["human_prompts"].(float64) != 4 || tot["by_hour"].([]any)[9].(float64) != 20 {
 			t.Fatalf("json total %v", tot)
 		}
 		dir := filepath.Join(t.TempDir(), "charts")

@@ -114,7 +114,7 @@ func WriteText(w io.Writer, r *Report) error {
 		fmt.Fprintf(w, "  %-28s %6d  %5.1f%%%s\n", kv.k, kv.n, pct, e)
 	}
 
-	fmt.Fprintf(w, "\nactivity by hour (%s; timed events / human prompts):\n", r.Scope.Location)
+	fmt.Fprintf(w, "\nactivity by hour (%s; timed conversation events / human prompts):\n", r.Scope.Location)
 	for h := 0; h < 24; h++ {
 		fmt.Fprintf(w, "  %02d  %6d  %5d\n", h, t.ByHour[h], t.PromptsByHour[h])
 	}
