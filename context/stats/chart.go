@@ -262,6 +262,12 @@ func compactionChart(r *Report) (*plot.Plot, vg.Length, vg.Length, error) {
 	} else {
 		p.Title.Text += " - no timed session"
 	}
+	// Room around the points at the edges.
+	maxX, maxY := 0.0, 0.0
+	for _, pt := range pts {
+		maxX, maxY = max(maxX, pt.X), max(maxY, pt.Y)
+	}
 	p.X.Min, p.Y.Min = 0, 0
+	p.X.Max, p.Y.Max = maxX*1.05+0.05, maxY+1
 	return p, 20 * vg.Centimeter, 14 * vg.Centimeter, nil
 }
