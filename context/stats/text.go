@@ -56,6 +56,9 @@ func fmtDur(secs float64, timed bool) string {
 	return (time.Duration(secs) * time.Second).Round(time.Second).String()
 }
 
+// MaxTextTools bounds the tools the text lists (the JSON has them all).
+const MaxTextTools = 25
+
 // WriteText prints a report for people.
 func WriteText(w io.Writer, r *Report) error {
 	scope := "all sessions"
@@ -105,7 +108,16 @@ func WriteText(w io.Writer, r *Report) error {
 			errs[k] += v
 		}
 	}
-	for _, kv := range sortedCounts(t.Tools) {
+	tools := sortedCounts(t.Tools)
+	for i, kv := range tools {
+		if i == MaxTextTools {
+			rest := 0
+			for _, x := range tools[i:] {
+				rest += x.n
+			}
+			fmt.Fprintf(w, "  ... %d more tools, %d calls (--json lists every tool)\n", len(tools)-i, rest)
+			break
+		}
 		pct := 100 * float64(kv.n) / float64(max(t.ToolCalls, 1))
 		e := ""
 		if errs[kv.k] > 0 {
