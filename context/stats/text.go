@@ -109,6 +109,12 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 	}
 	tools := sortedCounts(t.Tools)
+	width := 0
+	for i, kv := range tools {
+		if i < MaxTextTools {
+			width = max(width, len(kv.k))
+		}
+	}
 	for i, kv := range tools {
 		if i == MaxTextTools {
 			rest := 0
@@ -123,7 +129,7 @@ func WriteText(w io.Writer, r *Report) error {
 		if errs[kv.k] > 0 {
 			e = fmt.Sprintf(" (%d failed)", errs[kv.k])
 		}
-		fmt.Fprintf(w, "  %-28s %6d  %5.1f%%%s\n", kv.k, kv.n, pct, e)
+		fmt.Fprintf(w, "  %-*s %6d  %5.1f%%%s\n", width, kv.k, kv.n, pct, e)
 	}
 
 	fmt.Fprintf(w, "\nactivity by hour (%s; timed conversation events / human prompts):\n", r.Scope.Location)
