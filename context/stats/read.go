@@ -66,6 +66,9 @@ func Compute(ctx context.Context, svc *commits.Service, o Options) (*Report, err
 		if cur.Harness == "" {
 			cur.Harness = c.Harness
 		}
+		if cur.Template == "" {
+			cur.Template = c.Template
+		}
 		if children[c.ID] > 1 {
 			cur.Branches += children[c.ID] - 1
 		}

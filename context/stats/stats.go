@@ -18,6 +18,7 @@ package stats
 import (
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ctxstore/ctxstore/objects/events"
@@ -189,6 +190,9 @@ type Mark struct {
 type Session struct {
 	ID      string `json:"id"`
 	Harness string `json:"harness,omitempty"`
+	// Template is the agent template of the session's commits (spec 002:
+	// what kind of agent), when they name one.
+	Template string `json:"template,omitempty"`
 	// ForkOf is the commit of another session this session's chain
 	// starts from (a sub-agent's lane or a fork), ForkOfSession that
 	// commit's session when it is in scope; empty for a session of its
@@ -259,6 +263,11 @@ type Total struct {
 	Counts
 	Amplification Amplification  `json:"amplification"`
 	Tools         map[string]int `json:"tools,omitempty"`
+	// ToolsByGroup counts tool calls per group of sessions: the agent
+	// template when the commits name one ("template:reviewer"), else the
+	// harness without its version ("harness:claude-code"), so tool
+	// patterns can be compared across templates and harnesses.
+	ToolsByGroup map[string]map[string]int `json:"tools_by_group,omitempty"`
 	// ByHour and ByWeekday count timed conversation events (every kind
 	// but other: system, metric and output events are harness
 	// bookkeeping, which harnesses write in very different amounts) by the
@@ -300,8 +309,9 @@ type Report struct {
 // from the commits (Analyze takes it directly, for callers that have the
 // events already).
 type Input struct {
-	ID      string
-	Harness string
+	ID       string
+	Harness  string
+	Template string
 	// Events are the session's events, parents' commits first.
 	Events []events.Event
 	// ForkOf, ForkOfSession: as in Session.
@@ -331,6 +341,7 @@ func newReport(o Options) *Report {
 	r.Scope.Location = o.Location.String()
 	t := &r.Total
 	t.Tools, t.Outcomes, t.ErrorSubtypes = map[string]int{}, map[string]int{}, map[string]int{}
+	t.ToolsByGroup = map[string]map[string]int{}
 	return r
 }
 
@@ -340,8 +351,13 @@ func (r *Report) add(s *Session, o Options) {
 	r.Sessions = append(r.Sessions, s)
 	t.Sessions++
 	t.Counts.add(s.Counts)
+	g := Group(s)
 	for k, v := range s.Tools {
 		t.Tools[k] += v
+		if t.ToolsByGroup[g] == nil {
+			t.ToolsByGroup[g] = map[string]int{}
+		}
+		t.ToolsByGroup[g][k] += v
 	}
 	for k, v := range s.ErrorSubtypes {
 		t.ErrorSubtypes[k] += v
@@ -402,6 +418,20 @@ func (r *Report) finish() {
 	}
 }
 
+// Group names the group of sessions s belongs to for ToolsByGroup:
+// "template:" and its template, else "harness:" and its harness's first
+// word ("unknown" when neither is recorded).
+func Group(s *Session) string {
+	if s.Template != "" {
+		return "template:" + s.Template
+	}
+	h, _, _ := strings.Cut(s.Harness, " ")
+	if h == "" {
+		h = "unknown"
+	}
+	return "harness:" + h
+}
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
@@ -410,7 +440,7 @@ func plural(n int, one, many string) string {
 }
 
 func analyzeSession(x Input, o Options) *Session {
-	s := &Session{ID: x.ID, Harness: x.Harness, ForkOf: x.ForkOf, ForkOfSession: x.ForkOfSession, Commits: x.Commits, CompactionCommits: x.CompactionCommits,
+	s := &Session{ID: x.ID, Harness: x.Harness, Template: x.Template, ForkOf: x.ForkOf, ForkOfSession: x.ForkOfSession, Commits: x.Commits, CompactionCommits: x.CompactionCommits,
 		Branches: x.Branches, Undecoded: x.Undecoded, Skipped: x.Skipped,
 		Tools: map[string]int{}, ToolErrorsBy: map[string]int{}, ErrorSubtypes: map[string]int{}}
 	callName := map[string]string{}

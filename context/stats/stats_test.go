@@ -89,7 +89,7 @@ func chains(t *testing.T, svc *commits.Service, a, b, c string) {
 		{Type: events.Metric, Subtype: "result", Time: at(1050), Metric: &events.MetricData{Status: "success"}},
 	}})
 
-	pb := commits.Provenance{Session: b, Harness: "swe-agent", Trigger: commits.ImportTrigger}
+	pb := commits.Provenance{Session: b, Harness: "swe-agent", Template: "solver", Trigger: commits.ImportTrigger}
 	bEvents := []events.Event{
 		untimed(human(0, "task")), untimed(resp(0, "ok")),
 		untimed(call(0, "c1", "bash")), untimed(result(0, "c1", false)),
@@ -184,6 +184,11 @@ func TestComputeExact(t *testing.T) {
 		}
 		if tot.Tools["Bash"] != 2 || tot.Tools["bash"] != 1 || tot.Tools["submit"] != 1 || len(tot.Tools) != 5 {
 			t.Fatalf("tools %v", tot.Tools)
+		}
+		// By template (B names one) or harness (A; C calls no tool).
+		if g := tot.ToolsByGroup; len(g) != 2 || g["harness:claude-code"]["Bash"] != 2 || g["harness:claude-code"]["Edit"] != 1 ||
+			g["template:solver"]["submit"] != 1 || len(g["template:solver"]) != 2 || sb.Template != "solver" {
+			t.Fatalf("tools by group %v", g)
 		}
 		// A's metric event is bookkeeping, not activity: 18 of A's 19, and C's 2.
 		if tot.ByHour[9] != 20 || tot.PromptsByHour[9] != 3 || tot.ByWeekday[time.Monday] != 20 || tot.ByWeekdayHour[time.Monday][9] != 20 {

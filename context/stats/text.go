@@ -132,6 +132,29 @@ func WriteText(w io.Writer, r *Report) error {
 		fmt.Fprintf(w, "  %-*s %6d  %5.1f%%%s\n", width, kv.k, kv.n, pct, e)
 	}
 
+	if len(t.ToolsByGroup) > 1 {
+		fmt.Fprintf(w, "tool usage by template or harness (the 5 most used):\n")
+		var groups []string
+		for g := range t.ToolsByGroup {
+			groups = append(groups, g)
+		}
+		sort.Strings(groups)
+		for _, g := range groups {
+			var parts []string
+			total := 0
+			for _, kv := range sortedCounts(t.ToolsByGroup[g]) {
+				total += kv.n
+			}
+			for i, kv := range sortedCounts(t.ToolsByGroup[g]) {
+				if i == 5 {
+					break
+				}
+				parts = append(parts, fmt.Sprintf("%s %.0f%%", kv.k, 100*float64(kv.n)/float64(total)))
+			}
+			fmt.Fprintf(w, "  %-24s %6d  %s\n", g, total, strings.Join(parts, ", "))
+		}
+	}
+
 	fmt.Fprintf(w, "\nactivity by hour (%s; timed conversation events / human prompts):\n", r.Scope.Location)
 	for h := 0; h < 24; h++ {
 		fmt.Fprintf(w, "  %02d  %6d  %5d\n", h, t.ByHour[h], t.PromptsByHour[h])
