@@ -17,7 +17,8 @@ const BranchTag = "branch"
 // Compute reads the commits of the scope from svc's store, decodes each
 // commit's artifact to events with svc's format registry, and analyzes
 // them. Per session, commits are read parents first (depth, then time);
-// materialization snapshots and commits tagged "branch" are skipped, and a
+// materialization snapshots, snapshots with a parent and commits tagged
+// "branch" are skipped (context/importer.Counted agrees), and a
 // compaction commit's content (the summary replacing a prefix, which the
 // session's events already hold) is counted as a compaction, not read as
 // events. A content that does not decode is an error naming the commit.
@@ -72,7 +73,10 @@ func Compute(ctx context.Context, svc *commits.Service, o Options) (*Report, err
 		if children[c.ID] > 1 {
 			cur.Branches += children[c.ID] - 1
 		}
-		if c.SnapshotOf != "" || slices.Contains(c.Tags, BranchTag) {
+		// A snapshot repeats the chain above it (a cached materialization);
+		// only a root snapshot (a conversation imported whole) holds events
+		// of its own. importer.Counted says the same of imported chains.
+		if c.SnapshotOf != "" || (c.Type == commits.Snapshot && c.Parent != "") || slices.Contains(c.Tags, BranchTag) {
 			cur.Skipped++
 			continue
 		}

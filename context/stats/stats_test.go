@@ -388,3 +388,34 @@ func TestForks(t *testing.T) {
 		}
 	})
 }
+
+// TestSnapshots: a root snapshot (a conversation imported whole) is read;
+// a snapshot with a parent repeats the chain above it and is skipped.
+func TestSnapshots(t *testing.T) {
+	storetestenv.Run(t, func(t *testing.T, e *storetestenv.Env) {
+		ctx := context.Background()
+		svc := commits.New(e.Store, commits.Options{})
+		sid := e.ID("snap")
+		p := commits.Provenance{Session: sid}
+		conv := []events.Event{human(0, "hello"), resp(10, "hi")}
+		root, err := svc.Checkpoint(ctx, commits.CheckpointRequest{Type: commits.Snapshot, Provenance: p, Created: at(10), Events: conv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := svc.Checkpoint(ctx, commits.CheckpointRequest{Parent: root.ID, Provenance: p, Created: at(20), Events: []events.Event{human(20, "more")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Checkpoint(ctx, commits.CheckpointRequest{Parent: d.ID, Type: commits.Snapshot, Provenance: p, Created: at(30),
+			Events: append(conv, human(20, "more"))}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := stats.Compute(ctx, svc, stats.Options{Sessions: []string{sid}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := r.Sessions[0]; s.Commits != 3 || s.Skipped != 1 || s.HumanPrompts != 2 || s.Responses != 1 {
+			t.Fatalf("%+v", s)
+		}
+	})
+}
