@@ -4,8 +4,8 @@
 // never stops at a damaged line ([ReadRecords]), lenient JSON field types,
 // and the invariant every reader promises on tool results
 // ([CheckToolResults]). The converters themselves live one per harness
-// format below it: harness/pi (Pi's agent messages and session files) and
-// harness/claudecode (Claude Code's session JSONL), harness/sweagent
+// format below it: harness/pi (Pi's agent messages and session files),
+// harness/claudecode (Claude Code's session JSONL) and harness/sweagent
 // (SWE-agent trajectories, one JSON document each); context/transcript
 // detects a file's format and dispatches.
 package harness

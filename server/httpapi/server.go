@@ -258,6 +258,7 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/v1/search", scope: scopeAll, h: s.search},
 		{method: "POST", path: "/v1/sessions/{sid}/index", scope: scopeSession, h: s.indexSession},
 		{method: "GET", path: "/v1/sessions/{sid}/meta", scope: scopeSession, h: s.sessionMeta},
+		{method: "GET", path: "/v1/stats", scope: scopePublic, h: s.stats}, // any token: the handler scopes it
 	}, s.commitRoutes()...)
 }
 
