@@ -92,6 +92,23 @@ func (r *Registry) Register(f *Format) error {
 	return nil
 }
 
+// Extend gives the registered format called name what set fills in on a
+// copy of it (a harness package's decoder or encoder), and registers the
+// copy in its place; several packages may extend one format.
+func (r *Registry) Extend(name string, set func(*Format)) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f, ok := r.m[name]
+	if !ok {
+		return fmt.Errorf("commits: no format %s to extend", name)
+	}
+	g := *f
+	set(&g)
+	g.Name, g.Family, g.Version = f.Name, f.Family, f.Version
+	r.m[name] = &g
+	return nil
+}
+
 // Lookup returns the format called name.
 func (r *Registry) Lookup(name string) (*Format, bool) {
 	r.mu.RLock()

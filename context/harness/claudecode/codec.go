@@ -17,13 +17,9 @@ import (
 // record by record, with no context beyond the artifact. The encoder
 // (events -> a transcript) is context/harness/claudecode/write.go's.
 func init() {
-	f, ok := commits.DefaultRegistry.Lookup(commits.FormatClaudeCode)
-	if !ok {
-		panic("claudecode: no claude-code-v1 format to give a decoder")
-	}
-	g := *f
-	g.Decode = Decode
-	if err := commits.DefaultRegistry.Register(&g); err != nil {
+	if err := commits.DefaultRegistry.Extend(commits.FormatClaudeCode, func(f *commits.Format) {
+		f.Decode = Decode
+	}); err != nil {
 		panic(err)
 	}
 }

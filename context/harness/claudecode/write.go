@@ -23,14 +23,10 @@ import (
 // ForSession names the session in every record. Decoding Claude Code files
 // into events (import, byte fidelity) is the importer's.
 func init() {
-	f, ok := commits.DefaultRegistry.Lookup(commits.FormatClaudeCode)
-	if !ok {
-		panic("claudecode: no claude-code-v1 format to give a codec")
-	}
-	g := *f
-	g.Encode = SessionFile
-	g.ForSession = SetSessionID
-	if err := commits.DefaultRegistry.Register(&g); err != nil {
+	if err := commits.DefaultRegistry.Extend(commits.FormatClaudeCode, func(f *commits.Format) {
+		f.Encode = SessionFile
+		f.ForSession = SetSessionID
+	}); err != nil {
 		panic(err)
 	}
 }

@@ -17,13 +17,9 @@ import (
 // reads them as neutral events, entry by entry, with no context beyond the
 // artifact. Registered with the encoder in write.go's init order.
 func init() {
-	f, ok := commits.DefaultRegistry.Lookup(commits.FormatPi)
-	if !ok {
-		panic("pi: no pi-v3 format to give a decoder")
-	}
-	g := *f
-	g.Decode = Decode
-	if err := commits.DefaultRegistry.Register(&g); err != nil {
+	if err := commits.DefaultRegistry.Extend(commits.FormatPi, func(f *commits.Format) {
+		f.Decode = Decode
+	}); err != nil {
 		panic(err)
 	}
 }

@@ -14,16 +14,12 @@ import (
 // The pi-v3 codec this package gives context commits (docs/commits.md):
 // Encode writes neutral events as a Pi v3 session file that the real Pi
 // resumes with --session FILE; ForSession names the session in its header.
-// Decoding Pi files into events (and byte-faithful import) is issue 13's.
+// Decoding Pi files into events is codec.go's.
 func init() {
-	f, ok := commits.DefaultRegistry.Lookup(commits.FormatPi)
-	if !ok {
-		panic("pi: no pi-v3 format to give a codec")
-	}
-	g := *f
-	g.Encode = SessionFile
-	g.ForSession = SetSessionID
-	if err := commits.DefaultRegistry.Register(&g); err != nil {
+	if err := commits.DefaultRegistry.Extend(commits.FormatPi, func(f *commits.Format) {
+		f.Encode = SessionFile
+		f.ForSession = SetSessionID
+	}); err != nil {
 		panic(err)
 	}
 }
