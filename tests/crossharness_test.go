@@ -179,35 +179,7 @@ func xhStartPi(t *testing.T, e *piEnv, endpoint string) *piRun {
 		"--provider", "scripted", "--model", "scripted-1", "-c", "--mode", "rpc")
 	cmd.Dir = e.dir
 	cmd.Env = append(os.Environ(), "PI_CODING_AGENT_DIR="+e.agentDir, "PI_OFFLINE=1", "PI_SCRIPTED_URL="+endpoint, "CTXSTORE_SERVICE_URL=")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &piRun{t: t, cmd: cmd, stdin: stdin, events: make(chan map[string]any, 1024), stderr: &bytes.Buffer{}}
-	cmd.Stderr = p.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(p.events)
-		r := bufio.NewReaderSize(stdout, 1<<20)
-		for {
-			line, err := r.ReadBytes('\n')
-			var ev map[string]any
-			if json.Unmarshal(bytes.TrimSpace(line), &ev) == nil {
-				p.events <- ev
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	t.Cleanup(p.quit)
-	return p
+	return runPiRPC(t, cmd)
 }
 
 // xhImport runs `ctxstore import FILE --json` and returns the file's

@@ -385,6 +385,14 @@ func startPi(t testing.TB, e *piEnv, serviceURL string, script []piStep, extra .
 	cmd.Env = append(os.Environ(), "PI_CODING_AGENT_DIR="+e.agentDir, "PI_OFFLINE=1", "PI_SCRIPTED_URL="+model.srv.URL,
 		"CTXSTORE_SERVICE_URL="+serviceURL, "CTXSTORE_TOKEN=")
 	cmd.Env = append(cmd.Env, e.env...)
+	return runPiRPC(t, cmd)
+}
+
+// runPiRPC starts a Pi command in RPC mode and reads its events (one JSON
+// object per \n-terminated line, RPC framing) into the run's channel; the
+// run quits when the test ends.
+func runPiRPC(t testing.TB, cmd *exec.Cmd) *piRun {
+	t.Helper()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
