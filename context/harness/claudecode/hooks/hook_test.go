@@ -16,8 +16,8 @@ import (
 // The inputs below are what Claude Code 2.1.330 sent its hooks in a real
 // run (tests/claudecode_live_test.go drives the CLI itself), shortened.
 const (
-	transcript    = "/home/u/.claude/projects/-tmp-p/1b215f15-2004-4a60-8fdd-eb9990bef4fb.jsonl"
-	inPostToolUse = `{"session_id":"1b215f15-2004-4a60-8fdd-eb9990bef4fb","transcript_path":"` + transcript + `","cwd":"/tmp/p","prompt_id":"7df2529f","permission_mode":"default","effort":{"level":"medium"},"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"echo main","description":"echo"},"tool_response":{"stdout":"main","stderr":"","interrupted":false},"tool_use_id":"toolu_main_bash","duration_ms":46}`
+	transcript     = "/home/u/.claude/projects/-tmp-p/1b215f15-2004-4a60-8fdd-eb9990bef4fb.jsonl"
+	inPostToolUse  = `{"session_id":"1b215f15-2004-4a60-8fdd-eb9990bef4fb","transcript_path":"` + transcript + `","cwd":"/tmp/p","prompt_id":"7df2529f","permission_mode":"default","effort":{"level":"medium"},"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"echo main","description":"echo"},"tool_response":{"stdout":"main","stderr":"","interrupted":false},"tool_use_id":"toolu_main_bash","duration_ms":46}`
 	inSubagentTool = `{"session_id":"1b215f15-2004-4a60-8fdd-eb9990bef4fb","transcript_path":"` + transcript + `","cwd":"/tmp/p","agent_id":"a3c53bebb67c69172","agent_type":"general-purpose","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"echo sub"},"tool_use_id":"toolu_sub_bash"}`
 	inSubagentStop = `{"session_id":"1b215f15-2004-4a60-8fdd-eb9990bef4fb","transcript_path":"` + transcript + `","cwd":"/tmp/p","agent_id":"a3c53bebb67c69172","agent_type":"general-purpose","hook_event_name":"SubagentStop","stop_hook_active":false,"agent_transcript_path":"/home/u/.claude/projects/-tmp-p/1b215f15-2004-4a60-8fdd-eb9990bef4fb/subagents/agent-a3c53bebb67c69172.jsonl","last_assistant_message":"SUB DONE"}`
 	inPreCompact   = `{"session_id":"1b215f15-2004-4a60-8fdd-eb9990bef4fb","transcript_path":"` + transcript + `","cwd":"/tmp/p","hook_event_name":"PreCompact","trigger":"manual","custom_instructions":""}`
