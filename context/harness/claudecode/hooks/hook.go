@@ -91,6 +91,10 @@ type Checkpoint struct {
 	Compaction string
 	// Source is SessionStart's source (startup, resume, clear, compact).
 	Source string
+	// Subagents asks for every subagent transcript of the session too
+	// (Stop, SubagentStop, SessionEnd, PreCompact): a catch-up for
+	// subagents whose own hooks failed.
+	Subagents bool
 }
 
 // Plan validates in and says what to checkpoint.
@@ -105,6 +109,10 @@ func Plan(in Input) (Checkpoint, error) {
 		return Checkpoint{}, fmt.Errorf("hook input (%s): transcript_path %q is not an absolute path", in.Event, in.TranscriptPath)
 	}
 	c := Checkpoint{Event: in.Event, Session: in.SessionID, Transcript: filepath.Clean(in.TranscriptPath), Source: in.Source}
+	switch in.Event {
+	case "Stop", "SubagentStop", "SessionEnd", "PreCompact":
+		c.Subagents = true
+	}
 	if in.Event == "PreCompact" {
 		c.Compaction = in.Trigger
 		if c.Compaction == "" {
@@ -127,10 +135,16 @@ func Plan(in Input) (Checkpoint, error) {
 	return c, nil
 }
 
+// SubagentDir is where Claude Code 2.1 writes the subagent transcripts of
+// the session whose transcript is transcript.
+func SubagentDir(transcript string) string {
+	return filepath.Join(strings.TrimSuffix(transcript, ".jsonl"), "subagents")
+}
+
 // SubagentTranscript is where Claude Code 2.1 writes the records of
 // subagent agent of the session whose transcript is transcript.
 func SubagentTranscript(transcript, agent string) string {
-	return filepath.Join(strings.TrimSuffix(transcript, ".jsonl"), "subagents", "agent-"+agent+".jsonl")
+	return filepath.Join(SubagentDir(transcript), "agent-"+agent+".jsonl")
 }
 
 // Importer brings a checkpoint into ctxstore. Implementations: the
@@ -201,7 +215,7 @@ type Outcome struct {
 	// failed checkpoint never blocks Claude Code.
 	Err error
 	// Notified says the user was told in this run (the session's first
-	// failure).
+	// failure, or its first success after that).
 	Notified bool
 }
 
@@ -210,7 +224,8 @@ type Outcome struct {
 // under StateDir, and is shown to the user by the first failing run of the
 // session only (an exclusive-create mark file makes "first" hold across the
 // hook's processes). A later run that succeeds catches up on everything the
-// failed ones missed, since the import is incremental.
+// failed ones missed, since the import is incremental; the first such run
+// says so, once per session too.
 func (r Runner) Run(ctx context.Context, stdin io.Reader) (o Outcome) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -243,6 +258,25 @@ func (r Runner) Run(ctx context.Context, stdin io.Reader) (o Outcome) {
 	if o.Err != nil {
 		return r.fail(o)
 	}
+	return r.recovered(o)
+}
+
+// recovered tells the user, once per session, that a session whose
+// failure they were told of is recorded again.
+func (r Runner) recovered(o Outcome) Outcome {
+	if r.StateDir == "" {
+		return o
+	}
+	if _, err := os.Stat(filepath.Join(r.StateDir, o.Checkpoint.Session+".notified")); err != nil {
+		return o
+	}
+	mark, err := os.OpenFile(filepath.Join(r.StateDir, o.Checkpoint.Session+".recovered"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return o
+	}
+	mark.Close()
+	o.Output = Output{SystemMessage: "ctxstore is recording this session again: what the failed hooks missed is in the store now.", SuppressOutput: true}
+	o.Notified = true
 	return o
 }
 

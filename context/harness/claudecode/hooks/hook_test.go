@@ -31,8 +31,8 @@ func TestPlan(t *testing.T) {
 	}{
 		{inPostToolUse, Checkpoint{Event: "PostToolUse", Session: "1b215f15-2004-4a60-8fdd-eb9990bef4fb", Transcript: transcript}},
 		{inSubagentTool, Checkpoint{Event: "PostToolUse", Session: "1b215f15-2004-4a60-8fdd-eb9990bef4fb", Transcript: transcript, Agent: "a3c53bebb67c69172", AgentTranscript: sub}},
-		{inSubagentStop, Checkpoint{Event: "SubagentStop", Session: "1b215f15-2004-4a60-8fdd-eb9990bef4fb", Transcript: transcript, Agent: "a3c53bebb67c69172", AgentTranscript: sub}},
-		{inPreCompact, Checkpoint{Event: "PreCompact", Session: "1b215f15-2004-4a60-8fdd-eb9990bef4fb", Transcript: transcript, Compaction: "manual"}},
+		{inSubagentStop, Checkpoint{Event: "SubagentStop", Session: "1b215f15-2004-4a60-8fdd-eb9990bef4fb", Transcript: transcript, Agent: "a3c53bebb67c69172", AgentTranscript: sub, Subagents: true}},
+		{inPreCompact, Checkpoint{Event: "PreCompact", Session: "1b215f15-2004-4a60-8fdd-eb9990bef4fb", Transcript: transcript, Compaction: "manual", Subagents: true}},
 	} {
 		in, err := ParseInput(strings.NewReader(tc.in))
 		if err != nil {
@@ -186,5 +186,29 @@ func TestFallback(t *testing.T) {
 	}
 	if fmt.Sprint(calls) != "[service store service]" {
 		t.Errorf("calls %v", calls)
+	}
+}
+
+// TestRunSaysRecoveredOnce: after a failure the user was told of, the
+// first successful run says the session is recorded again; later ones and
+// sessions that never failed say nothing.
+func TestRunSaysRecoveredOnce(t *testing.T) {
+	dir := t.TempDir()
+	rec := &recorder{}
+	if o := (Runner{Importer: rec, StateDir: dir}).Run(context.Background(), strings.NewReader(inPostToolUse)); o.Notified {
+		t.Error("a session that never failed was told something")
+	}
+	rec.fail = errors.New("service down")
+	for i := range 3 {
+		if o := (Runner{Importer: rec, StateDir: dir}).Run(context.Background(), strings.NewReader(inPostToolUse)); o.Notified != (i == 0) {
+			t.Errorf("failure %d: notified %v", i, o.Notified)
+		}
+	}
+	rec.fail = nil
+	for i := range 3 {
+		o := (Runner{Importer: rec, StateDir: dir}).Run(context.Background(), strings.NewReader(inPostToolUse))
+		if o.Notified != (i == 0) || (i == 0) != strings.Contains(o.Output.SystemMessage, "recording this session again") {
+			t.Errorf("success %d after failures: %+v", i, o.Output)
+		}
 	}
 }
