@@ -234,12 +234,13 @@ type ccHookCmd struct {
 	Token    string        `env:"CTXSTORE_TOKEN" placeholder:"TOKEN" help:"The bearer token of --service, if it has tokens; prefer the environment variable."`
 	Timeout  time.Duration `name:"timeout" default:"5s" help:"Give up a checkpoint after this long (the store's lock wait included)."`
 	StateDir string        `name:"state-dir" env:"CTXSTORE_HOOK_STATE" placeholder:"DIR" help:"Where the per-session failure log and told-once marks live (default: the user cache directory's ctxstore/claude-code)."`
-	JSONOut  bool          `name:"report" help:"Also print what the run did as JSON on stderr (for tests and debugging; Claude Code shows stderr only in verbose mode)."`
+	JSONOut  bool          `name:"report" env:"CTXSTORE_HOOK_REPORT" help:"Also print what the run did as JSON on stderr (for tests and debugging; Claude Code keeps a hook's stderr in the transcript's hook attachments)."`
 }
 
 // Run implements claude-code hook: it never fails (exit 0), so that Claude
 // Code never treats ctxstore as blocking; see hooks.Runner.
 func (c *ccHookCmd) Run(a *app) error {
+	start := time.Now()
 	dir := c.StateDir
 	if dir == "" {
 		if d, err := os.UserCacheDir(); err == nil {
@@ -258,7 +259,7 @@ func (c *ccHookCmd) Run(a *app) error {
 	}
 	if c.JSONOut {
 		rep := map[string]any{"event": o.Checkpoint.Event, "session": o.Checkpoint.Session, "agent": o.Checkpoint.Agent,
-			"result": o.Result, "notified": o.Notified}
+			"result": o.Result, "notified": o.Notified, "ms": time.Since(start).Milliseconds(), "at": start.UTC().Format(time.RFC3339Nano)}
 		if o.Err != nil {
 			rep["error"] = o.Err.Error()
 		}

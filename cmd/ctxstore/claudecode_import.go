@@ -7,51 +7,126 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
 
 	"github.com/ctxstore/ctxstore/context/harness/claudecode/hooks"
+	"github.com/ctxstore/ctxstore/context/importer"
 	"github.com/ctxstore/ctxstore/store"
 )
 
-// importCheckpoint brings the checkpoint's transcripts into st.
-func importCheckpoint(ctx context.Context, st store.Store, c hooks.Checkpoint) (hooks.Result, error) {
-	return hooks.Result{}, errors.New("this build has no Claude Code transcript import yet")
+// checkpointPaths are the transcripts a checkpoint imports, in order: the
+// session's, the subagent's it ran in, then (catch-up events) every other
+// subagent transcript of the session.
+func checkpointPaths(c hooks.Checkpoint) []string {
+	paths := []string{c.Transcript}
+	if c.AgentTranscript != "" {
+		paths = append(paths, c.AgentTranscript)
+	}
+	if c.Subagents {
+		more, _ := filepath.Glob(filepath.Join(hooks.SubagentDir(c.Transcript), "agent-*.jsonl"))
+		sort.Strings(more)
+		for _, p := range more {
+			if !slices.Contains(paths, p) {
+				paths = append(paths, p)
+			}
+		}
+	}
+	return paths
 }
 
-// serviceImporter posts the checkpoint to a running ctxstore serve.
+// importCheckpoint brings the checkpoint's transcripts into st with the
+// transcript import (context/importer, docs/import.md): the session's
+// transcript first (a subagent's chain forks from the commit that spawned
+// it), then the subagent's, then, on catch-up events, every subagent
+// transcript of the session. Each import adds only what the file gained
+// since the last one.
+func importCheckpoint(ctx context.Context, st store.Store, c hooks.Checkpoint) (hooks.Result, error) {
+	host, _ := os.Hostname()
+	im := importer.New(st, importer.Options{As: importer.ClaudeCode, Machine: host, Principal: os.Getenv("CTXSTORE_PRINCIPAL")})
+	var res hooks.Result
+	var detail []string
+	for i, p := range checkpointPaths(c) {
+		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+			// Claude Code writes the transcript with the first prompt:
+			// before it, there is nothing to record.
+			if i == 0 && (c.Event == "SessionStart" || c.Event == "UserPromptSubmit") {
+				return res, nil
+			}
+			return res, fmt.Errorf("transcript %s does not exist", p)
+		}
+		fr, err := im.ImportFile(ctx, p)
+		if err != nil {
+			return res, err
+		}
+		if fr.Status == importer.Failed {
+			return res, fmt.Errorf("importing %s: %s", p, fr.Error)
+		}
+		res.Commits += len(fr.Commits)
+		detail = append(detail, fmt.Sprintf("%s %s +%d lines, %d commits", filepath.Base(p), fr.Status, fr.NewLines, len(fr.Commits)))
+	}
+	res.Detail = strings.Join(detail, "; ")
+	return res, nil
+}
+
+// serviceImporter asks a running ctxstore serve to import the
+// checkpoint's transcripts (POST /v1/import with their paths, which must
+// lie under the server's --root directories).
 type serviceImporter struct {
 	url, token string
 }
 
 // Checkpoint implements hooks.Importer.
 func (s serviceImporter) Checkpoint(ctx context.Context, c hooks.Checkpoint) (hooks.Result, error) {
-	body, _ := json.Marshal(c)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/v1/claude-code/checkpoint", bytes.NewReader(body))
-	if err != nil {
-		return hooks.Result{}, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if s.token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		var op *net.OpError
-		if errors.As(err, &op) && op.Op == "dial" {
-			return hooks.Result{}, fmt.Errorf("service %s: %w (%v)", s.url, hooks.ErrUnreachable, err)
+	res := hooks.Result{Via: "service " + s.url}
+	var detail []string
+	for i, p := range checkpointPaths(c) {
+		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+			if i == 0 && (c.Event == "SessionStart" || c.Event == "UserPromptSubmit") {
+				return res, nil
+			}
+			return res, fmt.Errorf("transcript %s does not exist", p)
 		}
-		return hooks.Result{}, fmt.Errorf("service %s: %w", s.url, err)
+		body, _ := json.Marshal(map[string]string{"path": p, "as": string(importer.ClaudeCode), "principal": os.Getenv("CTXSTORE_PRINCIPAL")})
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/v1/import", bytes.NewReader(body))
+		if err != nil {
+			return res, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if s.token != "" {
+			req.Header.Set("Authorization", "Bearer "+s.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			var op *net.OpError
+			if i == 0 && errors.As(err, &op) && op.Op == "dial" {
+				return res, fmt.Errorf("service %s: %w (%v)", s.url, hooks.ErrUnreachable, err)
+			}
+			return res, fmt.Errorf("service %s: %w", s.url, err)
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return res, fmt.Errorf("service %s: importing %s: %s: %s", s.url, p, resp.Status, bytes.TrimSpace(b))
+		}
+		var r importer.Result
+		if err := json.Unmarshal(b, &r); err != nil {
+			return res, fmt.Errorf("service %s: answer: %w", s.url, err)
+		}
+		for _, f := range r.Files {
+			if f.Status == importer.Failed {
+				return res, fmt.Errorf("service %s: importing %s: %s", s.url, p, f.Error)
+			}
+			res.Commits += len(f.Commits)
+			detail = append(detail, fmt.Sprintf("%s %s +%d lines, %d commits", filepath.Base(f.Path), f.Status, f.NewLines, len(f.Commits)))
+		}
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
-		return hooks.Result{}, fmt.Errorf("service %s: %s: %s", s.url, resp.Status, bytes.TrimSpace(b))
-	}
-	var r hooks.Result
-	if err := json.Unmarshal(b, &r); err != nil {
-		return hooks.Result{}, fmt.Errorf("service %s: answer: %w", s.url, err)
-	}
-	r.Via = "service " + s.url
-	return r, nil
+	res.Detail = strings.Join(detail, "; ")
+	return res, nil
 }
