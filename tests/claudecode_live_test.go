@@ -217,7 +217,13 @@ func (e *ccLive) ccScript(req messagesRequest) piStep {
 		e.t.Logf("mid-session, %s: %s after %v", key, got, time.Since(start).Round(time.Millisecond))
 	}
 	all, _ := json.Marshal(req.Messages)
+	last, _ := json.Marshal(req.Messages[len(req.Messages)-1])
 	switch {
+	case strings.Contains(string(last), "Respond with TEXT ONLY"):
+		// Claude Code's compaction asks for a summary: PreCompact ran,
+		// the conversation up to /compact is in the store.
+		check("before compaction", "*.jsonl", `"content":"/compact"`)
+		return piStep{Text: "SUMMARY: echo ran in the main agent and in a subagent."}
 	case sub && !has("toolu_sub_bash"):
 		return piStep{Tool: "Bash", Args: map[string]any{"command": "echo from-the-subagent", "description": "echo"}, ID: "toolu_sub_bash"}
 	case sub:
@@ -269,9 +275,11 @@ func ctxstoreNotices(lines []map[string]any) []string {
 }
 
 // TestClaudeCodeLiveCapture: a Claude Code session with tool calls and a
-// subagent, captured by the installed hooks while it runs (the scripted
-// model finds each tool result in the store before its next request), the
-// MCP server connected; afterwards the store's file chains hold exactly the
+// subagent, then /compact, captured by the installed hooks while it runs
+// (the scripted model finds each tool call and result, the subagent's, and
+// the conversation before the compaction in the store at its next request;
+// hooks Claude Code runs beside its own work may land a few milliseconds
+// after it, so it polls), the MCP server connected; afterwards the store's file chains hold exactly the
 // transcripts' bytes, and an import of the finished transcripts into a
 // fresh store gives the same content, compactions and subagent fork
 // points. Then install is undone.
@@ -281,6 +289,7 @@ func TestClaudeCodeLiveCapture(t *testing.T) {
 	e.model = startScriptedMessages(t, nil, filepath.Join(t.TempDir(), "requests.jsonl"), e.ccScript)
 	lines := e.claude("MAIN PROMPT: run echo, then a subagent.")
 	session := sessionOf(t, lines)
+	lines = append(lines, e.claude("/compact", "--resume", session)...)
 	if logs, _ := filepath.Glob(filepath.Join(e.home, ".cache", "ctxstore", "claude-code", "*")); len(logs) > 0 {
 		for _, l := range logs {
 			b, _ := os.ReadFile(l)
@@ -300,7 +309,7 @@ func TestClaudeCodeLiveCapture(t *testing.T) {
 			}
 		}
 	}()
-	for _, key := range []string{"main tool call", "main tool result", "main agent call", "subagent tool call", "subagent result", "subagent answer"} {
+	for _, key := range []string{"main tool call", "main tool result", "main agent call", "subagent tool call", "subagent result", "subagent answer", "before compaction"} {
 		if got := e.checked[key]; got != "ok" {
 			t.Errorf("mid-session, %s: %q", key, got)
 		}
@@ -343,6 +352,9 @@ func TestClaudeCodeLiveCapture(t *testing.T) {
 				filepath.Base(p), len(fc.content), fc.offset, len(b), bytes.Equal(fc.content, b))
 		}
 		live[p] = fc
+	}
+	if n := compactions(live[mainT]); n != 1 {
+		t.Errorf("the live chain holds %d compaction commits, want 1 (/compact)", n)
 	}
 
 	// An import of the finished transcripts into a fresh store.

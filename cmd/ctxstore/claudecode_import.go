@@ -41,6 +41,22 @@ func checkpointPaths(c hooks.Checkpoint) []string {
 	return paths
 }
 
+// missingTranscript says whether the i-th path of c does not exist and is
+// to be skipped, or is an error. Claude Code writes the session's
+// transcript with the first prompt (SessionStart and the first
+// UserPromptSubmit come before it); its own helpers (the compaction agent)
+// run SubagentStop with a transcript path it never writes.
+func missingTranscript(c hooks.Checkpoint, i int, p string) (bool, error) {
+	_, err := os.Stat(p)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if i > 0 || c.Event == "SessionStart" || c.Event == "UserPromptSubmit" {
+		return true, nil
+	}
+	return true, fmt.Errorf("transcript %s does not exist", p)
+}
+
 // importCheckpoint brings the checkpoint's transcripts into st with the
 // transcript import (context/importer, docs/import.md): the session's
 // transcript first (a subagent's chain forks from the commit that spawned
@@ -53,13 +69,11 @@ func importCheckpoint(ctx context.Context, st store.Store, c hooks.Checkpoint) (
 	var res hooks.Result
 	var detail []string
 	for i, p := range checkpointPaths(c) {
-		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
-			// Claude Code writes the transcript with the first prompt:
-			// before it, there is nothing to record.
-			if i == 0 && (c.Event == "SessionStart" || c.Event == "UserPromptSubmit") {
-				return res, nil
+		if skip, err := missingTranscript(c, i, p); skip || err != nil {
+			if err != nil {
+				return res, err
 			}
-			return res, fmt.Errorf("transcript %s does not exist", p)
+			continue
 		}
 		fr, err := im.ImportFile(ctx, p)
 		if err != nil {
@@ -87,11 +101,11 @@ func (s serviceImporter) Checkpoint(ctx context.Context, c hooks.Checkpoint) (ho
 	res := hooks.Result{Via: "service " + s.url}
 	var detail []string
 	for i, p := range checkpointPaths(c) {
-		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
-			if i == 0 && (c.Event == "SessionStart" || c.Event == "UserPromptSubmit") {
-				return res, nil
+		if skip, err := missingTranscript(c, i, p); skip || err != nil {
+			if err != nil {
+				return res, err
 			}
-			return res, fmt.Errorf("transcript %s does not exist", p)
+			continue
 		}
 		body, _ := json.Marshal(map[string]string{"path": p, "as": string(importer.ClaudeCode), "principal": os.Getenv("CTXSTORE_PRINCIPAL")})
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/v1/import", bytes.NewReader(body))

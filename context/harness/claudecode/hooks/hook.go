@@ -22,6 +22,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ctxstore/ctxstore/internal/jsonlimit"
 )
@@ -46,6 +47,8 @@ type Input struct {
 	Trigger   string `json:"trigger"`
 	ToolName  string `json:"tool_name"`
 	ToolUseID string `json:"tool_use_id"`
+	// LastAssistantMessage is Stop's and SubagentStop's final answer.
+	LastAssistantMessage string `json:"last_assistant_message"`
 }
 
 // maxInput bounds the hook's stdin: PostToolUse carries the tool's whole
@@ -95,7 +98,17 @@ type Checkpoint struct {
 	// (Stop, SubagentStop, SessionEnd, PreCompact): a catch-up for
 	// subagents whose own hooks failed.
 	Subagents bool
+	// Await, on Stop and SubagentStop, is the start of the final answer
+	// as it appears in the transcript's JSON, and AwaitIn that
+	// transcript: Claude Code may run these hooks before it has written
+	// the answer's line, so the checkpoint first waits for it (briefly;
+	// see AwaitLimit).
+	Await, AwaitIn string
 }
+
+// AwaitLimit bounds the wait for a final answer's line: past it the
+// checkpoint goes ahead, and the next hook brings the line in.
+const AwaitLimit = 500 * time.Millisecond
 
 // Plan validates in and says what to checkpoint.
 func Plan(in Input) (Checkpoint, error) {
@@ -132,7 +145,73 @@ func Plan(in Input) (Checkpoint, error) {
 			c.AgentTranscript = filepath.Clean(in.AgentTranscriptPath)
 		}
 	}
+	if in.LastAssistantMessage != "" && (in.Event == "Stop" || in.Event == "SubagentStop") {
+		c.Await = needle(in.LastAssistantMessage)
+		c.AwaitIn = c.Transcript
+		if in.Event == "SubagentStop" {
+			c.AwaitIn = c.AgentTranscript
+		}
+	}
 	return c, nil
+}
+
+// needle is the start of text (up to 40 characters, before any character
+// JSON encoders escape differently) as it appears inside a JSON string.
+func needle(text string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range text {
+		if n == 40 || r < 0x20 || r == 0x2028 || r == 0x2029 || r == '<' || r == '>' || r == '&' || r == utf8.RuneError {
+			break
+		}
+		b.WriteRune(r)
+		n++
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	enc, _ := json.Marshal(b.String())
+	return string(enc[1 : len(enc)-1])
+}
+
+// Awaited waits until the file at path holds s (in its last MiB), at most
+// limit; it says whether it found it.
+func Awaited(ctx context.Context, path, s string, limit time.Duration) bool {
+	if s == "" || path == "" {
+		return true
+	}
+	deadline := time.Now().Add(limit)
+	for {
+		if tailHolds(path, s) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func tailHolds(path, s string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	off := max(st.Size()-1<<20, 0)
+	b := make([]byte, st.Size()-off)
+	if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
+		return false
+	}
+	return strings.Contains(string(b), s)
 }
 
 // SubagentDir is where Claude Code 2.1 writes the subagent transcripts of
@@ -254,6 +333,7 @@ func (r Runner) Run(ctx context.Context, stdin io.Reader) (o Outcome) {
 		ctx, cancel = context.WithTimeout(ctx, r.Timeout)
 		defer cancel()
 	}
+	Awaited(ctx, c.AwaitIn, c.Await, AwaitLimit)
 	o.Result, o.Err = r.Importer.Checkpoint(ctx, c)
 	if o.Err != nil {
 		return r.fail(o)

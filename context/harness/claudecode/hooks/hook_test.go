@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // The inputs below are what Claude Code 2.1.330 sent its hooks in a real
@@ -31,7 +32,7 @@ func TestPlan(t *testing.T) {
 	}{
 		{inPostToolUse, Checkpoint{Event: "PostToolUse", Session: "1b215f15-2004-4a60-8fdd-eb9990bef4fb", Transcript: transcript}},
 		{inSubagentTool, Checkpoint{Event: "PostToolUse", Session: "1b215f15-2004-4a60-8fdd-eb9990bef4fb", Transcript: transcript, Agent: "a3c53bebb67c69172", AgentTranscript: sub}},
-		{inSubagentStop, Checkpoint{Event: "SubagentStop", Session: "1b215f15-2004-4a60-8fdd-eb9990bef4fb", Transcript: transcript, Agent: "a3c53bebb67c69172", AgentTranscript: sub, Subagents: true}},
+		{inSubagentStop, Checkpoint{Event: "SubagentStop", Session: "1b215f15-2004-4a60-8fdd-eb9990bef4fb", Transcript: transcript, Agent: "a3c53bebb67c69172", AgentTranscript: sub, Subagents: true, Await: "SUB DONE", AwaitIn: sub}},
 		{inPreCompact, Checkpoint{Event: "PreCompact", Session: "1b215f15-2004-4a60-8fdd-eb9990bef4fb", Transcript: transcript, Compaction: "manual", Subagents: true}},
 	} {
 		in, err := ParseInput(strings.NewReader(tc.in))
@@ -210,5 +211,39 @@ func TestRunSaysRecoveredOnce(t *testing.T) {
 		if o.Notified != (i == 0) || (i == 0) != strings.Contains(o.Output.SystemMessage, "recording this session again") {
 			t.Errorf("success %d after failures: %+v", i, o.Output)
 		}
+	}
+}
+
+func TestNeedle(t *testing.T) {
+	for in, want := range map[string]string{
+		"SUB DONE":                "SUB DONE",
+		`He said "hi" \ bye`:      `He said \"hi\" \\ bye`,
+		"first line\nsecond":      "first line",
+		"Ünïcödé ok <b>":          "Ünïcödé ok ",
+		strings.Repeat("x", 100):  strings.Repeat("x", 40),
+		"\nstarts with a newline": "",
+	} {
+		if got := needle(in); got != want {
+			t.Errorf("needle(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestAwaited(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "t.jsonl")
+	os.WriteFile(p, []byte(`{"a":1}`+"\n"), 0o644)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+		f.WriteString(`{"text":"SUB DONE"}` + "\n")
+		f.Close()
+	}()
+	start := time.Now()
+	if !Awaited(context.Background(), p, "SUB DONE", time.Second) || time.Since(start) > 500*time.Millisecond {
+		t.Errorf("the line written after 50 ms was not awaited (%v)", time.Since(start))
+	}
+	start = time.Now()
+	if Awaited(context.Background(), p, "never", 100*time.Millisecond) || time.Since(start) < 100*time.Millisecond {
+		t.Error("a missing line was found, or the wait was cut short")
 	}
 }
