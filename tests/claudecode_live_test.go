@@ -18,6 +18,7 @@ import (
 
 	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/context/importer"
+	"github.com/ctxstore/ctxstore/internal/datasets"
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -620,5 +621,112 @@ func TestClaudeCodeHookService(t *testing.T) {
 		if err != nil || !bytes.Equal(fc.content, b) {
 			t.Errorf("%s: %v (the chain holds the transcript: %v)", filepath.Base(p), err, err == nil && bytes.Equal(fc.content, b))
 		}
+	}
+}
+
+// BenchmarkClaudeCodeHook measures what a ctxstore hook adds to each tool
+// call of a Claude Code session (docs/benchmarks.md): the transcript of
+// the dataset's largest Claude Code session (3.4 MB, 312 tool results)
+// grows tool call by tool call, and after each the hook process runs as
+// Claude Code runs it (stdin a PostToolUse input, wall time from start to
+// exit). Modes, in the same run: "process" runs `ctxstore --version` (what
+// starting the Go binary costs, the floor of any hook), "store" the hook
+// importing into a SQLite store, "service" the hook posting to a running
+// ctxstore serve on loopback. Reported: p50 and p99 per tool call in ms.
+//
+//	go test ./tests -run '^$' -bench BenchmarkClaudeCodeHook -benchtime 312x
+func BenchmarkClaudeCodeHook(b *testing.B) {
+	src := filepath.Join(datasets.Dir(b), "claude-code", "attio-mcp-server__1ff6f4ee__c7428042.jsonl")
+	raw, err := os.ReadFile(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// steps: the transcript cut after each line holding a tool result.
+	var steps [][]byte
+	start := 0
+	for i := 0; i < len(raw); {
+		j := bytes.IndexByte(raw[i:], '\n')
+		if j < 0 {
+			break
+		}
+		line := raw[i : i+j+1]
+		i += j + 1
+		if bytes.Contains(line, []byte(`"tool_result"`)) {
+			steps = append(steps, raw[start:i])
+			start = i
+		}
+	}
+	for _, mode := range []string{"process", "store", "service"} {
+		b.Run(mode, func(b *testing.B) {
+			dir := b.TempDir()
+			projects := filepath.Join(dir, "projects")
+			storePath := filepath.Join(dir, "store.db")
+			state := filepath.Join(dir, "state")
+			os.MkdirAll(projects, 0o755)
+			args := []string{"--store", "sqlite:" + storePath, "claude-code", "hook", "--state-dir", state}
+			if mode == "service" {
+				// Straight to the server, not through the test proxy.
+				srv := startServe(b, "sqlite:"+storePath, "--root", projects, "--log-level", "warn")
+				defer srv.stop(false)
+				args = append(args, "--service", srv.url)
+			}
+			if mode == "process" {
+				args = []string{"--version"}
+			}
+			var lat []time.Duration
+			var f *os.File
+			var transcript string
+			var size int64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				if i%len(steps) == 0 {
+					if f != nil {
+						f.Close()
+					}
+					session := fmt.Sprintf("bench-%04d", i/len(steps))
+					transcript = filepath.Join(projects, session+".jsonl")
+					if f, err = os.Create(transcript); err != nil {
+						b.Fatal(err)
+					}
+					size = 0
+				}
+				if _, err := f.Write(steps[i%len(steps)]); err != nil {
+					b.Fatal(err)
+				}
+				size += int64(len(steps[i%len(steps)]))
+				in, _ := json.Marshal(map[string]any{"session_id": strings.TrimSuffix(filepath.Base(transcript), ".jsonl"),
+					"transcript_path": transcript, "cwd": dir, "hook_event_name": "PostToolUse", "tool_name": "Bash",
+					"tool_input": map[string]any{"command": "true"}, "tool_use_id": fmt.Sprintf("toolu_%d", i)})
+				cmd := exec.Command(ctxstoreBin, args...)
+				cmd.Stdin = bytes.NewReader(in)
+				cmd.Env = append(os.Environ(), "CTXSTORE_SERVICE_URL=", "CTXSTORE_URL=")
+				b.StartTimer()
+				t0 := time.Now()
+				out, err := cmd.Output()
+				lat = append(lat, time.Since(t0))
+				if err != nil || (len(out) > 0 && mode != "process") {
+					b.Fatalf("hook: %v %s", err, out)
+				}
+			}
+			b.StopTimer()
+			if f != nil {
+				f.Close()
+			}
+			if mode != "process" {
+				fc, err := readChain(b, storePath, transcript)
+				b2, _ := os.ReadFile(transcript)
+				if err != nil || !bytes.Equal(fc.content, b2) {
+					b.Fatalf("the store does not hold the transcript: %v", err)
+				}
+			}
+			slices.Sort(lat)
+			ms := func(q float64) float64 {
+				return float64(lat[min(int(q*float64(len(lat))), len(lat)-1)].Microseconds()) / 1000
+			}
+			b.ReportMetric(ms(0.5), "p50-ms")
+			b.ReportMetric(ms(0.99), "p99-ms")
+			b.ReportMetric(float64(size)/1e6, "final-MB")
+		})
 	}
 }
