@@ -280,15 +280,7 @@ func (s storeImporter) Checkpoint(ctx context.Context, c hooks.Checkpoint) (hook
 	if err != nil {
 		return hooks.Result{}, err
 	}
-	// A SQLite store is not closed: the hook process exits next, and
-	// closing the last connection runs PRAGMA optimize and checkpoints the
-	// WAL, tens of milliseconds a tool call on a loaded machine. What the
-	// import committed is in the WAL already (as after a crash, which the
-	// store is tested for); SQLite's automatic checkpoints and the next
-	// closing process keep the WAL bounded.
-	if _, ok := st.(*bitemporal.Store); !ok {
-		defer st.Close()
-	}
+	defer st.Close()
 	res, err := importCheckpoint(ctx, st, c)
 	res.Via = "store " + s.a.cli.Store
 	return res, err
