@@ -21,6 +21,8 @@ import (
 	"github.com/ctxstore/ctxstore/internal/datasets"
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
+	"github.com/ctxstore/ctxstore/xtdb"
+	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
 )
 
 // Claude Code live capture (issue 16 items 4 and 5, docs/claude-code.md):
@@ -34,7 +36,7 @@ type ccLive struct {
 	t       *testing.T
 	dir     string // the project (Claude Code's cwd)
 	home    string // HOME: Claude Code's ~/.claude, the hook's state
-	store   string // the SQLite store's path
+	store   string // the SQLite store's path, or the XTDB node's URL
 	cli     string
 	model   *scriptedMessages
 	mu      sync.Mutex
@@ -43,14 +45,19 @@ type ccLive struct {
 	noChecks bool
 }
 
-func newCCLive(t *testing.T, installArgs ...string) *ccLive {
+// newCCLive installs the hooks into a new project, for the store at
+// storeRef (an XTDB URL; "": a new SQLite store).
+func newCCLive(t *testing.T, storeRef string, installArgs ...string) *ccLive {
 	t.Helper()
 	e := &ccLive{t: t, cli: claudeCLI(t), dir: filepath.Join(t.TempDir(), "proj"), home: t.TempDir(), checked: map[string]string{}}
-	e.store = filepath.Join(t.TempDir(), "store.db")
+	e.store = storeRef
+	if e.store == "" {
+		e.store = filepath.Join(t.TempDir(), "store.db")
+	}
 	if err := os.MkdirAll(e.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"--store", "sqlite:" + e.store, "claude-code", "install", "--project", e.dir}, installArgs...)
+	args := append([]string{"--store", storeArg(e.store), "claude-code", "install", "--project", e.dir}, installArgs...)
 	out, err := exec.Command(ctxstoreBin, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("claude-code install: %v\n%s", err, out)
@@ -108,10 +115,25 @@ type fileChain struct {
 	parent  *commits.Commit
 }
 
-// readChain reads the file chain of path from the store at storePath.
-func readChain(t testing.TB, storePath, path string) (*fileChain, error) {
+// storeArg is storeRef as a --store URL.
+func storeArg(storeRef string) string {
+	if strings.HasPrefix(storeRef, "http") {
+		return storeRef
+	}
+	return "sqlite:" + storeRef
+}
+
+// readChain reads the file chain of path from the store at storeRef (a
+// SQLite file's path or an XTDB URL).
+func readChain(t testing.TB, storeRef, path string) (*fileChain, error) {
 	ctx := context.Background()
-	st, err := bitemporal.Open(ctx, storePath, bitemporal.Options{})
+	var st store.Store
+	var err error
+	if strings.HasPrefix(storeRef, "http") {
+		st, err = xtdb.Open(ctx, storeRef, xtdb.Options{})
+	} else {
+		st, err = bitemporal.Open(ctx, storeRef, bitemporal.Options{})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +308,18 @@ func ctxstoreNotices(lines []map[string]any) []string {
 // points. Then install is undone.
 func TestClaudeCodeLiveCapture(t *testing.T) {
 	t.Parallel()
-	e := newCCLive(t)
+	ccLiveCapture(t, "")
+}
+
+// TestClaudeCodeLiveCaptureXTDB is TestClaudeCodeLiveCapture with the hooks
+// importing into a real XTDB node.
+func TestClaudeCodeLiveCaptureXTDB(t *testing.T) {
+	t.Parallel()
+	ccLiveCapture(t, xtdbtest.ForTest(t))
+}
+
+func ccLiveCapture(t *testing.T, storeRef string) {
+	e := newCCLive(t, storeRef)
 	e.model = startScriptedMessages(t, nil, filepath.Join(t.TempDir(), "requests.jsonl"), e.ccScript)
 	lines := e.claude("MAIN PROMPT: run echo, then a subagent.")
 	session := sessionOf(t, lines)
@@ -426,7 +459,7 @@ func compactions(fc *fileChain) int {
 // told once that recording resumed.
 func TestClaudeCodeHookStoreLocked(t *testing.T) {
 	t.Parallel()
-	e := newCCLive(t, "--hook-timeout", "1s")
+	e := newCCLive(t, "", "--hook-timeout", "1s")
 	e.noChecks = true
 	reqLog := filepath.Join(t.TempDir(), "requests.jsonl")
 	e.model = startScriptedMessages(t, nil, reqLog, e.ccScript)
