@@ -773,3 +773,78 @@ func BenchmarkClaudeCodeHook(b *testing.B) {
 		})
 	}
 }
+
+// TestClaudeCodeInstallCLI: install and uninstall through the CLI, for the
+// user (HOME) and a project holding settings of its own: --dry-run writes
+// nothing and shows the diff, --json says what changed, install twice
+// changes nothing, uninstall gives the user's files back byte for byte.
+func TestClaudeCodeInstallCLI(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	run := func(args ...string) (string, string) {
+		t.Helper()
+		cmd := exec.Command(ctxstoreBin, args...)
+		cmd.Env = append(os.Environ(), "HOME="+home, "CTXSTORE_URL=")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("ctxstore %v: %v\n%s", args, err, stderr.String())
+		}
+		return string(out), stderr.String()
+	}
+	claudeJSON := filepath.Join(home, ".claude.json")
+	const state = "{\n  \"numStartups\": 7,\n  \"userID\": \"u\"\n}\n"
+	if err := os.WriteFile(claudeJSON, []byte(state), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	diff, _ := run("claude-code", "install", "--user", "--dry-run")
+	settings := filepath.Join(home, ".claude", "settings.json")
+	if !strings.Contains(diff, "+++ b"+settings) || !strings.Contains(diff, "+++ b"+claudeJSON) || !strings.Contains(diff, "# managed by ctxstore claude-code install") {
+		t.Errorf("dry-run diff:\n%s", diff)
+	}
+	if _, err := os.Stat(settings); !os.IsNotExist(err) {
+		t.Error("--dry-run wrote the settings")
+	}
+	out, _ := run("--json", "claude-code", "install", "--user")
+	var rep struct {
+		DryRun bool `json:"dry_run"`
+		Files  []struct{ Path, Action string }
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.DryRun || len(rep.Files) != 2 ||
+		rep.Files[0].Action != "create" || rep.Files[1].Action != "update" {
+		t.Errorf("install --json: %v %s", err, out)
+	}
+	b, _ := os.ReadFile(settings)
+	if !strings.Contains(string(b), "sqlite:"+filepath.Join(home, ".ctxstore", "store.db")+" claude-code hook") {
+		t.Errorf("user settings name another store:\n%s", b)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".ctxstore", "store.db")); err != nil {
+		t.Errorf("install did not create the store the MCP server opens: %v", err)
+	}
+	if out, _ := run("--json", "claude-code", "install", "--user"); strings.Count(out, `"action":"unchanged"`) != 2 {
+		t.Errorf("a second install: %s", out)
+	}
+	run("claude-code", "uninstall", "--user")
+	if got, _ := os.ReadFile(claudeJSON); string(got) != state {
+		t.Errorf("~/.claude.json after uninstall:\n%s", got)
+	}
+	if _, err := os.Stat(settings); !os.IsNotExist(err) {
+		t.Errorf("the settings install created are still there: %v", err)
+	}
+	if _, errOut := run("claude-code", "uninstall", "--user"); !strings.Contains(errOut, "nothing to change") {
+		t.Errorf("a second uninstall: %q", errOut)
+	}
+
+	// A project whose settings do not parse: refused, naming file and line.
+	proj := t.TempDir()
+	bad := filepath.Join(proj, ".claude", "settings.json")
+	os.MkdirAll(filepath.Dir(bad), 0o755)
+	os.WriteFile(bad, []byte("{\n  \"hooks\": {,}\n}\n"), 0o644)
+	cmd := exec.Command(ctxstoreBin, "claude-code", "install", "--project", proj)
+	cmd.Env = append(os.Environ(), "HOME="+home)
+	msg, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(msg), bad+": line 2") {
+		t.Errorf("install over bad settings: %v %s", err, msg)
+	}
+}
