@@ -19,7 +19,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -74,9 +73,23 @@ func ParseInput(r io.Reader) (Input, error) {
 	return in, nil
 }
 
-// sessionIDPattern is what a session or agent id may hold: Claude Code's
-// are UUIDs and hex strings; the ids also name files here.
-var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+// isID says whether s may be a session or agent id: Claude Code's are
+// UUIDs and hex strings; the ids also name files here, so 1 to 128 of
+// [A-Za-z0-9._-], starting with a letter or digit. (Not a regexp: the hook
+// is a short-lived process, and compiling one at start costs.)
+func isID(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // Checkpoint is what one hook run asks the Importer to bring into the
 // store: the session's transcript and, inside a subagent, the subagent's.
@@ -115,7 +128,7 @@ func Plan(in Input) (Checkpoint, error) {
 	if in.Event == "" {
 		return Checkpoint{}, errors.New("hook input: no hook_event_name")
 	}
-	if !sessionIDPattern.MatchString(in.SessionID) {
+	if !isID(in.SessionID) {
 		return Checkpoint{}, fmt.Errorf("hook input (%s): session_id %q is not an id", in.Event, in.SessionID)
 	}
 	if in.TranscriptPath == "" || !filepath.IsAbs(in.TranscriptPath) {
@@ -133,7 +146,7 @@ func Plan(in Input) (Checkpoint, error) {
 		}
 	}
 	if in.AgentID != "" {
-		if !sessionIDPattern.MatchString(in.AgentID) {
+		if !isID(in.AgentID) {
 			return Checkpoint{}, fmt.Errorf("hook input (%s): agent_id %q is not an id", in.Event, in.AgentID)
 		}
 		c.Agent = in.AgentID
@@ -361,7 +374,7 @@ func (r Runner) recovered(o Outcome) Outcome {
 }
 
 func safeID(s string) string {
-	if sessionIDPattern.MatchString(s) {
+	if isID(s) {
 		return s
 	}
 	return "unknown-session"
