@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -61,7 +62,7 @@ func (c *ccInstallCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	bin, err := os.Executable()
+	bin, err := selfPath()
 	if err != nil {
 		return fmt.Errorf("finding the ctxstore binary: %w", err)
 	}
@@ -188,6 +189,26 @@ func pastTense(action string) string {
 		return "updated"
 	}
 	return action
+}
+
+// selfPath is the binary as it was invoked (a symlink such as
+// /usr/local/bin/ctxstore stays one, so an upgrade that moves its target
+// does not break the hooks), made absolute; else the executable's path.
+func selfPath() (string, error) {
+	arg0 := os.Args[0]
+	if !strings.ContainsRune(arg0, filepath.Separator) {
+		if p, err := exec.LookPath(arg0); err == nil {
+			arg0 = p
+		}
+	}
+	if strings.ContainsRune(arg0, filepath.Separator) {
+		if p, err := filepath.Abs(arg0); err == nil {
+			if st, err := os.Stat(p); err == nil && !st.IsDir() {
+				return p, nil
+			}
+		}
+	}
+	return os.Executable()
 }
 
 // ccStoreURL is the store the hook and the MCP server use, as an absolute
