@@ -495,10 +495,16 @@ func TestClaudeCodeHookStoreLocked(t *testing.T) {
 	if len(notices) != 1 || !strings.Contains(notices[0], "ctxstore is not recording this session") {
 		t.Errorf("notices %q, want one failure notice", notices)
 	}
-	mainT, _ := e.transcripts(session)
+	mainT, lockedSubs := e.transcripts(session)
 	tb, _ := os.ReadFile(mainT)
-	if n := bytes.Count(tb, []byte(`"type":"hook_system_message","content":"ctxstore is not recording`)); n != 1 {
-		t.Errorf("the transcript holds %d ctxstore notices, want 1", n)
+	// Once in the session: the subagent's hooks failed too, and said nothing.
+	notified := 0
+	for _, p := range append([]string{mainT}, lockedSubs...) {
+		b, _ := os.ReadFile(p)
+		notified += bytes.Count(b, []byte(`"type":"hook_system_message","content":"ctxstore is not recording`))
+	}
+	if notified != 1 || len(lockedSubs) != 1 {
+		t.Errorf("the transcripts (main and %d subagents) hold %d ctxstore notices, want 1", len(lockedSubs), notified)
 	}
 	if bytes.Contains(tb, []byte(`"hook_blocking_error"`)) {
 		t.Error("a ctxstore hook was a blocking error")
