@@ -528,6 +528,9 @@ func TestClaudeCodeHookStoreLocked(t *testing.T) {
 	if n := bytes.Count(tb, []byte(`"type":"hook_system_message","content":"ctxstore is not recording`)); n != 1 {
 		t.Errorf("the transcript holds %d failure notices after the lock, want still 1", n)
 	}
+	if reqs, _ := os.ReadFile(reqLog); bytes.Contains(reqs, []byte("recording this session again")) {
+		t.Error("the recovery notice (from SessionStart) reached the model")
+	}
 	mainT, subs := e.transcripts(session)
 	for _, p := range append([]string{mainT}, subs...) {
 		fc, err := readChain(t, e.store, p)
