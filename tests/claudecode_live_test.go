@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/context/importer"
 	"github.com/ctxstore/ctxstore/internal/datasets"
@@ -427,6 +429,28 @@ func ccLiveCapture(t *testing.T, storeRef string) {
 			}
 		}
 		t.Logf("%s: %d commits live (checkpointed at hooks), %d imported afterwards, %d bytes", filepath.Base(p), len(l.commits), len(fc.commits), len(fc.content))
+	}
+
+	// The recorded session is readable through the MCP server install
+	// configured, by commit id (its session id is not: the MCP server's
+	// sessions are the ones ctxstore manages; docs/claude-code.md).
+	{
+		cmd := exec.Command(ctxstoreBin, "--store", storeArg(e.store), "mcp")
+		cmd.Env = append(os.Environ(), "CTXSTORE_TOKEN=", "CTXSTORE_SERVICE_URL=")
+		client := sdk.NewClient(&sdk.Implementation{Name: "ctxstore-test", Version: "1"}, nil)
+		cs, err := client.Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tip := live[mainT].commits[len(live[mainT].commits)-1]
+		var shown struct {
+			ID      string `json:"id"`
+			Session string `json:"session"`
+		}
+		if msg := call(t, cs, "commit_show", map[string]any{"id": tip.ID}, &shown); msg != "" || shown.ID != tip.ID || shown.Session != session {
+			t.Errorf("MCP commit_show of the session's tip %s: %s %+v", tip.ID, msg, shown)
+		}
+		cs.Close()
 	}
 
 	out, err := exec.Command(ctxstoreBin, "claude-code", "uninstall", "--project", e.dir).CombinedOutput()
