@@ -640,6 +640,7 @@ func hookVias(t *testing.T, transcript string) []string {
 // themselves: nothing is lost and the user is told nothing.
 func TestClaudeCodeHookService(t *testing.T) {
 	t.Parallel()
+	cli := claudeCLI(t) // first: under -short it skips before a server starts
 	home := t.TempDir()
 	projects := filepath.Join(home, ".claude", "projects")
 	if err := os.MkdirAll(projects, 0o755); err != nil {
@@ -647,7 +648,7 @@ func TestClaudeCodeHookService(t *testing.T) {
 	}
 	storePath := filepath.Join(t.TempDir(), "store.db")
 	srv := startServe(t, "sqlite:"+storePath, "--root", projects)
-	e := &ccLive{t: t, cli: claudeCLI(t), dir: filepath.Join(t.TempDir(), "proj"), home: home, store: storePath, checked: map[string]string{}}
+	e := &ccLive{t: t, cli: cli, dir: filepath.Join(t.TempDir(), "proj"), home: home, store: storePath, checked: map[string]string{}}
 	if err := os.MkdirAll(e.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
