@@ -322,12 +322,9 @@ func (s storeImporter) open(ctx context.Context) (store.Store, error) {
 			return nil, fmt.Errorf("creating the store directory: %w", err)
 		}
 	}
-	wait := s.timeout
+	wait := s.timeout // 0: the store's default wait
 	if d, ok := ctx.Deadline(); ok {
-		wait = time.Until(d)
-	}
-	if wait <= 0 {
-		wait = time.Millisecond
+		wait = max(time.Until(d), time.Millisecond)
 	}
 	return bitemporal.Open(ctx, loc.path, bitemporal.Options{Durable: s.a.cli.Durable, BusyTimeout: wait})
 }
