@@ -73,6 +73,9 @@ func (c *ccInstallCmd) Run(a *app) error {
 	if c.Timeout <= 0 {
 		return usagef("--hook-timeout must be positive")
 	}
+	if l := strings.ToLower(c.Service); c.Service != "" && !strings.HasPrefix(l, "http://") && !strings.HasPrefix(l, "https://") {
+		return usagef("--service %q: want the http(s) URL of a running ctxstore serve", c.Service)
+	}
 	args := []string{"--store", storeURL, "claude-code", "hook", "--timeout", c.Timeout.String()}
 	if c.Service != "" {
 		args = append(args, "--service", c.Service)
