@@ -51,6 +51,8 @@ type cli struct {
 	Serve serveCmd `cmd:"" group:"service" help:"Serve the context manager's HTTP API (sessions, context calls, tools) and the web inspector, for agent harnesses such as Pi."`
 	MCP   mcpCmd   `cmd:"" group:"service" name:"mcp" help:"Serve ctxstore to MCP hosts (Claude Code, editors): sessions, objects and their history, context commits; over stdio, or streamable HTTP with --http."`
 
+	ClaudeCode claudeCodeCmd `cmd:"" group:"service" name:"claude-code" help:"Record Claude Code sessions as they run: install (or uninstall) ctxstore's hooks and MCP server in Claude Code's settings; hook is what they run (docs/claude-code.md)."`
+
 	Put     putCmd     `cmd:"" group:"store" help:"Write one JSON document (or, with --lines, many) in one transaction."`
 	Delete  deleteCmd  `cmd:"" group:"store" help:"Delete a document (write a tombstone), optionally over a valid-time range."`
 	Evict   evictCmd   `cmd:"" group:"store" help:"Remove every version of a document, in all times."`
@@ -126,6 +128,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "ctxstore: %v\n", err)
 		return exitError
 	}
+	// A hook command Claude Code runs must never exit 2 (a blocking error:
+	// a Stop hook's 2 keeps the model going); a usage error (a settings
+	// file written by another ctxstore version) exits 1, non-blocking.
+	defer func() {
+		if code == exitUsage && isClaudeCodeHook(args) {
+			code = exitError
+		}
+	}()
 	defer func() {
 		if r := recover(); r != nil {
 			if e, ok := r.(exitRequest); ok {
@@ -170,6 +180,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitError
 	}
 	return exitOK
+}
+
+// isClaudeCodeHook says whether args run `claude-code hook`.
+func isClaudeCodeHook(args []string) bool {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "claude-code" && args[i+1] == "hook" {
+			return true
+		}
+	}
+	return false
 }
 
 // printError writes err to w as "ctxstore: <message>", one prefixed line
