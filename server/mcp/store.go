@@ -9,7 +9,9 @@ import (
 
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/recall"
+	"github.com/ctxstore/ctxstore/objects/events"
 	"github.com/ctxstore/ctxstore/session"
+	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -33,6 +35,18 @@ type SessionSummary struct {
 	// shortened to 200 characters.
 	FirstPrompt string `json:"first_prompt,omitempty"`
 	LastPrompt  string `json:"last_prompt,omitempty"`
+	// Recorded marks a session known only from its context commits: a
+	// transcript imported or captured (ctxstore import, Claude Code hooks),
+	// never served live. Its Commits, Compactions, Cwd, Model, Source and
+	// Tip come from the commits (session/commits.Chain); Turns counts its
+	// person's prompts; it has no calls, active set or pool.
+	Recorded    bool   `json:"recorded,omitempty"`
+	Commits     int    `json:"commits,omitempty"`
+	Compactions int    `json:"compactions,omitempty"`
+	Cwd         string `json:"cwd,omitempty"`
+	Model       string `json:"model,omitempty"`
+	Source      string `json:"source,omitempty"`
+	Tip         string `json:"tip,omitempty"`
 }
 
 // SessionDetail describes one session.
@@ -49,19 +63,46 @@ type SessionDetail struct {
 	ChatID         string `json:"chat_id"`
 }
 
-// StoreSessions is Sessions over the store: a session is named by its id,
-// a unique prefix of it, or its name in the session index (context/recall,
-// exact then fuzzy, as @@ references resolve).
+// StoreSessions is Sessions over the store: the sessions ctxstore served
+// and the recorded ones known only from their commit chains (imported or
+// captured transcripts). A session is named by its id, a unique prefix of
+// it, or its name in the session index (context/recall, exact then fuzzy,
+// as @@ references resolve).
 type StoreSessions struct{ Store store.Store }
+
+// ids lists the served sessions and the recorded ones (with their chains).
+func (s StoreSessions) ids(ctx context.Context) ([]string, map[string]commits.Chain, error) {
+	ids, err := session.List(ctx, s.Store)
+	if err != nil {
+		return nil, nil, err
+	}
+	chains, err := commits.New(s.Store, commits.Options{}).Chains(ctx, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	recorded := map[string]commits.Chain{}
+	for _, c := range chains {
+		if !slices.Contains(ids, c.Session) {
+			recorded[c.Session] = c
+			ids = append(ids, c.Session)
+		}
+	}
+	slices.Sort(ids)
+	return ids, recorded, nil
+}
 
 // List implements Sessions.
 func (s StoreSessions) List(ctx context.Context) ([]SessionSummary, error) {
-	ids, err := session.List(ctx, s.Store)
+	ids, recorded, err := s.ids(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]SessionSummary, 0, len(ids))
 	for _, id := range ids {
+		if c, ok := recorded[id]; ok {
+			out = append(out, chainSummary(c)) // prompts only in Get: they need the content
+			continue
+		}
 		d, err := s.Get(ctx, id)
 		if err != nil {
 			return nil, err
@@ -71,13 +112,43 @@ func (s StoreSessions) List(ctx context.Context) ([]SessionSummary, error) {
 	return out, nil
 }
 
+func chainSummary(c commits.Chain) SessionSummary {
+	return SessionSummary{ID: c.Session, Harness: c.Harness, Recorded: true, Commits: c.Commits, Compactions: c.Compactions,
+		Cwd: c.Cwd, Model: c.Model, Source: c.Source, Tip: c.Tip}
+}
+
+// recordedDetail describes a recorded session from its tip's conversation
+// (the main thread from its root, as neutral events): a person's prompts.
+func (s StoreSessions) recordedDetail(ctx context.Context, c commits.Chain) (SessionDetail, error) {
+	d := SessionDetail{SessionSummary: chainSummary(c), Prompts: []string{}, ActiveIDs: []string{}, Pinned: []string{}}
+	d.Name, d.Description = recallMeta(ctx, s.Store, c.Session)
+	m, err := commits.New(s.Store, commits.Options{}).Materialize(ctx, commits.MaterializeRequest{ID: c.Tip, Format: commits.FormatEvents, Stop: "root", NoCache: true})
+	if err != nil {
+		return d, fmt.Errorf("session %s: %w", c.Session, err)
+	}
+	evs, err := events.Decode(m.Content)
+	if err != nil {
+		return d, fmt.Errorf("session %s: %w", c.Session, err)
+	}
+	for _, e := range evs {
+		if e.Type == events.Prompt && (e.Source == "" || e.Source == "user") && !e.Meta && e.Text != "" {
+			d.Prompts = append(d.Prompts, shorten(e.Text, 500))
+		}
+	}
+	d.Turns = len(d.Prompts)
+	if n := len(d.Prompts); n > 0 {
+		d.FirstPrompt, d.LastPrompt = shorten(d.Prompts[0], 200), shorten(d.Prompts[n-1], 200)
+	}
+	return d, nil
+}
+
 // Resolve implements Sessions: an id, or a prefix of exactly one id.
 func (s StoreSessions) Resolve(ctx context.Context, ref string) (string, error) {
 	ref = strings.TrimSpace(strings.TrimPrefix(ref, "@@"))
 	if ref == "" {
 		return "", errors.New("session: a session id (or a unique prefix of one) is needed")
 	}
-	ids, err := session.List(ctx, s.Store)
+	ids, _, err := s.ids(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -114,6 +185,15 @@ func (s StoreSessions) Resolve(ctx context.Context, ref string) (string, error) 
 // Get implements Sessions.
 func (s StoreSessions) Get(ctx context.Context, id string) (SessionDetail, error) {
 	ss, err := session.Open(ctx, s.Store, id)
+	if errors.Is(err, store.ErrNotFound) {
+		chains, cerr := commits.New(s.Store, commits.Options{}).Chains(ctx, []string{id})
+		if cerr != nil {
+			return SessionDetail{}, cerr
+		}
+		if len(chains) == 1 {
+			return s.recordedDetail(ctx, chains[0])
+		}
+	}
 	if err != nil {
 		return SessionDetail{}, err
 	}
