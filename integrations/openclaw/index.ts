@@ -31,6 +31,7 @@
 // (default http://127.0.0.1:7411) and CTXSTORE_TOKEN; CTXSTORE_TIMEOUT_MS per request (30000).
 
 import { execFileSync } from "node:child_process";
+import { createHash, type Hash } from "node:crypto";
 
 /** The tools registered from the service's definitions (openclaw.plugin.json names them too). */
 const TOOLS = ["activate", "deactivate", "pin", "unpin", "search", "query_session"];
@@ -48,7 +49,11 @@ interface ContextResponse {
   call: number;
   commit_id: string;
   tokens: number;
+  stable: number;
 }
+
+/** A harness event recorded with the next context commit (docs/service.md, "Harness events"). */
+type HarnessEvent = { type: string } & Record<string, unknown>;
 
 interface ToolResponse {
   ok: boolean;
@@ -66,6 +71,70 @@ class ServiceError extends Error {
     super(message);
   }
 }
+
+/**
+ * What the service holds of one session's log and of its last answer, so that a context call
+ * sends only the messages that are new and gets back only the messages that changed
+ * (docs/service.md, "Deltas"; the Pi extension does the same). OpenClaw hands assemble the
+ * whole history every model call; sending it whole would make each call's cost grow with the
+ * session. The state lives in the process: the first call of a process sends the whole log.
+ */
+class Deltas {
+  private jsons: string[] = []; // the log of the last request, each message as sent
+  private sums: string[] = []; // sums[i]: SHA-256 of jsons[0..i], each followed by "\n"
+  private hash: Hash = createHash("sha256");
+  private held?: { call: number; messages: any[] }; // the last answer, whole
+
+  reset() {
+    this.jsons = [];
+    this.sums = [];
+    this.hash = createHash("sha256");
+    this.held = undefined;
+  }
+
+  /** The request body for the log, and how many of its messages the service already holds. */
+  body(messages: any[], full: boolean, events: HarnessEvent[]): { body: string; jsons: string[]; base: number } {
+    const jsons = messages.map((m) => JSON.stringify(m));
+    let base = 0;
+    if (!full) {
+      const n = Math.min(jsons.length, this.jsons.length);
+      while (base < n && jsons[base] === this.jsons[base]) base++;
+    }
+    const head = base > 0 ? `"base":${base},"base_sha256":"${this.sums[base - 1]}",` : "";
+    const have = !full && this.held ? `"have_call":${this.held.call},` : "";
+    const evs = events.length > 0 ? `"events":${JSON.stringify(events)},` : "";
+    return { body: `{${head}${have}${evs}"messages":[${jsons.slice(base).join(",")}]}`, jsons, base };
+  }
+
+  /** Records a successful call: the log sent, and the answer made whole. */
+  answered(jsons: string[], base: number, r: ContextResponse): any[] {
+    if (base < this.jsons.length) {
+      this.hash = createHash("sha256");
+      this.sums = [];
+      for (const j of jsons.slice(0, base)) this.push(j);
+    }
+    this.jsons = jsons.slice(0, base);
+    for (const j of jsons.slice(base)) {
+      this.push(j);
+      this.jsons.push(j);
+    }
+    const kept = r.keep > 0 && this.held ? this.held.messages.slice(0, r.keep) : [];
+    const messages = kept.concat(r.messages ?? []);
+    this.held = { call: r.call, messages };
+    return messages;
+  }
+
+  private push(json: string) {
+    this.hash.update(json + "\n");
+    this.sums.push(this.hash.copy().digest("hex"));
+  }
+}
+
+// Kept by the module, not by one registration: OpenClaw resolves a context engine of its own for
+// a subagent spawn, and the spawn's events must reach the parent's next context call.
+const events = new Map<string, HarnessEvent[]>(); // harness events for a session's next call
+const calls = new Map<string, string>(); // the context commit of each session's last call
+const parents = new Map<string, string>(); // a subagent's session key -> its parent's session id
 
 export default function register(api: any) {
   const cfg = (api.pluginConfig ?? {}) as { serviceUrl?: string; token?: string };
@@ -89,7 +158,7 @@ export default function register(api: any) {
       res = await fetch(BASE + path, {
         method,
         headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
+        body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
         signal: AbortSignal.timeout(TIMEOUT_MS),
       });
     } catch (err: any) {
@@ -134,11 +203,67 @@ export default function register(api: any) {
     }
   };
 
+  // Per session: the deltas of its context calls, and harness events for its next call.
+  const deltas = new Map<string, Deltas>();
+  const queue = (sid: string, e: HarnessEvent) => events.set(sid, (events.get(sid) ?? []).concat(e));
+
   /**
-   * One context call with the whole log (the service's cursor takes what is new). OpenClaw hands
-   * a later assemble of the same run the messages the previous one answered (its agent state
-   * holds them); those are replaced by the log that answer was made from, so the service sees
-   * the transcript, never its own output.
+   * A subagent spawned with context "fork" starts with its parent's transcript: its ctxstore
+   * session is forked (POST /v1/commits/{c}/fork) from the conversation commit of the parent's
+   * last context call, so the child's first commit is a branch of the parent's chain and its
+   * ingester continues after the messages the branch holds. Every spawn (fork or isolated) is
+   * also recorded as harness events: "subagent" on the child's first call (parent, mode, the
+   * fork commit), "subagent_spawned" and later "subagent_ended" on the parent's next call.
+   * Returns the fork commit's id, or "" when the spawn is not forked or the fork failed (an
+   * old parent call, a token without commit rights): the child is then a session of its own.
+   */
+  const spawn = async (p: {
+    parentSessionKey: string;
+    childSessionKey: string;
+    contextMode?: string;
+    parentSessionId?: string;
+    childSessionId?: string;
+  }): Promise<string> => {
+    const parent = p.parentSessionId;
+    const child = p.childSessionId;
+    if (!parent || !child) return "";
+    parents.set(p.childSessionKey, parent);
+    const mode = p.contextMode ?? "isolated";
+    let fork = "";
+    let from = "";
+    if (mode === "fork") {
+      try {
+        // The parent's last context call: this process's, else the service's count of calls.
+        let tip = calls.get(parent);
+        if (!tip) {
+          const info = await request<{ calls: number }>("GET", `/v1/sessions/${encodeURIComponent(parent)}`);
+          if (info.calls > 0) tip = `ctx-${parent}-${info.calls}`;
+        }
+        if (!tip) throw new Error("the parent has made no context call");
+        const obj = await request<{ doc?: { conversation_commit?: string } }>("GET", `/v1/objects/${encodeURIComponent(tip)}`);
+        from = obj.doc?.conversation_commit ?? "";
+        if (from) {
+          const f = await request<{ commit?: { id?: string } }>("POST", `/v1/commits/${encodeURIComponent(from)}/fork`, {
+            session: child,
+            harness: "openclaw",
+          });
+          fork = f.commit?.id ?? "";
+        }
+      } catch (err) {
+        log.warn(`[ctxstore] forking ${parent} for subagent ${child}: ${(err as Error).message}; the subagent starts a session of its own`);
+      }
+    }
+    queue(child, { type: "subagent", parent_session_id: parent, parent_session_key: p.parentSessionKey, child_session_key: p.childSessionKey, context_mode: mode, from_commit: from, fork_commit: fork });
+    queue(parent, { type: "subagent_spawned", child_session_id: child, child_session_key: p.childSessionKey, context_mode: mode, fork_commit: fork });
+    return fork;
+  };
+
+  /**
+   * One context call. OpenClaw hands a later assemble of the same run the messages the previous
+   * one answered (its agent state holds them); those are replaced by the log that answer was
+   * made from, so the service sees the transcript, never its own output. The log travels as a
+   * delta over the previous call's; a base the service does not hold (it restarted) answers
+   * log_mismatch, and the whole log is sent.
    */
   const context = async (sid: string, given: any[]) => {
     let messages = given;
@@ -147,11 +272,30 @@ export default function register(api: any) {
       const head = given.slice(0, prev.answer.length).map((m) => JSON.stringify(m));
       if (head.every((j, i) => j === prev.answerJSON[i])) messages = prev.log.concat(given.slice(prev.answer.length));
     }
-    const r = await session<ContextResponse>(sid, "/context", { messages });
-    const answer = r.messages ?? [];
+    let d = deltas.get(sid);
+    if (!d) deltas.set(sid, (d = new Deltas()));
+    const sending = events.get(sid) ?? [];
+    let req = d.body(messages, false, sending);
+    let r: ContextResponse;
+    try {
+      try {
+        r = await session<ContextResponse>(sid, "/context", req.body);
+      } catch (err) {
+        if (!(err instanceof ServiceError) || err.code !== "log_mismatch") throw err;
+        d.reset();
+        req = d.body(messages, true, sending);
+        r = await session<ContextResponse>(sid, "/context", req.body);
+      }
+    } catch (err) {
+      d.reset();
+      throw err;
+    }
+    events.set(sid, (events.get(sid) ?? []).slice(sending.length));
+    const answer = d.answered(req.jsons, req.base, r);
     last.set(sid, { log: messages, answer, answerJSON: answer.map((m) => JSON.stringify(m)) });
+    calls.set(sid, r.commit_id);
     warned = false;
-    return r;
+    return { ...r, messages: answer };
   };
 
   api.registerContextEngine("ctxstore", (ctx: any) => {
@@ -196,6 +340,31 @@ export default function register(api: any) {
       },
 
       async afterTurn() {},
+
+      async prepareSubagentSpawn(p: {
+        parentSessionKey: string;
+        childSessionKey: string;
+        contextMode?: "isolated" | "fork";
+        parentSessionId?: string;
+        childSessionId?: string;
+      }) {
+        await spawn(p);
+        return {
+          // The spawn failed after this: the child never runs; its events are dropped (a fork
+          // commit already written stays, a branch nothing continues).
+          async rollback() {
+            if (p.childSessionId) events.delete(p.childSessionId);
+            if (p.parentSessionId) queue(p.parentSessionId, { type: "subagent_ended", child_session_key: p.childSessionKey, reason: "spawn_failed" });
+          },
+        };
+      },
+
+      async onSubagentEnded(p: { childSessionKey: string; reason: string }) {
+        const parent = parents.get(p.childSessionKey);
+        if (!parent) return;
+        parents.delete(p.childSessionKey);
+        queue(parent, { type: "subagent_ended", child_session_key: p.childSessionKey, reason: String(p.reason) });
+      },
     };
   });
 
