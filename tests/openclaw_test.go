@@ -93,9 +93,6 @@ func newOpenClawHome(t testing.TB, respond func(messagesRequest) piStep) *opencl
 	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("the secret word is heliotrope\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if d := os.Getenv("OC_KEEP"); d != "" {
-		t.Cleanup(func() { exec.Command("cp", "-r", home, d+"-"+t.Name()).Run() })
-	}
 	h := &openclawHome{t: t, cli: cli, path: path, home: home, ws: ws, requests: filepath.Join(home, "requests.jsonl")}
 	model := startScriptedMessages(t, nil, h.requests, respond)
 	cfg := map[string]any{

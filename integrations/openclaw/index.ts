@@ -130,11 +130,50 @@ class Deltas {
   }
 }
 
-// Kept by the module, not by one registration: OpenClaw resolves a context engine of its own for
-// a subagent spawn, and the spawn's events must reach the parent's next context call.
-const events = new Map<string, HarnessEvent[]>(); // harness events for a session's next call
-const calls = new Map<string, string>(); // the context commit of each session's last call
-const parents = new Map<string, string>(); // a subagent's session key -> its parent's session id
+// Kept for the process, not by one registration or one load of this module: OpenClaw resolves a
+// context engine of its own for a subagent spawn and for the subagent's end (loading the plugin
+// into another registry), and the spawn's events must reach the parent's next context call.
+const shared: {
+  events: Map<string, HarnessEvent[]>; // harness events for a session's next call
+  calls: Map<string, string>; // the context commit of each session's last call
+  parents: Map<string, string>; // a subagent's session key -> its parent's session id
+  forkedAt: Map<string, number>; // a forked subagent's session id -> when it was prepared (ms)
+} = ((globalThis as any)[Symbol.for("ctxstore.openclaw")] ??= {
+  events: new Map(),
+  calls: new Map(),
+  parents: new Map(),
+  forkedAt: new Map(),
+});
+const { events, calls, parents } = shared;
+const forkedAt = shared.forkedAt;
+
+/**
+ * A forked subagent's log opens with its parent's transcript, the parent's turn in progress
+ * included (the spawn's own tool call, with the result OpenClaw inserts to repair the fork). Their
+ * tool call ids are the parent's, and in ctxstore a tool call id names an object of one session:
+ * the child's ingestion would take them from the parent ("the object belongs to another
+ * session"). So the tool calls of assistant messages made before the spawn, and every result of
+ * those calls (the repair is made later), get ids of the child's own: the id, "-f" and the child
+ * session id's first 8 characters. The child's own tool calls keep theirs.
+ */
+function inheritedIds(messages: any[], child: string, at: number): any[] {
+  const suffix = `-f${child.slice(0, 8)}`;
+  const ids = new Set<string>();
+  for (const m of messages) {
+    if (m?.role !== "assistant" || typeof m.timestamp !== "number" || m.timestamp > at || !Array.isArray(m.content)) continue;
+    for (const b of m.content) {
+      if (b?.type !== "toolCall" || typeof b.id !== "string") continue;
+      ids.add(b.id.endsWith(suffix) ? b.id.slice(0, -suffix.length) : b.id); // renamed by an earlier call
+    }
+  }
+  if (ids.size === 0) return messages;
+  return messages.map((m) => {
+    if (m?.role === "toolResult" && ids.has(m.toolCallId)) return { ...m, toolCallId: m.toolCallId + suffix };
+    if (m?.role === "assistant" && Array.isArray(m.content) && m.content.some((b: any) => b?.type === "toolCall" && ids.has(b.id)))
+      return { ...m, content: m.content.map((b: any) => (b?.type === "toolCall" && ids.has(b.id) ? { ...b, id: b.id + suffix } : b)) };
+    return m;
+  });
+}
 
 export default function register(api: any) {
   const cfg = (api.pluginConfig ?? {}) as { serviceUrl?: string; token?: string };
@@ -229,6 +268,7 @@ export default function register(api: any) {
     if (!parent || !child) return "";
     parents.set(p.childSessionKey, parent);
     const mode = p.contextMode ?? "isolated";
+    if (mode === "fork") forkedAt.set(child, Date.now());
     let fork = "";
     let from = "";
     if (mode === "fork") {
@@ -272,6 +312,8 @@ export default function register(api: any) {
       const head = given.slice(0, prev.answer.length).map((m) => JSON.stringify(m));
       if (head.every((j, i) => j === prev.answerJSON[i])) messages = prev.log.concat(given.slice(prev.answer.length));
     }
+    const at = forkedAt.get(sid);
+    if (at !== undefined) messages = inheritedIds(messages, sid, at);
     let d = deltas.get(sid);
     if (!d) deltas.set(sid, (d = new Deltas()));
     const sending = events.get(sid) ?? [];
@@ -354,6 +396,7 @@ export default function register(api: any) {
           // commit already written stays, a branch nothing continues).
           async rollback() {
             if (p.childSessionId) events.delete(p.childSessionId);
+            if (p.childSessionId) forkedAt.delete(p.childSessionId);
             if (p.parentSessionId) queue(p.parentSessionId, { type: "subagent_ended", child_session_key: p.childSessionKey, reason: "spawn_failed" });
           },
         };
