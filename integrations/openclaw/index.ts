@@ -9,20 +9,28 @@
 //
 //   assemble     PUT /v1/sessions/{sid} once per process (cwd: the workspace; no system prompt:
 //                the session's prompt is then ctxstore's guide alone), then POST
-//                /v1/sessions/{sid}/context with the history OpenClaw hands over; the answer's
-//                messages are the context, its system_prompt (fixed for the session, so
-//                cache-stable) the systemPromptAddition. The service's ingestion cursor takes only
-//                the messages it has not seen. A later assemble of the same run is handed the
-//                previous answer; the log it was made from is sent instead.
+//                /v1/sessions/{sid}/context with the history OpenClaw hands over, as a delta over
+//                the previous call's (base/have_call, as the Pi extension sends it; the whole log
+//                after log_mismatch, a reopen after session_not_open); the answer's messages are
+//                the context, its system_prompt (fixed for the session, so cache-stable) the
+//                systemPromptAddition. A later assemble of the same run is handed the previous
+//                answer; the log it was made from is sent instead.
 //   ingest       acknowledged: the next assemble sends the log, and the cursor ingests it.
 //   commitTurn   answers "committed", or "duplicate" for an advancementKey seen before in this
 //                process; it writes nothing: the transcript is OpenClaw's durable record, and the
 //                next turn's assemble ingests the turn from it (docs/openclaw.md says why).
 //   compact      declined (ownsCompaction: ctxstore collapses and rebases the context itself).
+//   prepareSubagentSpawn, onSubagentEnded
+//                a "fork" child's session is forked from the conversation commit of the parent's
+//                last call (POST /v1/commits/{c}/fork), its inherited tool call ids made its own;
+//                spawn and end are harness events of the parent's and the child's next calls.
 //   tools        activate, deactivate, pin, unpin, search, query_session from GET /v1/tools,
 //                run through POST /v1/sessions/{sid}/tools/{tool}. ctxstore's read is not
 //                registered: OpenClaw's own read keeps its name, and its output is ingested from
 //                the log as any tool output.
+//
+// Prompt-cache breakpoints stay OpenClaw's: it gives a context engine no seam onto the provider
+// request (docs/openclaw.md).
 //
 // If the service is unreachable, assemble throws: OpenClaw quarantines the engine for the process
 // and runs its legacy engine (its documented failure isolation). The plugin logs it once.
