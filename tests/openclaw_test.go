@@ -1,11 +1,18 @@
 package tests
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -64,7 +71,19 @@ func TestOpenClawXTDB(t *testing.T) {
 
 var contentIDRe = regexp.MustCompile(`<<content id=(\S+) version=\d+>>\nthe secret word is heliotrope`)
 
-func openclawScenario(t *testing.T, storeURL string) {
+// openclawHome is an OpenClaw state directory (HOME) whose model is the
+// scripted Messages endpoint and whose workspace holds notes.txt, with run
+// executing the openclaw CLI in it against the service at *serviceURL.
+type openclawHome struct {
+	t          testing.TB
+	cli, path  string
+	home, ws   string
+	requests   string // the scripted endpoint's request log
+	serviceURL string
+}
+
+func newOpenClawHome(t testing.TB, respond func(messagesRequest) piStep) *openclawHome {
+	t.Helper()
 	cli, path := openclawEnv(t)
 	home := t.TempDir()
 	ws := filepath.Join(home, "workspace")
@@ -74,18 +93,181 @@ func openclawScenario(t *testing.T, storeURL string) {
 	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("the secret word is heliotrope\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	h := &openclawHome{t: t, cli: cli, path: path, home: home, ws: ws, requests: filepath.Join(home, "requests.jsonl")}
+	model := startScriptedMessages(t, nil, h.requests, respond)
+	cfg := map[string]any{
+		"agents": map[string]any{"defaults": map[string]any{
+			"model":     map[string]any{"primary": "scripted/scripted-1"},
+			"workspace": ws,
+		}},
+		"models": map[string]any{"mode": "merge", "providers": map[string]any{"scripted": map[string]any{
+			"baseUrl": model.srv.URL, "apiKey": "x", "api": "anthropic-messages",
+			"models": []any{map[string]any{"id": "scripted-1", "name": "Scripted", "reasoning": false,
+				"input": []string{"text"}, "contextWindow": 200000, "maxTokens": 4096,
+				"cost": map[string]any{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}},
+		}}},
+	}
+	b, _ := json.MarshalIndent(cfg, "", " ")
+	if err := os.MkdirAll(filepath.Join(home, ".openclaw"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".openclaw", "openclaw.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// run runs the openclaw CLI and returns its output; it fails the test if
+// the command fails.
+func (h *openclawHome) run(args ...string) string {
+	h.t.Helper()
+	cmd := exec.Command(h.cli, args...)
+	cmd.Dir = h.ws
+	cmd.Env = append(os.Environ(), "HOME="+h.home, "PATH="+h.path, "CTXSTORE_SERVICE_URL="+h.serviceURL, "CTXSTORE_TOKEN=", "CI=")
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	h.t.Logf("openclaw %s: %s", strings.Join(args[:min(2, len(args))], " "), time.Since(start).Round(time.Second))
+	if err != nil {
+		h.t.Fatalf("openclaw %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// install installs ctxstore's plugin as OpenClaw users do and checks that
+// it is enabled and selected as the context engine.
+func (h *openclawHome) install() {
+	t := h.t
+	t.Helper()
+	h.run("plugins", "install", "-l", repoPath(t, "integrations/openclaw"), "--force", "--accept-capabilities")
+	var installed struct {
+		Plugins struct {
+			Slots   map[string]string `json:"slots"`
+			Entries map[string]struct {
+				Enabled bool `json:"enabled"`
+			} `json:"entries"`
+		} `json:"plugins"`
+	}
+	b, err := os.ReadFile(filepath.Join(h.home, ".openclaw", "openclaw.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &installed); err != nil {
+		t.Fatal(err)
+	}
+	if installed.Plugins.Slots["contextEngine"] != "ctxstore" || !installed.Plugins.Entries["ctxstore"].Enabled {
+		t.Fatalf("after plugins install, openclaw.json's plugins: %s", b)
+	}
+}
+
+// logged reads the scripted endpoint's request log.
+func (h *openclawHome) logged() (lines [][]byte, reqs []messagesRequest) {
+	h.t.Helper()
+	raw, err := os.ReadFile(h.requests)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for i, l := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+		var r messagesRequest
+		if err := json.Unmarshal(l, &r); err != nil {
+			h.t.Fatalf("request %d: %v", i, err)
+		}
+		lines, reqs = append(lines, l), append(reqs, r)
+	}
+	return lines, reqs
+}
+
+// ctxEvent is what the test saw of one context call (through the proxy) or
+// one model request, in the order they happened.
+type ctxEvent struct {
+	model   bool // a model request (else a context call)
+	whole   int  // a context call's answer, in messages (keep + messages)
+	base    int  // the request's base (> 0: a delta)
+	keep    int
+	rebased bool
+	code    string // an error answer's code
+}
+
+// frontProxy forwards to the current `ctxstore serve`: the plugin keeps one
+// service URL while the test restarts the service behind it.
+type frontProxy struct {
+	mu     sync.Mutex
+	target *url.URL
+	srv    *httptest.Server
+}
+
+func newFrontProxy(t *testing.T) *frontProxy {
+	f := &frontProxy{}
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		f.mu.Lock()
+		u := f.target
+		f.mu.Unlock()
+		r.SetURL(u)
+		r.Out.Host = u.Host
+	}}
+	f.srv = httptest.NewServer(rp)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *frontProxy) set(t testing.TB, raw string) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.target = u
+	f.mu.Unlock()
+}
+
+func openclawScenario(t *testing.T, storeURL string) {
+	var mu sync.Mutex
+	var seq []ctxEvent
+	observe := func(s *serveProc) {
+		prev := s.proxy.Observe
+		s.proxy.Observe = func(req *http.Request, reqBody []byte, status int, body []byte) {
+			prev(req, reqBody, status, body)
+			if !strings.HasSuffix(req.URL.Path, "/context") {
+				return
+			}
+			var in struct {
+				Base int `json:"base"`
+			}
+			var out struct {
+				Keep     int               `json:"keep"`
+				Messages []json.RawMessage `json:"messages"`
+				Rebased  bool              `json:"rebased"`
+				Code     string            `json:"code"`
+			}
+			_ = json.Unmarshal(reqBody, &in)
+			_ = json.Unmarshal(body, &out)
+			mu.Lock()
+			seq = append(seq, ctxEvent{whole: out.Keep + len(out.Messages), base: in.Base, keep: out.Keep, rebased: out.Rebased, code: out.Code})
+			mu.Unlock()
+		}
+	}
+	front := newFrontProxy(t)
+	var srv *serveProc
+	restart := func() {
+		srv.Stop()
+		srv = startServe(t, storeURL)
+		observe(srv)
+		front.set(t, srv.pxURL)
+	}
 
 	// The model: turn 1 reads notes.txt (OpenClaw's read) and answers; turn
 	// 2 deactivates the file's object through ctxstore's deactivate
 	// (OpenClaw offers plugin tools behind its tool_call tool), turn 3
-	// activates it again.
-	var mu sync.Mutex
+	// activates it again; in turn 4 the service restarts between the
+	// model's tool call and the next model call; turn 5 is a new OpenClaw
+	// process on the restarted service; turn 6 runs with the service down.
 	step, fileID := 0, ""
 	respond := func(req messagesRequest) piStep {
 		mu.Lock()
-		defer mu.Unlock()
 		step++
-		switch step {
+		n := step
+		seq = append(seq, ctxEvent{model: true})
+		mu.Unlock()
+		switch n {
 		case 1:
 			return piStep{Tool: "read", Args: map[string]any{"path": "notes.txt"}, ID: "callread"}
 		case 2:
@@ -106,68 +288,31 @@ func openclawScenario(t *testing.T, storeURL string) {
 			return piStep{Tool: "tool_call", Args: map[string]any{"id": "activate", "args": map[string]any{"id": fileID}}, ID: "callactivate"}
 		case 6:
 			return piStep{Text: "turn three done"}
-		default:
+		case 7:
+			restart() // mid-turn: the tool call below runs against the new server
+			return piStep{Tool: "read", Args: map[string]any{"path": "more.txt"}, ID: "callmore"}
+		case 8:
 			return piStep{Text: "turn four done"}
+		case 9:
+			return piStep{Text: "turn five done"}
+		default:
+			return piStep{Text: "turn six done"}
 		}
 	}
-	model := startScriptedMessages(t, nil, filepath.Join(home, "requests.jsonl"), respond)
-	cfg := map[string]any{
-		"agents": map[string]any{"defaults": map[string]any{
-			"model":     map[string]any{"primary": "scripted/scripted-1"},
-			"workspace": ws,
-		}},
-		"models": map[string]any{"mode": "merge", "providers": map[string]any{"scripted": map[string]any{
-			"baseUrl": model.srv.URL, "apiKey": "x", "api": "anthropic-messages",
-			"models": []any{map[string]any{"id": "scripted-1", "name": "Scripted", "reasoning": false,
-				"input": []string{"text"}, "contextWindow": 200000, "maxTokens": 4096,
-				"cost": map[string]any{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}},
-		}}},
-	}
-	b, _ := json.MarshalIndent(cfg, "", " ")
-	if err := os.MkdirAll(filepath.Join(home, ".openclaw"), 0o755); err != nil {
+	h := newOpenClawHome(t, respond)
+	if err := os.WriteFile(filepath.Join(h.ws, "more.txt"), []byte("the second word is saffron\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(home, ".openclaw", "openclaw.json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	srv = startServe(t, storeURL)
+	observe(srv)
+	front.set(t, srv.pxURL)
+	h.serviceURL = front.srv.URL
+	h.install()
 
-	srv := startServe(t, storeURL)
-	run := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command(cli, args...)
-		cmd.Dir = ws
-		cmd.Env = append(os.Environ(), "HOME="+home, "PATH="+path, "CTXSTORE_SERVICE_URL="+srv.pxURL, "CTXSTORE_TOKEN=", "CI=")
-		start := time.Now()
-		out, err := cmd.CombinedOutput()
-		t.Logf("openclaw %s: %s", strings.Join(args[:min(2, len(args))], " "), time.Since(start).Round(time.Second))
-		if err != nil {
-			t.Fatalf("openclaw %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-	run("plugins", "install", "-l", repoPath(t, "integrations/openclaw"), "--force", "--accept-capabilities")
-	var installed struct {
-		Plugins struct {
-			Slots   map[string]string `json:"slots"`
-			Entries map[string]struct {
-				Enabled bool `json:"enabled"`
-			} `json:"entries"`
-		} `json:"plugins"`
-	}
-	b, err := os.ReadFile(filepath.Join(home, ".openclaw", "openclaw.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &installed); err != nil {
-		t.Fatal(err)
-	}
-	if installed.Plugins.Slots["contextEngine"] != "ctxstore" || !installed.Plugins.Entries["ctxstore"].Enabled {
-		t.Fatalf("after plugins install, openclaw.json's plugins: %s", b)
-	}
-
-	for i, msg := range []string{"read notes.txt", "put the notes away", "bring the notes back"} {
-		out := run("agent", "--local", "--session-id", "oc-e2e", "--message", msg)
-		if want := []string{"turn one done", "turn two done", "turn three done"}[i]; !strings.Contains(out, want) {
+	turns := []string{"read notes.txt", "put the notes away", "bring the notes back", "read more.txt", "what now"}
+	for i, msg := range turns {
+		out := h.run("agent", "--local", "--session-id", "oc-e2e", "--message", msg)
+		if want := fmt.Sprintf("turn %s done", []string{"one", "two", "three", "four", "five"}[i]); !strings.Contains(out, want) {
 			t.Fatalf("turn %d did not answer %q:\n%s", i+1, want, out)
 		}
 		if strings.Contains(out, "[ctxstore]") {
@@ -176,21 +321,13 @@ func openclawScenario(t *testing.T, storeURL string) {
 	}
 
 	// What the model saw.
-	raw, err := os.ReadFile(filepath.Join(home, "requests.jsonl"))
-	if err != nil {
-		t.Fatal(err)
+	lines, reqs := h.logged()
+	if len(lines) != 9 {
+		t.Fatalf("the model was called %d times, want 9 (2 per turn, 1 in turn 5)", len(lines))
 	}
-	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
-	if len(lines) != 6 {
-		t.Fatalf("the model was called %d times, want 6 (2 per turn)", len(lines))
-	}
-	reqs := make([]messagesRequest, len(lines))
 	texts := make([]string, len(lines)) // each request's text blocks, in order
 	results := make([]map[string]messagesBlock, len(lines))
-	for i, l := range lines {
-		if err := json.Unmarshal([]byte(l), &reqs[i]); err != nil {
-			t.Fatalf("request %d: %v", i, err)
-		}
+	for i := range reqs {
 		results[i] = map[string]messagesBlock{}
 		var sb strings.Builder
 		for _, m := range reqs[i].Messages {
@@ -246,44 +383,170 @@ func openclawScenario(t *testing.T, storeURL string) {
 	if back < 0 || back < strings.LastIndex(texts[5], inactive) || !strings.Contains(texts[5][back:], "heliotrope") {
 		t.Errorf("turn 3: after activate the file's content is not back after the inactive note: %.3000s", texts[5])
 	}
-	t.Logf("request 3 (after deactivate, same turn) says inactive: %v", strings.Contains(texts[3], inactive))
+	// After the restart: turn 4's read, made against the new server, is in
+	// turn 5's context as ctxstore renders it.
+	if r := string(results[8]["callmore"].Content); !strings.Contains(r, "status=ok") || strings.Contains(r, "saffron") {
+		t.Errorf("turn 5: the read of more.txt is %q, want ctxstore's reference", r)
+	}
+	if !strings.Contains(texts[8], "saffron") || !strings.Contains(texts[8], "heliotrope") {
+		t.Errorf("turn 5: the context lacks a file's content: %.3000s", texts[8])
+	}
 
-	// What the service recorded.
+	// Each model request opens with ctxstore's answer (the history before
+	// the turn) followed by the turn OpenClaw appends. ctxstore's part of
+	// each request extends the previous request's byte for byte unless a
+	// context call in between rebased, across the restart of the service
+	// (requests 6 -> 7) and of OpenClaw (every turn is a process of its own).
+	mu.Lock()
+	events := slices.Clone(seq)
+	mu.Unlock()
+	parts := make([]int, 0, len(reqs)) // messages of ctxstore's answer in each request
+	rebasedBefore := make([]bool, 0, len(reqs))
+	answer, rebased := 0, false
+	okCalls, deltaCalls, deltaAnswers, mismatches := 0, 0, 0, 0
+	for _, e := range events {
+		switch {
+		case e.model:
+			parts = append(parts, answer)
+			rebasedBefore = append(rebasedBefore, rebased)
+			rebased = false
+		case e.code != "":
+			if e.code == "log_mismatch" {
+				mismatches++
+			}
+		default:
+			okCalls++
+			answer, rebased = e.whole, rebased || e.rebased
+			if e.base > 0 {
+				deltaCalls++
+			}
+			if e.keep > 0 {
+				deltaAnswers++
+			}
+		}
+	}
+	ctxParts := make([]string, len(reqs))
+	for i := range reqs {
+		c, err := toPiContext(i, lines[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if parts[i] > len(c.Messages) {
+			t.Fatalf("request %d has %d messages, ctxstore answered %d", i, len(c.Messages), parts[i])
+		}
+		ctxParts[i], _ = serialize(c.Messages[:parts[i]])
+	}
+	for i := 1; i < len(reqs); i++ {
+		n := commonPrefix(ctxParts[i-1], ctxParts[i])
+		switch {
+		case rebasedBefore[i]:
+			t.Logf("request %d: a context call since request %d rebased (common prefix %d of %d bytes)", i, i-1, n, len(ctxParts[i-1]))
+		case n != len(ctxParts[i-1]):
+			t.Errorf("request %d: ctxstore's part does not extend request %d's; they differ from byte %d: %q vs %q",
+				i, i-1, n, excerpt(ctxParts[i-1], n), excerpt(ctxParts[i], n))
+		}
+	}
+	if rebasedBefore[7] {
+		t.Errorf("the first context call after the restart rebased")
+	}
+	if parts[8] <= parts[6] {
+		t.Errorf("ctxstore's part did not grow across the restart: %v messages per request", parts)
+	}
+	// Deltas: a later call of a process sends only what is new; the first
+	// call after the restart is refused (the new server does not hold the
+	// base) and the whole log goes instead.
+	if deltaCalls < 4 || deltaAnswers < 1 || mismatches != 1 {
+		t.Errorf("context calls: %d deltas, %d delta answers, %d log_mismatch; want >= 4, >= 1, 1 (the restart)", deltaCalls, deltaAnswers, mismatches)
+	}
+	t.Logf("%d model requests, %d context calls answered (%d deltas, %d delta answers, %d log_mismatch); ctxstore's part: %v messages",
+		len(reqs), okCalls, deltaCalls, deltaAnswers, mismatches, parts)
+
+	// Prompt-cache breakpoints. OpenClaw lets no context engine shape the
+	// provider request (docs/openclaw.md): its own Anthropic transport puts
+	// them on the system prompt's stable block, the last tool and the last
+	// user text (the turn's prompt), with the last tool result as a fallback.
+	// None falls inside ctxstore's part; the system prompt, which holds
+	// ctxstore's guide, is the same bytes every request.
+	for i := range reqs {
+		bps, err := cacheBreakpoints(lines[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := toPiContext(i, lines[i])
+		var where []string
+		system := false
+		for _, bp := range bps {
+			where = append(where, fmt.Sprintf("%s:%d/%d", bp.Where, bp.Msg, bp.Block))
+			if bp.Where == "system" && bp.Block == 0 {
+				system = true
+			}
+			if bp.Where == "message" && bp.Msg < len(reqs[i].Messages) {
+				// Map the Anthropic message to its first pi message.
+				if pi := piIndex(reqs[i], bp.Msg); pi < parts[i] {
+					t.Errorf("request %d: a breakpoint inside ctxstore's answer (message %d of %d)", i, pi, parts[i])
+				}
+			}
+		}
+		if !system {
+			t.Errorf("request %d: no breakpoint on the system prompt: %v", i, where)
+		}
+		t.Logf("request %d: %d bytes, breakpoints %v, ctxstore's part %d of %d messages", i, len(lines[i]), where, parts[i], len(c.Messages))
+	}
+
+	// What the service recorded, and the inspector shows.
 	var info struct {
 		Harness string `json:"harness"`
 		Calls   int    `json:"calls"`
 	}
 	srv.get("/v1/sessions/oc-e2e", &info)
-	if info.Harness != "openclaw" || info.Calls < 6 {
-		t.Errorf("the service's session: %+v, want harness openclaw with at least 6 context calls", info)
+	if info.Harness != "openclaw" || info.Calls != okCalls {
+		t.Errorf("the service's session: %+v, want harness openclaw with %d context calls", info, okCalls)
 	}
-	calls, _, _, mismatches := srv.contextCalls()
-	if calls < 6 || mismatches != 0 {
-		t.Errorf("context calls through the proxy: %d (mismatches %d)", calls, mismatches)
-	}
-	t.Logf("%d model requests, %d context calls", len(reqs), calls)
 
 	// The service down: the plugin says so, assemble throws, and OpenClaw
 	// runs the turn with its legacy engine (no ctxstore guide).
 	srv.Stop()
-	out := run("agent", "--local", "--session-id", "oc-e2e", "--message", "the service is gone")
-	if !strings.Contains(out, "turn four done") {
-		t.Fatalf("turn 4 (service down) did not answer:\n%s", out)
+	h.serviceURL = srv.pxURL // closed: connection refused
+	cmd := exec.Command(ctxstoreBin, "--store", storeURL, "--json", "calls", "oc-e2e")
+	out, err := cmd.Output()
+	var calls []struct {
+		N int `json:"call"`
 	}
-	if !strings.Contains(out, "[ctxstore]") || !strings.Contains(out, "unreachable") {
-		t.Errorf("turn 4: the plugin did not say the service is unreachable:\n%s", out)
+	if err != nil || json.Unmarshal(out, &calls) != nil || len(calls) != info.Calls {
+		t.Errorf("ctxstore calls oc-e2e: %v, %d calls, want %d:\n%s", err, len(calls), info.Calls, out)
 	}
-	raw, err = os.ReadFile(filepath.Join(home, "requests.jsonl"))
-	if err != nil {
-		t.Fatal(err)
+	o := h.run("agent", "--local", "--session-id", "oc-e2e", "--message", "the service is gone")
+	if !strings.Contains(o, "turn six done") {
+		t.Fatalf("turn 6 (service down) did not answer:\n%s", o)
 	}
-	lines = strings.Split(strings.TrimSpace(string(raw)), "\n")
-	var down messagesRequest
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &down); err != nil {
-		t.Fatal(err)
+	if !strings.Contains(o, "[ctxstore]") || !strings.Contains(o, "unreachable") {
+		t.Errorf("turn 6: the plugin did not say the service is unreachable:\n%s", o)
 	}
-	if len(lines) != 7 || strings.Contains(string(down.System), "Your context (ctxstore)") {
-		t.Errorf("turn 4: %d model requests (want 7), the last with ctxstore's guide: %v", len(lines),
+	_, reqs = h.logged()
+	if down := reqs[len(reqs)-1]; len(reqs) != 10 || strings.Contains(string(down.System), "Your context (ctxstore)") {
+		t.Errorf("turn 6: %d model requests (want 10), the last with ctxstore's guide: %v", len(reqs),
 			strings.Contains(string(down.System), "Your context (ctxstore)"))
 	}
+}
+
+// piIndex is the index, in toPiContext's messages, of the first message
+// made from Anthropic message m of req.
+func piIndex(req messagesRequest, m int) int {
+	n := 0
+	for i := range m {
+		blocks, _ := messagesBlocks(req.Messages[i].Content)
+		results, other := 0, false
+		for _, b := range blocks {
+			if b.Type == "tool_result" {
+				results++
+			} else {
+				other = true
+			}
+		}
+		n += results
+		if other {
+			n++
+		}
+	}
+	return n
 }

@@ -9,20 +9,28 @@
 //
 //   assemble     PUT /v1/sessions/{sid} once per process (cwd: the workspace; no system prompt:
 //                the session's prompt is then ctxstore's guide alone), then POST
-//                /v1/sessions/{sid}/context with the history OpenClaw hands over; the answer's
-//                messages are the context, its system_prompt (fixed for the session, so
-//                cache-stable) the systemPromptAddition. The service's ingestion cursor takes only
-//                the messages it has not seen. A later assemble of the same run is handed the
-//                previous answer; the log it was made from is sent instead.
+//                /v1/sessions/{sid}/context with the history OpenClaw hands over, as a delta over
+//                the previous call's (base/have_call, as the Pi extension sends it; the whole log
+//                after log_mismatch, a reopen after session_not_open); the answer's messages are
+//                the context, its system_prompt (fixed for the session, so cache-stable) the
+//                systemPromptAddition. A later assemble of the same run is handed the previous
+//                answer; the log it was made from is sent instead.
 //   ingest       acknowledged: the next assemble sends the log, and the cursor ingests it.
 //   commitTurn   answers "committed", or "duplicate" for an advancementKey seen before in this
 //                process; it writes nothing: the transcript is OpenClaw's durable record, and the
 //                next turn's assemble ingests the turn from it (docs/openclaw.md says why).
 //   compact      declined (ownsCompaction: ctxstore collapses and rebases the context itself).
+//   prepareSubagentSpawn, onSubagentEnded
+//                a "fork" child's session is forked from the conversation commit of the parent's
+//                last call (POST /v1/commits/{c}/fork), its inherited tool call ids made its own;
+//                spawn and end are harness events of the parent's and the child's next calls.
 //   tools        activate, deactivate, pin, unpin, search, query_session from GET /v1/tools,
 //                run through POST /v1/sessions/{sid}/tools/{tool}. ctxstore's read is not
 //                registered: OpenClaw's own read keeps its name, and its output is ingested from
 //                the log as any tool output.
+//
+// Prompt-cache breakpoints stay OpenClaw's: it gives a context engine no seam onto the provider
+// request (docs/openclaw.md).
 //
 // If the service is unreachable, assemble throws: OpenClaw quarantines the engine for the process
 // and runs its legacy engine (its documented failure isolation). The plugin logs it once.
@@ -31,6 +39,7 @@
 // (default http://127.0.0.1:7411) and CTXSTORE_TOKEN; CTXSTORE_TIMEOUT_MS per request (30000).
 
 import { execFileSync } from "node:child_process";
+import { createHash, type Hash } from "node:crypto";
 
 /** The tools registered from the service's definitions (openclaw.plugin.json names them too). */
 const TOOLS = ["activate", "deactivate", "pin", "unpin", "search", "query_session"];
@@ -48,7 +57,11 @@ interface ContextResponse {
   call: number;
   commit_id: string;
   tokens: number;
+  stable: number;
 }
+
+/** A harness event recorded with the next context commit (docs/service.md, "Harness events"). */
+type HarnessEvent = { type: string } & Record<string, unknown>;
 
 interface ToolResponse {
   ok: boolean;
@@ -65,6 +78,109 @@ class ServiceError extends Error {
   ) {
     super(message);
   }
+}
+
+/**
+ * What the service holds of one session's log and of its last answer, so that a context call
+ * sends only the messages that are new and gets back only the messages that changed
+ * (docs/service.md, "Deltas"; the Pi extension does the same). OpenClaw hands assemble the
+ * whole history every model call; sending it whole would make each call's cost grow with the
+ * session. The state lives in the process: the first call of a process sends the whole log.
+ */
+class Deltas {
+  private jsons: string[] = []; // the log of the last request, each message as sent
+  private sums: string[] = []; // sums[i]: SHA-256 of jsons[0..i], each followed by "\n"
+  private hash: Hash = createHash("sha256");
+  private held?: { call: number; messages: any[] }; // the last answer, whole
+
+  reset() {
+    this.jsons = [];
+    this.sums = [];
+    this.hash = createHash("sha256");
+    this.held = undefined;
+  }
+
+  /** The request body for the log, and how many of its messages the service already holds. */
+  body(messages: any[], full: boolean, events: HarnessEvent[]): { body: string; jsons: string[]; base: number } {
+    const jsons = messages.map((m) => JSON.stringify(m));
+    let base = 0;
+    if (!full) {
+      const n = Math.min(jsons.length, this.jsons.length);
+      while (base < n && jsons[base] === this.jsons[base]) base++;
+    }
+    const head = base > 0 ? `"base":${base},"base_sha256":"${this.sums[base - 1]}",` : "";
+    const have = !full && this.held ? `"have_call":${this.held.call},` : "";
+    const evs = events.length > 0 ? `"events":${JSON.stringify(events)},` : "";
+    return { body: `{${head}${have}${evs}"messages":[${jsons.slice(base).join(",")}]}`, jsons, base };
+  }
+
+  /** Records a successful call: the log sent, and the answer made whole. */
+  answered(jsons: string[], base: number, r: ContextResponse): any[] {
+    if (base < this.jsons.length) {
+      this.hash = createHash("sha256");
+      this.sums = [];
+      for (const j of jsons.slice(0, base)) this.push(j);
+    }
+    this.jsons = jsons.slice(0, base);
+    for (const j of jsons.slice(base)) {
+      this.push(j);
+      this.jsons.push(j);
+    }
+    const kept = r.keep > 0 && this.held ? this.held.messages.slice(0, r.keep) : [];
+    const messages = kept.concat(r.messages ?? []);
+    this.held = { call: r.call, messages };
+    return messages;
+  }
+
+  private push(json: string) {
+    this.hash.update(json + "\n");
+    this.sums.push(this.hash.copy().digest("hex"));
+  }
+}
+
+// Kept for the process, not by one registration or one load of this module: OpenClaw resolves a
+// context engine of its own for a subagent spawn and for the subagent's end (loading the plugin
+// into another registry), and the spawn's events must reach the parent's next context call.
+const shared: {
+  events: Map<string, HarnessEvent[]>; // harness events for a session's next call
+  calls: Map<string, string>; // the context commit of each session's last call
+  parents: Map<string, string>; // a subagent's session key -> its parent's session id
+  forkedAt: Map<string, number>; // a forked subagent's session id -> when it was prepared (ms)
+} = ((globalThis as any)[Symbol.for("ctxstore.openclaw")] ??= {
+  events: new Map(),
+  calls: new Map(),
+  parents: new Map(),
+  forkedAt: new Map(),
+});
+const { events, calls, parents } = shared;
+const forkedAt = shared.forkedAt;
+
+/**
+ * A forked subagent's log opens with its parent's transcript, the parent's turn in progress
+ * included (the spawn's own tool call, with the result OpenClaw inserts to repair the fork). Their
+ * tool call ids are the parent's, and in ctxstore a tool call id names an object of one session:
+ * the child's ingestion would take them from the parent ("the object belongs to another
+ * session"). So the tool calls of assistant messages made before the spawn, and every result of
+ * those calls (the repair is made later), get ids of the child's own: the id, "-f" and the child
+ * session id's first 8 characters. The child's own tool calls keep theirs.
+ */
+function inheritedIds(messages: any[], child: string, at: number): any[] {
+  const suffix = `-f${child.slice(0, 8)}`;
+  const ids = new Set<string>();
+  for (const m of messages) {
+    if (m?.role !== "assistant" || typeof m.timestamp !== "number" || m.timestamp > at || !Array.isArray(m.content)) continue;
+    for (const b of m.content) {
+      if (b?.type !== "toolCall" || typeof b.id !== "string") continue;
+      ids.add(b.id.endsWith(suffix) ? b.id.slice(0, -suffix.length) : b.id); // renamed by an earlier call
+    }
+  }
+  if (ids.size === 0) return messages;
+  return messages.map((m) => {
+    if (m?.role === "toolResult" && ids.has(m.toolCallId)) return { ...m, toolCallId: m.toolCallId + suffix };
+    if (m?.role === "assistant" && Array.isArray(m.content) && m.content.some((b: any) => b?.type === "toolCall" && ids.has(b.id)))
+      return { ...m, content: m.content.map((b: any) => (b?.type === "toolCall" && ids.has(b.id) ? { ...b, id: b.id + suffix } : b)) };
+    return m;
+  });
 }
 
 export default function register(api: any) {
@@ -89,7 +205,7 @@ export default function register(api: any) {
       res = await fetch(BASE + path, {
         method,
         headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
+        body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
         signal: AbortSignal.timeout(TIMEOUT_MS),
       });
     } catch (err: any) {
@@ -134,11 +250,68 @@ export default function register(api: any) {
     }
   };
 
+  // Per session: the deltas of its context calls, and harness events for its next call.
+  const deltas = new Map<string, Deltas>();
+  const queue = (sid: string, e: HarnessEvent) => events.set(sid, (events.get(sid) ?? []).concat(e));
+
   /**
-   * One context call with the whole log (the service's cursor takes what is new). OpenClaw hands
-   * a later assemble of the same run the messages the previous one answered (its agent state
-   * holds them); those are replaced by the log that answer was made from, so the service sees
-   * the transcript, never its own output.
+   * A subagent spawned with context "fork" starts with its parent's transcript: its ctxstore
+   * session is forked (POST /v1/commits/{c}/fork) from the conversation commit of the parent's
+   * last context call, so the child's first commit is a branch of the parent's chain and its
+   * ingester continues after the messages the branch holds. Every spawn (fork or isolated) is
+   * also recorded as harness events: "subagent" on the child's first call (parent, mode, the
+   * fork commit), "subagent_spawned" and later "subagent_ended" on the parent's next call.
+   * Returns the fork commit's id, or "" when the spawn is not forked or the fork failed (an
+   * old parent call, a token without commit rights): the child is then a session of its own.
+   */
+  const spawn = async (p: {
+    parentSessionKey: string;
+    childSessionKey: string;
+    contextMode?: string;
+    parentSessionId?: string;
+    childSessionId?: string;
+  }): Promise<string> => {
+    const parent = p.parentSessionId;
+    const child = p.childSessionId;
+    if (!parent || !child) return "";
+    parents.set(p.childSessionKey, parent);
+    const mode = p.contextMode ?? "isolated";
+    if (mode === "fork") forkedAt.set(child, Date.now());
+    let fork = "";
+    let from = "";
+    if (mode === "fork") {
+      try {
+        // The parent's last context call: this process's, else the service's count of calls.
+        let tip = calls.get(parent);
+        if (!tip) {
+          const info = await request<{ calls: number }>("GET", `/v1/sessions/${encodeURIComponent(parent)}`);
+          if (info.calls > 0) tip = `ctx-${parent}-${info.calls}`;
+        }
+        if (!tip) throw new Error("the parent has made no context call");
+        const obj = await request<{ doc?: { conversation_commit?: string } }>("GET", `/v1/objects/${encodeURIComponent(tip)}`);
+        from = obj.doc?.conversation_commit ?? "";
+        if (from) {
+          const f = await request<{ commit?: { id?: string } }>("POST", `/v1/commits/${encodeURIComponent(from)}/fork`, {
+            session: child,
+            harness: "openclaw",
+          });
+          fork = f.commit?.id ?? "";
+        }
+      } catch (err) {
+        log.warn(`[ctxstore] forking ${parent} for subagent ${child}: ${(err as Error).message}; the subagent starts a session of its own`);
+      }
+    }
+    queue(child, { type: "subagent", parent_session_id: parent, parent_session_key: p.parentSessionKey, child_session_key: p.childSessionKey, context_mode: mode, from_commit: from, fork_commit: fork });
+    queue(parent, { type: "subagent_spawned", child_session_id: child, child_session_key: p.childSessionKey, context_mode: mode, fork_commit: fork });
+    return fork;
+  };
+
+  /**
+   * One context call. OpenClaw hands a later assemble of the same run the messages the previous
+   * one answered (its agent state holds them); those are replaced by the log that answer was
+   * made from, so the service sees the transcript, never its own output. The log travels as a
+   * delta over the previous call's; a base the service does not hold (it restarted) answers
+   * log_mismatch, and the whole log is sent.
    */
   const context = async (sid: string, given: any[]) => {
     let messages = given;
@@ -147,11 +320,32 @@ export default function register(api: any) {
       const head = given.slice(0, prev.answer.length).map((m) => JSON.stringify(m));
       if (head.every((j, i) => j === prev.answerJSON[i])) messages = prev.log.concat(given.slice(prev.answer.length));
     }
-    const r = await session<ContextResponse>(sid, "/context", { messages });
-    const answer = r.messages ?? [];
+    const at = forkedAt.get(sid);
+    if (at !== undefined) messages = inheritedIds(messages, sid, at);
+    let d = deltas.get(sid);
+    if (!d) deltas.set(sid, (d = new Deltas()));
+    const sending = events.get(sid) ?? [];
+    let req = d.body(messages, false, sending);
+    let r: ContextResponse;
+    try {
+      try {
+        r = await session<ContextResponse>(sid, "/context", req.body);
+      } catch (err) {
+        if (!(err instanceof ServiceError) || err.code !== "log_mismatch") throw err;
+        d.reset();
+        req = d.body(messages, true, sending);
+        r = await session<ContextResponse>(sid, "/context", req.body);
+      }
+    } catch (err) {
+      d.reset();
+      throw err;
+    }
+    events.set(sid, (events.get(sid) ?? []).slice(sending.length));
+    const answer = d.answered(req.jsons, req.base, r);
     last.set(sid, { log: messages, answer, answerJSON: answer.map((m) => JSON.stringify(m)) });
+    calls.set(sid, r.commit_id);
     warned = false;
-    return r;
+    return { ...r, messages: answer };
   };
 
   api.registerContextEngine("ctxstore", (ctx: any) => {
@@ -196,6 +390,32 @@ export default function register(api: any) {
       },
 
       async afterTurn() {},
+
+      async prepareSubagentSpawn(p: {
+        parentSessionKey: string;
+        childSessionKey: string;
+        contextMode?: "isolated" | "fork";
+        parentSessionId?: string;
+        childSessionId?: string;
+      }) {
+        await spawn(p);
+        return {
+          // The spawn failed after this: the child never runs; its events are dropped (a fork
+          // commit already written stays, a branch nothing continues).
+          async rollback() {
+            if (p.childSessionId) events.delete(p.childSessionId);
+            if (p.childSessionId) forkedAt.delete(p.childSessionId);
+            if (p.parentSessionId) queue(p.parentSessionId, { type: "subagent_ended", child_session_key: p.childSessionKey, reason: "spawn_failed" });
+          },
+        };
+      },
+
+      async onSubagentEnded(p: { childSessionKey: string; reason: string }) {
+        const parent = parents.get(p.childSessionKey);
+        if (!parent) return;
+        parents.delete(p.childSessionKey);
+        queue(parent, { type: "subagent_ended", child_session_key: p.childSessionKey, reason: String(p.reason) });
+      },
     };
   });
 
