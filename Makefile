@@ -19,9 +19,11 @@ build:
 
 # The full suite, XTDB and Pi included (one XTDB node per test binary at
 # most, started from Maven artifacts unless XTDB_URL points at one; with
-# CI=true a missing server fails). Wall times: docs/testing.md.
+# CI=true a missing server fails). Wall times: docs/testing.md. The
+# timeout is per test binary: tests/ runs every end-to-end test (real Pi,
+# OpenClaw and Claude Code CLIs, XTDB nodes, a PostgreSQL cluster) in one.
 test: browser
-	$(GO) test $(TESTP) -count=1 -timeout 25m $(PKGS)
+	$(GO) test $(TESTP) -count=1 -timeout 45m $(PKGS)
 
 # Debian's chromium and chromium-driver for the web inspector's browser
 # tests (installed when missing and root can; under CI=true the tests fail
