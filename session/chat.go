@@ -207,3 +207,22 @@ func (s *Session) AppendTurns(ctx context.Context, turns ...objects.Turn) (*obje
 	}
 	return next, tx.ID, nil
 }
+
+// ChatViewDoc returns doc, a document read at basis b, as readers of
+// whole objects should see it: a chat head in the turn-document form
+// becomes the chat with every turn (ExpandChat's view, as a document);
+// every other document is returned as it is.
+func ChatViewDoc(ctx context.Context, st store.Store, doc store.Doc, b store.Basis) (store.Doc, error) {
+	if doc["type"] != string(objects.KindChat) || doc[fieldTurnsIn] != turnType {
+		return doc, nil
+	}
+	head, err := objects.FromDoc(doc)
+	if err != nil {
+		return nil, err
+	}
+	view, err := ExpandChat(ctx, st, head, b)
+	if err != nil {
+		return nil, err
+	}
+	return view.Doc()
+}
