@@ -468,3 +468,36 @@ func TestBranchSwitchingBounded(t *testing.T) {
 		t.Fatalf("a new message after a switch: %+v", rep)
 	}
 }
+
+// TestContextSince: a caller that says the log's first messages are the
+// previous call's gets the same contexts as one that sends the whole log
+// to be checked, and those messages are not checked again (a changed
+// message inside the prefix it vouches for goes unnoticed, where the full
+// check sees a replaced log); a prefix longer than what was applied, or
+// than the log, is cut to it.
+func TestContextSince(t *testing.T) {
+	full, inc := newRig(t, Options{}), newRig(t, Options{})
+	var log []conversation.Message
+	prev := 0
+	for turn := 0; turn < 6; turn++ {
+		log = append(log, user(fmt.Sprintf("q%d", turn)), said(fmt.Sprintf("a%d", turn)))
+		cf, rf := full.context(log)
+		inc.now = inc.now.Add(10 * time.Second)
+		ci, ri, err := inc.in.ContextSince(inc.ctx, log, prev+5, nil)
+		inc.must(err)
+		if string(cf.Bytes) != string(ci.Bytes) || fmt.Sprint(rf) != fmt.Sprint(ri) {
+			t.Fatalf("turn %d: ContextSince differs from Context:\n%q %+v\n%q %+v", turn, cf.Bytes, rf, ci.Bytes, ri)
+		}
+		prev = len(log)
+	}
+	edited := append([]conversation.Message(nil), log...)
+	edited[1] = said("edited")
+	edited = append(edited, user("next"))
+	_, rf := full.context(edited)
+	inc.now = inc.now.Add(10 * time.Second)
+	_, ri, err := inc.in.ContextSince(inc.ctx, edited, len(log), nil)
+	inc.must(err)
+	if !rf.Reset || rf.ResetAt != 1 || ri.Reset || ri.Applied != 1 {
+		t.Fatalf("the full check should see the edit and the vouched prefix not: %+v / %+v", rf, ri)
+	}
+}
