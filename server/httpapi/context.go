@@ -223,12 +223,14 @@ func (s *Server) context(q *request) (any, error) {
 	// Only the new part of the answer is converted and encoded: the
 	// messages the previous answer had before its Stable mark are, by
 	// Stable's contract, this answer's first messages too, and encode the
-	// same while the converter's model is the same (issue 18).
+	// same while the converter's model is the same (issue 18). Its last
+	// message is encoded again even so: items appended since may have
+	// joined it (a user message followed by a note and the next prompt).
 	ms := c.Messages()
 	model := [3]string{l.pi.conv.API, l.pi.conv.Provider, l.pi.conv.Model}
 	reuse := 0
 	if l.pi.lastCall > 0 && l.pi.lastModel == model {
-		reuse = min(l.pi.lastStable, len(ms), len(l.pi.lastOut))
+		reuse = max(0, min(l.pi.lastStable, len(ms), len(l.pi.lastOut)-1))
 	}
 	enc := make([][]byte, len(ms))
 	copy(enc, l.pi.lastOut[:reuse])
