@@ -118,10 +118,10 @@ type piState struct {
 	h    hash.Hash  // the running hash behind sums
 	conv pi.Converter
 
-	lastCall   int       // the call of the last answer
-	lastOut    [][]byte  // its messages, encoded
-	lastStable int       // how many of them no later call changes (assemble.Assembled.Stable)
-	lastModel  [3]string // the API, provider and model they were encoded with
+	lastCall   int        // the call of the last answer
+	lastSums   [][32]byte // the SHA-256 of each of its messages, encoded (the client holds them)
+	lastStable int        // how many of them no later call changes (assemble.Assembled.Stable)
+	lastModel  [3]string  // the API, provider and model they were encoded with
 }
 
 // apply makes the state's log the first base messages of the previous
@@ -138,7 +138,7 @@ func (st *piState) apply(base int, baseSum string, tail []json.RawMessage) (int,
 	same := len(st.conv.Log)
 	if st.h == nil || base < len(st.raws) { // new, or a replaced or shortened log: convert its prefix again
 		prefix := st.raws[:base]
-		*st = piState{h: sha256.New(), lastCall: st.lastCall, lastOut: st.lastOut, lastStable: st.lastStable, lastModel: st.lastModel}
+		*st = piState{h: sha256.New(), lastCall: st.lastCall, lastSums: st.lastSums, lastStable: st.lastStable, lastModel: st.lastModel}
 		for i, raw := range prefix {
 			st.add(i, raw)
 		}
@@ -220,28 +220,38 @@ func (s *Server) context(q *request) (any, error) {
 		return resp, nil
 	}
 	resp.Converted = convertedOf(l.pi.conv.Report)
-	// Only the new part of the answer is converted and encoded: the
-	// messages the previous answer had before its Stable mark are, by
-	// Stable's contract, this answer's first messages too, and encode the
-	// same while the converter's model is the same (issue 18). Its last
-	// message is encoded again even so: items appended since may have
-	// joined it (a user message followed by a note and the next prompt).
+	// Only the new part of the answer is converted and encoded, and the
+	// server keeps a digest of each message it answered rather than the
+	// message (issue 18): the messages the previous answer had before its
+	// Stable mark are, by Stable's contract, this answer's first messages
+	// too, and encode the same while the converter's model is the same.
+	// Its last message is encoded again even so: items appended since may
+	// have joined it (a user message followed by a note and the next
+	// prompt). A client that does not hold the previous answer gets every
+	// message.
 	ms := c.Messages()
 	model := [3]string{l.pi.conv.API, l.pi.conv.Provider, l.pi.conv.Model}
 	reuse := 0
 	if l.pi.lastCall > 0 && l.pi.lastModel == model {
-		reuse = max(0, min(l.pi.lastStable, len(ms), len(l.pi.lastOut)-1))
+		reuse = max(0, min(l.pi.lastStable, len(ms), len(l.pi.lastSums)-1))
+	}
+	held := req.HaveCall > 0 && req.HaveCall == l.pi.lastCall
+	from := reuse
+	if !held {
+		from = 0
 	}
 	enc := make([][]byte, len(ms))
-	copy(enc, l.pi.lastOut[:reuse])
-	for i, m := range toPiFrom(ms, reuse, &l.pi.conv) {
-		if enc[reuse+i], err = marshal(m); err != nil {
+	sums := make([][32]byte, len(ms))
+	copy(sums, l.pi.lastSums[:reuse])
+	for i, m := range toPiFrom(ms, from, &l.pi.conv) {
+		if enc[from+i], err = marshal(m); err != nil {
 			return nil, err
 		}
+		sums[from+i] = sha256.Sum256(enc[from+i])
 	}
-	if req.HaveCall > 0 && req.HaveCall == l.pi.lastCall {
+	if held {
 		resp.Keep = reuse
-		for resp.Keep < min(len(enc), len(l.pi.lastOut)) && bytes.Equal(enc[resp.Keep], l.pi.lastOut[resp.Keep]) {
+		for resp.Keep < min(len(sums), len(l.pi.lastSums)) && sums[resp.Keep] == l.pi.lastSums[resp.Keep] {
 			resp.Keep++
 		}
 	}
@@ -249,7 +259,7 @@ func (s *Server) context(q *request) (any, error) {
 	for _, b := range enc[resp.Keep:] {
 		resp.Messages = append(resp.Messages, b)
 	}
-	l.pi.lastCall, l.pi.lastOut, l.pi.lastStable, l.pi.lastModel = c.N, enc, c.Stable, model
+	l.pi.lastCall, l.pi.lastSums, l.pi.lastStable, l.pi.lastModel = c.N, sums, c.Stable, model
 	return resp, nil
 }
 
