@@ -226,3 +226,64 @@ func ChatViewDoc(ctx context.Context, st store.Store, doc store.Doc, b store.Bas
 	}
 	return view.Doc()
 }
+
+// ReadTurns reads the turns of session sessionID's latest chat from turn
+// from on, and the chat's turn count: what a reader that has seen the
+// first from turns needs, read in proportion to what is new (one point
+// read of the head and one query of the turn documents from from on; a
+// chat in the earlier form is read whole).
+func ReadTurns(ctx context.Context, st store.Store, sessionID string, from int) ([]objects.Turn, int, error) {
+	id := objects.ChatObjectID(sessionID)
+	et, err := st.EntityTx(ctx, id, store.Basis{})
+	if err != nil {
+		return nil, 0, fmt.Errorf("session %s: chat: %w", sessionID, err)
+	}
+	b := store.AtTx(et.TxID, et.ValidTime)
+	doc, err := st.Entity(ctx, id, b)
+	if err != nil {
+		return nil, 0, fmt.Errorf("session %s: chat: %w", sessionID, err)
+	}
+	head, err := objects.FromDoc(doc)
+	if err != nil {
+		return nil, 0, fmt.Errorf("session %s: decoding chat: %w", sessionID, err)
+	}
+	n := int(head.Chat.TurnCount)
+	from = max(0, from)
+	if head.Extra[fieldTurnsIn] != turnType {
+		if from >= len(head.Chat.Turns) {
+			return nil, len(head.Chat.Turns), nil
+		}
+		return head.Chat.Turns[from:], len(head.Chat.Turns), nil
+	}
+	if from >= n {
+		return nil, n, nil
+	}
+	docs, err := st.Query(ctx, store.Query{
+		Where: []store.Pred{store.Where("type", turnType), store.Where(fieldSessionID, sessionID),
+			{Field: "n", Op: store.Gte, Value: int64(from)}, {Field: "n", Op: store.Lt, Value: int64(n)}},
+		Find:  []string{"n", "turn"},
+		Basis: b,
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("session %s: reading the chat's turns: %w", sessionID, err)
+	}
+	turns := make([]objects.Turn, n-from)
+	seen := make([]bool, n-from)
+	for _, d := range docs {
+		f, ok := store.Num(d["n"])
+		i := int(f) - from
+		if !ok || i < 0 || i >= len(turns) || seen[i] {
+			return nil, 0, fmt.Errorf("session %s: turn document %v: bad or repeated turn number", sessionID, d[store.IDKey])
+		}
+		if turns[i], err = objects.TurnFromDoc(d["turn"]); err != nil {
+			return nil, 0, fmt.Errorf("session %s: turn document %v: %w", sessionID, d[store.IDKey], err)
+		}
+		seen[i] = true
+	}
+	for i, ok := range seen {
+		if !ok {
+			return nil, 0, fmt.Errorf("session %s: %s: missing (the chat has %d turns)", sessionID, turnDocID(sessionID, from+i), n)
+		}
+	}
+	return turns, n, nil
+}

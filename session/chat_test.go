@@ -133,6 +133,18 @@ func TestChatTurnDocuments(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantChat(t, "ExpandChat at turn 4", old, sid, 4)
+		// ReadTurns reads what follows a turn.
+		for _, from := range []int{0, 5, n - 1, n, n + 3} {
+			got, count, err := ReadTurns(ctx, st, sid, from)
+			if err != nil || count != n || len(got) != max(0, n-from) {
+				t.Fatalf("ReadTurns from %d: %d turns of %d, %v", from, len(got), count, err)
+			}
+			for i, turn := range got {
+				if turn.UserText() != chatTurn(from+i).UserText() {
+					t.Fatalf("ReadTurns from %d: turn %d is %q", from, from+i, turn.UserText())
+				}
+			}
+		}
 	})
 }
 
@@ -189,6 +201,9 @@ func TestChatEarlierForm(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantChat(t, "earlier form", chat, sid, 3)
+		if got, count, err := ReadTurns(ctx, e.Store, sid, 1); err != nil || count != 3 || len(got) != 2 || got[0].UserText() != chatTurn(1).UserText() {
+			t.Fatalf("ReadTurns on the earlier form: %d turns of %d, %v", len(got), count, err)
+		}
 		_, tx, err := s.AppendTurns(ctx, chatTurn(3))
 		if err != nil {
 			t.Fatal(err)

@@ -96,7 +96,7 @@ func benchContextCalls(b *testing.B, deltas bool) {
 	windows := map[string][]sample{}
 	var names []string
 	for _, start := range []int{10, 500, 1000, 10000} {
-		if start+20 <= benchTurns() {
+		if start+19 <= benchTurns() {
 			names = append(names, fmt.Sprintf("turn%d", start))
 		}
 	}
