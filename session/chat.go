@@ -27,6 +27,9 @@ import (
 // version reads back as it was. A chat in the earlier form (every turn in
 // the chat object) is read as it is; the first append converts it.
 
+// pointReads is the most turns ReadTurns reads one document at a time.
+const pointReads = 16
+
 // turnType is the "type" of a chat's turn documents.
 const turnType = "chat_turn"
 
@@ -258,14 +261,30 @@ func ReadTurns(ctx context.Context, st store.Store, sessionID string, from int) 
 	if from >= n {
 		return nil, n, nil
 	}
-	docs, err := st.Query(ctx, store.Query{
-		Where: []store.Pred{store.Where("type", turnType), store.Where(fieldSessionID, sessionID),
-			{Field: "n", Op: store.Gte, Value: int64(from)}, {Field: "n", Op: store.Lt, Value: int64(n)}},
-		Find:  []string{"n", "turn"},
-		Basis: b,
-	})
-	if err != nil {
-		return nil, 0, fmt.Errorf("session %s: reading the chat's turns: %w", sessionID, err)
+	var docs []store.Doc
+	if n-from <= pointReads {
+		// A few new turns: point reads, whose cost does not depend on how
+		// many documents the store holds (a query's candidate sets do).
+		for i := from; i < n; i++ {
+			d, err := st.Entity(ctx, turnDocID(sessionID, i), b)
+			if errors.Is(err, store.ErrNotFound) {
+				continue // reported as missing below
+			}
+			if err != nil {
+				return nil, 0, fmt.Errorf("session %s: reading the chat's turns: %w", sessionID, err)
+			}
+			docs = append(docs, d)
+		}
+	} else {
+		docs, err = st.Query(ctx, store.Query{
+			Where: []store.Pred{store.Where("type", turnType), store.Where(fieldSessionID, sessionID),
+				{Field: "n", Op: store.Gte, Value: int64(from)}, {Field: "n", Op: store.Lt, Value: int64(n)}},
+			Find:  []string{"n", "turn"},
+			Basis: b,
+		})
+		if err != nil {
+			return nil, 0, fmt.Errorf("session %s: reading the chat's turns: %w", sessionID, err)
+		}
 	}
 	turns := make([]objects.Turn, n-from)
 	seen := make([]bool, n-from)

@@ -73,7 +73,7 @@ func TestChatTurnDocuments(t *testing.T) {
 		txs := map[int]int64{0: s.Tx()} // turn count -> tx that wrote it
 		var headSizes []int
 		n := 0
-		for step := 0; step < 8; step++ {
+		for step := 0; step < 10; step++ { // 20 turns: ReadTurns below reads by query and by point reads
 			k := 1 + 2*(step%2)
 			var turns []objects.Turn
 			for i := 0; i < k; i++ {
