@@ -297,3 +297,56 @@ func TestAppendTurnsConflict(t *testing.T) {
 
 // timeZero is the zero valid time: store.AtTx reads at the tx's own time.
 var timeZero time.Time
+
+// TestChatTurnsSearchable: each turn document is its turn's search unit,
+// under the chat's id, visible from the append that wrote it on; the turns
+// of a chat converted from the earlier form are found once each.
+func TestChatTurnsSearchable(t *testing.T) {
+	storetestenv.Run(t, func(t *testing.T, e *storetestenv.Env) {
+		ctx := context.Background()
+		sr, ok := e.Store.(store.Searcher)
+		if !ok {
+			t.Fatalf("%s does not search", e.Backend)
+		}
+		sid := e.ID("find")
+		s, err := Create(ctx, e.Store, sid, CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		word := func(i int) string { return fmt.Sprintf("zebra%dquartz", i) }
+		turn := func(i int) objects.Turn {
+			return objects.Turn{User: "look for " + word(i), Assistant: []map[string]any{{"type": "text", "text": "found " + word(i)}}}
+		}
+		if _, err := oldAppendTurns(ctx, s, turn(0)); err != nil { // the earlier form
+			t.Fatal(err)
+		}
+		_, tx1, err := s.AppendTurns(ctx, turn(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, tx2, err := s.AppendTurns(ctx, turn(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hits := func(i int, b store.Basis) []store.SearchHit {
+			t.Helper()
+			got, err := sr.Search(ctx, store.SearchQuery{Text: word(i), Sessions: []string{sid}, Basis: b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		for i := 0; i < 3; i++ {
+			got := hits(i, store.Basis{})
+			if len(got) != 1 || got[0].ID != objects.ChatObjectID(sid) || got[0].Turn != i || got[0].Kind != "chat" || got[0].Session != sid {
+				t.Fatalf("turn %d: hits %+v", i, got)
+			}
+		}
+		if got := hits(2, store.AtTx(tx1, timeZero)); len(got) != 0 {
+			t.Fatalf("turn 2 found as of tx %d, before it was appended: %+v", tx1, got)
+		}
+		if got := hits(1, store.AtTx(tx2, timeZero)); len(got) != 1 {
+			t.Fatalf("turn 1 as of tx %d: %+v", tx2, got)
+		}
+	})
+}
