@@ -33,8 +33,8 @@ func longCalls() int {
 // calls as the Pi extension makes them (the log and the answer as deltas):
 // each turn a prompt, two bash calls and an answer, three calls. The
 // session completes with every answer a delta; the server's peak RSS at
-// the last call is within 1.3x of its peak at a tenth of the calls (at
-// least 200 calls in, past the start-up's growth); a new
+// the last call is within 1.3x of its peak at a tenth of the calls (half
+// of them in a run under 5,000 calls, past the start-up's growth); a new
 // server process resumes the session (the next call, with the whole log,
 // applies only the messages new since the last call and extends the
 // context); the session exports and imports into
@@ -162,7 +162,13 @@ func peakRSS(t *testing.T, pid int) int {
 
 func longSession(t *testing.T, storeURL string) {
 	total := longCalls()
-	ref := max(total/10, min(200, total/2)) // the call the peak RSS is compared with: a tenth, after warming up
+	// The call the peak RSS is compared with: a tenth of the calls (the
+	// issue's 1,000 of 10,000); in a short run, half of them, since the
+	// first few hundred calls are the server's start-up growth.
+	ref := total / 10
+	if total < 5000 {
+		ref = total / 2
+	}
 	srv := startServe(t, storeURL)
 	c := &longClient{t: t, srv: srv, sid: "long-" + strconv.FormatInt(time.Now().UnixNano(), 36), h: sha256.New()}
 	if status, b := srv.fetch("PUT", "/v1/sessions/"+c.sid, "application/json",
