@@ -46,10 +46,11 @@ func openTemp(t *testing.T, clock func() time.Time) *bitemporal.Store {
 func TestConformance(t *testing.T) {
 	clock := &frozenClock{}
 	storetest.Run(t, storetest.Harness{
-		Name:         "sqlite",
-		New:          func(t *testing.T) store.Store { return openTemp(t, clock.now) },
-		SetClock:     clock.set,
-		Capabilities: []string{"TxTimeSubmitter", "CanonicalTxLogger", "Searcher"},
+		Name:             "sqlite",
+		New:              func(t *testing.T) store.Store { return openTemp(t, clock.now) },
+		SetClock:         clock.set,
+		Capabilities:     []string{"TxTimeSubmitter", "CanonicalTxLogger", "Searcher"},
+		LongStringRanges: true,
 	})
 }
 
@@ -64,6 +65,7 @@ func TestConformanceInMemory(t *testing.T) {
 			t.Cleanup(func() { s.Close() })
 			return s
 		},
+		LongStringRanges: true,
 	})
 }
 

@@ -123,6 +123,9 @@ func predSQL(p store.Pred, vt, tx int64) (string, []any) {
 		return fmt.Sprintf(`d.eid IN (SELECT f.value FROM fields f WHERE f.field = ? AND f.kind = 's' AND f.doc = %s)`,
 			fmt.Sprintf(visibleDocSQL, "?")), []any{p.Field, p.Value, vt, tx}
 	}
+	if c, a, ok := longStringPredSQL(p); ok {
+		return c, a
+	}
 	var cond string
 	args := []any{p.Field}
 	switch p.Op {
@@ -172,3 +175,63 @@ func jsonPath(field string) string {
 }
 
 func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// longStringPredSQL renders a predicate that can hold on strings indexed by
+// prefix only (kind 'S', see stringField): an equality with a long string,
+// an In list holding one, or an order comparison with a string, which a
+// long value may satisfy whatever its prefix. Such candidates are checked
+// against the document's own value (json_each gives the element of an
+// array, or the value itself). ok is false for every other predicate,
+// which the field index answers alone.
+func longStringPredSQL(p store.Pred) (cond string, args []any, ok bool) {
+	path := jsonPath(p.Field)
+	short := func(op string, v any) (string, []any) {
+		return "d.id IN (SELECT f.doc FROM fields f WHERE f.field = ? AND f.kind = 's' AND f.value " + op + " ?)", []any{p.Field, v}
+	}
+	long := func(op string, v string) (string, []any) {
+		c := "(d.id IN (SELECT f.doc FROM fields f WHERE f.field = ? AND f.kind = 'S'%s) AND " +
+			"EXISTS (SELECT 1 FROM json_each(d.doc, ?) j WHERE j.type = 'text' AND j.value " + op + " ?))"
+		if op == "=" {
+			return fmt.Sprintf(c, " AND f.value = ?"), []any{p.Field, prefixChars(v, longPrefixChars), path, v}
+		}
+		return fmt.Sprintf(c, ""), []any{p.Field, path, v}
+	}
+	switch p.Op {
+	case store.Eq:
+		if v, isStr := p.Value.(string); isStr && len(v) > longStringBytes {
+			c, a := long("=", v)
+			return c, a, true
+		}
+	case store.Lt, store.Lte, store.Gt, store.Gte:
+		v, isStr := p.Value.(string)
+		if !isStr {
+			return "", nil, false
+		}
+		op := map[store.PredOp]string{store.Lt: "<", store.Lte: "<=", store.Gt: ">", store.Gte: ">="}[p.Op]
+		c1, a1 := short(op, v)
+		c2, a2 := long(op, v)
+		return "(" + c1 + " OR " + c2 + ")", append(a1, a2...), true
+	case store.In:
+		var rest []any
+		var alts []string
+		for _, v := range p.Values {
+			if s, isStr := v.(string); isStr && len(s) > longStringBytes {
+				c, a := long("=", s)
+				alts = append(alts, c)
+				args = append(args, a...)
+				continue
+			}
+			rest = append(rest, v)
+		}
+		if len(alts) == 0 {
+			return "", nil, false
+		}
+		if len(rest) > 0 {
+			c, a := predSQL(store.Pred{Field: p.Field, Op: store.In, Values: rest}, 0, 0)
+			alts = append(alts, c)
+			args = append(args, a...)
+		}
+		return "(" + strings.Join(alts, " OR ") + ")", args, true
+	}
+	return "", nil, false
+}

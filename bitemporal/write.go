@@ -59,11 +59,11 @@ func prepare(ops []store.Op) ([]prepared, []loggedOp, error) {
 		}
 		out[i] = p
 		logged[i] = loggedOp{Kind: op.Kind, ID: op.ID, ValidFrom: optMS(op.ValidFrom), ValidTo: optMS(op.ValidTo)}
-		if op.Kind == store.OpMatch {
-			logged[i].Doc = json.RawMessage(p.canon)
-		} else {
-			logged[i].Hash = p.hash
-		}
+		// Every op names its document by content hash (issue 18): a match
+		// that held expected exactly the document its entity had, which is
+		// in docs under that hash; earlier stores kept a match's document
+		// inline (Doc), which the tx log still reads.
+		logged[i].Hash = p.hash
 	}
 	return out, logged, nil
 }
@@ -76,6 +76,38 @@ func optMS(t *time.Time) *int64 {
 	return &m
 }
 
+// Long strings in the field index (issue 18). A string of more than
+// longStringBytes bytes of UTF-8 is indexed as kind 'S' with only its first
+// longPrefixChars characters as the value; queries on such values narrow by
+// that prefix and check the document itself (predSQL). Every entity id fits
+// under the limit (store.MaxIDBytes), so reference fields stay whole and
+// RefBy reads ids from the index alone. Migration 00004 applies the same
+// rule to stores written before: SQLite's length(CAST(v AS BLOB)) counts the
+// bytes and substr() the characters, as here.
+const (
+	longStringBytes = store.MaxIDBytes
+	longPrefixChars = 64
+)
+
+// stringField returns the field-index kind and value of string s.
+func stringField(s string) (string, string) {
+	if len(s) <= longStringBytes {
+		return "s", s
+	}
+	return "S", prefixChars(s, longPrefixChars)
+}
+
+// prefixChars returns the first n characters (runes) of s.
+func prefixChars(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
+}
+
 // fieldRows indexes the top-level scalar values of doc, array elements one
 // row each (the portable query's element-wise semantics).
 func fieldRows(doc store.Doc) []fieldRow {
@@ -83,7 +115,8 @@ func fieldRows(doc store.Doc) []fieldRow {
 	add := func(k string, v any) {
 		switch x := v.(type) {
 		case string:
-			rows = append(rows, fieldRow{k, "s", x})
+			kind, val := stringField(x)
+			rows = append(rows, fieldRow{k, kind, val})
 		case bool:
 			b := 0
 			if x {

@@ -237,3 +237,18 @@ func stringsToAny(s []string) []any {
 	}
 	return out
 }
+
+// Doc validates t and returns its JSON object, as it appears in a chat's
+// "turns" (the session package stores each turn of a chat in a document of
+// its own, issue 18).
+func (t Turn) Doc() (map[string]any, error) { return t.doc("turn") }
+
+// TurnFromDoc reads a turn object as Doc writes it.
+// Values are normalised as FromDoc normalises a document.
+func TurnFromDoc(v any) (Turn, error) {
+	n, err := normalize(v, "turn", 1)
+	if err != nil {
+		return Turn{}, err
+	}
+	return turnFromDoc(n, "turn")
+}

@@ -26,7 +26,11 @@ import (
 // DefaultChunkSize is the number of list entries per chunk document of new
 // sessions. A session keeps the chunk size it was created with (it is
 // recorded in its head).
-const DefaultChunkSize = 64
+//
+// 16 since issue 18 (64 before): a head holds up to chunk size - 1 entries
+// per list and is written at every change, so the size bounds what each
+// change writes; sessions created with 64 keep it.
+const DefaultChunkSize = 16
 
 // chunkSize is the chunk size given to new sessions (tests lower it).
 var chunkSize = DefaultChunkSize
@@ -41,6 +45,11 @@ const (
 	fieldSeq          = "seq"
 	fieldRev          = "rev"
 	fieldChunkSize    = "chunk_size"
+	// fieldTails holds the lists' tails, {list: entries}: one object, so
+	// the store's field index (top-level scalars and array elements) does
+	// not copy every tail entry of every head version (issue 18). Heads
+	// written before kept each tail at the top level, {list}_tail.
+	fieldTails = "tails"
 )
 
 // The lists of a State, in the order they are stored. Each has the head
@@ -164,11 +173,13 @@ func encodeHead(info Info, s *State, size int, rev int64) (store.Doc, error) {
 	if info.Harness != "" {
 		fields[fieldHarness] = info.Harness
 	}
+	tails := make(map[string]any, len(listNames))
 	for _, l := range listNames {
 		n := listLen(s, l)
 		fields[l+"_len"] = int64(n)
-		fields[l+"_tail"] = entries(s, l, n/size*size, n)
+		tails[l] = entries(s, l, n/size*size, n)
 	}
+	fields[fieldTails] = tails
 	o, err := objects.NewSession(info.ID, fields)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: session object: %w", info.ID, err)
@@ -233,6 +244,14 @@ type head struct {
 	ToolcallsLen  int        `json:"toolcalls_len"`
 	ToolcallsTail []Toolcall `json:"toolcalls_tail"`
 
+	Tails *struct {
+		Index     []string   `json:"index"`
+		Pool      []string   `json:"pool"`
+		Active    []string   `json:"active"`
+		Pinned    []string   `json:"pinned"`
+		Toolcalls []Toolcall `json:"toolcalls"`
+	} `json:"tails"`
+
 	legacyLists *legacyLists // set for a head in the old form
 }
 
@@ -276,6 +295,9 @@ func decodeHead(doc store.Doc) (*head, error) {
 	}
 	if h.ChunkSize <= 0 {
 		return nil, fmt.Errorf("session object %s: chunk_size %d", o.ID(), h.ChunkSize)
+	}
+	if t := h.Tails; t != nil {
+		h.IndexTail, h.PoolTail, h.ActiveTail, h.PinnedTail, h.ToolcallsTail = t.Index, t.Pool, t.Active, t.Pinned, t.Toolcalls
 	}
 	return &h, nil
 }

@@ -185,14 +185,17 @@ func TestAppendTurns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if chat.Chat.TurnCount != 1 || !reflect.DeepEqual(chat.Chat.ToolcallRefs, []string{"toolu_1"}) || chat.Chat.SessionRef != objects.SessionObjectID(id) {
-			t.Fatalf("chat: %+v", chat.Chat)
+		if chat.Chat.TurnCount != 1 || chat.Chat.SessionRef != objects.SessionObjectID(id) {
+			t.Fatalf("chat head: %+v", chat.Chat)
+		}
+		if got, err := s.Chat(ctx); err != nil || !reflect.DeepEqual(got.Chat.ToolcallRefs, []string{"toolu_1"}) || len(got.Chat.Turns) != 1 {
+			t.Fatalf("chat after one append: %+v %v", got, err)
 		}
 		if _, _, err := s.AppendTurns(ctx, objects.Turn{User: "more"}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := s.Chat(ctx)
-		if err != nil || got.Chat.TurnCount != 2 {
+		if err != nil || got.Chat.TurnCount != 2 || len(got.Chat.Turns) != 2 || got.Chat.Turns[1].User != "more" {
 			t.Fatalf("chat after two appends: %+v %v", got, err)
 		}
 	})

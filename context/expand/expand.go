@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ctxstore/ctxstore/objects"
+	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -181,6 +182,15 @@ func ChatToolcalls(ctx context.Context, st store.Store, chat objects.Ref, mode M
 	at := chat.Tx
 	if byHash {
 		at = tx
+	}
+	// The chat's turns (and so its toolcall_refs) are read at the same
+	// basis as its head (session.ExpandChat).
+	b := store.Basis{}
+	if chat.Static {
+		b = store.AtTx(at, time.Time{})
+	}
+	if c, err = session.ExpandChat(ctx, st, c, b); err != nil {
+		return nil, nil, err
 	}
 	refs := make([]objects.Ref, len(c.Chat.ToolcallRefs))
 	for i, id := range c.Chat.ToolcallRefs {

@@ -225,9 +225,20 @@ const eventsKey = "events"
 // compaction; plain JSON objects, each with a "type") with the context
 // commit, in its harness meta under "events" (assemble.Commit.Harness).
 func (in *Ingester) ContextWith(ctx context.Context, log []conversation.Message, events []map[string]any) (*assemble.Assembled, Report, error) {
+	return in.ContextSince(ctx, log, 0, events)
+}
+
+// ContextSince is ContextWith for a caller that knows the first same
+// messages of log are, unchanged, the first same messages of the log it
+// gave the previous call (a harness that sends its log as a delta: the
+// server's copy grows by appending). The ingester then checks only the
+// rest against what it applied, so a call's work does not grow with the
+// log (issue 18); same = 0 checks every message. A same beyond what the
+// ingester applied counts as what it applied.
+func (in *Ingester) ContextSince(ctx context.Context, log []conversation.Message, same int, events []map[string]any) (*assemble.Assembled, Report, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	rep, err := in.ingest(ctx, log)
+	rep, err := in.ingestSince(ctx, log, same)
 	if err != nil {
 		return nil, rep, err
 	}
@@ -317,14 +328,29 @@ func (in *Ingester) Flush(ctx context.Context) error {
 }
 
 func (in *Ingester) ingest(ctx context.Context, log []conversation.Message) (Report, error) {
+	return in.ingestSince(ctx, log, 0)
+}
+
+// ingestSince is ingest for a log whose first same messages are known to
+// be those of the previous call's log: every message of that log was
+// applied or known (its hash is in.hashes[i]), so only the rest is hashed.
+func (in *Ingester) ingestSince(ctx context.Context, log []conversation.Message, same int) (Report, error) {
 	rep := Report{}
-	hs := make([]string, len(log))
-	k := 0
-	for i, m := range log {
-		hs[i] = hash(m)
-		if k == i && i < len(in.hashes) && hs[i] == in.hashes[i] {
-			k++
+	same = max(0, min(same, len(log), len(in.hashes)))
+	prefix := in.hashes[:same:same] // never changed below: the cursor only goes back to k >= same
+	tail := make([]string, len(log)-same)
+	for i := range tail {
+		tail[i] = hash(log[same+i])
+	}
+	hs := func(i int) string {
+		if i < same {
+			return prefix[i]
 		}
+		return tail[i-same]
+	}
+	k := same
+	for k < len(log) && k < len(in.hashes) && tail[k-same] == in.hashes[k] {
+		k++
 	}
 	if k < len(in.hashes) {
 		rep.Reset, rep.ResetAt = true, k
@@ -351,7 +377,7 @@ func (in *Ingester) ingest(ctx context.Context, log []conversation.Message) (Rep
 	// branch before the first new message.
 	known, knownFrom := 0, -1
 	for i := len(in.hashes); i < len(log); i++ {
-		if in.seen[in.node(hs[i])] {
+		if in.seen[in.node(hs(i))] {
 			if known == 0 {
 				knownFrom = i
 				if err := in.flushTurn(ctx); err != nil {
@@ -362,8 +388,8 @@ func (in *Ingester) ingest(ctx context.Context, log []conversation.Message) (Rep
 			if log[i].Role == conversation.RoleUser {
 				in.turnStart = i
 			}
-			in.hashes = append(in.hashes, hs[i])
-			in.push(hs[i])
+			in.hashes = append(in.hashes, hs(i))
+			in.push(hs(i))
 			continue
 		}
 		if known > 0 && in.turn == nil && in.turnStart >= knownFrom && in.turnStart < i {
@@ -380,8 +406,8 @@ func (in *Ingester) ingest(ctx context.Context, log []conversation.Message) (Rep
 		if err := in.apply(ctx, i, log[i].Exact(), &rep); err != nil {
 			return rep, fmt.Errorf("ingest: message %d (%s): %w", i, log[i].Role, err)
 		}
-		in.hashes = append(in.hashes, hs[i])
-		in.push(hs[i])
+		in.hashes = append(in.hashes, hs(i))
+		in.push(hs(i))
 		rep.Applied++
 	}
 	if known > 0 {

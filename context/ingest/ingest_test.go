@@ -2,6 +2,9 @@ package ingest
 
 import (
 	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -466,5 +469,129 @@ func TestBranchSwitchingBounded(t *testing.T) {
 	_, rep = r.context(append(append([]conversation.Message(nil), a...), user("and now?")))
 	if rep.Applied != 1 || rep.Known != 40 {
 		t.Fatalf("a new message after a switch: %+v", rep)
+	}
+}
+
+// TestContextSince: a caller that says the log's first messages are the
+// previous call's gets the same contexts as one that sends the whole log
+// to be checked, and those messages are not checked again (a changed
+// message inside the prefix it vouches for goes unnoticed, where the full
+// check sees a replaced log); a prefix longer than what was applied, or
+// than the log, is cut to it.
+func TestContextSince(t *testing.T) {
+	full, inc := newRig(t, Options{}), newRig(t, Options{})
+	var log []conversation.Message
+	prev := 0
+	for turn := 0; turn < 6; turn++ {
+		log = append(log, user(fmt.Sprintf("q%d", turn)), said(fmt.Sprintf("a%d", turn)))
+		cf, rf := full.context(log)
+		inc.now = inc.now.Add(10 * time.Second)
+		ci, ri, err := inc.in.ContextSince(inc.ctx, log, prev+5, nil)
+		inc.must(err)
+		if string(cf.Bytes) != string(ci.Bytes) || fmt.Sprint(rf) != fmt.Sprint(ri) {
+			t.Fatalf("turn %d: ContextSince differs from Context:\n%q %+v\n%q %+v", turn, cf.Bytes, rf, ci.Bytes, ri)
+		}
+		prev = len(log)
+	}
+	edited := append([]conversation.Message(nil), log...)
+	edited[1] = said("edited")
+	edited = append(edited, user("next"))
+	_, rf := full.context(edited)
+	inc.now = inc.now.Add(10 * time.Second)
+	_, ri, err := inc.in.ContextSince(inc.ctx, edited, len(log), nil)
+	inc.must(err)
+	if !rf.Reset || rf.ResetAt != 1 || ri.Reset || ri.Applied != 1 {
+		t.Fatalf("the full check should see the edit and the vouched prefix not: %+v / %+v", rf, ri)
+	}
+}
+
+// TestMigratedStoreRebuilds (issue 18): a session whose store is in the
+// form earlier releases wrote (its chat whole in one document, long
+// strings whole in the field index, schema version 3; made here by writing
+// with today's code and then putting the chat and the index rows back in
+// that form) is migrated on open: every past call rebuilds byte for byte,
+// the chat reads back whole, and the session goes on (its chat converted to
+// turn documents by the next append).
+func TestMigratedStoreRebuilds(t *testing.T) {
+	r := newRig(t, Options{})
+	big := strings.Repeat("a long line of output that the field index used to copy whole\n", 60) // > 2 KiB
+	var log []conversation.Message
+	var calls []string
+	for turn := 0; turn < 4; turn++ {
+		id := fmt.Sprintf("c%d", turn)
+		log = append(log, user(fmt.Sprintf("turn %d", turn)), call(id, "bash", map[string]any{"command": "make"}), result(id, "bash", big+id))
+		c, _ := r.context(log)
+		calls = append(calls, string(c.Bytes))
+		log = append(log, said(fmt.Sprintf("done %d", turn)))
+	}
+	r.must(r.in.Flush(r.ctx))
+	want, err := session.ReadChat(r.ctx, r.st, "s1", store.Basis{})
+	r.must(err)
+	r.st.Close()
+
+	// Back to the earlier form.
+	db, err := sql.Open("sqlite", r.db)
+	r.must(err)
+	doc, err := want.Doc()
+	r.must(err)
+	canon, err := store.Canonical(doc)
+	r.must(err)
+	h := sha256.Sum256(canon)
+	sum := hex.EncodeToString(h[:])
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		// The chat's latest version becomes the whole chat (an earlier
+		// release's last AppendTurns wrote exactly this document).
+		{"CREATE TEMP TABLE head AS SELECT p.doc AS id, p.hash AS hash FROM points p WHERE p.eid = 'chat:s1' ORDER BY p.vt DESC, p.tx_id DESC LIMIT 1", nil},
+		{"UPDATE docs SET doc = ?, hash = ? WHERE id = (SELECT id FROM head)", []any{string(canon), sum}},
+		{"UPDATE points SET hash = ? WHERE hash = (SELECT hash FROM head)", []any{sum}},
+		{"DELETE FROM fields WHERE kind = 'S'", nil},
+		{`INSERT INTO fields (doc, field, kind, value)
+		  SELECT d.id, t.key, 's', t.value FROM docs d, json_each(d.doc) t
+		  WHERE t.type = 'text' AND length(CAST(t.value AS BLOB)) > 2048`, nil},
+		{"DELETE FROM goose_db_version WHERE version_id >= 4", nil},
+		{"DROP TRIGGER search_docs_turn_ai", nil},
+	} {
+		if _, err := db.Exec(q.sql, q.args...); err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+	}
+	var whole int
+	r.must(db.QueryRow("SELECT count(*) FROM fields WHERE kind = 's' AND length(value) > 2048").Scan(&whole))
+	db.Close()
+	if whole == 0 {
+		t.Fatal("no long string in the field index to migrate")
+	}
+
+	r.open() // migrates
+	for n, w := range calls {
+		c, err := assemble.Rebuild(r.ctx, r.st, "s1", n+1)
+		r.must(err)
+		if string(c.Bytes) != w {
+			t.Fatalf("call %d does not rebuild byte for byte after the migration", n+1)
+		}
+	}
+	got, err := session.ReadChat(r.ctx, r.st, "s1", store.Basis{})
+	r.must(err)
+	if len(got.Chat.Turns) != 4 || got.Chat.Turns[3].UserText() != "turn 3" {
+		t.Fatalf("chat after the migration: %d turns", len(got.Chat.Turns))
+	}
+	hits, err := r.st.Query(r.ctx, store.Query{Where: []store.Pred{store.Where("content", big+"c2")}})
+	r.must(err)
+	if len(hits) != 1 {
+		t.Fatalf("query on a long content after the migration: %d hits", len(hits))
+	}
+	log = append(log, user("after the migration"))
+	c, rep := r.context(log)
+	if rep.Applied != 2 || !strings.Contains(string(c.Bytes), "after the migration") { // "done 3" and the prompt
+		t.Fatalf("the session does not go on: %+v", rep)
+	}
+	r.must(r.in.Flush(r.ctx))
+	got, err = session.ReadChat(r.ctx, r.st, "s1", store.Basis{})
+	r.must(err)
+	if n := len(got.Chat.Turns); n < 5 || got.Chat.Turns[n-1].UserText() != "after the migration" || got.Chat.Turns[0].UserText() != "turn 0" {
+		t.Fatalf("chat after the next append: %d turns", n)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctxstore/ctxstore/context/recall/provider"
 	"github.com/ctxstore/ctxstore/objects"
+	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -177,7 +178,13 @@ type Indexer struct {
 	now func() time.Time
 	mu  sync.Mutex
 	run map[string]bool // sessions being indexed
+	// users counts, per session, the user messages of the first turns
+	// of its chat seen so far, so Due reads only the turns added since.
+	users map[string]userCount
 }
+
+// userCount is how many user messages the first turns of a chat hold.
+type userCount struct{ turns, users int }
 
 // NewIndexer returns an indexer writing to st with settings set (nil:
 // Offline()).
@@ -190,7 +197,7 @@ func NewIndexer(st store.Store, set *Settings) *Indexer {
 		c.MinNewUserMessages = DefaultMinNewUserMessages
 		set = &c
 	}
-	return &Indexer{st: st, set: set, now: time.Now, run: map[string]bool{}}
+	return &Indexer{st: st, set: set, now: time.Now, run: map[string]bool{}, users: map[string]userCount{}}
 }
 
 // Settings returns the indexer's settings.
@@ -200,7 +207,7 @@ func (ix *Indexer) Settings() *Settings { return ix.set }
 // messages its metadata does not cover (a session never indexed counts
 // from zero).
 func (ix *Indexer) Due(ctx context.Context, sessionID string) (bool, error) {
-	msgs, err := Conversation(ctx, ix.st, sessionID, store.Basis{})
+	users, err := ix.userMessages(ctx, sessionID)
 	if err != nil {
 		return false, err
 	}
@@ -210,7 +217,37 @@ func (ix *Indexer) Due(ctx context.Context, sessionID string) (bool, error) {
 	} else if store.KindOf(err) != store.ErrNotFound {
 		return false, err
 	}
-	return countUser(msgs)-covered >= ix.set.MinNewUserMessages, nil
+	return users-covered >= ix.set.MinNewUserMessages, nil
+}
+
+// userMessages counts the user messages of a session's chat as
+// Conversation gives them (one per turn with user text), reading only the
+// turns added since the last count (issue 18: a context call's work must
+// not grow with the session).
+func (ix *Indexer) userMessages(ctx context.Context, sessionID string) (int, error) {
+	ix.mu.Lock()
+	c := ix.users[sessionID]
+	ix.mu.Unlock()
+	turns, n, err := session.ReadTurns(ctx, ix.st, sessionID, c.turns)
+	if err != nil {
+		return 0, err
+	}
+	if n < c.turns { // a chat never shrinks; count again
+		c = userCount{}
+		if turns, n, err = session.ReadTurns(ctx, ix.st, sessionID, 0); err != nil {
+			return 0, err
+		}
+	}
+	for _, t := range turns {
+		if strings.TrimSpace(t.UserText()) != "" {
+			c.users++
+		}
+	}
+	c.turns = n
+	ix.mu.Lock()
+	ix.users[sessionID] = c
+	ix.mu.Unlock()
+	return c.users, nil
 }
 
 // MaybeIndex indexes a session if it is due (see Due); it reports whether

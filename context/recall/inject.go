@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ctxstore/ctxstore/objects"
+	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -37,15 +37,13 @@ type Injector struct {
 // referenced are not injected again.
 func NewInjector(ctx context.Context, st store.Store, idx *Indexer, sc Scope, sid string) *Injector {
 	in := &Injector{st: st, idx: idx, sc: sc, session: sid, seen: map[string]bool{}}
-	if d, err := st.Entity(ctx, objects.ChatObjectID(sid), store.Basis{}); err == nil {
-		if o, err := objects.FromDoc(d); err == nil {
-			for _, t := range o.Chat.Turns {
-				refs, _ := t.Extra[RefsKey].([]any)
-				for _, r := range refs {
-					if m, ok := r.(map[string]any); ok {
-						if s, ok := m["session_id"].(string); ok && m["question"] == nil && m["error"] == nil {
-							in.seen[s] = true
-						}
+	if o, err := session.ReadChat(ctx, st, sid, store.Basis{}); err == nil {
+		for _, t := range o.Chat.Turns {
+			refs, _ := t.Extra[RefsKey].([]any)
+			for _, r := range refs {
+				if m, ok := r.(map[string]any); ok {
+					if s, ok := m["session_id"].(string); ok && m["question"] == nil && m["error"] == nil {
+						in.seen[s] = true
 					}
 				}
 			}

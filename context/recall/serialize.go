@@ -2,10 +2,9 @@ package recall
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
-	"github.com/ctxstore/ctxstore/objects"
+	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -25,13 +24,9 @@ type Message struct {
 // basis b (001 "Serialization contract"): only text blocks, no tool calls,
 // thinking or tool results.
 func Conversation(ctx context.Context, st store.Store, sessionID string, b store.Basis) ([]Message, error) {
-	doc, err := st.Entity(ctx, objects.ChatObjectID(sessionID), b)
+	o, err := session.ReadChat(ctx, st, sessionID, b)
 	if err != nil {
-		return nil, fmt.Errorf("session %s: chat: %w", sessionID, err)
-	}
-	o, err := objects.FromDoc(doc)
-	if err != nil {
-		return nil, fmt.Errorf("session %s: decoding chat: %w", sessionID, err)
+		return nil, err
 	}
 	var out []Message
 	for i, t := range o.Chat.Turns {

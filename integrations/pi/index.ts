@@ -138,38 +138,52 @@ async function request<T>(method: string, path: string, body?: unknown): Promise
  */
 class Deltas {
   private jsons: string[] = []; // the log of the last request, each message as sent
+  private keys: string[] = []; // keys[i]: keyOf(message i) of that log
   private sums: string[] = []; // sums[i]: SHA-256 of jsons[0..i], each followed by "\n"
   private hash: Hash = createHash("sha256"); // the running hash behind sums
   private held?: { call: number; messages: any[] }; // the last answer, whole
 
   reset() {
     this.jsons = [];
+    this.keys = [];
     this.sums = [];
     this.hash = createHash("sha256");
     this.held = undefined;
   }
 
   /** The request body for Pi's messages, and the number of them the service already holds. */
-  body(messages: any[], full = false, events: HarnessEvent[] = []): { body: string; jsons: string[]; base: number } {
-    const jsons = messages.map((m) => JSON.stringify(m));
+  body(messages: any[], full = false, events: HarnessEvent[] = []): { body: string; jsons: string[]; keys: string[]; base: number } {
+    // The base is found without serializing the whole log (issue 18): messages are compared by
+    // key (role, Pi's creation timestamp, tool call id), and only the last messages of the common
+    // part, the ones Pi could still be changing, and the new ones are serialized.
+    const keys = messages.map(keyOf);
     let base = 0;
     if (!full) {
-      const n = Math.min(jsons.length, this.jsons.length);
-      while (base < n && jsons[base] === this.jsons[base]) base++;
+      const n = Math.min(keys.length, this.keys.length);
+      while (base < n && keys[base] === this.keys[base]) base++;
+      for (let i = Math.max(0, base - recheck); i < base; i++) {
+        if (JSON.stringify(messages[i]) !== this.jsons[i]) {
+          base = i;
+          break;
+        }
+      }
     }
+    const jsons = this.jsons.slice(0, base);
+    for (let i = base; i < messages.length; i++) jsons.push(JSON.stringify(messages[i]));
     const head = base > 0 ? `"base":${base},"base_sha256":"${this.sums[base - 1]}",` : "";
     const have = !full && this.held ? `"have_call":${this.held.call},` : "";
     const evs = events.length > 0 ? `"events":${JSON.stringify(events)},` : "";
-    return { body: `{${head}${have}${evs}"messages":[${jsons.slice(base).join(",")}]}`, jsons, base };
+    return { body: `{${head}${have}${evs}"messages":[${jsons.slice(base).join(",")}]}`, jsons, keys, base };
   }
 
   /** Records a successful call: the log sent, and the answer made whole. */
-  answered(jsons: string[], base: number, r: ContextResponse): any[] {
+  answered(jsons: string[], keys: string[], base: number, r: ContextResponse): any[] {
     if (base < this.jsons.length) {
       this.hash = createHash("sha256");
       this.sums = [];
       for (const j of jsons.slice(0, base)) this.push(j);
     }
+    this.keys = keys;
     this.jsons = jsons.slice(0, base);
     for (const j of jsons.slice(base)) {
       this.push(j);
@@ -185,6 +199,22 @@ class Deltas {
     this.hash.update(json + "\n");
     this.sums.push(this.hash.copy().digest("hex"));
   }
+}
+
+/** How many messages before the delta's base are still compared whole (Deltas.body). */
+const recheck = 2;
+
+/**
+ * What identifies a message of Pi's log without serializing it: its role, the creation time Pi
+ * stamps on every message (ms) and its tool call id. Pi's log grows by appending, and a replaced
+ * or edited log (a branch switch, a compaction) brings messages made at other times. A message
+ * without a numeric timestamp is keyed by its whole JSON. The risk, documented in
+ * docs/service.md: a message changed in place, keeping its timestamp, further back than the
+ * last `recheck` messages, would not be sent again.
+ */
+function keyOf(m: any): string {
+  if (typeof m?.timestamp !== "number") return "json:" + JSON.stringify(m);
+  return `${m.role}\u0000${m.timestamp}\u0000${m.toolCallId ?? ""}`;
 }
 
 /** The session id in the header (first line) of a Pi session file, or "" if it cannot be read. */
@@ -466,7 +496,7 @@ export default async function ctxstore(pi: ExtensionAPI) {
         req = deltas.body(event.messages, true, sending);
         r = await session<ContextResponse>(ctx, "/context", req.body);
       }
-      const messages = deltas.answered(req.jsons, req.base, r);
+      const messages = deltas.answered(req.jsons, req.keys, req.base, r);
       events = events.slice(sending.length);
       current = { messages, stable: r.stable ?? 0, systemPrompt: r.system_prompt };
       ok(ctx);

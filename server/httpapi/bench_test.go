@@ -3,18 +3,44 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ctxstore/ctxstore/internal/storetestenv"
 )
+
+// benchTurns is the number of turns BenchmarkContextCall plays:
+// CTXSTORE_BENCH_TURNS, default 1,019 (windows at turns 10, 500 and 1,000;
+// 10,019 adds the window at turn 10,000).
+func benchTurns() int {
+	if n, err := strconv.Atoi(os.Getenv("CTXSTORE_BENCH_TURNS")); err == nil && n > 0 {
+		return n
+	}
+	return 1019
+}
+
+// benchStore is the store BenchmarkContextCall's server runs on:
+// CTXSTORE_BENCH_BACKEND=xtdb runs it on an XTDB node (started as the
+// tests start one), anything else on the SQLite file newEnv opens.
+func benchStore(b *testing.B) func(*Options) {
+	if os.Getenv("CTXSTORE_BENCH_BACKEND") != storetestenv.XTDB {
+		return nil
+	}
+	st := storetestenv.New(b, storetestenv.XTDB).Store
+	return func(o *Options) { o.Store = st }
+}
 
 // BenchmarkContextCall measures the context call as the Pi extension makes
 // it, on loopback (a real TCP connection to an httptest server, SQLite
 // store). Each turn is a user prompt, two bash calls with 1 KiB outputs and
 // a final answer: three context calls. It samples every call of turns
-// 10–29 and of turns 500–519 of one session and reports, per window, the
+// 10–29, 500–519, 1,000–1,019 and 10,000–10,019 (those the session reaches,
+// benchTurns) of one session and reports, per window, the
 // p50 and p99 latency (ms) and the share of the time spent outside the
 // context manager itself (HTTP and JSON: the total minus the
 // ingest+assemble time the server reports in Server-Timing), plus the
@@ -24,6 +50,7 @@ import (
 // iteration takes minutes:
 //
 //	go test -run '^$' -bench ContextCall -benchtime 1x ./server/httpapi/
+//	CTXSTORE_BENCH_BACKEND=xtdb go test -run '^$' -bench ContextCall/delta -benchtime 1x ./server/httpapi/
 func BenchmarkContextCall(b *testing.B) {
 	for _, mode := range []string{"delta", "full"} {
 		b.Run(mode, func(b *testing.B) {
@@ -42,7 +69,7 @@ type sample struct {
 }
 
 func benchContextCalls(b *testing.B, deltas bool) {
-	e := newEnv(b, nil)
+	e := newEnv(b, benchStore(b))
 	e.check = false
 	e.open("bench")
 	dc := newDeltaClient(e.ts.URL, "bench")
@@ -67,13 +94,18 @@ func benchContextCalls(b *testing.B, deltas bool) {
 	}
 	out := strings.Repeat("some output of the build that takes a line of room\n", 20) // ~1 KiB
 	windows := map[string][]sample{}
-	for turn := 1; turn <= 519; turn++ {
+	var names []string
+	for _, start := range []int{10, 500, 1000, 10000} {
+		if start+19 <= benchTurns() {
+			names = append(names, fmt.Sprintf("turn%d", start))
+		}
+	}
+	for turn := 1; turn <= benchTurns(); turn++ {
 		w := ""
-		switch {
-		case turn >= 10 && turn < 30:
-			w = "turn10"
-		case turn >= 500:
-			w = "turn500"
+		for _, start := range []int{10, 500, 1000, 10000} {
+			if turn >= start && turn < start+20 {
+				w = fmt.Sprintf("turn%d", start)
+			}
 		}
 		lg.user(fmt.Sprintf("Turn %d: run the build twice.", turn))
 		for k := range 3 {
@@ -89,7 +121,7 @@ func benchContextCalls(b *testing.B, deltas bool) {
 		}
 		lg.say(fmt.Sprintf("Turn %d done.", turn))
 	}
-	for _, w := range []string{"turn10", "turn500"} {
+	for _, w := range names {
 		ss := windows[w]
 		totals := make([]time.Duration, len(ss))
 		var sumTotal, sumCM time.Duration

@@ -118,29 +118,36 @@ type piState struct {
 	h    hash.Hash  // the running hash behind sums
 	conv pi.Converter
 
-	lastCall int      // the call of the last answer
-	lastOut  [][]byte // its messages, encoded
+	lastCall   int        // the call of the last answer
+	lastSums   [][32]byte // the SHA-256 of each of its messages, encoded (the client holds them)
+	lastStable int        // how many of them no later call changes (assemble.Assembled.Stable)
+	lastModel  [3]string  // the API, provider and model they were encoded with
 }
 
 // apply makes the state's log the first base messages of the previous
-// one followed by tail, converting only what is new. On error the state is
-// forgotten: the client's next delta gets log_mismatch and it sends the
-// whole log.
-func (st *piState) apply(base int, baseSum string, tail []json.RawMessage) error {
+// one followed by tail, converting only what is new. It returns how many
+// leading messages of the converted log are those of the previous one
+// (the converter appends, so all of them when the log grew by appending;
+// 0 when it was converted again), which the ingester then need not check
+// again. On error the state is forgotten: the client's next delta gets
+// log_mismatch and it sends the whole log.
+func (st *piState) apply(base int, baseSum string, tail []json.RawMessage) (int, error) {
 	if base > 0 && (base > len(st.raws) || hex.EncodeToString(st.sums[base-1][:]) != baseSum) {
-		return errorf(http.StatusConflict, CodeLogMismatch, "the server does not hold the first %d messages of this log (it holds %d): send the whole log", base, len(st.raws))
+		return 0, errorf(http.StatusConflict, CodeLogMismatch, "the server does not hold the first %d messages of this log (it holds %d): send the whole log", base, len(st.raws))
 	}
+	same := len(st.conv.Log)
 	if st.h == nil || base < len(st.raws) { // new, or a replaced or shortened log: convert its prefix again
 		prefix := st.raws[:base]
-		*st = piState{h: sha256.New(), lastCall: st.lastCall, lastOut: st.lastOut}
+		*st = piState{h: sha256.New(), lastCall: st.lastCall, lastSums: st.lastSums, lastStable: st.lastStable, lastModel: st.lastModel}
 		for i, raw := range prefix {
 			st.add(i, raw)
 		}
+		same = 0
 	}
 	for i, raw := range tail {
 		st.add(base+i, raw)
 	}
-	return nil
+	return same, nil
 }
 
 // add converts message i of the log (the converter skips and counts what
@@ -174,9 +181,9 @@ func (s *Server) context(q *request) (any, error) {
 	if err := s.o.Limits.check(&req, l.in.Applied()); err != nil {
 		return nil, err
 	}
-	log := req.Log
+	log, same := req.Log, 0
 	if req.Messages != nil {
-		if err := l.pi.apply(req.Base, req.BaseSHA256, req.Messages); err != nil {
+		if same, err = l.pi.apply(req.Base, req.BaseSHA256, req.Messages); err != nil {
 			return nil, err
 		}
 		log = l.pi.conv.Log
@@ -196,7 +203,7 @@ func (s *Server) context(q *request) (any, error) {
 		}
 	}
 	start := time.Now()
-	c, rep, err := l.in.ContextWith(q.ctx, log, req.Events)
+	c, rep, err := l.in.ContextSince(q.ctx, log, same, req.Events)
 	if err != nil {
 		return nil, err
 	}
@@ -213,15 +220,38 @@ func (s *Server) context(q *request) (any, error) {
 		return resp, nil
 	}
 	resp.Converted = convertedOf(l.pi.conv.Report)
-	outs := toPi(c.Messages(), &l.pi.conv)
-	enc := make([][]byte, len(outs))
-	for i, m := range outs {
-		if enc[i], err = marshal(m); err != nil {
+	// Only the new part of the answer is converted and encoded, and the
+	// server keeps a digest of each message it answered rather than the
+	// message (issue 18): the messages the previous answer had before its
+	// Stable mark are, by Stable's contract, this answer's first messages
+	// too, and encode the same while the converter's model is the same.
+	// Its last message is encoded again even so: items appended since may
+	// have joined it (a user message followed by a note and the next
+	// prompt). A client that does not hold the previous answer gets every
+	// message.
+	ms := c.Messages()
+	model := [3]string{l.pi.conv.API, l.pi.conv.Provider, l.pi.conv.Model}
+	reuse := 0
+	if l.pi.lastCall > 0 && l.pi.lastModel == model {
+		reuse = max(0, min(l.pi.lastStable, len(ms), len(l.pi.lastSums)-1))
+	}
+	held := req.HaveCall > 0 && req.HaveCall == l.pi.lastCall
+	from := reuse
+	if !held {
+		from = 0
+	}
+	enc := make([][]byte, len(ms))
+	sums := make([][32]byte, len(ms))
+	copy(sums, l.pi.lastSums[:reuse])
+	for i, m := range toPiFrom(ms, from, &l.pi.conv) {
+		if enc[from+i], err = marshal(m); err != nil {
 			return nil, err
 		}
+		sums[from+i] = sha256.Sum256(enc[from+i])
 	}
-	if req.HaveCall > 0 && req.HaveCall == l.pi.lastCall {
-		for resp.Keep < min(len(enc), len(l.pi.lastOut)) && bytes.Equal(enc[resp.Keep], l.pi.lastOut[resp.Keep]) {
+	if held {
+		resp.Keep = reuse
+		for resp.Keep < min(len(sums), len(l.pi.lastSums)) && sums[resp.Keep] == l.pi.lastSums[resp.Keep] {
 			resp.Keep++
 		}
 	}
@@ -229,7 +259,7 @@ func (s *Server) context(q *request) (any, error) {
 	for _, b := range enc[resp.Keep:] {
 		resp.Messages = append(resp.Messages, b)
 	}
-	l.pi.lastCall, l.pi.lastOut = c.N, enc
+	l.pi.lastCall, l.pi.lastSums, l.pi.lastStable, l.pi.lastModel = c.N, sums, c.Stable, model
 	return resp, nil
 }
 

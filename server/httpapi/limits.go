@@ -7,7 +7,8 @@ import "net/http"
 // too_large naming the limit, before anything is ingested.
 type Limits struct {
 	// MaxMessages is the longest log (Pi's messages, base included, or
-	// ctxstore's log): default 20,000.
+	// ctxstore's log): default 100,000 (20,000 before issue 18: a Pi
+	// session of 10,000 calls holds about 20,000 messages).
 	MaxMessages int
 	// MaxNewMessages is how many messages one request may add to what the
 	// session has ingested: default 5,000. A larger log is sent in parts.
@@ -18,7 +19,7 @@ type Limits struct {
 
 func (l Limits) withDefaults() Limits {
 	if l.MaxMessages <= 0 {
-		l.MaxMessages = 20000
+		l.MaxMessages = 100000
 	}
 	if l.MaxNewMessages <= 0 {
 		l.MaxNewMessages = 5000

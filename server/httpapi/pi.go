@@ -63,9 +63,13 @@ type PiOutMessage struct {
 // which object and version it is. Timestamps are 0: the context must be a
 // function of the assembled messages only, so that consecutive calls
 // extend each other byte for byte.
-func toPi(ms []assemble.Message, lg *pi.Converter) []PiOutMessage {
-	out := make([]PiOutMessage, 0, len(ms))
-	for _, m := range ms {
+func toPi(ms []assemble.Message, lg *pi.Converter) []PiOutMessage { return toPiFrom(ms, 0, lg) }
+
+// toPiFrom converts the messages ms[from:] (a tool name is looked up in
+// all of ms).
+func toPiFrom(ms []assemble.Message, from int, lg *pi.Converter) []PiOutMessage {
+	out := make([]PiOutMessage, 0, len(ms)-from)
+	for _, m := range ms[from:] {
 		var pm PiOutMessage
 		for _, b := range m.Blocks {
 			pm.Content = append(pm.Content, piBlockOf(b))

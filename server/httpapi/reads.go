@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -65,8 +66,13 @@ func (s *Server) object(q *request) (any, error) {
 	}
 	// Read the document at the point's own transaction, so that it and the
 	// point agree even if a write lands in between.
-	doc, err := s.st.Entity(q.ctx, id, store.AtTx(et.TxID, b.ValidTime))
+	at := store.AtTx(et.TxID, b.ValidTime)
+	doc, err := s.st.Entity(q.ctx, id, at)
 	if err != nil {
+		return nil, err
+	}
+	// A chat is read whole: its head and its turns (issue 18).
+	if doc, err = session.ChatViewDoc(q.ctx, s.st, doc, at); err != nil {
 		return nil, err
 	}
 	return ObjectResponse{ID: id, Doc: doc, TxID: et.TxID, TxTime: et.TxTime, ValidTime: et.ValidTime, ContentHash: et.ContentHash}, nil

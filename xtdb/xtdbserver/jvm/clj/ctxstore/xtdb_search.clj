@@ -71,6 +71,14 @@
                        [i "" (join-nonblank "\n" [(text-blocks (:user turn)) (text-blocks (:assistant turn))]) session])
                      (:turns doc)))
 
+      ;; A chat stored one document per turn (issue 18): the turn's unit is
+      ;; the chat's, part n; a turn converted from an earlier chat was
+      ;; indexed from the chat versions that held it (same key).
+      (and (= "chat_turn" kind) (string? (:session_id doc)) (number? (:n doc)) (map? (:turn doc)))
+      (let [session (:session_id doc) turn (:turn doc)]
+        [[(long (:n doc)) "" (join-nonblank "\n" [(text-blocks (:user turn)) (text-blocks (:assistant turn))]) session
+          (str "chat:" session) "chat"]])
+
       :else [])))
 
 (defn- sha256 [^String s]
@@ -94,10 +102,11 @@
   l/LuceneIndexer
   (index! [_ index-writer docs]
     (doseq [[h doc] docs
-            :let [eid (:crux.db/id doc)]
-            :when (string? eid)
-            [part title body session] (units doc)
-            :let [hash-str (str h)
+            :when (string? (:crux.db/id doc))
+            [part title body session unit-eid unit-kind] (units doc)
+            :let [eid (or unit-eid (:crux.db/id doc))
+                  kind (or unit-kind (:type doc))
+                  hash-str (str h)
                   ;; A chat turn is keyed by its text, so an unchanged turn
                   ;; in the next chat version is not indexed again.
                   k (if (neg? part)
@@ -107,7 +116,7 @@
                       (.add (StringField. f-key k Field$Store/NO))
                       (.add (StringField. f-eid-hash (l/->hash-str eid) Field$Store/NO))
                       (.add (StringField. "eid" ^String eid Field$Store/YES))
-                      (.add (StringField. "kind" ^String (:type doc) Field$Store/YES))
+                      (.add (StringField. "kind" ^String kind Field$Store/YES))
                       (.add (StringField. "session" ^String session Field$Store/YES))
                       (.add (StoredField. "part" (long part)))
                       (.add (StoredField. "hash" hash-str))
