@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -28,6 +30,7 @@ type replayCmd struct {
 	Window        int           `name:"window" default:"200000" help:"The model's context window, in tokens."`
 	Calibrate     string        `name:"calibrate" default:"fit" enum:"fit,overhead,none" help:"How token counts are calibrated against the recorded usage: fit (scale and overhead), overhead (overhead only), none."`
 	UseStore      bool          `name:"use-store" help:"Run the ctxstore strategies on the --store store (a session per strategy and run) instead of a temporary SQLite file."`
+	Markdown      bool          `name:"markdown" help:"Print the results as Markdown tables (the cache model check, per session cost/naive, cache share and history/naive of every strategy, the sums) for docs/benchmarks.md."`
 	Conversations string        `name:"conversations" default:"all" enum:"all,last" help:"Which conversations of a file to replay: all (a Claude Code file can hold several: a /clear or another session appended) or last (the one the file ends with; the others are named as skipped)."`
 	CacheModel    string        `name:"cache-model" default:"auto" enum:"auto,anthropic,openai,prefix" help:"Provider cache model the calls are priced under: auto (the provider recorded, checked against the recorded usage per harness; the ideal prefix cache where its error is not small), anthropic, openai, or prefix (the ideal prefix cache)."`
 }
@@ -182,6 +185,10 @@ func (c *replayCmd) Run(a *app) error {
 		}
 		return a.printJSON(replayJSON{Sessions: reports, Total: total})
 	}
+	if c.Markdown {
+		printMarkdown(a.stdout, reports, total, o.HarnessChecks)
+		return nil
+	}
 	for _, r := range reports {
 		printReplay(a.stdout, r, c.PerCall)
 	}
@@ -284,6 +291,102 @@ func printTotals(w io.Writer, rs []replay.Result) {
 			100*t.CacheShare, t.Written, t.Cost, t.CostVsNaive, t.CostVsCapped, t.HistoryVsNaive, t.Rebases, t.Cold, t.MaxContext, t.OverWindow, t.Reneeded, t.Served)
 	}
 	tw.Flush()
+}
+
+// printMarkdown prints the reports as the tables of docs/benchmarks.md.
+func printMarkdown(w io.Writer, reports []*replay.Report, total []replay.Result, checks map[string]*replay.CacheCheck) {
+	if len(reports) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "#### The cache model against the recorded usage")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| session | harness | model | calls compared / skipped | recorded read / write | predicted read / write | cost error | read-share error | hit agreement | priced under |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	for _, r := range reports {
+		ch := r.CacheCheck
+		if ch == nil {
+			fmt.Fprintf(w, "| %s | %s | none | | | | | | | %s |\n", mdName(r.Session), r.Format, r.CacheModel)
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %s | %s (%s) | %d / %d | %s / %s | %s / %s | %+.1f%% | %.1f | %.1f%% | %s |\n", mdName(r.Session), r.Format, ch.Model, ch.Placement,
+			ch.Calls, ch.Skipped, thousands(ch.RecordedRead), thousands(ch.RecordedWrite), thousands(ch.PredictedRead), thousands(ch.PredictedWrite),
+			100*ch.CostError, 100*ch.ReadShareError, 100*ch.HitAgreement, r.CacheModel)
+	}
+	var fs []string
+	for f := range checks {
+		fs = append(fs, f)
+	}
+	sort.Strings(fs)
+	for _, f := range fs {
+		ch := checks[f]
+		fmt.Fprintf(w, "| **all %s** | %s | %s (%s) | %d / %d | %s / %s | %s / %s | %+.1f%% | %.1f | %.1f%% | %s |\n", f, f, ch.Model, ch.Placement,
+			ch.Calls, ch.Skipped, thousands(ch.RecordedRead), thousands(ch.RecordedWrite), thousands(ch.PredictedRead), thousands(ch.PredictedWrite),
+			100*ch.CostError, 100*ch.ReadShareError, 100*ch.HitAgreement, map[bool]string{true: "small: the model", false: "not small: prefix"}[ch.Small()])
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "#### Per session")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Each cell: effective cost / naive, cache share (cached / context tokens), history tokens / naive.")
+	fmt.Fprintln(w)
+	names := []string{}
+	for _, res := range reports[0].Results {
+		names = append(names, res.Strategy)
+	}
+	fmt.Fprintf(w, "| session | calls | calibration: overhead + scale × counted (method); mean error raw / calibrated | %s |\n", strings.Join(names, " | "))
+	fmt.Fprintf(w, "|---|---|---|%s\n", strings.Repeat("---|", len(names)))
+	for _, r := range reports {
+		cal := r.Calibration
+		cells := []string{}
+		for _, res := range r.Results {
+			t := res.Totals
+			cells = append(cells, fmt.Sprintf("%.2f / %.1f%% / %.2f", t.CostVsNaive, 100*t.CacheShare, t.HistoryVsNaive))
+		}
+		fmt.Fprintf(w, "| %s | %d | %s + %.2f× (%s); %.0f%% / %.1f%% | %s |\n", mdName(r.Session), r.Calls, thousands(int64(cal.Overhead)), cal.Scale, cal.Method,
+			100*cal.Error.Raw.Mean, 100*cal.Error.Fitted.Mean, strings.Join(cells, " | "))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "#### All %d sessions\n", len(reports))
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| strategy | calls | context tokens | cached | written | cost (base-input tokens) | cost / naive | cost / naive capped | history / naive | rebases | cold | max context | calls over the window | reneeded / served |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, r := range total {
+		t := r.Totals
+		fmt.Fprintf(w, "| %s | %s | %s | %.1f%% | %s | %s | %.3f | %.3f | %.3f | %d | %d | %s | %d | %d / %d |\n", r.Strategy, thousands(int64(t.Calls)), thousands(t.Context),
+			100*t.CacheShare, thousands(t.Written), thousands(int64(math.Round(t.Cost))), t.CostVsNaive, t.CostVsCapped, t.HistoryVsNaive, t.Rebases, t.Cold,
+			thousands(int64(t.MaxContext)), t.OverWindow, t.Reneeded, t.Served)
+	}
+}
+
+// mdName is a session's file name without its directory and extension.
+func mdName(path string) string {
+	base := filepath.Base(path)
+	conv := ""
+	if i := strings.LastIndex(base, "#"); i > 0 {
+		base, conv = base[:i], base[i:]
+	}
+	base = strings.TrimSuffix(base, filepath.Ext(base))
+	if j := strings.LastIndex(base, "__"); j > 0 && strings.Count(base, "__") == 2 {
+		base = base[:j]
+	}
+	return base + conv
+}
+
+// thousands writes n with comma separators.
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }
 
 // replayLegend explains every column of the totals tables.

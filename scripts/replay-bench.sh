@@ -1,0 +1,38 @@
+#!/bin/sh
+# The token-economy benchmark of docs/benchmarks.md: every strategy on every
+# Claude Code and Pi session of the shared datasets, replayed by
+# `ctxstore replay` (docs/replay.md). Writes to $REPLAY_OUT (default
+# /tmp/replay-bench): tables.md (the Markdown tables the doc quotes),
+# chart-N-SESSION.png (one chart per session: context per call and
+# cumulative cost, one line per strategy) and, with REPLAY_JSON=1, all.json
+# (every call of every strategy). Build output, never committed.
+#
+#   make replay-bench                      # or: ./scripts/replay-bench.sh
+#   REPLAY_STRATEGIES=naive,ctxstore_stream make replay-bench
+set -eu
+GO=${GO:-go}
+OUT=${REPLAY_OUT:-/tmp/replay-bench}
+STRATEGIES=${REPLAY_STRATEGIES:-naive,naive_capped,clear_tool_uses,clear_tool_uses_20k,recorded,ctxstore_stream,ctxstore_literal}
+# The datasets: $CTXSTORE_DATASETS, else shared/datasets beside this
+# checkout or a directory above it (as internal/datasets finds them).
+DATA=${CTXSTORE_DATASETS:-}
+if [ -z "$DATA" ]; then
+	d=$(pwd)
+	while [ "$d" != / ]; do
+		if [ -d "$d/../shared/datasets" ]; then DATA="$d/../shared/datasets"; break; fi
+		d=$(dirname "$d")
+	done
+fi
+if [ -z "$DATA" ] || [ ! -d "$DATA/claude-code" ]; then
+	echo "replay-bench: datasets not found: set CTXSTORE_DATASETS" >&2
+	exit 1
+fi
+mkdir -p "$OUT"
+$GO build -o "$OUT/ctxstore" ./cmd/ctxstore
+set -- "$DATA"/claude-code/*.jsonl "$DATA"/pi/*.jsonl
+echo "replay-bench: $# files, strategies $STRATEGIES, into $OUT" >&2
+"$OUT/ctxstore" replay --markdown --chart "$OUT/chart.png" --strategies "$STRATEGIES" "$@" >"$OUT/tables.md"
+if [ "${REPLAY_JSON:-}" = 1 ]; then
+	"$OUT/ctxstore" replay --json --per-call --strategies "$STRATEGIES" "$@" >"$OUT/all.json"
+fi
+echo "replay-bench: tables in $OUT/tables.md" >&2
