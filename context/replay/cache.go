@@ -108,6 +108,18 @@ type cacheRequest struct {
 	blocks      []cacheBlock
 	breakpoints []int // indexes into blocks, ascending
 	at          time.Time
+	// model is the model the call went to: a provider's cache is per
+	// model, so a call to another model reads nothing another model's
+	// calls wrote ("" for the session's).
+	model string
+}
+
+// key is the cache key of block j: its prefix hash, salted with the model.
+func (q *cacheRequest) key(j int) uint64 {
+	if q.model == "" {
+		return q.blocks[j].hash
+	}
+	return chain(q.blocks[j].hash, []byte(q.model))
 }
 
 func (q *cacheRequest) total() int {
@@ -180,19 +192,23 @@ func (s *anthropicSim) call(q *cacheRequest) cacheUse {
 	read := 0
 	for _, b := range bps {
 		for j := b; j >= 0 && j >= b-s.lookback; j-- {
-			exp, ok := s.live[q.blocks[j].hash]
+			exp, ok := s.live[q.key(j)]
 			if !ok || q.at.After(exp) {
 				continue
 			}
-			s.live[q.blocks[j].hash] = q.at.Add(s.ttl)
+			s.live[q.key(j)] = q.at.Add(s.ttl)
 			read = max(read, q.blocks[j].end)
 			break
 		}
 	}
+	min := s.min
+	if q.model != "" {
+		min = AnthropicMinTokens(q.model)
+	}
 	last := -1
 	for _, b := range bps {
-		if q.blocks[b].end >= s.min {
-			s.live[q.blocks[b].hash] = q.at.Add(s.ttl)
+		if q.blocks[b].end >= min {
+			s.live[q.key(b)] = q.at.Add(s.ttl)
 			last = b
 		}
 	}
@@ -262,14 +278,14 @@ func (s *openaiSim) call(q *cacheRequest) cacheUse {
 	total := q.total()
 	lcp := 0
 	for j := len(q.blocks) - 1; j >= 0; j-- {
-		if exp, ok := s.live[q.blocks[j].hash]; ok && !q.at.After(exp) {
+		if exp, ok := s.live[q.key(j)]; ok && !q.at.After(exp) {
 			lcp = q.blocks[j].end
 			break
 		}
 	}
 	if total >= OpenAIMinTokens {
-		for _, b := range q.blocks {
-			s.live[b.hash] = q.at.Add(s.ttl)
+		for j := range q.blocks {
+			s.live[q.key(j)] = q.at.Add(s.ttl)
 		}
 	}
 	read := lcp / OpenAIStep * OpenAIStep

@@ -399,3 +399,31 @@ func TestDeterministic(t *testing.T) {
 		t.Fatalf("two runs differ at byte %d: %.200s\nvs %.200s", i, a[max(i-100, 0):], b[max(i-100, 0):])
 	}
 }
+
+// TestCachePerModel: a provider's cache is per model: a call to another
+// model reads nothing the first model's calls wrote, and each model's
+// minimum length applies.
+func TestCachePerModel(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	names := labels("b", 10)
+	s := newAnthropicSim(5*time.Minute, 1024, PlacementClaudeCode)
+	q := reqOf(t0, names, []int{2000, 1000}, 0, 1)
+	q.model = "claude-opus-4-1-20250805"
+	s.call(q)
+	q = reqOf(t0.Add(time.Second), names, []int{2000, 1000, 100}, 0, 2)
+	q.model = "claude-sonnet-4-20250514"
+	if u := s.call(q); u != (cacheUse{write: 3100}) {
+		t.Fatalf("another model: %+v", u)
+	}
+	q = reqOf(t0.Add(2*time.Second), names, []int{2000, 1000, 100}, 0, 2)
+	q.model = "claude-opus-4-1-20250805"
+	if u := s.call(q); u != (cacheUse{read: 3000, write: 100}) {
+		t.Fatalf("back to the first model: %+v", u)
+	}
+	// Opus 4.5's minimum is 4,096: 3,100 tokens are not cached.
+	q = reqOf(t0.Add(3*time.Second), names, []int{2000, 1000, 100}, 0, 2)
+	q.model = "claude-opus-4-5"
+	if u := s.call(q); u != (cacheUse{input: 3100}) {
+		t.Fatalf("below Opus 4.5's minimum: %+v", u)
+	}
+}

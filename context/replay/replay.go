@@ -624,6 +624,7 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 			c.Written = c.Context - c.Cached
 			if sim != nil {
 				q := env.request(r, empty, in.Time, step.Breakpoints, sim)
+				q.model = env.Session.Messages[in.Index].Model
 				u := sim.call(q)
 				c.Context, c.Cached, c.Written = q.total(), u.read, u.write
 				c.Cost = sim.writePrice()*float64(u.write) + sim.readPrice()*float64(u.read) + InputPrice*float64(u.input)
