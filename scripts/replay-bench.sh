@@ -9,9 +9,11 @@
 #
 #   make replay-bench                      # or: ./scripts/replay-bench.sh
 #   REPLAY_STRATEGIES=naive,ctxstore_stream make replay-bench
+#   REPLAY_CACHE_MODEL=anthropic make replay-bench   # the model on every harness
 set -eu
 GO=${GO:-go}
 OUT=${REPLAY_OUT:-/tmp/replay-bench}
+CACHE_MODEL=${REPLAY_CACHE_MODEL:-auto}
 STRATEGIES=${REPLAY_STRATEGIES:-naive,naive_capped,clear_tool_uses,clear_tool_uses_20k,recorded,ctxstore_stream,ctxstore_literal}
 # The datasets: $CTXSTORE_DATASETS, else shared/datasets beside this
 # checkout or a directory above it (as internal/datasets finds them).
@@ -30,9 +32,9 @@ fi
 mkdir -p "$OUT"
 $GO build -o "$OUT/ctxstore" ./cmd/ctxstore
 set -- "$DATA"/claude-code/*.jsonl "$DATA"/pi/*.jsonl
-echo "replay-bench: $# files, strategies $STRATEGIES, into $OUT" >&2
-"$OUT/ctxstore" replay --markdown --chart "$OUT/chart.png" --strategies "$STRATEGIES" "$@" >"$OUT/tables.md"
+echo "replay-bench: $# files, strategies $STRATEGIES, cache model $CACHE_MODEL, into $OUT" >&2
+"$OUT/ctxstore" replay --markdown --cache-model "$CACHE_MODEL" --chart "$OUT/chart.png" --strategies "$STRATEGIES" "$@" >"$OUT/tables.md"
 if [ "${REPLAY_JSON:-}" = 1 ]; then
-	"$OUT/ctxstore" replay --json --per-call --strategies "$STRATEGIES" "$@" >"$OUT/all.json"
+	"$OUT/ctxstore" replay --json --per-call --cache-model "$CACHE_MODEL" --strategies "$STRATEGIES" "$@" >"$OUT/all.json"
 fi
 echo "replay-bench: tables in $OUT/tables.md" >&2

@@ -427,3 +427,29 @@ func TestCachePerModel(t *testing.T) {
 		t.Fatalf("below Opus 4.5's minimum: %+v", u)
 	}
 }
+
+// TestPiBreakpoints: ctxstore's Pi extension's placement: the head, the
+// end of the stable messages, the end.
+func TestPiBreakpoints(t *testing.T) {
+	head := "<<system>>\nS\n<<tools>>\nactivate\n"
+	b := []byte(head + "<<user>>\nhi\n<<assistant>>\nok\n<<tool_call id=a name=x args={}>>\n<<tool_result id=a>>\nr\n<<user>>\nnext\n")
+	second := strings.Index(string(b), "<<assistant>>")
+	third := strings.Index(string(b), "<<tool_result")
+	if got := piBreakpoints(b, len(head), 1); fmt.Sprint(got) != fmt.Sprint([]int{len(head), second, len(b)}) {
+		t.Fatalf("stable 1: %v", got)
+	}
+	if got := piBreakpoints(b, len(head), 2); fmt.Sprint(got) != fmt.Sprint([]int{len(head), third, len(b)}) {
+		t.Fatalf("stable 2: %v", got)
+	}
+	if got := piBreakpoints(b, len(head), 0); fmt.Sprint(got) != fmt.Sprint([]int{len(head), len(b)}) {
+		t.Fatalf("stable 0: %v", got)
+	}
+	// Mapped onto blocks: the head, the block before the stable end, the last.
+	m := newMeter(NewCounter(assemble.BytesTokenizer{}))
+	r := m.measure(b, len(head), time.Unix(0, 0), time.Minute)
+	env := &Env{Calibration: identity}
+	q := env.request(r, 0, time.Unix(0, 0), piBreakpoints(b, len(head), 1), nil)
+	if fmt.Sprint(q.breakpoints) != fmt.Sprint([]int{0, 1, len(r.blocks) - 1}) {
+		t.Fatalf("blocks %v of %d", q.breakpoints, len(r.blocks))
+	}
+}
