@@ -40,6 +40,10 @@ type replayJSON struct {
 	Sessions []*replay.Report `json:"sessions"`
 	// Total sums every session, per strategy; ratios are of the sums.
 	Total []replay.Result `json:"total"`
+	// CacheChecks sum the cache model's check per harness (with
+	// --cache-model auto): what decided the model each harness is priced
+	// under.
+	CacheChecks map[string]*replay.CacheCheck `json:"cache_checks,omitempty"`
 }
 
 // Run implements replay.
@@ -183,7 +187,7 @@ func (c *replayCmd) Run(a *app) error {
 				}
 			}
 		}
-		return a.printJSON(replayJSON{Sessions: reports, Total: total})
+		return a.printJSON(replayJSON{Sessions: reports, Total: total, CacheChecks: o.HarnessChecks})
 	}
 	if c.Markdown {
 		printMarkdown(a.stdout, reports, total, o.HarnessChecks)
@@ -317,11 +321,18 @@ func printMarkdown(w io.Writer, reports []*replay.Report, total []replay.Result,
 		fs = append(fs, f)
 	}
 	sort.Strings(fs)
+	all := &replay.CacheCheck{}
 	for _, f := range fs {
 		ch := checks[f]
+		all.Add(ch)
 		fmt.Fprintf(w, "| **all %s** | %s | %s (%s) | %d / %d | %s / %s | %s / %s | %+.1f%% | %.1f | %.1f%% | %s |\n", f, f, ch.Model, ch.Placement,
 			ch.Calls, ch.Skipped, thousands(ch.RecordedRead), thousands(ch.RecordedWrite), thousands(ch.PredictedRead), thousands(ch.PredictedWrite),
 			100*ch.CostError, 100*ch.ReadShareError, 100*ch.HitAgreement, map[bool]string{true: "small: the model", false: "not small: prefix"}[ch.Small()])
+	}
+	if len(fs) > 1 {
+		fmt.Fprintf(w, "| **all** | | | %d / %d | %s / %s | %s / %s | %+.1f%% | %.1f | %.1f%% | |\n",
+			all.Calls, all.Skipped, thousands(all.RecordedRead), thousands(all.RecordedWrite), thousands(all.PredictedRead), thousands(all.PredictedWrite),
+			100*all.CostError, 100*all.ReadShareError, 100*all.HitAgreement)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "#### Per session")
