@@ -301,6 +301,18 @@ func TestCacheCheck(t *testing.T) {
 	if rep.CacheModel != CachePrefix || !strings.Contains(rep.CacheNote, "harness") {
 		t.Fatalf("harness decision: %s %s", rep.CacheModel, rep.CacheNote)
 	}
+	// Nothing recorded: nothing to check the model against.
+	none := usageSession(5, func(int) conversation.Usage { return conversation.Usage{} })
+	for i := range none.Messages {
+		none.Messages[i].Usage = nil
+	}
+	rep, err = Run(context.Background(), none, Options{Tokenizer: assemble.BytesTokenizer{}, Dir: t.TempDir(), Strategies: []Strategy{&Naive{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.CacheModel != CachePrefix || !strings.Contains(rep.CacheNote, "no recorded usage") || rep.CacheCheck.Skipped != 5 {
+		t.Fatalf("no usage: %s %s %+v", rep.CacheModel, rep.CacheNote, rep.CacheCheck)
+	}
 	if _, err := Run(context.Background(), good, Options{Tokenizer: assemble.BytesTokenizer{}, Dir: t.TempDir(), Strategies: []Strategy{&Naive{}}, CacheModel: "bogus"}); err == nil {
 		t.Fatal("an unknown cache model was accepted")
 	}

@@ -436,7 +436,11 @@ func chooseCache(ctx context.Context, rep *Report, env *Env, cs []*CallInput, s 
 			if h := o.HarnessChecks[string(s.Format)]; h != nil {
 				judged, on = h, "the harness's sessions"
 			}
-			if !judged.Small() {
+			switch {
+			case judged.Calls == 0:
+				env.Cache = CachePrefix
+				rep.CacheNote = fmt.Sprintf("no recorded usage on %s to check the %s model against: priced with the ideal prefix cache", on, use)
+			case !judged.Small():
 				env.Cache = CachePrefix
 				rep.CacheNote = fmt.Sprintf("the %s model's error on %s is not small (cost %+.1f%%, read share %.1f points): priced with the ideal prefix cache", use, on, 100*judged.CostError, 100*judged.ReadShareError)
 			}
