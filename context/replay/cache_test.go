@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/context/tokens"
 	"github.com/ctxstore/ctxstore/context/transcript"
 	"github.com/ctxstore/ctxstore/objects/conversation"
 )
@@ -464,4 +465,51 @@ func TestPiBreakpoints(t *testing.T) {
 	if fmt.Sprint(q.breakpoints) != fmt.Sprint([]int{0, 1, len(r.blocks) - 1}) {
 		t.Fatalf("blocks %v of %d", q.breakpoints, len(r.blocks))
 	}
+}
+
+// TestCacheCheckDatasets checks the Anthropic model against what the
+// dataset sessions recorded, summed per harness as `ctxstore replay` does:
+// Claude Code's error is small (the model is used), Pi's is not (the
+// whole-cache misses of pi-mono__large-session; docs/benchmarks.md), so
+// Pi sessions fall back to the prefix cache. A change to the model or the
+// placements that moves either shows here.
+func TestCacheCheckDatasets(t *testing.T) {
+	dir := datasets(t)
+	counter := NewCounter(tokens.Default()) // the command's default tokenizer
+	sums := map[string]*CacheCheck{}
+	var files []string
+	for _, sub := range []string{"claude-code", "pi"} {
+		fs, err := filepath.Glob(filepath.Join(dir, sub, "*.jsonl"))
+		if err != nil || len(fs) == 0 {
+			t.Fatalf("%s: %v %d files", sub, err, len(fs))
+		}
+		files = append(files, fs...)
+	}
+	for _, f := range files {
+		s, err := transcript.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(context.Background(), s, Options{Counter: counter, Dir: t.TempDir(), Strategies: []Strategy{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch := rep.CacheCheck
+		if ch == nil || ch.Model != CacheAnthropic || ch.Calls == 0 {
+			t.Fatalf("%s: check %+v", f, ch)
+		}
+		if sums[rep.Format] == nil {
+			sums[rep.Format] = &CacheCheck{}
+		}
+		sums[rep.Format].Add(ch)
+	}
+	cc, pi := sums[string(transcript.FormatClaudeCode)], sums[string(transcript.FormatPi)]
+	if !cc.Small() || cc.HitAgreement < 0.95 || cc.Calls != 621 {
+		t.Errorf("Claude Code: %+v", cc)
+	}
+	if pi.Small() || pi.CostError > -0.2 || pi.Calls != 610 {
+		t.Errorf("Pi: %+v", pi)
+	}
+	t.Logf("Claude Code: cost %+.1f%%, read share %.1f points, agreement %.1f%%; Pi: cost %+.1f%%, read share %.1f points, agreement %.1f%%",
+		100*cc.CostError, 100*cc.ReadShareError, 100*cc.HitAgreement, 100*pi.CostError, 100*pi.ReadShareError, 100*pi.HitAgreement)
 }
