@@ -94,7 +94,10 @@ func (c *replayCmd) Run(a *app) error {
 			return err
 		}
 		s := ss[len(ss)-1]
-		fmt.Fprintf(a.stderr, "replay: %s: %s, %d conversations, %d messages in the last, %d problems\n", path, s.Format, len(ss), len(s.Messages), len(s.Report.Problems))
+		fmt.Fprintf(a.stderr, "replay: %s: %s, %d messages, %d problems\n", path, s.Format, len(s.Messages), len(s.Report.Problems))
+		if len(ss) > 1 {
+			fmt.Fprintf(a.stderr, "replay: %s: %d conversations (a /clear or another session in the file); the counts above are the last one's\n", path, len(ss))
+		}
 		// Every damaged line, with its file and line (issue 20), on stderr:
 		// the replay reads past them.
 		for k, p := range s.Report.Problems {

@@ -125,7 +125,7 @@ func TestReplayConversations(t *testing.T) {
 	out.Reset()
 	errb.Reset()
 	code = run(context.Background(), []string{"replay", "--conversations", "last", "--tokenizer", "bytes", "--strategies", "naive,naive_capped,recorded", path}, strings.NewReader(""), &out, &errb)
-	if code != 0 || !strings.Contains(errb.String(), "skipped conversation 1 of 2 (2 messages") {
+	if code != 0 || !strings.Contains(errb.String(), "skipped conversation 1 of 2 (2 messages") || !strings.Contains(errb.String(), "2 conversations") {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	text := out.String()

@@ -149,6 +149,9 @@ func ReadAllFile(path string) ([]*Session, error) {
 	ss, err := ReadAll(f, FormatAuto)
 	for _, s := range ss {
 		s.Path = path
+		if s.Format == FormatSWEAgent && s.ID == "" {
+			s.ID = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		}
 	}
 	if err != nil {
 		return ss, fmt.Errorf("transcript: %s: %w", path, err)
@@ -165,15 +168,21 @@ func ReadAllFile(path string) ([]*Session, error) {
 // holds the whole file's problems and counts, except OffBranch: the
 // records on no conversation.
 func ReadAll(r io.Reader, format Format) ([]*Session, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	if format == FormatSWEAgent || format == FormatAuto && looksSWEAgent(br) {
+		// A trajectory is one run: one conversation.
+		s, err := Read(br, FormatSWEAgent)
+		return []*Session{s}, err
+	}
 	first := &Session{Report: Report{Types: map[string]int{}}}
-	recs, ioErr := harness.ReadRecords(r, &first.Report, known)
+	recs, ioErr := harness.ReadRecords(br, &first.Report, known)
 	if format == FormatAuto {
 		format = Detect(recs)
 		if format == FormatAuto {
 			if len(recs) == 0 {
 				format = FormatClaudeCode
 			} else {
-				return []*Session{first}, fmt.Errorf("transcript: not a Claude Code or Pi session (first record: %.80s)", recs[0].Data)
+				return []*Session{first}, fmt.Errorf("transcript: not a Claude Code, Pi or SWE-agent session (first record: %.80s)", recs[0].Data)
 			}
 		}
 	}
