@@ -2,7 +2,8 @@
 # The token-economy benchmark of docs/benchmarks.md: every strategy on every
 # Claude Code and Pi session of the shared datasets, replayed by
 # `ctxstore replay` (docs/replay.md). Writes to $REPLAY_OUT (default
-# /tmp/replay-bench): tables.md (the Markdown tables the doc quotes),
+# /tmp/replay-bench): tables.md (the Markdown tables the doc quotes;
+# tables-swe-agent.md for the SWE-agent trajectories),
 # chart-N-SESSION.png (one chart per session: context per call and
 # cumulative cost, one line per strategy) and, with REPLAY_JSON=1, all.json
 # (every call of every strategy). Build output, never committed.
@@ -36,5 +37,12 @@ echo "replay-bench: $# files, strategies $STRATEGIES, cache model $CACHE_MODEL, 
 "$OUT/ctxstore" replay --markdown --cache-model "$CACHE_MODEL" --chart "$OUT/chart.png" --strategies "$STRATEGIES" "$@" >"$OUT/tables.md"
 if [ "${REPLAY_JSON:-}" = 1 ]; then
 	"$OUT/ctxstore" replay --json --per-call --cache-model "$CACHE_MODEL" --strategies "$STRATEGIES" "$@" >"$OUT/all.json"
+fi
+# SWE-agent trajectories record no usage (no calibration, no cache check):
+# their own tables, so the sums above stay those of the sessions that do.
+set -- "$DATA"/swe-agent/*.traj
+if [ -e "$1" ]; then
+	echo "replay-bench: $# SWE-agent trajectories" >&2
+	"$OUT/ctxstore" replay --markdown --cache-model "$CACHE_MODEL" --strategies "$STRATEGIES" "$@" >"$OUT/tables-swe-agent.md"
 fi
 echo "replay-bench: tables in $OUT/tables.md" >&2
