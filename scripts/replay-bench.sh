@@ -3,7 +3,8 @@
 # Claude Code and Pi session of the shared datasets, replayed by
 # `ctxstore replay` (docs/replay.md). Writes to $REPLAY_OUT (default
 # /tmp/replay-bench): tables.md (the Markdown tables the doc quotes;
-# tables-swe-agent.md for the SWE-agent trajectories),
+# tables-other.md for the small Claude Code fixtures and the SWE-agent
+# trajectories),
 # chart-N-SESSION.png (one chart per session: context per call and
 # cumulative cost, one line per strategy) and, with REPLAY_JSON=1, all.json
 # (every call of every strategy). Build output, never committed.
@@ -38,11 +39,16 @@ echo "replay-bench: $# files, strategies $STRATEGIES, cache model $CACHE_MODEL, 
 if [ "${REPLAY_JSON:-}" = 1 ]; then
 	"$OUT/ctxstore" replay --json --per-call --cache-model "$CACHE_MODEL" --strategies "$STRATEGIES" "$@" >"$OUT/all.json"
 fi
-# SWE-agent trajectories record no usage (no calibration, no cache check):
-# their own tables, so the sums above stay those of the sessions that do.
-set -- "$DATA"/swe-agent/*.traj
-if [ -e "$1" ]; then
-	echo "replay-bench: $# SWE-agent trajectories" >&2
-	"$OUT/ctxstore" replay --markdown --cache-model "$CACHE_MODEL" --strategies "$STRATEGIES" "$@" >"$OUT/tables-swe-agent.md"
+# The other sessions of the datasets, in their own tables so that the sums
+# above stay those of issue 7's eight: the small Claude Code fixtures
+# (claude-code/raw) and the SWE-agent trajectories, which record no usage
+# (no calibration, no cache check).
+set --
+for f in "$DATA"/claude-code/raw/*.jsonl "$DATA"/swe-agent/*.traj; do
+	if [ -e "$f" ]; then set -- "$@" "$f"; fi
+done
+if [ $# -gt 0 ]; then
+	echo "replay-bench: $# other sessions" >&2
+	"$OUT/ctxstore" replay --markdown --cache-model "$CACHE_MODEL" --strategies "$STRATEGIES" "$@" >"$OUT/tables-other.md"
 fi
 echo "replay-bench: tables in $OUT/tables.md" >&2
