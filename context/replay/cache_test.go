@@ -271,6 +271,24 @@ func TestCacheCheck(t *testing.T) {
 	if math.Abs(ch.CostError) > 0.005 || ch.ReadShareError > 0.005 || ch.HitAgreement != 1 {
 		t.Fatalf("errors %+v", ch)
 	}
+	// The harness's head was warm at the first call (another session):
+	// every strategy reads it there too.
+	warm := usageSession(30, func(k int) conversation.Usage {
+		if k == 0 {
+			return conversation.Usage{CacheRead: overhead, CacheWrite: int64(sizes[0] - overhead), Output: 1}
+		}
+		return conversation.Usage{CacheRead: int64(sizes[k-1]), CacheWrite: int64(sizes[k] - sizes[k-1]), Output: 1}
+	})
+	rep, err = Run(context.Background(), warm, Options{Tokenizer: assemble.BytesTokenizer{}, Dir: t.TempDir(), Strategies: []Strategy{&Naive{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch := rep.CacheCheck; math.Abs(ch.CostError) > 0.005 || ch.HitAgreement != 1 || rep.CacheModel != CacheAnthropic {
+		t.Fatalf("warm head: %+v", ch)
+	}
+	if c := rep.Results[0].Calls[0]; !c.WarmHead || c.Cached != overhead || !c.Cold {
+		t.Fatalf("warm head, first call %+v", c)
+	}
 	// The harness missed the cache on every third call.
 	bad := usageSession(30, func(k int) conversation.Usage {
 		if k%3 == 0 {
@@ -469,9 +487,9 @@ func TestPiBreakpoints(t *testing.T) {
 
 // TestCacheCheckDatasets checks the Anthropic model against what the
 // dataset sessions recorded, summed per harness as `ctxstore replay` does:
-// Claude Code's error is small (the model is used), Pi's is not (the
-// whole-cache misses of pi-mono__large-session; docs/benchmarks.md), so
-// Pi sessions fall back to the prefix cache. A change to the model or the
+// neither Claude Code's error (-5.5%) nor Pi's (the whole-cache misses of
+// pi-mono__large-session) is small (docs/benchmarks.md), so both fall
+// back to the prefix cache. A change to the model or the
 // placements that moves either shows here.
 func TestCacheCheckDatasets(t *testing.T) {
 	dir := datasets(t)
@@ -504,7 +522,10 @@ func TestCacheCheckDatasets(t *testing.T) {
 		sums[rep.Format].Add(ch)
 	}
 	cc, pi := sums[string(transcript.FormatClaudeCode)], sums[string(transcript.FormatPi)]
-	if !cc.Small() || cc.HitAgreement < 0.95 || cc.Calls != 621 {
+	// Claude Code: close per call (read share within 2 points, 98% of
+	// the hits agreed) but 5.5% under the recorded cost in total, past
+	// the 5% that is small (misses the transcript does not explain).
+	if cc.Small() || cc.CostError > -0.05 || cc.CostError < -0.07 || cc.ReadShareError > 0.03 || cc.HitAgreement < 0.97 || cc.Calls != 621 {
 		t.Errorf("Claude Code: %+v", cc)
 	}
 	if pi.Small() || pi.CostError > -0.2 || pi.Calls != 610 {

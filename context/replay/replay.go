@@ -206,6 +206,11 @@ type Call struct {
 	// or a gap past the TTL).
 	Rebased bool `json:"rebased,omitempty"`
 	Cold    bool `json:"cold,omitempty"`
+	// WarmHead: a cold call whose head (the harness's system prompt and
+	// tools, the calibrated overhead), up to what the harness recorded
+	// reading, the provider served from the cache all the same (another
+	// session keeps it warm); provider cache models only.
+	WarmHead bool `json:"warm_head,omitempty"`
 	// OverWindow: the context exceeds the model's window.
 	OverWindow bool   `json:"over_window,omitempty"`
 	Reason     string `json:"reason,omitempty"`
@@ -630,6 +635,18 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 				q := env.request(r, empty, in.Time, step.Breakpoints, sim)
 				q.model = env.Session.Messages[in.Index].Model
 				u := sim.call(q)
+				if h := env.Calibration.Overhead; cold && in.Usage != nil && in.Usage.CacheRead > 0 && u.read < min(h, int(in.Usage.CacheRead)) {
+					// The record shows part of the harness's head served
+					// from the cache at a call the replay starts cold (the
+					// first, or after a gap past the TTL): another session
+					// of the same account keeps the same system prompt and
+					// tools warm. Every strategy gets as much of its head:
+					// they share that head.
+					warm := min(h, int(in.Usage.CacheRead))
+					shift := min(warm-u.read, u.write)
+					u.read, u.write = u.read+shift, u.write-shift
+					c.WarmHead = true
+				}
 				c.Context, c.Cached, c.Written = q.total(), u.read, u.write
 				c.Cost = sim.writePrice()*float64(u.write) + sim.readPrice()*float64(u.read) + InputPrice*float64(u.input)
 			}
