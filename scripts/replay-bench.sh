@@ -33,9 +33,18 @@ if [ -z "$DATA" ] || [ ! -d "$DATA/claude-code" ]; then
 fi
 mkdir -p "$OUT"
 $GO build -o "$OUT/ctxstore" ./cmd/ctxstore
+# The other sessions of the datasets (below), as a comma-separated list:
+# every run's cache-model check is over every dataset session of a
+# harness (--check-also), so both runs decide alike.
+OTHER=
+for f in "$DATA"/claude-code/raw/*.jsonl "$DATA"/swe-agent/*.traj; do
+	if [ -e "$f" ]; then OTHER="${OTHER:+$OTHER,}$f"; fi
+done
+MAIN=
+for f in "$DATA"/claude-code/*.jsonl "$DATA"/pi/*.jsonl; do MAIN="${MAIN:+$MAIN,}$f"; done
 set -- "$DATA"/claude-code/*.jsonl "$DATA"/pi/*.jsonl
 echo "replay-bench: $# files, strategies $STRATEGIES, cache model $CACHE_MODEL, into $OUT" >&2
-"$OUT/ctxstore" replay --markdown --cache-model "$CACHE_MODEL" --chart "$OUT/chart.png" --strategies "$STRATEGIES" "$@" >"$OUT/tables.md"
+"$OUT/ctxstore" replay --markdown --cache-model "$CACHE_MODEL" ${OTHER:+--check-also "$OTHER"} --chart "$OUT/chart.png" --strategies "$STRATEGIES" "$@" >"$OUT/tables.md"
 if [ "${REPLAY_JSON:-}" = 1 ]; then
 	"$OUT/ctxstore" replay --json --per-call --cache-model "$CACHE_MODEL" --strategies "$STRATEGIES" "$@" >"$OUT/all.json"
 fi
@@ -49,6 +58,6 @@ for f in "$DATA"/claude-code/raw/*.jsonl "$DATA"/swe-agent/*.traj; do
 done
 if [ $# -gt 0 ]; then
 	echo "replay-bench: $# other sessions" >&2
-	"$OUT/ctxstore" replay --markdown --cache-model "$CACHE_MODEL" --strategies "$STRATEGIES" "$@" >"$OUT/tables-other.md"
+	"$OUT/ctxstore" replay --markdown --cache-model "$CACHE_MODEL" --check-also "$MAIN" --strategies "$STRATEGIES" "$@" >"$OUT/tables-other.md"
 fi
 echo "replay-bench: tables in $OUT/tables.md" >&2

@@ -31,6 +31,7 @@ type replayCmd struct {
 	Calibrate     string        `name:"calibrate" default:"fit" enum:"fit,overhead,none" help:"How token counts are calibrated against the recorded usage: fit (scale and overhead), overhead (overhead only), none."`
 	UseStore      bool          `name:"use-store" help:"Run the ctxstore strategies on the --store store (a session per strategy and run) instead of a temporary SQLite file."`
 	Markdown      bool          `name:"markdown" help:"Print the results as Markdown tables (the cache model check, per session cost/naive, cache share and history/naive of every strategy, the sums) for docs/benchmarks.md."`
+	CheckAlso     []string      `name:"check-also" sep:"," type:"existingfile" placeholder:"FILE,..." help:"More transcripts for the cache model's check only (not replayed): with --cache-model auto, each harness is judged on these and the sessions replayed together."`
 	Conversations string        `name:"conversations" default:"all" enum:"all,last" help:"Which conversations of a file to replay: all (a Claude Code file can hold several: a /clear or another session appended) or last (the one the file ends with; the others are named as skipped)."`
 	CacheModel    string        `name:"cache-model" default:"auto" enum:"auto,anthropic,openai,prefix" help:"Provider cache model the calls are priced under: auto (the provider recorded, checked against the recorded usage per harness; the ideal prefix cache where its error is not small), anthropic, openai, or prefix (the ideal prefix cache)."`
 }
@@ -128,7 +129,17 @@ func (c *replayCmd) Run(a *app) error {
 		o.HarnessChecks = map[string]*replay.CacheCheck{}
 		co := o
 		co.Strategies = []replay.Strategy{}
-		for _, it := range items {
+		checked := append([]item(nil), items...)
+		for _, path := range c.CheckAlso {
+			ss, err := transcript.ReadAllFile(path)
+			if err != nil {
+				return err
+			}
+			for k, s := range ss {
+				checked = append(checked, item{path: path, name: fmt.Sprintf("%s#%d", path, k+1), s: s})
+			}
+		}
+		for _, it := range checked {
 			rep, err := replay.Run(a.ctx, it.s, co)
 			if err != nil {
 				return fmt.Errorf("checking the cache model on %s: %w", it.name, err)

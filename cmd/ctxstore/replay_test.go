@@ -152,6 +152,14 @@ func TestReplayConversations(t *testing.T) {
 			t.Errorf("column %q has no legend line", col)
 		}
 	}
+	// --check-also: more sessions in the harness's check, not replayed.
+	errb.Reset()
+	out.Reset()
+	code = run(context.Background(), []string{"replay", "--json", "--tokenizer", "bytes", "--strategies", "naive", "--check-also", path, path}, strings.NewReader(""), &out, &errb)
+	got = replayJSON{}
+	if code != 0 || json.Unmarshal(out.Bytes(), &got) != nil || len(got.Sessions) != 2 || got.CacheChecks["claude-code"] == nil || got.CacheChecks["claude-code"].Calls != 6 {
+		t.Fatalf("--check-also: exit %d: %s\n%s", code, out.String(), errb.String())
+	}
 	out.Reset()
 	code = run(context.Background(), []string{"replay", "--markdown", "--tokenizer", "bytes", "--strategies", "naive,recorded", path}, strings.NewReader(""), &out, &errb)
 	if code != 0 || !strings.Contains(out.String(), "| two#1 | 1 |") || !strings.Contains(out.String(), "#### All 2 sessions") {
