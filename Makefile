@@ -10,7 +10,7 @@ BENCHTIME ?= 1x
 P        ?=
 TESTP    := $(if $(P),-p $(P),)
 
-.PHONY: all build test test-short fuzz-short bench lint demo store-demo xtdb clean browser
+.PHONY: all build test test-short fuzz-short bench lint demo store-demo xtdb clean browser replay-bench
 
 all: lint build test
 
@@ -44,6 +44,12 @@ fuzz-short:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -benchmem $(PKGS)
+
+# The token-economy tables and charts of docs/benchmarks.md: every replay
+# strategy on every dataset session (scripts/replay-bench.sh; output in
+# REPLAY_OUT, default /tmp/replay-bench).
+replay-bench:
+	GO=$(GO) ./scripts/replay-bench.sh
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -7,6 +7,7 @@ import (
 	datasetdir "github.com/ctxstore/ctxstore/internal/datasets"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -77,3 +78,95 @@ func TestReplayListsDamagedLines(t *testing.T) {
 		t.Error("a raw terminal escape reached stderr")
 	}
 }
+
+// TestReplayConversations: every conversation of a file is replayed by
+// default, named FILE#N; --conversations last replays the last and names
+// the others as skipped. The text output prints the set-aside counts and a
+// legend line for every column of the totals table.
+func TestReplayConversations(t *testing.T) {
+	rec := func(uuid, parent, typ, content, extra string) string {
+		p := "null"
+		if parent != "" {
+			p = `"` + parent + `"`
+		}
+		msg := `{"role":"user","content":` + content + `}`
+		if typ == "assistant" {
+			msg = `{"id":"m` + uuid + `","model":"claude-sonnet-4-20250514","role":"assistant","content":` + content +
+				`,"usage":{"input_tokens":3,"cache_creation_input_tokens":2000,"cache_read_input_tokens":0,"output_tokens":5}}`
+		}
+		return `{"parentUuid":` + p + `,"isSidechain":false,"sessionId":"s1","type":"` + typ + `","message":` + msg +
+			`,"uuid":"` + uuid + `","timestamp":"2025-01-01T00:00:0` + uuid[1:] + `Z"` + extra + `}`
+	}
+	in := strings.Join([]string{
+		rec("a1", "", "user", `"first task"`, ""),
+		rec("a2", "a1", "assistant", `[{"type":"text","text":"first done"}]`, ""),
+		rec("b3", "", "user", `"second task"`, ""),
+		rec("b4", "b3", "assistant", `[{"type":"text","text":"answer"}]`, ""),
+		rec("b5", "b4", "user", `"more"`, ""),
+		rec("b6", "b5", "assistant", `[{"type":"text","text":"second done"}]`, ""),
+	}, "\n") + "\n"
+	path := filepath.Join(t.TempDir(), "two.jsonl")
+	if err := os.WriteFile(path, []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"replay", "--json", "--tokenizer", "bytes", "--strategies", "naive,naive_capped,recorded", path}, strings.NewReader(""), &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var got replayJSON
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Sessions) != 2 || got.Sessions[0].Session != path+"#1" || got.Sessions[0].Calls != 1 || got.Sessions[1].Calls != 2 ||
+		got.Sessions[1].Read.Conversation != 2 || got.Sessions[1].Read.Conversations != 2 || got.Total[0].Totals.Calls != 3 {
+		t.Fatalf("sessions: %s", out.String())
+	}
+	out.Reset()
+	errb.Reset()
+	code = run(context.Background(), []string{"replay", "--conversations", "last", "--tokenizer", "bytes", "--strategies", "naive,naive_capped,recorded", path}, strings.NewReader(""), &out, &errb)
+	if code != 0 || !strings.Contains(errb.String(), "skipped conversation 1 of 2 (2 messages") || !strings.Contains(errb.String(), "2 conversations") {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	text := out.String()
+	if !strings.Contains(text, path+" (claude-code): 4 messages, 2 calls") || !strings.Contains(text, "transcript: 0 problems; set aside: 0 sidechain records") {
+		t.Fatalf("output: %s", text)
+	}
+	// A legend line for every column of the totals table.
+	var header string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, "strategy") && strings.Contains(l, "cost/naive") {
+			header = l
+		}
+	}
+	legend := text[strings.Index(text, "columns ("):]
+	cols := regexpColumns.FindAllString(header, -1)
+	if len(cols) != 16 {
+		t.Fatalf("columns %q", cols)
+	}
+	for _, col := range cols {
+		if col == "strategy" {
+			continue
+		}
+		if !strings.Contains(legend, "\n  "+col+" ") {
+			t.Errorf("column %q has no legend line", col)
+		}
+	}
+	// --check-also: more sessions in the harness's check, not replayed.
+	errb.Reset()
+	out.Reset()
+	code = run(context.Background(), []string{"replay", "--json", "--tokenizer", "bytes", "--strategies", "naive", "--check-also", path, path}, strings.NewReader(""), &out, &errb)
+	got = replayJSON{}
+	if code != 0 || json.Unmarshal(out.Bytes(), &got) != nil || len(got.Sessions) != 2 || got.CacheChecks["claude-code"] == nil || got.CacheChecks["claude-code"].Calls != 6 {
+		t.Fatalf("--check-also: exit %d: %s\n%s", code, out.String(), errb.String())
+	}
+	out.Reset()
+	code = run(context.Background(), []string{"replay", "--markdown", "--tokenizer", "bytes", "--strategies", "naive,recorded", path}, strings.NewReader(""), &out, &errb)
+	if code != 0 || !strings.Contains(out.String(), "| two#1 | 1 |") || !strings.Contains(out.String(), "#### All 2 sessions") {
+		t.Fatalf("markdown: %s", out.String())
+	}
+}
+
+// regexpColumns splits a totals header into its column names (names are
+// separated by two spaces or more).
+var regexpColumns = regexp.MustCompile(`[a-z/]+( [a-z/]+)*`)

@@ -140,6 +140,11 @@ type Step struct {
 	// Reachable tells whether a hidden output can be brought back by the
 	// model (activation); nil: never.
 	Reachable func(toolCallID string) bool
+	// Breakpoints, when not nil, are where the strategy puts Anthropic's
+	// cache_control breakpoints instead of the harness: byte offsets into
+	// Bytes, each marking the block that ends at or contains it (at most
+	// AnthropicMaxBreakpoints count; the last ones are kept).
+	Breakpoints []int
 }
 
 // raw is one call measured in the tokenizer's units, before calibration.
@@ -150,6 +155,19 @@ type raw struct {
 	warm     bool // the previous call is within the TTL
 	extended bool // Bytes extends the previous call's bytes
 	lcp      int  // bytes shared with the previous call
+	// blocks are the context's blocks for the provider cache models: the
+	// head, then one per segment (a closing "<</" segment joins the block
+	// before it), with raw token ends and prefix hashes.
+	blocks []rawBlock
+}
+
+// rawBlock is one block of a measured context, in raw tokens.
+type rawBlock struct {
+	end      int    // raw tokens through the block
+	byteEnd  int    // bytes through the block
+	hash     uint64 // prefix hash through the block
+	user     bool
+	msgStart bool
 }
 
 // meter measures the calls of one strategy in raw tokens: the context, its
@@ -158,8 +176,9 @@ type meter struct {
 	c *Counter
 
 	prev       []byte
-	prevBounds []int // segment starts of prev
-	prevCum    []int // tokens of prev before each segment start
+	prevBounds []int    // segment starts of prev
+	prevCum    []int    // tokens of prev before each segment start
+	prevHash   []uint64 // prefix hash of prev through each segment
 	prevTime   time.Time
 	calls      int
 }
@@ -192,10 +211,16 @@ func (m *meter) measure(b []byte, headLen int, t time.Time, ttl time.Duration) r
 	base, baseTokens := 0, 0
 	bounds := make([]int, 0, len(m.prevBounds)+16)
 	cum := make([]int, 0, cap(bounds))
+	hashes := make([]uint64, 0, cap(bounds))
+	var h uint64
 	if m.calls > 0 && len(m.prevBounds) > 0 {
 		base, baseTokens = m.prevBounds[k], m.prevCum[k]
 		bounds = append(bounds, m.prevBounds[:k]...)
 		cum = append(cum, m.prevCum[:k]...)
+		hashes = append(hashes, m.prevHash[:k]...)
+		if k > 0 {
+			h = hashes[k-1]
+		}
 	}
 	tail := appendBounds(nil, b, base)
 	total := baseTokens
@@ -205,8 +230,10 @@ func (m *meter) measure(b []byte, headLen int, t time.Time, ttl time.Duration) r
 		if i+1 < len(tail) {
 			e = tail[i+1]
 		}
+		h = chain(h, b[s:e])
 		bounds = append(bounds, s)
 		cum = append(cum, total)
+		hashes = append(hashes, h)
 		if cached < 0 && e > lcp {
 			// the segment straddling the end of the shared prefix
 			cached = total
@@ -225,9 +252,54 @@ func (m *meter) measure(b []byte, headLen int, t time.Time, ttl time.Duration) r
 	if r.warm && lcp >= headLen {
 		r.cached = cached
 	}
-	m.prev, m.prevBounds, m.prevCum, m.prevTime = b, bounds, cum, t
+	r.blocks = makeBlocks(b, headLen, r.head, bounds, cum, hashes, total)
+	m.prev, m.prevBounds, m.prevCum, m.prevHash, m.prevTime = b, bounds, cum, hashes, t
 	m.calls++
 	return r
+}
+
+// makeBlocks groups a context's segments into cache blocks: the head (every
+// segment starting before headLen), then one block per segment, a closing
+// "<</" segment joining the block before it. A block belongs to a user-role
+// wire message when its message starts with "<<user>>" or "<<tool_result"
+// (consecutive tool results are one wire message, as harnesses send them).
+func makeBlocks(b []byte, headLen, headTokens int, bounds, cum []int, hashes []uint64, total int) []rawBlock {
+	out := make([]rawBlock, 0, len(bounds)+1)
+	end := func(i int) (int, int) {
+		if i+1 < len(bounds) {
+			return cum[i+1], bounds[i+1]
+		}
+		return total, len(b)
+	}
+	i := 0
+	head := rawBlock{end: headTokens, byteEnd: 0, msgStart: true}
+	for ; i < len(bounds) && (bounds[i] < headLen || i == 0); i++ {
+		head.end, head.byteEnd = end(i)
+		head.hash = hashes[i]
+	}
+	out = append(out, head)
+	var prevRole byte
+	user := false
+	for ; i < len(bounds); i++ {
+		e, be := end(i)
+		seg := b[bounds[i]:be]
+		role, starts := blockRole(seg)
+		if role == '/' && len(out) > 1 {
+			last := &out[len(out)-1]
+			last.end, last.byteEnd, last.hash = e, be, hashes[i]
+			continue
+		}
+		msgStart := starts
+		if starts {
+			user = role == 'u' || role == 'r'
+			if role == 'r' && prevRole == 'r' {
+				msgStart = false
+			}
+			prevRole = role
+		}
+		out = append(out, rawBlock{end: e, byteEnd: be, hash: hashes[i], user: user, msgStart: msgStart})
+	}
+	return out
 }
 
 // headTokens returns the tokens of b[:headLen], which normally ends at a

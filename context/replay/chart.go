@@ -33,7 +33,7 @@ func WriteChart(w io.Writer, rep *Report) error {
 	top.X.Label.Text = "call"
 	top.Y.Label.Text = "context tokens"
 	bottom := plot.New()
-	bottom.Title.Text = "cumulative effective cost (base-input tokens: 1.25 x uncached + 0.1 x cached)"
+	bottom.Title.Text = fmt.Sprintf("cumulative effective cost under the %s cache model (base-input tokens: written x write price + cached x 0.1 + uncached)", rep.CacheModel)
 	bottom.X.Label.Text = "call"
 	bottom.Y.Label.Text = "cost"
 	for _, p := range []*plot.Plot{top, bottom} {

@@ -196,6 +196,9 @@ func (c *Ctxstore) Step(ctx context.Context, in *CallInput) (*Step, error) {
 		c.headLen = headLength(a.Bytes)
 	}
 	st := &Step{Bytes: a.Bytes, HeadLen: c.headLen}
+	if c.env.Placement == PlacementPi {
+		st.Breakpoints = piBreakpoints(a.Bytes, c.headLen, a.Stable)
+	}
 	if a.Rebased {
 		c.reasons[a.Reason]++
 		st.Reason = "rebase: " + a.Reason
@@ -295,6 +298,33 @@ func (c *Ctxstore) End(ctx context.Context) ([]string, error) {
 	err := c.closeSt()
 	c.st = nil
 	return notes, err
+}
+
+// piBreakpoints places the breakpoints as ctxstore's Pi extension does
+// (integrations/pi, placeBreakpoints): the system prompt and tools, the end
+// of the first stable messages (Assembled.Stable) when there are any, and
+// the end of the context. Offsets into b (Step.Breakpoints).
+func piBreakpoints(b []byte, headLen, stable int) []int {
+	out := []int{headLen}
+	if stable > 0 {
+		k := 0
+		for i := max(headLen-1, 0); i < len(b); {
+			j := bytes.Index(b[i:], []byte("\n<<"))
+			if j < 0 {
+				break
+			}
+			p := i + j + 1
+			if role, starts := blockRole(b[p:]); starts && role != 0 {
+				if k == stable {
+					out = append(out, p)
+					break
+				}
+				k++
+			}
+			i = p
+		}
+	}
+	return append(out, len(b))
 }
 
 // headLength returns the length of the head of an assembled context: the

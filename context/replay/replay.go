@@ -64,6 +64,16 @@ type Options struct {
 	Dir string
 	// Progress, when set, is told of each strategy's progress.
 	Progress func(strategy string, done, total int)
+	// CacheModel is the provider cache model every strategy is priced
+	// under: CacheAuto (default: the provider the transcript records,
+	// checked against its recorded usage; the ideal prefix cache when the
+	// check's error is not small), CacheAnthropic, CacheOpenAI (used
+	// whatever the check says) or CachePrefix.
+	CacheModel string
+	// HarnessChecks, when set, holds the checks of every session of a run
+	// summed per harness (transcript format): with CacheAuto the decision
+	// is taken on the harness's sum rather than on the session alone.
+	HarnessChecks map[string]*CacheCheck
 }
 
 // DefaultStrategies returns the strategies of issue 7: the naive full
@@ -73,6 +83,7 @@ type Options struct {
 func DefaultStrategies() []Strategy {
 	return []Strategy{
 		&Naive{},
+		&NaiveCapped{},
 		&ClearToolUses{},
 		&ClearToolUses{ClearAtLeast: 20000},
 		Recorded{},
@@ -113,10 +124,52 @@ type Report struct {
 	TTLSeconds  float64     `json:"ttl_seconds"`
 	Window      int         `json:"window"`
 	Calibration Calibration `json:"calibration"`
+	// CacheCheck is the provider cache model checked against the usage
+	// the harness recorded (nil with CachePrefix); CacheModel the model
+	// the strategies were priced under, and CacheNote why.
+	CacheCheck *CacheCheck `json:"cache_check,omitempty"`
+	CacheModel string      `json:"cache_model"`
+	CacheNote  string      `json:"cache_note,omitempty"`
+	// Read says what reading the transcript set aside and found damaged.
+	Read ReadSummary `json:"read"`
 	// Naive is the naive full history's totals, which the ratios divide by.
 	Naive Totals `json:"naive"`
 	// Results holds one result per strategy, in the order asked.
 	Results []*Result `json:"results"`
+}
+
+// ReadSummary counts what the transcript reader set aside (docs/replay.md,
+// "What comes out"), and the assistant messages that are not calls.
+type ReadSummary struct {
+	Problems   int `json:"problems"`
+	Sidechain  int `json:"sidechain"`
+	OffBranch  int `json:"off_branch"`
+	Orphans    int `json:"orphans"`
+	Duplicates int `json:"duplicates"`
+	Unanswered int `json:"unanswered"`
+	Aborted    int `json:"aborted"`
+	Unknown    int `json:"unknown"`
+	NotCalls   int `json:"not_calls"`
+	// Conversation and Conversations say which conversation of the file
+	// this is (1-based) and how many the file holds (docs/replay.md).
+	Conversation  int `json:"conversation,omitempty"`
+	Conversations int `json:"conversations,omitempty"`
+}
+
+func readSummary(s *transcript.Session, calls int) ReadSummary {
+	r := s.Report
+	sum := ReadSummary{Problems: len(r.Problems), Sidechain: r.Sidechain, OffBranch: r.OffBranch, Orphans: r.Orphans,
+		Duplicates: r.Duplicates, Unanswered: r.Unanswered, Aborted: r.Aborted}
+	for _, n := range r.Unknown {
+		sum.Unknown += n
+	}
+	for _, m := range s.Messages {
+		if m.Role == conversation.RoleAssistant {
+			sum.NotCalls++
+		}
+	}
+	sum.NotCalls -= calls
+	return sum
 }
 
 // Result is one strategy's replay of a session.
@@ -141,6 +194,9 @@ type Call struct {
 	Context int `json:"context"`
 	History int `json:"history"`
 	Cached  int `json:"cached"`
+	// Written is what the call writes to the provider's cache (the rest,
+	// Context - Cached - Written, is sent uncached).
+	Written int `json:"written"`
 	// Cost is this call's effective cost; CumCost the running total.
 	Cost    float64 `json:"cost"`
 	CumCost float64 `json:"cum_cost"`
@@ -150,6 +206,11 @@ type Call struct {
 	// or a gap past the TTL).
 	Rebased bool `json:"rebased,omitempty"`
 	Cold    bool `json:"cold,omitempty"`
+	// WarmHead: a cold call whose head (the harness's system prompt and
+	// tools, the calibrated overhead), up to what the harness recorded
+	// reading, the provider served from the cache all the same (another
+	// session keeps it warm); provider cache models only.
+	WarmHead bool `json:"warm_head,omitempty"`
 	// OverWindow: the context exceeds the model's window.
 	OverWindow bool   `json:"over_window,omitempty"`
 	Reason     string `json:"reason,omitempty"`
@@ -169,6 +230,7 @@ type Totals struct {
 	Context int64   `json:"context"`
 	History int64   `json:"history"`
 	Cached  int64   `json:"cached"`
+	Written int64   `json:"written"`
 	Cost    float64 `json:"cost"`
 	// CacheShare is Cached / Context.
 	CacheShare float64 `json:"cache_share"`
@@ -179,8 +241,10 @@ type Totals struct {
 	Reneeded   int     `json:"reneeded"`
 	Served     int     `json:"served"`
 	// CostVsNaive, ContextVsNaive and HistoryVsNaive are ratios to the
-	// naive full history's totals.
+	// naive full history's totals; CostVsCapped is the cost's ratio to the
+	// naive history capped at the window (when naive_capped is replayed).
 	CostVsNaive    float64 `json:"cost_vs_naive"`
+	CostVsCapped   float64 `json:"cost_vs_capped,omitempty"`
 	ContextVsNaive float64 `json:"context_vs_naive"`
 	HistoryVsNaive float64 `json:"history_vs_naive"`
 }
@@ -266,6 +330,7 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 		Tokenizer: tokenizerName(counter.Tokenizer()), TTLSeconds: o.TTL.Seconds(), Window: o.Window}
 	cs := calls(s)
 	rep.Calls = len(cs)
+	rep.Read = readSummary(s, len(cs))
 
 	root, err := replayDir(o.Dir, name)
 	if err != nil {
@@ -292,6 +357,9 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 	}
 	rep.Calibration = calibrate(cs, naiveRaw, first, o.Calibrate)
 	env.Calibration = rep.Calibration
+	if err := chooseCache(ctx, rep, env, cs, s, o); err != nil {
+		return nil, err
+	}
 
 	for k, st := range o.Strategies {
 		e := *env
@@ -300,7 +368,15 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 			return nil, fmt.Errorf("replay: %w", err)
 		}
 		e.Store, e.OpenStore = o.Store, o.OpenStore
-		e.SessionID = fmt.Sprintf("replay-%s-%d-%d", sanitize(s.ID), k, time.Now().UnixNano())
+		// The session id shows in the contexts (file ids, the resolver's
+		// default id), so it depends only on the session and the strategy:
+		// the same file gives the same numbers on every run (issue 17 item
+		// 5). A shared store (Options.Store) holds every run's sessions, so
+		// there the id also carries the time.
+		e.SessionID = fmt.Sprintf("replay-%s-%d", sanitize(s.ID), k)
+		if o.Store != nil {
+			e.SessionID += fmt.Sprintf("-%d", time.Now().UnixNano())
+		}
 		res, err := runStrategy(ctx, st, &e, cs, o.Progress)
 		if err != nil {
 			return nil, err
@@ -308,14 +384,75 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 		rep.Results = append(rep.Results, res)
 	}
 	naive := totalsOf(naiveRaw, rep.Calibration, counter)
+	if env.cacheModel() != CachePrefix {
+		// The naive totals the ratios divide by, under the same model.
+		res, err := runStrategy(ctx, &Naive{}, env, cs, nil)
+		if err != nil {
+			return nil, err
+		}
+		naive = res.Totals
+	}
 	rep.Naive = naive
+	capped := 0.0
+	for _, r := range rep.Results {
+		if r.Strategy == (&NaiveCapped{}).Name() {
+			capped = r.Totals.Cost
+		}
+	}
 	for _, r := range rep.Results {
 		t := &r.Totals
+		t.CostVsCapped = ratio(t.Cost, capped)
 		t.CostVsNaive = ratio(t.Cost, naive.Cost)
 		t.ContextVsNaive = ratio(float64(t.Context), float64(naive.Context))
 		t.HistoryVsNaive = ratio(float64(t.History), float64(naive.History))
 	}
 	return rep, nil
+}
+
+// chooseCache picks the cache model the strategies are priced under and
+// checks it against the recorded usage.
+func chooseCache(ctx context.Context, rep *Report, env *Env, cs []*CallInput, s *transcript.Session, o Options) error {
+	provider, model := sessionProvider(s)
+	env.Placement, env.Model = placementOf(string(s.Format)), model
+	want := o.CacheModel
+	if want == "" {
+		want = CacheAuto
+	}
+	if _, err := newCacheSim(want, "", "", time.Minute); err != nil && want != CacheAuto {
+		return fmt.Errorf("replay: %w", err)
+	}
+	use := want
+	if want == CacheAuto {
+		use = provider
+		if use == "" {
+			use = CachePrefix
+			rep.CacheNote = "no known provider recorded: ideal prefix cache"
+		}
+	}
+	env.Cache = use
+	if use != CachePrefix {
+		chk, err := checkCache(ctx, env, cs, provider)
+		if err != nil {
+			return err
+		}
+		rep.CacheCheck = chk
+		if want == CacheAuto {
+			judged, on := chk, "this session"
+			if h := o.HarnessChecks[string(s.Format)]; h != nil {
+				judged, on = h, "the harness's sessions"
+			}
+			switch {
+			case judged.Calls == 0:
+				env.Cache = CachePrefix
+				rep.CacheNote = fmt.Sprintf("no recorded usage on %s to check the %s model against: priced with the ideal prefix cache", on, use)
+			case !judged.Small():
+				env.Cache = CachePrefix
+				rep.CacheNote = fmt.Sprintf("the %s model's error on %s is not small (cost %+.1f%%, read share %.1f points): priced with the ideal prefix cache", use, on, 100*judged.CostError, 100*judged.ReadShareError)
+			}
+		}
+	}
+	rep.CacheModel = env.cacheModel()
+	return nil
 }
 
 // Sum adds up the results of several sessions per strategy (in the order
@@ -340,6 +477,7 @@ func Sum(reports []*Report) []Result {
 			t.Context += u.Context
 			t.History += u.History
 			t.Cached += u.Cached
+			t.Written += u.Written
 			t.Cost += u.Cost
 			t.Rebases += u.Rebases
 			t.Cold += u.Cold
@@ -349,8 +487,15 @@ func Sum(reports []*Report) []Result {
 			t.Served += u.Served
 		}
 	}
+	capped := 0.0
+	for k := range out {
+		if out[k].Strategy == (&NaiveCapped{}).Name() {
+			capped = out[k].Totals.Cost
+		}
+	}
 	for k := range out {
 		t := &out[k].Totals
+		t.CostVsCapped = ratio(t.Cost, capped)
 		t.CacheShare = ratio(float64(t.Cached), float64(t.Context))
 		t.CostVsNaive = ratio(t.Cost, naive.Cost)
 		t.ContextVsNaive = ratio(float64(t.Context), float64(naive.Context))
@@ -455,6 +600,10 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 	}
 	m := newMeter(env.Counter)
 	empty := env.Counter.Count([]byte(EmptyHead))
+	sim, err := newCacheSim(env.cacheModel(), env.Placement, env.Model, env.TTL)
+	if err != nil {
+		return nil, err
+	}
 	need := newNeeds()
 	var prevTime time.Time
 	var prevRec *conversation.Usage
@@ -473,6 +622,7 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 			u := step.Recorded
 			c.Context = int(u.Sent())
 			c.Cached = int(u.CacheRead)
+			c.Written = int(u.CacheWrite)
 			c.History = max(c.Context-env.Calibration.Overhead, 0)
 			c.Cost = InputPrice*float64(u.Input) + WritePrice*float64(u.CacheWrite) + ReadPrice*float64(u.CacheRead)
 			c.Rebased = i > 0 && !cold && prevRec != nil && u.CacheRead < prevRec.CacheRead+prevRec.CacheWrite
@@ -480,6 +630,26 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 		} else {
 			r := m.measure(step.Bytes, step.HeadLen, in.Time, env.TTL)
 			c = priced(r, env.Calibration, empty)
+			c.Written = c.Context - c.Cached
+			if sim != nil {
+				q := env.request(r, empty, in.Time, step.Breakpoints, sim)
+				q.model = env.Session.Messages[in.Index].Model
+				u := sim.call(q)
+				if h := env.Calibration.Overhead; cold && in.Usage != nil && in.Usage.CacheRead > 0 && u.read < min(h, int(in.Usage.CacheRead)) {
+					// The record shows part of the harness's head served
+					// from the cache at a call the replay starts cold (the
+					// first, or after a gap past the TTL): another session
+					// of the same account keeps the same system prompt and
+					// tools warm. Every strategy gets as much of its head:
+					// they share that head.
+					warm := min(h, int(in.Usage.CacheRead))
+					shift := min(warm-u.read, u.write)
+					u.read, u.write = u.read+shift, u.write-shift
+					c.WarmHead = true
+				}
+				c.Context, c.Cached, c.Written = q.total(), u.read, u.write
+				c.Cost = sim.writePrice()*float64(u.write) + sim.readPrice()*float64(u.read) + InputPrice*float64(u.input)
+			}
 			c.Rebased = i > 0 && !r.extended
 		}
 		c.N, c.Message, c.Time, c.Reason, c.Cold = in.N, in.Index, in.Time, step.Reason, cold
@@ -505,6 +675,7 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 		t.Context += int64(c.Context)
 		t.History += int64(c.History)
 		t.Cached += int64(c.Cached)
+		t.Written += int64(c.Written)
 		t.Cost += c.Cost
 		t.MaxContext = max(t.MaxContext, c.Context)
 		if c.Rebased {
@@ -661,9 +832,26 @@ func calibrate(cs []*CallInput, naive []rawCall, before int, method string) Cali
 		if len(fx) >= 3 && len(fx) < len(xs) && len(fx) >= len(xs)*3/4 {
 			a, b = leastSquares(fx, fy)
 			cal.Excluded = len(xs) - len(fx)
+		} else {
+			fx, fy = xs, ys
 		}
-		if a > 0 && b >= 0 {
-			cal.Scale, cal.Overhead, cal.Method = a, int(math.Round(b)), "fit"
+		method := "fit"
+		if b < 0 {
+			// A negative intercept (an overhead below zero) is a good fit of
+			// a harness whose fixed head is small next to the tokenizer's
+			// difference in scale: fit the scale alone, through the origin,
+			// rather than giving the fit up (issue 17 item 5).
+			a, b, method = originSlope(fx, fy), 0, "fit-origin"
+		}
+		meanErr := func(sc, oh float64) float64 {
+			sum := 0.0
+			for i := range xs {
+				sum += math.Abs(oh+sc*xs[i]-ys[i]) / ys[i]
+			}
+			return sum / float64(len(xs))
+		}
+		if a > 0 && meanErr(a, b) <= meanErr(1, math.Max(overhead, 0)) {
+			cal.Scale, cal.Overhead, cal.Method = a, int(math.Round(b)), method
 		} else {
 			cal.Excluded = 0
 		}
@@ -681,6 +869,19 @@ func calibrate(cs []*CallInput, naive []rawCall, before int, method string) Cali
 		Fitted:   est(cal.Scale, float64(cal.Overhead)),
 	}
 	return cal
+}
+
+// originSlope fits y = a·x.
+func originSlope(xs, ys []float64) float64 {
+	var sxx, sxy float64
+	for i := range xs {
+		sxx += xs[i] * xs[i]
+		sxy += xs[i] * ys[i]
+	}
+	if sxx == 0 {
+		return 0
+	}
+	return sxy / sxx
 }
 
 // leastSquares fits y = a·x + b.

@@ -48,6 +48,46 @@ type Env struct {
 	OpenStore func(ctx context.Context, dir string) (store.Store, error)
 	// SessionID names the ctxstore session (unique per strategy and run).
 	SessionID string
+	// Cache is the provider cache model the calls are priced under
+	// (CacheAnthropic, CacheOpenAI or CachePrefix; "" is CachePrefix);
+	// Placement where the harness puts Anthropic's breakpoints; Model the
+	// session's model (its minimum cacheable length).
+	Cache     string
+	Placement string
+	Model     string
+}
+
+func (e *Env) cacheModel() string {
+	if e.Cache == "" {
+		return CachePrefix
+	}
+	return e.Cache
+}
+
+// request turns a measured context into a cache request in provider
+// tokens: block ends calibrated as the call's context is, breakpoints as
+// the strategy chose (byte offsets) or as the harness places them.
+func (e *Env) request(r raw, emptyHead int, at time.Time, offsets []int, sim cacheSim) *cacheRequest {
+	cal := e.Calibration
+	q := &cacheRequest{blocks: make([]cacheBlock, len(r.blocks)), at: at}
+	for i, b := range r.blocks {
+		q.blocks[i] = cacheBlock{end: cal.Overhead + cal.scale(max(b.end-emptyHead, 0)), hash: b.hash, user: b.user, msgStart: b.msgStart}
+	}
+	if offsets == nil {
+		q.breakpoints = sim.place(q.blocks)
+		return q
+	}
+	for _, off := range offsets {
+		for i, b := range r.blocks {
+			if b.byteEnd >= off {
+				if n := len(q.breakpoints); n == 0 || q.breakpoints[n-1] < i {
+					q.breakpoints = append(q.breakpoints, i)
+				}
+				break
+			}
+		}
+	}
+	return q
 }
 
 // CallInput is one model call to replay.
@@ -339,3 +379,76 @@ func (Recorded) Step(_ context.Context, c *CallInput) (*Step, error) {
 
 // End ends a replay.
 func (Recorded) End(context.Context) ([]string, error) { return nil, nil }
+
+// NaiveCapped is the naive history as a harness could really send it: the
+// full history while it fits the window, then without its oldest turns: at
+// each call, the messages before the first user prompt (not a tool result)
+// from which the rest fits the window (in calibrated tokens, the head
+// included) are left out. What was left out stays out; each cut moves the
+// start of the history, so the cache misses from there.
+type NaiveCapped struct {
+	env   *Env
+	r     *renderer
+	start int
+	cuts  int
+}
+
+// Name returns "naive_capped".
+func (*NaiveCapped) Name() string { return "naive_capped" }
+
+// Begin starts a replay.
+func (n *NaiveCapped) Begin(_ context.Context, env *Env) error {
+	n.env, n.r, n.start, n.cuts = env, newRenderer(), 0, 0
+	return nil
+}
+
+// Step renders the history from the current start, cutting when over the
+// window.
+func (n *NaiveCapped) Step(_ context.Context, c *CallInput) (*Step, error) {
+	msgs := c.Messages
+	cal := n.env.Calibration
+	fits := func(b []byte) bool {
+		return cal.tokens(n.env.Counter.Count(b[len(EmptyHead):])) <= n.env.Window
+	}
+	b := n.r.render(msgs[n.start:], nil)
+	reason := ""
+	for !fits(b) {
+		next := -1
+		for i := n.start + 1; i < len(msgs); i++ {
+			if msgs[i].Role == conversation.RoleUser {
+				next = i
+				break
+			}
+		}
+		if next < 0 {
+			break // one turn larger than the window: sent as it is
+		}
+		n.start, n.r = next, newRenderer()
+		b = n.r.render(msgs[n.start:], nil)
+		reason = fmt.Sprintf("over the window: history from message %d", n.start)
+	}
+	if reason != "" {
+		n.cuts++
+	}
+	start := n.start
+	return &Step{Bytes: b, HeadLen: len(EmptyHead), Reason: reason,
+		Hidden: func(id string) bool { return start > 0 && hiddenBefore(msgs[:start], id) }}, nil
+}
+
+func hiddenBefore(msgs []conversation.Message, id string) bool {
+	for _, m := range msgs {
+		if m.Role == conversation.RoleToolResult && m.ToolCallID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// End ends a replay.
+func (n *NaiveCapped) End(context.Context) ([]string, error) {
+	n.r = nil
+	if n.cuts > 0 {
+		return []string{fmt.Sprintf("the history was cut %d times to fit the window", n.cuts)}, nil
+	}
+	return nil, nil
+}

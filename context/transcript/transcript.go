@@ -138,6 +138,82 @@ func Read(r io.Reader, format Format) (*Session, error) {
 	return s, ioErr
 }
 
+// ReadAllFile reads every conversation of the transcript at path, oldest
+// first (ReadAll).
+func ReadAllFile(path string) ([]*Session, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("transcript: %w", err)
+	}
+	defer f.Close()
+	ss, err := ReadAll(f, FormatAuto)
+	for _, s := range ss {
+		s.Path = path
+		if s.Format == FormatSWEAgent && s.ID == "" {
+			s.ID = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		}
+	}
+	if err != nil {
+		return ss, fmt.Errorf("transcript: %s: %w", path, err)
+	}
+	return ss, nil
+}
+
+// ReadAll reads every conversation of a transcript, oldest first. A Claude
+// Code file can hold several: a /clear, or an unrelated session appended to
+// the file, starts a new parent chain (claudecode.ReadAll; branches of a
+// conversation are set aside, not conversations). A Pi file is one session
+// (its header), whose tree branches are set aside: one conversation. The
+// last conversation is the one Read returns. Every conversation's Report
+// holds the whole file's problems and counts, except OffBranch: the
+// records on no conversation.
+func ReadAll(r io.Reader, format Format) ([]*Session, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	if format == FormatSWEAgent || format == FormatAuto && looksSWEAgent(br) {
+		// A trajectory is one run: one conversation.
+		s, err := Read(br, FormatSWEAgent)
+		return []*Session{s}, err
+	}
+	first := &Session{Report: Report{Types: map[string]int{}}}
+	recs, ioErr := harness.ReadRecords(br, &first.Report, known)
+	if format == FormatAuto {
+		format = Detect(recs)
+		if format == FormatAuto {
+			if len(recs) == 0 {
+				format = FormatClaudeCode
+			} else {
+				return []*Session{first}, fmt.Errorf("transcript: not a Claude Code, Pi or SWE-agent session (first record: %.80s)", recs[0].Data)
+			}
+		}
+	}
+	var out []*Session
+	switch format {
+	case FormatClaudeCode:
+		base := first.Report
+		n := 0
+		out = claudecode.ReadAll(recs, func() *Session {
+			n++
+			if n == 1 {
+				return first
+			}
+			rep := base
+			rep.Types = map[string]int{}
+			rep.Problems = append([]Problem(nil), base.Problems...)
+			return &Session{Report: rep}
+		})
+	case FormatPi:
+		pi.Read(first, recs)
+		out = []*Session{first}
+	default:
+		return []*Session{first}, fmt.Errorf("transcript: unknown format %q", format)
+	}
+	for _, s := range out {
+		s.Format = format
+		harness.CheckToolResults(s)
+	}
+	return out, ioErr
+}
+
 // Detect guesses the format from the first records: Pi entries have a Pi
 // entry type and no Claude Code threading fields; Claude Code records have
 // uuid/sessionId/parentUuid or a Claude Code record type.

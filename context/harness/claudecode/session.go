@@ -168,7 +168,59 @@ func (r *ccRecord) firstText() string {
 // Claude Code writes as siblings (the results of parallel tool calls,
 // streamed parts of one response) are taken in. Records are then emitted in
 // file order.
-func Read(s *harness.Session, recs []harness.Record) {
+func Read(s *harness.Session, recs []harness.Record) { read(s, recs, -1, nil) }
+
+// ReadAll reads every conversation of a file, oldest first: the thread Read
+// follows, then, as long as records are on no thread, the thread ending at
+// the last of them. A thread that runs into a record of a thread already
+// read is a branch of it (an abandoned continuation), not a conversation:
+// its records are counted as OffBranch of every conversation. new makes an
+// empty session to fill.
+func ReadAll(recs []harness.Record, new func() *harness.Session) []*harness.Session {
+	taken := map[int]bool{}
+	var out []*harness.Session
+	s := new()
+	sel, main := read(s, recs, -1, nil)
+	if len(sel) == 0 {
+		return []*harness.Session{s}
+	}
+	out = append(out, s)
+	onThreads := len(sel)
+	for i := range sel {
+		taken[i] = true
+	}
+	for {
+		p := len(main) - 1
+		for p >= 0 && taken[main[p]] {
+			p--
+		}
+		if p < 0 {
+			break
+		}
+		c := new()
+		sel, _ := read(c, recs, p, taken)
+		branch := sel == nil
+		for i := range sel {
+			taken[i] = true
+		}
+		if branch {
+			taken[main[p]] = true
+			continue
+		}
+		onThreads += len(sel)
+		out = append([]*harness.Session{c}, out...)
+	}
+	for _, c := range out {
+		c.Report.OffBranch = len(main) - onThreads
+	}
+	return out
+}
+
+// read builds the thread ending at main record leaf (-1: the last) and
+// returns the records selected and the file's main records. With taken
+// (the records of threads read before), a thread that reaches one of them
+// is a branch: read returns nil for it.
+func read(s *harness.Session, recs []harness.Record, leaf int, taken map[int]bool) (map[int]bool, []int) {
 	rep := &s.Report
 	parsed := make([]*ccRecord, len(recs))
 	byUUID := map[string]int{}
@@ -215,7 +267,10 @@ func Read(s *harness.Session, recs []harness.Record) {
 		main = append(main, i)
 	}
 	if len(main) == 0 {
-		return
+		return nil, nil
+	}
+	if leaf < 0 || leaf >= len(main) {
+		leaf = len(main) - 1
 	}
 
 	// The chain from the last record.
@@ -232,7 +287,13 @@ func Read(s *harness.Session, recs []harness.Record) {
 		}
 		return -1
 	}
-	for cur := main[len(main)-1]; cur >= 0; {
+	for cur := main[leaf]; cur >= 0; {
+		if taken[cur] {
+			for i := range selected {
+				taken[i] = true
+			}
+			return nil, main
+		}
 		selected[cur] = true
 		r := parsed[cur]
 		next := -1
@@ -328,6 +389,7 @@ func Read(s *harness.Session, recs []harness.Record) {
 		}
 	}
 	e.finish()
+	return selected, main
 }
 
 // siblingPart reports whether an off-thread record is part of the thread's
