@@ -74,7 +74,7 @@ func TestStreamStabilityAndRebuild(t *testing.T) {
 					if c.RebaseOffset <= len(e.a.head) || p < c.RebaseOffset {
 						t.Fatalf("call %d: rebase from byte %d but the common prefix is %d", c.N, c.RebaseOffset, p)
 					}
-					rest := string(c.Bytes[c.RebaseOffset:])
+					rest := strings.Replace(string(c.Bytes[c.RebaseOffset:]), ctxPrefix, "", 1)
 					if !strings.HasPrefix(rest, "collapsed: ") && !strings.HasPrefix(rest, "<<user>>\ncollapsed: ") {
 						t.Fatalf("call %d: the rebase does not start at a collapsed item: %.80q", c.N, rest)
 					}

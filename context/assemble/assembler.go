@@ -86,6 +86,12 @@ type Assembler struct {
 	prevLen   int               // bytes of the previous call's context
 	prevTok   int               // its tokens
 	prevBytes []byte            // its bytes (LayoutLiteral; nil after Resume)
+
+	held     map[string]*version       // shown id -> the version the model holds (its block and live patches)
+	patches  map[string][]int          // shown id -> item indexes of its live patches
+	edits    map[string][]pendingEdit  // shown file id -> write/edit calls reported since its last version check
+	overflow map[string]bool           // live ids Overflow offered for deactivation (the window is full)
+	overBy   int                       // by how many tokens the context was over when Overflow offered them
 }
 
 type version struct {
@@ -139,7 +145,8 @@ func newAssembler(o Options, s *session.Session) (*Assembler, error) {
 	}
 	return &Assembler{s: s, st: s.Store(), o: o, pol: o.Policy.withDefaults(), tok: o.Tokenizer,
 		listed: map[string]bool{}, latest: map[string]*version{}, shown: map[string]int{}, rebaseAt: -1,
-		callAt: map[string]int{}, inputs: map[string]*input{}, rv: RenderVersion, mv: objects.MetadataVersion, same: map[string]int64{}}, nil
+		callAt: map[string]int{}, inputs: map[string]*input{}, rv: RenderVersion, mv: objects.MetadataVersion, same: map[string]int64{},
+		held: map[string]*version{}, patches: map[string][]int{}, edits: map[string][]pendingEdit{}}, nil
 }
 
 // setSystem resolves the system prompt (through r when resuming) and
@@ -239,6 +246,11 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 		if a.noteInput(r.ID, target) {
 			it.input = &target.ref
 		}
+		if r.Change != "" && len(r.Files) == 1 && a.rv >= 3 {
+			if _, ok := a.shown[r.Files[0]]; ok {
+				a.edits[r.Files[0]] = append(a.edits[r.Files[0]], pendingEdit{call: r.ID, change: r.Change})
+			}
+		}
 	}
 	a.push(it)
 	delete(a.pending, r.ID)
@@ -321,19 +333,28 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 	for _, id := range st.Active {
 		active[id] = true
 	}
-	var gone, changed []string
-	for id, i := range a.shown {
+	var gone, changed, window []string
+	for _, id := range a.shownIDs() {
 		if !active[id] {
-			gone = append(gone, id)
-			a.markStale(i)
-			a.staleInput(id)
-			delete(a.shown, id)
+			if a.rv >= 3 && a.overflow[id] {
+				window = append(window, id)
+			} else if a.rv < 3 || a.items[a.shown[id]].obj.Kind() != objects.KindToolcall {
+				gone = append(gone, id) // rendering 3: outputs collapsing need no note
+			}
+			a.unshow(id, true)
 		}
 	}
 	if checkVersions {
 		if err := a.checkVersions(ctx, &changed); err != nil {
 			return err
 		}
+	}
+	if len(window) > 0 {
+		for i := range window {
+			window[i] = objects.DisplayID(window[i])
+		}
+		a.push(&item{kind: kNote, text: fmt.Sprintf("%sdeactivated to fit the context window (it was %d tokens over its limit): %s; activate(id) brings one back, at the cost of others",
+			ctxPrefix, a.overBy, strings.Join(window, ", "))})
 	}
 	if a.rv >= 2 {
 		for i := range gone {
@@ -347,6 +368,9 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 		"[context] changed since shown (new version follows): "
 	if a.rv >= 2 {
 		deactivated, changedNote = "[context] inactive now: ", "[context] changed, new version below: "
+	}
+	if a.rv >= 3 {
+		deactivated, changedNote = ctxPrefix+"inactive now: ", ctxPrefix+"changed, new version below: "
 	}
 	if len(gone) > 0 {
 		sort.Strings(gone)
@@ -369,32 +393,109 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 			return fmt.Errorf("assemble: active object: %w", err)
 		}
 		a.shown[id] = len(a.items)
+		a.held[id] = v
+		delete(a.edits, id)
 		a.push(&item{kind: kContent, ref: v.ref, obj: v.obj})
 	}
 	return nil
 }
 
+// deltaTokens is what the view of shown object id costs beyond its block
+// with patch p added: its live patches and the edit inputs tied to it.
+// When that passes the block's own size, a new full block is cheaper to
+// keep (the old one and its deltas collapse at the next rebase).
+func (a *Assembler) deltaTokens(id string, p *item) int {
+	n := a.tok.Count(p.text)
+	for _, i := range a.patches[id] {
+		n += a.items[i].tokens
+	}
+	for _, in := range a.inputs {
+		if in.holder == id {
+			n += in.saved
+		}
+	}
+	for _, c := range p.calls {
+		if in, ok := a.inputs[c.ID]; ok && in.holder != id {
+			n += in.saved
+		}
+	}
+	return n
+}
+
+// shownIDs returns the ids with a live content block, sorted, so that what
+// is appended for them comes in a deterministic order.
+func (a *Assembler) shownIDs() []string {
+	ids := make([]string, 0, len(a.shown))
+	for id := range a.shown {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// unshow makes id's content block and patches stale, and the inputs
+// collapsing with it (its own, when inactive, and those tied to its view).
+func (a *Assembler) unshow(id string, inactive bool) {
+	a.markStale(a.shown[id])
+	for _, p := range a.patches[id] {
+		a.markStale(p)
+	}
+	delete(a.shown, id)
+	delete(a.patches, id)
+	delete(a.held, id)
+	delete(a.edits, id)
+	if inactive {
+		a.staleInput(id)
+	}
+	for call, in := range a.inputs {
+		if in.holder == id {
+			a.staleInput(call)
+		}
+	}
+}
+
 // checkVersions looks up the latest transaction of every shown object; a
 // newer version makes the shown block stale, and sync shows the new one.
 func (a *Assembler) checkVersions(ctx context.Context, changed *[]string) error {
-	for id, i := range a.shown {
+	for _, id := range a.shownIDs() {
+		i := a.shown[id]
+		held := a.held[id]
+		heldRef := a.items[i].ref
+		if held != nil {
+			heldRef = held.ref
+		}
 		et, err := a.st.EntityTx(ctx, id, store.Basis{})
 		if err != nil {
 			return fmt.Errorf("assemble: checking %s: %w", id, err)
 		}
-		if et.TxID == a.items[i].ref.Tx || a.same[id] == et.TxID {
+		if et.TxID == heldRef.Tx || a.same[id] == et.TxID {
 			continue
 		}
 		// Another transaction can hold the same version: a session imported
 		// into another store keeps its references' source tx ids. The
 		// hashes decide, once per transaction.
-		if cur, _, err := expand.Resolve(ctx, a.st, objects.DynamicRef(id)); err == nil && a.items[i].ref.Verify(cur) == nil {
+		cur, tx, err := expand.Resolve(ctx, a.st, objects.DynamicRef(id))
+		if err == nil && heldRef.Verify(cur) == nil {
 			a.same[id] = et.TxID
 			continue
 		}
+		if err == nil && a.rv >= 3 && a.o.Layout == LayoutStream {
+			v := &version{obj: cur, ref: objects.StaticRef(cur, tx)}
+			if p := a.patchFor(id, held, v); p != nil && a.deltaTokens(id, p) <= a.items[i].tokens {
+				for _, c := range p.calls {
+					if in, ok := a.inputs[c.ID]; ok {
+						in.holder = id // the edit's text is part of the file's view now
+					}
+				}
+				a.patches[id] = append(a.patches[id], len(a.items))
+				a.push(p)
+				a.held[id], a.latest[id] = v, v
+				delete(a.edits, id)
+				continue
+			}
+		}
 		delete(a.latest, id)
-		a.markStale(i)
-		delete(a.shown, id)
+		a.unshow(id, false) // the new version follows in full
 		*changed = append(*changed, id)
 	}
 	return nil

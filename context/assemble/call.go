@@ -131,8 +131,11 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 		}
 		c.Bytes = a.buf[:len(a.buf):len(a.buf)]
 		c.Tokens, c.StaleTokens, c.PoolTokens = a.tokens, a.stale, a.metaTok
-		for _, i := range a.shown {
+		for id, i := range a.shown {
 			c.ActiveTokens += a.items[i].tokens
+			for _, p := range a.patches[id] {
+				c.ActiveTokens += a.items[p].tokens
+			}
 		}
 		c.items = a.items[:len(a.items):len(a.items)]
 		c.Stable = a.stableMessages()
@@ -165,6 +168,7 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 	}
 	a.calls++
 	a.lastCall = now
+	a.overflow = nil
 	a.prevLen, a.prevTok = len(c.Bytes), c.Tokens
 	return c, nil
 }
@@ -215,7 +219,7 @@ func (a *Assembler) stableMessages() int {
 // input can collapse.
 func (a *Assembler) rewritable(it *item) bool {
 	switch it.kind {
-	case kContent:
+	case kContent, kPatch:
 		return true
 	case kAssistant:
 		if it.staleInput {
@@ -289,35 +293,65 @@ func (a *Assembler) rebase(p int) (int, int) {
 		}
 	}
 	prefixTok := a.tokens
+	// A live block rewritten here is replaced, with its live patches, by
+	// one block of the version the model holds.
+	merged := map[string]bool{}
 	for id, i := range a.shown {
-		if i >= p {
-			delete(a.shown, id)
-			defer func(id string, it *item) { a.shown[id] = a.indexOf(it, p) }(id, tail[i-p])
+		if i >= p && len(a.patches[id]) > 0 {
+			merged[id] = true
 		}
 	}
 	for _, it := range tail {
 		switch {
 		case it.stale && it.kind == kContent:
 			it = &item{kind: kStub, ref: it.ref, obj: it.obj}
+		case it.stale && it.kind == kPatch:
+			continue // the change of a block that collapses: nothing to show
+		case it.kind == kPatch && merged[it.ref.ID]:
+			continue
+		case it.kind == kContent && merged[it.ref.ID]:
+			h := a.held[it.ref.ID]
+			it = &item{kind: kContent, ref: h.ref, obj: h.obj}
 		case it.staleInput:
 			it = a.rewriteInputs(it)
 		}
 		a.push(it)
 	}
+	a.rescanLive(p)
 	if a.rebaseAt < 0 || p < a.rebaseAt {
 		a.rebaseAt = p
 	}
 	return off, prefixTok
 }
 
-// indexOf finds it in the stream at or after from.
-func (a *Assembler) indexOf(it *item, from int) int {
-	for i := from; i < len(a.items); i++ {
-		if a.items[i] == it {
-			return i
+// rescanLive re-derives, after a rebase from item p, where the live
+// content blocks and patches of the rewritten tail are: a content block
+// or patch is live unless stale.
+func (a *Assembler) rescanLive(p int) {
+	for id, i := range a.shown {
+		if i >= p {
+			delete(a.shown, id)
 		}
 	}
-	return -1
+	for id, ps := range a.patches {
+		keep := ps[:0]
+		for _, i := range ps {
+			if i < p {
+				keep = append(keep, i)
+			}
+		}
+		a.patches[id] = keep
+	}
+	for i := p; i < len(a.items); i++ {
+		it := a.items[i]
+		switch {
+		case it.stale:
+		case it.kind == kContent:
+			a.shown[it.ref.ID] = i
+		case it.kind == kPatch:
+			a.patches[it.ref.ID] = append(a.patches[it.ref.ID], i)
+		}
+	}
 }
 
 // literalBlocks returns the pool and active items of the literal layout,

@@ -201,9 +201,15 @@ func (a *Assembler) Overflow(ctx context.Context) (int, []Live, error) {
 		pinned[id] = true
 	}
 	var live []Live
+	a.overflow, a.overBy = map[string]bool{}, over
 	for id, i := range a.shown {
 		if !pinned[id] {
-			live = append(live, Live{ID: id, Tokens: a.items[i].tokens})
+			n := a.items[i].tokens
+			for _, p := range a.patches[id] {
+				n += a.items[p].tokens
+			}
+			live = append(live, Live{ID: id, Tokens: n})
+			a.overflow[id] = true // a deactivation before the next call is for the window: the note says so
 		}
 	}
 	slices.SortFunc(live, func(x, y Live) int { return a.shown[x.ID] - a.shown[y.ID] })

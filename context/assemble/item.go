@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/objects"
 )
 
@@ -23,6 +24,12 @@ const (
 	kContent   ItemKind = "content"   // an active content block (Ref)
 	kStub      ItemKind = "stub"      // a collapsed content block after a rebase (Ref)
 	kNote      ItemKind = "note"      // a context note (Text)
+	// kPatch is a change to a shown object's content, rendered against the
+	// version the model holds (rendering version 3): Ref is the new
+	// version, Text the rendering (a diff, or a line saying which of the
+	// model's own edits produced it), stored inline so rebuilds need no
+	// diff code. It is live while its object's content block is.
+	kPatch ItemKind = "patch"
 )
 
 // chatItem reports whether k belongs to the chat proper (kept by the
@@ -30,6 +37,11 @@ const (
 func (k ItemKind) chatItem() bool {
 	return k == kUser || k == kAssistant || k == kToolRef || k == kNote
 }
+
+// ctxPrefix marks, from rendering version 3, every line ctxstore itself
+// writes into a user message (metadata lines, notes, collapsed references,
+// patches), so the model does not read them as the user's words.
+const ctxPrefix = "[ctxstore] "
 
 // item is one element of the stream. Items are immutable once appended,
 // except for stale, which only the live Assembler uses.
@@ -74,11 +86,16 @@ func (it *item) metadata() string {
 //	   version=… chars=…", or "collapsed: output of <id>, N chars" for a
 //	   toolcall (the object's metadata is in the stream already); short
 //	   context notes; and 64-hex ids shortened (objects.DisplayID) in
-//	   metadata, content headers, collapsed blocks and notes.
+//	   metadata, content headers, collapsed blocks and notes;
+//	3: tool results name their tool ("status=… output_chars=… tool=…",
+//	   and a management tool's answer); metadata lines,
+//	   notes and collapsed references start with "[ctxstore] "; outputs
+//	   that collapse automatically get no note; a shown object's new version
+//	   is a patch against the version shown (kPatch), not a new full copy.
 //
 // Commits record the version (absent means 1), so every past context is
 // rebuilt with the rendering it was sent with.
-const RenderVersion = 2
+const RenderVersion = 3
 
 // ItemDoc is an item as stored in a context commit: Ref is the static
 // reference (text form) of object items; Text and Calls hold chat items.
@@ -107,7 +124,7 @@ func (it *item) doc() ItemDoc {
 func (k ItemKind) isMeta() bool { return k == kMeta || k == kToolRef || k == kStub }
 
 func (k ItemKind) hasRef() bool {
-	return k == kToolRef || k == kMeta || k == kContent || k == kStub
+	return k == kToolRef || k == kMeta || k == kContent || k == kStub || k == kPatch
 }
 
 // fromDoc reads a stored item; its object is resolved later.
@@ -115,7 +132,7 @@ func fromDoc(d ItemDoc) (*item, error) {
 	it := &item{kind: d.K, text: d.Text, calls: d.Calls}
 	switch d.K {
 	case kUser, kAssistant, kNote:
-	case kToolRef, kMeta, kContent, kStub:
+	case kToolRef, kMeta, kContent, kStub, kPatch:
 		r, err := objects.ParseRef(d.Ref)
 		if err != nil {
 			return nil, err
@@ -155,12 +172,18 @@ func (it *item) render() {
 		if it.rv >= 2 {
 			text = toolResultLine(it.obj)
 		}
+		if it.rv >= 3 {
+			text += toolResultNames(it.obj)
+		}
 		it.f = &frag{role: RoleToolResult, callID: it.ref.ID, blocks: []Block{{Type: BlockMetadata, ID: it.ref.ID, Text: text}}}
 	case kMeta:
 		id, text := it.ref.ID, it.metadata()
 		if it.rv >= 2 {
 			id = objects.DisplayID(id)
 			text = strings.Replace(text, " id="+it.ref.ID, " id="+id, 1)
+		}
+		if it.rv >= 3 {
+			text = ctxPrefix + text
 		}
 		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockMetadata, ID: id, Text: text}}}
 	case kStub:
@@ -172,7 +195,12 @@ func (it *item) render() {
 				text = fmt.Sprintf("collapsed: output of %s, %d chars", id, contentChars(it.obj))
 			}
 		}
+		if it.rv >= 3 {
+			text = ctxPrefix + text
+		}
 		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockMetadata, ID: id, Text: text}}}
+	case kPatch:
+		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockText, Text: it.text}}}
 	case kContent:
 		text := ""
 		if it.obj.Content != nil {
@@ -234,6 +262,26 @@ func toolResultLine(o *objects.Object) string {
 		line += " output_chars=" + strconv.Itoa(contentChars(o))
 	}
 	return line
+}
+
+// toolResultNames is what rendering version 3 adds to a tool result's
+// line: the tool (000 §19, 003 §4; the call id is the message's own
+// tool-call id, which every provider shows with it), and for ctxstore's own
+// management tools (activate, deactivate, pin, unpin), whose calls are not
+// shown as output, their one-line answer.
+func toolResultNames(o *objects.Object) string {
+	s := " tool=" + o.Toolcall.Tool
+	if tools.ManagementTools[strings.ToLower(o.Toolcall.Tool)] && o.Content != nil {
+		msg := *o.Content
+		if i := strings.IndexByte(msg, '\n'); i >= 0 {
+			msg = msg[:i]
+		}
+		if r := []rune(msg); len(r) > 160 {
+			msg = string(r[:160]) + "…"
+		}
+		s += " answer: " + msg
+	}
+	return s
 }
 
 // contentChars is the length of an object's content in characters.
