@@ -252,6 +252,15 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 			}
 		}
 	}
+	// Rendering 3: a live output is rendered in its own tool result, not
+	// as a content block after the results.
+	if a.o.Layout == LayoutStream && a.rv >= 3 && r.Object.Content != nil && a.s.State().IsActive(r.ID) {
+		if _, ok := a.shown[r.ID]; !ok {
+			it.out = true
+			a.shown[r.ID] = len(a.items)
+			a.held[r.ID] = v
+		}
+	}
 	a.push(it)
 	delete(a.pending, r.ID)
 	if len(a.pending) > 0 {
@@ -273,6 +282,9 @@ func (a *Assembler) push(it *item) {
 	start := len(a.buf)
 	a.buf = appendFrag(a.buf, prev, it.f)
 	it.tokens = a.tok.Count(string(a.buf[start:]))
+	if it.out {
+		it.outTok = a.tok.Count(*it.obj.Content + "\n")
+	}
 	a.tokens += it.tokens
 	if it.kind.isMeta() {
 		a.metaTok += it.tokens
@@ -504,6 +516,15 @@ func (a *Assembler) checkVersions(ctx context.Context, changed *[]string) error 
 func (a *Assembler) markStale(i int) {
 	if !a.items[i].stale {
 		a.items[i].stale = true
-		a.stale += a.items[i].tokens
+		a.stale += a.items[i].liveTokens()
 	}
+}
+
+// liveTokens is what an item's live content costs: the output of a tool
+// result that renders it, else the whole item.
+func (it *item) liveTokens() int {
+	if it.kind == kToolRef {
+		return it.outTok
+	}
+	return it.tokens
 }

@@ -132,7 +132,7 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 		c.Bytes = a.buf[:len(a.buf):len(a.buf)]
 		c.Tokens, c.StaleTokens, c.PoolTokens = a.tokens, a.stale, a.metaTok
 		for id, i := range a.shown {
-			c.ActiveTokens += a.items[i].tokens
+			c.ActiveTokens += a.items[i].liveTokens()
 			for _, p := range a.patches[id] {
 				c.ActiveTokens += a.items[p].tokens
 			}
@@ -221,6 +221,8 @@ func (a *Assembler) rewritable(it *item) bool {
 	switch it.kind {
 	case kContent, kPatch:
 		return true
+	case kToolRef:
+		return it.out
 	case kAssistant:
 		if it.staleInput {
 			return true
@@ -261,7 +263,7 @@ func (a *Assembler) candidates() ([]Candidate, []int) {
 func (a *Assembler) staleTokens(it *item) int {
 	n := 0
 	if it.stale {
-		n += it.tokens
+		n += it.liveTokens()
 	}
 	if it.staleInput {
 		for _, c := range it.calls {
@@ -305,6 +307,8 @@ func (a *Assembler) rebase(p int) (int, int) {
 		switch {
 		case it.stale && it.kind == kContent:
 			it = &item{kind: kStub, ref: it.ref, obj: it.obj}
+		case it.stale && it.kind == kToolRef:
+			it = &item{kind: kToolRef, ref: it.ref, obj: it.obj, input: it.input, collapsed: true}
 		case it.stale && it.kind == kPatch:
 			continue // the change of a block that collapses: nothing to show
 		case it.kind == kPatch && merged[it.ref.ID]:
@@ -346,7 +350,7 @@ func (a *Assembler) rescanLive(p int) {
 		it := a.items[i]
 		switch {
 		case it.stale:
-		case it.kind == kContent:
+		case it.kind == kContent || (it.kind == kToolRef && it.out):
 			a.shown[it.ref.ID] = i
 		case it.kind == kPatch:
 			a.patches[it.ref.ID] = append(a.patches[it.ref.ID], i)

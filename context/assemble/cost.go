@@ -204,7 +204,7 @@ func (a *Assembler) Overflow(ctx context.Context) (int, []Live, error) {
 	a.overflow, a.overBy = map[string]bool{}, over
 	for id, i := range a.shown {
 		if !pinned[id] {
-			n := a.items[i].tokens
+			n := a.items[i].liveTokens()
 			for _, p := range a.patches[id] {
 				n += a.items[p].tokens
 			}

@@ -61,6 +61,14 @@ type item struct {
 	// input is, for a tool result, the file version its call produced
 	// when the call's input can collapse into a reference to it.
 	input *objects.Ref
+	// out marks a tool result whose output is rendered in it, after its
+	// line (rendering version 3, stream layout: the call's output is live);
+	// outTok is the tokens of that output, what collapsing it frees.
+	// collapsed marks a tool result rewritten by a rebase once its inline
+	// output collapsed.
+	out       bool
+	outTok    int
+	collapsed bool
 	// rv is the rendering version (RenderVersion for new sessions; a
 	// session keeps the version of its first commit); mv likewise the
 	// metadata line's version (objects.MetadataVersion).
@@ -97,6 +105,12 @@ func (it *item) metadata() string {
 // rebuilt with the rendering it was sent with.
 const RenderVersion = 3
 
+// The values of ItemDoc.Out.
+const (
+	outInline    = "inline"
+	outCollapsed = "collapsed"
+)
+
 // ItemDoc is an item as stored in a context commit: Ref is the static
 // reference (text form) of object items; Text and Calls hold chat items.
 type ItemDoc struct {
@@ -107,6 +121,10 @@ type ItemDoc struct {
 	// Input is, for a tool result, the static reference of the file version
 	// its call produced when the call's large input can collapse into it.
 	Input string `json:"input,omitempty"`
+	// Out is, for a tool result (rendering version 3), "inline" when the
+	// call's output is rendered in it and "collapsed" when a rebase
+	// rewrote it after that output collapsed.
+	Out string `json:"out,omitempty"`
 }
 
 func (it *item) doc() ItemDoc {
@@ -116,6 +134,12 @@ func (it *item) doc() ItemDoc {
 	}
 	if it.input != nil {
 		d.Input = it.input.String()
+	}
+	switch {
+	case it.out:
+		d.Out = outInline
+	case it.collapsed:
+		d.Out = outCollapsed
 	}
 	return d
 }
@@ -129,7 +153,7 @@ func (k ItemKind) hasRef() bool {
 
 // fromDoc reads a stored item; its object is resolved later.
 func fromDoc(d ItemDoc) (*item, error) {
-	it := &item{kind: d.K, text: d.Text, calls: d.Calls}
+	it := &item{kind: d.K, text: d.Text, calls: d.Calls, out: d.Out == outInline, collapsed: d.Out == outCollapsed}
 	switch d.K {
 	case kUser, kAssistant, kNote:
 	case kToolRef, kMeta, kContent, kStub, kPatch:
@@ -175,7 +199,13 @@ func (it *item) render() {
 		if it.rv >= 3 {
 			text += toolResultNames(it.obj)
 		}
+		if it.collapsed {
+			text += " (output collapsed)"
+		}
 		it.f = &frag{role: RoleToolResult, callID: it.ref.ID, blocks: []Block{{Type: BlockMetadata, ID: it.ref.ID, Text: text}}}
+		if it.out && it.obj.Content != nil {
+			it.f.blocks = append(it.f.blocks, Block{Type: BlockText, Text: *it.obj.Content})
+		}
 	case kMeta:
 		id, text := it.ref.ID, it.metadata()
 		if it.rv >= 2 {

@@ -151,7 +151,7 @@ func (a *Assembler) restoreState(last *Commit) {
 	live := map[int]string{}
 	if last.Shown != nil {
 		for id, i := range last.Shown {
-			if i >= 0 && i < len(a.items) && a.items[i].kind == kContent && a.items[i].ref.ID == id {
+			if i >= 0 && i < len(a.items) && (a.items[i].kind == kContent || a.items[i].out) && a.items[i].ref.ID == id {
 				live[i] = id
 			}
 		}
@@ -189,6 +189,14 @@ func (a *Assembler) restoreState(last *Commit) {
 		switch it.kind {
 		case kMeta, kToolRef:
 			a.listed[it.ref.ID] = true
+			if it.out {
+				if _, ok := live[i]; ok {
+					a.shown[it.ref.ID] = i
+					a.held[it.ref.ID] = &version{obj: it.obj, ref: it.ref}
+				} else {
+					a.markStale(i)
+				}
+			}
 		case kContent:
 			if id, ok := live[i]; ok {
 				a.shown[id] = i
