@@ -348,6 +348,11 @@ func (a *Assembler) rescanLive(p int) {
 	}
 	for i := p; i < len(a.items); i++ {
 		it := a.items[i]
+		for _, c := range it.calls {
+			if it.kind == kAssistant {
+				a.callAt[c.ID] = i // the rebase moved it (an earlier version left this index stale)
+			}
+		}
 		switch {
 		case it.stale:
 		case it.kind == kContent || (it.kind == kToolRef && it.out):
