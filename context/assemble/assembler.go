@@ -92,6 +92,8 @@ type Assembler struct {
 	edits    map[string][]pendingEdit  // shown file id -> write/edit calls reported since its last version check
 	overflow map[string]bool           // live ids Overflow offered for deactivation (the window is full)
 	overBy   int                       // by how many tokens the context was over when Overflow offered them
+	shape    Shape                     // the session's rhythm so far, for the cost model's horizon
+	newTurn  bool                      // a user message came since the last call
 }
 
 type version struct {
@@ -182,6 +184,12 @@ func (a *Assembler) User(ctx context.Context, text string) error {
 		return err
 	}
 	a.push(&item{kind: kUser, text: text})
+	if a.shape.Current > 0 {
+		a.shape.Turns++
+		a.shape.TurnCalls += a.shape.Current
+		a.shape.Current = 0
+	}
+	a.newTurn = true
 	return nil
 }
 

@@ -112,9 +112,17 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 		c.Idle = now.Sub(a.lastCall)
 	}
 	var pool, active []*item
+	if a.newTurn && a.calls > 0 {
+		if now.Sub(a.lastCall) >= a.pol.CacheTTL {
+			a.shape.ColdStarts++
+		} else {
+			a.shape.WarmStarts++
+		}
+	}
+	a.newTurn = false
 	switch a.o.Layout {
 	case LayoutStream:
-		in := Inputs{StaleTokens: a.stale, ContextTokens: a.tokens, Idle: now.Sub(a.lastCall), HasPrevious: a.calls > 0, Calls: a.calls}
+		in := Inputs{StaleTokens: a.stale, ContextTokens: a.tokens, Idle: now.Sub(a.lastCall), HasPrevious: a.calls > 0, Calls: a.calls, Shape: a.shape}
 		var at []int
 		if a.stale > 0 {
 			in.Candidates, at = a.candidates()
@@ -163,6 +171,7 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 		}
 		a.prevBytes = c.Bytes
 	}
+	a.shape.Current++
 	if err := a.commit(ctx, c, pool, active, meta); err != nil {
 		return nil, err
 	}
@@ -493,6 +502,8 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 		shown[id] = int64(i)
 	}
 	doc["shown"] = shown
+	doc["shape"] = map[string]any{"turns": int64(a.shape.Turns), "turn_calls": int64(a.shape.TurnCalls),
+		"current": int64(a.shape.Current), "warm_starts": int64(a.shape.WarmStarts), "cold_starts": int64(a.shape.ColdStarts)}
 	if meta != nil {
 		m, err := toJSONValue(meta)
 		if err != nil {

@@ -39,9 +39,9 @@ type Policy struct {
 	// a reference (default 400).
 	InputBytes int
 	// Horizon is how many more calls a rebase is expected to serve, for
-	// weighing its cost against its saving; 0 means adaptive: the number of
-	// calls so far, at least 10 and at most 200 (a session that has run
-	// long is likely to run on).
+	// weighing its cost against its saving; 0 means estimated from the
+	// session's shape so far (Horizon, Inputs.Shape): the calls left in the
+	// current turn, then the turns expected before the cache goes cold.
 	Horizon int
 }
 
@@ -83,12 +83,51 @@ type Inputs struct {
 	Idle time.Duration
 	// HasPrevious is false for the first call (nothing is cached).
 	HasPrevious bool
-	// Calls is the number of calls so far (for the adaptive horizon).
+	// Calls is the number of calls so far.
 	Calls int
+	// Shape is what the session has shown of its rhythm, for the
+	// estimated horizon.
+	Shape Shape
 	// Candidates are the positions a rebase could start from, one per
 	// stale item, first to last. Nil means one candidate covering the whole
 	// context (Tail = ContextTokens, Stale = StaleTokens).
 	Candidates []Candidate
+}
+
+// Shape is the rhythm of a session so far, as known at a call: how many
+// calls its completed turns took, how many calls the current turn has made,
+// and whether the prompt cache survived the gap before each turn (a user
+// message: the time a person takes to answer, against the cache's TTL).
+type Shape struct {
+	// Turns and TurnCalls: completed turns (with at least one call) and
+	// their calls in all. Current: calls of the turn in progress so far.
+	Turns, TurnCalls, Current int
+	// WarmStarts and ColdStarts count the turns whose first call found the
+	// cache warm or cold (idle >= CacheTTL).
+	WarmStarts, ColdStarts int
+}
+
+// Horizon estimates how many more calls the current cache will serve,
+// from what is known at the call, never from the session's future:
+//
+//	m = (TurnCalls + 10) / (Turns + 1)    mean calls per turn (a prior turn of 10)
+//	r = max(m - Current, Current, 1)      calls left in this turn: a turn that has
+//	                                      run long tends to run on (Lindy)
+//	p = (WarmStarts + 1) / (WarmStarts + ColdStarts + 2)
+//	                                      chance that the cache survives a turn's gap
+//	H = r + m·p/(1-p)                     at most 200
+//
+// So a rebase is judged against the rest of the turn, plus later turns
+// only as far as the user has answered within the cache's lifetime before;
+// a session whose users come back after the TTL gets little more than the
+// turn in progress. This replaces "as many calls as so far", which let a
+// rebase near a session's end count on calls that never came.
+func (s Shape) Horizon() float64 {
+	m := float64(s.TurnCalls+10) / float64(s.Turns+1)
+	k := float64(s.Current)
+	r := max(m-k, k, 1)
+	p := float64(s.WarmStarts+1) / float64(s.WarmStarts+s.ColdStarts+2)
+	return min(r+m*p/(1-p), 200)
 }
 
 // Candidate is a position a rebase could start from: the tokens rendered
@@ -153,7 +192,7 @@ func Decide(in Inputs, p Policy) Decision {
 	}
 	h := float64(p.Horizon)
 	if h <= 0 {
-		h = float64(min(max(in.Calls, 10), 200))
+		h = in.Shape.Horizon()
 	}
 	best, bestNet := -1, 0.0
 	for i, c := range cands {
