@@ -77,7 +77,7 @@ func TestStreamStabilityAndRebuild(t *testing.T) {
 					rest := strings.Replace(string(c.Bytes[c.RebaseOffset:]), ctxPrefix, "", 1)
 					first, _, _ := strings.Cut(strings.TrimPrefix(rest, "<<user>>\n"), "\n<<")
 					if !strings.HasPrefix(rest, "collapsed: ") && !strings.HasPrefix(rest, "<<user>>\ncollapsed: ") &&
-						!(strings.HasPrefix(rest, "<<tool_result id=") && strings.Contains(first, "(output collapsed)")) {
+						!(strings.HasPrefix(rest, "<<tool_result id=") && strings.Contains(first, "collapsed: ")) {
 						t.Fatalf("call %d: the rebase does not start at a collapsed item: %.80q", c.N, rest)
 					}
 				}
@@ -137,10 +137,11 @@ func checkShape(t *testing.T, c *Assembled) {
 			switch {
 			case m.Role == RoleToolResult:
 				// Its line, then (rendering 3) the call's output while live.
+				// One block: its line, its collapsed line, or (rendering 3)
+				// the call's live output.
 				results++
 				line := m.Blocks[0]
-				if len(m.Blocks) > 2 || !strings.HasPrefix(line.Text, "status=") || strings.Contains(line.Text, "\n") ||
-					(len(m.Blocks) == 2 && (m.Blocks[1].Type != BlockText || strings.Contains(line.Text, "collapsed"))) {
+				if len(m.Blocks) != 1 || (line.Type == BlockMetadata && (!strings.HasPrefix(line.Text, "status=") && !strings.HasPrefix(line.Text, "[ctxstore] collapsed: ") || strings.Contains(line.Text, "\n"))) {
 					t.Fatalf("tool result %d: %+v", i, m)
 				}
 			case bl.Type == BlockContent:

@@ -95,8 +95,11 @@ func (it *item) metadata() string {
 //	   toolcall (the object's metadata is in the stream already); short
 //	   context notes; and 64-hex ids shortened (objects.DisplayID) in
 //	   metadata, content headers, collapsed blocks and notes;
-//	3: tool results name their tool ("status=… output_chars=… tool=…",
-//	   and a management tool's answer); metadata lines,
+//	3: a live tool output is its tool result, as the harness would send
+//	   it, and a rebase rewrites it once collapsed as "[ctxstore]
+//	   collapsed: <tool> output, N chars"; other tool results
+//	   name their tool ("status=… output_chars=… tool=…", and a management
+//	   tool's answer); metadata lines,
 //	   notes and collapsed references start with "[ctxstore] "; outputs
 //	   that collapse automatically get no note; a shown object's new version
 //	   is a patch against the version shown (kPatch), not a new full copy.
@@ -199,13 +202,15 @@ func (it *item) render() {
 		if it.rv >= 3 {
 			text += toolResultNames(it.obj)
 		}
-		if it.collapsed {
-			text += " (output collapsed)"
+		switch {
+		case it.out && it.obj.Content != nil:
+			// The live output is the result, as the harness would send it.
+			it.f = &frag{role: RoleToolResult, callID: it.ref.ID, blocks: []Block{{Type: BlockText, Text: *it.obj.Content}}}
+			return
+		case it.collapsed:
+			text = collapsedResultLine(it.obj)
 		}
 		it.f = &frag{role: RoleToolResult, callID: it.ref.ID, blocks: []Block{{Type: BlockMetadata, ID: it.ref.ID, Text: text}}}
-		if it.out && it.obj.Content != nil {
-			it.f.blocks = append(it.f.blocks, Block{Type: BlockText, Text: *it.obj.Content})
-		}
 	case kMeta:
 		id, text := it.ref.ID, it.metadata()
 		if it.rv >= 2 {
@@ -310,6 +315,18 @@ func toolResultNames(o *objects.Object) string {
 			msg = string(r[:160]) + "…"
 		}
 		s += " answer: " + msg
+	}
+	return s
+}
+
+// collapsedResultLine is a tool result once its output collapsed
+// (rendering version 3): the tool, its size and a failure. The call id,
+// which activate takes to bring the output back, is the result's own
+// tool-call id (every provider shows it with the result), not repeated.
+func collapsedResultLine(o *objects.Object) string {
+	s := fmt.Sprintf("%scollapsed: %s output, %d chars", ctxPrefix, o.Toolcall.Tool, contentChars(o))
+	if o.Toolcall.Status == objects.StatusFail {
+		s += " (failed)"
 	}
 	return s
 }
