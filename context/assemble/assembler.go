@@ -254,6 +254,16 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 		if a.noteInput(r.ID, target) {
 			it.input = &target.ref
 		}
+		if r.Change != "" && a.rv >= 3 {
+			// The files a write or edit pools need no metadata line: the
+			// call's path names them, and activate and read take a path.
+			for _, f := range r.Files {
+				if !a.listed[f] {
+					a.listed[f] = true
+					it.named = append(it.named, f)
+				}
+			}
+		}
 		if r.Change != "" && len(r.Files) == 1 && a.rv >= 3 {
 			if _, ok := a.shown[r.Files[0]]; ok {
 				a.edits[r.Files[0]] = append(a.edits[r.Files[0]], pendingEdit{call: r.ID, change: r.Change})

@@ -69,6 +69,10 @@ type item struct {
 	out       bool
 	outTok    int
 	collapsed bool
+	// named are, for a write or edit's tool result (rendering 3), the files
+	// it pooled without a metadata line: the call's own path argument
+	// names them.
+	named []string
 	// rv is the rendering version (RenderVersion for new sessions; a
 	// session keeps the version of its first commit); mv likewise the
 	// metadata line's version (objects.MetadataVersion).
@@ -128,6 +132,9 @@ type ItemDoc struct {
 	// call's output is rendered in it and "collapsed" when a rebase
 	// rewrote it after that output collapsed.
 	Out string `json:"out,omitempty"`
+	// Named are the files a write or edit pooled without a metadata line
+	// (item.named).
+	Named []string `json:"named,omitempty"`
 }
 
 func (it *item) doc() ItemDoc {
@@ -138,6 +145,7 @@ func (it *item) doc() ItemDoc {
 	if it.input != nil {
 		d.Input = it.input.String()
 	}
+	d.Named = it.named
 	switch {
 	case it.out:
 		d.Out = outInline
@@ -156,7 +164,7 @@ func (k ItemKind) hasRef() bool {
 
 // fromDoc reads a stored item; its object is resolved later.
 func fromDoc(d ItemDoc) (*item, error) {
-	it := &item{kind: d.K, text: d.Text, calls: d.Calls, out: d.Out == outInline, collapsed: d.Out == outCollapsed}
+	it := &item{kind: d.K, text: d.Text, calls: d.Calls, out: d.Out == outInline, collapsed: d.Out == outCollapsed, named: d.Named}
 	switch d.K {
 	case kUser, kAssistant, kNote:
 	case kToolRef, kMeta, kContent, kStub, kPatch:

@@ -190,6 +190,9 @@ func (a *Assembler) restoreState(last *Commit) {
 		switch it.kind {
 		case kMeta, kToolRef:
 			a.listed[it.ref.ID] = true
+			for _, f := range it.named {
+				a.listed[f] = true
+			}
 			if it.out {
 				if _, ok := live[i]; ok {
 					a.shown[it.ref.ID] = i

@@ -181,6 +181,13 @@ func (t *Tools) Activate(ctx context.Context, ref string) (Result, error) {
 		if r, ok, ferr := t.followLink(ctx, ref); ok {
 			return r, ferr
 		}
+		// A path (a file written or edited is named by the call's path,
+		// not by a metadata line): activating it is reading it.
+		if strings.ContainsRune(ref, '/') {
+			if r, rerr := t.Read(ctx, ref); rerr == nil {
+				return r, nil
+			}
+		}
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("activate %s: %w", ref, err)
