@@ -88,9 +88,9 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 			WarmStarts int `json:"warm_starts"`
 			ColdStarts int `json:"cold_starts"`
 		} `json:"shape"`
-		Time        string         `json:"time"`
-		PrefixBytes *int           `json:"prefix_bytes"`
-		PrefixTok   *int           `json:"prefix_tokens"`
+		Time        string `json:"time"`
+		PrefixBytes *int   `json:"prefix_bytes"`
+		PrefixTok   *int   `json:"prefix_tokens"`
 	}
 	if err := fromJSONValue(map[string]any(doc), &raw); err != nil {
 		return nil, fmt.Errorf("assemble: decoding %s: %w", id, err)
