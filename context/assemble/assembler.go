@@ -113,7 +113,7 @@ func New(ctx context.Context, s *session.Session, o Options) (*Assembler, error)
 	if err := a.setSystem(ctx, nil, objects.DynamicRef(s.Info().SystemPromptID)); err != nil {
 		return nil, err
 	}
-	if err := a.sync(ctx, false); err != nil {
+	if err := a.sync(ctx, true); err != nil { // the snapshot lists everything
 		return nil, err
 	}
 	a.snapEnd = len(a.items)
@@ -341,6 +341,7 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 	if a.poolSeen > len(st.Pool) {
 		a.poolSeen = 0 // the pool never shrinks; be safe if it did
 	}
+	heldBack := false
 	for _, id := range st.Pool[a.poolSeen:] {
 		if a.deferred[id] {
 			continue // its ToolResult will list it; sync looks again then
@@ -352,10 +353,14 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 		if err != nil {
 			return fmt.Errorf("assemble: pool entry: %w", err)
 		}
+		if a.awaitsResult(v, checkVersions) {
+			heldBack = true
+			continue
+		}
 		a.listed[id] = true
 		a.push(&item{kind: kMeta, ref: v.ref, obj: v.obj})
 	}
-	if len(a.deferred) == 0 {
+	if len(a.deferred) == 0 && !heldBack {
 		a.poolSeen = len(st.Pool)
 	}
 
@@ -422,6 +427,9 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 		if err != nil {
 			return fmt.Errorf("assemble: active object: %w", err)
 		}
+		if a.awaitsResult(v, checkVersions) {
+			continue
+		}
 		a.shown[id] = len(a.items)
 		a.held[id] = v
 		delete(a.edits, id)
@@ -450,6 +458,16 @@ func (a *Assembler) deltaTokens(id string, p *item) int {
 		}
 	}
 	return n
+}
+
+// awaitsResult reports whether v is a toolcall the stream has not listed
+// yet, outside a call (final is false): a harness that reports calls
+// before its log (the service's observe route) would otherwise have the
+// call's output shown before the call is. Its tool result will list it and
+// show its output in it (rendering 3); at the next call, whatever is still
+// unlisted is shown.
+func (a *Assembler) awaitsResult(v *version, final bool) bool {
+	return a.rv >= 3 && !final && a.o.Layout == LayoutStream && !a.listed[v.ref.ID] && v.obj.Kind() == objects.KindToolcall
 }
 
 // shownIDs returns the ids with a live content block, sorted, so that what
