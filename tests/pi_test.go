@@ -657,7 +657,7 @@ func TestPiTree(t *testing.T) {
 	// ctxstore's stream is append-only: the model is told the log was
 	// replaced, and the new branch continues from there.
 	all := strings.Join(texts, "\n")
-	if !strings.Contains(all, "[context] the harness's message log was replaced") || texts[len(texts)-1] != "Third, on the first branch." {
+	if !strings.Contains(all, "[ctxstore] the harness's message log was replaced") || texts[len(texts)-1] != "Third, on the first branch." {
 		t.Errorf("the context after /tree does not note the switch and continue on the new branch: %q", texts)
 	}
 	var c3 httpapi.ObjectResponse

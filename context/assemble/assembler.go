@@ -194,10 +194,16 @@ func (a *Assembler) User(ctx context.Context, text string) error {
 }
 
 // Note appends a context note, a one-line user-side text such as
-// "[context] …", to the stream.
+// "[context] …", to the stream. From rendering version 3 a "[context] "
+// prefix is written "[ctxstore] ", as every line ctxstore writes.
 func (a *Assembler) Note(ctx context.Context, text string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.rv >= 3 {
+		if rest, ok := strings.CutPrefix(text, "[context] "); ok {
+			text = ctxPrefix + rest
+		}
+	}
 	a.push(&item{kind: kNote, text: text})
 	return nil
 }
