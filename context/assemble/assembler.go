@@ -94,6 +94,9 @@ type Assembler struct {
 	overBy   int                      // by how many tokens the context was over when Overflow offered them
 	shape    Shape                    // the session's rhythm so far, for the cost model's horizon
 	newTurn  bool                     // a user message came since the last call
+	// prevStableTok is the tokens before the previous call's stable
+	// boundary (Policy.Breakpoints stable).
+	prevStableTok int
 }
 
 type version struct {

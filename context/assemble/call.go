@@ -126,6 +126,20 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 		var at []int
 		if a.stale > 0 {
 			in.Candidates, at = a.candidates()
+			// What the cache cannot serve after a rebase, by where the
+			// harness places its breakpoints.
+			floor := -1
+			switch a.pol.Breakpoints {
+			case BreakpointsEnd:
+				floor = a.tok.Count(string(a.head))
+			case BreakpointsStable:
+				floor = a.prevStableTok
+			}
+			for i := range in.Candidates {
+				if floor >= 0 {
+					in.Candidates[i].Rewrite = a.tokens - min(floor, a.tokens-in.Candidates[i].Tail)
+				}
+			}
 		}
 		d := Decide(in, a.pol)
 		c.PrefixBytes, c.PrefixTokens = a.prevLen, a.prevTok
@@ -147,6 +161,7 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 		}
 		c.items = a.items[:len(a.items):len(a.items)]
 		c.Stable = a.stableMessages()
+		a.prevStableTok = a.stableTokens()
 	case LayoutLiteral:
 		var err error
 		if pool, active, err = a.literalBlocks(ctx); err != nil {
@@ -219,6 +234,29 @@ func (a *Assembler) stableMessages() int {
 			n++
 		}
 		prev = it.f
+	}
+	return n
+}
+
+// stableTokens is the tokens before the first item a rebase could
+// rewrite: where a breakpoint at the end of the stable messages caches up
+// to (approximately: a message that item continues is counted whole).
+func (a *Assembler) stableTokens() int {
+	n := a.tokens
+	for i, it := range a.items {
+		if a.rewritable(it) {
+			n = a.offTokens(i)
+			break
+		}
+	}
+	return n
+}
+
+// offTokens is the tokens of the head and items before item i.
+func (a *Assembler) offTokens(i int) int {
+	n := a.tok.Count(string(a.head))
+	for _, it := range a.items[:i] {
+		n += it.tokens
 	}
 	return n
 }

@@ -43,7 +43,23 @@ type Policy struct {
 	// session's shape so far (Horizon, Inputs.Shape): the calls left in the
 	// current turn, then the turns expected before the cache goes cold.
 	Horizon int
+	// Breakpoints is where the harness asks the provider to cache, which
+	// decides what a rebase rewrites (issue 17 item 2): BreakpointsPrefix
+	// (the default: any prefix shared with the previous call is read, as
+	// OpenAI's automatic cache does), BreakpointsStable (the end of the
+	// stable messages, Assembled.Stable, as ctxstore's Pi and OpenClaw
+	// extensions place them: a rebase rewrites from the previous call's
+	// stable boundary) or BreakpointsEnd (only the end of each request, as
+	// Claude Code places them: a rebase rewrites everything after the head).
+	Breakpoints string
 }
+
+// The values of Policy.Breakpoints.
+const (
+	BreakpointsPrefix = "prefix"
+	BreakpointsStable = "stable"
+	BreakpointsEnd    = "end"
+)
 
 // DefaultPolicy returns the defaults: 8,000 stale tokens, 5 minute cache,
 // a 200,000-token window, 90%.
@@ -131,9 +147,13 @@ func (s Shape) Horizon() float64 {
 }
 
 // Candidate is a position a rebase could start from: the tokens rendered
-// from there to the end, and how many of them are stale.
+// from there to the end, and how many of them are stale. Rewrite, when
+// larger than Tail, is what the provider cannot serve from its cache after
+// the rebase (from the last breakpoint before the position; see
+// Policy.Breakpoints): the tokens the rebase writes again, stale ones
+// dropped.
 type Candidate struct {
-	Tail, Stale int
+	Tail, Stale, Rewrite int
 }
 
 // Reasons a rebase is taken.
@@ -199,7 +219,8 @@ func Decide(in Inputs, p Policy) Decision {
 		if c.Stale < p.StaleThreshold {
 			continue
 		}
-		net := 0.1*h*float64(c.Stale) - (1.25*float64(c.Tail-c.Stale) - 0.1*float64(c.Tail))
+		t := float64(max(c.Tail, c.Rewrite))
+		net := 0.1*h*float64(c.Stale) - (1.25*(t-float64(c.Stale)) - 0.1*t)
 		if net > bestNet {
 			best, bestNet = i, net
 		}

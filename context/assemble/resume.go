@@ -124,6 +124,7 @@ func Resume(ctx context.Context, s *session.Session, o Options) (*Assembler, err
 	a.calls, a.committed, a.snapEnd, a.lastCall, a.last = n, len(a.items), root.SnapshotEnd, last.Time, last
 	a.prevLen, a.prevTok = last.ByteLen, last.Tokens
 	a.shape = last.Shape
+	a.prevStableTok = a.stableTokens()
 	return a, nil
 }
 

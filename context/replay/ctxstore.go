@@ -18,6 +18,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/ingest"
 	"github.com/ctxstore/ctxstore/context/runtime"
 	"github.com/ctxstore/ctxstore/context/tools"
+	"github.com/ctxstore/ctxstore/context/transcript"
 	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/objects/conversation"
 	"github.com/ctxstore/ctxstore/session"
@@ -142,6 +143,18 @@ func (c *Ctxstore) Begin(ctx context.Context, env *Env) error {
 	pol := c.Policy
 	if pol.CacheTTL == 0 {
 		pol.CacheTTL = env.TTL
+	}
+	if pol.Breakpoints == "" {
+		// Where the harness asks the provider to cache decides what a
+		// rebase rewrites: Claude Code only at the end of each request (an
+		// MCP server cannot move it), ctxstore's Pi extension at the end of
+		// the stable messages (docs/replay.md).
+		switch env.Session.Format {
+		case transcript.FormatClaudeCode:
+			pol.Breakpoints = assemble.BreakpointsEnd
+		case transcript.FormatPi:
+			pol.Breakpoints = assemble.BreakpointsStable
+		}
 	}
 	if pol.Window == 0 {
 		cal := env.Calibration
