@@ -94,6 +94,8 @@ type Assembler struct {
 	overBy   int                      // by how many tokens the context was over when Overflow offered them
 	shape    Shape                    // the session's rhythm so far, for the cost model's horizon
 	newTurn  bool                     // a user message came since the last call
+	previewed map[string]bool // shown outputs entered as a preview (demand paging)
+	previews  int             // outputs entered as a preview so far
 	// prevStableTok is the tokens before the previous call's stable
 	// boundary (Policy.Breakpoints stable).
 	prevStableTok int
@@ -151,7 +153,7 @@ func newAssembler(o Options, s *session.Session) (*Assembler, error) {
 	return &Assembler{s: s, st: s.Store(), o: o, pol: o.Policy.withDefaults(), tok: o.Tokenizer,
 		listed: map[string]bool{}, latest: map[string]*version{}, shown: map[string]int{}, rebaseAt: -1,
 		callAt: map[string]int{}, inputs: map[string]*input{}, rv: RenderVersion, mv: objects.MetadataVersion, same: map[string]int64{},
-		held: map[string]*version{}, patches: map[string][]int{}, edits: map[string][]pendingEdit{}}, nil
+		held: map[string]*version{}, patches: map[string][]int{}, edits: map[string][]pendingEdit{}, previewed: map[string]bool{}}, nil
 }
 
 // setSystem resolves the system prompt (through r when resuming) and
@@ -286,8 +288,14 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 			it.out = true
 			a.shown[r.ID] = len(a.items)
 			a.held[r.ID] = v
+			if a.pol.PreviewTokens > 0 && len(*r.Object.Content) > 4*a.pol.PreviewTokens && a.tok.Count(*r.Object.Content) > a.pol.PreviewTokens {
+				it.preview = true
+				a.previewed[r.ID] = true
+				a.previews++
+			}
 		}
 	}
+	a.wholeOnActivate(r.Object)
 	a.push(it)
 	delete(a.pending, r.ID)
 	if len(a.pending) > 0 {
@@ -310,7 +318,7 @@ func (a *Assembler) push(it *item) {
 	a.buf = appendFrag(a.buf, prev, it.f)
 	it.tokens = a.tok.Count(string(a.buf[start:]))
 	if it.out {
-		it.outTok = a.tok.Count(*it.obj.Content + "\n")
+		it.outTok = a.tok.Count(it.f.blocks[0].Text + "\n")
 	}
 	a.tokens += it.tokens
 	if it.kind.isMeta() {
@@ -477,6 +485,35 @@ func (a *Assembler) deltaTokens(id string, p *item) int {
 // unlisted is shown.
 func (a *Assembler) awaitsResult(v *version, final bool) bool {
 	return a.rv >= 3 && !final && a.o.Layout == LayoutStream && !a.listed[v.ref.ID] && v.obj.Kind() == objects.KindToolcall
+}
+
+// wholeOnActivate: when o is an activate call naming an output shown as a
+// preview, the preview goes stale, so that the next sync shows the output
+// whole (a content block), as any activated object.
+func (a *Assembler) wholeOnActivate(o *objects.Object) {
+	if o.Kind() != objects.KindToolcall || strings.ToLower(o.Toolcall.Tool) != "activate" || o.Toolcall.Status != objects.StatusOK {
+		return
+	}
+	ref, _ := o.Toolcall.Args["id"].(string)
+	for id := range a.previewed {
+		if id == ref || len(ref) >= 8 && strings.HasPrefix(id, ref) {
+			if i, ok := a.shown[id]; ok {
+				a.markStale(i)
+				delete(a.shown, id)
+				delete(a.held, id)
+			}
+			delete(a.previewed, id)
+			return
+		}
+	}
+}
+
+// Previews returns how many outputs entered as a preview, and whether id
+// is one still shown so (its output not whole in the context).
+func (a *Assembler) Previews(id string) (int, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.previews, a.previewed[id]
 }
 
 // shownIDs returns the ids with a live content block, sorted, so that what

@@ -52,6 +52,10 @@ type Policy struct {
 	// stable boundary) or BreakpointsEnd (only the end of each request, as
 	// Claude Code places them: a rebase rewrites everything after the head).
 	Breakpoints string
+	// PreviewTokens is the size from which a live tool output enters as a
+	// preview, its start and end with a line saying how to load it whole
+	// (activate(call id)); 0 means the default, 4,000; negative, never.
+	PreviewTokens int
 }
 
 // The values of Policy.Breakpoints.
@@ -83,6 +87,9 @@ func (p Policy) withDefaults() Policy {
 	}
 	if p.InputBytes <= 0 {
 		p.InputBytes = d.InputBytes
+	}
+	if p.PreviewTokens == 0 {
+		p.PreviewTokens = 4000
 	}
 	return p
 }

@@ -69,6 +69,10 @@ type item struct {
 	out       bool
 	outTok    int
 	collapsed bool
+	// preview marks a live output too large to enter whole (demand
+	// paging, Policy.PreviewTokens): the result shows its start and end
+	// and says how to load it; activate(call id) shows it whole.
+	preview bool
 	// named are, for a write or edit's tool result (rendering 3), the files
 	// it pooled without a metadata line: the call's own path argument
 	// names them.
@@ -115,6 +119,7 @@ const RenderVersion = 3
 // The values of ItemDoc.Out.
 const (
 	outInline    = "inline"
+	outPreview   = "preview"
 	outCollapsed = "collapsed"
 )
 
@@ -147,6 +152,8 @@ func (it *item) doc() ItemDoc {
 	}
 	d.Named = it.named
 	switch {
+	case it.out && it.preview:
+		d.Out = outPreview
 	case it.out:
 		d.Out = outInline
 	case it.collapsed:
@@ -164,7 +171,7 @@ func (k ItemKind) hasRef() bool {
 
 // fromDoc reads a stored item; its object is resolved later.
 func fromDoc(d ItemDoc) (*item, error) {
-	it := &item{kind: d.K, text: d.Text, calls: d.Calls, out: d.Out == outInline, collapsed: d.Out == outCollapsed, named: d.Named}
+	it := &item{kind: d.K, text: d.Text, calls: d.Calls, out: d.Out == outInline || d.Out == outPreview, preview: d.Out == outPreview, collapsed: d.Out == outCollapsed, named: d.Named}
 	switch d.K {
 	case kUser, kAssistant, kNote:
 	case kToolRef, kMeta, kContent, kStub, kPatch:
@@ -213,7 +220,11 @@ func (it *item) render() {
 		switch {
 		case it.out && it.obj.Content != nil:
 			// The live output is the result, as the harness would send it.
-			it.f = &frag{role: RoleToolResult, callID: it.ref.ID, blocks: []Block{{Type: BlockText, Text: *it.obj.Content}}}
+			out := *it.obj.Content
+			if it.preview {
+				out = previewText(out)
+			}
+			it.f = &frag{role: RoleToolResult, callID: it.ref.ID, blocks: []Block{{Type: BlockText, Text: out}}}
 			return
 		case it.collapsed:
 			text = collapsedResultLine(it.obj)
@@ -325,6 +336,40 @@ func toolResultNames(o *objects.Object) string {
 		s += " answer: " + msg
 	}
 	return s
+}
+
+// Preview sizes: the start and the end of a large output shown.
+const (
+	previewHead = 2400
+	previewTail = 1200
+)
+
+// previewText is a large output as it enters (demand paging): its first
+// and last lines, cut at line ends, and a line saying what was left out
+// and how to see it whole.
+func previewText(s string) string {
+	h := min(len(s), previewHead)
+	for h < len(s) && h > 0 && !utf8.RuneStart(s[h]) {
+		h--
+	}
+	head := s[:h]
+	if i := strings.LastIndexByte(head, '\n'); i > 0 {
+		head = head[:i+1]
+	}
+	t := max(len(head), len(s)-previewTail)
+	for t < len(s) && !utf8.RuneStart(s[t]) {
+		t++
+	}
+	tail := s[t:]
+	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)-1 {
+		tail = tail[i+1:]
+	}
+	omitted := s[len(head) : len(s)-len(tail)]
+	if !strings.HasSuffix(head, "\n") {
+		head += "\n"
+	}
+	return fmt.Sprintf("%s[ctxstore] %d of %d chars (%d lines) left out here; activate(<this call's id>) shows the output whole\n%s",
+		head, utf8.RuneCountInString(omitted), utf8.RuneCountInString(s), strings.Count(omitted, "\n"), tail)
 }
 
 // collapsedResultLine is a tool result once its output collapsed

@@ -194,10 +194,16 @@ func (a *Assembler) restoreState(last *Commit) {
 			for _, f := range it.named {
 				a.listed[f] = true
 			}
+			if it.preview {
+				a.previews++
+			}
 			if it.out {
 				if _, ok := live[i]; ok {
 					a.shown[it.ref.ID] = i
 					a.held[it.ref.ID] = &version{obj: it.obj, ref: it.ref}
+					if it.preview {
+						a.previewed[it.ref.ID] = true
+					}
 				} else {
 					a.markStale(i)
 				}

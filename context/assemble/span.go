@@ -47,9 +47,6 @@ func headSpans(system string, headLen int) []Span {
 // span labels an item rendered at bytes [start, end).
 func (it *item) span(start, end int) Span {
 	s := Span{Kind: it.kind, Start: start, End: end}
-	if it.kind == kToolRef && it.out {
-		s.Kind = kContent // rendering 3: the call's live output is its tool result
-	}
 	if it.f != nil {
 		s.Role = it.f.role
 	}
