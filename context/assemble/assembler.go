@@ -87,15 +87,15 @@ type Assembler struct {
 	prevTok   int               // its tokens
 	prevBytes []byte            // its bytes (LayoutLiteral; nil after Resume)
 
-	held     map[string]*version      // shown id -> the version the model holds (its block and live patches)
-	patches  map[string][]int         // shown id -> item indexes of its live patches
-	edits    map[string][]pendingEdit // shown file id -> write/edit calls reported since its last version check
-	overflow map[string]bool          // live ids Overflow offered for deactivation (the window is full)
-	overBy   int                      // by how many tokens the context was over when Overflow offered them
-	shape    Shape                    // the session's rhythm so far, for the cost model's horizon
-	newTurn  bool                     // a user message came since the last call
-	previewed map[string]bool // shown outputs entered as a preview (demand paging)
-	previews  int             // outputs entered as a preview so far
+	held      map[string]*version      // shown id -> the version the model holds (its block and live patches)
+	patches   map[string][]int         // shown id -> item indexes of its live patches
+	edits     map[string][]pendingEdit // shown file id -> write/edit calls reported since its last version check
+	overflow  map[string]bool          // live ids Overflow offered for deactivation (the window is full)
+	overBy    int                      // by how many tokens the context was over when Overflow offered them
+	shape     Shape                    // the session's rhythm so far, for the cost model's horizon
+	newTurn   bool                     // a user message came since the last call
+	previewed map[string]bool          // shown outputs entered as a preview (demand paging)
+	previews  int                      // outputs entered as a preview so far
 	// prevStableTok is the tokens before the previous call's stable
 	// boundary (Policy.Breakpoints stable).
 	prevStableTok int
