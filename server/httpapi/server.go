@@ -100,7 +100,8 @@ const DefaultGuide = `# Your context (ctxstore)
 
 ctxstore manages your context; lines it writes start with "[ctxstore]" and are never the user's
 words. A tool's output is its result while it is recent; older outputs collapse to
-"[ctxstore] collapsed: <tool> output, N chars": activate(<that result's call id>) shows it again.
+"[ctxstore] collapsed: <tool> output, N chars": activate(<that result's call id>) shows it again;
+a very long output enters as its start and end, and activate(<call id>) shows it whole.
 Files you read appear in "<<content id=… version=…>>" blocks (version: the store transaction that
 wrote that version; higher is newer). When a shown file changes, "[ctxstore] <id> changed,
 version A -> B" gives what changed against the version above, or names your own edit that
