@@ -110,8 +110,12 @@ func piScenario(t *testing.T, storeURL string) {
 	e := newPiEnv(t)
 	e.write(t, "a.txt", "alpha v1\n"+strings.Repeat("a line of the file that takes some room\n", 20))
 	// Tool outputs stay active for the current turn only; any collapsed
-	// content still rendered is rebased away at the next call.
-	srv := startServe(t, storeURL, "--collapse-turns", "1", "--collapse-files=-1", "--stale-threshold", "1")
+	// content still rendered is rebased away at the next call. The cost
+	// model counts any shared prefix as served (--breakpoints prefix):
+	// with the stable-boundary default, this small session's file, active
+	// from its first turn, keeps the boundary at the start and no rebase
+	// would pay, which is right for it but leaves rebases untested here.
+	srv := startServe(t, storeURL, "--collapse-turns", "1", "--collapse-files=-1", "--stale-threshold", "1", "--breakpoints", "prefix")
 	build := "for i in $(seq 1 20); do echo build-output-line $i; done"
 	script := []piStep{
 		{Tool: "read", Args: map[string]any{"path": "a.txt"}, ID: "call_read_a"},  // 0, turn 1
@@ -153,7 +157,7 @@ func piScenario(t *testing.T, storeURL string) {
 	// Resume in a new server process (graceful stop, same store) and a new
 	// Pi process continuing the session file.
 	srv.Stop()
-	srv2 := startServe(t, storeURL, "--collapse-turns", "1", "--collapse-files=-1", "--stale-threshold", "1")
+	srv2 := startServe(t, storeURL, "--collapse-turns", "1", "--collapse-files=-1", "--stale-threshold", "1", "--breakpoints", "prefix")
 	pi2 := startPi(t, e, srv2.pxURL, []piStep{{Text: "Resumed."}}, "--session", sessFile)
 	pi2.prompt("Still there?")
 	pi2.quit()
@@ -164,7 +168,7 @@ func piScenario(t *testing.T, storeURL string) {
 	if st != 200 {
 		t.Fatalf("export: %d %s", st, bundle)
 	}
-	srv3 := startServe(t, "sqlite:"+filepath.Join(t.TempDir(), "moved.db"), "--collapse-turns", "1", "--collapse-files=-1", "--stale-threshold", "1")
+	srv3 := startServe(t, "sqlite:"+filepath.Join(t.TempDir(), "moved.db"), "--collapse-turns", "1", "--collapse-files=-1", "--stale-threshold", "1", "--breakpoints", "prefix")
 	if st, body := srv3.fetch("POST", "/v1/sessions/"+sid+"/import", "application/x-ndjson", bundle); st != 200 || !strings.Contains(string(body), `"complete":true`) {
 		t.Fatalf("import: %d %s", st, body)
 	}
