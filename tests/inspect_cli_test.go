@@ -109,7 +109,9 @@ func TestCLIInspect(t *testing.T) {
 	obj := ""
 	for _, b := range view.Blocks {
 		joined.WriteString(b.Text)
-		if b.Kind == "content" {
+		// A content block, or (rendering 3) a tool result that is its
+		// call's live output.
+		if b.Kind == "content" || b.Kind == "toolref" && b.ObjectID != "" && !strings.Contains(b.Text, "\nstatus=") && !strings.Contains(b.Text, "[ctxstore] collapsed: ") {
 			obj = b.ObjectID
 		}
 	}

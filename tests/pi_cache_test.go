@@ -42,7 +42,9 @@ func checkBreakpoints(t *testing.T, log string, reminder bool) int {
 				t.Fatalf("request %d, message %d: %v", i, mi, err)
 			}
 			for bi, blk := range bs {
-				if firstContent < 0 && strings.HasPrefix(blk.Text, "<<content ") {
+				// What a rebase can rewrite: a content block, or (rendering
+				// 3) a tool result that is its call's live output.
+				if firstContent < 0 && (strings.HasPrefix(blk.Text, "<<content ") || blk.Type == "tool_result" && liveResult(blk)) {
 					firstContent = len(flat)
 				}
 				flat = append(flat, pos{mi, bi})
@@ -92,6 +94,17 @@ func checkBreakpoints(t *testing.T, log string, reminder bool) int {
 		}
 	}
 	return split
+}
+
+// liveResult reports whether a tool_result block holds its call's live
+// output rather than ctxstore's one-line reference ("status=…", or
+// "[ctxstore] collapsed: …" once collapsed).
+func liveResult(b messagesBlock) bool {
+	tb, err := messagesBlocks(b.Content)
+	if err != nil || len(tb) == 0 {
+		return false
+	}
+	return !strings.HasPrefix(tb[0].Text, "status=") && !strings.HasPrefix(tb[0].Text, "[ctxstore] collapsed: ")
 }
 
 // TestPiCacheBreakpoints: with another extension appending a reminder to

@@ -20,23 +20,24 @@ import (
 
 // serveCmd runs the HTTP API over the context manager (docs/service.md).
 type serveCmd struct {
-	Addr      string        `default:"127.0.0.1:7411" env:"CTXSTORE_ADDR" placeholder:"HOST:PORT" help:"Address to listen on (port 0: a free one). Any address but loopback needs a token."`
-	Token     string        `env:"CTXSTORE_TOKEN" placeholder:"TOKEN" help:"A bearer token granting every session; prefer the environment variable (a command line is visible to other users)."`
-	TokenFile string        `name:"token-file" type:"existingfile" placeholder:"PATH" help:"Bearer tokens, one per line: TOKEN [SESSION...]; a token with sessions grants only those."`
-	Layout    string        `default:"stream" enum:"stream,literal" help:"Context layout: stream (cache-stable) or literal."`
-	TurnsBack int           `name:"collapse-turns" default:"3" help:"Tool outputs stay active for this many turns (the current one included)."`
-	PerTurn   int           `name:"collapse-per-turn" default:"5" help:"At most this many tool outputs of a turn stay active."`
-	Files     int           `name:"collapse-files" default:"0" help:"At most this many files read in a turn stay active, in the same turns (0: as many as tool outputs; -1: read files stay active until deactivated)."`
-	Stale     int           `name:"stale-threshold" default:"8000" help:"Collapse stale content in batches of at least this many tokens (the rebase cost model decides when and from where)."`
-	NoTrack   bool          `name:"no-track" help:"Do not watch files for changes (a file edited on disk is then seen at its next read)."`
-	Commit    string        `name:"commit-every" default:"call" enum:"call,turn,off" help:"When sessions write conversation commits: every context call with new messages, each turn (a user prompt), or off (docs/commits.md)."`
-	Grace     time.Duration `default:"30s" help:"On SIGTERM or SIGINT, how long requests in flight may take to finish."`
-	Roots     []string      `name:"root" placeholder:"DIR" help:"A directory sessions may read and index files in, and POST /v1/import may import from (repeatable; symlinks resolved). Without it each session is confined to its cwd, and path imports are refused; a session's own roots must lie inside these."`
-	Notes     []string      `name:"notes" placeholder:"DIR" help:"A note root (repeatable): Markdown files under it become note objects with title, tags, links and backlinks; read and activate on a note list where its links lead."`
-	Mounts    []string      `name:"mount" placeholder:"PREFIX=FSID" help:"A mount mapping (repeatable, 004 §5.2): files under the absolute PREFIX belong to filesystem FSID (e.g. a host directory bind-mounted into a sandbox), so they keep one identity across machines."`
-	Devices   bool          `name:"detect-devices" help:"Give files on another device than / a filesystem id of their own (004 §5.2), unless a --mount maps them."`
-	LogLevel  string        `name:"log-level" default:"info" enum:"debug,info,warn,error" help:"Log on stderr from this level: info says each session opened or resumed and each context call (session, call, tokens, cached share, rebase); warn only failed requests (each naming its session); error only the server's failures."`
-	Recall    string        `name:"recall-config" env:"CTXSTORE_RECALL_CONFIG" placeholder:"FILE" help:"The session index's config (model providers, threshold; docs/recall.md). Without it sessions are indexed by the offline generator."`
+	Addr        string        `default:"127.0.0.1:7411" env:"CTXSTORE_ADDR" placeholder:"HOST:PORT" help:"Address to listen on (port 0: a free one). Any address but loopback needs a token."`
+	Token       string        `env:"CTXSTORE_TOKEN" placeholder:"TOKEN" help:"A bearer token granting every session; prefer the environment variable (a command line is visible to other users)."`
+	TokenFile   string        `name:"token-file" type:"existingfile" placeholder:"PATH" help:"Bearer tokens, one per line: TOKEN [SESSION...]; a token with sessions grants only those."`
+	Layout      string        `default:"stream" enum:"stream,literal" help:"Context layout: stream (cache-stable) or literal."`
+	TurnsBack   int           `name:"collapse-turns" default:"3" help:"Tool outputs stay active for this many turns (the current one included)."`
+	PerTurn     int           `name:"collapse-per-turn" default:"5" help:"At most this many tool outputs of a turn stay active."`
+	Files       int           `name:"collapse-files" default:"0" help:"At most this many files read in a turn stay active, in the same turns (0: as many as tool outputs; -1: read files stay active until deactivated)."`
+	Stale       int           `name:"stale-threshold" default:"8000" help:"Collapse stale content in batches of at least this many tokens (the rebase cost model decides when and from where)."`
+	Breakpoints string        `name:"breakpoints" default:"stable" enum:"stable,prefix,end" help:"Where the harness caches, for the rebase cost model: stable (the end of the stable messages, as ctxstore's Pi and OpenClaw extensions place breakpoints), prefix (any shared prefix, an automatic cache) or end (the end of each request only)."`
+	NoTrack     bool          `name:"no-track" help:"Do not watch files for changes (a file edited on disk is then seen at its next read)."`
+	Commit      string        `name:"commit-every" default:"call" enum:"call,turn,off" help:"When sessions write conversation commits: every context call with new messages, each turn (a user prompt), or off (docs/commits.md)."`
+	Grace       time.Duration `default:"30s" help:"On SIGTERM or SIGINT, how long requests in flight may take to finish."`
+	Roots       []string      `name:"root" placeholder:"DIR" help:"A directory sessions may read and index files in, and POST /v1/import may import from (repeatable; symlinks resolved). Without it each session is confined to its cwd, and path imports are refused; a session's own roots must lie inside these."`
+	Notes       []string      `name:"notes" placeholder:"DIR" help:"A note root (repeatable): Markdown files under it become note objects with title, tags, links and backlinks; read and activate on a note list where its links lead."`
+	Mounts      []string      `name:"mount" placeholder:"PREFIX=FSID" help:"A mount mapping (repeatable, 004 §5.2): files under the absolute PREFIX belong to filesystem FSID (e.g. a host directory bind-mounted into a sandbox), so they keep one identity across machines."`
+	Devices     bool          `name:"detect-devices" help:"Give files on another device than / a filesystem id of their own (004 §5.2), unless a --mount maps them."`
+	LogLevel    string        `name:"log-level" default:"info" enum:"debug,info,warn,error" help:"Log on stderr from this level: info says each session opened or resumed and each context call (session, call, tokens, cached share, rebase); warn only failed requests (each naming its session); error only the server's failures."`
+	Recall      string        `name:"recall-config" env:"CTXSTORE_RECALL_CONFIG" placeholder:"FILE" help:"The session index's config (model providers, threshold; docs/recall.md). Without it sessions are indexed by the offline generator."`
 }
 
 // Run serves until SIGINT or SIGTERM, then shuts down gracefully: no new
@@ -109,7 +110,7 @@ func (c *serveCmd) Run(a *app) error {
 		Recall: recallSet,
 		Store:  st, Resolver: res, Notes: nt, Track: !c.NoTrack, Tokens: tokens,
 		Policy: collapse.Config{TurnsBack: c.TurnsBack, PerTurn: c.PerTurn, FilesPerTurn: c.Files},
-		Layout: assemble.Layout(c.Layout), Rebase: assemble.Policy{StaleThreshold: c.Stale}, CommitEvery: c.Commit,
+		Layout: assemble.Layout(c.Layout), Rebase: assemble.Policy{StaleThreshold: c.Stale, Breakpoints: c.Breakpoints}, CommitEvery: c.Commit,
 		Log: log, Roots: roots,
 	})
 	if err != nil {

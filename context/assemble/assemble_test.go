@@ -74,8 +74,10 @@ func TestStreamStabilityAndRebuild(t *testing.T) {
 					if c.RebaseOffset <= len(e.a.head) || p < c.RebaseOffset {
 						t.Fatalf("call %d: rebase from byte %d but the common prefix is %d", c.N, c.RebaseOffset, p)
 					}
-					rest := string(c.Bytes[c.RebaseOffset:])
-					if !strings.HasPrefix(rest, "collapsed: ") && !strings.HasPrefix(rest, "<<user>>\ncollapsed: ") {
+					rest := strings.Replace(string(c.Bytes[c.RebaseOffset:]), ctxPrefix, "", 1)
+					first, _, _ := strings.Cut(strings.TrimPrefix(rest, "<<user>>\n"), "\n<<")
+					if !strings.HasPrefix(rest, "collapsed: ") && !strings.HasPrefix(rest, "<<user>>\ncollapsed: ") &&
+						!(strings.HasPrefix(rest, "<<tool_result id=") && strings.Contains(first, "collapsed: ")) {
 						t.Fatalf("call %d: the rebase does not start at a collapsed item: %.80q", c.N, rest)
 					}
 				}
@@ -134,8 +136,12 @@ func checkShape(t *testing.T, c *Assembled) {
 		for _, bl := range m.Blocks {
 			switch {
 			case m.Role == RoleToolResult:
+				// Its line, then (rendering 3) the call's output while live.
+				// One block: its line, its collapsed line, or (rendering 3)
+				// the call's live output.
 				results++
-				if len(m.Blocks) != 1 || !strings.HasPrefix(bl.Text, "status=") || strings.Contains(bl.Text, "\n") {
+				line := m.Blocks[0]
+				if len(m.Blocks) != 1 || (line.Type == BlockMetadata && (!strings.HasPrefix(line.Text, "status=") && !strings.HasPrefix(line.Text, "[ctxstore] collapsed: ") || strings.Contains(line.Text, "\n"))) {
 					t.Fatalf("tool result %d: %+v", i, m)
 				}
 			case bl.Type == BlockContent:
@@ -277,7 +283,10 @@ func checkSpans(t *testing.T, c *Assembled) {
 		}
 		at = s.End
 		if s.Kind == "content" {
-			if s.ObjectID == "" || s.ObjectKind == "" || s.Version <= 0 || !bytes.Contains(c.Bytes[s.Start:s.End], []byte(" version="+fmt.Sprint(s.Version)+">>")) {
+			// A content block names its version; a tool result holding its
+			// call's live output (rendering 3) is that output.
+			inline := s.Role == RoleToolResult && bytes.HasPrefix(c.Bytes[s.Start:s.End], []byte("<<tool_result id="+s.ObjectID+">>\n"))
+			if s.ObjectID == "" || s.ObjectKind == "" || s.Version <= 0 || !inline && !bytes.Contains(c.Bytes[s.Start:s.End], []byte(" version="+fmt.Sprint(s.Version)+">>")) {
 				t.Fatalf("call %d: content span %d %+v: %.80q", c.N, i, s, c.Bytes[s.Start:s.End])
 			}
 		}

@@ -86,6 +86,19 @@ type Assembler struct {
 	prevLen   int               // bytes of the previous call's context
 	prevTok   int               // its tokens
 	prevBytes []byte            // its bytes (LayoutLiteral; nil after Resume)
+
+	held      map[string]*version      // shown id -> the version the model holds (its block and live patches)
+	patches   map[string][]int         // shown id -> item indexes of its live patches
+	edits     map[string][]pendingEdit // shown file id -> write/edit calls reported since its last version check
+	overflow  map[string]bool          // live ids Overflow offered for deactivation (the window is full)
+	overBy    int                      // by how many tokens the context was over when Overflow offered them
+	shape     Shape                    // the session's rhythm so far, for the cost model's horizon
+	newTurn   bool                     // a user message came since the last call
+	previewed map[string]bool          // shown outputs entered as a preview (demand paging)
+	previews  int                      // outputs entered as a preview so far
+	// prevStableTok is the tokens before the previous call's stable
+	// boundary (Policy.Breakpoints stable).
+	prevStableTok int
 }
 
 type version struct {
@@ -105,7 +118,7 @@ func New(ctx context.Context, s *session.Session, o Options) (*Assembler, error)
 	if err := a.setSystem(ctx, nil, objects.DynamicRef(s.Info().SystemPromptID)); err != nil {
 		return nil, err
 	}
-	if err := a.sync(ctx, false); err != nil {
+	if err := a.sync(ctx, true); err != nil { // the snapshot lists everything
 		return nil, err
 	}
 	a.snapEnd = len(a.items)
@@ -139,7 +152,8 @@ func newAssembler(o Options, s *session.Session) (*Assembler, error) {
 	}
 	return &Assembler{s: s, st: s.Store(), o: o, pol: o.Policy.withDefaults(), tok: o.Tokenizer,
 		listed: map[string]bool{}, latest: map[string]*version{}, shown: map[string]int{}, rebaseAt: -1,
-		callAt: map[string]int{}, inputs: map[string]*input{}, rv: RenderVersion, mv: objects.MetadataVersion, same: map[string]int64{}}, nil
+		callAt: map[string]int{}, inputs: map[string]*input{}, rv: RenderVersion, mv: objects.MetadataVersion, same: map[string]int64{},
+		held: map[string]*version{}, patches: map[string][]int{}, edits: map[string][]pendingEdit{}, previewed: map[string]bool{}}, nil
 }
 
 // setSystem resolves the system prompt (through r when resuming) and
@@ -175,14 +189,26 @@ func (a *Assembler) User(ctx context.Context, text string) error {
 		return err
 	}
 	a.push(&item{kind: kUser, text: text})
+	if a.shape.Current > 0 {
+		a.shape.Turns++
+		a.shape.TurnCalls += a.shape.Current
+		a.shape.Current = 0
+	}
+	a.newTurn = true
 	return nil
 }
 
 // Note appends a context note, a one-line user-side text such as
-// "[context] …", to the stream.
+// "[context] …", to the stream. From rendering version 3 a "[context] "
+// prefix is written "[ctxstore] ", as every line ctxstore writes.
 func (a *Assembler) Note(ctx context.Context, text string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.rv >= 3 {
+		if rest, ok := strings.CutPrefix(text, "[context] "); ok {
+			text = ctxPrefix + rest
+		}
+	}
 	a.push(&item{kind: kNote, text: text})
 	return nil
 }
@@ -239,7 +265,37 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 		if a.noteInput(r.ID, target) {
 			it.input = &target.ref
 		}
+		if r.Change != "" && a.rv >= 3 {
+			// The files a write or edit pools need no metadata line: the
+			// call's path names them, and activate and read take a path.
+			for _, f := range r.Files {
+				if !a.listed[f] {
+					a.listed[f] = true
+					it.named = append(it.named, f)
+				}
+			}
+		}
+		if r.Change != "" && len(r.Files) == 1 && a.rv >= 3 {
+			if _, ok := a.shown[r.Files[0]]; ok {
+				a.edits[r.Files[0]] = append(a.edits[r.Files[0]], pendingEdit{call: r.ID, change: r.Change})
+			}
+		}
 	}
+	// Rendering 3: a live output is rendered in its own tool result, not
+	// as a content block after the results.
+	if a.o.Layout == LayoutStream && a.rv >= 3 && r.Object.Content != nil && a.s.State().IsActive(r.ID) {
+		if _, ok := a.shown[r.ID]; !ok {
+			it.out = true
+			a.shown[r.ID] = len(a.items)
+			a.held[r.ID] = v
+			if a.pol.PreviewTokens > 0 && len(*r.Object.Content) > 4*a.pol.PreviewTokens && a.tok.Count(*r.Object.Content) > a.pol.PreviewTokens {
+				it.preview = true
+				a.previewed[r.ID] = true
+				a.previews++
+			}
+		}
+	}
+	a.wholeOnActivate(r.Object)
 	a.push(it)
 	delete(a.pending, r.ID)
 	if len(a.pending) > 0 {
@@ -261,6 +317,9 @@ func (a *Assembler) push(it *item) {
 	start := len(a.buf)
 	a.buf = appendFrag(a.buf, prev, it.f)
 	it.tokens = a.tok.Count(string(a.buf[start:]))
+	if it.out {
+		it.outTok = a.tok.Count(it.f.blocks[0].Text + "\n")
+	}
 	a.tokens += it.tokens
 	if it.kind.isMeta() {
 		a.metaTok += it.tokens
@@ -299,6 +358,7 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 	if a.poolSeen > len(st.Pool) {
 		a.poolSeen = 0 // the pool never shrinks; be safe if it did
 	}
+	heldBack := false
 	for _, id := range st.Pool[a.poolSeen:] {
 		if a.deferred[id] {
 			continue // its ToolResult will list it; sync looks again then
@@ -310,10 +370,14 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 		if err != nil {
 			return fmt.Errorf("assemble: pool entry: %w", err)
 		}
+		if a.awaitsResult(v, checkVersions) {
+			heldBack = true
+			continue
+		}
 		a.listed[id] = true
 		a.push(&item{kind: kMeta, ref: v.ref, obj: v.obj})
 	}
-	if len(a.deferred) == 0 {
+	if len(a.deferred) == 0 && !heldBack {
 		a.poolSeen = len(st.Pool)
 	}
 
@@ -321,19 +385,28 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 	for _, id := range st.Active {
 		active[id] = true
 	}
-	var gone, changed []string
-	for id, i := range a.shown {
+	var gone, changed, window []string
+	for _, id := range a.shownIDs() {
 		if !active[id] {
-			gone = append(gone, id)
-			a.markStale(i)
-			a.staleInput(id)
-			delete(a.shown, id)
+			if a.rv >= 3 && a.overflow[id] {
+				window = append(window, id)
+			} else if a.rv < 3 || a.items[a.shown[id]].obj.Kind() != objects.KindToolcall {
+				gone = append(gone, id) // rendering 3: outputs collapsing need no note
+			}
+			a.unshow(id, true)
 		}
 	}
 	if checkVersions {
 		if err := a.checkVersions(ctx, &changed); err != nil {
 			return err
 		}
+	}
+	if len(window) > 0 {
+		for i := range window {
+			window[i] = objects.DisplayID(window[i])
+		}
+		a.push(&item{kind: kNote, text: fmt.Sprintf("%sdeactivated to fit the context window (it was %d tokens over its limit): %s; activate(id) brings one back, at the cost of others",
+			ctxPrefix, a.overBy, strings.Join(window, ", "))})
 	}
 	if a.rv >= 2 {
 		for i := range gone {
@@ -347,6 +420,9 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 		"[context] changed since shown (new version follows): "
 	if a.rv >= 2 {
 		deactivated, changedNote = "[context] inactive now: ", "[context] changed, new version below: "
+	}
+	if a.rv >= 3 {
+		deactivated, changedNote = ctxPrefix+"inactive now: ", ctxPrefix+"changed, new version below: "
 	}
 	if len(gone) > 0 {
 		sort.Strings(gone)
@@ -368,33 +444,152 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 		if err != nil {
 			return fmt.Errorf("assemble: active object: %w", err)
 		}
+		if a.awaitsResult(v, checkVersions) {
+			continue
+		}
 		a.shown[id] = len(a.items)
+		a.held[id] = v
+		delete(a.edits, id)
 		a.push(&item{kind: kContent, ref: v.ref, obj: v.obj})
 	}
 	return nil
 }
 
+// deltaTokens is what the view of shown object id costs beyond its block
+// with patch p added: its live patches and the edit inputs tied to it.
+// When that passes the block's own size, a new full block is cheaper to
+// keep (the old one and its deltas collapse at the next rebase).
+func (a *Assembler) deltaTokens(id string, p *item) int {
+	n := a.tok.Count(p.text)
+	for _, i := range a.patches[id] {
+		n += a.items[i].tokens
+	}
+	for _, in := range a.inputs {
+		if in.holder == id {
+			n += in.saved
+		}
+	}
+	for _, c := range p.calls {
+		if in, ok := a.inputs[c.ID]; ok && in.holder != id {
+			n += in.saved
+		}
+	}
+	return n
+}
+
+// awaitsResult reports whether v is a toolcall the stream has not listed
+// yet, outside a call (final is false): a harness that reports calls
+// before its log (the service's observe route) would otherwise have the
+// call's output shown before the call is. Its tool result will list it and
+// show its output in it (rendering 3); at the next call, whatever is still
+// unlisted is shown.
+func (a *Assembler) awaitsResult(v *version, final bool) bool {
+	return a.rv >= 3 && !final && a.o.Layout == LayoutStream && !a.listed[v.ref.ID] && v.obj.Kind() == objects.KindToolcall
+}
+
+// wholeOnActivate: when o is an activate call naming an output shown as a
+// preview, the preview goes stale, so that the next sync shows the output
+// whole (a content block), as any activated object.
+func (a *Assembler) wholeOnActivate(o *objects.Object) {
+	if o.Kind() != objects.KindToolcall || strings.ToLower(o.Toolcall.Tool) != "activate" || o.Toolcall.Status != objects.StatusOK {
+		return
+	}
+	ref, _ := o.Toolcall.Args["id"].(string)
+	for id := range a.previewed {
+		if id == ref || len(ref) >= 8 && strings.HasPrefix(id, ref) {
+			if i, ok := a.shown[id]; ok {
+				a.markStale(i)
+				delete(a.shown, id)
+				delete(a.held, id)
+			}
+			delete(a.previewed, id)
+			return
+		}
+	}
+}
+
+// Previews returns how many outputs entered as a preview, and whether id
+// is one still shown so (its output not whole in the context).
+func (a *Assembler) Previews(id string) (int, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.previews, a.previewed[id]
+}
+
+// shownIDs returns the ids with a live content block, sorted, so that what
+// is appended for them comes in a deterministic order.
+func (a *Assembler) shownIDs() []string {
+	ids := make([]string, 0, len(a.shown))
+	for id := range a.shown {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// unshow makes id's content block and patches stale, and the inputs
+// collapsing with it (its own, when inactive, and those tied to its view).
+func (a *Assembler) unshow(id string, inactive bool) {
+	a.markStale(a.shown[id])
+	for _, p := range a.patches[id] {
+		a.markStale(p)
+	}
+	delete(a.shown, id)
+	delete(a.patches, id)
+	delete(a.held, id)
+	delete(a.edits, id)
+	if inactive {
+		a.staleInput(id)
+	}
+	for call, in := range a.inputs {
+		if in.holder == id {
+			a.staleInput(call)
+		}
+	}
+}
+
 // checkVersions looks up the latest transaction of every shown object; a
 // newer version makes the shown block stale, and sync shows the new one.
 func (a *Assembler) checkVersions(ctx context.Context, changed *[]string) error {
-	for id, i := range a.shown {
+	for _, id := range a.shownIDs() {
+		i := a.shown[id]
+		held := a.held[id]
+		heldRef := a.items[i].ref
+		if held != nil {
+			heldRef = held.ref
+		}
 		et, err := a.st.EntityTx(ctx, id, store.Basis{})
 		if err != nil {
 			return fmt.Errorf("assemble: checking %s: %w", id, err)
 		}
-		if et.TxID == a.items[i].ref.Tx || a.same[id] == et.TxID {
+		if et.TxID == heldRef.Tx || a.same[id] == et.TxID {
 			continue
 		}
 		// Another transaction can hold the same version: a session imported
 		// into another store keeps its references' source tx ids. The
 		// hashes decide, once per transaction.
-		if cur, _, err := expand.Resolve(ctx, a.st, objects.DynamicRef(id)); err == nil && a.items[i].ref.Verify(cur) == nil {
+		cur, tx, err := expand.Resolve(ctx, a.st, objects.DynamicRef(id))
+		if err == nil && heldRef.Verify(cur) == nil {
 			a.same[id] = et.TxID
 			continue
 		}
+		if err == nil && a.rv >= 3 && a.o.Layout == LayoutStream {
+			v := &version{obj: cur, ref: objects.StaticRef(cur, tx)}
+			if p := a.patchFor(id, held, v); p != nil && a.deltaTokens(id, p) <= a.items[i].tokens {
+				for _, c := range p.calls {
+					if in, ok := a.inputs[c.ID]; ok {
+						in.holder = id // the edit's text is part of the file's view now
+					}
+				}
+				a.patches[id] = append(a.patches[id], len(a.items))
+				a.push(p)
+				a.held[id], a.latest[id] = v, v
+				delete(a.edits, id)
+				continue
+			}
+		}
 		delete(a.latest, id)
-		a.markStale(i)
-		delete(a.shown, id)
+		a.unshow(id, false) // the new version follows in full
 		*changed = append(*changed, id)
 	}
 	return nil
@@ -403,6 +598,15 @@ func (a *Assembler) checkVersions(ctx context.Context, changed *[]string) error 
 func (a *Assembler) markStale(i int) {
 	if !a.items[i].stale {
 		a.items[i].stale = true
-		a.stale += a.items[i].tokens
+		a.stale += a.items[i].liveTokens()
 	}
+}
+
+// liveTokens is what an item's live content costs: the output of a tool
+// result that renders it, else the whole item.
+func (it *item) liveTokens() int {
+	if it.kind == kToolRef {
+		return it.outTok
+	}
+	return it.tokens
 }

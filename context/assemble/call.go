@@ -112,12 +112,34 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 		c.Idle = now.Sub(a.lastCall)
 	}
 	var pool, active []*item
+	if a.newTurn && a.calls > 0 {
+		if now.Sub(a.lastCall) >= a.pol.CacheTTL {
+			a.shape.ColdStarts++
+		} else {
+			a.shape.WarmStarts++
+		}
+	}
+	a.newTurn = false
 	switch a.o.Layout {
 	case LayoutStream:
-		in := Inputs{StaleTokens: a.stale, ContextTokens: a.tokens, Idle: now.Sub(a.lastCall), HasPrevious: a.calls > 0, Calls: a.calls}
+		in := Inputs{StaleTokens: a.stale, ContextTokens: a.tokens, Idle: now.Sub(a.lastCall), HasPrevious: a.calls > 0, Calls: a.calls, Shape: a.shape}
 		var at []int
 		if a.stale > 0 {
 			in.Candidates, at = a.candidates()
+			// What the cache cannot serve after a rebase, by where the
+			// harness places its breakpoints.
+			floor := -1
+			switch a.pol.Breakpoints {
+			case BreakpointsEnd:
+				floor = a.tok.Count(string(a.head))
+			case BreakpointsStable:
+				floor = a.prevStableTok
+			}
+			for i := range in.Candidates {
+				if floor >= 0 {
+					in.Candidates[i].Rewrite = a.tokens - min(floor, a.tokens-in.Candidates[i].Tail)
+				}
+			}
 		}
 		d := Decide(in, a.pol)
 		c.PrefixBytes, c.PrefixTokens = a.prevLen, a.prevTok
@@ -131,11 +153,15 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 		}
 		c.Bytes = a.buf[:len(a.buf):len(a.buf)]
 		c.Tokens, c.StaleTokens, c.PoolTokens = a.tokens, a.stale, a.metaTok
-		for _, i := range a.shown {
-			c.ActiveTokens += a.items[i].tokens
+		for id, i := range a.shown {
+			c.ActiveTokens += a.items[i].liveTokens()
+			for _, p := range a.patches[id] {
+				c.ActiveTokens += a.items[p].tokens
+			}
 		}
 		c.items = a.items[:len(a.items):len(a.items)]
 		c.Stable = a.stableMessages()
+		a.prevStableTok = a.stableTokens()
 	case LayoutLiteral:
 		var err error
 		if pool, active, err = a.literalBlocks(ctx); err != nil {
@@ -160,11 +186,13 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 		}
 		a.prevBytes = c.Bytes
 	}
+	a.shape.Current++
 	if err := a.commit(ctx, c, pool, active, meta); err != nil {
 		return nil, err
 	}
 	a.calls++
 	a.lastCall = now
+	a.overflow = nil
 	a.prevLen, a.prevTok = len(c.Bytes), c.Tokens
 	return c, nil
 }
@@ -210,13 +238,38 @@ func (a *Assembler) stableMessages() int {
 	return n
 }
 
+// stableTokens is the tokens before the first item a rebase could
+// rewrite: where a breakpoint at the end of the stable messages caches up
+// to (approximately: a message that item continues is counted whole).
+func (a *Assembler) stableTokens() int {
+	n := a.tokens
+	for i, it := range a.items {
+		if a.rewritable(it) {
+			n = a.offTokens(i)
+			break
+		}
+	}
+	return n
+}
+
+// offTokens is the tokens of the head and items before item i.
+func (a *Assembler) offTokens(i int) int {
+	n := a.tok.Count(string(a.head))
+	for _, it := range a.items[:i] {
+		n += it.tokens
+	}
+	return n
+}
+
 // rewritable reports whether a rebase could change it: a content block
 // (live content may go stale), or an assistant message with a call whose
 // input can collapse.
 func (a *Assembler) rewritable(it *item) bool {
 	switch it.kind {
-	case kContent:
+	case kContent, kPatch:
 		return true
+	case kToolRef:
+		return it.out
 	case kAssistant:
 		if it.staleInput {
 			return true
@@ -257,7 +310,7 @@ func (a *Assembler) candidates() ([]Candidate, []int) {
 func (a *Assembler) staleTokens(it *item) int {
 	n := 0
 	if it.stale {
-		n += it.tokens
+		n += it.liveTokens()
 	}
 	if it.staleInput {
 		for _, c := range it.calls {
@@ -289,35 +342,72 @@ func (a *Assembler) rebase(p int) (int, int) {
 		}
 	}
 	prefixTok := a.tokens
+	// A live block rewritten here is replaced, with its live patches, by
+	// one block of the version the model holds.
+	merged := map[string]bool{}
 	for id, i := range a.shown {
-		if i >= p {
-			delete(a.shown, id)
-			defer func(id string, it *item) { a.shown[id] = a.indexOf(it, p) }(id, tail[i-p])
+		if i >= p && len(a.patches[id]) > 0 {
+			merged[id] = true
 		}
 	}
 	for _, it := range tail {
 		switch {
 		case it.stale && it.kind == kContent:
 			it = &item{kind: kStub, ref: it.ref, obj: it.obj}
+		case it.stale && it.kind == kToolRef:
+			it = &item{kind: kToolRef, ref: it.ref, obj: it.obj, input: it.input, collapsed: true}
+		case it.stale && it.kind == kPatch:
+			continue // the change of a block that collapses: nothing to show
+		case it.kind == kPatch && merged[it.ref.ID]:
+			continue
+		case it.kind == kContent && merged[it.ref.ID]:
+			h := a.held[it.ref.ID]
+			it = &item{kind: kContent, ref: h.ref, obj: h.obj}
 		case it.staleInput:
 			it = a.rewriteInputs(it)
 		}
 		a.push(it)
 	}
+	a.rescanLive(p)
 	if a.rebaseAt < 0 || p < a.rebaseAt {
 		a.rebaseAt = p
 	}
 	return off, prefixTok
 }
 
-// indexOf finds it in the stream at or after from.
-func (a *Assembler) indexOf(it *item, from int) int {
-	for i := from; i < len(a.items); i++ {
-		if a.items[i] == it {
-			return i
+// rescanLive re-derives, after a rebase from item p, where the live
+// content blocks and patches of the rewritten tail are: a content block
+// or patch is live unless stale.
+func (a *Assembler) rescanLive(p int) {
+	for id, i := range a.shown {
+		if i >= p {
+			delete(a.shown, id)
 		}
 	}
-	return -1
+	for id, ps := range a.patches {
+		keep := ps[:0]
+		for _, i := range ps {
+			if i < p {
+				keep = append(keep, i)
+			}
+		}
+		a.patches[id] = keep
+	}
+	for i := p; i < len(a.items); i++ {
+		it := a.items[i]
+		for _, c := range it.calls {
+			if it.kind == kAssistant {
+				a.callAt[c.ID] = i // the rebase moved it (an earlier version left this index stale)
+			}
+		}
+		switch {
+		case it.stale:
+		case it.kind == kContent || (it.kind == kToolRef && it.out):
+			a.shown[it.ref.ID] = i
+		case it.kind == kPatch:
+			a.patches[it.ref.ID] = append(a.patches[it.ref.ID], i)
+		}
+	}
 }
 
 // literalBlocks returns the pool and active items of the literal layout,
@@ -450,6 +540,8 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 		shown[id] = int64(i)
 	}
 	doc["shown"] = shown
+	doc["shape"] = map[string]any{"turns": int64(a.shape.Turns), "turn_calls": int64(a.shape.TurnCalls),
+		"current": int64(a.shape.Current), "warm_starts": int64(a.shape.WarmStarts), "cold_starts": int64(a.shape.ColdStarts)}
 	if meta != nil {
 		m, err := toJSONValue(meta)
 		if err != nil {

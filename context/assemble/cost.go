@@ -39,11 +39,31 @@ type Policy struct {
 	// a reference (default 400).
 	InputBytes int
 	// Horizon is how many more calls a rebase is expected to serve, for
-	// weighing its cost against its saving; 0 means adaptive: the number of
-	// calls so far, at least 10 and at most 200 (a session that has run
-	// long is likely to run on).
+	// weighing its cost against its saving; 0 means estimated from the
+	// session's shape so far (Horizon, Inputs.Shape): the calls left in the
+	// current turn, then the turns expected before the cache goes cold.
 	Horizon int
+	// Breakpoints is where the harness asks the provider to cache, which
+	// decides what a rebase rewrites (issue 17 item 2): BreakpointsPrefix
+	// (the default: any prefix shared with the previous call is read, as
+	// OpenAI's automatic cache does), BreakpointsStable (the end of the
+	// stable messages, Assembled.Stable, as ctxstore's Pi and OpenClaw
+	// extensions place them: a rebase rewrites from the previous call's
+	// stable boundary) or BreakpointsEnd (only the end of each request, as
+	// Claude Code places them: a rebase rewrites everything after the head).
+	Breakpoints string
+	// PreviewTokens is the size from which a live tool output enters as a
+	// preview, its start and end with a line saying how to load it whole
+	// (activate(call id)); 0 means the default, 4,000; negative, never.
+	PreviewTokens int
 }
+
+// The values of Policy.Breakpoints.
+const (
+	BreakpointsPrefix = "prefix"
+	BreakpointsStable = "stable"
+	BreakpointsEnd    = "end"
+)
 
 // DefaultPolicy returns the defaults: 8,000 stale tokens, 5 minute cache,
 // a 200,000-token window, 90%.
@@ -68,6 +88,9 @@ func (p Policy) withDefaults() Policy {
 	if p.InputBytes <= 0 {
 		p.InputBytes = d.InputBytes
 	}
+	if p.PreviewTokens == 0 {
+		p.PreviewTokens = 4000
+	}
 	return p
 }
 
@@ -83,18 +106,61 @@ type Inputs struct {
 	Idle time.Duration
 	// HasPrevious is false for the first call (nothing is cached).
 	HasPrevious bool
-	// Calls is the number of calls so far (for the adaptive horizon).
+	// Calls is the number of calls so far.
 	Calls int
+	// Shape is what the session has shown of its rhythm, for the
+	// estimated horizon.
+	Shape Shape
 	// Candidates are the positions a rebase could start from, one per
 	// stale item, first to last. Nil means one candidate covering the whole
 	// context (Tail = ContextTokens, Stale = StaleTokens).
 	Candidates []Candidate
 }
 
+// Shape is the rhythm of a session so far, as known at a call: how many
+// calls its completed turns took, how many calls the current turn has made,
+// and whether the prompt cache survived the gap before each turn (a user
+// message: the time a person takes to answer, against the cache's TTL).
+type Shape struct {
+	// Turns and TurnCalls: completed turns (with at least one call) and
+	// their calls in all. Current: calls of the turn in progress so far.
+	Turns, TurnCalls, Current int
+	// WarmStarts and ColdStarts count the turns whose first call found the
+	// cache warm or cold (idle >= CacheTTL).
+	WarmStarts, ColdStarts int
+}
+
+// Horizon estimates how many more calls the current cache will serve,
+// from what is known at the call, never from the session's future:
+//
+//	m = (TurnCalls + 10) / (Turns + 1)    mean calls per turn (a prior turn of 10)
+//	r = max(m - Current, Current, 1)      calls left in this turn: a turn that has
+//	                                      run long tends to run on (Lindy)
+//	p = (WarmStarts + 1) / (WarmStarts + ColdStarts + 2)
+//	                                      chance that the cache survives a turn's gap
+//	H = r + m·p/(1-p)                     at most 200
+//
+// So a rebase is judged against the rest of the turn, plus later turns
+// only as far as the user has answered within the cache's lifetime before;
+// a session whose users come back after the TTL gets little more than the
+// turn in progress. This replaces "as many calls as so far", which let a
+// rebase near a session's end count on calls that never came.
+func (s Shape) Horizon() float64 {
+	m := float64(s.TurnCalls+10) / float64(s.Turns+1)
+	k := float64(s.Current)
+	r := max(m-k, k, 1)
+	p := float64(s.WarmStarts+1) / float64(s.WarmStarts+s.ColdStarts+2)
+	return min(r+m*p/(1-p), 200)
+}
+
 // Candidate is a position a rebase could start from: the tokens rendered
-// from there to the end, and how many of them are stale.
+// from there to the end, and how many of them are stale. Rewrite, when
+// larger than Tail, is what the provider cannot serve from its cache after
+// the rebase (from the last breakpoint before the position; see
+// Policy.Breakpoints): the tokens the rebase writes again, stale ones
+// dropped.
 type Candidate struct {
-	Tail, Stale int
+	Tail, Stale, Rewrite int
 }
 
 // Reasons a rebase is taken.
@@ -153,14 +219,15 @@ func Decide(in Inputs, p Policy) Decision {
 	}
 	h := float64(p.Horizon)
 	if h <= 0 {
-		h = float64(min(max(in.Calls, 10), 200))
+		h = in.Shape.Horizon()
 	}
 	best, bestNet := -1, 0.0
 	for i, c := range cands {
 		if c.Stale < p.StaleThreshold {
 			continue
 		}
-		net := 0.1*h*float64(c.Stale) - (1.25*float64(c.Tail-c.Stale) - 0.1*float64(c.Tail))
+		t := float64(max(c.Tail, c.Rewrite))
+		net := 0.1*h*float64(c.Stale) - (1.25*(t-float64(c.Stale)) - 0.1*t)
 		if net > bestNet {
 			best, bestNet = i, net
 		}
@@ -201,9 +268,15 @@ func (a *Assembler) Overflow(ctx context.Context) (int, []Live, error) {
 		pinned[id] = true
 	}
 	var live []Live
+	a.overflow, a.overBy = map[string]bool{}, over
 	for id, i := range a.shown {
 		if !pinned[id] {
-			live = append(live, Live{ID: id, Tokens: a.items[i].tokens})
+			n := a.items[i].liveTokens()
+			for _, p := range a.patches[id] {
+				n += a.items[p].tokens
+			}
+			live = append(live, Live{ID: id, Tokens: n})
+			a.overflow[id] = true // a deactivation before the next call is for the window: the note says so
 		}
 	}
 	slices.SortFunc(live, func(x, y Live) int { return a.shown[x.ID] - a.shown[y.ID] })

@@ -27,7 +27,7 @@ func TestDecide(t *testing.T) {
 			Candidates: []Candidate{{Tail: 40000, Stale: 4000}}}, p, Decision{}},
 		{"long horizon pays for a long tail", Inputs{StaleTokens: 4000, ContextTokens: 50000, Idle: warm, HasPrevious: true,
 			Candidates: []Candidate{{Tail: 40000, Stale: 4000}}}, Policy{StaleThreshold: 4000, Horizon: 150}, Decision{Rebase: true, Reason: ReasonStale}},
-		{"adaptive horizon from calls", Inputs{StaleTokens: 4000, ContextTokens: 50000, Idle: warm, HasPrevious: true, Calls: 150,
+		{"estimated horizon: a long turn runs on", Inputs{StaleTokens: 4000, ContextTokens: 50000, Idle: warm, HasPrevious: true, Shape: Shape{Current: 150},
 			Candidates: []Candidate{{Tail: 40000, Stale: 4000}}}, p, Decision{Rebase: true, Reason: ReasonStale}},
 		// The best of three: the first spends too much, the last saves too little.
 		{"best candidate", Inputs{StaleTokens: 9000, ContextTokens: 50000, Idle: warm, HasPrevious: true,
@@ -49,6 +49,27 @@ func TestDecide(t *testing.T) {
 	} {
 		if got := Decide(tc.in, tc.p); got != tc.want {
 			t.Errorf("%s: Decide(%+v) = %+v, want %+v", tc.name, tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestHorizon: the estimated horizon follows the session's rhythm as
+// known at the call, not the session's length.
+func TestHorizon(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		s        Shape
+		min, max float64
+	}{
+		{"nothing known yet", Shape{}, 15, 25},
+		{"short turns, users back after the TTL", Shape{Turns: 10, TurnCalls: 40, Current: 1, WarmStarts: 0, ColdStarts: 10}, 3, 5},
+		{"short turns, users back within the TTL", Shape{Turns: 10, TurnCalls: 40, Current: 1, WarmStarts: 10, ColdStarts: 0}, 40, 60},
+		{"a long autonomous turn", Shape{Turns: 2, TurnCalls: 10, Current: 80, ColdStarts: 2}, 80, 90},
+		{"late in a turn of usual length", Shape{Turns: 20, TurnCalls: 100, Current: 5, WarmStarts: 1, ColdStarts: 19}, 5, 6},
+		{"capped", Shape{Current: 1000}, 200, 200},
+	} {
+		if h := tc.s.Horizon(); h < tc.min || h > tc.max {
+			t.Errorf("%s: Horizon(%+v) = %.1f, want %.0f..%.0f", tc.name, tc.s, h, tc.min, tc.max)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -138,6 +139,21 @@ func (e *env) call() *Assembled {
 	e.tb.Helper()
 	c, err := e.a.Call(e.ctx)
 	e.must(err)
+	// The stale tokens counted are those the items hold: a rebase that
+	// moved items once left collapsing inputs marked on the wrong item
+	// (their tokens counted stale for ever, never dropped).
+	sum := 0
+	for _, it := range e.a.items {
+		sum += e.a.staleTokens(it)
+	}
+	if sum != e.a.stale || c.Layout == LayoutStream && c.StaleTokens != sum {
+		e.tb.Fatalf("call %d: %d stale tokens counted, the items hold %d", c.N, e.a.stale, sum)
+	}
+	for id, i := range e.a.callAt {
+		if e.a.items[i].kind != kAssistant || !slices.ContainsFunc(e.a.items[i].calls, func(tc ToolCall) bool { return tc.ID == id }) {
+			e.tb.Fatalf("call %d: tool call %s is not at item %d", c.N, id, i)
+		}
+	}
 	return c
 }
 

@@ -21,6 +21,10 @@ type input struct {
 	file  objects.Ref // static reference to the file version after the call, or to the toolcall
 	saved int         // tokens the collapse saves
 	stale bool
+	// holder is the shown file whose view this input is part of (a write
+	// or edit shown as a patch naming it): it collapses with that file's
+	// content, not with its call.
+	holder string
 }
 
 // minInputBytes is the size of a call's arguments (JSON) from which they
@@ -101,6 +105,9 @@ func (a *Assembler) noteInput(id string, file *version) bool {
 func (a *Assembler) staleInput(id string) {
 	in, ok := a.inputs[id]
 	if !ok || in.stale {
+		return
+	}
+	if _, live := a.shown[in.holder]; live && in.holder != "" {
 		return
 	}
 	in.stale = true

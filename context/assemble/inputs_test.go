@@ -122,3 +122,50 @@ func TestCollapseArgsToToolcall(t *testing.T) {
 		t.Fatalf("%v %v", changed, out)
 	}
 }
+
+// TestPreviewAndActivate (issue 17 item 3, demand paging): an output past
+// Policy.PreviewTokens enters as its start and end with a line saying how
+// to see it whole; activate(call id) shows it whole as a content block;
+// every call is rebuilt byte for byte.
+func TestPreviewAndActivate(t *testing.T) {
+	e := newEnv(t, LayoutStream, Policy{StaleThreshold: 100, Horizon: 200, PreviewTokens: 500})
+	e.turn("build")
+	var b strings.Builder
+	for i := 0; i < 400; i++ {
+		fmt.Fprintf(&b, "build line %d: compiling something that takes a line\n", i)
+	}
+	big := b.String()
+	e.bash("make", big)
+	callID := e.uid(fmt.Sprintf("toolu_%04d", e.seq))
+	c1 := e.call()
+	s := string(c1.Bytes)
+	if !strings.Contains(s, "build line 0:") || !strings.Contains(s, "build line 399:") || strings.Contains(s, "build line 200:") ||
+		!strings.Contains(s, "left out here; activate(<this call's id>) shows the output whole") {
+		t.Fatalf("no preview:\n%s", s[len(s)-min(len(s), 3000):])
+	}
+	if n, part := e.a.Previews(callID); n != 1 || !part {
+		t.Fatalf("previews %d, %s previewed %v", n, callID, part)
+	}
+	// The model activates it.
+	e.seq++
+	aid := e.uid(fmt.Sprintf("toolu_%04d", e.seq))
+	args := map[string]any{"id": callID}
+	e.must(e.a.Assistant(e.ctx, "", []ToolCall{{ID: aid, Name: "activate", Args: args}}))
+	r, err := e.tools.Activate(e.ctx, callID)
+	e.must(err)
+	rr, err := e.tools.RecordResult(e.ctx, tools.Call{ID: aid, Tool: "activate", Args: args}, r)
+	e.must(err)
+	e.must(e.a.ToolResult(e.ctx, rr))
+	c2 := e.call()
+	if !strings.Contains(string(c2.Bytes[len(c1.Bytes):]), "build line 200:") {
+		t.Fatal("activate did not show the output whole")
+	}
+	if _, part := e.a.Previews(callID); part {
+		t.Fatal("still a preview after activate")
+	}
+	for n := 1; n <= c2.N; n++ {
+		if _, err := Rebuild(e.ctx, e.st, e.sid, n); err != nil {
+			t.Fatalf("rebuild %d: %v", n, err)
+		}
+	}
+}

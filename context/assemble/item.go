@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/objects"
 )
 
@@ -23,6 +24,12 @@ const (
 	kContent   ItemKind = "content"   // an active content block (Ref)
 	kStub      ItemKind = "stub"      // a collapsed content block after a rebase (Ref)
 	kNote      ItemKind = "note"      // a context note (Text)
+	// kPatch is a change to a shown object's content, rendered against the
+	// version the model holds (rendering version 3): Ref is the new
+	// version, Text the rendering (a diff, or a line saying which of the
+	// model's own edits produced it), stored inline so rebuilds need no
+	// diff code. It is live while its object's content block is.
+	kPatch ItemKind = "patch"
 )
 
 // chatItem reports whether k belongs to the chat proper (kept by the
@@ -30,6 +37,11 @@ const (
 func (k ItemKind) chatItem() bool {
 	return k == kUser || k == kAssistant || k == kToolRef || k == kNote
 }
+
+// ctxPrefix marks, from rendering version 3, every line ctxstore itself
+// writes into a user message (metadata lines, notes, collapsed references,
+// patches), so the model does not read them as the user's words.
+const ctxPrefix = "[ctxstore] "
 
 // item is one element of the stream. Items are immutable once appended,
 // except for stale, which only the live Assembler uses.
@@ -49,6 +61,22 @@ type item struct {
 	// input is, for a tool result, the file version its call produced
 	// when the call's input can collapse into a reference to it.
 	input *objects.Ref
+	// out marks a tool result whose output is rendered in it, after its
+	// line (rendering version 3, stream layout: the call's output is live);
+	// outTok is the tokens of that output, what collapsing it frees.
+	// collapsed marks a tool result rewritten by a rebase once its inline
+	// output collapsed.
+	out       bool
+	outTok    int
+	collapsed bool
+	// preview marks a live output too large to enter whole (demand
+	// paging, Policy.PreviewTokens): the result shows its start and end
+	// and says how to load it; activate(call id) shows it whole.
+	preview bool
+	// named are, for a write or edit's tool result (rendering 3), the files
+	// it pooled without a metadata line: the call's own path argument
+	// names them.
+	named []string
 	// rv is the rendering version (RenderVersion for new sessions; a
 	// session keeps the version of its first commit); mv likewise the
 	// metadata line's version (objects.MetadataVersion).
@@ -74,11 +102,26 @@ func (it *item) metadata() string {
 //	   version=… chars=…", or "collapsed: output of <id>, N chars" for a
 //	   toolcall (the object's metadata is in the stream already); short
 //	   context notes; and 64-hex ids shortened (objects.DisplayID) in
-//	   metadata, content headers, collapsed blocks and notes.
+//	   metadata, content headers, collapsed blocks and notes;
+//	3: a live tool output is its tool result, as the harness would send
+//	   it, and a rebase rewrites it once collapsed as "[ctxstore]
+//	   collapsed: <tool> output, N chars"; other tool results
+//	   name their tool ("status=… output_chars=… tool=…", and a management
+//	   tool's answer); metadata lines,
+//	   notes and collapsed references start with "[ctxstore] "; outputs
+//	   that collapse automatically get no note; a shown object's new version
+//	   is a patch against the version shown (kPatch), not a new full copy.
 //
 // Commits record the version (absent means 1), so every past context is
 // rebuilt with the rendering it was sent with.
-const RenderVersion = 2
+const RenderVersion = 3
+
+// The values of ItemDoc.Out.
+const (
+	outInline    = "inline"
+	outPreview   = "preview"
+	outCollapsed = "collapsed"
+)
 
 // ItemDoc is an item as stored in a context commit: Ref is the static
 // reference (text form) of object items; Text and Calls hold chat items.
@@ -90,6 +133,13 @@ type ItemDoc struct {
 	// Input is, for a tool result, the static reference of the file version
 	// its call produced when the call's large input can collapse into it.
 	Input string `json:"input,omitempty"`
+	// Out is, for a tool result (rendering version 3), "inline" when the
+	// call's output is rendered in it and "collapsed" when a rebase
+	// rewrote it after that output collapsed.
+	Out string `json:"out,omitempty"`
+	// Named are the files a write or edit pooled without a metadata line
+	// (item.named).
+	Named []string `json:"named,omitempty"`
 }
 
 func (it *item) doc() ItemDoc {
@@ -100,6 +150,15 @@ func (it *item) doc() ItemDoc {
 	if it.input != nil {
 		d.Input = it.input.String()
 	}
+	d.Named = it.named
+	switch {
+	case it.out && it.preview:
+		d.Out = outPreview
+	case it.out:
+		d.Out = outInline
+	case it.collapsed:
+		d.Out = outCollapsed
+	}
 	return d
 }
 
@@ -107,15 +166,15 @@ func (it *item) doc() ItemDoc {
 func (k ItemKind) isMeta() bool { return k == kMeta || k == kToolRef || k == kStub }
 
 func (k ItemKind) hasRef() bool {
-	return k == kToolRef || k == kMeta || k == kContent || k == kStub
+	return k == kToolRef || k == kMeta || k == kContent || k == kStub || k == kPatch
 }
 
 // fromDoc reads a stored item; its object is resolved later.
 func fromDoc(d ItemDoc) (*item, error) {
-	it := &item{kind: d.K, text: d.Text, calls: d.Calls}
+	it := &item{kind: d.K, text: d.Text, calls: d.Calls, out: d.Out == outInline || d.Out == outPreview, preview: d.Out == outPreview, collapsed: d.Out == outCollapsed, named: d.Named}
 	switch d.K {
 	case kUser, kAssistant, kNote:
-	case kToolRef, kMeta, kContent, kStub:
+	case kToolRef, kMeta, kContent, kStub, kPatch:
 		r, err := objects.ParseRef(d.Ref)
 		if err != nil {
 			return nil, err
@@ -155,12 +214,30 @@ func (it *item) render() {
 		if it.rv >= 2 {
 			text = toolResultLine(it.obj)
 		}
+		if it.rv >= 3 {
+			text += toolResultNames(it.obj)
+		}
+		switch {
+		case it.out && it.obj.Content != nil:
+			// The live output is the result, as the harness would send it.
+			out := *it.obj.Content
+			if it.preview {
+				out = previewText(out)
+			}
+			it.f = &frag{role: RoleToolResult, callID: it.ref.ID, blocks: []Block{{Type: BlockText, Text: out}}}
+			return
+		case it.collapsed:
+			text = collapsedResultLine(it.obj)
+		}
 		it.f = &frag{role: RoleToolResult, callID: it.ref.ID, blocks: []Block{{Type: BlockMetadata, ID: it.ref.ID, Text: text}}}
 	case kMeta:
 		id, text := it.ref.ID, it.metadata()
 		if it.rv >= 2 {
 			id = objects.DisplayID(id)
 			text = strings.Replace(text, " id="+it.ref.ID, " id="+id, 1)
+		}
+		if it.rv >= 3 {
+			text = ctxPrefix + text
 		}
 		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockMetadata, ID: id, Text: text}}}
 	case kStub:
@@ -172,7 +249,12 @@ func (it *item) render() {
 				text = fmt.Sprintf("collapsed: output of %s, %d chars", id, contentChars(it.obj))
 			}
 		}
+		if it.rv >= 3 {
+			text = ctxPrefix + text
+		}
 		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockMetadata, ID: id, Text: text}}}
+	case kPatch:
+		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockText, Text: it.text}}}
 	case kContent:
 		text := ""
 		if it.obj.Content != nil {
@@ -234,6 +316,72 @@ func toolResultLine(o *objects.Object) string {
 		line += " output_chars=" + strconv.Itoa(contentChars(o))
 	}
 	return line
+}
+
+// toolResultNames is what rendering version 3 adds to a tool result's
+// line: the tool (000 §19, 003 §4; the call id is the message's own
+// tool-call id, which every provider shows with it), and for ctxstore's own
+// management tools (activate, deactivate, pin, unpin), whose calls are not
+// shown as output, their one-line answer.
+func toolResultNames(o *objects.Object) string {
+	s := " tool=" + o.Toolcall.Tool
+	if tools.ManagementTools[strings.ToLower(o.Toolcall.Tool)] && o.Content != nil {
+		msg := *o.Content
+		if i := strings.IndexByte(msg, '\n'); i >= 0 {
+			msg = msg[:i]
+		}
+		if r := []rune(msg); len(r) > 160 {
+			msg = string(r[:160]) + "…"
+		}
+		s += " answer: " + msg
+	}
+	return s
+}
+
+// Preview sizes: the start and the end of a large output shown.
+const (
+	previewHead = 2400
+	previewTail = 1200
+)
+
+// previewText is a large output as it enters (demand paging): its first
+// and last lines, cut at line ends, and a line saying what was left out
+// and how to see it whole.
+func previewText(s string) string {
+	h := min(len(s), previewHead)
+	for h < len(s) && h > 0 && !utf8.RuneStart(s[h]) {
+		h--
+	}
+	head := s[:h]
+	if i := strings.LastIndexByte(head, '\n'); i > 0 {
+		head = head[:i+1]
+	}
+	t := max(len(head), len(s)-previewTail)
+	for t < len(s) && !utf8.RuneStart(s[t]) {
+		t++
+	}
+	tail := s[t:]
+	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)-1 {
+		tail = tail[i+1:]
+	}
+	omitted := s[len(head) : len(s)-len(tail)]
+	if !strings.HasSuffix(head, "\n") {
+		head += "\n"
+	}
+	return fmt.Sprintf("%s[ctxstore] %d of %d chars (%d lines) left out here; activate(<this call's id>) shows the output whole\n%s",
+		head, utf8.RuneCountInString(omitted), utf8.RuneCountInString(s), strings.Count(omitted, "\n"), tail)
+}
+
+// collapsedResultLine is a tool result once its output collapsed
+// (rendering version 3): the tool, its size and a failure. The call id,
+// which activate takes to bring the output back, is the result's own
+// tool-call id (every provider shows it with the result), not repeated.
+func collapsedResultLine(o *objects.Object) string {
+	s := fmt.Sprintf("%scollapsed: %s output, %d chars", ctxPrefix, o.Toolcall.Tool, contentChars(o))
+	if o.Toolcall.Status == objects.StatusFail {
+		s += " (failed)"
+	}
+	return s
 }
 
 // contentChars is the length of an object's content in characters.

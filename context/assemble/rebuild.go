@@ -39,6 +39,9 @@ type Commit struct {
 	Shown map[string]int
 	// Harness is what the harness recorded with the call (CallWith).
 	Harness map[string]any
+	// Shape is the session's rhythm after the call (the cost model's
+	// horizon; zero in commits written before it was recorded).
+	Shape Shape
 	// Time is the assembler's clock at the call.
 	Time time.Time
 	// PrefixBytes and PrefixTokens: the part shared with the previous
@@ -78,9 +81,16 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 		Active      []string       `json:"active"`
 		Shown       map[string]int `json:"shown"`
 		Harness     map[string]any `json:"harness"`
-		Time        string         `json:"time"`
-		PrefixBytes *int           `json:"prefix_bytes"`
-		PrefixTok   *int           `json:"prefix_tokens"`
+		Shape       struct {
+			Turns      int `json:"turns"`
+			TurnCalls  int `json:"turn_calls"`
+			Current    int `json:"current"`
+			WarmStarts int `json:"warm_starts"`
+			ColdStarts int `json:"cold_starts"`
+		} `json:"shape"`
+		Time        string `json:"time"`
+		PrefixBytes *int   `json:"prefix_bytes"`
+		PrefixTok   *int   `json:"prefix_tokens"`
 	}
 	if err := fromJSONValue(map[string]any(doc), &raw); err != nil {
 		return nil, fmt.Errorf("assemble: decoding %s: %w", id, err)
@@ -100,6 +110,7 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 		return nil, fmt.Errorf("assemble: %s: metadata version %d is newer than this binary's (%d)", id, c.Metadata, objects.MetadataVersion)
 	}
 	c.Shown, c.Harness = raw.Shown, raw.Harness
+	c.Shape = Shape(raw.Shape)
 	c.PrefixBytes, c.PrefixTokens = -1, -1
 	if raw.PrefixBytes != nil && raw.PrefixTok != nil {
 		c.PrefixBytes, c.PrefixTokens = *raw.PrefixBytes, *raw.PrefixTok

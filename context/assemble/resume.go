@@ -123,6 +123,8 @@ func Resume(ctx context.Context, s *session.Session, o Options) (*Assembler, err
 	}
 	a.calls, a.committed, a.snapEnd, a.lastCall, a.last = n, len(a.items), root.SnapshotEnd, last.Time, last
 	a.prevLen, a.prevTok = last.ByteLen, last.Tokens
+	a.shape = last.Shape
+	a.prevStableTok = a.stableTokens()
 	return a, nil
 }
 
@@ -151,7 +153,7 @@ func (a *Assembler) restoreState(last *Commit) {
 	live := map[int]string{}
 	if last.Shown != nil {
 		for id, i := range last.Shown {
-			if i >= 0 && i < len(a.items) && a.items[i].kind == kContent && a.items[i].ref.ID == id {
+			if i >= 0 && i < len(a.items) && (a.items[i].kind == kContent || a.items[i].out) && a.items[i].ref.ID == id {
 				live[i] = id
 			}
 		}
@@ -171,13 +173,52 @@ func (a *Assembler) restoreState(last *Commit) {
 			}
 		}
 	}
+	// A patch is live when its object's block is live and precedes it; the
+	// inputs of the edits a live patch names are tied to its object.
+	holder := map[string]string{}
+	block := map[string]int{}
+	for i, id := range live {
+		block[id] = i
+	}
+	for i, it := range a.items {
+		if b, ok := block[it.ref.ID]; ok && it.kind == kPatch && i > b {
+			for _, c := range it.calls {
+				holder[c.ID] = it.ref.ID
+			}
+		}
+	}
 	for i, it := range a.items {
 		switch it.kind {
 		case kMeta, kToolRef:
 			a.listed[it.ref.ID] = true
+			for _, f := range it.named {
+				a.listed[f] = true
+			}
+			if it.preview {
+				a.previews++
+			}
+			if it.out {
+				if _, ok := live[i]; ok {
+					a.shown[it.ref.ID] = i
+					a.held[it.ref.ID] = &version{obj: it.obj, ref: it.ref}
+					if it.preview {
+						a.previewed[it.ref.ID] = true
+					}
+				} else {
+					a.markStale(i)
+				}
+			}
 		case kContent:
 			if id, ok := live[i]; ok {
 				a.shown[id] = i
+				a.held[id] = &version{obj: it.obj, ref: it.ref}
+			} else {
+				a.markStale(i)
+			}
+		case kPatch:
+			if b, ok := block[it.ref.ID]; ok && i > b {
+				a.patches[it.ref.ID] = append(a.patches[it.ref.ID], i)
+				a.held[it.ref.ID] = &version{obj: it.obj, ref: it.ref}
 			} else {
 				a.markStale(i)
 			}
@@ -193,8 +234,12 @@ func (a *Assembler) restoreState(last *Commit) {
 			if it.input != nil {
 				// Still collapsible if the call's arguments are still large;
 				// stale if the call is no longer live.
-				if a.noteInput(it.ref.ID, &version{ref: *it.input}) && !a.isShown(it.ref.ID, live) {
-					a.staleInput(it.ref.ID)
+				if a.noteInput(it.ref.ID, &version{ref: *it.input}) {
+					h := holder[it.ref.ID]
+					a.inputs[it.ref.ID].holder = h
+					if !a.isShown(it.ref.ID, live) && (h == "" || !a.isShown(h, live)) {
+						a.staleInput(it.ref.ID)
+					}
 				}
 			}
 		}

@@ -183,8 +183,8 @@ func TestRenderVersionKept(t *testing.T) {
 	f := newEnv(t, LayoutStream, Policy{})
 	f.turn("one")
 	f.bash("make", output("a", 4))
-	if c := f.call(); !strings.Contains(string(c.Bytes), "<<tool_result id=toolu_0001>>\nstatus=ok output_chars=") {
-		t.Fatalf("version 2 tool result expected:\n%s", c.Bytes)
+	if c := f.call(); !strings.Contains(string(c.Bytes), "<<tool_result id=toolu_0001>>\na line 0") {
+		t.Fatalf("version 3 tool result (the live output itself) expected:\n%s", c.Bytes)
 	}
 }
 

@@ -219,7 +219,7 @@ func (in *Inspector) collapsed(ctx context.Context, sid string, calls []Call, ns
 			return fmt.Errorf("%s: items: %w", c.CommitID, err)
 		}
 		for _, it := range items {
-			if it.K != "stub" {
+			if it.K != "stub" && (it.K != "toolref" || it.Out != "collapsed") { // rendering 3 rewrites a collapsed output's result
 				continue
 			}
 			r, err := objects.ParseRef(it.Ref)

@@ -151,7 +151,9 @@ func TestInspectReplayedSession(t *testing.T) {
 				}
 				prevView = v
 				for _, b := range v.Blocks {
-					if b.Kind == "content" {
+					// A content block, or (rendering 3) a tool result that
+					// is its call's live output.
+					if b.Kind == "content" || b.Kind == "toolref" && b.ObjectID != "" && !strings.Contains(b.Text, "\nstatus=") && !strings.Contains(b.Text, "[ctxstore] collapsed: ") {
 						obj, objKind, objCall = b.ObjectID, b.ObjectKind, c.N
 					}
 				}

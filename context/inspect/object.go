@@ -140,7 +140,11 @@ func (in *Inspector) shown(ctx context.Context, sid string, o *Object) error {
 			if err != nil || r.ID != o.ID {
 				continue
 			}
-			now[key{versionAt(o.Versions, r.Tx), KindLabel(string(it.K))}] = true
+			k := string(it.K)
+			if it.K == "toolref" && it.Out == "inline" {
+				k = "content" // rendering 3: a live output is its tool result
+			}
+			now[key{versionAt(o.Versions, r.Tx), KindLabel(k)}] = true
 		}
 		for kk, start := range open {
 			if !now[kk] {

@@ -78,6 +78,14 @@ func (c composition) addAssembled(cn *Counter, a *assemble.Assembled, calls map[
 				}
 			case assemble.BlockToolCall:
 				c[catInputs] += int64(cn.segment([]byte(b.Name + canonicalArgs(b.Args))))
+			case assemble.BlockText:
+				if m.Role == assemble.RoleToolResult { // a live output in its tool result (rendering 3)
+					c[catOutputs] += int64(cn.segment([]byte(b.Text)))
+				} else if strings.HasPrefix(b.Text, "[context]") || strings.HasPrefix(b.Text, "[ctxstore]") {
+					c[catMetadata] += int64(cn.segment([]byte(b.Text)))
+				} else {
+					c[catChat] += int64(cn.segment([]byte(b.Text)))
+				}
 			case assemble.BlockMetadata:
 				c[catMetadata] += int64(cn.segment([]byte(b.Text)))
 			default:

@@ -18,6 +18,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/ingest"
 	"github.com/ctxstore/ctxstore/context/runtime"
 	"github.com/ctxstore/ctxstore/context/tools"
+	"github.com/ctxstore/ctxstore/context/transcript"
 	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/objects/conversation"
 	"github.com/ctxstore/ctxstore/session"
@@ -64,6 +65,7 @@ type Ctxstore struct {
 	closeSt func() error
 	tools   *tools.Tools
 	in      *ingest.Ingester
+	asm     *assemble.Assembler
 	now     time.Time
 	headLen int
 	reasons map[string]int
@@ -143,6 +145,18 @@ func (c *Ctxstore) Begin(ctx context.Context, env *Env) error {
 	if pol.CacheTTL == 0 {
 		pol.CacheTTL = env.TTL
 	}
+	if pol.Breakpoints == "" {
+		// Where the harness asks the provider to cache decides what a
+		// rebase rewrites: Claude Code only at the end of each request (an
+		// MCP server cannot move it), ctxstore's Pi extension at the end of
+		// the stable messages (docs/replay.md).
+		switch env.Session.Format {
+		case transcript.FormatClaudeCode:
+			pol.Breakpoints = assemble.BreakpointsEnd
+		case transcript.FormatPi:
+			pol.Breakpoints = assemble.BreakpointsStable
+		}
+	}
 	if pol.Window == 0 {
 		cal := env.Calibration
 		pol.Window = int(float64(env.Window-cal.Overhead) / cal.Scale)
@@ -165,7 +179,7 @@ func (c *Ctxstore) Begin(ctx context.Context, env *Env) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Name(), err)
 	}
-	c.tools, c.in = rt.Tools, rt.Ingester
+	c.tools, c.in, c.asm = rt.Tools, rt.Ingester, rt.Assembler
 	return nil
 }
 
@@ -215,7 +229,9 @@ func (c *Ctxstore) Step(ctx context.Context, in *CallInput) (*Step, error) {
 	shows := func(id string) []string { return c.shows(ctx, c.callID(id)) }
 	st.Hidden = func(id string) bool {
 		for _, o := range shows(id) {
-			if active[o] {
+			// An output entered as a preview is not whole in the context:
+			// asking for it again is a fault of demand paging.
+			if _, part := c.asm.Previews(o); active[o] && !part {
 				return false
 			}
 		}
@@ -254,7 +270,7 @@ func (c *Ctxstore) resolves(ctx context.Context, id string) bool {
 // resolves and is in the pool) and closes the store.
 func (c *Ctxstore) End(ctx context.Context) ([]string, error) {
 	defer func() {
-		c.tools, c.in, c.last = nil, nil, nil
+		c.tools, c.in, c.last, c.asm = nil, nil, nil, nil
 	}()
 	var notes []string
 	if len(c.reasons) > 0 {
@@ -281,6 +297,11 @@ func (c *Ctxstore) End(ctx context.Context) ([]string, error) {
 		notes = append(notes, fmt.Sprintf("reachability: %d of %d recorded tool calls are in the pool and resolve in the store", calls-missing, calls))
 		if c.last != nil {
 			notes = append(notes, fmt.Sprintf("last context: %d pool objects, %d active", len(state.Pool), len(state.Active)))
+		}
+	}
+	if c.asm != nil {
+		if n, _ := c.asm.Previews(""); n > 0 {
+			notes = append(notes, fmt.Sprintf("demand paging: %d outputs entered as a preview (their start and end); a later call asking for one again counts in reneeded", n))
 		}
 	}
 	if note := c.comp.note(); note != "" {

@@ -14,7 +14,7 @@ func idParameters() map[string]any {
 	return map[string]any{
 		"type": "object",
 		"properties": map[string]any{
-			"id": map[string]any{"type": "string", "description": "An object id (the id= of a metadata line) or a nickname"},
+			"id": map[string]any{"type": "string", "description": "A tool call's id, an object id, a nickname or a file path"},
 		},
 		"required": []any{"id"},
 	}
@@ -28,7 +28,7 @@ func idParameters() map[string]any {
 func Definitions() []Definition {
 	return []Definition{
 		{Name: "read", Description: "Read a file into your active context. Its content appears in a <<content id=… version=…>> block and is kept " +
-			"current when the file changes on disk; the whole file is loaded (offset and limit are accepted and ignored).",
+			"current when the file changes on disk (a change shows as what changed). offset (first line, from 1) and limit (lines) load a part.",
 			Parameters: map[string]any{
 				"type": "object",
 				"properties": map[string]any{
@@ -38,10 +38,10 @@ func Definitions() []Definition {
 				},
 				"required": []any{"path"},
 			}},
-		{Name: "activate", Description: "Load an object's content into your active context: a collapsed tool output, a file you saw listed.", Parameters: idParameters()},
-		{Name: "deactivate", Description: "Drop an object's content from your active context; its metadata line stays.", Parameters: idParameters()},
-		{Name: "pin", Description: "Keep an object's content active: it is never collapsed automatically.", Parameters: idParameters()},
-		{Name: "unpin", Description: "Release a pinned object; it collapses like any other when it gets old.", Parameters: idParameters()},
+		{Name: "activate", Description: "Show an object's content again: a collapsed tool output or file.", Parameters: idParameters()},
+		{Name: "deactivate", Description: "Collapse an object's content you no longer need.", Parameters: idParameters()},
+		{Name: "pin", Description: "Keep an object's content from collapsing.", Parameters: idParameters()},
+		{Name: "unpin", Description: "Let a pinned object collapse again.", Parameters: idParameters()},
 		{Name: "search", Description: "Full-text search over everything ctxstore has seen: files, notes, tool outputs, chats of other " +
 			"sessions, session summaries. Answers metadata lines with snippets, best first; the objects found join your metadata " +
 			"pool, so activate(id) loads one. All words must occur; word* is a prefix, \"quoted words\" a phrase.",

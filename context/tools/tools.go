@@ -111,7 +111,19 @@ type Result struct {
 	Tx int64
 	// Files are the file objects the tool indexed or touched.
 	Files []string
+	// Change says, for a wrapped write or edit that did not fail, that the
+	// call's arguments are the change it made to its file (ChangeWrite:
+	// the new content; ChangeEdit: replacements, see ApplyEdit): the
+	// assembler then shows the file's new version as that edit applied to
+	// the version the model holds, not as a new full copy.
+	Change string
 }
+
+// The changes a Result can report.
+const (
+	ChangeWrite = "write"
+	ChangeEdit  = "edit"
+)
 
 // Read is read(path) (000 §18.1): index the file (a new version if it
 // changed on disk), add it to the metadata pool, and activate it. The
@@ -168,6 +180,13 @@ func (t *Tools) Activate(ctx context.Context, ref string) (Result, error) {
 	if errors.Is(err, ErrUnknownObject) {
 		if r, ok, ferr := t.followLink(ctx, ref); ok {
 			return r, ferr
+		}
+		// A path (a file written or edited is named by the call's path,
+		// not by a metadata line): activating it is reading it.
+		if strings.ContainsRune(ref, '/') {
+			if r, rerr := t.Read(ctx, ref); rerr == nil {
+				return r, nil
+			}
 		}
 	}
 	if err != nil {

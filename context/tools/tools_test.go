@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -299,6 +300,44 @@ func TestSessionsIsolated(t *testing.T) {
 		o, _, err := resolveLatest(a, tc)
 		if err != nil || o.Content == nil || *o.Content != "victim secret\n" || o.Toolcall.ChatRef != bs.Info().ChatID {
 			t.Fatalf("the victim's toolcall after the attack: %+v %v", o, err)
+		}
+	})
+}
+
+// TestReadPart (issue 17 item 4): read with offset and limit shows those
+// lines as the call's output, pools the file without activating it, and
+// the part is an object the session can activate again.
+func TestReadPart(t *testing.T) {
+	storetestenv.Run(t, func(t *testing.T, se *storetestenv.Env) {
+		env := newEnv(t, se, collapse.Config{})
+		ctx, tl, e := env.ctx, env.tools, se
+		var b strings.Builder
+		for i := 1; i <= 50; i++ {
+			fmt.Fprintf(&b, "line %d\n", i)
+		}
+		p := env.file("big.txt", b.String())
+		r, err := tl.ReadPart(ctx, Call{ID: e.ID("part1"), Tool: "read"}, p, 10, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(r.Message, "lines 10-12 of 50") || !strings.Contains(r.Message, "line 10\nline 11\nline 12\n") || strings.Contains(r.Message, "line 13") {
+			t.Fatalf("part: %q", r.Message)
+		}
+		st := tl.Session().State()
+		if len(r.Files) != 1 || !st.InPool(r.Files[0]) || st.IsActive(r.Files[0]) || !st.IsActive(r.ID) {
+			t.Fatalf("the file is pooled, not active; the part is active: files %v, state %+v", r.Files, st)
+		}
+		if _, err := tl.Deactivate(ctx, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		if a, err := tl.Activate(ctx, r.ID); err != nil || a.Object.Content == nil || !strings.Contains(*a.Object.Content, "line 11") {
+			t.Fatalf("activating the part: %v %+v", err, a)
+		}
+		if _, err := tl.ReadPart(ctx, Call{ID: e.ID("part2"), Tool: "read"}, p, 51, 1); err == nil || !strings.Contains(err.Error(), "past the end (50 lines)") {
+			t.Fatalf("offset past the end: %v", err)
+		}
+		if r, err := tl.ReadPart(ctx, Call{ID: e.ID("part3"), Tool: "read"}, p, 49, 0); err != nil || !strings.Contains(r.Message, "lines 49-50 of 50") {
+			t.Fatalf("to the end: %v %q", err, r.Message)
 		}
 	})
 }

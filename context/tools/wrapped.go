@@ -16,12 +16,20 @@ import (
 // version. A failed call is recorded, and the file is still synced, since a
 // failed write may have changed it.
 func (t *Tools) Write(ctx context.Context, c Call, path string) (Result, error) {
-	return t.touch(ctx, c, "", []string{path}, true)
+	r, err := t.touch(ctx, c, "", []string{path}, true)
+	if err == nil && !c.Failed {
+		r.Change = ChangeWrite
+	}
+	return r, err
 }
 
 // Edit reports an edit(path, …) the harness executed; see Write.
 func (t *Tools) Edit(ctx context.Context, c Call, path string) (Result, error) {
-	return t.touch(ctx, c, "", []string{path}, true)
+	r, err := t.touch(ctx, c, "", []string{path}, true)
+	if err == nil && !c.Failed {
+		r.Change = ChangeEdit
+	}
+	return r, err
 }
 
 // Ls reports an ls of dir: the regular files its output names (parsed

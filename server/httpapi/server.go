@@ -98,15 +98,17 @@ type Options struct {
 // harness's system prompt of a new session.
 const DefaultGuide = `# Your context (ctxstore)
 
-Your context is managed by ctxstore. A tool result shows only a one-line summary, never the
-output itself. The content of active objects (files you read, recent tool outputs) appears in
-blocks "<<content id=… version=…>> … <</content>>"; older outputs and files you have not read or
-edited for a few turns collapse to metadata lines, and "[context]" notes tell you what became
-inactive or changed. read(path)
-loads a file and keeps it current when it changes on disk. activate(id) loads an object's
-content (a collapsed tool output, a file you saw listed), deactivate(id) drops it when you no
-longer need it, pin(id) keeps it from collapsing and unpin(id) releases it. Ids are the "id="
-values of metadata lines, or a tool call's id.`
+ctxstore manages your context; lines it writes start with "[ctxstore]" and are never the user's
+words. A tool's output is its result while it is recent; older outputs collapse to
+"[ctxstore] collapsed: <tool> output, N chars": activate(<that result's call id>) shows it again;
+a very long output enters as its start and end, and activate(<call id>) shows it whole.
+Files you read appear in "<<content id=… version=…>>" blocks (version: the store transaction that
+wrote that version; higher is newer). When a shown file changes, "[ctxstore] <id> changed,
+version A -> B" gives what changed against the version above, or names your own edit that
+produced it; apply it to the version you hold. Files you have not used for a few turns collapse
+too. read(path, offset, limit) loads only those lines, as that call's output. activate(id, path
+or call id) loads content, deactivate(id) drops what you no longer need, pin(id) keeps it,
+unpin(id) releases it. A note says when something was dropped to fit the window.`
 
 // Server is the HTTP API. Create it with New, serve Handler (or call
 // Serve), and Close it after the HTTP server has shut down.

@@ -90,17 +90,21 @@ func TestSessionContextAndTools(t *testing.T) {
 			}
 		}
 	}
+	// The read's result is a one-line reference and the file a content
+	// block; the bash call's live output is its tool result (rendering 3).
 	if len(results) != 2 {
 		t.Errorf("tool results: %q", results)
-	}
-	for _, r := range results {
-		if strings.Contains(r, "\n") || strings.Contains(r, "secret-output") || strings.Contains(r, "answer is 42") || !strings.Contains(r, "status=ok") {
-			t.Errorf("a tool result is not a one-line reference: %q", r)
+	} else {
+		if r := results[0]; strings.Contains(r, "\n") || strings.Contains(r, "answer is 42") || !strings.Contains(r, "status=ok") || !strings.Contains(r, "tool=read") {
+			t.Errorf("the read's result is not a one-line reference: %q", r)
+		}
+		if results[1] != out {
+			t.Errorf("the bash call's result is not its live output: %q", results[1])
 		}
 	}
 	joined := strings.Join(content, "\n")
-	if !strings.Contains(joined, "the answer is 42") || !strings.Contains(joined, "secret-output") {
-		t.Errorf("active content lacks the file or the bash output: %q", content)
+	if !strings.Contains(joined, "the answer is 42") || strings.Contains(joined, "secret-output") {
+		t.Errorf("active content lacks the file, or shows the bash output again: %q", content)
 	}
 	for _, m := range c2.Messages {
 		if m.Role == "toolResult" && (m.IsError == nil || *m.IsError || m.ToolName == "") {

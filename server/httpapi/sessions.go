@@ -161,12 +161,18 @@ func (s *Server) start(ctx context.Context, l *live, req OpenRequest, roots *too
 		}
 		prompt += s.o.Guide
 	}
+	pol := s.o.Rebase
+	if pol.Breakpoints == "" {
+		// ctxstore's Pi and OpenClaw extensions put the message breakpoints
+		// at the end of the stable messages (Assembled.Stable).
+		pol.Breakpoints = assemble.BreakpointsStable
+	}
 	rt, err := runtime.Open(ctx, s.st, l.id, runtime.Options{
 		Create:  session.CreateOptions{SystemPrompt: prompt, Harness: req.Harness},
 		Indexer: s.ix,
 		Tools:   tools.Options{Policy: s.o.Policy, Tracker: s.tr, Roots: roots, Notes: s.notes},
 		Assemble: assemble.Options{Layout: s.o.Layout, Tools: req.Tools,
-			Policy: s.o.Rebase, Tokenizer: s.o.Tokenizer, Now: s.o.Now},
+			Policy: pol, Tokenizer: s.o.Tokenizer, Now: s.o.Now},
 		Ingest: ingest.Options{Cwd: req.Cwd, OnUser: s.onUser(ctx, l.id, sc), Commits: s.commitOptions(req)}, // recall.go: @@ references
 	})
 	if err != nil {

@@ -89,16 +89,21 @@ func (s *Server) tool(q *request) (any, error) {
 	defer l.mu.Unlock()
 	t := l.tools
 	var r tools.Result
-	switch name {
-	case "read":
+	offset, limit := intArg(req.Args, "offset"), intArg(req.Args, "limit")
+	part := name == "read" && (offset > 0 || limit > 0) && req.ToolCallID != ""
+	switch {
+	case part:
+		// A part of the file: the call's output, recorded by ReadPart.
+		r, err = t.ReadPart(q.ctx, tools.Call{ID: req.ToolCallID, Tool: name, Args: req.Args}, resolvePath(l.cwd, arg), offset, limit)
+	case name == "read":
 		r, err = t.Read(q.ctx, resolvePath(l.cwd, arg))
-	case "activate":
+	case name == "activate":
 		r, err = t.Activate(q.ctx, arg)
-	case "deactivate":
+	case name == "deactivate":
 		r, err = t.Deactivate(q.ctx, arg)
-	case "pin":
+	case name == "pin":
 		r, err = t.Pin(q.ctx, arg)
-	case "unpin":
+	case name == "unpin":
 		r, err = t.Unpin(q.ctx, arg)
 	}
 	if err != nil && infrastructure(err) {
@@ -114,6 +119,10 @@ func (s *Server) tool(q *request) (any, error) {
 			resp.Content = r.Object.Content
 		}
 	}
+	if part && err == nil {
+		resp.Content = &r.Message
+		return resp, nil // ReadPart recorded the call
+	}
 	if req.ToolCallID != "" {
 		c := tools.Call{ID: req.ToolCallID, Tool: name, Args: req.Args, Failed: err != nil}
 		if err != nil {
@@ -127,6 +136,18 @@ func (s *Server) tool(q *request) (any, error) {
 		resp.Tx = rec.Tx
 	}
 	return resp, nil
+}
+
+// intArg reads a whole-number argument (JSON numbers are float64); 0 when
+// absent or not a number.
+func intArg(args map[string]any, key string) int {
+	switch v := args[key].(type) {
+	case float64:
+		return int(v)
+	case int:
+		return v
+	}
+	return 0
 }
 
 // infrastructure reports whether err is the store's or the session's
