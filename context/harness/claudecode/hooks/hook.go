@@ -119,6 +119,9 @@ type Checkpoint struct {
 	Await, AwaitIn string
 }
 
+// manualCompact is how a manual /compact command's line holds it.
+const manualCompact = `"content":"/compact`
+
 // AwaitLimit bounds the wait for a final answer's line: past it the
 // checkpoint goes ahead, and the next hook brings the line in.
 const AwaitLimit = 500 * time.Millisecond
@@ -143,6 +146,13 @@ func Plan(in Input) (Checkpoint, error) {
 		c.Compaction = in.Trigger
 		if c.Compaction == "" {
 			c.Compaction = "auto"
+		}
+		if c.Compaction == "manual" {
+			// Claude Code records the /compact command line and runs
+			// PreCompact beside writing it (seen once under load: the
+			// hook read the file first): wait for it as for a final
+			// answer's line.
+			c.Await, c.AwaitIn = manualCompact, c.Transcript
 		}
 	}
 	if in.AgentID != "" {
