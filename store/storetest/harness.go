@@ -49,6 +49,12 @@ type Harness struct {
 	// by hash, so there they never hold on a long string (a backend
 	// difference, docs/architecture.md); the SQLite backend holds them.
 	LongStringRanges bool
+	// Quarantine names cases (by their name, e.g.
+	// "overlapping-valid-time-ranges-434") that this backend skips, each
+	// with the reason: a known intermittent failure under investigation,
+	// written down where the backend's docs list what does not work. The
+	// skip is reported with the reason; it never passes silently.
+	Quarantine map[string]string
 }
 
 // Run runs every conformance case against h as subtests, grouped by
@@ -77,6 +83,9 @@ func Run(t *testing.T, h Harness) {
 		t.Run(g.name, func(t *testing.T) {
 			for _, c := range g.cases {
 				t.Run(c.name, func(t *testing.T) {
+					if why, ok := h.Quarantine[c.name]; ok {
+						t.Skipf("quarantined on %s: %s", h.Name, why)
+					}
 					c.run(newEnv(t, h))
 				})
 			}
