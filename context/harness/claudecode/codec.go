@@ -113,22 +113,11 @@ type Head struct {
 // blocks keep only the fields the importer cuts by (no tool result texts,
 // no inputs).
 type headRecord struct {
-	Type              harness.Str    `json:"type"`
-	Subtype           harness.Str    `json:"subtype"`
-	UUID              harness.Str    `json:"uuid"`
-	ParentUUID        harness.OptStr `json:"parentUuid"`
-	LogicalParentUUID harness.Str    `json:"logicalParentUuid"`
-	IsSidechain       harness.Flag   `json:"isSidechain"`
-	IsMeta            harness.Flag   `json:"isMeta"`
-	IsCompactSummary  harness.Flag   `json:"isCompactSummary"`
-	SessionID         harness.Str    `json:"sessionId"`
-	Timestamp         harness.Str    `json:"timestamp"`
-	Cwd               harness.Str    `json:"cwd"`
-	Version           harness.Str    `json:"version"`
-	AgentID           harness.Str    `json:"agentId"`
-	LeafUUID          harness.Str    `json:"leafUuid"`
-	Message           headMessage    `json:"message"`
-	ToolUseResult     headToolResult `json:"toolUseResult"`
+	envelope
+	AgentID       harness.Str    `json:"agentId"`
+	LeafUUID      harness.Str    `json:"leafUuid"`
+	Message       headMessage    `json:"message"`
+	ToolUseResult headToolResult `json:"toolUseResult"`
 }
 
 type headMessage struct {

@@ -40,20 +40,27 @@ var Types = map[string]harness.Kind{
 // sometimes).
 const ContinuedPrefix = "This session is being continued from a previous conversation"
 
+// envelope is what every Claude Code record says about itself, whatever
+// its message: the reader's records and the importer's heads
+// (codec.go) embed it.
+type envelope struct {
+	Type              harness.Str    `json:"type"`
+	Subtype           harness.Str    `json:"subtype"`
+	UUID              harness.Str    `json:"uuid"`
+	ParentUUID        harness.OptStr `json:"parentUuid"`
+	LogicalParentUUID harness.Str    `json:"logicalParentUuid"`
+	IsSidechain       harness.Flag   `json:"isSidechain"`
+	IsMeta            harness.Flag   `json:"isMeta"`
+	IsCompactSummary  harness.Flag   `json:"isCompactSummary"`
+	SessionID         harness.Str    `json:"sessionId"`
+	Timestamp         harness.Str    `json:"timestamp"`
+	Cwd               harness.Str    `json:"cwd"`
+	Version           harness.Str    `json:"version"`
+}
+
 type ccRecord struct {
-	Type              harness.Str     `json:"type"`
-	Subtype           harness.Str     `json:"subtype"`
-	UUID              harness.Str     `json:"uuid"`
-	ParentUUID        harness.OptStr  `json:"parentUuid"`
-	LogicalParentUUID harness.Str     `json:"logicalParentUuid"`
-	IsSidechain       harness.Flag    `json:"isSidechain"`
-	IsMeta            harness.Flag    `json:"isMeta"`
-	IsCompactSummary  harness.Flag    `json:"isCompactSummary"`
-	SessionID         harness.Str     `json:"sessionId"`
-	Timestamp         harness.Str     `json:"timestamp"`
-	Cwd               harness.Str     `json:"cwd"`
-	Version           harness.Str     `json:"version"`
-	Message           json.RawMessage `json:"message"`
+	envelope
+	Message json.RawMessage `json:"message"`
 
 	msg    *ccMessage
 	blocks []ccBlock
