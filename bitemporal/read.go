@@ -354,7 +354,6 @@ func (s *Store) txLog(ctx context.Context, after int64, limit int) ([]store.Logg
 	byHash := map[string]json.RawMessage{}
 	var hashes []string
 	var refs []docRef
-	var inline []docRef // matches with their document in the ops (earlier stores)
 	for i, r := range rows {
 		var logged []loggedOp
 		if err := json.Unmarshal([]byte(r.Ops), &logged); err != nil {
@@ -374,7 +373,6 @@ func (s *Store) txLog(ctx context.Context, after int64, limit int) ([]store.Logg
 			}
 			if len(l.Doc) > 0 {
 				docs[i][j] = l.Doc
-				inline = append(inline, docRef{i, j, ""})
 			}
 			op.Evicted = l.Evicted
 			if l.Hash != "" {
@@ -423,19 +421,21 @@ func (s *Store) txLog(ctx context.Context, after int64, limit int) ([]store.Logg
 	// A match keeps its expected document in its tx's ops. It saw a point
 	// written at or before its tx, and only an evict removes points: if
 	// none is left, its entity was evicted since, and so is the document.
-	// (A match logged by hash is resolved like a put, above.)
-	for _, r := range inline {
-		i, j := r.tx, r.op
-		op := out[i].Ops[j]
-		if op.Kind != store.OpMatch {
-			continue
-		}
-		var left bool
-		if err := rtx.GetContext(ctx, &left, evictedSinceSQL, op.ID, out[i].ID); err != nil {
-			return nil, nil, dbErr("tx-log", op.ID, err)
-		}
-		if !left {
-			docs[i][j], out[i].Ops[j].Evicted = nil, true
+	// (A match logged by hash is checked the same way: the same content put
+	// again after the evict makes its hash resolve, but the points the
+	// match saw are gone.)
+	for i := range out {
+		for j, op := range out[i].Ops {
+			if op.Kind != store.OpMatch || docs[i][j] == nil {
+				continue
+			}
+			var left bool
+			if err := rtx.GetContext(ctx, &left, evictedSinceSQL, op.ID, out[i].ID); err != nil {
+				return nil, nil, dbErr("tx-log", op.ID, err)
+			}
+			if !left {
+				docs[i][j], out[i].Ops[j].Evicted = nil, true
+			}
 		}
 	}
 	return out, docs, nil

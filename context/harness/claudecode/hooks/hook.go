@@ -119,6 +119,20 @@ type Checkpoint struct {
 	Await, AwaitIn string
 }
 
+// isToolUseID says id can stand in a JSON string as it is (letters,
+// digits, '_' and '-', as the Messages API's tool-use ids).
+func isToolUseID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
 // manualCompact is how a manual /compact command's line holds it.
 const manualCompact = `"content":"/compact`
 
@@ -166,6 +180,18 @@ func Plan(in Input) (Checkpoint, error) {
 				return Checkpoint{}, fmt.Errorf("hook input (%s): agent_transcript_path %q is not an absolute path", in.Event, in.AgentTranscriptPath)
 			}
 			c.AgentTranscript = filepath.Clean(in.AgentTranscriptPath)
+		}
+	}
+	if in.Event == "PostToolUse" && isToolUseID(in.ToolUseID) {
+		// The tool call's line is written before the hook runs, but not
+		// always flushed (seen under load: an asynchronous Agent call's
+		// hook, and a subagent's first tool, read the file first). Waiting
+		// for it also brings in every line before it, such as an earlier
+		// tool's result.
+		c.Await = `"id":"` + in.ToolUseID + `"`
+		c.AwaitIn = c.Transcript
+		if c.AgentTranscript != "" {
+			c.AwaitIn = c.AgentTranscript
 		}
 	}
 	if in.LastAssistantMessage != "" && (in.Event == "Stop" || in.Event == "SubagentStop") {

@@ -30,8 +30,8 @@ func TestPlan(t *testing.T) {
 		in   string
 		want Checkpoint
 	}{
-		{inPostToolUse, Checkpoint{Event: "PostToolUse", Session: "1b215f15-2004-4a60-8fdd-eb9990bef4fb", Transcript: transcript}},
-		{inSubagentTool, Checkpoint{Event: "PostToolUse", Session: "1b215f15-2004-4a60-8fdd-eb9990bef4fb", Transcript: transcript, Agent: "a3c53bebb67c69172", AgentTranscript: sub}},
+		{inPostToolUse, Checkpoint{Event: "PostToolUse", Session: "1b215f15-2004-4a60-8fdd-eb9990bef4fb", Transcript: transcript, Await: `"id":"toolu_main_bash"`, AwaitIn: transcript}},
+		{inSubagentTool, Checkpoint{Event: "PostToolUse", Session: "1b215f15-2004-4a60-8fdd-eb9990bef4fb", Transcript: transcript, Agent: "a3c53bebb67c69172", AgentTranscript: sub, Await: `"id":"toolu_sub_bash"`, AwaitIn: sub}},
 		{inSubagentStop, Checkpoint{Event: "SubagentStop", Session: "1b215f15-2004-4a60-8fdd-eb9990bef4fb", Transcript: transcript, Agent: "a3c53bebb67c69172", AgentTranscript: sub, Subagents: true, Await: "SUB DONE", AwaitIn: sub}},
 		{inPreCompact, Checkpoint{Event: "PreCompact", Session: "1b215f15-2004-4a60-8fdd-eb9990bef4fb", Transcript: transcript, Compaction: "manual", Subagents: true, Await: `"content":"/compact`, AwaitIn: transcript}},
 	} {
