@@ -47,11 +47,18 @@ func (c *sessionsCmd) Run(a *app) error {
 		}
 		return a.printJSON(ss)
 	}
+	// A recorded session (imported or captured, never served) has commits
+	// and no calls: its CALLS column says so, the cost columns are "-".
 	t := newTable(a.stdout, "SESSION", "NAME", "HARNESS", "CWD", "STARTED", "LAST CALL", "CALLS", "TOKENS", "CACHED", "COST")
 	for _, s := range ss {
 		last := "-"
 		if s.LastCall != nil {
 			last = s.LastCall.Local().Format("2006-01-02 15:04")
+		}
+		if s.Recorded {
+			t.row(s.ID, orDash(s.Name), orDash(s.Harness), orDash(s.Cwd), s.Started.Local().Format("2006-01-02 15:04"), last,
+				fmt.Sprintf("recorded (%d commits)", s.Commits), "-", "-", "-")
+			continue
 		}
 		t.row(s.ID, orDash(s.Name), orDash(s.Harness), orDash(s.Cwd), s.Started.Local().Format("2006-01-02 15:04"), last,
 			strconv.Itoa(s.Calls), strconv.Itoa(s.Tokens), pct(s.CachedShare), usd(s.CostUSD))
@@ -84,6 +91,16 @@ func (c *sessionShowCmd) Run(a *app) error {
 	fmt.Fprintf(w, "harness   %s\n", orDash(d.Harness))
 	fmt.Fprintf(w, "cwd       %s\n", orDash(d.Cwd))
 	fmt.Fprintf(w, "started   %s\n", d.Started.Local().Format(time.RFC3339))
+	if d.Recorded {
+		if d.LastCall != nil {
+			fmt.Fprintf(w, "last      %s\n", d.LastCall.Local().Format(time.RFC3339))
+		}
+		fmt.Fprintf(w, "recorded  imported or captured, never served: no calls\n")
+		fmt.Fprintf(w, "model     %s\n", orDash(d.Model))
+		fmt.Fprintf(w, "source    %s\n", orDash(d.Source))
+		fmt.Fprintf(w, "commits   %d context commits, %d branching\n", d.Commits, d.Branches)
+		return nil
+	}
 	if d.LastCall != nil {
 		fmt.Fprintf(w, "last call %s\n", d.LastCall.Local().Format(time.RFC3339))
 	}

@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -179,7 +180,12 @@ func (in *Inspector) calls(ctx context.Context, sid string, p Page, withCollapse
 		}
 	}
 	if len(out) == 0 && p.From == 1 {
-		if err := in.exists(ctx, sid); err != nil {
+		if err := in.exists(ctx, sid); errors.Is(err, store.ErrNotFound) {
+			// A recorded session (commits only) has no calls.
+			if _, rerr := in.chain(ctx, sid, err); rerr != nil {
+				return nil, rerr
+			}
+		} else if err != nil {
 			return nil, err
 		}
 	}

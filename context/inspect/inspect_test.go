@@ -6,13 +6,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/context/importer"
 	"github.com/ctxstore/ctxstore/context/inspect"
 	"github.com/ctxstore/ctxstore/context/inspect/inspecttest"
+	"github.com/ctxstore/ctxstore/internal/datasets"
 	"github.com/ctxstore/ctxstore/internal/storetestenv"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -213,6 +216,61 @@ func TestInspectReplayedSession(t *testing.T) {
 		}
 		if _, err := in.Calls(ctx, "no-such-session", inspect.Page{}); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("unknown session: %v", err)
+		}
+	})
+}
+
+// A session known only from its context commits (an imported transcript)
+// is listed beside a served one, marked Recorded, with its chain's facts;
+// Session describes it without calls; a grant that hides it hides it.
+func TestRecordedSessions(t *testing.T) {
+	storetestenv.Run(t, func(t *testing.T, se *storetestenv.Env) {
+		ctx := context.Background()
+		served := inspecttest.Replay(t, se.Store, inspecttest.Small, "ctxstore_stream")[0]
+		res, err := importer.New(se.Store, importer.Options{}).ImportFile(ctx, filepath.Join(datasets.Dir(t), inspecttest.Small))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Sessions) != 1 || res.Sessions[0].Commits == 0 {
+			t.Fatalf("import: sessions %+v", res.Sessions)
+		}
+		rec := res.Sessions[0].Session
+		in := inspect.New(se.Reopen(), inspect.Options{})
+		ss, err := in.Sessions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]inspect.Session{}
+		for _, s := range ss {
+			got[s.ID] = s
+		}
+		if len(ss) != 2 || got[served].Recorded || got[served].Calls != 30 {
+			t.Fatalf("sessions %+v, want the served %s and the recorded %s", ss, served, rec)
+		}
+		r, ok := got[rec]
+		if !ok || !r.Recorded || r.Calls != 0 || !strings.HasPrefix(r.Harness, "claude-code") || r.Cwd == "" || r.Started.IsZero() ||
+			r.LastCall == nil || r.LastCall.Before(r.Started) || r.Commits < res.Sessions[0].Commits || r.Source == "" {
+			t.Fatalf("recorded session summary %+v (import said %+v)", r, res.Sessions[0])
+		}
+		d, err := in.Session(ctx, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !d.Recorded || d.Commits != r.Commits || d.Turn != 0 {
+			t.Fatalf("recorded session detail %+v", d)
+		}
+		if cs, err := in.Calls(ctx, rec, inspect.Page{}); err != nil || len(cs) != 0 {
+			t.Fatalf("calls of a recorded session: %d, %v", len(cs), err)
+		}
+		if _, err := in.Session(ctx, "no-such-session"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Session(no-such-session) = %v, want ErrNotFound", err)
+		}
+		lim := inspect.New(se.Store, inspect.Options{Allowed: func(sid string) bool { return sid == served }})
+		if ss, err := lim.Sessions(ctx); err != nil || len(ss) != 1 || ss[0].ID != served {
+			t.Fatalf("a grant for %s lists %+v, %v", served, ss, err)
+		}
+		if _, err := lim.Session(ctx, rec); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a grant for %s reads the recorded %s: %v", served, rec, err)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -9,8 +10,10 @@ import (
 
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/ingest"
+	"github.com/ctxstore/ctxstore/context/recall"
 	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/session"
+	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -37,6 +40,16 @@ type Session struct {
 	Cost         float64 `json:"cost"`
 	CostUSD      float64 `json:"cost_usd"`
 	Rebases      int     `json:"rebases"`
+	// Commits counts the session's context commits (session/commits).
+	Commits int `json:"commits"`
+	// Recorded marks a session known only from its context commits: a
+	// transcript imported or captured (ctxstore import, Claude Code hooks),
+	// never served live. It has no calls; Started and LastCall are its
+	// first and last commits' times, Harness, Cwd, Model and Source its
+	// latest commit's provenance (session/commits.Chain).
+	Recorded bool   `json:"recorded,omitempty"`
+	Model    string `json:"model,omitempty"`
+	Source   string `json:"source,omitempty"`
 	// Lost sums the cache breaks by cause (Break.CauseKey), largest loss
 	// first.
 	Lost []CauseTotal `json:"lost,omitempty"`
@@ -59,18 +72,26 @@ type SessionDetail struct {
 	Pool   int `json:"pool"`
 	Active int `json:"active"`
 	Pinned int `json:"pinned"`
-	// Commits counts the session's context commits (session/commits);
-	// Branches the commits with more than one child.
-	Commits  int `json:"commits"`
+	// Branches counts the commits with more than one child.
 	Branches int `json:"branches"`
 }
 
-// Sessions lists the sessions the grant allows, in id order, each
-// summarized from its call records (read without their items).
+// Sessions lists the sessions the grant allows, in id order: the sessions
+// ctxstore served, each summarized from its call records (read without
+// their items), and the recorded ones, known only from their context
+// commits (Recorded). The commits are read once, without their content.
 func (in *Inspector) Sessions(ctx context.Context) ([]Session, error) {
 	ids, err := session.List(ctx, in.st)
 	if err != nil {
 		return nil, err
+	}
+	chains, err := commits.New(in.st, commits.Options{}).Chains(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]commits.Chain, len(chains))
+	for _, c := range chains {
+		byID[c.Session] = c
 	}
 	var out []Session
 	for _, id := range ids {
@@ -81,14 +102,42 @@ func (in *Inspector) Sessions(ctx context.Context) ([]Session, error) {
 		if err != nil {
 			return nil, err
 		}
+		s.Commits = byID[id].Commits
+		delete(byID, id)
 		out = append(out, s)
 	}
+	for _, c := range chains {
+		if _, ok := byID[c.Session]; ok && in.allowed(c.Session) {
+			out = append(out, in.recorded(ctx, c))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }
 
+// recorded summarizes a recorded session from its chain, named by the
+// session index (context/recall) when it has been indexed.
+func (in *Inspector) recorded(ctx context.Context, c commits.Chain) Session {
+	s := Session{ID: c.Session, Harness: c.Harness, Cwd: c.Cwd, Model: c.Model, Source: c.Source,
+		Started: c.First, Commits: c.Commits, Recorded: true}
+	if !c.Last.IsZero() {
+		last := c.Last
+		s.LastCall = &last
+	}
+	if m, err := recall.ReadMeta(ctx, in.st, c.Session, store.Basis{}); err == nil && m != nil {
+		s.Name = m.Name
+	}
+	return s
+}
+
 // Session returns one session's summary and current state.
+//
+// A recorded session (no session object, only context commits) has its
+// chain's summary and the commits' branches, and no state.
 func (in *Inspector) Session(ctx context.Context, sid string) (*SessionDetail, error) {
-	if err := in.exists(ctx, sid); err != nil {
+	if err := in.exists(ctx, sid); errors.Is(err, store.ErrNotFound) {
+		return in.recordedDetail(ctx, sid, err)
+	} else if err != nil {
 		return nil, err
 	}
 	s, err := in.summary(ctx, sid)
@@ -103,19 +152,57 @@ func (in *Inspector) Session(ctx context.Context, sid string) (*SessionDetail, e
 		s.Harness = info.Harness
 	}
 	d := &SessionDetail{Session: s, Turn: st.Turn, Index: len(st.Index), Pool: len(st.Pool), Active: len(st.Active), Pinned: len(st.Pinned)}
-	cm, err := in.Commits(ctx, sid)
+	n, err := in.countCommits(ctx, d)
 	if err != nil {
 		return nil, err
 	}
+	d.Commits = n
+	return d, nil
+}
+
+// recordedDetail is Session for a session with no session object: its
+// commit chain when it has one, else notFound.
+func (in *Inspector) recordedDetail(ctx context.Context, sid string, notFound error) (*SessionDetail, error) {
+	c, err := in.chain(ctx, sid, notFound)
+	if err != nil {
+		return nil, err
+	}
+	d := &SessionDetail{Session: in.recorded(ctx, c)} // Commits: the chain's count, not capped
+	if _, err := in.countCommits(ctx, d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// chain returns the commit chain of sid, or notFound when it has none.
+func (in *Inspector) chain(ctx context.Context, sid string, notFound error) (commits.Chain, error) {
+	chains, err := commits.New(in.st, commits.Options{}).Chains(ctx, []string{sid})
+	if err != nil {
+		return commits.Chain{}, err
+	}
+	if len(chains) != 1 {
+		return commits.Chain{}, notFound
+	}
+	return chains[0], nil
+}
+
+// countCommits sets d's Branches from its commit graph (the newest
+// MaxCommits) and returns the graph's commits of the session.
+func (in *Inspector) countCommits(ctx context.Context, d *SessionDetail) (int, error) {
+	cm, err := in.Commits(ctx, d.ID)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
 	for _, c := range cm {
 		if !c.External {
-			d.Commits++
+			n++
 		}
 		if c.Children > 1 {
 			d.Branches++
 		}
 	}
-	return d, nil
+	return n, nil
 }
 
 func (in *Inspector) summary(ctx context.Context, sid string) (Session, error) {

@@ -1,0 +1,44 @@
+package inspector_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ctxstore/ctxstore/context/importer"
+	"github.com/ctxstore/ctxstore/context/inspect/inspecttest"
+	"github.com/ctxstore/ctxstore/internal/datasets"
+	"github.com/ctxstore/ctxstore/internal/storetestenv"
+	"github.com/ctxstore/ctxstore/server/inspector"
+)
+
+// A session imported from its transcript (commits only) is listed as
+// recorded and its page shows its commits, not calls.
+func TestRecordedSessionPages(t *testing.T) {
+	se := storetestenv.New(t, storetestenv.SQLite)
+	res, err := importer.New(se.Store, importer.Options{}).ImportFile(context.Background(), filepath.Join(datasets.Dir(t), inspecttest.Small))
+	if err != nil || len(res.Sessions) != 1 {
+		t.Fatalf("import: %v %+v", err, res)
+	}
+	sid := res.Sessions[0].Session
+	h, err := inspector.New(inspector.Options{Store: se.Store, Prefix: "/inspect",
+		Authorize: func(*http.Request) (inspector.Grant, error) { return inspector.Grant{All: true}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	s := &site{url: ts.URL}
+	code, _, body := get(t, s, "", "/inspect/")
+	if code != 200 || strings.Count(body, `class="session-link"`) != 1 || !strings.Contains(body, sid) || !strings.Contains(body, "recorded: ") {
+		t.Fatalf("sessions: %d\n%s", code, body)
+	}
+	code, _, body = get(t, s, "", "/inspect/s/"+sid)
+	if code != 200 || !strings.Contains(body, `id="recorded"`) || !strings.Contains(body, `id="commit-count"`) ||
+		strings.Contains(body, `id="calls"`) || strings.Count(body, `class="commit-row`) != res.Sessions[0].Commits {
+		t.Fatalf("recorded session page: %d\n%s", code, body)
+	}
+}
