@@ -35,8 +35,10 @@ type faultProxy struct {
 	dropSubmit atomic.Int32
 	// stall makes the next n requests other than await-tx hang until the
 	// client gives up: a node that stopped answering.
-	stall   atomic.Int32
-	submits atomic.Int32
+	stall atomic.Int32
+	// notFound answers 404 to the next n requests (a wrong route, a proxy).
+	notFound atomic.Int32
+	submits  atomic.Int32
 }
 
 func newFaultProxy(t *testing.T, target string) *faultProxy {
@@ -56,6 +58,11 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 		if !strings.HasSuffix(r.URL.Path, "/await-tx") && p.stall.Load() > 0 {
 			p.stall.Add(-1)
 			<-r.Context().Done()
+			return
+		}
+		if p.notFound.Load() > 0 {
+			p.notFound.Add(-1)
+			http.Error(w, "injected 404", http.StatusNotFound)
 			return
 		}
 		if p.unavailable.Load() > 0 {
@@ -124,6 +131,23 @@ func TestReadsRetryTransientFailures(t *testing.T) {
 		t.Fatalf("entity with the server gone: %v, want ErrUnavailable", err)
 	}
 	p.failReads.Store(0)
+}
+
+// XTDB answers a history read with a list (empty for an unknown entity),
+// never 404: a 404 is an error naming the entity, not an empty history
+// (docs/xtdb-cluster.md, "Known problem").
+func TestHistory404IsAnError(t *testing.T) {
+	p := newFaultProxy(t, xtdbtest.ForTest(t))
+	s := openVia(t, p.URL)
+	ctx := context.Background()
+	if h, err := s.History(ctx, "fault-no-such-entity", store.HistoryOptions{Order: store.Asc}); err != nil || len(h) != 0 {
+		t.Fatalf("history of an unknown entity: %v %v, want an empty history", h, err)
+	}
+	p.notFound.Store(1)
+	_, err := s.History(ctx, "fault-no-such-entity", store.HistoryOptions{Order: store.Asc})
+	if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "fault-no-such-entity") || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("history answered 404: %v, want ErrUnavailable naming the entity and the 404", err)
+	}
 }
 
 // TestSubmitWithUnknownOutcome breaks the connection of a submit after the

@@ -152,9 +152,12 @@ func (s *Store) history(ctx context.Context, eid url.Values, id string, o store.
 	setT("end-valid-time", o.EndValidTime)
 	setI("start-tx-id", o.StartTxID)
 	setI("end-tx-id", o.EndTxID)
+	// XTDB answers a history read with a list, empty for an unknown entity,
+	// never 404 (http_server/entity.clj search-entity-history): a 404 here
+	// is an error (a wrong route or a proxy), not an empty history.
 	v, err := s.readEDN(ctx, request{op: "history", id: id, method: http.MethodGet, path: "/entity", query: q})
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
+		return nil, &store.Error{Op: "history", Kind: store.ErrUnavailable, ID: id, Msg: "XTDB answered 404 to an entity history read (it answers a list, empty when there is no history)", Err: err}
 	}
 	if err != nil {
 		return nil, err
