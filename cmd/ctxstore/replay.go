@@ -75,7 +75,7 @@ func (c *replayCmd) Run(a *app) error {
 		return bitemporal.Open(ctx, filepath.Join(dir, "store.db"), bitemporal.Options{})
 	}
 	if c.UseStore {
-		st, err := a.open(false)
+		st, err := a.open(true) // the replay writes its sessions there: a new store is created
 		if err != nil {
 			return err
 		}
