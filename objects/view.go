@@ -149,8 +149,24 @@ func RenderMetadataAt(o *Object, v int) (string, error) {
 	return renderMetadataV1(o), nil
 }
 
-func renderMetadataV1(o *Object) string {
+// RenderMetadataPaths is RenderMetadataAt with the path of a file or note
+// shown as display maps it (a path relative to the session's working
+// directory, say); the rest of the line is unchanged. A nil display is
+// RenderMetadataAt.
+func RenderMetadataPaths(o *Object, v int, display func(string) string) (string, error) {
+	if v != 1 {
+		return "", fmt.Errorf("objects: metadata line version %d unknown (this code renders 1 to %d)", v, MetadataVersion)
+	}
+	return renderMetadata(o, display), nil
+}
+
+func renderMetadataV1(o *Object) string { return renderMetadata(o, nil) }
+
+func renderMetadata(o *Object, display func(string) string) string {
 	v := MetadataView(o)
+	if p, ok := v["path"].(string); ok && display != nil {
+		v["path"] = display(p)
+	}
 	var b strings.Builder
 	if o.Kind() == KindToolcall {
 		b.WriteString("toolcall_ref")

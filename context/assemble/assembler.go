@@ -39,6 +39,9 @@ type Options struct {
 	Tokenizer Tokenizer
 	// Now is the clock used for cache expiry; default time.Now.
 	Now func() time.Time
+	// Paths is how file paths are shown (rendering version 4); a resumed
+	// session keeps its first commit's.
+	Paths Paths
 }
 
 // Assembler assembles the contexts of one session. It reads the session's
@@ -81,6 +84,7 @@ type Assembler struct {
 	callAt    map[string]int    // tool-call id -> index of the assistant item that made it
 	inputs    map[string]*input // collapsible tool inputs by tool-call id
 	rv        int               // rendering version (RenderVersion, or the session's first commit's)
+	paths     Paths             // how paths are shown (Options.Paths, or the session's first commit's)
 	mv        int               // metadata line version (objects.MetadataVersion, or the first commit's)
 	same      map[string]int64  // shown id -> a later tx found to hold the same version
 	prevLen   int               // bytes of the previous call's context
@@ -152,7 +156,7 @@ func newAssembler(o Options, s *session.Session) (*Assembler, error) {
 	}
 	return &Assembler{s: s, st: s.Store(), o: o, pol: o.Policy.withDefaults(), tok: o.Tokenizer,
 		listed: map[string]bool{}, latest: map[string]*version{}, shown: map[string]int{}, rebaseAt: -1,
-		callAt: map[string]int{}, inputs: map[string]*input{}, rv: RenderVersion, mv: objects.MetadataVersion, same: map[string]int64{},
+		callAt: map[string]int{}, inputs: map[string]*input{}, rv: RenderVersion, mv: objects.MetadataVersion, paths: o.Paths, same: map[string]int64{},
 		held: map[string]*version{}, patches: map[string][]int{}, edits: map[string][]pendingEdit{}, previewed: map[string]bool{}}, nil
 }
 
@@ -307,7 +311,7 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 // push renders it and appends it to the stream.
 func (a *Assembler) push(it *item) {
 	if it.f == nil {
-		it.rv, it.mv = a.rv, a.mv
+		it.rv, it.mv, it.paths = a.rv, a.mv, a.paths
 		it.render()
 	}
 	var prev *frag

@@ -438,7 +438,7 @@ func (a *Assembler) literalBlocks(ctx context.Context) (pool, active []*item, er
 		active = append(active, &item{kind: kContent, ref: v.ref, obj: v.obj})
 	}
 	for _, it := range append(pool[:len(pool):len(pool)], active...) {
-		it.rv, it.mv = a.rv, a.mv
+		it.rv, it.mv, it.paths = a.rv, a.mv, a.paths
 		it.render()
 	}
 	return pool, active, nil
@@ -527,6 +527,13 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 		doc["snapshot_end"] = int64(a.snapEnd)
 		doc["render"] = int64(a.rv)
 		doc["metadata"] = int64(a.mv)
+		if !a.paths.zero() {
+			p, err := toJSONValue(a.paths)
+			if err != nil {
+				return fmt.Errorf("assemble: commit %s: paths: %w", c.CommitID, err)
+			}
+			doc["paths"] = p
+		}
 	}
 	if c.Rebased {
 		doc["rebase_from"] = int64(a.rebaseAt)

@@ -81,12 +81,14 @@ type item struct {
 	// session keeps the version of its first commit); mv likewise the
 	// metadata line's version (objects.MetadataVersion).
 	rv, mv int
+	// paths shows file paths from rendering version 4 (Paths).
+	paths Paths
 }
 
 // metadata is the item's object's metadata line as the session's metadata
 // version renders it (ReadCommit refuses versions this code does not know).
 func (it *item) metadata() string {
-	s, err := objects.RenderMetadataAt(it.obj, max(it.mv, 1))
+	s, err := objects.RenderMetadataPaths(it.obj, max(it.mv, 1), it.pathView())
 	if err != nil {
 		panic(err) // unreachable: versions are checked when commits are read
 	}
@@ -110,11 +112,14 @@ func (it *item) metadata() string {
 //	   tool's answer); metadata lines,
 //	   notes and collapsed references start with "[ctxstore] "; outputs
 //	   that collapse automatically get no note; a shown object's new version
-//	   is a patch against the version shown (kPatch), not a new full copy.
+//	   is a patch against the version shown (kPatch), not a new full copy;
+//	4: file and note paths in metadata lines as Paths shows them (relative
+//	   to the working directory), the session's Paths recorded in its
+//	   first commit.
 //
 // Commits record the version (absent means 1), so every past context is
 // rebuilt with the rendering it was sent with.
-const RenderVersion = 3
+const RenderVersion = 4
 
 // The values of ItemDoc.Out.
 const (

@@ -32,6 +32,7 @@ type Commit struct {
 	SnapshotEnd int        // root commit only
 	Render      int        // root commit only: the rendering version (1 when absent)
 	Metadata    int        // root commit only: the metadata line's version (objects.MetadataVersion; 1 when absent)
+	Paths       Paths      // root commit only: how file paths are shown (rendering version 4)
 	Pool        []string   // literal layout only
 	Active      []string   // literal layout only
 	// Shown maps each object whose content block is live (not stale) to
@@ -77,6 +78,7 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 		SnapshotEnd int            `json:"snapshot_end"`
 		Render      int            `json:"render"`
 		Metadata    int            `json:"metadata"`
+		Paths       Paths          `json:"paths"`
 		Pool        []string       `json:"pool"`
 		Active      []string       `json:"active"`
 		Shown       map[string]int `json:"shown"`
@@ -105,6 +107,10 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 		RebaseFrom: -1, Reason: raw.Reason, Tools: raw.Tools, SnapshotEnd: raw.SnapshotEnd, Render: max(raw.Render, 1), Metadata: max(raw.Metadata, 1), Pool: raw.Pool, Active: raw.Active}
 	if raw.RebaseFrom != nil {
 		c.RebaseFrom = *raw.RebaseFrom
+	}
+	c.Paths = raw.Paths
+	if c.Render > RenderVersion {
+		return nil, fmt.Errorf("assemble: %s: rendering version %d is newer than this binary's (%d)", id, c.Render, RenderVersion)
 	}
 	if c.Metadata > objects.MetadataVersion {
 		return nil, fmt.Errorf("assemble: %s: metadata version %d is newer than this binary's (%d)", id, c.Metadata, objects.MetadataVersion)
@@ -143,7 +149,7 @@ func Rebuild(ctx context.Context, st store.Store, sessionID string, n int) (*Ass
 			return nil, err
 		}
 	}
-	r := &resolver{ctx: ctx, st: st, cache: map[string]*objects.Object{}, rv: root.Render, mv: root.Metadata}
+	r := &resolver{ctx: ctx, st: st, cache: map[string]*objects.Object{}, rv: root.Render, mv: root.Metadata, paths: root.Paths}
 	sys, err := r.get(last.SystemRef)
 	if err != nil {
 		return nil, err
@@ -238,6 +244,7 @@ type resolver struct {
 	cache map[string]*objects.Object
 	rv    int // rendering version
 	mv    int // metadata line version
+	paths Paths
 }
 
 func (r *resolver) get(ref objects.Ref) (*objects.Object, error) {
@@ -266,7 +273,7 @@ func (r *resolver) item(d ItemDoc) (*item, error) {
 			return nil, err
 		}
 	}
-	it.rv, it.mv = r.rv, r.mv
+	it.rv, it.mv, it.paths = r.rv, r.mv, r.paths
 	it.render()
 	return it, nil
 }

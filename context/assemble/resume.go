@@ -93,8 +93,8 @@ func Resume(ctx context.Context, s *session.Session, o Options) (*Assembler, err
 	if err != nil {
 		return nil, err
 	}
-	a.rv, a.mv = root.Render, root.Metadata
-	r := &resolver{ctx: ctx, st: a.st, cache: map[string]*objects.Object{}, rv: root.Render, mv: root.Metadata}
+	a.rv, a.mv, a.paths = root.Render, root.Metadata, root.Paths
+	r := &resolver{ctx: ctx, st: a.st, cache: map[string]*objects.Object{}, rv: root.Render, mv: root.Metadata, paths: root.Paths}
 	if err := a.setSystem(ctx, r, last.SystemRef); err != nil {
 		return nil, err
 	}

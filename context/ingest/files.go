@@ -44,6 +44,9 @@ func (m Mirror) Local(path string) string {
 	return filepath.Join(string(m), filepath.FromSlash(strings.TrimPrefix(filepath.ToSlash(path), "/")))
 }
 
+// Mount returns the mirror's directory: the recorded machine's "/".
+func (m Mirror) Mount() string { return filepath.Clean(string(m)) }
+
 // Observe materializes the file the call showed.
 func (m Mirror) Observe(kind Kind, local string, args map[string]any, output string, failed bool) error {
 	if failed {

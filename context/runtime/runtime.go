@@ -11,6 +11,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"path/filepath"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/files"
@@ -99,6 +100,9 @@ func Open(ctx context.Context, st store.Store, id string, o Options) (*Runtime, 
 	if r.State == Resumed {
 		_, r.ResumeFiles = r.Tools.Resume(ctx)
 	}
+	if o.Assemble.Paths == (assemble.Paths{}) {
+		o.Assemble.Paths = displayPaths(o.Ingest)
+	}
 	if r.Assembler, err = assemble.Open(ctx, s, o.Assemble); err != nil {
 		return nil, err
 	}
@@ -115,4 +119,24 @@ func (r *Runtime) Close(ctx context.Context) error {
 		return nil
 	}
 	return r.Ingester.Flush(ctx)
+}
+
+// displayPaths is how the session's file paths are shown to the model
+// (assemble.Paths) when the options name none: relative to the harness's
+// working directory as the ingester maps it, and, for a replay's mirror
+// (ingest.Mirror), with the mirror's directory taken off the others, so
+// the model reads the paths of the recorded machine.
+func displayPaths(o ingest.Options) assemble.Paths {
+	if !filepath.IsAbs(o.Cwd) {
+		return assemble.Paths{}
+	}
+	fs := o.Files
+	if fs == nil {
+		fs = ingest.Live{}
+	}
+	p := assemble.Paths{Root: filepath.ToSlash(fs.Local(o.Cwd))}
+	if m, ok := fs.(interface{ Mount() string }); ok {
+		p.Mount = filepath.ToSlash(m.Mount())
+	}
+	return p
 }
