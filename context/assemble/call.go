@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -350,8 +352,11 @@ func (a *Assembler) rebase(p int) (int, int) {
 			merged[id] = true
 		}
 	}
+	staleBefore := a.staleShownBefore(p)
 	for _, it := range tail {
 		switch {
+		case a.rv >= 4 && a.dropsAtRebase(it, staleBefore):
+			continue
 		case it.stale && it.kind == kContent:
 			it = &item{kind: kStub, ref: it.ref, obj: it.obj}
 		case it.stale && it.kind == kToolRef:
@@ -373,6 +378,58 @@ func (a *Assembler) rebase(p int) (int, int) {
 		a.rebaseAt = p
 	}
 	return off, prefixTok
+}
+
+// dropsAtRebase reports whether a rebase (rendering version 4) leaves it
+// out of the rewritten tail instead of rewriting it: a collapsed file or
+// note whose id the stream already names (its metadata line, or the
+// write or edit call that pooled it), which a "collapsed:" reference would
+// only repeat, and a note that an object went inactive or changed when
+// none of the objects it names still shows stale content before the
+// rebase's start (the tail keeps no stale content: the note's "ignore the
+// content above" or "new version below" points at nothing any more).
+func (a *Assembler) dropsAtRebase(it *item, staleBefore map[string]bool) bool {
+	switch {
+	case it.kind == kContent && it.stale, it.kind == kStub:
+		k := it.obj.Kind()
+		return (k == objects.KindFile || k == objects.KindNote) && a.listed[it.ref.ID]
+	case it.kind == kNote:
+		ids, ok := stateNoteIDs(it.text)
+		if !ok {
+			return false
+		}
+		for _, id := range ids {
+			if staleBefore[id] {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// staleShownBefore returns the display ids of the stale content blocks
+// (deactivated or superseded, still rendered) before item p.
+func (a *Assembler) staleShownBefore(p int) map[string]bool {
+	out := map[string]bool{}
+	for _, it := range a.items[:p] {
+		if it.stale && it.kind == kContent {
+			out[objects.DisplayID(it.ref.ID)] = true
+		}
+	}
+	return out
+}
+
+// stateNoteIDs returns the ids an "inactive now" or "changed, new version
+// below" note (rendering version 3 and later) names, and whether text is
+// such a note.
+func stateNoteIDs(text string) ([]string, bool) {
+	for _, prefix := range []string{ctxPrefix + "inactive now: ", ctxPrefix + "changed, new version below: "} {
+		if rest, ok := strings.CutPrefix(text, prefix); ok {
+			return strings.Split(rest, ", "), true
+		}
+	}
+	return nil, false
 }
 
 // rescanLive re-derives, after a rebase from item p, where the live

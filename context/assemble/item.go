@@ -115,7 +115,9 @@ func (it *item) metadata() string {
 //	   is a patch against the version shown (kPatch), not a new full copy;
 //	4: file and note paths in metadata lines as Paths shows them (relative
 //	   to the working directory), the session's Paths recorded in its
-//	   first commit.
+//	   first commit; a rebase leaves out collapsed files and notes the
+//	   stream already names, and the notes about content it no longer
+//	   holds, instead of "collapsed:" lines (Assembler.dropsAtRebase).
 //
 // Commits record the version (absent means 1), so every past context is
 // rebuilt with the rendering it was sent with.

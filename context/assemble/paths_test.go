@@ -1,10 +1,14 @@
 package assemble
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ctxstore/ctxstore/objects"
 )
 
 func TestPathsDisplay(t *testing.T) {
@@ -58,6 +62,38 @@ func TestPathsShownAndKept(t *testing.T) {
 		t.Fatalf("the resumed session lost its paths:\n%s", c2.Bytes)
 	}
 	for n := 1; n <= c2.N; n++ {
+		if _, err := Rebuild(e.ctx, e.st, e.sid, n); err != nil {
+			t.Fatalf("rebuild %d: %v", n, err)
+		}
+	}
+}
+
+// A rebase (rendering 4) leaves out a collapsed file the stream already
+// names, and the note that it went inactive, rather than rewriting them as
+// "collapsed:" lines; the metadata line stays, and every call rebuilds.
+func TestRebaseDropsNamedCollapsedFiles(t *testing.T) {
+	e := newEnv(t, LayoutStream, Policy{StaleThreshold: 50, Horizon: 200})
+	f := e.file("big.go", "package big\n\n"+output("file", 40))
+	e.turn("read it")
+	e.read(f)
+	id := objects.DisplayID(mustID(t, e, f))
+	var last *Assembled
+	rebased := false
+	for turn := 2; turn <= 6; turn++ { // the read leaves the 3-turn window
+		e.turn("more")
+		e.bash("make", output(fmt.Sprint(turn), 2))
+		e.now = e.now.Add(20 * time.Second)
+		last = e.call()
+		rebased = rebased || last.Rebased
+	}
+	got := string(last.Bytes)
+	if !rebased || !strings.Contains(got, "file id="+id+" ") {
+		t.Fatalf("rebased %v; the metadata line of %s must stay:\n%s", rebased, id, got)
+	}
+	if strings.Contains(got, "collapsed: file "+id) || strings.Contains(got, "inactive now: "+id) || strings.Contains(got, "file line 0") {
+		t.Fatalf("the collapsed file is still rendered after the rebase:\n%s", got)
+	}
+	for n := 1; n <= last.N; n++ {
 		if _, err := Rebuild(e.ctx, e.st, e.sid, n); err != nil {
 			t.Fatalf("rebuild %d: %v", n, err)
 		}
