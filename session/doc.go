@@ -139,6 +139,9 @@ func toolcallValue(t Toolcall) map[string]any {
 	if t.Target != "" {
 		m["target"] = t.Target
 	}
+	if t.Tokens > 0 {
+		m["tokens"] = int64(t.Tokens)
+	}
 	return m
 }
 

@@ -33,6 +33,10 @@ type Toolcall struct {
 	// file): the policy collapses that object with the call, not the
 	// call's own output.
 	Target string `json:"target,omitempty"`
+	// Tokens is what keeping the call active costs, in tokens (an
+	// estimate: its output, and its arguments, or its target's content),
+	// for the policy's budget; 0 when unknown (sessions recorded before).
+	Tokens int `json:"tokens,omitempty"`
 }
 
 // State is a session's context state (004 §3.1). Slices keep their order
@@ -152,6 +156,18 @@ func (s *State) AddTargetToolcall(id, target string) {
 	s.AddToPool(id)
 	s.Seq++
 	s.Toolcalls = append(s.Toolcalls, Toolcall{ID: id, Turn: s.Turn, Seq: s.Seq, Target: target})
+}
+
+// SetToolcallTokens records what keeping toolcall id active costs in
+// tokens (Toolcall.Tokens); it reports whether id is recorded.
+func (s *State) SetToolcallTokens(id string, tokens int) bool {
+	for i := len(s.Toolcalls) - 1; i >= 0; i-- {
+		if s.Toolcalls[i].ID == id {
+			s.Toolcalls[i].Tokens = tokens
+			return true
+		}
+	}
+	return false
 }
 
 // TouchTarget moves the most recent toolcall standing for target into the

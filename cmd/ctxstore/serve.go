@@ -27,6 +27,7 @@ type serveCmd struct {
 	TurnsBack   int           `name:"collapse-turns" default:"3" help:"Tool outputs stay active for this many turns (the current one included)."`
 	PerTurn     int           `name:"collapse-per-turn" default:"5" help:"At most this many tool outputs of a turn stay active."`
 	Files       int           `name:"collapse-files" default:"0" help:"At most this many files read in a turn stay active, in the same turns (0: as many as tool outputs; -1: read files stay active until deactivated)."`
+	Budget      int           `name:"collapse-budget" default:"16000" help:"Beyond the most recent outputs and reads (--collapse-per-turn, --collapse-files), older ones stay active only while all kept ones fit this many tokens (0: no budget)."`
 	Stale       int           `name:"stale-threshold" default:"8000" help:"Collapse stale content in batches of at least this many tokens (the rebase cost model decides when and from where)."`
 	Breakpoints string        `name:"breakpoints" default:"stable" enum:"stable,prefix,end" help:"Where the harness caches, for the rebase cost model: stable (the end of the stable messages, as ctxstore's Pi and OpenClaw extensions place breakpoints), prefix (any shared prefix, an automatic cache) or end (the end of each request only)."`
 	NoTrack     bool          `name:"no-track" help:"Do not watch files for changes (a file edited on disk is then seen at its next read)."`
@@ -109,7 +110,7 @@ func (c *serveCmd) Run(a *app) error {
 	srv, err := httpapi.New(httpapi.Options{
 		Recall: recallSet,
 		Store:  st, Resolver: res, Notes: nt, Track: !c.NoTrack, Tokens: tokens,
-		Policy: collapse.Config{TurnsBack: c.TurnsBack, PerTurn: c.PerTurn, FilesPerTurn: c.Files},
+		Policy: collapse.Config{TurnsBack: c.TurnsBack, PerTurn: c.PerTurn, FilesPerTurn: c.Files, Budget: c.Budget},
 		Layout: assemble.Layout(c.Layout), Rebase: assemble.Policy{StaleThreshold: c.Stale, Breakpoints: c.Breakpoints}, CommitEvery: c.Commit,
 		Log: log, Roots: roots,
 	})

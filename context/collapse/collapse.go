@@ -20,10 +20,18 @@ type Config struct {
 	// PerTurn, and a negative value keeps loaded files active until the
 	// agent deactivates them.
 	FilesPerTurn int
+	// Budget bounds, in tokens, what the kept calls may hold (Call.Tokens):
+	// beyond the PerTurn most recent outputs and the FilesPerTurn most
+	// recent file loads of the session, which are kept whatever their
+	// size, a call the window keeps stays active only while the kept
+	// calls, most recent first, fit the budget. 0 means no budget.
+	Budget int
 }
 
-// Default returns the defaults: 5 outputs and 5 files per turn, 3 turns.
-func Default() Config { return Config{PerTurn: 5, TurnsBack: 3} }
+// Default returns the defaults: 5 outputs and 5 files per turn, 3 turns,
+// and a budget of 16,000 tokens (twice the assembler's default batch of
+// stale tokens for a rebase, a twelfth of a 200,000-token window).
+func Default() Config { return Config{PerTurn: 5, TurnsBack: 3, Budget: 16000} }
 
 // Call is one toolcall as the policy sees it.
 type Call struct {
@@ -39,6 +47,9 @@ type Call struct {
 	// File marks a call that stands for a file's activation (a read): it
 	// takes a file slot (Config.FilesPerTurn), not an output slot.
 	File bool
+	// Tokens is what keeping the call active costs (Config.Budget); 0 when
+	// unknown.
+	Tokens int
 }
 
 // Decision is the policy's verdict on every call it was given.
@@ -58,9 +69,13 @@ type Decision struct {
 // active when its turn is within the last cfg.TurnsBack turns and it is
 // among the cfg.PerTurn most recent counted, unpinned calls of that turn
 // (file loads: among the FilesPerTurn most recent file loads).
-// Pinned calls neither take a slot nor collapse. Negative config values
-// count as 0 (nothing kept). The result does not depend on the order of
-// calls.
+// Pinned calls neither take a slot nor collapse. With a Budget, a call
+// kept so far that is not among the PerTurn most recent outputs or
+// FilesPerTurn most recent file loads of the whole session collapses when
+// it would bring the tokens of the kept calls (most recent first) past
+// the budget: large old outputs go before small recent ones. Negative
+// config values count as 0 (nothing kept). The result does not depend on
+// the order of calls.
 func Decide(calls []Call, current int, cfg Config) Decision {
 	sorted := append([]Call(nil), calls...)
 	sort.SliceStable(sorted, func(i, j int) bool {
@@ -75,6 +90,23 @@ func Decide(calls []Call, current int, cfg Config) Decision {
 		fileSlots = cfg.PerTurn
 	}
 	var d Decision
+	used, recentOut, recentFiles := 0, 0, 0
+	// fits reports whether c may stay under the budget, and counts it.
+	fits := func(c Call) bool {
+		recent := false
+		if c.File {
+			recent = fileSlots < 0 || recentFiles < fileSlots
+			recentFiles++
+		} else {
+			recent = recentOut < cfg.PerTurn
+			recentOut++
+		}
+		if cfg.Budget > 0 && !recent && used+c.Tokens > cfg.Budget {
+			return false
+		}
+		used += c.Tokens
+		return true
+	}
 	for _, c := range sorted {
 		inWindow := c.Turn > current-cfg.TurnsBack && c.Turn <= current
 		switch {
@@ -82,10 +114,10 @@ func Decide(calls []Call, current int, cfg Config) Decision {
 			d.Ignored = append(d.Ignored, c.ID)
 		case c.Pinned || (c.File && fileSlots < 0):
 			d.Keep = append(d.Keep, c.ID)
-		case c.File && inWindow && files[c.Turn] < fileSlots:
+		case c.File && inWindow && files[c.Turn] < fileSlots && fits(c):
 			files[c.Turn]++
 			d.Keep = append(d.Keep, c.ID)
-		case !c.File && inWindow && perTurn[c.Turn] < cfg.PerTurn:
+		case !c.File && inWindow && perTurn[c.Turn] < cfg.PerTurn && fits(c):
 			perTurn[c.Turn]++
 			d.Keep = append(d.Keep, c.ID)
 		default:

@@ -105,3 +105,39 @@ func TestDecideFiles(t *testing.T) {
 		})
 	}
 }
+
+// The budget: beyond the most recent PerTurn outputs and FilesPerTurn file
+// loads, kept calls stay only while they fit, most recent first.
+func TestDecideBudget(t *testing.T) {
+	sized := func(id string, turn int, seq int64, tokens int, file bool) Call {
+		return Call{ID: id, Turn: turn, Seq: seq, Tokens: tokens, File: file}
+	}
+	cfg := Config{PerTurn: 2, TurnsBack: 3, Budget: 1000}
+	for _, tc := range []struct {
+		name     string
+		calls    []Call
+		keep     []string
+		collapse []string
+	}{
+		{"the most recent are kept whatever their size",
+			[]Call{sized("a", 3, 1, 5000, false), sized("b", 3, 2, 5000, false)}, []string{"b", "a"}, nil},
+		{"an older large output goes, a smaller older one stays",
+			[]Call{sized("old-small", 1, 1, 100, false), sized("big", 2, 2, 900, false), sized("r1", 3, 3, 300, false), sized("r2", 3, 4, 300, false)},
+			[]string{"r2", "r1", "old-small"}, []string{"big"}},
+		{"without sizes nothing changes",
+			[]Call{sized("a", 1, 1, 0, false), sized("b", 2, 2, 0, false), sized("c", 3, 3, 0, false)}, []string{"c", "b", "a"}, nil},
+		{"file loads have recent slots of their own",
+			[]Call{sized("f-old", 1, 1, 800, true), sized("f1", 3, 2, 600, true), sized("f2", 3, 3, 600, true), sized("out", 3, 4, 10, false)},
+			[]string{"out", "f2", "f1"}, []string{"f-old"}},
+		{"pinned calls are not counted", []Call{{ID: "p", Turn: 1, Seq: 1, Tokens: 50000, Pinned: true},
+			sized("x", 1, 2, 600, false), sized("y", 2, 3, 10, false), sized("z", 3, 4, 10, false)},
+			[]string{"z", "y", "x", "p"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Decide(tc.calls, 3, cfg)
+			if !reflect.DeepEqual(d.Keep, tc.keep) || !reflect.DeepEqual(d.Collapse, tc.collapse) {
+				t.Fatalf("keep %v collapse %v, want %v and %v", d.Keep, d.Collapse, tc.keep, tc.collapse)
+			}
+		})
+	}
+}

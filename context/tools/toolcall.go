@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -41,6 +42,10 @@ type Call struct {
 	// leaves the window the target is deactivated unless a later load of it
 	// is still in the window.
 	Target string
+	// TargetTokens is, with Target, what keeping the target active costs
+	// in tokens (RecordResult: the file's content), for the policy's
+	// budget (collapse.Config.Budget).
+	TargetTokens int
 }
 
 // Record stores a tool call as a toolcall object (id = the provider's id,
@@ -102,10 +107,12 @@ func (t *Tools) record(ctx context.Context, c Call, fileIDs []string, pool bool)
 		case recorded(s, c.ID):
 		case c.Target != "":
 			s.AddTargetToolcall(c.ID, c.Target)
+			s.SetToolcallTokens(c.ID, c.TargetTokens)
 		default:
 			s.AddToolcall(c.ID, mgmt)
 			if !mgmt {
 				s.Activate(c.ID)
+				s.SetToolcallTokens(c.ID, callTokens(c))
 			}
 		}
 		t.applyPolicy(s)
@@ -131,6 +138,9 @@ func (t *Tools) RecordResult(ctx context.Context, c Call, r Result) (Result, err
 	}
 	if r.Object != nil && r.Object.Kind() != objects.KindToolcall && !ManagementTools[strings.ToLower(c.Tool)] && !c.Failed {
 		c.Target = r.ID // a read: the file stays active while the read is in the window
+		if r.Object.Content != nil {
+			c.TargetTokens = estimateTokens(len(*r.Object.Content))
+		}
 	} else {
 		c.Management = true
 	}
@@ -162,7 +172,7 @@ func (t *Tools) applyPolicy(s *session.State) {
 	target := map[string]string{}
 	for i, c := range s.Toolcalls {
 		calls[i] = collapse.Call{ID: c.ID, Turn: c.Turn, Seq: c.Seq, Management: c.Management,
-			Pinned: s.IsPinned(c.ID), File: c.Target != ""}
+			Pinned: s.IsPinned(c.ID), File: c.Target != "", Tokens: c.Tokens}
 		if c.Target != "" {
 			target[c.ID] = c.Target
 			calls[i].Pinned = s.IsPinned(c.Target)
@@ -211,3 +221,24 @@ func dedupe(ids []string) []string {
 	}
 	return out
 }
+
+// callTokens estimates what keeping call c active costs in the context:
+// its output and its arguments (large arguments collapse with the call),
+// in tokens of four bytes.
+func callTokens(c Call) int {
+	n := 0
+	if c.Output != nil {
+		n += len(*c.Output)
+	}
+	if len(c.Args) > 0 {
+		if b, err := json.Marshal(c.Args); err == nil {
+			n += len(b)
+		}
+	}
+	return estimateTokens(n)
+}
+
+// estimateTokens is a token count for n bytes: one token per four bytes,
+// rounded up (assemble.BytesTokenizer's rule; the policy needs an order of
+// magnitude, not the model's tokenizer).
+func estimateTokens(n int) int { return (n + 3) / 4 }

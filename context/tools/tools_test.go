@@ -341,3 +341,56 @@ func TestReadPart(t *testing.T) {
 		}
 	})
 }
+
+// The policy's budget sees each call's size: recorded in the session (and
+// kept by a reopen), an old large output collapses before the recent ones
+// while a small one of the same turn stays.
+func TestToolcallTokensAndBudget(t *testing.T) {
+	storetestenv.Run(t, func(t *testing.T, se *storetestenv.Env) {
+		e := newEnv(t, se, collapse.Config{PerTurn: 2, TurnsBack: 3, Budget: 1000})
+		if _, err := e.tools.BeginTurn(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		rec := func(id string, size int) {
+			t.Helper()
+			if _, err := e.tools.Record(e.ctx, Call{ID: e.uid(id), Tool: "bash", Args: map[string]any{"command": "x"}, Output: out(strings.Repeat("o", size))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		turn := func() {
+			t.Helper()
+			if _, err := e.tools.BeginTurn(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rec("big", 3600) // about 900 tokens
+		turn()
+		rec("small", 400) // about 100 tokens
+		turn()
+		rec("r1", 1200) // the two most recent, kept whatever their size
+		rec("r2", 1200)
+		s := e.state()
+		if s.IsActive(e.uid("big")) || !s.IsActive(e.uid("small")) || !s.IsActive(e.uid("r1")) || !s.IsActive(e.uid("r2")) {
+			t.Fatalf("active %v: want the big old output collapsed, the others kept", s.Active)
+		}
+		r, err := e.tools.Read(e.ctx, e.file("f.go", strings.Repeat("x", 2000)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.tools.RecordResult(e.ctx, Call{ID: e.uid("read1"), Tool: "read", Args: map[string]any{"path": "f.go"}}, r); err != nil {
+			t.Fatal(err)
+		}
+		st2 := se.Reopen()
+		reopened, err := session.Open(e.ctx, st2, e.sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens := map[string]int{}
+		for _, c := range reopened.State().Toolcalls {
+			tokens[c.ID] = c.Tokens
+		}
+		if tokens[e.uid("big")] < 900 || tokens[e.uid("small")] < 100 || tokens[e.uid("read1")] != 500 {
+			t.Fatalf("recorded sizes %v", tokens)
+		}
+	})
+}
