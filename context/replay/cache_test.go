@@ -429,6 +429,27 @@ func TestDeterministic(t *testing.T) {
 		}
 		t.Fatalf("two runs differ at byte %d: %.200s\nvs %.200s", i, a[max(i-100, 0):], b[max(i-100, 0):])
 	}
+	// A strategy's numbers do not depend on the strategies beside it (its
+	// session id, which shows in the contexts, is its name, not its place).
+	s, err := transcript.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := func(strategies ...Strategy) Totals {
+		t.Helper()
+		rep, err := Run(context.Background(), s, Options{Dir: dir, OpenStore: openSQLite, Strategies: strategies})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tot := rep.Results[len(rep.Results)-1].Totals
+		tot.CostVsCapped = 0 // a ratio to naive_capped, when it runs
+		return tot
+	}
+	alone := stream(&Ctxstore{Layout: assemble.LayoutStream})
+	after := stream(&Naive{}, &NaiveCapped{}, &Ctxstore{Layout: assemble.LayoutStream})
+	if alone != after {
+		t.Fatalf("ctxstore_stream alone %+v, after two other strategies %+v", alone, after)
+	}
 }
 
 // TestCachePerModel: a provider's cache is per model: a call to another

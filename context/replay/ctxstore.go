@@ -167,8 +167,11 @@ func (c *Ctxstore) Begin(ctx context.Context, env *Env) error {
 		cwd = "/replay"
 	}
 	rt, err := runtime.Open(ctx, c.st, env.SessionID, runtime.Options{
-		Mode:    runtime.CreateOnly,
-		Create:  session.CreateOptions{Harness: string(env.Session.Format)},
+		Mode: runtime.CreateOnly,
+		// The guide the service appends to the harness's system prompt is
+		// in every live request: the calibrated overhead is the harness's
+		// own system prompt and tools, so the guide is counted here.
+		Create:  session.CreateOptions{Harness: string(env.Session.Format), SystemPrompt: tools.Guide},
 		Indexer: files.NewIndexer(c.st, res, 0),
 		Assemble: assemble.Options{
 			Layout: c.Layout, Tools: ManagementTools, Policy: pol, Tokenizer: env.Counter.Tokenizer(),

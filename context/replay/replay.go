@@ -361,9 +361,18 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 		return nil, err
 	}
 
-	for k, st := range o.Strategies {
+	seen := map[string]int{}
+	for _, st := range o.Strategies {
 		e := *env
-		e.Dir = filepath.Join(root, fmt.Sprintf("%d-%s", k, st.Name()))
+		// The strategy's name, not its place in the list, names its
+		// directory and session: the mirrored files' paths (and so their
+		// ids) and the session id show in the contexts, and a strategy's
+		// numbers must not depend on which others run beside it.
+		tag := sanitize(st.Name())
+		if seen[tag]++; seen[tag] > 1 {
+			tag += fmt.Sprintf("-%d", seen[tag])
+		}
+		e.Dir = filepath.Join(root, tag)
 		if err := os.MkdirAll(e.Dir, 0o755); err != nil {
 			return nil, fmt.Errorf("replay: %w", err)
 		}
@@ -373,7 +382,7 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 		// the same file gives the same numbers on every run (issue 17 item
 		// 5). A shared store (Options.Store) holds every run's sessions, so
 		// there the id also carries the time.
-		e.SessionID = fmt.Sprintf("replay-%s-%d", sanitize(s.ID), k)
+		e.SessionID = fmt.Sprintf("replay-%s-%s", sanitize(s.ID), tag)
 		if o.Store != nil {
 			e.SessionID += fmt.Sprintf("-%d", time.Now().UnixNano())
 		}

@@ -93,3 +93,20 @@ func Defined(name string) bool {
 	}
 	return false
 }
+
+// Guide tells the model how its context works: the service appends it to
+// the harness's system prompt of a new session, and the replay's ctxstore
+// strategies put it in their system prompt, so their figures count it.
+const Guide = `# Your context (ctxstore)
+
+ctxstore manages your context; lines it writes start with "[ctxstore]" and are never the user's
+words. A tool's output is its result while it is recent; older outputs collapse to
+"[ctxstore] collapsed: <tool> output, N chars": activate(<that result's call id>) shows it again;
+a very long output enters as its start and end, and activate(<call id>) shows it whole.
+Files you read appear in "<<content id=… version=…>>" blocks (version: the store transaction that
+wrote that version; higher is newer). When a shown file changes, "[ctxstore] <id> changed,
+version A -> B" gives what changed against the version above, or names your own edit that
+produced it; apply it to the version you hold. Files you have not used for a few turns collapse
+too. read(path, offset, limit) loads only those lines, as that call's output. activate(id, path
+or call id) loads content, deactivate(id) drops what you no longer need, pin(id) keeps it,
+unpin(id) releases it. A note says when something was dropped to fit the window.`

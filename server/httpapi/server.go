@@ -95,20 +95,9 @@ type Options struct {
 }
 
 // DefaultGuide tells the model how its context works; it is appended to the
-// harness's system prompt of a new session.
-const DefaultGuide = `# Your context (ctxstore)
-
-ctxstore manages your context; lines it writes start with "[ctxstore]" and are never the user's
-words. A tool's output is its result while it is recent; older outputs collapse to
-"[ctxstore] collapsed: <tool> output, N chars": activate(<that result's call id>) shows it again;
-a very long output enters as its start and end, and activate(<call id>) shows it whole.
-Files you read appear in "<<content id=… version=…>>" blocks (version: the store transaction that
-wrote that version; higher is newer). When a shown file changes, "[ctxstore] <id> changed,
-version A -> B" gives what changed against the version above, or names your own edit that
-produced it; apply it to the version you hold. Files you have not used for a few turns collapse
-too. read(path, offset, limit) loads only those lines, as that call's output. activate(id, path
-or call id) loads content, deactivate(id) drops what you no longer need, pin(id) keeps it,
-unpin(id) releases it. A note says when something was dropped to fit the window.`
+// harness's system prompt of a new session (tools.Guide, beside the tools'
+// definitions).
+const DefaultGuide = tools.Guide
 
 // Server is the HTTP API. Create it with New, serve Handler (or call
 // Serve), and Close it after the HTTP server has shut down.
