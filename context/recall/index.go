@@ -205,7 +205,13 @@ func (ix *Indexer) Settings() *Settings { return ix.set }
 
 // Due reports whether a session has at least MinNewUserMessages user
 // messages its metadata does not cover (a session never indexed counts
-// from zero).
+// from zero), and at least a quarter as many as it covers
+// (GrowthBeforeReindex): indexing reads the whole conversation, so spacing
+// the indexes by the session's growth keeps their total work linear in the
+// session's length, and a long session's context calls do not pay more
+// for recall the longer it runs (issue 18). 001's threshold is "at least"
+// min_new_user_messages; a session of 20 user messages or fewer is indexed
+// exactly as before.
 func (ix *Indexer) Due(ctx context.Context, sessionID string) (bool, error) {
 	users, err := ix.userMessages(ctx, sessionID)
 	if err != nil {
@@ -217,7 +223,18 @@ func (ix *Indexer) Due(ctx context.Context, sessionID string) (bool, error) {
 	} else if store.KindOf(err) != store.ErrNotFound {
 		return false, err
 	}
-	return users-covered >= ix.set.MinNewUserMessages, nil
+	return dueAt(users, covered, ix.set.MinNewUserMessages), nil
+}
+
+// GrowthBeforeReindex is the fraction of the user messages an index
+// covers by which a session must grow before it is indexed again (Due).
+const GrowthBeforeReindex = 0.25
+
+// dueAt is Due's rule for users user messages of which the metadata covers
+// covered.
+func dueAt(users, covered, minNew int) bool {
+	n := users - covered
+	return n >= minNew && float64(n) >= GrowthBeforeReindex*float64(covered)
 }
 
 // userMessages counts the user messages of a session's chat as

@@ -273,3 +273,37 @@ func TestConfig(t *testing.T) {
 }
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o644) }
+
+// Due's threshold: at least min_new_user_messages new user messages, and
+// at least a quarter of those already covered, so indexes of a long
+// session are spaced by its growth (total work linear in its length).
+func TestDueGrowsWithTheSession(t *testing.T) {
+	for _, tc := range []struct {
+		users, covered, minNew int
+		want                   bool
+	}{
+		{5, 0, 5, true},
+		{4, 0, 5, false},
+		{25, 20, 5, true},  // 5 new of 20: a quarter
+		{29, 24, 5, false}, // 5 new of 24: less than a quarter
+		{30, 24, 5, true},  // 6 new
+		{1100, 1000, 5, false},
+		{1250, 1000, 5, true},
+		{3, 1, 1, true},
+	} {
+		if got := dueAt(tc.users, tc.covered, tc.minNew); got != tc.want {
+			t.Errorf("dueAt(%d, %d, %d) = %v, want %v", tc.users, tc.covered, tc.minNew, got, tc.want)
+		}
+	}
+	// Indexing a session of n user messages one message at a time reads
+	// the conversation O(log n) times, not n/5.
+	covered, indexes := 0, 0
+	for users := 1; users <= 10000; users++ {
+		if dueAt(users, covered, 5) {
+			covered, indexes = users, indexes+1
+		}
+	}
+	if indexes > 40 {
+		t.Fatalf("%d indexes over 10,000 user messages", indexes)
+	}
+}
