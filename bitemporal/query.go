@@ -16,8 +16,8 @@ const visibleDocSQL = `(SELECT q.doc FROM points q WHERE q.eid = %s AND q.vt <= 
 
 // Query implements store.Store as one SQL statement: candidate documents
 // come from the field index (or every document), are kept only if they are
-// their entity's visible version at the basis, and are filtered, ordered and
-// cut in SQL; projection happens on the decoded documents.
+// their entity's visible version at the basis, and are filtered, ordered,
+// cut and projected in SQL.
 func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
@@ -48,9 +48,11 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 	}
 	order = append(order, "d.eid ASC")
 	// A projection is done in SQL: only the chosen fields leave the
-	// database and are decoded, so a metadata-only query over large
-	// documents does not pay for their content.
-	cols := "d.doc"
+	// database and are decoded, and on JSONB documents (migration 00006)
+	// SQLite reaches a field by skipping over the ones before it, so a
+	// metadata-only query over large documents does not parse their
+	// content.
+	cols := "json(d.doc)"
 	if len(q.Find) > 0 {
 		var sel []string
 		for _, f := range q.Find {
@@ -123,6 +125,9 @@ func predSQL(p store.Pred, vt, tx int64) (string, []any) {
 		return fmt.Sprintf(`d.eid IN (SELECT f.value FROM fields f WHERE f.field = ? AND f.kind = 's' AND f.doc = %s)`,
 			fmt.Sprintf(visibleDocSQL, "?")), []any{p.Field, p.Value, vt, tx}
 	}
+	if p.Field == store.IDKey && (p.Op == store.Eq || p.Op == store.In) {
+		return idPredSQL(p)
+	}
 	if c, a, ok := longStringPredSQL(p); ok {
 		return c, a
 	}
@@ -158,6 +163,28 @@ func predSQL(p store.Pred, vt, tx int64) (string, []any) {
 		args = append(args, kind, val)
 	}
 	return "d.id IN (SELECT f.doc FROM fields f WHERE " + cond + ")", args
+}
+
+// idPredSQL renders an equality or In list on the entity id as a condition
+// on docs.eid (its own index): the candidates are the ids' documents, found
+// directly rather than through the field index. An id is always a string,
+// so other values match nothing (and must not be compared with the text
+// column, whose affinity would turn a number into text).
+func idPredSQL(p store.Pred) (string, []any) {
+	vals := p.Values
+	if p.Op == store.Eq {
+		vals = []any{p.Value}
+	}
+	var ids []any
+	for _, v := range vals {
+		if s, ok := v.(string); ok {
+			ids = append(ids, s)
+		}
+	}
+	if len(ids) == 0 {
+		return "0", nil
+	}
+	return "d.eid IN (?" + strings.Repeat(", ?", len(ids)-1) + ")", ids
 }
 
 // sqlValue maps a scalar to its field-index kind and stored value.

@@ -140,7 +140,7 @@ func (s *Store) Entity(ctx context.Context, id string, b store.Basis) (store.Doc
 	return decodeStored(raw.String, id)
 }
 
-const entitySQL = `SELECT d.doc FROM points p LEFT JOIN docs d ON d.id = p.doc
+const entitySQL = `SELECT json(d.doc) FROM points p LEFT JOIN docs d ON d.id = p.doc
 	WHERE p.eid = ? AND p.vt <= ? AND p.tx_id <= ? ORDER BY p.vt DESC, p.tx_id DESC LIMIT 1`
 
 func decodeStored(raw, id string) (store.Doc, error) {
@@ -209,7 +209,7 @@ func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) 
 	docCol := "NULL"
 	join := ""
 	if o.WithDocs {
-		docCol, join = "d.doc", " LEFT JOIN docs d ON d.id = p.doc"
+		docCol, join = "json(d.doc)", " LEFT JOIN docs d ON d.id = p.doc"
 	}
 	q := fmt.Sprintf(`SELECT p.vt, p.tx_id, p.tx_time, p.hash, p.doc, %s AS body FROM points p%s
 		WHERE p.eid = ?%s ORDER BY p.vt %s, p.tx_id %s`, docCol, join, where, dir, dir)
@@ -281,7 +281,8 @@ func (s *Store) TxLog(ctx context.Context, after int64, limit int) ([]store.Logg
 
 // TxLogCanonical is TxLog for exporters: the ops carry no decoded Doc;
 // instead docs[i][j] holds the document of op j of txs[i] as the store
-// keeps it, RFC 8785 canonical JSON (store.Canonical) whose SHA-256 is the
+// keeps it (json(doc) of its JSONB gives the text back byte for byte),
+// RFC 8785 canonical JSON (store.Canonical) whose SHA-256 is the
 // content hash, and nil for an op without a document. As in TxLog, an op
 // whose document was evicted has none and is marked Evicted.
 func (s *Store) TxLogCanonical(ctx context.Context, after int64, limit int) (txs []store.LoggedTx, docs [][]json.RawMessage, err error) {
@@ -310,7 +311,7 @@ func (s *Store) TxLogCanonical(ctx context.Context, after int64, limit int) (txs
 }
 
 // docsByHashSQL reads the documents of a JSON array of content hashes.
-const docsByHashSQL = "SELECT hash, doc FROM docs WHERE hash IN (SELECT value FROM json_each(?))"
+const docsByHashSQL = "SELECT hash, json(doc) FROM docs WHERE hash IN (SELECT value FROM json_each(?))"
 
 // evictedSinceSQL tells whether entity ? has a point of tx ? or earlier.
 const evictedSinceSQL = "SELECT EXISTS (SELECT 1 FROM points WHERE eid = ? AND tx_id <= ?)"

@@ -307,8 +307,12 @@ func writeSQL() []string {
 	return qs
 }
 
+// Documents are stored as JSONB, SQLite's binary JSON (migration 00006):
+// reading one field of a document skips over the others instead of parsing
+// the whole text. Every read into Go takes json(doc), which gives back the
+// canonical text stored here byte for byte.
 const (
-	insertDocSQL    = "INSERT OR IGNORE INTO docs (hash, eid, doc) VALUES (?, ?, ?)"
+	insertDocSQL    = "INSERT OR IGNORE INTO docs (hash, eid, doc) VALUES (?, ?, jsonb(?))"
 	docIDSQL        = "SELECT id FROM docs WHERE hash = ?"
 	insertPointSQL  = "INSERT OR REPLACE INTO points (eid, vt, tx_id, tx_time, hash, doc) VALUES (?, ?, ?, ?, ?, ?)"
 	continuationSQL = "SELECT vt, tx_id, tx_time, hash, doc FROM points WHERE eid = ? AND vt > ? ORDER BY vt, tx_id DESC"

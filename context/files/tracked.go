@@ -2,9 +2,15 @@ package files
 
 import (
 	"context"
-	"errors"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
-	"io/fs"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/store"
@@ -30,37 +36,37 @@ const lookupBatch = 500
 // ids instead of a document read per id) and returns those that are files
 // or notes with a filesystem source, in the order of ids. Ids absent at the
 // latest basis, and objects of other kinds, are left out.
+//
+// The kind is checked here, not in the query: a predicate on type would
+// have the store gather every file and note it holds for each batch (the
+// SQLite backend collects all matches of each predicate once per query),
+// which made the lookup grow with the square of the number of files.
 func LookupTracked(ctx context.Context, st store.Store, ids []string) ([]Tracked, error) {
-	byID := make(map[string]Tracked, len(ids))
-	for start := 0; start < len(ids); start += lookupBatch {
-		batch := ids[start:min(start+lookupBatch, len(ids))]
-		vals := make([]any, len(batch))
-		for i, id := range batch {
-			vals[i] = id
-		}
-		docs, err := st.Query(ctx, store.Query{
-			Where: []store.Pred{
-				{Field: store.IDKey, Op: store.In, Values: vals},
-				{Field: "type", Op: store.In, Values: []any{string(objects.KindFile), string(objects.KindNote)}},
-			},
-			Find: []string{"type", "source", "source_hash"},
+	nb := (len(ids) + lookupBatch - 1) / lookupBatch
+	found := make([][]Tracked, nb)
+	errs := make([]error, nb)
+	// Batches run on GOMAXPROCS goroutines: the store answers queries
+	// concurrently (the SQLite backend from its pool of readers).
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), nb) {
+		wg.Go(func() {
+			for b := int(next.Add(1) - 1); b < nb; b = int(next.Add(1) - 1) {
+				found[b], errs[b] = lookupBatchOf(ctx, st, ids[b*lookupBatch:min((b+1)*lookupBatch, len(ids))])
+				if errs[b] != nil {
+					return
+				}
+			}
 		})
-		if err != nil {
-			return nil, fmt.Errorf("files: looking up tracked files: %w", err)
+	}
+	wg.Wait()
+	byID := make(map[string]Tracked, len(ids))
+	for b := range found {
+		if errs[b] != nil {
+			return nil, errs[b]
 		}
-		for _, d := range docs {
-			id, _ := d[store.IDKey].(string)
-			src, err := objects.ParseSource(d["source"])
-			if err != nil {
-				return nil, fmt.Errorf("files: stored %s: %w", id, err)
-			}
-			fsrc, ok := src.(objects.FilesystemSource)
-			if !ok {
-				continue
-			}
-			kind, _ := d["type"].(string)
-			hash, _ := d["source_hash"].(string)
-			byID[id] = Tracked{ID: id, Kind: objects.Kind(kind), Source: fsrc, SourceHash: hash}
+		for _, t := range found[b] {
+			byID[t.ID] = t
 		}
 	}
 	out := make([]Tracked, 0, len(byID))
@@ -73,30 +79,103 @@ func LookupTracked(ctx context.Context, st store.Store, ids []string) ([]Tracked
 	return out, nil
 }
 
+// lookupBatchOf is LookupTracked's query for one batch of ids.
+func lookupBatchOf(ctx context.Context, st store.Store, batch []string) ([]Tracked, error) {
+	vals := make([]any, len(batch))
+	for i, id := range batch {
+		vals[i] = id
+	}
+	docs, err := st.Query(ctx, store.Query{
+		Where: []store.Pred{{Field: store.IDKey, Op: store.In, Values: vals}},
+		Find:  []string{"type", "source", "source_hash"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("files: looking up tracked files: %w", err)
+	}
+	var out []Tracked
+	for _, d := range docs {
+		id, _ := d[store.IDKey].(string)
+		kind, _ := d["type"].(string)
+		if kind != string(objects.KindFile) && kind != string(objects.KindNote) {
+			continue
+		}
+		src, err := objects.ParseSource(d["source"])
+		if err != nil {
+			return nil, fmt.Errorf("files: stored %s: %w", id, err)
+		}
+		fsrc, ok := src.(objects.FilesystemSource)
+		if !ok {
+			continue
+		}
+		hash, _ := d["source_hash"].(string)
+		out = append(out, Tracked{ID: id, Kind: objects.Kind(kind), Source: fsrc, SourceHash: hash})
+	}
+	return out, nil
+}
+
 // ReconcileTracked is Reconcile for files whose stored state the caller
 // read with LookupTracked (a session resuming in a new process): a file
 // whose bytes hash to the stored source hash costs that hash and nothing
 // else, no store read, and comes back Unchanged with Object nil (the
 // caller has not asked for it; Index gives it). Other files go through
 // Reconcile's path: changed ones get new versions, missing ones deletion
-// versions when their directory exists.
+// versions when their directory exists. Files are read and hashed on
+// GOMAXPROCS goroutines (a resume is bound by reading and hashing);
+// results come in the order of ts, unchanged files first.
 func (ix *Indexer) ReconcileTracked(ctx context.Context, ts []Tracked) ([]Result, error) {
+	same := make([]bool, len(ts))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(ts)) {
+		wg.Go(func() {
+			buf := make([]byte, 64<<10)
+			for i := int(next.Add(1) - 1); i < len(ts) && ctx.Err() == nil; i = int(next.Add(1) - 1) {
+				same[i] = ix.unchangedSince(ts[i], buf)
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	var out []Result
 	var rest []string
-	for _, t := range ts {
-		if t.SourceHash != "" {
-			raw, err := readRegular(t.Source.Path, ix.max)
-			if err == nil && !raw.truncated && objects.HashBytes(raw.data) == t.SourceHash {
-				out = append(out, Result{Path: t.Source.Path, Outcome: Unchanged, Tx: -1})
-				continue
-			}
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				rest = append(rest, t.Source.Path) // Reconcile reports it
-				continue
-			}
+	for i, t := range ts {
+		if same[i] {
+			out = append(out, Result{Path: t.Source.Path, Outcome: Unchanged, Tx: -1})
+		} else {
+			rest = append(rest, t.Source.Path) // Reconcile reports errors
 		}
-		rest = append(rest, t.Source.Path)
 	}
 	res, err := ix.Reconcile(ctx, rest)
 	return append(out, res...), err
+}
+
+// unchangedSince tells whether t's file is a regular file of at most the
+// indexer's maximum size whose bytes hash to t's source hash. It streams
+// the file through buf (no allocation per file: a resume reads every
+// tracked file). Any failure to read it is false: Reconcile then reads it
+// again and reports it.
+func (ix *Indexer) unchangedSince(t Tracked, buf []byte) bool {
+	if t.SourceHash == "" {
+		return false
+	}
+	p := filepath.FromSlash(t.Source.Path)
+	fi, err := os.Stat(p) // before opening: opening a FIFO would block
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > ix.max {
+		return false
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	h := sha256.New()
+	// The struct hides File.WriteTo, which would copy through a buffer of
+	// its own.
+	if _, err := io.CopyBuffer(h, struct{ io.Reader }{f}, buf); err != nil {
+		return false
+	}
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0])) == t.SourceHash
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+
+	"github.com/ctxstore/ctxstore/store"
 )
 
 // TestReconcileTracked checks the resume path of a new process: one
@@ -29,7 +31,13 @@ func TestReconcileTracked(t *testing.T) {
 		}
 		ids, paths = append(ids, r.Object.ID()), append(paths, p)
 	}
-	ids = append(ids, "not-there", ids[0]) // unknown and repeated ids
+	// An object of another kind is left out (before its source is read:
+	// this one's would not parse).
+	other := store.Doc{store.IDKey: "toolcall:x", "type": "toolcall", "source": "not a source"}
+	if _, err := store.SubmitWait(ctx, st, []store.Op{store.Put(other)}); err != nil {
+		t.Fatal(err)
+	}
+	ids = append(ids, "not-there", ids[0], "toolcall:x") // unknown, repeated and other ids
 	writeFile(t, paths[7], "changed")
 	if err := os.Remove(paths[8]); err != nil {
 		t.Fatal(err)
