@@ -97,24 +97,30 @@ func chatSession(o *objects.Object) (string, bool, error) {
 
 // readTurns reads turns [0, n) of a session's chat at basis b, in one query.
 func readTurns(ctx context.Context, st store.Store, sessionID string, n int, b store.Basis) ([]objects.Turn, error) {
-	if n == 0 {
+	return readTurnRange(ctx, st, sessionID, 0, n, b)
+}
+
+// readTurnRange reads turns [lo, hi) of a session's chat at basis b, in one
+// query.
+func readTurnRange(ctx context.Context, st store.Store, sessionID string, lo, hi int, b store.Basis) ([]objects.Turn, error) {
+	if hi <= lo {
 		return nil, nil
 	}
-	docs, err := st.Query(ctx, store.Query{
-		Where: []store.Pred{store.Where("type", turnType), store.Where(fieldSessionID, sessionID),
-			{Field: "n", Op: store.Lt, Value: int64(n)}},
-		Find:  []string{"n", "turn"},
-		Basis: b,
-	})
+	where := []store.Pred{store.Where("type", turnType), store.Where(fieldSessionID, sessionID),
+		{Field: "n", Op: store.Lt, Value: int64(hi)}}
+	if lo > 0 {
+		where = append(where, store.Pred{Field: "n", Op: store.Gte, Value: int64(lo)})
+	}
+	docs, err := st.Query(ctx, store.Query{Where: where, Find: []string{"n", "turn"}, Basis: b})
 	if err != nil {
 		return nil, fmt.Errorf("session %s: reading the chat's turns: %w", sessionID, err)
 	}
-	turns := make([]objects.Turn, n)
-	seen := make([]bool, n)
+	turns := make([]objects.Turn, hi-lo)
+	seen := make([]bool, hi-lo)
 	for _, d := range docs {
 		f, ok := store.Num(d["n"])
-		i := int(f)
-		if !ok || i < 0 || i >= n || seen[i] {
+		i := int(f) - lo
+		if !ok || i < 0 || i >= len(turns) || seen[i] {
 			return nil, fmt.Errorf("session %s: turn document %v: bad or repeated turn number", sessionID, d[store.IDKey])
 		}
 		t, err := objects.TurnFromDoc(d["turn"])
@@ -125,10 +131,50 @@ func readTurns(ctx context.Context, st store.Store, sessionID string, n int, b s
 	}
 	for i, ok := range seen {
 		if !ok {
-			return nil, fmt.Errorf("session %s: %s: missing (the chat has %d turns)", sessionID, turnDocID(sessionID, i), n)
+			return nil, fmt.Errorf("session %s: %s: missing (the chat has %d turns)", sessionID, turnDocID(sessionID, lo+i), hi)
 		}
 	}
 	return turns, nil
+}
+
+// TurnPage is how many turn documents EachTurn reads at a time.
+const TurnPage = 256
+
+// EachTurn calls fn with every turn of session sessionID's chat as of basis
+// b, in order, reading TurnPage turn documents at a time: a reader that
+// keeps only part of each turn (the texts recall indexes) holds one page
+// of turns at a time, not the whole chat (issue 18: a server's memory must
+// not grow with its sessions' length).
+func EachTurn(ctx context.Context, st store.Store, sessionID string, b store.Basis, fn func(n int, t objects.Turn) error) error {
+	doc, err := st.Entity(ctx, objects.ChatObjectID(sessionID), b)
+	if err != nil {
+		return fmt.Errorf("session %s: chat: %w", sessionID, err)
+	}
+	head, err := objects.FromDoc(doc)
+	if err != nil {
+		return fmt.Errorf("session %s: decoding chat: %w", sessionID, err)
+	}
+	if head.Kind() != objects.KindChat || head.Extra[fieldTurnsIn] != turnType {
+		for i, t := range head.Chat.Turns {
+			if err := fn(i, t); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	n := int(head.Chat.TurnCount)
+	for lo := 0; lo < n; lo += TurnPage {
+		turns, err := readTurnRange(ctx, st, sessionID, lo, min(n, lo+TurnPage), b)
+		if err != nil {
+			return err
+		}
+		for i, t := range turns {
+			if err := fn(lo+i, t); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // turnDoc builds the document of turn n of a session's chat.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -347,6 +348,59 @@ func TestChatTurnsSearchable(t *testing.T) {
 		}
 		if got := hits(1, store.AtTx(tx2, timeZero)); len(got) != 1 {
 			t.Fatalf("turn 1 as of tx %d: %+v", tx2, got)
+		}
+	})
+}
+
+// TestEachTurn: EachTurn gives every turn of the chat in order, a page of
+// turn documents at a time (across page boundaries), as ReadChat has them,
+// as of a basis too; an evicted turn is an error naming it.
+func TestEachTurn(t *testing.T) {
+	storetestenv.Run(t, func(t *testing.T, e *storetestenv.Env) {
+		ctx := context.Background()
+		sid := e.ID("each")
+		s, err := Create(ctx, e.Store, sid, CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var turns []objects.Turn
+		for i := range 2*TurnPage + 3 {
+			turns = append(turns, chatTurn(i))
+		}
+		_, tx1, err := s.AppendTurns(ctx, turns[:TurnPage+1]...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.AppendTurns(ctx, turns[TurnPage+1:]...); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			name string
+			b    store.Basis
+			n    int
+		}{{"latest", store.Basis{}, len(turns)}, {"as of the first append", store.AtTx(tx1, time.Time{}), TurnPage + 1}} {
+			chat, err := ReadChat(ctx, e.Store, sid, c.b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []objects.Turn
+			err = EachTurn(ctx, e.Store, sid, c.b, func(n int, tu objects.Turn) error {
+				if n != len(got) {
+					t.Fatalf("%s: turn %d given as %d", c.name, len(got), n)
+				}
+				got = append(got, tu)
+				return nil
+			})
+			if err != nil || len(got) != c.n || !reflect.DeepEqual(got, chat.Chat.Turns) {
+				t.Errorf("%s: %d turns (%v), want the %d ReadChat reads", c.name, len(got), err, c.n)
+			}
+		}
+		if _, err := store.SubmitWait(ctx, e.Store, []store.Op{store.Evict(turnDocID(sid, TurnPage+5))}); err != nil {
+			t.Fatal(err)
+		}
+		err = EachTurn(ctx, e.Store, sid, store.Basis{}, func(int, objects.Turn) error { return nil })
+		if err == nil || !strings.Contains(err.Error(), turnDocID(sid, TurnPage+5)) {
+			t.Errorf("an evicted turn: %v", err)
 		}
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/ctxstore/ctxstore/objects"
@@ -189,6 +190,34 @@ func (s *Session) State() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.state.Clone()
+}
+
+// PoolSince returns the pool entries from the i-th on (all of them when
+// the pool has fewer than i) and the pool's length: State copies every
+// list of the session, which grows with it, and a caller that only follows
+// the pool's new entries need not (issue 18).
+func (s *Session) PoolSince(i int) ([]string, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.state.Pool)
+	if i > n {
+		i = 0
+	}
+	return slices.Clone(s.state.Pool[i:]), n
+}
+
+// Active returns a copy of the active set.
+func (s *Session) Active() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.state.Active)
+}
+
+// IsActive reports whether id is in the active set.
+func (s *Session) IsActive(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state.IsActive(id)
 }
 
 // Tx returns the transaction that wrote the current session version.

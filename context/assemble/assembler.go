@@ -254,8 +254,7 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 	if r.Object == nil || r.Object.Kind() != objects.KindToolcall || !r.Ref.Static {
 		return fmt.Errorf("assemble: tool result %q is not a recorded toolcall", r.ID)
 	}
-	v := &version{obj: r.Object, ref: r.Ref}
-	a.latest[r.ID] = v
+	v := &version{obj: r.Object, ref: r.Ref} // not cached in latest: a listed toolcall is never resolved again
 	a.listed[r.ID] = true
 	delete(a.deferred, r.ID)
 	it := &item{kind: kToolRef, ref: r.Ref, obj: r.Object}
@@ -287,7 +286,7 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 	}
 	// Rendering 3: a live output is rendered in its own tool result, not
 	// as a content block after the results.
-	if a.o.Layout == LayoutStream && a.rv >= 3 && r.Object.Content != nil && a.s.State().IsActive(r.ID) {
+	if a.o.Layout == LayoutStream && a.rv >= 3 && r.Object.Content != nil && a.s.IsActive(r.ID) {
 		if _, ok := a.shown[r.ID]; !ok {
 			it.out = true
 			a.shown[r.ID] = len(a.items)
@@ -330,6 +329,27 @@ func (a *Assembler) push(it *item) {
 	}
 	a.offs = append(a.offs, start)
 	a.items = append(a.items, it)
+	if !it.staleable() {
+		// Rendered, and never rendered again: a rebase keeps it as it is.
+		// The object (a tool's output, say) stays in the store, not in
+		// the stream, so the stream holds what the context shows and
+		// nothing more (issue 18).
+		it.obj = nil
+	}
+}
+
+// staleable reports whether it can go stale, and a rebase then rewrite it
+// from its object: a content block, a patch, and a tool result whose
+// output is rendered in it. Metadata lines, collapsed references and the
+// other tool results never change.
+func (it *item) staleable() bool {
+	switch it.kind {
+	case kMeta, kStub:
+		return false
+	case kToolRef:
+		return it.out
+	}
+	return true
 }
 
 // resolve returns the latest version of id, from the cache or the store.
@@ -358,12 +378,15 @@ func rendered(id string) bool {
 // blocks for newly active objects; with checkVersions, a new content block
 // for every active object that has a newer version in the store.
 func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
-	st := a.s.State()
-	if a.poolSeen > len(st.Pool) {
+	// The pool's new entries and the active set, not a copy of the whole
+	// state (which grows with the session).
+	pool, poolLen := a.s.PoolSince(a.poolSeen)
+	if a.poolSeen > poolLen {
 		a.poolSeen = 0 // the pool never shrinks; be safe if it did
 	}
+	activeIDs := a.s.Active()
 	heldBack := false
-	for _, id := range st.Pool[a.poolSeen:] {
+	for _, id := range pool {
 		if a.deferred[id] {
 			continue // its ToolResult will list it; sync looks again then
 		}
@@ -379,14 +402,15 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 			continue
 		}
 		a.listed[id] = true
+		delete(a.latest, id) // listed: the pool loop never resolves it again
 		a.push(&item{kind: kMeta, ref: v.ref, obj: v.obj})
 	}
 	if len(a.deferred) == 0 && !heldBack {
-		a.poolSeen = len(st.Pool)
+		a.poolSeen = poolLen
 	}
 
-	active := make(map[string]bool, len(st.Active))
-	for _, id := range st.Active {
+	active := make(map[string]bool, len(activeIDs))
+	for _, id := range activeIDs {
 		active[id] = true
 	}
 	var gone, changed, window []string
@@ -436,7 +460,7 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 		sort.Strings(changed)
 		a.push(&item{kind: kNote, text: changedNote + strings.Join(changed, ", ")})
 	}
-	for _, id := range st.Active {
+	for _, id := range activeIDs {
 		if !rendered(id) {
 			continue
 		}

@@ -85,6 +85,32 @@ func (c *Assembled) Messages() []Message {
 	return messages(c.frags)
 }
 
+// MessagesFrom returns the context's messages from message k on, and how
+// many messages it has in all: building them takes time proportional to
+// what it returns, and counting them no memory (a caller that re-encodes
+// only the end of a context it answered before, issue 18).
+func (c *Assembled) MessagesFrom(k int) ([]Message, int) {
+	fs := c.frags
+	if fs == nil && c.items != nil {
+		var out []Message
+		n := 0
+		var prev *frag
+		for _, it := range c.items {
+			out, n = appendMessage(out, n, k, prev, it.f)
+			prev = it.f
+		}
+		return out, n
+	}
+	var out []Message
+	n := 0
+	var prev *frag
+	for _, f := range fs {
+		out, n = appendMessage(out, n, k, prev, f)
+		prev = f
+	}
+	return out, n
+}
+
 // Call assembles the context of the next model call and records it as a
 // context commit. In LayoutStream it first brings the stream up to date
 // (new pool entries, activations, deactivations, new versions of active

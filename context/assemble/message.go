@@ -161,6 +161,22 @@ func argsOrEmpty(a map[string]any) map[string]any {
 	return a
 }
 
+// appendMessage adds fragment f (after prev) to out, the messages from
+// message k on of the n built so far, and returns them and the new n.
+func appendMessage(out []Message, n, k int, prev, f *frag) ([]Message, int) {
+	if f.joins(prev) {
+		if n-1 >= k {
+			last := &out[len(out)-1]
+			last.Blocks = append(last.Blocks, f.blocks...)
+		}
+		return out, n
+	}
+	if n >= k {
+		out = append(out, Message{Role: f.role, ToolCallID: f.callID, Blocks: append([]Block(nil), f.blocks...)})
+	}
+	return out, n + 1
+}
+
 // messages groups fragments into messages with the same rule as appendFrag.
 func messages(frags []*frag) []Message {
 	var out []Message

@@ -86,6 +86,17 @@ func (ix *Indexer) kind(p string) objects.Kind {
 // function of the kind (itself a function of the path) and the binding,
 // memoised because it costs a canonical JSON encoding and a hash.
 func (ix *Indexer) objectID(src objects.FilesystemSource) (string, error) {
+	id, err := ix.lookupID(src)
+	if err == nil {
+		ix.ids.Store(src, id)
+	}
+	return id, err
+}
+
+// lookupID is objectID without caching a new id: for a path that may
+// name no object (a deletion confirmed for a path never indexed), which
+// would otherwise stay in the cache for the process's life.
+func (ix *Indexer) lookupID(src objects.FilesystemSource) (string, error) {
 	if id, ok := ix.ids.Load(src); ok {
 		return id.(string), nil
 	}
@@ -93,7 +104,6 @@ func (ix *Indexer) objectID(src objects.FilesystemSource) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("files: envelope for %s: %w", src.Path, err)
 	}
-	ix.ids.Store(src, env.ID())
 	return env.ID(), nil
 }
 
@@ -263,13 +273,16 @@ func (ix *Indexer) MarkDeleted(ctx context.Context, p string) (Result, error) {
 		return Result{}, err
 	}
 	kind := ix.kind(src.Path)
-	id, err := ix.objectID(src)
+	id, err := ix.lookupID(src)
 	if err != nil {
 		return Result{}, err
 	}
 	cur, err := ix.current(ctx, id)
 	if err != nil {
 		return Result{}, err
+	}
+	if cur != nil {
+		ix.ids.Store(src, id) // an object of the store: worth the cache
 	}
 	if cur == nil || IsDeletedVersion(cur) {
 		return Result{Path: src.Path, Object: cur, Outcome: Unchanged, Tx: -1}, nil

@@ -134,17 +134,20 @@ func num(v any) (float64, bool) {
 
 // commitConversation checkpoints the messages of log after the latest
 // conversation commit, if Every says this call is a checkpoint.
-func (in *Ingester) commitConversation(ctx context.Context, log []conversation.Message, force commits.Trigger) error {
+func (in *Ingester) commitConversation(ctx context.Context, log Log, force commits.Trigger) error {
 	co := in.o.Commits
 	if co == nil || co.Service == nil {
 		return nil
 	}
 	tip := in.convTip()
-	if tip.N > len(log) {
-		in.convReset(len(log))
+	if tip.N > log.Len() {
+		in.convReset(log.Len())
 		tip = in.convTip()
 	}
-	delta := log[tip.N:]
+	if tip.N < log.Start {
+		return ErrLogWindow
+	}
+	delta := log.From(tip.N)
 	if len(delta) == 0 {
 		return nil
 	}
@@ -165,17 +168,20 @@ func (in *Ingester) commitConversation(ctx context.Context, log []conversation.M
 		// The call records name commits this store lacks (a session
 		// imported from a bundle, which does not carry them yet): start
 		// a new chain holding the whole log, so nothing is lost.
+		if log.Start > 0 {
+			return ErrLogWindow
+		}
 		in.conv = nil
-		c, err = co.Service.Checkpoint(ctx, commits.CheckpointRequest{Events: events.FromMessages(log), Provenance: p})
+		c, err = co.Service.Checkpoint(ctx, commits.CheckpointRequest{Events: events.FromMessages(log.Messages), Provenance: p})
 		if err == nil {
-			in.conv = append(in.conv, convPoint{ID: c.ID, N: len(log)})
+			in.conv = append(in.conv, convPoint{ID: c.ID, N: log.Len()})
 			return nil
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("ingest: conversation commit: %w", err)
 	}
-	in.conv = append(in.conv, convPoint{ID: c.ID, N: len(log)})
+	in.conv = append(in.conv, convPoint{ID: c.ID, N: log.Len()})
 	return nil
 }
 
@@ -192,7 +198,12 @@ func (in *Ingester) Compact(ctx context.Context, log []conversation.Message, sum
 	if co == nil || co.Service == nil {
 		return nil, fmt.Errorf("ingest: compact: the session does not write conversation commits")
 	}
-	if _, err := in.ingest(ctx, log); err != nil {
+	return in.compact(ctx, Whole(log), summary)
+}
+
+func (in *Ingester) compact(ctx context.Context, log Log, summary string) (*commits.Commit, error) {
+	co := in.o.Commits
+	if _, err := in.ingestSince(ctx, log, log.Start); err != nil {
 		return nil, err
 	}
 	if err := in.commitConversation(ctx, log, commits.CompactionTrigger); err != nil {
@@ -205,7 +216,7 @@ func (in *Ingester) Compact(ctx context.Context, log []conversation.Message, sum
 	if err != nil {
 		return nil, fmt.Errorf("ingest: compaction commit: %w", err)
 	}
-	in.conv = append(in.conv, convPoint{ID: c.ID, N: len(log), Compaction: true})
+	in.conv = append(in.conv, convPoint{ID: c.ID, N: log.Len(), Compaction: true})
 	return c, nil
 }
 
@@ -216,13 +227,11 @@ func (in *Ingester) Compact(ctx context.Context, log []conversation.Message, sum
 // when the session writes no conversation commits.
 func (in *Ingester) CompactLast(ctx context.Context, summary string) (*commits.Commit, error) {
 	in.mu.Lock()
-	last := in.lastLog
-	on := in.o.Commits != nil && in.o.Commits.Service != nil
-	in.mu.Unlock()
-	if last == nil || !on {
+	defer in.mu.Unlock()
+	if !in.called || in.o.Commits == nil || in.o.Commits.Service == nil {
 		return nil, nil
 	}
-	return in.Compact(ctx, last, summary)
+	return in.compact(ctx, in.lastLog, summary)
 }
 
 // ConversationCommit returns the latest conversation commit of the

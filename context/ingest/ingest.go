@@ -85,7 +85,67 @@ type Ingester struct {
 	calls     map[string]conversation.ToolCall // tool calls of the current turn, by id
 	cwdSaved  bool                             // the cwd is recorded in a commit of this Ingester
 	conv      []convPoint                      // conversation commits of the log, oldest first (commits.go)
-	lastLog   []conversation.Message           // the log of the last context call (commits.go)
+	lastLog   Log                              // what Flush and CompactLast may need of the last call's log (from Need on)
+	called    bool                             // a context call was made (lastLog is set)
+}
+
+// Log is a harness's message log as a caller that does not keep all of it
+// gives it: Messages are the log's messages from Start on, and the first
+// Start messages are, unchanged, those of the log the previous call was
+// given (Start 0: the whole log). A caller that converts the harness's log
+// as it grows (the service's Pi converter) need keep only the messages
+// from Need on: the ingester never reads one before it again, so what it
+// holds does not grow with the session (issue 18).
+type Log struct {
+	Start    int
+	Messages []conversation.Message
+}
+
+// Whole returns the log of msgs, all of it.
+func Whole(msgs []conversation.Message) Log { return Log{Messages: msgs} }
+
+// Len is the length of the whole log.
+func (l Log) Len() int { return l.Start + len(l.Messages) }
+
+// At returns message i (i >= Start).
+func (l Log) At(i int) conversation.Message { return l.Messages[i-l.Start] }
+
+// From returns the messages from i on (i >= Start).
+func (l Log) From(i int) []conversation.Message { return l.Messages[i-l.Start:] }
+
+// Range returns the messages i to j-1 (i >= Start).
+func (l Log) Range(i, j int) []conversation.Message { return l.Messages[i-l.Start : j-l.Start] }
+
+// Tail returns the part of l from message i on (i >= Start).
+func (l Log) Tail(i int) Log { return Log{Start: i, Messages: l.From(i)} }
+
+// ErrLogWindow says that a call needed messages of the log before the
+// Start it was given (the caller dropped what the ingester still needed,
+// or the conversation commits restart a chain holding the whole log): the
+// caller gives the whole log again. Nothing was lost: messages already
+// applied are not applied twice.
+var ErrLogWindow = errors.New("ingest: the call needs messages before the part of the log it was given")
+
+// Need returns the first message of the log that a later call may read
+// again: the turn in progress (its chat turn is rebuilt from its messages
+// after a resume or a branch switch) and the messages after the last
+// conversation commit (the next commit holds them). A caller giving Log
+// windows need keep only the messages from Need on.
+func (in *Ingester) Need() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.need()
+}
+
+func (in *Ingester) need() int {
+	n := len(in.hashes)
+	if in.turnStart >= 0 {
+		n = min(n, in.turnStart)
+	}
+	if co := in.o.Commits; co != nil && co.Service != nil {
+		n = min(n, in.convTip().N)
+	}
+	return max(n, 0)
 }
 
 // New returns the Ingester of the session t and a drive. When a was
@@ -236,6 +296,14 @@ func (in *Ingester) ContextWith(ctx context.Context, log []conversation.Message,
 // log (issue 18); same = 0 checks every message. A same beyond what the
 // ingester applied counts as what it applied.
 func (in *Ingester) ContextSince(ctx context.Context, log []conversation.Message, same int, events []map[string]any) (*assemble.Assembled, Report, error) {
+	return in.ContextLog(ctx, Whole(log), same, events)
+}
+
+// ContextLog is ContextSince for a caller that gives only the part of the
+// log from log.Start on (Log); same is at least log.Start. When the call
+// needs an earlier message it returns ErrLogWindow, before the context
+// commit (the caller gives the whole log again).
+func (in *Ingester) ContextLog(ctx context.Context, log Log, same int, events []map[string]any) (*assemble.Assembled, Report, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	rep, err := in.ingestSince(ctx, log, same)
@@ -261,10 +329,10 @@ func (in *Ingester) ContextSince(ctx context.Context, log []conversation.Message
 		}
 		hm[eventsKey] = evs
 	}
-	in.lastLog = log
 	if err := in.commitConversation(ctx, log, ""); err != nil {
 		return nil, rep, err
 	}
+	in.lastLog, in.called = log.Tail(max(log.Start, min(in.need(), log.Len()))), true
 	if tip := in.convTip(); tip.ID != "" {
 		hm[convKey] = map[string]any{"commit": tip.ID, "messages": int64(tip.N), "compaction": tip.Compaction}
 	}
@@ -321,26 +389,29 @@ func (in *Ingester) Flush(ctx context.Context) error {
 	}
 	// What the last context call saw and no checkpoint took (with Every
 	// turn) is committed as the session's end.
-	if in.lastLog == nil {
+	if !in.called {
 		return nil
 	}
 	return in.commitConversation(ctx, in.lastLog, commits.SessionEnd)
 }
 
 func (in *Ingester) ingest(ctx context.Context, log []conversation.Message) (Report, error) {
-	return in.ingestSince(ctx, log, 0)
+	return in.ingestSince(ctx, Whole(log), 0)
 }
 
 // ingestSince is ingest for a log whose first same messages are known to
 // be those of the previous call's log: every message of that log was
 // applied or known (its hash is in.hashes[i]), so only the rest is hashed.
-func (in *Ingester) ingestSince(ctx context.Context, log []conversation.Message, same int) (Report, error) {
+func (in *Ingester) ingestSince(ctx context.Context, log Log, same int) (Report, error) {
 	rep := Report{}
-	same = max(0, min(same, len(log), len(in.hashes)))
+	same = max(0, min(same, log.Len(), len(in.hashes)))
+	if same < log.Start || (in.turn == nil && in.turnStart >= 0 && in.turnStart < log.Start) {
+		return rep, ErrLogWindow
+	}
 	prefix := in.hashes[:same:same] // never changed below: the cursor only goes back to k >= same
-	tail := make([]string, len(log)-same)
+	tail := make([]string, log.Len()-same)
 	for i := range tail {
-		tail[i] = hash(log[same+i])
+		tail[i] = hash(log.At(same + i))
 	}
 	hs := func(i int) string {
 		if i < same {
@@ -349,7 +420,7 @@ func (in *Ingester) ingestSince(ctx context.Context, log []conversation.Message,
 		return tail[i-same]
 	}
 	k := same
-	for k < len(log) && k < len(in.hashes) && tail[k-same] == in.hashes[k] {
+	for k < log.Len() && k < len(in.hashes) && tail[k-same] == in.hashes[k] {
 		k++
 	}
 	if k < len(in.hashes) {
@@ -367,8 +438,8 @@ func (in *Ingester) ingestSince(ctx context.Context, log []conversation.Message,
 		if err := in.a.Note(ctx, fmt.Sprintf("[context] the harness's message log was replaced after message %d; what follows continues from there", k)); err != nil {
 			return rep, err
 		}
-	} else if in.turn == nil && in.turnStart >= 0 && in.turnStart < len(log) {
-		in.rebuildTurn(log[in.turnStart:len(in.hashes)])
+	} else if in.turn == nil && in.turnStart >= 0 && in.turnStart < log.Len() {
+		in.rebuildTurn(log.Range(in.turnStart, len(in.hashes)))
 	}
 	// A message already applied on another branch of the log (the harness
 	// went back to a branch it had left) is not applied again: switching
@@ -376,7 +447,8 @@ func (in *Ingester) ingestSince(ctx context.Context, log []conversation.Message,
 	// never seen (issue 20). The turn in progress is rebuilt from the
 	// branch before the first new message.
 	known, knownFrom := 0, -1
-	for i := len(in.hashes); i < len(log); i++ {
+	for i := len(in.hashes); i < log.Len(); i++ {
+		m := log.At(i)
 		if in.seen[in.node(hs(i))] {
 			if known == 0 {
 				knownFrom = i
@@ -385,7 +457,7 @@ func (in *Ingester) ingestSince(ctx context.Context, log []conversation.Message,
 				}
 			}
 			known++
-			if log[i].Role == conversation.RoleUser {
+			if m.Role == conversation.RoleUser {
 				in.turnStart = i
 			}
 			in.hashes = append(in.hashes, hs(i))
@@ -393,7 +465,7 @@ func (in *Ingester) ingestSince(ctx context.Context, log []conversation.Message,
 			continue
 		}
 		if known > 0 && in.turn == nil && in.turnStart >= knownFrom && in.turnStart < i {
-			in.rebuildTurn(log[in.turnStart:i])
+			in.rebuildTurn(log.Range(in.turnStart, i))
 		}
 		if known > 0 && knownFrom >= 0 {
 			if err := in.a.Note(ctx, fmt.Sprintf("[context] messages %d to %d of the log were already applied on another branch and are shown above", knownFrom, i-1)); err != nil {
@@ -403,8 +475,8 @@ func (in *Ingester) ingestSince(ctx context.Context, log []conversation.Message,
 		}
 		// Tool arguments a store cannot hold exactly are kept as strings:
 		// one field never breaks the session (issue 20).
-		if err := in.apply(ctx, i, log[i].Exact(), &rep); err != nil {
-			return rep, fmt.Errorf("ingest: message %d (%s): %w", i, log[i].Role, err)
+		if err := in.apply(ctx, i, m.Exact(), &rep); err != nil {
+			return rep, fmt.Errorf("ingest: message %d (%s): %w", i, m.Role, err)
 		}
 		in.hashes = append(in.hashes, hs(i))
 		in.push(hs(i))
@@ -412,8 +484,8 @@ func (in *Ingester) ingestSince(ctx context.Context, log []conversation.Message,
 	}
 	if known > 0 {
 		rep.Known = known
-		if knownFrom >= 0 && in.turn == nil && in.turnStart >= knownFrom && in.turnStart < len(log) {
-			in.rebuildTurn(log[in.turnStart:])
+		if knownFrom >= 0 && in.turn == nil && in.turnStart >= knownFrom && in.turnStart < log.Len() {
+			in.rebuildTurn(log.From(in.turnStart))
 		}
 	}
 	rep.Cursor = len(in.hashes)

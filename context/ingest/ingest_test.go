@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -593,5 +594,63 @@ func TestMigratedStoreRebuilds(t *testing.T) {
 	r.must(err)
 	if n := len(got.Chat.Turns); n < 5 || got.Chat.Turns[n-1].UserText() != "after the migration" || got.Chat.Turns[0].UserText() != "turn 0" {
 		t.Fatalf("chat after the next append: %d turns", n)
+	}
+}
+
+// TestContextLog (issue 18): a caller that gives only the part of the log
+// from Need on (as the service keeps it) gets the contexts and
+// conversation commits a caller giving the whole log gets, Need stays
+// within the turn in progress, and a window that starts past what the
+// call needs is ErrLogWindow, after which the whole log works.
+func TestContextLog(t *testing.T) {
+	opts := func() Options {
+		return Options{Commits: &CommitOptions{Provenance: commits.Provenance{Harness: "test"}}}
+	}
+	full, win := newRig(t, opts()), newRig(t, opts())
+	var log []conversation.Message
+	start, prev := 0, 0
+	step := func(what string) {
+		t.Helper()
+		cf, rf := full.context(log)
+		win.now = win.now.Add(10 * time.Second)
+		cw, rw, err := win.in.ContextLog(win.ctx, Log{Start: start, Messages: log[start:]}, prev, nil)
+		win.must(err)
+		if string(cf.Bytes) != string(cw.Bytes) || fmt.Sprint(rf) != fmt.Sprint(rw) {
+			t.Fatalf("%s: a window differs from the whole log:\n%q %+v\n%q %+v", what, cf.Bytes, rf, cw.Bytes, rw)
+		}
+		if a, b := convTexts(t, full, full.in.ConversationCommit(), "root"), convTexts(t, win, win.in.ConversationCommit(), "root"); a != b {
+			t.Fatalf("%s: conversation commits differ: %q / %q", what, a, b)
+		}
+		prev = len(log)
+		start = win.in.Need()
+	}
+	for turn := range 8 {
+		log = append(log, user(fmt.Sprintf("q%d", turn)))
+		step("prompt")
+		id := fmt.Sprintf("t%d", turn)
+		log = append(log, call(id, "bash", map[string]any{"command": "ls"}), result(id, "bash", "a.go"))
+		step("tool result")
+		if start < len(log)-3 {
+			t.Fatalf("turn %d: Need %d of %d messages, beyond the turn in progress", turn, start, len(log))
+		}
+		log = append(log, said(fmt.Sprintf("a%d", turn)))
+	}
+	if start < 20 {
+		t.Fatalf("Need %d after 8 turns: the caller would hold the whole log", start)
+	}
+	// Flush commits the session's end from the window it holds.
+	if err := win.in.Flush(win.ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A window past what the call needs (the last answer and the new
+	// prompt are new; the window holds the prompt only).
+	log = append(log, user("late"))
+	win.now = win.now.Add(10 * time.Second)
+	if _, _, err := win.in.ContextLog(win.ctx, Log{Start: len(log) - 1, Messages: log[len(log)-1:]}, len(log)-1, nil); !errors.Is(err, ErrLogWindow) {
+		t.Fatalf("a window past the last applied message: %v, want ErrLogWindow", err)
+	}
+	win.now = win.now.Add(10 * time.Second)
+	if _, rep, err := win.in.ContextLog(win.ctx, Whole(log), 0, nil); err != nil || rep.Applied != 2 || rep.Reset {
+		t.Fatalf("the whole log after ErrLogWindow: %+v %v", rep, err)
 	}
 }

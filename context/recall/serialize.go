@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -24,12 +25,10 @@ type Message struct {
 // basis b (001 "Serialization contract"): only text blocks, no tool calls,
 // thinking or tool results.
 func Conversation(ctx context.Context, st store.Store, sessionID string, b store.Basis) ([]Message, error) {
-	o, err := session.ReadChat(ctx, st, sessionID, b)
-	if err != nil {
-		return nil, err
-	}
+	// Turn by turn, a page of turns at a time: only the texts are kept, so
+	// indexing a long session does not hold its whole chat (issue 18).
 	var out []Message
-	for i, t := range o.Chat.Turns {
+	err := session.EachTurn(ctx, st, sessionID, b, func(i int, t objects.Turn) error {
 		if s := strings.TrimSpace(t.UserText()); s != "" {
 			out = append(out, Message{Role: "user", Text: s, Turn: i})
 		}
@@ -44,6 +43,10 @@ func Conversation(ctx context.Context, st store.Store, sessionID string, b store
 		if len(parts) > 0 {
 			out = append(out, Message{Role: "assistant", Text: strings.Join(parts, "\n"), Turn: i})
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

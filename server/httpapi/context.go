@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash"
+	"math"
 	"net/http"
 	"time"
 
@@ -26,8 +28,8 @@ import (
 // the first Base messages of the previous Pi request of this session
 // (BaseSHA256 is the SHA-256, in hex, of their JSON as sent, each followed
 // by a newline), and Messages holds only what follows. A base the server
-// does not hold answers 409 log_mismatch; the client then sends the whole
-// log. HaveCall is the call number of the last answer the client holds:
+// does not hold, or one shorter than the log it holds (a replaced log),
+// answers 409 log_mismatch; the client then sends the whole log. HaveCall is the call number of the last answer the client holds:
 // when it is the server's last answer too, the answer is a delta as well
 // (ContextResponse.Keep).
 type ContextRequest struct {
@@ -111,12 +113,16 @@ func convertedOf(r *harness.Report) *Converted {
 const CodeLogMismatch = "log_mismatch"
 
 // piState is what a session keeps of the Pi log it was sent and of its
-// last answer, so both can travel as deltas.
+// last answer, so both can travel as deltas. It keeps nothing that grows
+// with the log but a digest per message (issue 18): not the messages as
+// sent, and of their conversion only what the ingester may read again
+// (ingest.Ingester.Need: the turn in progress, the messages after the last
+// conversation commit).
 type piState struct {
-	raws [][]byte   // every message of the last request, as sent
-	sums [][32]byte // sums[i]: SHA-256 of raws[0..i], each followed by "\n"
-	h    hash.Hash  // the running hash behind sums
-	conv pi.Converter
+	sums  [][32]byte // sums[i]: SHA-256 of messages 0..i as sent, each followed by "\n"
+	h     hash.Hash  // the running hash behind sums
+	conv  pi.Converter
+	start int // conv.Log holds the converted log from this message on
 
 	lastCall   int        // the call of the last answer
 	lastSums   [][32]byte // the SHA-256 of each of its messages, encoded (the client holds them)
@@ -125,41 +131,72 @@ type piState struct {
 }
 
 // apply makes the state's log the first base messages of the previous
-// one followed by tail, converting only what is new. It returns how many
-// leading messages of the converted log are those of the previous one
-// (the converter appends, so all of them when the log grew by appending;
-// 0 when it was converted again), which the ingester then need not check
-// again. On error the state is forgotten: the client's next delta gets
-// log_mismatch and it sends the whole log.
-func (st *piState) apply(base int, baseSum string, tail []json.RawMessage) (int, error) {
-	if base > 0 && (base > len(st.raws) || hex.EncodeToString(st.sums[base-1][:]) != baseSum) {
-		return 0, errorf(http.StatusConflict, CodeLogMismatch, "the server does not hold the first %d messages of this log (it holds %d): send the whole log", base, len(st.raws))
+// one followed by tail, converting only what is new. It returns the
+// converted log (the part the state holds) and how many of its leading
+// messages are those of the previous one (the converter appends, so all
+// of them when the log grew by appending; 0 for a whole log), which the
+// ingester then need not check again. A base the state does not hold
+// answers log_mismatch, and so does a base shorter than the log it holds
+// (a replaced or shortened log: converting its prefix again would need
+// the messages, which the state does not keep); the client then sends the
+// whole log, which is converted anew.
+func (st *piState) apply(base int, baseSum string, tail []json.RawMessage) (ingest.Log, int, error) {
+	if base > 0 && (base > len(st.sums) || hex.EncodeToString(st.sums[base-1][:]) != baseSum) {
+		return ingest.Log{}, 0, errorf(http.StatusConflict, CodeLogMismatch, "the server does not hold the first %d messages of this log (it holds %d): send the whole log", base, len(st.sums))
 	}
-	same := len(st.conv.Log)
-	if st.h == nil || base < len(st.raws) { // new, or a replaced or shortened log: convert its prefix again
-		prefix := st.raws[:base]
+	if base > 0 && base < len(st.sums) {
+		return ingest.Log{}, 0, errorf(http.StatusConflict, CodeLogMismatch, "the log was replaced after message %d of %d: send the whole log", base, len(st.sums))
+	}
+	same := st.start + len(st.conv.Log)
+	if st.h == nil || base == 0 { // new, or the whole log: convert it anew
 		*st = piState{h: sha256.New(), lastCall: st.lastCall, lastSums: st.lastSums, lastStable: st.lastStable, lastModel: st.lastModel}
-		for i, raw := range prefix {
-			st.add(i, raw)
-		}
 		same = 0
 	}
 	for i, raw := range tail {
 		st.add(base+i, raw)
 	}
-	return same, nil
+	return ingest.Log{Start: st.start, Messages: st.conv.Log}, same, nil
 }
 
 // add converts message i of the log (the converter skips and counts what
 // it does not know; a problem's line is the message's position, from 1).
 func (st *piState) add(i int, raw json.RawMessage) {
 	st.conv.AddJSON(raw, i+1)
-	st.raws = append(st.raws, raw)
 	st.h.Write(raw)
 	st.h.Write([]byte{'\n'})
 	var sum [32]byte
 	st.h.Sum(sum[:0])
 	st.sums = append(st.sums, sum)
+}
+
+// trim drops the converted messages before need (ingest.Ingester.Need):
+// no later call reads them.
+func (st *piState) trim(need int) {
+	k := min(need-st.start, len(st.conv.Log))
+	if k <= 0 {
+		return
+	}
+	clear(st.conv.Log[:k])
+	st.conv.Log = st.conv.Log[k:]
+	st.start += k
+}
+
+// forget drops the log the state holds: the client's next delta gets
+// log_mismatch, and it sends the whole log.
+func (st *piState) forget() {
+	*st = piState{lastCall: st.lastCall, lastSums: st.lastSums, lastStable: st.lastStable, lastModel: st.lastModel}
+}
+
+// windowErr answers ingest.ErrLogWindow (the call needs messages of the
+// log the state no longer holds) with log_mismatch, after forgetting the
+// log: the client sends the whole log. Other errors are returned as they
+// are.
+func (st *piState) windowErr(err error) error {
+	if !errors.Is(err, ingest.ErrLogWindow) {
+		return err
+	}
+	st.forget()
+	return errorf(http.StatusConflict, CodeLogMismatch, "this call needs messages of the log the server no longer holds: send the whole log")
 }
 
 func (s *Server) context(q *request) (any, error) {
@@ -181,12 +218,11 @@ func (s *Server) context(q *request) (any, error) {
 	if err := s.o.Limits.check(&req, l.in.Applied()); err != nil {
 		return nil, err
 	}
-	log, same := req.Log, 0
+	log, same := ingest.Whole(req.Log), 0
 	if req.Messages != nil {
-		if same, err = l.pi.apply(req.Base, req.BaseSHA256, req.Messages); err != nil {
+		if log, same, err = l.pi.apply(req.Base, req.BaseSHA256, req.Messages); err != nil {
 			return nil, err
 		}
-		log = l.pi.conv.Log
 	}
 	for i, e := range req.Events {
 		if t, _ := e["type"].(string); t == "" {
@@ -199,13 +235,16 @@ func (s *Server) context(q *request) (any, error) {
 	// call's compacted log is committed on top of it.
 	if sum, ok := compactionSummary(req.Events, req.Messages); ok {
 		if _, err := l.in.CompactLast(q.ctx, sum); err != nil {
-			return nil, err
+			return nil, l.pi.windowErr(err)
 		}
 	}
 	start := time.Now()
-	c, rep, err := l.in.ContextSince(q.ctx, log, same, req.Events)
+	c, rep, err := l.in.ContextLog(q.ctx, log, same, req.Events)
 	if err != nil {
-		return nil, err
+		return nil, l.pi.windowErr(err)
+	}
+	if req.Messages != nil {
+		l.pi.trim(l.in.Need())
 	}
 	s.logCall(q.sid, c, time.Since(start))
 	s.afterContext(q.sid) // recall.go: the session index, when due
@@ -229,34 +268,40 @@ func (s *Server) context(q *request) (any, error) {
 	// have joined it (a user message followed by a note and the next
 	// prompt). A client that does not hold the previous answer gets every
 	// message.
-	ms := c.Messages()
 	model := [3]string{l.pi.conv.API, l.pi.conv.Provider, l.pi.conv.Model}
 	reuse := 0
+	_, n := c.MessagesFrom(math.MaxInt) // the count only
 	if l.pi.lastCall > 0 && l.pi.lastModel == model {
-		reuse = max(0, min(l.pi.lastStable, len(ms), len(l.pi.lastSums)-1))
+		reuse = max(0, min(l.pi.lastStable, n, len(l.pi.lastSums)-1))
 	}
 	held := req.HaveCall > 0 && req.HaveCall == l.pi.lastCall
 	from := reuse
 	if !held {
 		from = 0
 	}
-	enc := make([][]byte, len(ms))
-	sums := make([][32]byte, len(ms))
-	copy(sums, l.pi.lastSums[:reuse])
-	for i, m := range toPiFrom(ms, from, &l.pi.conv) {
-		if enc[from+i], err = marshal(m); err != nil {
+	ms, _ := c.MessagesFrom(from)
+	enc := make([][]byte, n-from) // enc[i]: message from+i
+	sums := make([][32]byte, n-reuse)
+	for i, m := range toPiFrom(ms, &l.pi.conv, c.Messages) {
+		if enc[i], err = marshal(m); err != nil {
 			return nil, err
 		}
-		sums[from+i] = sha256.Sum256(enc[from+i])
+		if from+i >= reuse {
+			sums[from+i-reuse] = sha256.Sum256(enc[i])
+		}
 	}
 	if held {
 		resp.Keep = reuse
-		for resp.Keep < min(len(sums), len(l.pi.lastSums)) && sums[resp.Keep] == l.pi.lastSums[resp.Keep] {
+		for resp.Keep < min(n, len(l.pi.lastSums)) && sums[resp.Keep-reuse] == l.pi.lastSums[resp.Keep] {
 			resp.Keep++
 		}
 	}
-	resp.Messages = make([]json.RawMessage, 0, len(enc)-resp.Keep)
-	for _, b := range enc[resp.Keep:] {
+	// The digests of the reused messages stay where they are: the
+	// previous answer's array is extended in place, not copied (a copy
+	// per call would grow with the context).
+	sums = append(l.pi.lastSums[:reuse], sums...)
+	resp.Messages = make([]json.RawMessage, 0, n-resp.Keep)
+	for _, b := range enc[resp.Keep-from:] {
 		resp.Messages = append(resp.Messages, b)
 	}
 	l.pi.lastCall, l.pi.lastSums, l.pi.lastStable, l.pi.lastModel = c.N, sums, c.Stable, model

@@ -95,12 +95,20 @@ func TestPiServiceAndReaderAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.srv.mu.Lock()
-	l := e.srv.sessions[sid]
-	e.srv.mu.Unlock()
-	l.mu.Lock()
-	serviceLog := append([]transcript.Message(nil), l.pi.conv.Log...)
-	l.mu.Unlock()
+	// The service's conversion (the server keeps only what the ingester
+	// may read again, so it is made again here by the same code).
+	var st0 piState
+	raws := make([]json.RawMessage, len(msgs))
+	for i, m := range msgs {
+		if raws[i], err = json.Marshal(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	converted, _, err := st0.apply(0, "", raws)
+	if err != nil || converted.Start != 0 {
+		t.Fatalf("converting: %v (from %d)", err, converted.Start)
+	}
+	serviceLog := append([]transcript.Message(nil), converted.Messages...)
 
 	read, err := transcript.Read(strings.NewReader(piSessionFile(t, e.dir, msgs)), transcript.FormatAuto)
 	if err != nil {

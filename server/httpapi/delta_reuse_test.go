@@ -54,6 +54,9 @@ func TestDeltaAnswerReusesOnlyWhatIsStable(t *testing.T) {
 	lg.msgs, lg.enc = lg.msgs[:2], nil
 	lg.user("On the other branch.")
 	step("replaced log")
+	if inc.mismatches != 1 {
+		t.Errorf("the replaced log met log_mismatch %d times, want once (then the whole log)", inc.mismatches)
+	}
 	lg.say("Ok.")
 	lg.user("And again.")
 	step("after the switch")

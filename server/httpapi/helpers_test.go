@@ -270,6 +270,9 @@ type deltaClient struct {
 	heldCall int
 	// check, if set, is told of every exchange (for the OpenAPI check).
 	check func(req *http.Request, reqBody []byte, status int, h http.Header, body []byte)
+	// mismatches counts the log_mismatch answers call met and answered
+	// with the whole log.
+	mismatches int
 }
 
 func newDeltaClient(url, sid string) *deltaClient {
@@ -288,7 +291,19 @@ type deltaResult struct {
 
 // call sends log (base: the messages the server holds, -1 to compute it
 // by comparing with the last log sent; sum overrides the base's digest).
+// With a computed base, a log_mismatch answer is followed by the whole
+// log, as the Pi extension does.
 func (d *deltaClient) call(log []json.RawMessage, base int, sum string) deltaResult {
+	auto := base < 0
+	r := d.call1(log, base, sum)
+	if auto && r.status == http.StatusConflict && r.code == CodeLogMismatch {
+		d.mismatches++
+		r = d.call1(log, 0, "")
+	}
+	return r
+}
+
+func (d *deltaClient) call1(log []json.RawMessage, base int, sum string) deltaResult {
 	if base < 0 {
 		base = 0
 		for base < min(len(log), len(d.sent)) && bytes.Equal(log[base], d.sent[base]) {

@@ -63,13 +63,17 @@ type PiOutMessage struct {
 // which object and version it is. Timestamps are 0: the context must be a
 // function of the assembled messages only, so that consecutive calls
 // extend each other byte for byte.
-func toPi(ms []assemble.Message, lg *pi.Converter) []PiOutMessage { return toPiFrom(ms, 0, lg) }
+func toPi(ms []assemble.Message, lg *pi.Converter) []PiOutMessage {
+	return toPiFrom(ms, lg, func() []assemble.Message { return ms })
+}
 
-// toPiFrom converts the messages ms[from:] (a tool name is looked up in
-// all of ms).
-func toPiFrom(ms []assemble.Message, from int, lg *pi.Converter) []PiOutMessage {
-	out := make([]PiOutMessage, 0, len(ms)-from)
-	for _, m := range ms[from:] {
+// toPiFrom converts the messages ms, the end of a context; a tool name the
+// converter does not know is looked up in ms, else in all of the
+// context's messages (all, called only then).
+func toPiFrom(ms []assemble.Message, lg *pi.Converter, all func() []assemble.Message) []PiOutMessage {
+	out := make([]PiOutMessage, 0, len(ms))
+	var whole []assemble.Message
+	for _, m := range ms {
 		var pm PiOutMessage
 		for _, b := range m.Blocks {
 			pm.Content = append(pm.Content, piBlockOf(b))
@@ -94,6 +98,12 @@ func toPiFrom(ms []assemble.Message, from int, lg *pi.Converter) []PiOutMessage 
 			pm.ToolName = info.Name
 			if !ok {
 				pm.ToolName = toolNameIn(ms, m.ToolCallID)
+				if pm.ToolName == "" {
+					if whole == nil {
+						whole = all()
+					}
+					pm.ToolName = toolNameIn(whole, m.ToolCallID)
+				}
 			}
 			isErr := info.IsError
 			pm.IsError = &isErr

@@ -539,7 +539,8 @@ func TestBundles(t *testing.T) {
 
 // TestContextDeltas: a client sending the log and getting the answer as
 // deltas sees exactly the contexts a client sending everything sees; a
-// base the server does not hold is refused, and a replaced log works.
+// base the server does not hold is refused, and so is a replaced log's
+// shorter base, after which the whole log works.
 func TestContextDeltas(t *testing.T) {
 	full := newEnv(t, func(o *Options) { o.Policy = collapse.Config{TurnsBack: 1, PerTurn: 5} })
 	delta := newEnv(t, func(o *Options) { o.Policy = collapse.Config{TurnsBack: 1, PerTurn: 5} })
@@ -614,10 +615,20 @@ func TestContextDeltas(t *testing.T) {
 	}
 	compare(lg.raws(), 0, "") // the client starts over with the whole log
 
-	// A replaced log (the last two messages dropped, another one instead).
+	// A replaced log (the last two messages dropped, another one instead):
+	// the server keeps a digest per message, not the messages, so the
+	// shorter base gets log_mismatch and the client sends the whole log.
 	lg.msgs, lg.enc = lg.msgs[:len(lg.msgs)-2], nil
 	lg.user("A different question.")
 	compare(lg.raws(), -1, "")
+	if dc.mismatches != 1 {
+		t.Errorf("the replaced log met log_mismatch %d times, want once", dc.mismatches)
+	}
+	lg.say("Answered.")
+	lg.user("And then?")
+	if r := compare(lg.raws(), -1, ""); r.resp.Keep == 0 || dc.mismatches != 1 {
+		t.Errorf("after the replaced log: keep %d, %d mismatches", r.resp.Keep, dc.mismatches)
+	}
 }
 
 // TestContextStableAndEvents: the answer says how many leading messages no
