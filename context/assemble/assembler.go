@@ -77,6 +77,7 @@ type Assembler struct {
 	committed int               // len(items) at the last commit
 	lastCall  time.Time         // time of the previous call
 	rebaseAt  int               // -1, or the lowest item index rewritten since the last commit
+	dropped   []string          // refs of the blocks rebases left out since the last commit (rendering 4)
 	snapEnd   int               // items in the session-start snapshot
 	pending   map[string]bool   // tool calls of the last assistant message without a result yet
 	last      *Commit           // the commit Resume started from, until the next commit

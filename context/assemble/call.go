@@ -382,6 +382,9 @@ func (a *Assembler) rebase(p int) (int, int) {
 	for _, it := range tail {
 		switch {
 		case a.rv >= 4 && a.dropsAtRebase(it, staleBefore):
+			if it.kind != kNote {
+				a.dropped = append(a.dropped, it.ref.String())
+			}
 			continue
 		case it.stale && it.kind == kContent:
 			it = &item{kind: kStub, ref: it.ref, obj: it.obj}
@@ -621,6 +624,15 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 	if c.Rebased {
 		doc["rebase_from"] = int64(a.rebaseAt)
 		doc["rebase_reason"] = c.Reason
+		if len(a.dropped) > 0 {
+			// What the rebase left out (a collapsed file the stream names),
+			// for the record: the items list alone rebuilds the bytes.
+			d := make([]any, len(a.dropped))
+			for i, r := range a.dropped {
+				d[i] = r
+			}
+			doc["dropped"] = d
+		}
 	}
 	if c.Layout == LayoutLiteral {
 		doc["pool"], doc["active"] = refStrings(pool), refStrings(active)
@@ -651,6 +663,7 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 	}
 	a.committed = len(a.items)
 	a.rebaseAt = -1
+	a.dropped = nil
 	a.last = nil
 	return nil
 }

@@ -33,6 +33,7 @@ type Commit struct {
 	Render      int        // root commit only: the rendering version (1 when absent)
 	Metadata    int        // root commit only: the metadata line's version (objects.MetadataVersion; 1 when absent)
 	Paths       Paths      // root commit only: how file paths are shown (rendering version 4)
+	Dropped     []string   // a rebase's commit: the refs of the collapsed blocks it left out (rendering version 4)
 	Pool        []string   // literal layout only
 	Active      []string   // literal layout only
 	// Shown maps each object whose content block is live (not stale) to
@@ -79,6 +80,7 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 		Render      int            `json:"render"`
 		Metadata    int            `json:"metadata"`
 		Paths       Paths          `json:"paths"`
+		Dropped     []string       `json:"dropped"`
 		Pool        []string       `json:"pool"`
 		Active      []string       `json:"active"`
 		Shown       map[string]int `json:"shown"`
@@ -108,7 +110,7 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 	if raw.RebaseFrom != nil {
 		c.RebaseFrom = *raw.RebaseFrom
 	}
-	c.Paths = raw.Paths
+	c.Paths, c.Dropped = raw.Paths, raw.Dropped
 	if c.Render > RenderVersion {
 		return nil, fmt.Errorf("assemble: %s: rendering version %d is newer than this binary's (%d)", id, c.Render, RenderVersion)
 	}

@@ -204,10 +204,10 @@ func (in *Inspector) exists(ctx context.Context, sid string) error {
 }
 
 // collapsed fills Collapsed for rebased calls from their items: the
-// "stub" items a rebase wrote.
+// "stub" items a rebase wrote, and the blocks it left out ("dropped").
 func (in *Inspector) collapsed(ctx context.Context, sid string, calls []Call, ns []any) error {
 	docs, err := in.st.Query(ctx, store.Query{Where: []store.Pred{store.Where("type", assemble.CommitType),
-		store.Where("session_id", sid), {Field: "call", Op: store.In, Values: ns}}, Find: []string{"call", "items"}})
+		store.Where("session_id", sid), {Field: "call", Op: store.In, Values: ns}}, Find: []string{"call", "items", "dropped"}})
 	if err != nil {
 		return fmt.Errorf("session %s: reading rebased call records: %w", sid, err)
 	}
@@ -231,6 +231,19 @@ func (in *Inspector) collapsed(ctx context.Context, sid string, calls []Call, ns
 			r, err := objects.ParseRef(it.Ref)
 			if err != nil {
 				return fmt.Errorf("%s: item ref %q: %w", c.CommitID, it.Ref, err)
+			}
+			c.Collapsed = append(c.Collapsed, Collapsed{ObjectID: r.ID, Version: r.Tx})
+		}
+		// Rendering 4: collapsed files the stream names are left out, and
+		// the commit lists them.
+		var dropped []string
+		if err := convert(d["dropped"], &dropped); err != nil {
+			return fmt.Errorf("%s: dropped: %w", c.CommitID, err)
+		}
+		for _, ref := range dropped {
+			r, err := objects.ParseRef(ref)
+			if err != nil {
+				return fmt.Errorf("%s: dropped ref %q: %w", c.CommitID, ref, err)
 			}
 			c.Collapsed = append(c.Collapsed, Collapsed{ObjectID: r.ID, Version: r.Tx})
 		}

@@ -11,13 +11,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/context/expand"
 	"github.com/ctxstore/ctxstore/context/importer"
 	"github.com/ctxstore/ctxstore/context/inspect"
 	"github.com/ctxstore/ctxstore/context/inspect/inspecttest"
 	"github.com/ctxstore/ctxstore/internal/datasets"
 	"github.com/ctxstore/ctxstore/internal/storetestenv"
+	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -295,4 +298,40 @@ func mine(t *testing.T, se *storetestenv.Env, ss []inspect.Session, ids ...strin
 		t.Fatalf("sessions listed %v, want %v", got, ids)
 	}
 	return out
+}
+
+// A rebase that leaves out a collapsed file (rendering 4: the stream names
+// it already) still reports it as collapsed at that call: the commit lists
+// what it left out.
+func TestCollapsedListsDroppedFiles(t *testing.T) {
+	se := storetestenv.New(t, storetestenv.SQLite)
+	ctx := context.Background()
+	l := inspecttest.NewLive(t, se.Store, "s-drop")
+	l.Turn("read the file")
+	f := l.File("a.go", "package a\n\n"+strings.Repeat("// a line of the file\n", 200))
+	l.Read(f)
+	l.Call(time.Second)
+	var fileID string
+	for _, id := range l.Tools.Session().State().Pool {
+		if o, _, err := expand.Resolve(ctx, se.Store, objects.DynamicRef(id)); err == nil && o.Kind() == objects.KindFile {
+			fileID = id
+		}
+	}
+	if _, err := l.Tools.Deactivate(ctx, fileID); err != nil {
+		t.Fatal(err)
+	}
+	l.Turn("go on")
+	l.Bash("make", "ok\n")
+	c := l.Call(10 * time.Minute) // the cache is cold: the rebase is free
+	if !c.Rebased || strings.Contains(string(c.Bytes), "a line of the file") {
+		t.Fatalf("rebased %v; the file's content must be gone:\n%s", c.Rebased, c.Bytes)
+	}
+	calls, err := inspect.New(se.Store, inspect.Options{}).Calls(ctx, "s-drop", inspect.Page{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := calls[c.N-1].Collapsed
+	if fileID == "" || !slices.ContainsFunc(got, func(x inspect.Collapsed) bool { return x.ObjectID == fileID }) {
+		t.Fatalf("call %d collapsed %+v, want the file %s", c.N, got, fileID)
+	}
 }
