@@ -14,6 +14,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/tokens"
 	"github.com/ctxstore/ctxstore/context/transcript"
 	"github.com/ctxstore/ctxstore/objects/conversation"
+	"github.com/ctxstore/ctxstore/session"
 )
 
 // reqOf builds a cache request from block sizes (provider tokens): block 0
@@ -554,4 +555,40 @@ func TestCacheCheckDatasets(t *testing.T) {
 	}
 	t.Logf("Claude Code: cost %+.1f%%, read share %.1f points, agreement %.1f%%; Pi: cost %+.1f%%, read share %.1f points, agreement %.1f%%",
 		100*cc.CostError, 100*cc.ReadShareError, 100*cc.HitAgreement, 100*pi.CostError, 100*pi.ReadShareError, 100*pi.HitAgreement)
+}
+
+// The replayed model reads the recorded machine's paths: relative to the
+// recorded working directory, never the replay's mirror directory.
+func TestReplayShowsRecordedPaths(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(datasets(t), "claude-code", "raw", "claude-reliability__coverage-test-fix.jsonl")
+	s, err := transcript.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	st, err := openSQLite(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rep, err := Run(ctx, s, Options{Dir: dir, Store: st, Strategies: []Strategy{&Ctxstore{Layout: assemble.LayoutStream}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := session.List(ctx, st)
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("sessions %v %v", ids, err)
+	}
+	last, err := assemble.Rebuild(ctx, st, ids[0], rep.Results[0].Totals.Calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(last.Bytes)
+	if !strings.Contains(got, " path=") {
+		t.Fatalf("no metadata line with a path in the last context:\n%.2000s", got)
+	}
+	if strings.Contains(got, dir) || strings.Contains(got, "path="+s.Cwd) {
+		t.Fatalf("the context shows the mirror directory %s or an absolute path under the cwd %s:\n%.3000s", dir, s.Cwd, got)
+	}
 }
