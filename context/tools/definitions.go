@@ -107,6 +107,6 @@ Files you read appear in "<<content id=… version=…>>" blocks (version: the s
 wrote that version; higher is newer). When a shown file changes, "[ctxstore] <id> changed,
 version A -> B" gives what changed against the version above, or names your own edit that
 produced it; apply it to the version you hold. Files you have not used for a few turns collapse
-too. read(path, offset, limit) loads only those lines, as that call's output. activate(id, path
+too: their "[ctxstore] file id=… path=…" line stays, and activate(path or id) loads them again. read(path, offset, limit) loads only those lines, as that call's output. activate(id, path
 or call id) loads content, deactivate(id) drops what you no longer need, pin(id) keeps it,
 unpin(id) releases it. A note says when something was dropped to fit the window.`
