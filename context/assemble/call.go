@@ -410,16 +410,18 @@ func (a *Assembler) rebase(p int) (int, int) {
 }
 
 // dropsAtRebase reports whether a rebase (rendering version 4) leaves it
-// out of the rewritten tail instead of rewriting it: a collapsed file or
-// note whose id the stream already names (its metadata line, or the
-// write or edit call that pooled it), which a "collapsed:" reference would
-// only repeat, and a note that an object went inactive or changed when
-// none of the objects it names still shows stale content before the
-// rebase's start (the tail keeps no stale content: the note's "ignore the
-// content above" or "new version below" points at nothing any more).
+// out of the rewritten tail instead of rewriting it: a stale content block
+// of a file or note whose id the stream already names (its metadata line,
+// or the write or edit call that pooled it), which a "collapsed:"
+// reference would only repeat, and a note that an object went inactive or
+// changed when none of the objects it names still shows stale content
+// before the rebase's start (the tail keeps no stale content: the note's
+// "ignore the content above" or "new version below" points at nothing any
+// more). A "collapsed:" stub a rendering-4 rebase wrote is one it chose to
+// keep, and is kept (it no longer holds its object: push).
 func (a *Assembler) dropsAtRebase(it *item, staleBefore map[string]bool) bool {
 	switch {
-	case it.kind == kContent && it.stale, it.kind == kStub:
+	case it.kind == kContent && it.stale:
 		k := it.obj.Kind()
 		return (k == objects.KindFile || k == objects.KindNote) && a.listed[it.ref.ID]
 	case it.kind == kNote:

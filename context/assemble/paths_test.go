@@ -99,3 +99,56 @@ func TestRebaseDropsNamedCollapsedFiles(t *testing.T) {
 		}
 	}
 }
+
+// An output brought back by activate and collapsed again leaves a
+// "collapsed:" stub (a tool call is not a file the stream lists); a later
+// rebase over that stub rewrites it as it is (the stream item no longer
+// holds its object).
+func TestRebaseOverAStub(t *testing.T) {
+	e := newEnv(t, LayoutStream, Policy{StaleThreshold: 50, Horizon: 200})
+	e.turn("build")
+	f := e.file("kept.go", "package kept\n\n"+output("kept", 20))
+	e.read(f) // pinned: its block stays before everything below
+	fid := mustID(t, e, f)
+	if _, err := e.tools.Pin(e.ctx, fid); err != nil {
+		t.Fatal(err)
+	}
+	e.bash("make", output("build", 40))
+	id := e.uid("toolu_0002")
+	rebases := 0
+	step := func(turns int) {
+		for i := 0; i < turns; i++ {
+			e.turn("more")
+			e.bash("true", output(fmt.Sprint(e.seq), 2))
+			e.now = e.now.Add(20 * time.Second)
+			if e.call().Rebased {
+				rebases++
+			}
+		}
+	}
+	step(5) // the output collapses and a rebase rewrites it
+	if _, err := e.tools.Activate(e.ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	e.turn("look again")
+	e.call()
+	step(5) // collapsed again: its content block becomes a stub
+	if !strings.Contains(string(e.call().Bytes), "collapsed: output of") {
+		t.Fatal("no stub for the re-collapsed output")
+	}
+	before := rebases
+	if _, err := e.tools.Deactivate(e.ctx, fid); err != nil { // its early block goes stale
+		t.Fatal(err)
+	}
+	e.now = e.now.Add(10 * time.Minute)
+	step(1) // a cold start rebases from the first stale item, before the stub
+	if rebases <= before {
+		t.Fatalf("no rebase after the stub (%d rebases)", rebases)
+	}
+	last := e.call()
+	for n := 1; n <= last.N; n++ {
+		if _, err := Rebuild(e.ctx, e.st, e.sid, n); err != nil {
+			t.Fatalf("rebuild %d: %v", n, err)
+		}
+	}
+}
