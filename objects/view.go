@@ -143,10 +143,7 @@ const MetadataVersion = 1
 // RenderMetadataAt renders o's metadata line as version v wrote it; a
 // version this code does not know is an error.
 func RenderMetadataAt(o *Object, v int) (string, error) {
-	if v != 1 {
-		return "", fmt.Errorf("objects: metadata line version %d unknown (this code renders 1 to %d)", v, MetadataVersion)
-	}
-	return renderMetadataV1(o), nil
+	return RenderMetadataPaths(o, v, nil)
 }
 
 // RenderMetadataPaths is RenderMetadataAt with the path of a file or note
@@ -159,8 +156,6 @@ func RenderMetadataPaths(o *Object, v int, display func(string) string) (string,
 	}
 	return renderMetadata(o, display), nil
 }
-
-func renderMetadataV1(o *Object) string { return renderMetadata(o, nil) }
 
 func renderMetadata(o *Object, display func(string) string) string {
 	v := MetadataView(o)

@@ -44,7 +44,8 @@ func under(path, dir string) (string, bool) {
 
 func (p Paths) zero() bool { return p.Root == "" && p.Mount == "" }
 
-// paths is the mapping item renders with: none before rendering version 4.
+// pathView is the path mapping the item renders with: none before
+// rendering version 4.
 func (it *item) pathView() func(string) string {
 	if it.rv < 4 || it.paths.zero() {
 		return nil
