@@ -90,23 +90,21 @@ func (c *Assembled) Messages() []Message {
 // what it returns, and counting them no memory (a caller that re-encodes
 // only the end of a context it answered before, issue 18).
 func (c *Assembled) MessagesFrom(k int) ([]Message, int) {
-	fs := c.frags
-	if fs == nil && c.items != nil {
-		var out []Message
-		n := 0
-		var prev *frag
-		for _, it := range c.items {
-			out, n = appendMessage(out, n, k, prev, it.f)
-			prev = it.f
-		}
-		return out, n
-	}
 	var out []Message
 	n := 0
 	var prev *frag
-	for _, f := range fs {
+	add := func(f *frag) {
 		out, n = appendMessage(out, n, k, prev, f)
 		prev = f
+	}
+	if c.frags == nil && c.items != nil {
+		for _, it := range c.items {
+			add(it.f)
+		}
+	} else {
+		for _, f := range c.frags {
+			add(f)
+		}
 	}
 	return out, n
 }

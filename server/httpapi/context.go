@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"math"
 	"net/http"
 	"time"
 
@@ -29,8 +28,9 @@ import (
 // (BaseSHA256 is the SHA-256, in hex, of their JSON as sent, each followed
 // by a newline), and Messages holds only what follows. A base the server
 // does not hold, or one shorter than the log it holds (a replaced log),
-// answers 409 log_mismatch; the client then sends the whole log. HaveCall is the call number of the last answer the client holds:
-// when it is the server's last answer too, the answer is a delta as well
+// answers 409 log_mismatch; the client then sends the whole log. HaveCall
+// is the call number of the last answer the client holds: when it is the
+// server's last answer too, the answer is a delta as well
 // (ContextResponse.Keep).
 type ContextRequest struct {
 	Messages   []json.RawMessage      `json:"messages,omitempty"`
@@ -270,17 +270,18 @@ func (s *Server) context(q *request) (any, error) {
 	// message.
 	model := [3]string{l.pi.conv.API, l.pi.conv.Provider, l.pi.conv.Model}
 	reuse := 0
-	_, n := c.MessagesFrom(math.MaxInt) // the count only
 	if l.pi.lastCall > 0 && l.pi.lastModel == model {
-		reuse = max(0, min(l.pi.lastStable, n, len(l.pi.lastSums)-1))
+		reuse = max(0, min(l.pi.lastStable, len(l.pi.lastSums)-1))
 	}
 	held := req.HaveCall > 0 && req.HaveCall == l.pi.lastCall
 	from := reuse
 	if !held {
 		from = 0
 	}
-	ms, _ := c.MessagesFrom(from)
-	enc := make([][]byte, n-from) // enc[i]: message from+i
+	// One walk of the context: the messages from `from` on, and the count.
+	ms, n := c.MessagesFrom(from)
+	reuse, from = min(reuse, n), min(from, n) // past the end: none to build
+	enc := make([][]byte, n-from)             // enc[i]: message from+i
 	sums := make([][32]byte, n-reuse)
 	for i, m := range toPiFrom(ms, &l.pi.conv, c.Messages) {
 		if enc[i], err = marshal(m); err != nil {
