@@ -159,15 +159,15 @@ func (s *State) AddTargetToolcall(id, target string) {
 }
 
 // SetToolcallTokens records what keeping toolcall id active costs in
-// tokens (Toolcall.Tokens); it reports whether id is recorded.
-func (s *State) SetToolcallTokens(id string, tokens int) bool {
+// tokens (Toolcall.Tokens). The search runs from the end: callers set it
+// right after adding the call.
+func (s *State) SetToolcallTokens(id string, tokens int) {
 	for i := len(s.Toolcalls) - 1; i >= 0; i-- {
 		if s.Toolcalls[i].ID == id {
 			s.Toolcalls[i].Tokens = tokens
-			return true
+			return
 		}
 	}
-	return false
 }
 
 // TouchTarget moves the most recent toolcall standing for target into the

@@ -45,21 +45,14 @@ func LookupTracked(ctx context.Context, st store.Store, ids []string) ([]Tracked
 	nb := (len(ids) + lookupBatch - 1) / lookupBatch
 	found := make([][]Tracked, nb)
 	errs := make([]error, nb)
-	// Batches run on GOMAXPROCS goroutines: the store answers queries
-	// concurrently (the SQLite backend from its pool of readers).
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), nb) {
-		wg.Go(func() {
-			for b := int(next.Add(1) - 1); b < nb; b = int(next.Add(1) - 1) {
-				found[b], errs[b] = lookupBatchOf(ctx, st, ids[b*lookupBatch:min((b+1)*lookupBatch, len(ids))])
-				if errs[b] != nil {
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	// Batches run concurrently: the store answers queries concurrently
+	// (the SQLite backend from its pool of readers).
+	concurrently(nb, func() func(int) bool {
+		return func(b int) bool {
+			found[b], errs[b] = lookupBatchOf(ctx, st, ids[b*lookupBatch:min((b+1)*lookupBatch, len(ids))])
+			return errs[b] == nil
+		}
+	})
 	byID := make(map[string]Tracked, len(ids))
 	for b := range found {
 		if errs[b] != nil {
@@ -124,17 +117,13 @@ func lookupBatchOf(ctx context.Context, st store.Store, batch []string) ([]Track
 // results come in the order of ts, unchanged files first.
 func (ix *Indexer) ReconcileTracked(ctx context.Context, ts []Tracked) ([]Result, error) {
 	same := make([]bool, len(ts))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(ts)) {
-		wg.Go(func() {
-			buf := make([]byte, 64<<10)
-			for i := int(next.Add(1) - 1); i < len(ts) && ctx.Err() == nil; i = int(next.Add(1) - 1) {
-				same[i] = ix.unchangedSince(ts[i], buf)
-			}
-		})
-	}
-	wg.Wait()
+	concurrently(len(ts), func() func(int) bool {
+		buf := make([]byte, 64<<10) // one per goroutine
+		return func(i int) bool {
+			same[i] = ix.unchangedSince(ts[i], buf)
+			return ctx.Err() == nil
+		}
+	})
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -178,4 +167,24 @@ func (ix *Indexer) unchangedSince(t Tracked, buf []byte) bool {
 	}
 	var sum [sha256.Size]byte
 	return hex.EncodeToString(h.Sum(sum[:0])) == t.SourceHash
+}
+
+// concurrently runs the work for 0..n-1 on up to GOMAXPROCS goroutines,
+// each taking the next index until none is left; worker gives each
+// goroutine its work function (and whatever state it keeps, a buffer
+// say). A goroutine whose work returns false stops taking indexes.
+func concurrently(n int, worker func() func(i int) bool) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), n) {
+		wg.Go(func() {
+			work := worker()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				if !work(i) {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
