@@ -53,8 +53,18 @@ func sameEDN(a, b any) bool {
 		if !ok || len(x) != len(y) {
 			return false
 		}
+		// Each element of x must be one of y's keys; compared with sameEDN,
+		// not looked up, since an element may be a map (unhashable) that
+		// the library read as something hashable.
 		for _, e := range x {
-			if !y[e] {
+			found := false
+			for k := range y {
+				if sameEDN(e, k) {
+					found = true
+					break
+				}
+			}
+			if !found {
 				return false
 			}
 		}
