@@ -149,15 +149,7 @@ func TestXTDBCluster(t *testing.T) {
 
 	t.Run("session-across-nodes", func(t *testing.T) { testSessionAcrossNodes(t, nodes) })
 	t.Run("conformance", func(t *testing.T) {
-		storetest.Run(t, storetest.Harness{Name: "xtdb-cluster-node2", New: func(t *testing.T) store.Store { return openNode(t, nodes[1]) },
-			Quarantine: map[string]string{
-				// Two of about eight full runs read an empty history for one
-				// entity of this case (bar, once) right after its two
-				// transactions were awaited, while another entity of the
-				// same transactions read right; the node's front answered
-				// "()". Not seen on a single node. docs/xtdb-cluster.md.
-				"overlapping-valid-time-ranges-434": "an intermittent empty entity history on a cluster node, cause not found (docs/xtdb-cluster.md)",
-			}})
+		storetest.Run(t, storetest.Harness{Name: "xtdb-cluster-node2", New: func(t *testing.T) store.Store { return openNode(t, nodes[1]) }})
 	})
 	t.Run("differential", func(t *testing.T) {
 		storetest.Differential(t, func(t *testing.T) (store.Store, store.Store) {

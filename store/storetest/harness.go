@@ -50,7 +50,7 @@ type Harness struct {
 	// difference, docs/architecture.md); the SQLite backend holds them.
 	LongStringRanges bool
 	// Quarantine names cases (by their name, e.g.
-	// "overlapping-valid-time-ranges-434") that this backend skips, each
+	// "test-history-api") that this backend skips, each
 	// with the reason: a known intermittent failure under investigation,
 	// written down where the backend's docs list what does not work. The
 	// skip is reported with the reason; it never passes silently.

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -158,5 +159,23 @@ func TestDifferentialFindsQueryBug(t *testing.T) {
 	}
 	if countOps(de.prog) > 2 {
 		t.Errorf("minimized to %d ops, want at most 2 (two documents)", countOps(de.prog))
+	}
+}
+
+// TestXTDBStringIDHash: the suite's copy of XTDB's string id hash gives
+// the ids the XTDB driver computes (xtdb.EIDHash, checked against a node),
+// and sortingLast finds a name whose id starts with 20 one bits.
+func TestXTDBStringIDHash(t *testing.T) {
+	for _, c := range []struct{ id, hash string }{
+		{"foo", "86006c90f111907ef2d0f56b33da9151b59f601e"},
+		{"bar", "a80958d39791159ba381bc5d1117614843e6f487"},
+	} {
+		if h := xtdbStringIDHash(c.id); hex.EncodeToString(h[:]) != c.hash {
+			t.Errorf("xtdbStringIDHash(%q) = %x, want %s", c.id, h, c.hash)
+		}
+	}
+	h := xtdbStringIDHash("st-0123456789ab-" + sortingLast("st-0123456789ab-"))
+	if h[0] != 0xff || h[1] != 0xff || h[2] < 0xf0 {
+		t.Errorf("sortingLast: id hash %x does not start with 20 one bits", h)
 	}
 }

@@ -30,7 +30,7 @@ var aotNamespaces = []string{
 	"ctxstore.xtdb-http", "xtdb.node", "xtdb.rocksdb", "xtdb.mem-kv",
 	"xtdb.kv.index-store", "xtdb.kv.tx-log", "xtdb.kv.document-store", "xtdb.query",
 	"xtdb.tx", "xtdb.cache", "xtdb.tx.event", "xtdb.document-store", "xtdb.tx.subscribe",
-	"xtdb.jdbc", "xtdb.jdbc.psql", "ctxstore.xtdb-docs", "ctxstore.xtdb-txlog",
+	"xtdb.jdbc", "xtdb.jdbc.psql", "ctxstore.xtdb-docs", "ctxstore.xtdb-txlog", "ctxstore.xtdb-fixes",
 }
 
 // DefaultCacheDir is the cache directory used when none is given:

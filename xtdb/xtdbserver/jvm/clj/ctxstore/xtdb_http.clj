@@ -21,6 +21,8 @@
             [clojure.instant :as instant]
             [clojure.string :as str]
             [clojure.walk :as walk]
+            ;; loaded for its corrections to XTDB before the node starts
+            [ctxstore.xtdb-fixes]
             [ctxstore.xtdb-search :as search]
             [xtdb.api :as xt]
             [xtdb.codec :as c]
