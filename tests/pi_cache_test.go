@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -133,4 +134,66 @@ func TestPiCacheBreakpoints(t *testing.T) {
 	if split := checkBreakpoints(t, e.ctxLog, true); split < 2 {
 		t.Errorf("%d requests had a stable-prefix breakpoint before the end one, want at least 2", split)
 	}
+}
+
+// TestPiLeanHead: with CTXSTORE_LEAN_HEAD=1 the extension opens sessions
+// with a lean head. The provider is sent Pi's system prompt without
+// ctxstore's guide and no management tools until the first call whose
+// context collapses something; from that call on (a rebase, so the whole
+// request is written again) it is sent the guide and every tool, and the
+// breakpoints stay where ctxstore puts them.
+func TestPiLeanHead(t *testing.T) {
+	t.Parallel()
+	e := newPiEnv(t)
+	e.env = append(e.env, "CTXSTORE_LEAN_HEAD=1")
+	srv := startServe(t, "sqlite:"+filepath.Join(t.TempDir(), "store.db"), "--collapse-turns", "1", "--collapse-files=-1", "--stale-threshold", "1", "--breakpoints", "prefix")
+	// An output large enough that collapsing it pays for writing the
+	// whole request again.
+	build := "for i in $(seq 1 2000); do echo build-output-line $i; done"
+	pi := startPi(t, e, srv.pxURL, []piStep{
+		{Tool: "bash", Args: map[string]any{"command": build}, ID: "call_1"},
+		{Text: "Built."},
+		{Tool: "bash", Args: map[string]any{"command": "echo two"}, ID: "call_2"},
+		{Text: "Done."},
+		{Text: "Still done."},
+	})
+	pi.prompt("Build.")
+	pi.prompt("Again.")
+	pi.prompt("And again.")
+	pi.quit()
+	srv.Stop()
+	cs := readContexts(t, e.ctxLog)
+	if len(cs) != 5 {
+		t.Fatalf("the model was called %d times, want 5", len(cs))
+	}
+	managed := []string{"activate", "deactivate", "pin", "unpin"}
+	switched := -1
+	for i, c := range cs {
+		guide := strings.Contains(c.SystemPrompt, "# Your context (ctxstore)")
+		n := 0
+		for _, tool := range managed {
+			if slices.Contains(c.Tools, tool) {
+				n++
+			}
+		}
+		if !slices.Contains(c.Tools, "read") || !slices.Contains(c.Tools, "bash") {
+			t.Errorf("request %d: the harness's tools are not all sent: %v", i, c.Tools)
+		}
+		switch {
+		case switched < 0 && !guide && n == 0:
+		case switched < 0 && guide && n == len(managed):
+			switched = i
+			text, _ := serialize(c.Messages)
+			if !strings.Contains(text, "collapsed: ") {
+				t.Errorf("request %d: the head switched but nothing is collapsed", i)
+			}
+		case switched >= 0 && guide && n == len(managed):
+		default:
+			t.Errorf("request %d: guide %v and %d of the management tools (switched at request %d): %v", i, guide, n, switched, c.Tools)
+		}
+	}
+	if switched <= 0 {
+		t.Fatalf("the head switched at request %d: want a lean first request and a switch later", switched)
+	}
+	checkBreakpoints(t, e.ctxLog, false)
 }

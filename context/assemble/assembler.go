@@ -42,6 +42,9 @@ type Options struct {
 	// Paths is how file paths are shown (rendering version 4); a resumed
 	// session keeps its first commit's.
 	Paths Paths
+	// Lean, when not nil, starts the session with a lean head (LeanHead;
+	// stream layout only); a resumed session keeps its first commit's.
+	Lean *LeanHead
 }
 
 // Assembler assembles the contexts of one session. It reads the session's
@@ -60,6 +63,10 @@ type Assembler struct {
 	sys    *objects.Object
 	sysRef objects.Ref
 	head   []byte
+
+	lean     *LeanHead // Options.Lean, or the session's first commit's
+	managed  bool      // the head is the managed one (always, without lean)
+	needHead bool      // the stream needs the managed head from the next call
 
 	items []*item // the stream (LayoutStream) or every event (LayoutLiteral)
 	offs  []int   // byte offset of each item in buf (LayoutStream)
@@ -138,6 +145,9 @@ func newAssembler(o Options, s *session.Session) (*Assembler, error) {
 	if o.Layout != LayoutStream && o.Layout != LayoutLiteral {
 		return nil, fmt.Errorf("assemble: unknown layout %q", o.Layout)
 	}
+	if o.Layout != LayoutStream {
+		o.Lean = nil
+	}
 	if o.Tokenizer == nil {
 		o.Tokenizer = BytesTokenizer{}
 	}
@@ -158,7 +168,8 @@ func newAssembler(o Options, s *session.Session) (*Assembler, error) {
 	return &Assembler{s: s, st: s.Store(), o: o, pol: o.Policy.withDefaults(), tok: o.Tokenizer,
 		listed: map[string]bool{}, latest: map[string]*version{}, shown: map[string]int{}, rebaseAt: -1,
 		callAt: map[string]int{}, inputs: map[string]*input{}, rv: RenderVersion, mv: objects.MetadataVersion, paths: o.Paths, same: map[string]int64{},
-		held: map[string]*version{}, patches: map[string][]int{}, edits: map[string][]pendingEdit{}, previewed: map[string]bool{}}, nil
+		held: map[string]*version{}, patches: map[string][]int{}, edits: map[string][]pendingEdit{}, previewed: map[string]bool{},
+		lean: o.Lean, managed: o.Lean == nil}, nil
 }
 
 // setSystem resolves the system prompt (through r when resuming) and
@@ -177,7 +188,8 @@ func (a *Assembler) setSystem(ctx context.Context, r *resolver, ref objects.Ref)
 	if err != nil {
 		return fmt.Errorf("assemble: system prompt: %w", err)
 	}
-	if a.head, err = renderHead(a.systemText(), a.o.Tools); err != nil {
+	sys, tools := a.headText()
+	if a.head, err = renderHead(sys, tools); err != nil {
 		return fmt.Errorf("assemble: tools: %w", err)
 	}
 	a.buf = append([]byte(nil), a.head...)
@@ -292,7 +304,8 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 			it.out = true
 			a.shown[r.ID] = len(a.items)
 			a.held[r.ID] = v
-			if a.pol.PreviewTokens > 0 && len(*r.Object.Content) > 4*a.pol.PreviewTokens && a.tok.Count(*r.Object.Content) > a.pol.PreviewTokens {
+			// A lean head offers no activate: an output enters whole.
+			if !a.isLean() && a.pol.PreviewTokens > 0 && len(*r.Object.Content) > 4*a.pol.PreviewTokens && a.tok.Count(*r.Object.Content) > a.pol.PreviewTokens {
 				it.preview = true
 				a.previewed[r.ID] = true
 				a.previews++
@@ -404,6 +417,9 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 		}
 		a.listed[id] = true
 		delete(a.latest, id) // listed: the pool loop never resolves it again
+		if v.obj.Kind() != objects.KindFile {
+			a.needsHead() // only activate loads it (read takes files)
+		}
 		a.push(&item{kind: kMeta, ref: v.ref, obj: v.obj})
 	}
 	if len(a.deferred) == 0 && !heldBack {
@@ -431,6 +447,7 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 		}
 	}
 	if len(window) > 0 {
+		a.needsHead()
 		for i := range window {
 			window[i] = objects.DisplayID(window[i])
 		}

@@ -59,18 +59,28 @@ type Assembled struct {
 	// rebuilt context.
 	Stable int
 
-	system string
-	tools  []ToolSpec
-	items  []*item // LayoutStream: the stream, shared with the Assembler (append-only view)
-	frags  []*frag // LayoutLiteral, and rebuilt contexts
-	spans  []Span  // rebuilt contexts
+	// HeadChanged tells that this call's head (system prompt and tools)
+	// differs from the previous call's: a lean head became the managed
+	// one (LeanHead), so nothing of the previous context is a prefix.
+	HeadChanged bool
+
+	system   string
+	tools    []ToolSpec
+	withheld []string
+	items    []*item // LayoutStream: the stream, shared with the Assembler (append-only view)
+	frags    []*frag // LayoutLiteral, and rebuilt contexts
+	spans    []Span  // rebuilt contexts
 }
 
 // System returns the system prompt text.
 func (c *Assembled) System() string { return c.system }
 
-// Tools returns the tool list.
+// Tools returns the tool list offered at this call.
 func (c *Assembled) Tools() []ToolSpec { return c.tools }
+
+// Withheld returns the names of the session's tools not offered at this
+// call (a lean head, LeanHead): the harness leaves them out of the request.
+func (c *Assembled) Withheld() []string { return c.withheld }
 
 // Messages returns the context's messages, in order; building them takes
 // time proportional to the context.
@@ -131,8 +141,7 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 		return nil, err
 	}
 	now := a.o.Now()
-	c := &Assembled{N: a.calls + 1, Layout: a.o.Layout, RebaseOffset: -1, SessionTx: a.s.Tx(),
-		system: a.systemText(), tools: a.o.Tools}
+	c := &Assembled{N: a.calls + 1, Layout: a.o.Layout, RebaseOffset: -1, SessionTx: a.s.Tx()}
 	c.CommitID = CommitID(a.s.ID(), c.N)
 	if a.calls > 0 {
 		c.Idle = now.Sub(a.lastCall)
@@ -155,15 +164,20 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 			// What the cache cannot serve after a rebase, by where the
 			// harness places its breakpoints.
 			floor := -1
-			switch a.pol.Breakpoints {
-			case BreakpointsEnd:
+			switch {
+			case a.isLean():
+				floor = 0 // the rebase switches the head: all of it is written
+			case a.pol.Breakpoints == BreakpointsEnd:
 				floor = a.tok.Count(string(a.head))
-			case BreakpointsStable:
+			case a.pol.Breakpoints == BreakpointsStable:
 				floor = a.prevStableTok
 			}
 			for i := range in.Candidates {
 				if floor >= 0 {
 					in.Candidates[i].Rewrite = a.tokens - min(floor, a.tokens-in.Candidates[i].Tail)
+				}
+				if a.isLean() {
+					in.Candidates[i].Rewrite += a.pol.HeadOverhead
 				}
 			}
 		}
@@ -173,6 +187,18 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 			c.Rebased, c.Reason = true, d.Reason
 			c.RebaseOffset, c.PrefixTokens = a.rebase(at[d.From])
 			c.PrefixBytes = c.RebaseOffset
+			a.needsHead() // it collapses what the model saw
+		}
+		if a.needHead {
+			was := len(a.head)
+			if err := a.manage(); err != nil {
+				return nil, fmt.Errorf("assemble: head: %w", err)
+			}
+			c.HeadChanged = true
+			c.PrefixBytes, c.PrefixTokens = 0, 0
+			if c.Rebased {
+				c.RebaseOffset += len(a.head) - was
+			}
 		}
 		if a.calls == 0 {
 			c.PrefixBytes, c.PrefixTokens = 0, 0
@@ -212,6 +238,8 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 		}
 		a.prevBytes = c.Bytes
 	}
+	c.system, c.tools = a.headText()
+	c.withheld = withheld(a.o.Tools, a.lean, a.isLean())
 	a.shape.Current++
 	if err := a.commit(ctx, c, pool, active, meta); err != nil {
 		return nil, err
@@ -236,7 +264,9 @@ func commonPrefix(a, b []byte) int {
 	return i
 }
 
-func (a *Assembler) systemText() string {
+// sysContent is the text of the session's system prompt object (the head
+// adds the guide of a LeanHead once managed: headText).
+func (a *Assembler) sysContent() string {
 	if a.sys.Content == nil {
 		return ""
 	}
@@ -602,6 +632,9 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 	if c.PrefixBytes >= 0 {
 		doc["prefix_bytes"], doc["prefix_tokens"] = int64(c.PrefixBytes), int64(c.PrefixTokens)
 	}
+	if a.isLean() {
+		doc["lean"] = true // the head without the LeanHead's guide and tools
+	}
 	if c.N > 1 {
 		doc["parent"] = CommitID(a.s.ID(), c.N-1)
 	} else {
@@ -611,6 +644,13 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 		}
 		doc["tools"] = t
 		doc["snapshot_end"] = int64(a.snapEnd)
+		if a.lean != nil {
+			lh, err := toJSONValue(a.lean)
+			if err != nil {
+				return fmt.Errorf("assemble: commit %s: lean head: %w", c.CommitID, err)
+			}
+			doc["lean_head"] = lh
+		}
 		doc["render"] = int64(a.rv)
 		doc["metadata"] = int64(a.mv)
 		if !a.paths.zero() {

@@ -56,6 +56,13 @@ type Policy struct {
 	// preview, its start and end with a line saying how to load it whole
 	// (activate(call id)); 0 means the default, 4,000; negative, never.
 	PreviewTokens int
+	// HeadOverhead is the tokens a request holds before the assembled
+	// bytes that a head change also invalidates (the replay's calibrated
+	// overhead: the harness's own prompt and tools, which it does not
+	// render); 0 in the service, whose head is the whole request's head.
+	// A rebase that switches a lean head (LeanHead) is priced as a rewrite
+	// of the context and this.
+	HeadOverhead int
 }
 
 // The values of Policy.Breakpoints.

@@ -33,6 +33,8 @@ type Commit struct {
 	Render      int        // root commit only: the rendering version (1 when absent)
 	Metadata    int        // root commit only: the metadata line's version (objects.MetadataVersion; 1 when absent)
 	Paths       Paths      // root commit only: how file paths are shown (rendering version 4)
+	LeanHead    *LeanHead  // root commit only: the session's lean head, nil for a fixed head
+	Lean        bool       // the call was sent with the lean head (LeanHead)
 	Dropped     []string   // a rebase's commit: the refs of the collapsed blocks it left out (rendering version 4)
 	Pool        []string   // literal layout only
 	Active      []string   // literal layout only
@@ -80,6 +82,8 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 		Render      int            `json:"render"`
 		Metadata    int            `json:"metadata"`
 		Paths       Paths          `json:"paths"`
+		LeanHead    *LeanHead      `json:"lean_head"`
+		Lean        bool           `json:"lean"`
 		Dropped     []string       `json:"dropped"`
 		Pool        []string       `json:"pool"`
 		Active      []string       `json:"active"`
@@ -110,7 +114,7 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 	if raw.RebaseFrom != nil {
 		c.RebaseFrom = *raw.RebaseFrom
 	}
-	c.Paths, c.Dropped = raw.Paths, raw.Dropped
+	c.Paths, c.Dropped, c.LeanHead, c.Lean = raw.Paths, raw.Dropped, raw.LeanHead, raw.Lean
 	if c.Render > RenderVersion {
 		return nil, fmt.Errorf("assemble: %s: rendering version %d is newer than this binary's (%d)", id, c.Render, RenderVersion)
 	}
@@ -160,7 +164,8 @@ func Rebuild(ctx context.Context, st store.Store, sessionID string, n int) (*Ass
 	if sys.Content != nil {
 		system = *sys.Content
 	}
-	head, err := renderHead(system, root.Tools)
+	system, tools := headOf(system, root.Tools, root.LeanHead, last.Lean)
+	head, err := renderHead(system, tools)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +178,7 @@ func Rebuild(ctx context.Context, st store.Store, sessionID string, n int) (*Ass
 	c := &Assembled{N: n, CommitID: last.ID, Layout: last.Layout, Rebased: last.RebaseFrom >= 0, Reason: last.Reason,
 		RebaseOffset: -1, SessionTx: last.SessionTx, Tokens: last.Tokens, StaleTokens: last.StaleTokens,
 		PrefixBytes: last.PrefixBytes, PrefixTokens: last.PrefixTokens,
-		system: system, tools: root.Tools}
+		system: system, tools: tools, withheld: withheld(root.Tools, root.LeanHead, last.Lean)}
 	c.spans = headSpans(system, len(head))
 	switch last.Layout {
 	case LayoutStream:

@@ -84,7 +84,7 @@ func Resume(ctx context.Context, s *session.Session, o Options) (*Assembler, err
 	if err != nil {
 		return nil, err
 	}
-	o.Layout, o.Tools = root.Layout, root.Tools
+	o.Layout, o.Tools, o.Lean = root.Layout, root.Tools, root.LeanHead
 	a, err := newAssembler(o, s)
 	if err != nil {
 		return nil, err
@@ -94,6 +94,7 @@ func Resume(ctx context.Context, s *session.Session, o Options) (*Assembler, err
 		return nil, err
 	}
 	a.rv, a.mv, a.paths = root.Render, root.Metadata, root.Paths
+	a.managed = a.lean == nil || !last.Lean
 	r := &resolver{ctx: ctx, st: a.st, cache: map[string]*objects.Object{}, rv: root.Render, mv: root.Metadata, paths: root.Paths}
 	if err := a.setSystem(ctx, r, last.SystemRef); err != nil {
 		return nil, err

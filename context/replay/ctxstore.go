@@ -59,6 +59,13 @@ type Ctxstore struct {
 	Policy assemble.Policy
 	// Label overrides the name.
 	Label string
+	// LeanHead starts every session with a lean head (assemble.LeanHead):
+	// the guide and the management tools offered from the first call
+	// whose context has something to manage, as the service does for a
+	// harness that asks for it (OpenRequest.LeanHead). Otherwise they are
+	// offered from the first call, as the service does by default. The
+	// literal layout's head is always fixed.
+	LeanHead bool
 
 	env     *Env
 	st      store.Store
@@ -82,6 +89,27 @@ type Ctxstore struct {
 	// same calls. msgs are the session's messages so renamed.
 	suffix string
 	msgs   []conversation.Message
+}
+
+// lean is the strategy's lean head: nil for a fixed one.
+func (c *Ctxstore) lean() *assemble.LeanHead {
+	if !c.LeanHead || c.Layout == assemble.LayoutLiteral {
+		return nil
+	}
+	lh := &assemble.LeanHead{Guide: tools.Guide}
+	for _, t := range ManagementTools {
+		lh.Withheld = append(lh.Withheld, t.Name)
+	}
+	return lh
+}
+
+// prompt is the session's system prompt object: the guide, in a fixed
+// head (a lean head adds it once managed).
+func (c *Ctxstore) prompt() string {
+	if c.lean() == nil {
+		return tools.Guide
+	}
+	return ""
 }
 
 // callID is a tool call id as this run records it.
@@ -161,6 +189,9 @@ func (c *Ctxstore) Begin(ctx context.Context, env *Env) error {
 		cal := env.Calibration
 		pol.Window = int(float64(env.Window-cal.Overhead) / cal.Scale)
 	}
+	if pol.HeadOverhead == 0 {
+		pol.HeadOverhead = int(float64(env.Calibration.Overhead) / env.Calibration.Scale)
+	}
 	c.now = time.Time{}
 	cwd := env.Session.Cwd
 	if cwd == "" || !filepath.IsAbs(cwd) {
@@ -168,14 +199,16 @@ func (c *Ctxstore) Begin(ctx context.Context, env *Env) error {
 	}
 	rt, err := runtime.Open(ctx, c.st, env.SessionID, runtime.Options{
 		Mode: runtime.CreateOnly,
-		// The guide the service appends to the harness's system prompt is
-		// in every live request: the calibrated overhead is the harness's
-		// own system prompt and tools, so the guide is counted here.
-		Create:  session.CreateOptions{Harness: string(env.Session.Format), SystemPrompt: tools.Guide},
+		// The calibrated overhead is the harness's own system prompt and
+		// tools; the guide the service appends and the management tools
+		// are ctxstore's head, counted here (LeanHead: only from the first
+		// call with something to manage).
+		Create:  session.CreateOptions{Harness: string(env.Session.Format), SystemPrompt: c.prompt()},
 		Indexer: files.NewIndexer(c.st, res, 0),
 		Assemble: assemble.Options{
 			Layout: c.Layout, Tools: ManagementTools, Policy: pol, Tokenizer: env.Counter.Tokenizer(),
-			Now: func() time.Time { return c.now },
+			Lean: c.lean(),
+			Now:  func() time.Time { return c.now },
 		},
 		Ingest: ingest.Options{Cwd: cwd, Files: ingest.Mirror(filepath.Join(env.Dir, "files"))},
 	})
@@ -209,7 +242,7 @@ func (c *Ctxstore) Step(ctx context.Context, in *CallInput) (*Step, error) {
 	if rep.Reset {
 		c.resets++
 	}
-	if c.headLen < 0 {
+	if c.headLen < 0 || a.HeadChanged {
 		c.headLen = headLength(a.Bytes)
 	}
 	st := &Step{Bytes: a.Bytes, HeadLen: c.headLen}

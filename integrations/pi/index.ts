@@ -6,11 +6,15 @@
 // uses and why).
 //
 //   before_agent_start   opens the ctxstore session (keyed to Pi's session id) with Pi's system
-//                        prompt; the session keeps its own (Pi's, followed by ctxstore's guide);
+//                        prompt; the session keeps its own (Pi's, followed by ctxstore's guide;
+//                        with CTXSTORE_LEAN_HEAD=1, a lean head: the guide and the management
+//                        tools only from the first call whose context has something to manage);
 //   context              one POST per LLM call with Pi's messages; the answer replaces them;
 //   context_with_system  the request's system prompt is the one the service answered for this
 //                        call (Pi's later system messages are folded: their tools are kept);
 //   before_provider_request
+//                        the tools the service withholds at this call are left out of the
+//                        request (withheld_tools: a lean head); and
 //                        prompt-cache breakpoints (Anthropic's cache_control) are moved to the
 //                        end of the prefix the service says is stable and to the end of its
 //                        answer, never left on messages something appends per call;
@@ -35,7 +39,8 @@
 // Environment: CTXSTORE_SERVICE_URL (default http://127.0.0.1:7411), CTXSTORE_TOKEN (bearer
 // token, when the server has tokens), CTXSTORE_TIMEOUT_MS (per request, default 30000);
 // CTXSTORE_PRINCIPAL, CTXSTORE_TEMPLATE, CTXSTORE_TICKET, CTXSTORE_THREAD: provenance of the
-// session's conversation commits (docs/commits.md).
+// session's conversation commits (docs/commits.md). CTXSTORE_LEAN_HEAD=1: a lean head for new
+// sessions (docs/pi.md; it costs more than it saves on the sessions measured).
 // CTXSTORE_SERVICE_URL is not CTXSTORE_URL: that one names the store for the ctxstore CLI.
 
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
@@ -89,6 +94,7 @@ interface ContextResponse {
   messages?: any[];
   keep: number;
   system_prompt: string;
+  withheld_tools?: string[];
   call: number;
   rebased: boolean;
   stable: number;
@@ -346,6 +352,43 @@ export function placeBreakpoints(payload: any, answer: any[], stable: number): a
   return payload;
 }
 
+/**
+ * Leaves the tools named in `names` out of a provider payload (a lean head: ctxstore offers its
+ * management tools only once the context has something to manage). Tools are found by name in
+ * the shapes of the APIs Pi speaks: `tools[].name` (Anthropic, OpenAI Responses),
+ * `tools[].function.name` (OpenAI Chat Completions) and `tools[].functionDeclarations[].name`
+ * (Google). Returns undefined (the payload unchanged) when nothing is withheld or found.
+ */
+export function withholdTools(payload: any, names: string[]): any | undefined {
+  if (names.length === 0 || !Array.isArray(payload?.tools)) return undefined;
+  const out = new Set(names);
+  let changed = false;
+  const tools: any[] = [];
+  for (const t of payload.tools) {
+    const name = t?.name ?? t?.function?.name;
+    if (typeof name === "string" && out.has(name)) {
+      changed = true;
+      continue;
+    }
+    if (Array.isArray(t?.functionDeclarations)) {
+      const decls = t.functionDeclarations.filter((d: any) => !out.has(d?.name));
+      if (decls.length !== t.functionDeclarations.length) {
+        changed = true;
+        if (decls.length > 0) tools.push({ ...t, functionDeclarations: decls });
+        continue;
+      }
+    }
+    tools.push(t);
+  }
+  if (!changed) return undefined;
+  payload.tools = tools;
+  if (tools.length === 0) {
+    delete payload.tools;
+    delete payload.tool_choice;
+  }
+  return payload;
+}
+
 /** Fork points seen by session_before_fork, by the session file forked from (this process). */
 const forkPoints = new Map<string, { entry_id: string; position: string }>();
 
@@ -358,7 +401,7 @@ export default async function ctxstore(pi: ExtensionAPI) {
   let forkedSid = ""; // the session a fork event was queued for
   // The answer to the context call in progress: context_with_system and before_provider_request
   // of the same LLM call apply it, then it is dropped.
-  let current: { messages: any[]; stable: number; systemPrompt: string } | undefined;
+  let current: { messages: any[]; stable: number; systemPrompt: string; withheld: string[] } | undefined;
   let warned = false; // the user has been told the service is down
 
   const tell = (ctx: ExtensionContext, msg: string, type: "info" | "warning" | "error" = "warning") => {
@@ -398,6 +441,8 @@ export default async function ctxstore(pi: ExtensionAPI) {
         system_prompt: prompt ?? ctx.getSystemPrompt(),
         harness: "pi",
         tools,
+        // The guide and the management tools join once something collapses (docs/pi.md).
+        lean_head: process.env.CTXSTORE_LEAN_HEAD === "1" || undefined,
         // Recorded on the session's conversation commits (docs/commits.md).
         provenance: {
           principal: process.env.CTXSTORE_PRINCIPAL || userName(),
@@ -498,7 +543,7 @@ export default async function ctxstore(pi: ExtensionAPI) {
       }
       const messages = deltas.answered(req.jsons, req.keys, req.base, r);
       events = events.slice(sending.length);
-      current = { messages, stable: r.stable ?? 0, systemPrompt: r.system_prompt };
+      current = { messages, stable: r.stable ?? 0, systemPrompt: r.system_prompt, withheld: r.withheld_tools ?? [] };
       ok(ctx);
       return { messages };
     } catch (err) {
@@ -517,7 +562,8 @@ export default async function ctxstore(pi: ExtensionAPI) {
     const c = current;
     current = undefined;
     if (!c) return undefined;
-    return placeBreakpoints(event.payload, c.messages, c.stable);
+    const lean = withholdTools(event.payload, c.withheld);
+    return placeBreakpoints(lean ?? event.payload, c.messages, c.stable) ?? lean;
   });
 
   pi.on("tool_result", async (event, ctx) => {

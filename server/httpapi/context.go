@@ -58,6 +58,13 @@ type ContextResponse struct {
 	Assembled []assemble.Message `json:"assembled,omitempty"`
 	// SystemPrompt is the system prompt the model must be sent.
 	SystemPrompt string `json:"system_prompt"`
+	// WithheldTools name the session's tools the harness leaves out of
+	// this call's request (a lean head, OpenRequest.LeanHead); absent
+	// once ctxstore's head is the managed one.
+	WithheldTools []string `json:"withheld_tools,omitempty"`
+	// HeadChanged tells that the head (system prompt, tools) changed at
+	// this call: nothing before it is a cached prefix.
+	HeadChanged bool `json:"head_changed,omitempty"`
 	// Call is the call's number and CommitID its context commit.
 	Call     int    `json:"call"`
 	CommitID string `json:"commit_id"`
@@ -251,7 +258,7 @@ func (s *Server) context(q *request) (any, error) {
 	// The time spent in the context manager itself (ingestion and
 	// assembly), so clients can tell it from HTTP and JSON.
 	q.timing = fmt.Sprintf("cm;desc=\"ingest+assemble\";dur=%.3f", float64(time.Since(start).Microseconds())/1000)
-	resp := ContextResponse{SystemPrompt: c.System(), Call: c.N, CommitID: c.CommitID, Rebased: c.Rebased,
+	resp := ContextResponse{SystemPrompt: c.System(), WithheldTools: c.Withheld(), HeadChanged: c.HeadChanged, Call: c.N, CommitID: c.CommitID, Rebased: c.Rebased,
 		RebaseReason: c.Reason, RebaseOffset: c.RebaseOffset, Stable: c.Stable, Bytes: len(c.Bytes), Tokens: c.Tokens,
 		StaleTokens: c.StaleTokens, Ingested: rep}
 	if req.Messages == nil {

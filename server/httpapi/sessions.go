@@ -85,6 +85,12 @@ type OpenRequest struct {
 	// Provenance is what the harness knows for the session's conversation
 	// commits (template, principal, machine, harness, ticket, thread).
 	Provenance *commits.Provenance `json:"provenance,omitempty"`
+	// LeanHead says the harness sends each call's head as the context
+	// answer gives it (its system_prompt, and the tools less its
+	// withheld_tools): a new session then starts without ctxstore's guide
+	// and management tools, offered from the first call whose context has
+	// something to manage (assemble.LeanHead). Used at creation only.
+	LeanHead bool `json:"lean_head,omitempty"`
 }
 
 // OpenResponse is the answer of PUT /v1/sessions/{sid}.
@@ -93,8 +99,9 @@ type OpenResponse struct {
 	// State is "created" (a new session), "resumed" (loaded from the store
 	// into this server) or "open" (it already was).
 	State string `json:"state"`
-	// SystemPrompt is the session's system prompt: what the harness must
-	// send the model.
+	// SystemPrompt is the session's system prompt object: the harness's
+	// prompt with ctxstore's guide, or without it for a lean head (whose
+	// context answers carry the prompt each call must send).
 	SystemPrompt string `json:"system_prompt"`
 	Turn         int    `json:"turn"`
 	// Calls is the number of context calls assembled so far.
@@ -155,7 +162,22 @@ func (s *Server) open(q *request) (any, error) {
 // locked and not open.
 func (s *Server) start(ctx context.Context, l *live, req OpenRequest, roots *tools.Roots, sc recall.Scope) (string, error) {
 	prompt := req.SystemPrompt
-	if s.o.Guide != "-" {
+	var lean *assemble.LeanHead
+	if req.LeanHead {
+		// The guide joins the prompt, and the management tools the
+		// request, once something collapses (assemble.LeanHead).
+		lean = &assemble.LeanHead{}
+		if s.o.Guide != "-" {
+			lean.Guide = s.o.Guide
+		}
+		for _, d := range tools.Management() {
+			for _, t := range req.Tools {
+				if t.Name == d.Name {
+					lean.Withheld = append(lean.Withheld, t.Name)
+				}
+			}
+		}
+	} else if s.o.Guide != "-" {
 		if prompt != "" {
 			prompt += "\n\n"
 		}
@@ -171,7 +193,7 @@ func (s *Server) start(ctx context.Context, l *live, req OpenRequest, roots *too
 		Create:  session.CreateOptions{SystemPrompt: prompt, Harness: req.Harness},
 		Indexer: s.ix,
 		Tools:   tools.Options{Policy: s.o.Policy, Tracker: s.tr, Roots: roots, Notes: s.notes},
-		Assemble: assemble.Options{Layout: s.o.Layout, Tools: req.Tools,
+		Assemble: assemble.Options{Layout: s.o.Layout, Tools: req.Tools, Lean: lean,
 			Policy: pol, Tokenizer: s.o.Tokenizer, Now: s.o.Now},
 		Ingest: ingest.Options{Cwd: req.Cwd, OnUser: s.onUser(ctx, l.id, sc), Commits: s.commitOptions(req)}, // recall.go: @@ references
 	})

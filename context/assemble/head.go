@@ -1,0 +1,101 @@
+package assemble
+
+import "slices"
+
+// LeanHead keeps a session's head lean until its context has something to
+// manage (issue 17 item 2: ctxstore adds nothing until collapsing can
+// pay). While lean, the system prompt goes without Guide and the tools
+// without those named in Withheld; from the first call whose context
+// leaves out something the model saw or needs ctxstore's tools for (a
+// rebase, a deactivation to fit the window, a tool output not shown, an
+// object only activate loads), the head is the managed one: the system
+// prompt, a blank line and Guide, and every tool. The switch rewrites the
+// whole context once (the head precedes everything a prompt cache holds),
+// so the cost model counts a rebase taken while lean as a rewrite of the
+// whole context. It happens at most once per session and is recorded:
+// the root commit holds the LeanHead and every commit of a lean call says
+// so ("lean"), so Rebuild and Resume render the head each call was sent
+// with. Only the stream layout has a lean head.
+type LeanHead struct {
+	// Guide is appended to the system prompt once managed (after a blank
+	// line when the prompt is not empty).
+	Guide string `json:"guide,omitempty"`
+	// Withheld names the tools of Options.Tools offered only once managed.
+	Withheld []string `json:"withheld,omitempty"`
+}
+
+// headOf returns the system prompt text and tools of a head: system and
+// tools as the session holds them, lh its LeanHead (nil: a fixed head),
+// lean whether the call was lean.
+func headOf(system string, tools []ToolSpec, lh *LeanHead, lean bool) (string, []ToolSpec) {
+	if lh == nil {
+		return system, tools
+	}
+	if lean {
+		var out []ToolSpec
+		for _, t := range tools {
+			if !slices.Contains(lh.Withheld, t.Name) {
+				out = append(out, t)
+			}
+		}
+		return system, out
+	}
+	if lh.Guide != "" {
+		if system != "" {
+			system += "\n\n"
+		}
+		system += lh.Guide
+	}
+	return system, tools
+}
+
+// withheld returns the names of tools a lean head leaves out.
+func withheld(tools []ToolSpec, lh *LeanHead, lean bool) []string {
+	if lh == nil || !lean {
+		return nil
+	}
+	var out []string
+	for _, t := range tools {
+		if slices.Contains(lh.Withheld, t.Name) {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
+// isLean reports whether the head is lean now.
+func (a *Assembler) isLean() bool { return a.lean != nil && !a.managed }
+
+// needsHead notes that the context now holds something only the managed
+// head explains (see LeanHead); the next call switches.
+func (a *Assembler) needsHead() {
+	if a.isLean() {
+		a.needHead = true
+	}
+}
+
+// manage switches a lean head to the managed one: the head is rendered
+// again and every item moves by the difference.
+func (a *Assembler) manage() error {
+	oldLen, oldTok := len(a.head), a.tok.Count(string(a.head))
+	a.managed, a.needHead = true, false
+	sys, tools := a.headText()
+	head, err := renderHead(sys, tools)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 0, len(a.buf)-oldLen+len(head)+4096)
+	buf = append(append(buf, head...), a.buf[oldLen:]...)
+	d := len(head) - oldLen
+	for i := range a.offs {
+		a.offs[i] += d
+	}
+	a.buf, a.head = buf, head // earlier Assembled values keep the old buffer
+	a.tokens += a.tok.Count(string(head)) - oldTok
+	return nil
+}
+
+// headText returns the system prompt text and tools of the head now.
+func (a *Assembler) headText() (string, []ToolSpec) {
+	return headOf(a.sysContent(), a.o.Tools, a.lean, a.isLean())
+}

@@ -1,0 +1,107 @@
+package assemble
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+var leanTools = append(slices.Clone(testTools),
+	ToolSpec{Name: "activate", Description: "Show an object's content again"},
+	ToolSpec{Name: "deactivate", Description: "Collapse an object's content"})
+
+const leanGuide = "# Your context (test guide)"
+
+// TestLeanHead: a session with a lean head is sent without the guide and
+// the withheld tools until its first rebase; that call rewrites
+// everything (the head precedes every cached prefix) and every later call
+// has the managed head. Each call's head is recorded: a rebuild gives the
+// bytes sent, and a session resumed on either side of the switch goes on
+// with the head it had.
+func TestLeanHead(t *testing.T) {
+	pol := Policy{StaleThreshold: 600, Horizon: 200}
+	e := newEnv(t, LayoutStream, pol)
+	a, err := New(e.ctx, e.tools.Session(), Options{Layout: LayoutStream, Tools: leanTools, Policy: pol,
+		Now: func() time.Time { return e.now }, Lean: &LeanHead{Guide: leanGuide, Withheld: []string{"activate", "deactivate", "pin"}}})
+	e.must(err)
+	e.a = a
+	var got []*Assembled
+	switched := 0
+	for turn := 1; turn <= 12 && (switched == 0 || len(got) < switched+3); turn++ {
+		e.turn(fmt.Sprintf("turn %d", turn))
+		e.bash("make", output(fmt.Sprintf("t%d", turn), 30))
+		e.now = e.now.Add(20 * time.Second)
+		c := e.call()
+		got = append(got, c)
+		if turn == 2 {
+			// A new process resumes the lean session: still lean.
+			e.reopen(t, pol)
+		}
+		names := func() (out []string) {
+			for _, tl := range c.Tools() {
+				out = append(out, tl.Name)
+			}
+			return out
+		}()
+		if switched == 0 && !c.HeadChanged {
+			if strings.Contains(c.System(), leanGuide) || slices.Contains(names, "activate") || slices.Contains(names, "deactivate") {
+				t.Fatalf("call %d: lean head with the guide or a withheld tool: %q %v", c.N, c.System(), names)
+			}
+			if !slices.Equal(c.Withheld(), []string{"activate", "deactivate"}) {
+				t.Fatalf("call %d: withheld %v, want activate and deactivate (pin is not a tool of the session)", c.N, c.Withheld())
+			}
+			if c.Rebased {
+				t.Fatalf("call %d rebased with a lean head and no head change", c.N)
+			}
+			continue
+		}
+		if switched == 0 {
+			switched = c.N
+			if !c.Rebased || c.PrefixBytes != 0 || c.PrefixTokens != 0 {
+				t.Fatalf("call %d: head changed (rebased %v), shared prefix %d bytes %d tokens; want a rebase and nothing shared", c.N, c.Rebased, c.PrefixBytes, c.PrefixTokens)
+			}
+			prev := got[len(got)-2].Bytes
+			if n := lcp(prev, c.Bytes); n >= len(e.a.head) {
+				t.Fatalf("call %d: shares %d bytes with the previous call, beyond the head (%d)", c.N, n, len(e.a.head))
+			}
+			if !strings.Contains(string(c.Bytes[c.RebaseOffset:]), "collapsed: ") {
+				t.Fatalf("call %d: rebase offset %d does not point at the collapsed part: %.200q", c.N, c.RebaseOffset, c.Bytes[c.RebaseOffset:])
+			}
+		} else if c.HeadChanged {
+			t.Fatalf("call %d: the head changed again", c.N)
+		}
+		if c.System() != "You are a careful agent.\n\n"+leanGuide || !slices.Equal(names, []string{"read", "bash", "activate", "deactivate"}) || c.Withheld() != nil {
+			t.Fatalf("call %d: managed head %q %v, withheld %v", c.N, c.System(), names, c.Withheld())
+		}
+		if c.N == switched+1 {
+			if !bytes.HasPrefix(c.Bytes, got[len(got)-2].Bytes) && !c.Rebased {
+				t.Fatalf("call %d does not extend the call that switched", c.N)
+			}
+			// A new process resumes the managed session: still managed.
+			e.reopen(t, pol)
+		}
+	}
+	if switched == 0 {
+		t.Fatal("the head never switched: no rebase in 12 turns")
+	}
+	for _, c := range got {
+		r, err := Rebuild(e.ctx, e.st, e.sid, c.N)
+		if err != nil {
+			t.Fatalf("rebuild call %d: %v", c.N, err)
+		}
+		if !bytes.Equal(r.Bytes, c.Bytes) || r.System() != c.System() || !slices.Equal(r.Withheld(), c.Withheld()) {
+			t.Fatalf("rebuild call %d differs: system %q, withheld %v", c.N, r.System(), r.Withheld())
+		}
+		cm, err := ReadCommit(e.ctx, e.st, e.sid, c.N)
+		e.must(err)
+		if cm.Lean != (c.N < switched) {
+			t.Fatalf("commit %d records lean=%v, switch at %d", c.N, cm.Lean, switched)
+		}
+		if c.N == 1 && (cm.LeanHead == nil || cm.LeanHead.Guide != leanGuide) {
+			t.Fatalf("the root commit records lean head %+v", cm.LeanHead)
+		}
+	}
+}
