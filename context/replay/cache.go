@@ -165,8 +165,13 @@ func newAnthropicSim(ttl time.Duration, min int, placement string) *anthropicSim
 	return &anthropicSim{ttl: ttl, min: min, lookback: AnthropicLookback, placement: placement, live: map[uint64]time.Time{}}
 }
 
-func (s *anthropicSim) writePrice() float64 {
-	if s.ttl > 5*time.Minute {
+func (s *anthropicSim) writePrice() float64 { return writePriceFor(s.ttl) }
+
+// writePriceFor is the price of a cache write that lives ttl: Anthropic's
+// 5-minute price up to 5 minutes, its one-hour price beyond (the prefix
+// model prices writes the same way).
+func writePriceFor(ttl time.Duration) float64 {
+	if ttl > 5*time.Minute {
 		return LongTTLWritePrice
 	}
 	return WritePrice

@@ -139,6 +139,22 @@ func TestAnthropicTTL(t *testing.T) {
 	}
 }
 
+// TestPrefixPriceFollowsTTL: the ideal prefix cache prices what it writes
+// as Anthropic does for the TTL: 1.25x up to 5 minutes, 2x for an hour
+// (it priced every TTL at 1.25x until session 7).
+func TestPrefixPriceFollowsTTL(t *testing.T) {
+	r := raw{context: 1000, cached: 400}
+	for _, tc := range []struct {
+		ttl  time.Duration
+		want float64
+	}{{5 * time.Minute, 1.25*600 + 0.1*400}, {time.Hour, 2*600 + 0.1*400}} {
+		c := priced(r, Calibration{Scale: 1}, 0, writePriceFor(tc.ttl))
+		if math.Abs(c.Cost-tc.want) > 1e-9 {
+			t.Errorf("TTL %v: cost %v, want %v", tc.ttl, c.Cost, tc.want)
+		}
+	}
+}
+
 func TestAnthropicMaxBreakpoints(t *testing.T) {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := newAnthropicSim(5*time.Minute, 1024, PlacementClaudeCode)

@@ -394,7 +394,7 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 		}
 		rep.Results = append(rep.Results, res)
 	}
-	naive := totalsOf(naiveRaw, rep.Calibration, counter)
+	naive := totalsOf(naiveRaw, rep.Calibration, counter, writePriceFor(env.TTL))
 	if env.cacheModel() != CachePrefix {
 		// The naive totals the ratios divide by, under the same model.
 		res, err := runStrategy(ctx, &Naive{}, env, cs, nil)
@@ -578,11 +578,11 @@ func measureRaw(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pro
 }
 
 // totalsOf computes the calibrated totals of raw naive calls.
-func totalsOf(rs []rawCall, cal Calibration, c *Counter) Totals {
+func totalsOf(rs []rawCall, cal Calibration, c *Counter, wp float64) Totals {
 	empty := c.Count([]byte(EmptyHead))
 	var t Totals
 	for _, r := range rs {
-		call := priced(r.r, cal, empty)
+		call := priced(r.r, cal, empty, wp)
 		t.Context += int64(call.Context)
 		t.History += int64(call.History)
 		t.Cost += call.Cost
@@ -590,8 +590,9 @@ func totalsOf(rs []rawCall, cal Calibration, c *Counter) Totals {
 	return t
 }
 
-// priced turns a raw measurement into a calibrated, priced call.
-func priced(r raw, cal Calibration, emptyHead int) Call {
+// priced turns a raw measurement into a calibrated call priced under the
+// prefix cache, writes at wp (writePriceFor the TTL).
+func priced(r raw, cal Calibration, emptyHead int, wp float64) Call {
 	hist := r.context - r.head
 	extra := max(r.head-emptyHead, 0)
 	c := Call{History: cal.scale(hist)}
@@ -599,7 +600,7 @@ func priced(r raw, cal Calibration, emptyHead int) Call {
 	if r.cached > 0 {
 		c.Cached = min(cal.Overhead+cal.scale(max(r.cached-emptyHead, 0)), c.Context)
 	}
-	c.Cost = WritePrice*float64(c.Context-c.Cached) + ReadPrice*float64(c.Cached)
+	c.Cost = wp*float64(c.Context-c.Cached) + ReadPrice*float64(c.Cached)
 	return c
 }
 
@@ -640,7 +641,7 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 			prevRec = u
 		} else {
 			r := m.measure(step.Bytes, step.HeadLen, in.Time, env.TTL)
-			c = priced(r, env.Calibration, empty)
+			c = priced(r, env.Calibration, empty, writePriceFor(env.TTL))
 			c.Written = c.Context - c.Cached
 			if sim != nil {
 				q := env.request(r, empty, in.Time, step.Breakpoints, sim)
