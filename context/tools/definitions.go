@@ -99,14 +99,11 @@ func Defined(name string) bool {
 // strategies put it in their system prompt, so their figures count it.
 const Guide = `# Your context (ctxstore)
 
-ctxstore manages your context; lines it writes start with "[ctxstore]" and are never the user's
-words. A tool's output is its result while it is recent; older outputs collapse to
-"[ctxstore] collapsed: <tool> output, N chars": activate(<that result's call id>) shows it again;
-a very long output enters as its start and end, and activate(<call id>) shows it whole.
-Files you read appear in "<<content id=… version=…>>" blocks (version: the store transaction that
-wrote that version; higher is newer). When a shown file changes, "[ctxstore] <id> changed,
-version A -> B" gives what changed against the version above, or names your own edit that
-produced it; apply it to the version you hold. Files you have not used for a few turns collapse
-too: their "[ctxstore] file id=… path=…" line stays, and activate(path or id) loads them again. read(path, offset, limit) loads only those lines, as that call's output. activate(id, path
-or call id) loads content, deactivate(id) drops what you no longer need, pin(id) keeps it,
-unpin(id) releases it. A note says when something was dropped to fit the window.`
+Lines starting "[ctxstore]" are ctxstore's, never the user's words. Older tool outputs collapse to
+"[ctxstore] collapsed: <tool> output, N chars", and a very long one shows only its start and end:
+activate(<call id>) shows it whole. Files you read are "<<content id=… version=…>>" blocks (a higher
+version is newer); "[ctxstore] <id> changed, version A -> B" gives the change to apply to the block
+you hold, or names your own edit that made it. Files unused for a few turns collapse to their
+"[ctxstore] file id=… path=…" line: activate(path or id) loads one again. read(path, offset, limit)
+loads only those lines. deactivate(id) drops content you no longer need, pin(id) keeps it, unpin(id)
+lets it go. A note says when something was dropped to fit the window.`
