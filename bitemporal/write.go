@@ -41,7 +41,7 @@ type loggedOp struct {
 	ValidTo   *int64          `json:"vt,omitempty"`
 }
 
-func prepare(ops []store.Op) ([]prepared, []loggedOp, error) {
+func prepare(ops []store.Op, indexed indexSet) ([]prepared, []loggedOp, error) {
 	out := make([]prepared, len(ops))
 	logged := make([]loggedOp, len(ops))
 	for i, op := range ops {
@@ -54,7 +54,7 @@ func prepare(ops []store.Op) ([]prepared, []loggedOp, error) {
 			sum := sha256.Sum256(c)
 			p.hash, p.canon = hex.EncodeToString(sum[:]), string(c)
 			if op.Kind == store.OpPut {
-				p.fields = fieldRows(op.Doc)
+				p.fields = indexed.filter(fieldRows(op.Doc))
 			}
 		}
 		out[i] = p
@@ -178,7 +178,7 @@ func (s *Store) submit(ctx context.Context, ops []store.Op, at *time.Time) (stor
 	if err := store.CheckReserved(ctx, ops); err != nil {
 		return store.Tx{}, err
 	}
-	prep, logged, err := prepare(ops)
+	prep, logged, err := prepare(ops, s.indexed)
 	if err != nil {
 		return store.Tx{}, err
 	}

@@ -554,6 +554,7 @@ func TestMigratedStoreRebuilds(t *testing.T) {
 		  WHERE t.type = 'text' AND length(CAST(t.value AS BLOB)) > 2048`, nil},
 		{"DELETE FROM goose_db_version WHERE version_id >= 4", nil},
 		{"DROP TRIGGER search_docs_turn_ai", nil},
+		{"DROP TABLE indexed_fields", nil},
 	} {
 		if _, err := db.Exec(q.sql, q.args...); err != nil {
 			t.Fatalf("%s: %v", q.sql, err)
