@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -677,11 +678,9 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 	if c.Layout == LayoutLiteral {
 		doc["pool"], doc["active"] = refStrings(pool), refStrings(active)
 	}
-	shown := map[string]any{}
-	for id, i := range a.shown {
-		shown[id] = int64(i)
+	for k, v := range shownFields(a.committedShown, a.shown) {
+		doc[k] = v
 	}
-	doc["shown"] = shown
 	doc["shape"] = map[string]any{"turns": int64(a.shape.Turns), "turn_calls": int64(a.shape.TurnCalls),
 		"current": int64(a.shape.Current), "warm_starts": int64(a.shape.WarmStarts), "cold_starts": int64(a.shape.ColdStarts)}
 	if meta != nil {
@@ -702,10 +701,48 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 		return fmt.Errorf("assemble: writing context commit %s: %w", c.CommitID, err)
 	}
 	a.committed = len(a.items)
+	a.committedShown = maps.Clone(a.shown)
 	a.rebaseAt = -1
 	a.dropped = nil
 	a.last = nil
 	return nil
+}
+
+// shownFields are the fields a commit records its shown map with (issue
+// 18): the whole map ("shown") when the previous commit's is unknown (the
+// first call, or a call after a commit of a version that did not record
+// it), else only what changed since the previous commit: "shown_set" for
+// entries added or moved, "shown_del" for ids no longer shown (sorted),
+// each left out when empty. The map changes by an entry or two a call and
+// was a seventh of a commit; replay puts it back together.
+func shownFields(prev, cur map[string]int) map[string]any {
+	if prev == nil {
+		whole := map[string]any{}
+		for id, i := range cur {
+			whole[id] = int64(i)
+		}
+		return map[string]any{"shown": whole}
+	}
+	set := map[string]any{}
+	for id, i := range cur {
+		if j, ok := prev[id]; !ok || j != i {
+			set[id] = int64(i)
+		}
+	}
+	var del []any
+	for _, id := range slices.Sorted(maps.Keys(prev)) {
+		if _, ok := cur[id]; !ok {
+			del = append(del, id)
+		}
+	}
+	out := map[string]any{}
+	if len(set) > 0 {
+		out["shown_set"] = set
+	}
+	if len(del) > 0 {
+		out["shown_del"] = del
+	}
+	return out
 }
 
 func refStrings(items []*item) []any {

@@ -3,6 +3,7 @@ package assemble
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/ctxstore/ctxstore/context/expand"
@@ -39,8 +40,16 @@ type Commit struct {
 	Pool        []string   // literal layout only
 	Active      []string   // literal layout only
 	// Shown maps each object whose content block is live (not stale) to
-	// its item index (absent in commits of older versions).
+	// its item index (nil for commits of older versions, which did not
+	// record it). A commit stores it whole only when its parent's is
+	// unknown, else what changed (shownSet, shownDel: shownFields): Shown
+	// is the whole map from replay (Rebuild, Resume), and from ReadCommit
+	// only for a commit that stores it whole.
 	Shown map[string]int
+	// shownSet and shownDel are what a commit records of Shown when it
+	// records what changed since its parent's.
+	shownSet map[string]int
+	shownDel []string
 	// Harness is what the harness recorded with the call (CallWith).
 	Harness map[string]any
 	// Shape is the session's rhythm after the call (the cost model's
@@ -88,6 +97,8 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 		Pool        []string       `json:"pool"`
 		Active      []string       `json:"active"`
 		Shown       map[string]int `json:"shown"`
+		ShownSet    map[string]int `json:"shown_set"`
+		ShownDel    []string       `json:"shown_del"`
 		Harness     map[string]any `json:"harness"`
 		Shape       struct {
 			Turns      int `json:"turns"`
@@ -121,7 +132,7 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 	if c.Metadata > objects.MetadataVersion {
 		return nil, fmt.Errorf("assemble: %s: metadata version %d is newer than this binary's (%d)", id, c.Metadata, objects.MetadataVersion)
 	}
-	c.Shown, c.Harness = raw.Shown, raw.Harness
+	c.Shown, c.shownSet, c.shownDel, c.Harness = raw.Shown, raw.ShownSet, raw.ShownDel, raw.Harness
 	c.Shape = Shape(raw.Shape)
 	c.PrefixBytes, c.PrefixTokens = -1, -1
 	if raw.PrefixBytes != nil && raw.PrefixTok != nil {
@@ -236,6 +247,19 @@ func replay(ctx context.Context, st store.Store, sessionID string, n int) ([]Ite
 			return nil, nil, fmt.Errorf("assemble: %s keeps %d items, its parent has %d", c.ID, c.Base, len(list))
 		}
 		list = append(list[:c.Base:c.Base], c.Items...)
+		switch {
+		case c.Shown != nil: // recorded whole
+		case last != nil && last.Shown != nil:
+			c.Shown = maps.Clone(last.Shown)
+			for id, i := range c.shownSet {
+				c.Shown[id] = i
+			}
+			for _, id := range c.shownDel {
+				delete(c.Shown, id)
+			}
+		case c.shownSet != nil || c.shownDel != nil:
+			return nil, nil, fmt.Errorf("assemble: %s records changes to the shown blocks of a parent that records none", c.ID)
+		}
 		last = c
 	}
 	if len(list) != last.ItemCount {
