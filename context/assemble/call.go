@@ -624,7 +624,7 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 	}
 	doc := store.Doc{
 		store.IDKey: c.CommitID, "type": CommitType, "session_id": a.s.ID(), "call": int64(c.N),
-		"layout": string(c.Layout), "session_tx": c.SessionTx, "system_ref": a.sysRef.String(),
+		"layout": string(c.Layout), "session_tx": c.SessionTx,
 		"base": int64(base), "items": items, "item_count": int64(len(a.items)),
 		"byte_len": int64(len(c.Bytes)), "bytes_sha256": digest(c.Bytes),
 		"tokens": int64(c.Tokens), "stale_tokens": int64(c.StaleTokens),
@@ -678,6 +678,14 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 	if c.Layout == LayoutLiteral {
 		doc["pool"], doc["active"] = refStrings(pool), refStrings(active)
 	}
+	// The system prompt's reference, a few hundred bytes, is recorded by
+	// the commit of the first call that has it; the commits after it name
+	// that call (issue 18).
+	if a.sysRefCall > 0 && a.sysRefCall < c.N && a.sysRef == a.committedSys {
+		doc["system_ref_call"] = int64(a.sysRefCall)
+	} else {
+		doc["system_ref"] = a.sysRef.String()
+	}
 	for k, v := range shownFields(a.committedShown, a.shown) {
 		doc[k] = v
 	}
@@ -702,6 +710,9 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 	}
 	a.committed = len(a.items)
 	a.committedShown = maps.Clone(a.shown)
+	if _, ok := doc["system_ref"]; ok {
+		a.sysRefCall, a.committedSys = c.N, a.sysRef
+	}
 	a.rebaseAt = -1
 	a.dropped = nil
 	a.last = nil

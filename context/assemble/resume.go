@@ -112,6 +112,10 @@ func Resume(ctx context.Context, s *session.Session, o Options) (*Assembler, err
 	}
 	a.restoreState(last)
 	a.committedShown = maps.Clone(last.Shown)
+	a.sysRefCall, a.committedSys = last.N, last.SystemRef
+	if last.systemCall > 0 {
+		a.sysRefCall = last.systemCall
+	}
 	// Toolcalls recorded after the last call (the process died between
 	// recording and assembling) wait for the harness to report their
 	// results again, so they come back where they belong rather than at

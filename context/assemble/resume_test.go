@@ -131,9 +131,11 @@ func TestResumeContinuesByteForByte(t *testing.T) {
 
 // checkShown checks that the commits of e's session record the shown map
 // whole in the first only, and changes in the others (resumes included),
-// that replaying them gives want[n] after every call n, and that commits
-// of the earlier form (the map whole in each, here the first half
-// rewritten so) replay and rebuild the same.
+// and the system prompt's reference in the first only (the others name
+// it: ReadCommit fills it), that replaying them gives want[n] after every
+// call n, and that commits of the earlier form (the map and the reference
+// whole in each, here the first half rewritten so) replay and rebuild the
+// same.
 func checkShown(t *testing.T, e *env, want map[int]map[string]int, calls int) {
 	t.Helper()
 	changes := 0
@@ -146,6 +148,16 @@ func checkShown(t *testing.T, e *env, want map[int]map[string]int, calls int) {
 		}
 		if d["shown_set"] != nil || d["shown_del"] != nil {
 			changes++
+		}
+		if _, ok := d["system_ref"]; ok != (n == 1) || (n > 1 && fmt.Sprint(d["system_ref_call"]) != "1") {
+			t.Errorf("commit %d: system_ref %v, system_ref_call %v (want the reference in the first only)", n, d["system_ref"], d["system_ref_call"])
+		}
+	}
+	first, err := ReadCommit(e.ctx, e.st, e.sid, 1)
+	e.must(err)
+	for n := 2; n <= calls; n++ {
+		if c, err := ReadCommit(e.ctx, e.st, e.sid, n); err != nil || c.SystemRef != first.SystemRef || first.SystemRef.ID == "" {
+			t.Fatalf("commit %d alone: system ref %v, %v; the first records %v", n, c.SystemRef, err, first.SystemRef)
 		}
 	}
 	if changes == 0 {
@@ -172,8 +184,10 @@ func checkShown(t *testing.T, e *env, want map[int]map[string]int, calls int) {
 			whole[id] = int64(i)
 		}
 		d["shown"] = whole
+		d["system_ref"] = first.SystemRef.String()
 		delete(d, "shown_set")
 		delete(d, "shown_del")
+		delete(d, "system_ref_call")
 		_, err = store.SubmitWait(e.ctx, e.st, []store.Op{store.Put(d)})
 		e.must(err)
 	}
