@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pressly/goose/v3"
 
@@ -167,7 +168,11 @@ func TestMigrationIndexedFields(t *testing.T) {
 		}
 	}
 	before, every := runQueries(t, st), indexRows(t, st)
-	for _, q := range []string{"DROP TABLE indexed_fields", "DELETE FROM goose_db_version WHERE version_id >= 7"} {
+	for _, q := range []string{
+		"ALTER TABLE points ADD COLUMN hash TEXT", // before 00008
+		"UPDATE points SET hash = (SELECT d.hash FROM docs d WHERE d.id = points.doc)",
+		"DROP TABLE indexed_fields", "DELETE FROM goose_db_version WHERE version_id >= 7",
+	} {
 		if _, err := st.w.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -200,10 +205,106 @@ func TestMigrationIndexedFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Down(ctx); err != nil {
+	if _, err := p.DownTo(ctx, 6); err != nil { // 00008's Down, then 00007's
 		t.Fatal(err)
 	}
 	if down := indexRows(t, st); !reflect.DeepEqual(down, every) {
 		t.Fatalf("after Down\n%s\nwritten with every field indexed\n%s", strings.Join(down, "\n"), strings.Join(every, "\n"))
+	}
+}
+
+// TestMigrationPointsWithoutHash opens a store whose points carry their
+// content hash, as before migration 00008 (made with today's code, then
+// the column put back and filled and the schema version taken back), and
+// checks every history, entity-tx and tx-log read answers as before the
+// migration, and that its Down puts each point's hash back.
+func TestMigrationPointsWithoutHash(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	st, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := func(m int64) time.Time { return time.UnixMilli(m).UTC() }
+	doc := func(id string, n float64) store.Doc { return store.Doc{store.IDKey: id, "n": n} }
+	for _, ops := range [][]store.Op{
+		{store.PutAt(doc("a", 1), ms(0)), store.PutAt(doc("b", 1), ms(0))},
+		{store.PutAt(doc("a", 2), ms(1000))},
+		{store.PutRange(doc("a", 3), ms(500), ms(1500)), store.DeleteRange("b", ms(2000), nil)},
+		{store.Put(doc("c", 1)), store.Match("a", doc("a", 2))},
+		{store.PutAt(doc("a", 2), ms(1000))},
+		{store.Evict("c")},
+	} {
+		if _, err := store.SubmitWait(ctx, st, ops); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reads := func(s *Store) string {
+		t.Helper()
+		var b strings.Builder
+		for _, id := range []string{"a", "b", "c"} {
+			for _, o := range []store.HistoryOptions{{Order: store.Asc, WithCorrections: true, WithDocs: true}, {Order: store.Desc}} {
+				h, err := s.History(ctx, id, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fmt.Fprintf(&b, "history %s %v: %+v\n", id, o.Order, h)
+			}
+			for _, vt := range []int64{0, 700, 1200, 2500} {
+				e, err := s.EntityTx(ctx, id, store.Basis{ValidTime: ms(vt)})
+				fmt.Fprintf(&b, "entity-tx %s %d: %+v %v\n", id, vt, e, err)
+			}
+		}
+		log, err := s.TxLog(ctx, -1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "log: %+v\n", log)
+		return b.String()
+	}
+	before := reads(st)
+	if !strings.Contains(before, "ContentHash:") || !strings.Contains(before, "Deleted:true") {
+		t.Fatalf("the reads hold no hash or no tombstone:\n%s", before)
+	}
+	for _, q := range []string{
+		"ALTER TABLE points ADD COLUMN hash TEXT",
+		"UPDATE points SET hash = (SELECT d.hash FROM docs d WHERE d.id = points.doc)",
+		"DELETE FROM goose_db_version WHERE version_id >= 8",
+	} {
+		if _, err := st.w.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	st.Close()
+	st, err = Open(ctx, path, Options{}) // migrates
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var cols int
+	if err := st.w.GetContext(ctx, &cols, "SELECT count(*) FROM pragma_table_info('points') WHERE name = 'hash'"); err != nil || cols != 0 {
+		t.Fatalf("points still has a hash column (%d, %v)", cols, err)
+	}
+	if after := reads(st); after != before {
+		t.Fatalf("after the migration\n%s\nbefore\n%s", after, before)
+	}
+	mig, err := fs.Sub(migrations.FS, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, st.w.DB, mig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	var wrong, hashed int
+	if err := st.w.GetContext(ctx, &wrong, `SELECT count(*) FROM points p LEFT JOIN docs d ON d.id = p.doc
+		WHERE p.hash IS NOT d.hash`); err != nil || wrong != 0 {
+		t.Fatalf("after Down: %d points whose hash is not their document's (%v)", wrong, err)
+	}
+	if err := st.w.GetContext(ctx, &hashed, "SELECT count(*) FROM points WHERE hash IS NOT NULL"); err != nil || hashed == 0 {
+		t.Fatalf("after Down: %d points with a hash (%v)", hashed, err)
 	}
 }

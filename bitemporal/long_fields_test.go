@@ -93,6 +93,8 @@ func TestMigrationLongFields(t *testing.T) {
 		 SELECT d.id, t.key, 's', coalesce(e.value, t.value) FROM docs d, json_each(d.doc) t
 		 LEFT JOIN json_each(CASE WHEN t.type = 'array' THEN t.value END) e
 		 WHERE (t.type = 'text' OR e.type = 'text') AND length(CAST(coalesce(e.value, t.value) AS BLOB)) > 2048`,
+		"ALTER TABLE points ADD COLUMN hash TEXT", // before 00008
+		"UPDATE points SET hash = (SELECT d.hash FROM docs d WHERE d.id = points.doc)",
 		"DELETE FROM goose_db_version WHERE version_id >= 4",
 		"DROP TRIGGER search_docs_turn_ai",
 		"DROP TABLE indexed_fields",
