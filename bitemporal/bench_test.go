@@ -115,7 +115,7 @@ func openRawSchema(b *testing.B) *rawSchema {
 	}{
 		{&r.doc, "INSERT INTO docs (hash, eid, doc) VALUES (?, ?, ?)"},
 		{&r.fields, "INSERT INTO fields (doc, field, kind, value) VALUES (?, ?, ?, ?)"},
-		{&r.point, "INSERT INTO points (eid, vt, tx_id, tx_time, hash) VALUES (?, ?, ?, ?, ?)"},
+		{&r.point, "INSERT INTO points (eid, vt, tx_id, tx_time, doc) VALUES (?, ?, ?, ?, ?)"},
 	} {
 		if *p.dst, err = db.Prepare(p.q); err != nil {
 			b.Fatal(err)
@@ -151,7 +151,7 @@ func (r *rawSchema) writeBatch(b *testing.B, tx int64, docs []store.Doc, vt int6
 				}
 			}
 		}
-		if _, err := point.Exec(d["xt/id"], vt, tx, time.Now().UnixMilli(), h); err != nil {
+		if _, err := point.Exec(d["xt/id"], vt, tx, time.Now().UnixMilli(), id); err != nil {
 			b.Fatal(err)
 		}
 	}

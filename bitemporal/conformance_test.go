@@ -43,15 +43,40 @@ func openTemp(t *testing.T, clock func() time.Time) *bitemporal.Store {
 	return s
 }
 
+// indexEveryField makes s index every field (bitemporal.IndexEveryField).
+func indexEveryField(t *testing.T, s *bitemporal.Store) *bitemporal.Store {
+	t.Helper()
+	if err := bitemporal.IndexEveryField(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestConformance runs the suite twice: with the store's own field index,
+// which holds none of the suite's fields but "type" (its predicates on the
+// others are evaluated on the documents), and with every field indexed
+// (the field index answers them).
 func TestConformance(t *testing.T) {
-	clock := &frozenClock{}
-	storetest.Run(t, storetest.Harness{
-		Name:             "sqlite",
-		New:              func(t *testing.T) store.Store { return openTemp(t, clock.now) },
-		SetClock:         clock.set,
-		Capabilities:     []string{"TxTimeSubmitter", "CanonicalTxLogger", "Searcher"},
-		LongStringRanges: true,
-	})
+	for _, every := range []bool{false, true} {
+		name := "sqlite"
+		if every {
+			name = "sqlite-every-field-indexed"
+		}
+		clock := &frozenClock{}
+		storetest.Run(t, storetest.Harness{
+			Name: name,
+			New: func(t *testing.T) store.Store {
+				s := openTemp(t, clock.now)
+				if every {
+					indexEveryField(t, s)
+				}
+				return s
+			},
+			SetClock:         clock.set,
+			Capabilities:     []string{"TxTimeSubmitter", "CanonicalTxLogger", "Searcher"},
+			LongStringRanges: true,
+		})
+	}
 }
 
 func TestConformanceInMemory(t *testing.T) {
@@ -76,7 +101,15 @@ func TestDifferentialAgainstModel(t *testing.T) {
 	if testing.Short() {
 		cfg.Txs, cfg.BasisPoints = 150, 800
 	}
-	storetest.Differential(t, func(t *testing.T) (store.Store, store.Store) {
-		return storetest.NewModel(nil), openTemp(t, nil)
-	}, cfg)
+	for _, every := range []bool{false, true} {
+		t.Run(map[bool]string{false: "indexed-fields", true: "every-field"}[every], func(t *testing.T) {
+			storetest.Differential(t, func(t *testing.T) (store.Store, store.Store) {
+				s := openTemp(t, nil)
+				if every {
+					indexEveryField(t, s)
+				}
+				return storetest.NewModel(nil), s
+			}, cfg)
+		})
+	}
 }

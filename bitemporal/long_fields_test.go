@@ -9,7 +9,8 @@ import (
 	"github.com/ctxstore/ctxstore/store"
 )
 
-// Issue 18: a long string is indexed by its prefix only, and a match is
+// Issue 18: a long string is indexed by its prefix only (and not at all
+// in a field the index does not hold, migration 00007), and a match is
 // logged by its document's hash, so neither copies a document's large text
 // a second (or third) time.
 func TestLongStringsAndMatchesAreNotCopied(t *testing.T) {
@@ -20,7 +21,7 @@ func TestLongStringsAndMatchesAreNotCopied(t *testing.T) {
 	}
 	defer st.Close()
 	long := strings.Repeat("ü", 5000) + "end"
-	doc := store.Doc{store.IDKey: "f", "content": long, "path": "/a"}
+	doc := store.Doc{store.IDKey: "f", "content": long, "nickname": long, "path": "/a"}
 	for _, ops := range [][]store.Op{{store.Put(doc)}, {store.Match("f", doc), store.Put(store.Doc{store.IDKey: "g", "n": 1.0})}} {
 		if _, err := store.SubmitWait(ctx, st, ops); err != nil {
 			t.Fatal(err)
@@ -37,15 +38,21 @@ func TestLongStringsAndMatchesAreNotCopied(t *testing.T) {
 		t.Fatalf("largest field value %d bytes, largest logged ops %d bytes: the long string was copied", maxField, maxOps)
 	}
 	var prefix string
-	if err := st.w.GetContext(ctx, &prefix, "SELECT value FROM fields WHERE field = 'content' AND kind = 'S'"); err != nil {
+	if err := st.w.GetContext(ctx, &prefix, "SELECT value FROM fields WHERE field = 'nickname' AND kind = 'S'"); err != nil {
 		t.Fatal(err)
 	}
 	if prefix != strings.Repeat("ü", longPrefixChars) {
 		t.Fatalf("indexed prefix %q", prefix)
 	}
-	got, err := st.Query(ctx, store.Query{Where: []store.Pred{store.Where("content", long)}})
-	if err != nil || len(got) != 1 {
-		t.Fatalf("query on the long value: %v, %v", got, err)
+	var contentRows int
+	if err := st.w.GetContext(ctx, &contentRows, "SELECT count(*) FROM fields WHERE field IN ('content', 'path')"); err != nil || contentRows != 0 {
+		t.Fatalf("%d field-index rows for fields the index does not hold (%v)", contentRows, err)
+	}
+	for _, field := range []string{"content", "nickname"} {
+		got, err := st.Query(ctx, store.Query{Where: []store.Pred{store.Where(field, long)}})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("query on the long value of %s: %v, %v", field, got, err)
+		}
 	}
 	log, err := st.TxLog(ctx, -1, 0)
 	if err != nil {
@@ -60,7 +67,8 @@ func TestLongStringsAndMatchesAreNotCopied(t *testing.T) {
 // strings whole, as every release before migration 00004 wrote it (made
 // here by writing with today's code, then putting the index rows back in
 // the old form and the schema version back to 3, before 00004 and 00005), and checks the migration
-// shrinks them and every query still answers.
+// shrinks them and every query still answers. The fields are ones the
+// index holds since 00007 (nickname, name_keys), which deletes the others'.
 func TestMigrationLongFields(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "s.db")
@@ -70,8 +78,8 @@ func TestMigrationLongFields(t *testing.T) {
 	}
 	long := strings.Repeat("日本", 1500)
 	docs := []store.Doc{
-		{store.IDKey: "a", "content": long + "a", "parts": []any{"x", long + "p"}},
-		{store.IDKey: "b", "content": long + "b"},
+		{store.IDKey: "a", "nickname": long + "a", "name_keys": []any{"x", long + "p"}},
+		{store.IDKey: "b", "nickname": long + "b"},
 	}
 	for _, d := range docs {
 		if _, err := store.SubmitWait(ctx, st, []store.Op{store.Put(d)}); err != nil {
@@ -85,8 +93,11 @@ func TestMigrationLongFields(t *testing.T) {
 		 SELECT d.id, t.key, 's', coalesce(e.value, t.value) FROM docs d, json_each(d.doc) t
 		 LEFT JOIN json_each(CASE WHEN t.type = 'array' THEN t.value END) e
 		 WHERE (t.type = 'text' OR e.type = 'text') AND length(CAST(coalesce(e.value, t.value) AS BLOB)) > 2048`,
+		"ALTER TABLE points ADD COLUMN hash TEXT", // before 00008
+		"UPDATE points SET hash = (SELECT d.hash FROM docs d WHERE d.id = points.doc)",
 		"DELETE FROM goose_db_version WHERE version_id >= 4",
 		"DROP TRIGGER search_docs_turn_ai",
+		"DROP TABLE indexed_fields",
 	} {
 		if _, err := st.w.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -116,9 +127,9 @@ func TestMigrationLongFields(t *testing.T) {
 		p    store.Pred
 		want string
 	}{
-		{store.Where("content", long+"b"), "b"},
-		{store.Where("parts", long+"p"), "a"},
-		{store.Pred{Field: "content", Op: store.Lt, Value: long + "b"}, "a"},
+		{store.Where("nickname", long+"b"), "b"},
+		{store.Where("name_keys", long+"p"), "a"},
+		{store.Pred{Field: "nickname", Op: store.Lt, Value: long + "b"}, "a"},
 	} {
 		got, err := st.Query(ctx, store.Query{Where: []store.Pred{c.p}})
 		if err != nil || len(got) != 1 || got[0][store.IDKey] != c.want {

@@ -29,7 +29,7 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 	var conds []string
 	var args []any
 	for _, p := range q.Where {
-		c, a := predSQL(p, vt, tx)
+		c, a := predSQL(p, vt, tx, s.indexed)
 		conds = append(conds, c)
 		args = append(args, a...)
 	}
@@ -119,16 +119,20 @@ func projectedJSON(eid string, find []string, vals []sql.NullString) string {
 	return b.String()
 }
 
-// predSQL renders one predicate as a condition on document d.
-func predSQL(p store.Pred, vt, tx int64) (string, []any) {
+// predSQL renders one predicate as a condition on document d: through the
+// field index if it holds the field, else on the document itself.
+func predSQL(p store.Pred, vt, tx int64, indexed indexSet) (string, []any) {
+	if p.Field == store.IDKey && (p.Op == store.Eq || p.Op == store.In) {
+		return idPredSQL(p)
+	}
+	if !indexed.has(p.Field) {
+		return jsonPredSQL(p, vt, tx)
+	}
 	if p.Op == store.RefBy {
 		return fmt.Sprintf(`d.eid IN (SELECT f.value FROM fields f WHERE f.field = ? AND f.kind = 's' AND f.doc = %s)`,
 			fmt.Sprintf(visibleDocSQL, "?")), []any{p.Field, p.Value, vt, tx}
 	}
-	if p.Field == store.IDKey && (p.Op == store.Eq || p.Op == store.In) {
-		return idPredSQL(p)
-	}
-	if c, a, ok := longStringPredSQL(p); ok {
+	if c, a, ok := longStringPredSQL(p, indexed); ok {
 		return c, a
 	}
 	var cond string
@@ -163,6 +167,80 @@ func predSQL(p store.Pred, vt, tx int64) (string, []any) {
 		args = append(args, kind, val)
 	}
 	return "d.id IN (SELECT f.doc FROM fields f WHERE " + cond + ")", args
+}
+
+// jsonValuesSQL selects, as rows j of json_each, the values of top-level
+// field ? of document %s that fieldRows would index: the field's value, or
+// each element of an array (an object's members, whose keys are text, are
+// not values of the field; nulls, objects and arrays are filtered out by
+// the caller's type test).
+const jsonValuesSQL = "SELECT 1 FROM json_each(%s, ?) j WHERE typeof(j.key) <> 'text' AND "
+
+// jsonTypes is the json_each type test of a field-index kind.
+var jsonTypes = map[string]string{
+	"s": "j.type = 'text'",
+	"n": "j.type IN ('integer', 'real')",
+	"b": "j.type IN ('true', 'false')",
+}
+
+// jsonPredSQL renders a predicate on a field the field index does not hold
+// (indexSet) as a condition on the document itself, with the semantics
+// of the index: a value of the predicate's JSON kind (strings with strings,
+// numbers with numbers, booleans as 1 and 0), an array holding when an
+// element does, strings compared whole and bytewise as in the index. Its
+// candidates are those of the query's other predicates, or every visible
+// document when none uses the index.
+func jsonPredSQL(p store.Pred, vt, tx int64) (string, []any) {
+	path := jsonPath(p.Field)
+	if p.Op == store.RefBy {
+		return "d.eid IN (SELECT j.value FROM docs r, json_each(r.doc, ?) j WHERE r.id = " +
+				fmt.Sprintf(visibleDocSQL, "?") + " AND typeof(j.key) <> 'text' AND j.type = 'text')",
+			[]any{path, p.Value, vt, tx}
+	}
+	exists := "EXISTS (" + fmt.Sprintf(jsonValuesSQL, "d.doc")
+	args := []any{path}
+	switch p.Op {
+	case store.Exists:
+		return exists + "j.type IN ('text', 'integer', 'real', 'true', 'false'))", args
+	case store.In:
+		byKind := map[string][]any{}
+		var kinds []string
+		for _, v := range p.Values {
+			kind, val := jsonValue(v)
+			if jsonTypes[kind] == "" {
+				continue
+			}
+			if _, ok := byKind[kind]; !ok {
+				kinds = append(kinds, kind)
+			}
+			byKind[kind] = append(byKind[kind], val)
+		}
+		if len(kinds) == 0 {
+			return "0", nil
+		}
+		var alts []string
+		for _, k := range kinds {
+			vals := byKind[k]
+			alts = append(alts, "("+jsonTypes[k]+" AND j.value IN (?"+strings.Repeat(", ?", len(vals)-1)+"))")
+			args = append(args, vals...)
+		}
+		return exists + "(" + strings.Join(alts, " OR ") + "))", args
+	}
+	kind, val := jsonValue(p.Value)
+	if jsonTypes[kind] == "" {
+		return "0", nil
+	}
+	ops := map[store.PredOp]string{store.Eq: "=", store.Lt: "<", store.Lte: "<=", store.Gt: ">", store.Gte: ">="}
+	return exists + jsonTypes[kind] + " AND j.value " + ops[p.Op] + " ?)", append(args, val)
+}
+
+// jsonValue is sqlValue with strings whole, however long (the document
+// holds them whole; the index cuts long ones to a prefix).
+func jsonValue(v any) (string, any) {
+	if s, ok := v.(string); ok {
+		return "s", s
+	}
+	return sqlValue(v)
 }
 
 // idPredSQL renders an equality or In list on the entity id as a condition
@@ -210,7 +288,7 @@ func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") 
 // against the document's own value (json_each gives the element of an
 // array, or the value itself). ok is false for every other predicate,
 // which the field index answers alone.
-func longStringPredSQL(p store.Pred) (cond string, args []any, ok bool) {
+func longStringPredSQL(p store.Pred, indexed indexSet) (cond string, args []any, ok bool) {
 	path := jsonPath(p.Field)
 	short := func(op string, v any) (string, []any) {
 		return "d.id IN (SELECT f.doc FROM fields f WHERE f.field = ? AND f.kind = 's' AND f.value " + op + " ?)", []any{p.Field, v}
@@ -254,7 +332,7 @@ func longStringPredSQL(p store.Pred) (cond string, args []any, ok bool) {
 			return "", nil, false
 		}
 		if len(rest) > 0 {
-			c, a := predSQL(store.Pred{Field: p.Field, Op: store.In, Values: rest}, 0, 0)
+			c, a := predSQL(store.Pred{Field: p.Field, Op: store.In, Values: rest}, 0, 0, indexed)
 			alts = append(alts, c)
 			args = append(args, a...)
 		}

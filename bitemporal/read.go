@@ -211,7 +211,7 @@ func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) 
 	if o.WithDocs {
 		docCol, join = "json(d.doc)", " LEFT JOIN docs d ON d.id = p.doc"
 	}
-	q := fmt.Sprintf(`SELECT p.vt, p.tx_id, p.tx_time, p.hash, p.doc, %s AS body FROM points p%s
+	q := fmt.Sprintf(`SELECT p.vt, p.tx_id, p.tx_time, (SELECT h.hash FROM docs h WHERE h.id = p.doc) AS hash, p.doc, %s AS body FROM points p%s
 		WHERE p.eid = ?%s ORDER BY p.vt %s, p.tx_id %s`, docCol, join, where, dir, dir)
 	rows, err := s.r.QueryxContext(ctx, q, append([]any{id}, args...)...)
 	if err != nil {

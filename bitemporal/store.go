@@ -67,6 +67,9 @@ type Store struct {
 	// latestID caches the latest tx id known to exist (-1: none); it only
 	// grows, so it never claims a tx that does not exist.
 	latestID atomic.Int64
+	// indexed is the set of fields the field index holds (the table
+	// indexed_fields, migration 00007), read once at Open.
+	indexed indexSet
 }
 
 var _ store.Store = (*Store)(nil)
@@ -278,7 +281,7 @@ func (s *Store) init(ctx context.Context) error {
 	if _, err := p.Up(ctx); err != nil {
 		return &store.Error{Op: "open", Kind: store.ErrUnavailable, Msg: "migrating " + s.path, Err: err}
 	}
-	return nil
+	return s.loadIndexed(ctx)
 }
 
 // Close implements store.Store. It runs PRAGMA optimize and closes every

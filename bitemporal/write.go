@@ -41,7 +41,7 @@ type loggedOp struct {
 	ValidTo   *int64          `json:"vt,omitempty"`
 }
 
-func prepare(ops []store.Op) ([]prepared, []loggedOp, error) {
+func prepare(ops []store.Op, indexed indexSet) ([]prepared, []loggedOp, error) {
 	out := make([]prepared, len(ops))
 	logged := make([]loggedOp, len(ops))
 	for i, op := range ops {
@@ -54,7 +54,7 @@ func prepare(ops []store.Op) ([]prepared, []loggedOp, error) {
 			sum := sha256.Sum256(c)
 			p.hash, p.canon = hex.EncodeToString(sum[:]), string(c)
 			if op.Kind == store.OpPut {
-				p.fields = fieldRows(op.Doc)
+				p.fields = indexed.filter(fieldRows(op.Doc))
 			}
 		}
 		out[i] = p
@@ -178,7 +178,7 @@ func (s *Store) submit(ctx context.Context, ops []store.Op, at *time.Time) (stor
 	if err := store.CheckReserved(ctx, ops); err != nil {
 		return store.Tx{}, err
 	}
-	prep, logged, err := prepare(ops)
+	prep, logged, err := prepare(ops, s.indexed)
 	if err != nil {
 		return store.Tx{}, err
 	}
@@ -314,9 +314,9 @@ func writeSQL() []string {
 const (
 	insertDocSQL    = "INSERT OR IGNORE INTO docs (hash, eid, doc) VALUES (?, ?, jsonb(?))"
 	docIDSQL        = "SELECT id FROM docs WHERE hash = ?"
-	insertPointSQL  = "INSERT OR REPLACE INTO points (eid, vt, tx_id, tx_time, hash, doc) VALUES (?, ?, ?, ?, ?, ?)"
-	continuationSQL = "SELECT vt, tx_id, tx_time, hash, doc FROM points WHERE eid = ? AND vt > ? ORDER BY vt, tx_id DESC"
-	rangeSQL        = "SELECT vt, tx_id, tx_time, hash, doc FROM points WHERE eid = ? AND vt <= ? ORDER BY vt DESC, tx_id DESC"
+	insertPointSQL  = "INSERT OR REPLACE INTO points (eid, vt, tx_id, tx_time, doc) VALUES (?, ?, ?, ?, ?)"
+	continuationSQL = "SELECT vt, tx_id, tx_time, " + pointHashSQL + ", doc FROM points WHERE eid = ? AND vt > ? ORDER BY vt, tx_id DESC"
+	rangeSQL        = "SELECT vt, tx_id, tx_time, " + pointHashSQL + ", doc FROM points WHERE eid = ? AND vt <= ? ORDER BY vt DESC, tx_id DESC"
 	fieldChunk      = 8
 )
 
@@ -354,7 +354,12 @@ func (a *applier) exec(q string, args ...any) error {
 	return err
 }
 
-const visibleSQL = `SELECT vt, tx_id, tx_time, hash, doc FROM points
+// pointHashSQL is the content hash of the document a point of table
+// points names, NULL for a tombstone: points hold only the docs.id
+// (migration 00008).
+const pointHashSQL = "(SELECT h.hash FROM docs h WHERE h.id = points.doc) AS hash"
+
+const visibleSQL = `SELECT vt, tx_id, tx_time, ` + pointHashSQL + `, doc FROM points
 	WHERE eid = ? AND vt <= ? AND tx_id <= ? ORDER BY vt DESC, tx_id DESC LIMIT 1`
 
 // visible is visiblePoint inside the write transaction.
@@ -396,7 +401,7 @@ func (a *applier) apply(p prepared) (bool, error) {
 			if err != nil {
 				return false, err
 			}
-			v = version{hash: &p.hash, doc: &docID}
+			v = version{doc: &docID}
 		}
 		start := a.tt
 		if op.ValidFrom != nil {
@@ -476,15 +481,14 @@ func (a *applier) putDoc(p prepared) (int64, error) {
 	return docID, nil
 }
 
-// version is what a point names: a document (its hash and docs.id) or,
-// with both nil, a tombstone.
+// version is what a point names: a document (its docs.id) or, with doc
+// nil, a tombstone.
 type version struct {
-	hash *string
-	doc  *int64
+	doc *int64
 }
 
 func (a *applier) point(eid string, vt, txID, tt int64, v version) error {
-	return a.exec(insertPointSQL, eid, vt, txID, tt, v.hash, v.doc)
+	return a.exec(insertPointSQL, eid, vt, txID, tt, v.doc)
 }
 
 // writeOpen writes from start until the next different version: at start,
@@ -583,7 +587,7 @@ func (a *applier) writeRange(eid string, start, end int64, v version) error {
 		}
 	}
 	if restore != nil {
-		return a.point(eid, end, restore.TxID, restore.TT, version{restore.Hash, restore.Doc})
+		return a.point(eid, end, restore.TxID, restore.TT, version{restore.Doc})
 	}
 	return a.point(eid, end, a.txID, a.tt, version{})
 }

@@ -7,7 +7,9 @@ import (
 )
 
 // Query is the portable query both backends run natively: XTDB as Datalog,
-// SQLite as SQL over an index of top-level fields.
+// SQLite as SQL over an index of the top-level fields queries filter on
+// (a predicate on another field is evaluated on the document: the answer is
+// the same, only slower when no predicate of the query uses the index).
 //
 // A document matches when every predicate holds. A predicate on a field
 // whose value is an array holds when it holds for any element (XTDB's

@@ -79,6 +79,14 @@ type Assembler struct {
 	stale    int                 // stale tokens rendered
 	tokens   int                 // tokens of buf
 	metaTok  int                 // tokens of the metadata items in buf
+	// committedShown is shown as the commits up to the last one record it
+	// (nil: unknown, so the next commit records it whole); a commit records
+	// only what changed since (shownFields).
+	committedShown map[string]int
+	// sysRefCall is the call whose commit records sysRef (0: none yet);
+	// later commits name that call instead of repeating the reference.
+	sysRefCall   int
+	committedSys objects.Ref // the reference the commit of sysRefCall records
 
 	calls     int               // calls assembled
 	committed int               // len(items) at the last commit

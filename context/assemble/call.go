@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -623,7 +624,7 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 	}
 	doc := store.Doc{
 		store.IDKey: c.CommitID, "type": CommitType, "session_id": a.s.ID(), "call": int64(c.N),
-		"layout": string(c.Layout), "session_tx": c.SessionTx, "system_ref": a.sysRef.String(),
+		"layout": string(c.Layout), "session_tx": c.SessionTx,
 		"base": int64(base), "items": items, "item_count": int64(len(a.items)),
 		"byte_len": int64(len(c.Bytes)), "bytes_sha256": digest(c.Bytes),
 		"tokens": int64(c.Tokens), "stale_tokens": int64(c.StaleTokens),
@@ -677,11 +678,17 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 	if c.Layout == LayoutLiteral {
 		doc["pool"], doc["active"] = refStrings(pool), refStrings(active)
 	}
-	shown := map[string]any{}
-	for id, i := range a.shown {
-		shown[id] = int64(i)
+	// The system prompt's reference, a few hundred bytes, is recorded by
+	// the commit of the first call that has it; the commits after it name
+	// that call (issue 18).
+	if a.sysRefCall > 0 && a.sysRefCall < c.N && a.sysRef == a.committedSys {
+		doc["system_ref_call"] = int64(a.sysRefCall)
+	} else {
+		doc["system_ref"] = a.sysRef.String()
 	}
-	doc["shown"] = shown
+	for k, v := range shownFields(a.committedShown, a.shown) {
+		doc[k] = v
+	}
 	doc["shape"] = map[string]any{"turns": int64(a.shape.Turns), "turn_calls": int64(a.shape.TurnCalls),
 		"current": int64(a.shape.Current), "warm_starts": int64(a.shape.WarmStarts), "cold_starts": int64(a.shape.ColdStarts)}
 	if meta != nil {
@@ -702,10 +709,51 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 		return fmt.Errorf("assemble: writing context commit %s: %w", c.CommitID, err)
 	}
 	a.committed = len(a.items)
+	a.committedShown = maps.Clone(a.shown)
+	if _, ok := doc["system_ref"]; ok {
+		a.sysRefCall, a.committedSys = c.N, a.sysRef
+	}
 	a.rebaseAt = -1
 	a.dropped = nil
 	a.last = nil
 	return nil
+}
+
+// shownFields are the fields a commit records its shown map with (issue
+// 18): the whole map ("shown") when the previous commit's is unknown (the
+// first call, or a call after a commit of a version that did not record
+// it), else only what changed since the previous commit: "shown_set" for
+// entries added or moved, "shown_del" for ids no longer shown (sorted),
+// each left out when empty. The map changes by an entry or two a call and
+// was a seventh of a commit; replay puts it back together.
+func shownFields(prev, cur map[string]int) map[string]any {
+	if prev == nil {
+		whole := map[string]any{}
+		for id, i := range cur {
+			whole[id] = int64(i)
+		}
+		return map[string]any{"shown": whole}
+	}
+	set := map[string]any{}
+	for id, i := range cur {
+		if j, ok := prev[id]; !ok || j != i {
+			set[id] = int64(i)
+		}
+	}
+	var del []any
+	for _, id := range slices.Sorted(maps.Keys(prev)) {
+		if _, ok := cur[id]; !ok {
+			del = append(del, id)
+		}
+	}
+	out := map[string]any{}
+	if len(set) > 0 {
+		out["shown_set"] = set
+	}
+	if len(del) > 0 {
+		out["shown_del"] = del
+	}
+	return out
 }
 
 func refStrings(items []*item) []any {

@@ -3,6 +3,7 @@ package assemble
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/ctxstore/ctxstore/context/expand"
@@ -39,8 +40,19 @@ type Commit struct {
 	Pool        []string   // literal layout only
 	Active      []string   // literal layout only
 	// Shown maps each object whose content block is live (not stale) to
-	// its item index (absent in commits of older versions).
+	// its item index (nil for commits of older versions, which did not
+	// record it). A commit stores it whole only when its parent's is
+	// unknown, else what changed (shownSet, shownDel: shownFields): Shown
+	// is the whole map from replay (Rebuild, Resume), and from ReadCommit
+	// only for a commit that stores it whole.
 	Shown map[string]int
+	// shownSet and shownDel are what a commit records of Shown when it
+	// records what changed since its parent's.
+	shownSet map[string]int
+	shownDel []string
+	// systemCall is the call whose commit records SystemRef, when this
+	// one inherits it (system_ref_call; 0: recorded here).
+	systemCall int
 	// Harness is what the harness recorded with the call (CallWith).
 	Harness map[string]any
 	// Shape is the session's rhythm after the call (the cost model's
@@ -54,8 +66,23 @@ type Commit struct {
 	PrefixBytes, PrefixTokens int
 }
 
-// ReadCommit reads context commit n of a session.
+// ReadCommit reads context commit n of a session. Commits record the
+// system prompt's reference only when it changes and the live blocks' map
+// as changes (issue 18): SystemRef is always filled (from the commit that
+// records it, one more read), Shown only for a commit that records it
+// whole (replay and ReadCommitAfter put it together).
 func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*Commit, error) {
+	return ReadCommitAfter(ctx, st, sessionID, n, nil)
+}
+
+// ReadCommitAfter is ReadCommit for a caller reading a session's commits
+// in order: prev is commit n-1 as ReadCommitAfter returned it (nil for the
+// first read), which gives what commit n inherits without another read:
+// its SystemRef, and its Shown put together from prev's and its changes.
+func ReadCommitAfter(ctx context.Context, st store.Store, sessionID string, n int, prev *Commit) (*Commit, error) {
+	if prev != nil && prev.N != n-1 {
+		prev = nil
+	}
 	id := CommitID(sessionID, n)
 	doc, err := st.Entity(ctx, id, store.Basis{})
 	if err != nil {
@@ -68,6 +95,7 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 		Layout      Layout         `json:"layout"`
 		SessionTx   int64          `json:"session_tx"`
 		SystemRef   string         `json:"system_ref"`
+		SystemCall  int            `json:"system_ref_call"`
 		Base        int            `json:"base"`
 		Items       []ItemDoc      `json:"items"`
 		ItemCount   int            `json:"item_count"`
@@ -88,6 +116,8 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 		Pool        []string       `json:"pool"`
 		Active      []string       `json:"active"`
 		Shown       map[string]int `json:"shown"`
+		ShownSet    map[string]int `json:"shown_set"`
+		ShownDel    []string       `json:"shown_del"`
 		Harness     map[string]any `json:"harness"`
 		Shape       struct {
 			Turns      int `json:"turns"`
@@ -103,9 +133,20 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 	if err := fromJSONValue(map[string]any(doc), &raw); err != nil {
 		return nil, fmt.Errorf("assemble: decoding %s: %w", id, err)
 	}
-	sys, err := objects.ParseRef(raw.SystemRef)
-	if err != nil {
-		return nil, fmt.Errorf("assemble: decoding %s: system_ref: %w", id, err)
+	var sys objects.Ref
+	switch {
+	case raw.SystemRef != "" || raw.SystemCall <= 0:
+		if sys, err = objects.ParseRef(raw.SystemRef); err != nil {
+			return nil, fmt.Errorf("assemble: decoding %s: system_ref: %w", id, err)
+		}
+	case raw.SystemCall >= raw.Call:
+		return nil, fmt.Errorf("assemble: %s: system_ref_call %d is not an earlier call", id, raw.SystemCall)
+	case prev != nil && (prev.N == raw.SystemCall || prev.systemCall == raw.SystemCall):
+		sys = prev.SystemRef
+	default:
+		if sys, err = systemRefOf(ctx, st, sessionID, raw.SystemCall); err != nil {
+			return nil, fmt.Errorf("assemble: %s: %w", id, err)
+		}
 	}
 	c := &Commit{ID: id, SessionID: raw.SessionID, N: raw.Call, Parent: raw.Parent, Layout: raw.Layout,
 		SessionTx: raw.SessionTx, SystemRef: sys, Base: raw.Base, Items: raw.Items, ItemCount: raw.ItemCount,
@@ -121,7 +162,21 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 	if c.Metadata > objects.MetadataVersion {
 		return nil, fmt.Errorf("assemble: %s: metadata version %d is newer than this binary's (%d)", id, c.Metadata, objects.MetadataVersion)
 	}
-	c.Shown, c.Harness = raw.Shown, raw.Harness
+	c.systemCall = raw.SystemCall
+	c.Shown, c.shownSet, c.shownDel, c.Harness = raw.Shown, raw.ShownSet, raw.ShownDel, raw.Harness
+	switch {
+	case c.Shown != nil: // recorded whole
+	case prev != nil && prev.Shown != nil:
+		c.Shown = maps.Clone(prev.Shown)
+		for id, i := range c.shownSet {
+			c.Shown[id] = i
+		}
+		for _, id := range c.shownDel {
+			delete(c.Shown, id)
+		}
+	case prev != nil && (c.shownSet != nil || c.shownDel != nil):
+		return nil, fmt.Errorf("assemble: %s records changes to the shown blocks of a parent that records none", id)
+	}
 	c.Shape = Shape(raw.Shape)
 	c.PrefixBytes, c.PrefixTokens = -1, -1
 	if raw.PrefixBytes != nil && raw.PrefixTok != nil {
@@ -133,6 +188,24 @@ func ReadCommit(ctx context.Context, st store.Store, sessionID string, n int) (*
 		}
 	}
 	return c, nil
+}
+
+// systemRefOf reads the system prompt's reference that commit n of a
+// session records (only that field).
+func systemRefOf(ctx context.Context, st store.Store, sessionID string, n int) (objects.Ref, error) {
+	id := CommitID(sessionID, n)
+	docs, err := st.Query(ctx, store.Query{Where: []store.Pred{store.Where(store.IDKey, id)}, Find: []string{"system_ref"}})
+	if err != nil {
+		return objects.Ref{}, fmt.Errorf("reading the system_ref of %s: %w", id, err)
+	}
+	if len(docs) != 1 {
+		return objects.Ref{}, fmt.Errorf("reading the system_ref of %s: %w", id, store.ErrNotFound)
+	}
+	s, _ := docs[0]["system_ref"].(string)
+	if s == "" {
+		return objects.Ref{}, fmt.Errorf("%s records no system_ref", id)
+	}
+	return objects.ParseRef(s)
 }
 
 // Rebuild re-renders the context of call n of a session from the store
@@ -228,7 +301,7 @@ func replay(ctx context.Context, st store.Store, sessionID string, n int) ([]Ite
 	var list []ItemDoc
 	var last *Commit
 	for k := 1; k <= n; k++ {
-		c, err := ReadCommit(ctx, st, sessionID, k)
+		c, err := ReadCommitAfter(ctx, st, sessionID, k, last)
 		if err != nil {
 			return nil, nil, err
 		}

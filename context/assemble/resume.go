@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/session"
@@ -110,6 +111,11 @@ func Resume(ctx context.Context, s *session.Session, o Options) (*Assembler, err
 		return nil, fmt.Errorf("assemble: resuming %s: the stream rebuilt to %d bytes that do not match the %d recorded", last.ID, len(a.buf), last.ByteLen)
 	}
 	a.restoreState(last)
+	a.committedShown = maps.Clone(last.Shown)
+	a.sysRefCall, a.committedSys = last.N, last.SystemRef
+	if last.systemCall > 0 {
+		a.sysRefCall = last.systemCall
+	}
 	// Toolcalls recorded after the last call (the process died between
 	// recording and assembling) wait for the harness to report their
 	// results again, so they come back where they belong rather than at

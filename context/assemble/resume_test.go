@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,7 @@ func TestResumeContinuesByteForByte(t *testing.T) {
 			a := x.file("a.go", "package a\n")
 			b := x.file("b.go", "package b\n\nfunc B() {}\n")
 			resumes := 0
+			shown := map[int]map[string]int{} // the uninterrupted run's shown map after each call
 			for turn := 1; turn <= 16; turn++ {
 				for _, e := range []*env{x, y} {
 					e.turn(fmt.Sprintf("turn %d", turn))
@@ -100,6 +102,7 @@ func TestResumeContinuesByteForByte(t *testing.T) {
 					}
 				}
 				cx, cy := x.call(), y.call()
+				shown[cx.N] = maps.Clone(x.a.shown)
 				if cx.N != cy.N || !bytes.Equal(cx.Bytes, cy.Bytes) {
 					dumpDiff(t, cx.Bytes, cy.Bytes)
 					t.Fatalf("turn %d: call %d/%d differs after %d resumes: common prefix %d of %d/%d bytes",
@@ -121,8 +124,74 @@ func TestResumeContinuesByteForByte(t *testing.T) {
 					t.Fatalf("rebuild %d: %v", n, err)
 				}
 			}
+			checkShown(t, y, shown, 16)
 		})
 	}
+}
+
+// checkShown checks that the commits of e's session record the shown map
+// whole in the first only, and changes in the others (resumes included),
+// and the system prompt's reference in the first only (the others name
+// it: ReadCommit fills it), that replaying them gives want[n] after every
+// call n, and that commits of the earlier form (the map and the reference
+// whole in each, here the first half rewritten so) replay and rebuild the
+// same.
+func checkShown(t *testing.T, e *env, want map[int]map[string]int, calls int) {
+	t.Helper()
+	changes := 0
+	for n := 1; n <= calls; n++ {
+		d, err := e.st.Entity(e.ctx, CommitID(e.sid, n), store.Basis{})
+		e.must(err)
+		_, whole := d["shown"]
+		if whole != (n == 1) {
+			t.Errorf("commit %d records the shown map whole: %v", n, whole)
+		}
+		if d["shown_set"] != nil || d["shown_del"] != nil {
+			changes++
+		}
+		if _, ok := d["system_ref"]; ok != (n == 1) || (n > 1 && fmt.Sprint(d["system_ref_call"]) != "1") {
+			t.Errorf("commit %d: system_ref %v, system_ref_call %v (want the reference in the first only)", n, d["system_ref"], d["system_ref_call"])
+		}
+	}
+	first, err := ReadCommit(e.ctx, e.st, e.sid, 1)
+	e.must(err)
+	for n := 2; n <= calls; n++ {
+		if c, err := ReadCommit(e.ctx, e.st, e.sid, n); err != nil || c.SystemRef != first.SystemRef || first.SystemRef.ID == "" {
+			t.Fatalf("commit %d alone: system ref %v, %v; the first records %v", n, c.SystemRef, err, first.SystemRef)
+		}
+	}
+	if changes == 0 {
+		t.Error("no commit records a change of the shown map")
+	}
+	check := func(form string) {
+		for n := 1; n <= calls; n++ {
+			_, last, err := replay(e.ctx, e.st, e.sid, n)
+			e.must(err)
+			if !maps.Equal(last.Shown, want[n]) {
+				t.Fatalf("%s: call %d replays shown %v, the assembler had %v", form, n, last.Shown, want[n])
+			}
+			if _, err := Rebuild(e.ctx, e.st, e.sid, n); err != nil {
+				t.Fatalf("%s: rebuild %d: %v", form, n, err)
+			}
+		}
+	}
+	check("changes")
+	for n := 1; n <= calls/2; n++ {
+		d, err := e.st.Entity(e.ctx, CommitID(e.sid, n), store.Basis{})
+		e.must(err)
+		whole := map[string]any{}
+		for id, i := range want[n] {
+			whole[id] = int64(i)
+		}
+		d["shown"] = whole
+		d["system_ref"] = first.SystemRef.String()
+		delete(d, "shown_set")
+		delete(d, "shown_del")
+		delete(d, "system_ref_call")
+		_, err = store.SubmitWait(e.ctx, e.st, []store.Op{store.Put(d)})
+		e.must(err)
+	}
+	check("earlier form")
 }
 
 func TestResumeWithoutCommits(t *testing.T) {

@@ -199,13 +199,15 @@ func (in *Ingester) restore(ctx context.Context, last *assemble.Commit) error {
 	s := in.t.Session()
 	var hs []string
 	turnStart := -1
+	var prev *assemble.Commit
 	for k := 1; k <= last.N; k++ {
 		c := last
 		if k < last.N {
 			var err error
-			if c, err = assemble.ReadCommit(ctx, s.Store(), s.ID(), k); err != nil {
+			if c, err = assemble.ReadCommitAfter(ctx, s.Store(), s.ID(), k, prev); err != nil {
 				return fmt.Errorf("ingest: restoring the cursor: %w", err)
 			}
+			prev = c
 		}
 		in.convRestore(c.Harness[convKey])
 		raw, ok := c.Harness[cursorKey]

@@ -545,6 +545,8 @@ func TestMigratedStoreRebuilds(t *testing.T) {
 	}{
 		// The chat's latest version becomes the whole chat (an earlier
 		// release's last AppendTurns wrote exactly this document).
+		{"ALTER TABLE points ADD COLUMN hash TEXT", nil}, // before migration 00008
+		{"UPDATE points SET hash = (SELECT d.hash FROM docs d WHERE d.id = points.doc)", nil},
 		{"CREATE TEMP TABLE head AS SELECT p.doc AS id, p.hash AS hash FROM points p WHERE p.eid = 'chat:s1' ORDER BY p.vt DESC, p.tx_id DESC LIMIT 1", nil},
 		{"UPDATE docs SET doc = ?, hash = ? WHERE id = (SELECT id FROM head)", []any{string(canon), sum}},
 		{"UPDATE points SET hash = ? WHERE hash = (SELECT hash FROM head)", []any{sum}},
@@ -554,6 +556,7 @@ func TestMigratedStoreRebuilds(t *testing.T) {
 		  WHERE t.type = 'text' AND length(CAST(t.value AS BLOB)) > 2048`, nil},
 		{"DELETE FROM goose_db_version WHERE version_id >= 4", nil},
 		{"DROP TRIGGER search_docs_turn_ai", nil},
+		{"DROP TABLE indexed_fields", nil},
 	} {
 		if _, err := db.Exec(q.sql, q.args...); err != nil {
 			t.Fatalf("%s: %v", q.sql, err)

@@ -52,7 +52,8 @@ type Call struct {
 	// Break is the cache-break attribution against the previous call.
 	Break Break `json:"break"`
 
-	systemRef string
+	systemRef  string
+	systemCall int // the call whose record holds systemRef (0: this one)
 }
 
 // Collapsed is one object a rebase turned into a "collapsed:" reference.
@@ -119,7 +120,7 @@ type Break struct {
 // commitFields are the call-record fields a calls list reads: never the
 // items, so a page costs the same however long the contexts are.
 var commitFields = []string{"call", "parent", "time", "layout", "tokens", "stale_tokens", "byte_len", "item_count",
-	"base", "rebase_from", "rebase_reason", "system_ref", "prefix_bytes", "prefix_tokens"}
+	"base", "rebase_from", "rebase_reason", "system_ref", "system_ref_call", "prefix_bytes", "prefix_tokens"}
 
 // Page selects calls From..From+Limit-1 (From from 1; Limit 0: all).
 type Page struct {
@@ -154,14 +155,21 @@ func (in *Inspector) calls(ctx context.Context, sid string, p Page, withCollapse
 	if err != nil {
 		return nil, fmt.Errorf("session %s: reading call records: %w", sid, err)
 	}
-	var out []Call
-	var prev *Call
-	var rebased []any
+	decoded := make([]Call, 0, len(docs))
 	for _, d := range docs {
 		c, err := decodeCall(sid, d)
 		if err != nil {
 			return nil, err
 		}
+		decoded = append(decoded, c)
+	}
+	if err := in.systemRefs(ctx, sid, decoded); err != nil {
+		return nil, err
+	}
+	var out []Call
+	var prev *Call
+	var rebased []any
+	for _, c := range decoded {
 		if c.N >= p.From {
 			in.account(&c, prev)
 			if c.Rebased {
@@ -190,6 +198,43 @@ func (in *Inspector) calls(ctx context.Context, sid string, p Page, withCollapse
 		}
 	}
 	return out, nil
+}
+
+// systemRefs fills the system prompt reference of the calls whose record
+// names the call that records it (system_ref_call, issue 18): from the
+// page, else read from those records (one query).
+func (in *Inspector) systemRefs(ctx context.Context, sid string, calls []Call) error {
+	byN := map[int]string{}
+	var missing []any
+	for _, c := range calls {
+		if c.systemCall == 0 {
+			byN[c.N] = c.systemRef
+		}
+	}
+	for _, c := range calls {
+		if _, ok := byN[c.systemCall]; c.systemCall > 0 && !ok {
+			byN[c.systemCall] = ""
+			missing = append(missing, assemble.CommitID(sid, c.systemCall))
+		}
+	}
+	if len(missing) > 0 {
+		docs, err := in.st.Query(ctx, store.Query{Where: []store.Pred{{Field: store.IDKey, Op: store.In, Values: missing}},
+			Find: []string{"call", "system_ref"}})
+		if err != nil {
+			return fmt.Errorf("session %s: reading system prompt references: %w", sid, err)
+		}
+		for _, d := range docs {
+			byN[asInt(d["call"])] = asString(d["system_ref"])
+		}
+	}
+	for i := range calls {
+		if n := calls[i].systemCall; n > 0 {
+			if calls[i].systemRef = byN[n]; calls[i].systemRef == "" {
+				return fmt.Errorf("%s: call %d records no system_ref", calls[i].CommitID, n)
+			}
+		}
+	}
+	return nil
 }
 
 // exists fails with ErrNotFound when sid is not a session of the store.
@@ -256,6 +301,9 @@ func decodeCall(sid string, d store.Doc) (Call, error) {
 	c := Call{N: n, CommitID: assemble.CommitID(sid, n), Layout: asString(d["layout"]), Parent: asString(d["parent"]),
 		Tokens: asInt(d["tokens"]), StaleTokens: asInt(d["stale_tokens"]), Bytes: asInt(d["byte_len"]),
 		Items: asInt(d["item_count"]), RebaseFrom: -1, Reason: asString(d["rebase_reason"]), systemRef: asString(d["system_ref"])}
+	if c.systemRef == "" {
+		c.systemCall = asInt(d["system_ref_call"])
+	}
 	if v, ok := d["rebase_from"]; ok && v != nil {
 		c.Rebased, c.RebaseFrom = true, asInt(v)
 	}

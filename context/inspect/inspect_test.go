@@ -98,6 +98,11 @@ func TestInspectReplayedSession(t *testing.T) {
 			if causes[inspect.CauseFirst] != 1 || all[0].Break.Cause != inspect.CauseFirst {
 				t.Fatalf("causes %v", causes)
 			}
+			// The system prompt never changes here: the records after the
+			// first name the call that records its reference (issue 18).
+			if causes[inspect.CauseSystem] != 0 {
+				t.Fatalf("a system prompt change attributed: %v", causes)
+			}
 			if li == 0 && causes[inspect.CauseChanged] != 0 {
 				t.Fatalf("stream layout: a call changed its prefix without a rebase: %v", causes)
 			}

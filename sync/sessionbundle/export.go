@@ -131,14 +131,16 @@ func (ex *exporter) collect() error {
 	add(objects.SessionObjectID(ex.session), RoleSession)
 	add(ex.info.ChatID, RoleChat)
 	add(ex.info.SystemPromptID, RoleSystemPrompt)
+	var prev *assemble.Commit
 	for n := 1; ; n++ {
-		c, err := assemble.ReadCommit(ex.ctx, ex.src, ex.session, n)
+		c, err := assemble.ReadCommitAfter(ex.ctx, ex.src, ex.session, n, prev)
 		if errors.Is(err, store.ErrNotFound) {
 			break
 		}
 		if err != nil {
 			return err
 		}
+		prev = c
 		add(c.ID, RoleCommit)
 		add(c.SystemRef.ID, RoleObject)
 		refs := append(append([]string(nil), c.Pool...), c.Active...)
