@@ -137,14 +137,15 @@ func readTurnRange(ctx context.Context, st store.Store, sessionID string, lo, hi
 	return turns, nil
 }
 
-// TurnPage is how many turn documents EachTurn reads at a time.
+// TurnPage is the size of the chat that EachTurn's tests read across (it
+// read TurnPage turn documents at a time before it read them one by one).
 const TurnPage = 256
 
 // EachTurn calls fn with every turn of session sessionID's chat as of basis
-// b, in order, reading TurnPage turn documents at a time: a reader that
-// keeps only part of each turn (the texts recall indexes) holds one page
-// of turns at a time, not the whole chat (issue 18: a server's memory must
-// not grow with its sessions' length).
+// b, in order, reading one turn document at a time: a reader that keeps
+// only part of each turn (the texts recall indexes) holds one turn at a
+// time, not the whole chat (issue 18: a server's memory must not grow with
+// its sessions' length).
 func EachTurn(ctx context.Context, st store.Store, sessionID string, b store.Basis, fn func(n int, t objects.Turn) error) error {
 	doc, err := st.Entity(ctx, objects.ChatObjectID(sessionID), b)
 	if err != nil {
@@ -162,16 +163,33 @@ func EachTurn(ctx context.Context, st store.Store, sessionID string, b store.Bas
 		}
 		return nil
 	}
-	n := int(head.Chat.TurnCount)
-	for lo := 0; lo < n; lo += TurnPage {
-		turns, err := readTurnRange(ctx, st, sessionID, lo, min(n, lo+TurnPage), b)
+	// One point read per turn: a range query's candidate sets (every
+	// document of the session, every chat turn of the store) grow with
+	// the store, and with them the memory and time of each page (issue
+	// 18); a point read's do not. Without a transaction in b, the reads
+	// are pinned to the head's.
+	if b.TxID == nil && b.TxTime == nil {
+		et, err := st.EntityTx(ctx, objects.ChatObjectID(sessionID), b)
 		if err != nil {
-			return err
+			return fmt.Errorf("session %s: chat: %w", sessionID, err)
 		}
-		for i, t := range turns {
-			if err := fn(lo+i, t); err != nil {
-				return err
-			}
+		b = store.AtTx(et.TxID, b.ValidTime)
+	}
+	n := int(head.Chat.TurnCount)
+	for i := range n {
+		d, err := st.Entity(ctx, turnDocID(sessionID, i), b)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("session %s: %s: missing (the chat has %d turns)", sessionID, turnDocID(sessionID, i), n)
+		}
+		if err != nil {
+			return fmt.Errorf("session %s: reading the chat's turns: %w", sessionID, err)
+		}
+		t, err := objects.TurnFromDoc(d["turn"])
+		if err != nil {
+			return fmt.Errorf("session %s: turn document %v: %w", sessionID, d[store.IDKey], err)
+		}
+		if err := fn(i, t); err != nil {
+			return err
 		}
 	}
 	return nil

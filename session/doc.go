@@ -202,8 +202,10 @@ func encodeHead(info Info, s *State, size int, rev int64) (store.Doc, error) {
 
 // chunkOps returns the puts of the chunks of next whose entries differ from
 // prev's (or that prev lacks), and the deletes of prev's chunks next lacks.
-// With legacy set, no chunk is taken to exist yet.
-func chunkOps(sessionID string, prev, next *State, st stored) []store.Op {
+// With legacy set, no chunk is taken to exist yet. from, when not nil,
+// gives for each list the first entry that may differ (State.firstChange):
+// the chunks before it are not compared.
+func chunkOps(sessionID string, prev, next *State, st stored, from map[string]int) []store.Op {
 	var ops []store.Op
 	size := st.size
 	for _, l := range listNames {
@@ -211,7 +213,11 @@ func chunkOps(sessionID string, prev, next *State, st stored) []store.Op {
 		if st.legacy {
 			oldN = 0
 		}
-		for n := 0; n < newN; n++ {
+		first := 0
+		if f, ok := from[l]; ok && !st.legacy {
+			first = min(f/size, oldN)
+		}
+		for n := first; n < newN; n++ {
 			if n < oldN && chunkEqual(prev, next, l, n*size, (n+1)*size) {
 				continue
 			}

@@ -220,6 +220,28 @@ func (s *Session) IsActive(id string) bool {
 	return s.state.IsActive(id)
 }
 
+// Indexed and InPool report whether id is in the session index and the
+// pool, and Pinned returns
+// a copy of the pinned set: reads of the state without a copy of its long
+// lists (State copies them all).
+func (s *Session) Indexed(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state.Indexed(id)
+}
+
+func (s *Session) InPool(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state.InPool(id)
+}
+
+func (s *Session) Pinned() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.state.Pinned)
+}
+
 // Tx returns the transaction that wrote the current session version.
 func (s *Session) Tx() int64 {
 	s.mu.Lock()
@@ -227,7 +249,9 @@ func (s *Session) Tx() int64 {
 	return s.tx
 }
 
-// Update applies fn to a copy of the state and, if the state changed,
+// Update applies fn to a draft of the state (fn changes it through
+// State's methods; the session's state is left as it was when Update
+// fails) and, if the state changed,
 // writes the new session version in one transaction together with extra
 // (objects to put alongside, such as a new toolcall), guarded by a match on
 // the version this Session last read or wrote. If another writer changed
@@ -238,13 +262,13 @@ func (s *Session) Tx() int64 {
 func (s *Session) Update(ctx context.Context, extra []store.Op, fn func(*State) error) (tx int64, written bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	next := s.state.Clone()
+	next := s.state.draft() // not a copy of the long lists (issue 18)
 	if fn != nil {
 		if err := fn(&next); err != nil {
 			return s.tx, false, err
 		}
 	}
-	changed := !s.state.equal(&next)
+	changed := next.changedFrom(&s.state)
 	if !changed && len(extra) == 0 {
 		return s.tx, false, nil
 	}
@@ -253,7 +277,7 @@ func (s *Session) Update(ctx context.Context, extra []store.Op, fn func(*State) 
 	var doc store.Doc
 	sto := s.stored
 	if changed {
-		ops = append(ops, chunkOps(s.id, &s.state, &next, s.stored)...)
+		ops = append(ops, chunkOps(s.id, &s.state, &next, s.stored, next.firstChange(&s.state))...)
 		sto.rev++
 		sto.legacy = false
 		if doc, err = encodeHead(s.info, &next, sto.size, sto.rev); err != nil {
@@ -268,6 +292,7 @@ func (s *Session) Update(ctx context.Context, extra []store.Op, fn func(*State) 
 	if err != nil {
 		return s.tx, false, fmt.Errorf("session %s: writing: %w", s.id, err)
 	}
+	next.shared = 0
 	s.state = next
 	if changed {
 		s.doc, s.tx, s.stored = doc, t.ID, sto

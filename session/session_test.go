@@ -387,3 +387,74 @@ func TestChunkMissing(t *testing.T) {
 		}
 	})
 }
+
+// TestFailedUpdateLeavesState: Update hands its function a draft that
+// shares the long lists' arrays with the session's state (issue 18); a
+// function that fails, or a write that conflicts, after appending to
+// them and changing old toolcalls in place leaves the state as it was,
+// and the next update writes what it changed (read back from the store).
+func TestFailedUpdateLeavesState(t *testing.T) {
+	withChunkSize(t, 4)
+	storetestenv.Run(t, func(t *testing.T, e *storetestenv.Env) {
+		ctx := context.Background()
+		id := e.ID("draft")
+		s, err := Create(ctx, e.Store, id, CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.Update(ctx, nil, func(st *State) error {
+			for i := range 10 {
+				st.AddToolcall(fmt.Sprintf("c%d", i), false)
+				st.Activate(fmt.Sprintf("c%d", i))
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		before := s.State()
+		change := func(st *State) {
+			st.TouchToolcall("c1")
+			st.SetToolcallTokens("c2", 99)
+			st.AddToolcall("c10", false)
+			st.AddToPool("x")
+			_ = st.Deactivate("c3")
+		}
+		boom := errors.New("boom")
+		if _, _, err := s.Update(ctx, nil, func(st *State) error { change(st); return boom }); !errors.Is(err, boom) {
+			t.Fatalf("failing function: %v", err)
+		}
+		if got := s.State(); !reflect.DeepEqual(got, before) {
+			t.Fatalf("a failed function changed the state:\n%+v\nwant\n%+v", got, before)
+		}
+		other, err := Open(ctx, e.Reopen(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := other.Update(ctx, nil, func(st *State) error { st.AddToPool("y"); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.Update(ctx, nil, func(st *State) error { change(st); return nil }); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("stale writer: %v", err)
+		}
+		if got := s.State(); !reflect.DeepEqual(got, before) {
+			t.Fatalf("a conflicting write changed the state:\n%+v\nwant\n%+v", got, before)
+		}
+		if err := s.Reload(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.Update(ctx, nil, func(st *State) error { change(st); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		want := s.State()
+		if want.Toolcalls[1].Seq <= before.Toolcalls[9].Seq || want.Toolcalls[2].Tokens != 99 || want.IsActive("c3") || len(want.Toolcalls) != 11 {
+			t.Fatalf("the change is not in the state: %+v", want)
+		}
+		back, err := Open(ctx, e.Reopen(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := back.State(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("read back:\n%+v\nwant\n%+v", got, want)
+		}
+	})
+}

@@ -58,6 +58,22 @@ type State struct {
 	Seq int64
 	// Toolcalls records every toolcall of the session, oldest first.
 	Toolcalls []Toolcall
+
+	// shared is, in the state Session.Update gives its function, how many
+	// leading Toolcalls share their array with the session's current
+	// state (Index and Pool share theirs too, and are only appended to):
+	// a method that changes one of them copies the list first
+	// (ownToolcalls), so the state a failed Update leaves is untouched.
+	shared int
+}
+
+// ownToolcalls gives s a Toolcalls array of its own before a method
+// changes entry i in place.
+func (s *State) ownToolcalls(i int) {
+	if i < s.shared {
+		s.Toolcalls = slices.Clone(s.Toolcalls)
+		s.shared = 0
+	}
 }
 
 // Clone returns a deep copy of s.
@@ -68,11 +84,47 @@ func (s *State) Clone() State {
 	}
 }
 
+// draft returns the state Session.Update changes: Index, Pool and
+// Toolcalls share their arrays with s (appending writes past s's entries,
+// which s does not see; a Toolcalls entry is copied before it is
+// changed), and the small Active and Pinned sets are copies. Copying the
+// long lists at every change would cost time and garbage in proportion to
+// the session (issue 18).
+func (s *State) draft() State {
+	return State{
+		Index: s.Index, Pool: s.Pool, Active: slices.Clone(s.Active),
+		Pinned: slices.Clone(s.Pinned), Turn: s.Turn, Seq: s.Seq, Toolcalls: s.Toolcalls, shared: len(s.Toolcalls),
+	}
+}
+
 // equal reports whether s and o hold the same state (nil and empty lists
 // are the same).
 func (s *State) equal(o *State) bool {
 	return s.Turn == o.Turn && s.Seq == o.Seq && slices.Equal(s.Index, o.Index) && slices.Equal(s.Pool, o.Pool) &&
 		slices.Equal(s.Active, o.Active) && slices.Equal(s.Pinned, o.Pinned) && slices.Equal(s.Toolcalls, o.Toolcalls)
+}
+
+// changedFrom reports whether next, a draft of prev changed by State's
+// methods, differs from it. The shared prefixes of Index, Pool and
+// Toolcalls are prev's own entries, so only lengths and what was copied
+// are compared, not the whole lists.
+func (next *State) changedFrom(prev *State) bool {
+	if next.Turn != prev.Turn || next.Seq != prev.Seq || len(next.Index) != len(prev.Index) || len(next.Pool) != len(prev.Pool) ||
+		len(next.Toolcalls) != len(prev.Toolcalls) || !slices.Equal(next.Active, prev.Active) || !slices.Equal(next.Pinned, prev.Pinned) {
+		return true
+	}
+	return next.shared < len(prev.Toolcalls) && !slices.Equal(next.Toolcalls, prev.Toolcalls)
+}
+
+// firstChange returns, for each list (listNames' order), the first entry
+// where next, a draft of prev, may differ from it: the lists appended to
+// keep their entries.
+func (next *State) firstChange(prev *State) map[string]int {
+	tc := len(prev.Toolcalls)
+	if next.shared < tc {
+		tc = 0
+	}
+	return map[string]int{listIndex: len(prev.Index), listPool: len(prev.Pool), listActive: 0, listPinned: 0, listToolcalls: tc}
 }
 
 // Locked reports whether id names an object of a locked kind (chat,
@@ -164,6 +216,7 @@ func (s *State) AddTargetToolcall(id, target string) {
 func (s *State) SetToolcallTokens(id string, tokens int) {
 	for i := len(s.Toolcalls) - 1; i >= 0; i-- {
 		if s.Toolcalls[i].ID == id {
+			s.ownToolcalls(i)
 			s.Toolcalls[i].Tokens = tokens
 			return
 		}
@@ -176,6 +229,7 @@ func (s *State) SetToolcallTokens(id string, tokens int) {
 func (s *State) TouchTarget(target string) bool {
 	for i := len(s.Toolcalls) - 1; i >= 0; i-- {
 		if s.Toolcalls[i].Target == target {
+			s.ownToolcalls(i)
 			s.Seq++
 			s.Toolcalls[i].Turn, s.Toolcalls[i].Seq = s.Turn, s.Seq
 			return true
@@ -190,6 +244,7 @@ func (s *State) TouchTarget(target string) bool {
 func (s *State) TouchToolcall(id string) bool {
 	for i := range s.Toolcalls {
 		if s.Toolcalls[i].ID == id {
+			s.ownToolcalls(i)
 			s.Seq++
 			s.Toolcalls[i].Turn, s.Toolcalls[i].Seq = s.Turn, s.Seq
 			return true

@@ -2,7 +2,9 @@ package assemble
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"hash"
 	"sort"
 	"strings"
 	"sync"
@@ -45,6 +47,13 @@ type Options struct {
 	// Lean, when not nil, starts the session with a lean head (LeanHead;
 	// stream layout only); a resumed session keeps its first commit's.
 	Lean *LeanHead
+	// Release drops the stream's frozen prefix from memory (issue 18):
+	// the items no later call changes, which the context commits hold.
+	// An Assembled's messages before its Released mark are then rebuilt
+	// from the commits (Assembled.Whole), and an Assembled must be read
+	// before the next Call. LayoutStream only; the service turns it on
+	// (SetRelease) once a client says which answer it holds.
+	Release bool
 }
 
 // Assembler assembles the contexts of one session. It reads the session's
@@ -68,9 +77,10 @@ type Assembler struct {
 	managed  bool      // the head is the managed one (always, without lean)
 	needHead bool      // the stream needs the managed head from the next call
 
-	items []*item // the stream (LayoutStream) or every event (LayoutLiteral)
-	offs  []int   // byte offset of each item in buf (LayoutStream)
-	buf   []byte  // rendered bytes (LayoutStream)
+	items   []*item // the stream (LayoutStream) or every event (LayoutLiteral)
+	offs    []int   // byte offset of each item in the rendering (LayoutStream)
+	buf     []byte  // rendered bytes (LayoutStream), from byte bufBase on
+	bufBase int     // bytes of the rendering released before buf (Options.Release)
 
 	poolSeen int                 // State.Pool entries already looked at
 	listed   map[string]bool     // ids with a metadata line or toolcall_ref
@@ -119,6 +129,25 @@ type Assembler struct {
 	// prevStableTok is the tokens before the previous call's stable
 	// boundary (Policy.Breakpoints stable).
 	prevStableTok int
+
+	// The frozen prefix (issue 18): items [0, frozen) are whole messages
+	// before the message of the last item that precedes the first item a
+	// rebase could rewrite (or an assistant message waiting for a tool
+	// result), so no later call changes them or their bytes. Each call's
+	// scans start at frozen; frozenMsgs and frozenTok are the messages and
+	// the tokens (head included) before it, frozenLast its last item's
+	// rendering, and hashed the SHA-256 state of the bytes before it. A
+	// call moves frozen to nextFrozen (found by the call before, so that
+	// the caller can still read that call's messages) and, with
+	// Options.Release, drops those items from memory: they are in the
+	// context commits.
+	frozen, nextFrozen int
+	frozenMsgs         int
+	frozenTok          int
+	frozenLast         *frag
+	gone, goneMsgs     int // the items and messages released (frozen, or less when Release was turned off)
+	hashed             hash.Hash
+	hashedOff          int // bytes of buf written to hashed
 }
 
 type version struct {
@@ -177,7 +206,7 @@ func newAssembler(o Options, s *session.Session) (*Assembler, error) {
 		listed: map[string]bool{}, latest: map[string]*version{}, shown: map[string]int{}, rebaseAt: -1,
 		callAt: map[string]int{}, inputs: map[string]*input{}, rv: RenderVersion, mv: objects.MetadataVersion, paths: o.Paths, same: map[string]int64{},
 		held: map[string]*version{}, patches: map[string][]int{}, edits: map[string][]pendingEdit{}, previewed: map[string]bool{},
-		lean: o.Lean, managed: o.Lean == nil}, nil
+		lean: o.Lean, managed: o.Lean == nil, hashed: sha256.New()}, nil
 }
 
 // setSystem resolves the system prompt (through r when resuming) and
@@ -202,6 +231,7 @@ func (a *Assembler) setSystem(ctx context.Context, r *resolver, ref objects.Ref)
 	}
 	a.buf = append([]byte(nil), a.head...)
 	a.tokens = a.tok.Count(string(a.head))
+	a.frozenTok = a.tokens
 	return nil
 }
 
@@ -339,9 +369,9 @@ func (a *Assembler) push(it *item) {
 	if n := len(a.items); n > 0 {
 		prev = a.items[n-1].f
 	}
-	start := len(a.buf)
+	start := a.bufBase + len(a.buf)
 	a.buf = appendFrag(a.buf, prev, it.f)
-	it.tokens = a.tok.Count(string(a.buf[start:]))
+	it.tokens = a.tok.Count(string(a.buf[start-a.bufBase:]))
 	if it.out {
 		it.outTok = a.tok.Count(it.f.blocks[0].Text + "\n")
 	}
@@ -560,6 +590,14 @@ func (a *Assembler) wholeOnActivate(o *objects.Object) {
 			return
 		}
 	}
+}
+
+// SetRelease turns Options.Release on or off from the next call on
+// (what was released stays in the commits only).
+func (a *Assembler) SetRelease(on bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.o.Release = on
 }
 
 // Previews returns how many outputs entered as a preview, and whether id

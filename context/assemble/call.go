@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"maps"
 	"slices"
 	"strings"
@@ -24,8 +25,11 @@ type Assembled struct {
 	Layout Layout
 	// Bytes is the deterministic text rendering of the whole context
 	// (system prompt, tools, messages): what prefix caching is judged on.
-	// It must not be modified.
-	Bytes []byte
+	// It must not be modified. With Options.Release it holds the
+	// rendering from byte BytesFrom on (the frozen prefix's bytes were
+	// released; Len is the whole length, Whole rebuilds them).
+	Bytes     []byte
+	BytesFrom int
 	// Tokens is the Tokenizer's count of Bytes; StaleTokens the part that is
 	// collapsed content still rendered.
 	Tokens, StaleTokens int
@@ -71,6 +75,15 @@ type Assembled struct {
 	items    []*item // LayoutStream: the stream, shared with the Assembler (append-only view)
 	frags    []*frag // LayoutLiteral, and rebuilt contexts
 	spans    []Span  // rebuilt contexts
+
+	// frozen and frozenMsgs: items[:frozen] are the first frozenMsgs
+	// messages, whole; items[:gone], the first goneMsgs, were dropped
+	// from memory (Options.Release), and st and session are where Whole
+	// finds them.
+	frozen, frozenMsgs int
+	gone, goneMsgs     int
+	st                 store.Store
+	session            string
 }
 
 // System returns the system prompt text.
@@ -84,22 +97,36 @@ func (c *Assembled) Tools() []ToolSpec { return c.tools }
 func (c *Assembled) Withheld() []string { return c.withheld }
 
 // Messages returns the context's messages, in order; building them takes
-// time proportional to the context.
+// time proportional to the context. It panics when messages were released
+// (Released > 0): Whole rebuilds them.
 func (c *Assembled) Messages() []Message {
-	if c.frags == nil && c.items != nil {
-		fs := make([]*frag, len(c.items))
-		for i, it := range c.items {
-			fs[i] = it.f
-		}
-		return messages(fs)
+	ms, _ := c.MessagesFrom(0)
+	return ms
+}
+
+// Len is the length of the whole rendering.
+func (c *Assembled) Len() int { return c.BytesFrom + len(c.Bytes) }
+
+// Released is how many leading messages of the context the Assembler
+// dropped from memory (Options.Release): MessagesFrom(k) needs k at least
+// Released, and Whole rebuilds the rest from the context commits.
+func (c *Assembled) Released() int { return c.goneMsgs }
+
+// Whole returns c itself when it holds every message, and otherwise the
+// same context rebuilt from the store (Rebuild: reads proportional to the
+// session, checked against the commit's SHA-256).
+func (c *Assembled) Whole(ctx context.Context) (*Assembled, error) {
+	if c.gone == 0 && c.BytesFrom == 0 {
+		return c, nil
 	}
-	return messages(c.frags)
+	return Rebuild(ctx, c.st, c.session, c.N)
 }
 
 // MessagesFrom returns the context's messages from message k on, and how
 // many messages it has in all: building them takes time proportional to
-// what it returns, and counting them no memory (a caller that re-encodes
-// only the end of a context it answered before, issue 18).
+// what it returns past the frozen prefix, and counting them no memory (a
+// caller that re-encodes only the end of a context it answered before,
+// issue 18). k must be at least Released.
 func (c *Assembled) MessagesFrom(k int) ([]Message, int) {
 	var out []Message
 	n := 0
@@ -109,7 +136,21 @@ func (c *Assembled) MessagesFrom(k int) ([]Message, int) {
 		prev = f
 	}
 	if c.frags == nil && c.items != nil {
-		for _, it := range c.items {
+		// The frozen prefix is whole messages: start after it, or after
+		// what was released.
+		items := c.items
+		switch {
+		case k >= c.frozenMsgs:
+			items, n = c.items[c.frozen:], c.frozenMsgs
+		case k < c.goneMsgs:
+			panic(fmt.Sprintf("assemble: messages from %d of call %d asked for, the first %d were released: use Whole", k, c.N, c.goneMsgs))
+		case c.gone > 0:
+			items, n = c.items[c.gone:], c.goneMsgs
+		}
+		for _, it := range items {
+			if it == nil {
+				panic(fmt.Sprintf("assemble: call %d read after a later call released its items", c.N))
+			}
 			add(it.f)
 		}
 	} else {
@@ -138,6 +179,7 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.deferred = nil // results the harness did not report again are listed now
+	a.advanceFrozen()
 	if err := a.sync(ctx, true); err != nil {
 		return nil, err
 	}
@@ -204,7 +246,7 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 		if a.calls == 0 {
 			c.PrefixBytes, c.PrefixTokens = 0, 0
 		}
-		c.Bytes = a.buf[:len(a.buf):len(a.buf)]
+		c.Bytes, c.BytesFrom = a.buf[:len(a.buf):len(a.buf)], a.bufBase
 		c.Tokens, c.StaleTokens, c.PoolTokens = a.tokens, a.stale, a.metaTok
 		for id, i := range a.shown {
 			c.ActiveTokens += a.items[i].liveTokens()
@@ -213,6 +255,8 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 			}
 		}
 		c.items = a.items[:len(a.items):len(a.items)]
+		c.frozen, c.frozenMsgs, c.gone, c.goneMsgs = a.frozen, a.frozenMsgs, a.gone, a.goneMsgs
+		c.st, c.session = a.st, a.s.ID()
 		c.Stable = a.stableMessages()
 		a.prevStableTok = a.stableTokens()
 	case LayoutLiteral:
@@ -248,7 +292,10 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 	a.calls++
 	a.lastCall = now
 	a.overflow = nil
-	a.prevLen, a.prevTok = len(c.Bytes), c.Tokens
+	if a.o.Layout == LayoutStream {
+		a.nextFrozen = a.frozenBoundary()
+	}
+	a.prevLen, a.prevTok = c.Len(), c.Tokens
 	return c, nil
 }
 
@@ -278,9 +325,9 @@ func (a *Assembler) sysContent() string {
 // rewrite (see Assembled.Stable); a message that item continues is not
 // counted.
 func (a *Assembler) stableMessages() int {
-	n := 0
-	var prev *frag
-	for _, it := range a.items {
+	n := a.frozenMsgs
+	prev := a.frozenLast
+	for _, it := range a.items[a.frozen:] {
 		if a.rewritable(it) {
 			if it.f.joins(prev) {
 				n--
@@ -299,23 +346,108 @@ func (a *Assembler) stableMessages() int {
 // rewrite: where a breakpoint at the end of the stable messages caches up
 // to (approximately: a message that item continues is counted whole).
 func (a *Assembler) stableTokens() int {
-	n := a.tokens
-	for i, it := range a.items {
+	n := a.frozenTok
+	for _, it := range a.items[a.frozen:] {
 		if a.rewritable(it) {
-			n = a.offTokens(i)
+			return n
+		}
+		n += it.tokens
+	}
+	return a.tokens
+}
+
+// frozenBoundary returns where the frozen prefix can end after this call:
+// the start of the message holding the last item before the first one a
+// rebase could rewrite or an assistant message with a tool call not
+// listed yet (its result may make its input collapsible). Items before it
+// never change, and neither does where their messages end: an item a
+// rebase writes at the first rewritable item's place may join the message
+// before it, which is not frozen.
+func (a *Assembler) frozenBoundary() int {
+	r := len(a.items)
+	for i := a.frozen; i < len(a.items); i++ {
+		if it := a.items[i]; a.rewritable(it) || a.unanswered(it) {
+			r = i
 			break
 		}
 	}
-	return n
+	g := r - 1
+	for g > a.frozen && a.items[g].f.joins(a.items[g-1].f) {
+		g--
+	}
+	return max(g, a.frozen)
 }
 
-// offTokens is the tokens of the head and items before item i.
-func (a *Assembler) offTokens(i int) int {
-	n := a.tok.Count(string(a.head))
-	for _, it := range a.items[:i] {
-		n += it.tokens
+// unanswered reports whether it is an assistant message with a tool call
+// whose result the stream has not listed.
+func (a *Assembler) unanswered(it *item) bool {
+	if it.kind != kAssistant {
+		return false
 	}
-	return n
+	for _, c := range it.calls {
+		if !a.listed[c.ID] {
+			return true
+		}
+	}
+	return false
+}
+
+// advanceFrozen moves the frozen prefix to nextFrozen: it counts the
+// messages and tokens it adds, hashes their bytes and, with
+// Options.Release, drops the items (and the tool-call positions of the
+// assistant messages among them, which nothing reads again).
+func (a *Assembler) advanceFrozen() {
+	g := min(a.nextFrozen, len(a.items))
+	if a.o.Layout != LayoutStream || g <= a.frozen || a.isLean() {
+		return // a lean head changes once more: its bytes are not final
+	}
+	for i := a.frozen; i < g; i++ {
+		it := a.items[i]
+		if !it.f.joins(a.frozenLast) {
+			a.frozenMsgs++
+		}
+		a.frozenTok += it.tokens
+		a.frozenLast = it.f
+		if a.o.Release {
+			for _, c := range it.calls {
+				if a.callAt[c.ID] == i {
+					delete(a.callAt, c.ID)
+				}
+			}
+			a.items[i] = nil
+		}
+	}
+	a.frozen = g
+	if a.o.Release {
+		a.gone, a.goneMsgs = a.frozen, a.frozenMsgs
+	}
+	end := a.bufBase + len(a.buf)
+	if g < len(a.offs) {
+		end = a.offs[g]
+	}
+	a.hashed.Write(a.buf[a.hashedOff-a.bufBase : end-a.bufBase])
+	a.hashedOff = end
+	// The released bytes leave memory once they are half the buffer (a
+	// copy of what follows them; the rendering's offsets stay absolute).
+	if drop := end - a.bufBase; a.o.Release && drop > 0 && drop >= cap(a.buf)/2 {
+		a.buf = append(make([]byte, 0, len(a.buf)-drop+4096), a.buf[drop:]...)
+		a.bufBase = end
+	}
+}
+
+// bytesDigest returns the SHA-256, in hex, of c's bytes: in
+// LayoutStream, where they are the stream's, the frozen prefix's bytes
+// were hashed once (advanceFrozen), and only the rest is hashed here.
+func (a *Assembler) bytesDigest(c *Assembled) string {
+	if c.Layout != LayoutStream {
+		return digest(c.Bytes)
+	}
+	h, err := a.hashed.(hash.Cloner).Clone()
+	if err != nil {
+		return digest(c.Bytes)
+	}
+	h.Write(a.buf[a.hashedOff-a.bufBase:])
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // rewritable reports whether a rebase could change it: a content block
@@ -346,7 +478,7 @@ func (a *Assembler) candidates() ([]Candidate, []int) {
 	var cands []Candidate
 	var at []int
 	tail, stale := 0, 0
-	for i := len(a.items) - 1; i >= 0; i-- {
+	for i := len(a.items) - 1; i >= a.frozen; i-- { // nothing frozen is stale
 		it := a.items[i]
 		tail += it.tokens
 		s := a.staleTokens(it)
@@ -390,7 +522,7 @@ func (a *Assembler) rebase(p int) (int, int) {
 	tail := a.items[p:]
 	a.items = append(make([]*item, 0, len(a.items)+16), a.items[:p]...)
 	a.offs = append(make([]int, 0, cap(a.items)), a.offs[:p]...)
-	a.buf = append(make([]byte, 0, len(a.buf)+4096), a.buf[:off]...)
+	a.buf = append(make([]byte, 0, len(a.buf)+4096), a.buf[:off-a.bufBase]...)
 	for _, it := range tail {
 		a.tokens -= it.tokens
 		a.stale -= a.staleTokens(it)
@@ -472,7 +604,7 @@ func (a *Assembler) dropsAtRebase(it *item, staleBefore map[string]bool) bool {
 // (deactivated or superseded, still rendered) before item p.
 func (a *Assembler) staleShownBefore(p int) map[string]bool {
 	out := map[string]bool{}
-	for _, it := range a.items[:p] {
+	for _, it := range a.items[a.frozen:p] { // nothing frozen is stale
 		if it.stale && it.kind == kContent {
 			out[objects.DisplayID(it.ref.ID)] = true
 		}
@@ -626,7 +758,7 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 		store.IDKey: c.CommitID, "type": CommitType, "session_id": a.s.ID(), "call": int64(c.N),
 		"layout": string(c.Layout), "session_tx": c.SessionTx,
 		"base": int64(base), "items": items, "item_count": int64(len(a.items)),
-		"byte_len": int64(len(c.Bytes)), "bytes_sha256": digest(c.Bytes),
+		"byte_len": int64(c.Len()), "bytes_sha256": a.bytesDigest(c),
 		"tokens": int64(c.Tokens), "stale_tokens": int64(c.StaleTokens),
 		"time": store.FormatTime(a.o.Now().UTC().Truncate(time.Millisecond)),
 	}

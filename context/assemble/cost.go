@@ -271,7 +271,7 @@ func (a *Assembler) Overflow(ctx context.Context) (int, []Live, error) {
 		return 0, nil, nil
 	}
 	pinned := map[string]bool{}
-	for _, id := range a.s.State().Pinned {
+	for _, id := range a.s.Pinned() {
 		pinned[id] = true
 	}
 	var live []Live

@@ -1,6 +1,9 @@
 package assemble
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // LeanHead keeps a session's head lean until its context has something to
 // manage (issue 17 item 2: ctxstore adds nothing until collapsing can
@@ -77,6 +80,11 @@ func (a *Assembler) needsHead() {
 // manage switches a lean head to the managed one: the head is rendered
 // again and every item moves by the difference.
 func (a *Assembler) manage() error {
+	if a.bufBase != 0 || a.hashedOff != 0 {
+		// advanceFrozen does nothing while lean: nothing is hashed or
+		// released before the head is final.
+		return fmt.Errorf("the frozen prefix moved while the head was lean")
+	}
 	oldLen, oldTok := len(a.head), a.tok.Count(string(a.head))
 	a.managed, a.needHead = true, false
 	sys, tools := a.headText()
@@ -91,7 +99,9 @@ func (a *Assembler) manage() error {
 		a.offs[i] += d
 	}
 	a.buf, a.head = buf, head // earlier Assembled values keep the old buffer
-	a.tokens += a.tok.Count(string(head)) - oldTok
+	dt := a.tok.Count(string(head)) - oldTok
+	a.tokens += dt
+	a.frozenTok += dt // the head is part of the frozen prefix's tokens
 	return nil
 }
 

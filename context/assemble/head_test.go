@@ -22,9 +22,17 @@ const leanGuide = "# Your context (test guide)"
 // bytes sent, and a session resumed on either side of the switch goes on
 // with the head it had.
 func TestLeanHead(t *testing.T) {
+	for _, release := range []bool{false, true} {
+		t.Run(fmt.Sprintf("release=%v", release), func(t *testing.T) { testLeanHead(t, release) })
+	}
+}
+
+// testLeanHead is TestLeanHead, with the frozen prefix released from
+// memory or not (Options.Release: nothing is released while lean).
+func testLeanHead(t *testing.T, release bool) {
 	pol := Policy{StaleThreshold: 600, Horizon: 200}
 	e := newEnv(t, LayoutStream, pol)
-	a, err := New(e.ctx, e.tools.Session(), Options{Layout: LayoutStream, Tools: leanTools, Policy: pol,
+	a, err := New(e.ctx, e.tools.Session(), Options{Layout: LayoutStream, Tools: leanTools, Policy: pol, Release: release,
 		Now: func() time.Time { return e.now }, Lean: &LeanHead{Guide: leanGuide, Withheld: []string{"activate", "deactivate", "pin"}}})
 	e.must(err)
 	e.a = a
@@ -56,6 +64,9 @@ func TestLeanHead(t *testing.T) {
 			if c.Rebased {
 				t.Fatalf("call %d rebased with a lean head and no head change", c.N)
 			}
+			if c.BytesFrom != 0 {
+				t.Fatalf("call %d: %d bytes released while the head is lean", c.N, c.BytesFrom)
+			}
 			continue
 		}
 		if switched == 0 {
@@ -77,7 +88,7 @@ func TestLeanHead(t *testing.T) {
 			t.Fatalf("call %d: managed head %q %v, withheld %v", c.N, c.System(), names, c.Withheld())
 		}
 		if c.N == switched+1 {
-			if !bytes.HasPrefix(c.Bytes, got[len(got)-2].Bytes) && !c.Rebased {
+			if c.BytesFrom == 0 && !bytes.HasPrefix(c.Bytes, got[len(got)-2].Bytes) && !c.Rebased {
 				t.Fatalf("call %d does not extend the call that switched", c.N)
 			}
 			// A new process resumes the managed session: still managed.
@@ -92,7 +103,7 @@ func TestLeanHead(t *testing.T) {
 		if err != nil {
 			t.Fatalf("rebuild call %d: %v", c.N, err)
 		}
-		if !bytes.Equal(r.Bytes, c.Bytes) || r.System() != c.System() || !slices.Equal(r.Withheld(), c.Withheld()) {
+		if r.Len() != c.Len() || !bytes.Equal(r.Bytes[c.BytesFrom:], c.Bytes) || r.System() != c.System() || !slices.Equal(r.Withheld(), c.Withheld()) {
 			t.Fatalf("rebuild call %d differs: system %q, withheld %v", c.N, r.System(), r.Withheld())
 		}
 		cm, err := ReadCommit(e.ctx, e.st, e.sid, c.N)

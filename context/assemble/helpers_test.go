@@ -143,7 +143,7 @@ func (e *env) call() *Assembled {
 	// moved items once left collapsing inputs marked on the wrong item
 	// (their tokens counted stale for ever, never dropped).
 	sum := 0
-	for _, it := range e.a.items {
+	for _, it := range e.a.items[e.a.gone:] { // released items hold nothing stale
 		sum += e.a.staleTokens(it)
 	}
 	if sum != e.a.stale || c.Layout == LayoutStream && c.StaleTokens != sum {

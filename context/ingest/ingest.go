@@ -76,10 +76,10 @@ type Ingester struct {
 	a  *assemble.Assembler
 	o  Options
 
-	hashes    []string                         // hash of every applied message
-	chain     [][32]byte                       // chain[i]: the node of message i in the log's tree (its hash and its prefix's)
-	seen      map[[32]byte]bool                // every node applied, on any branch of the log
-	saved     int                              // len(hashes) recorded in commits
+	chain     [][32]byte                       // chain[i]: the node of applied message i in the log's tree (its hash and its prefix's)
+	unsaved   []string                         // the hashes of the messages from saved on (what the next cursor records)
+	left      map[[32]byte]bool                // the nodes of messages applied on branches of the log the harness left
+	saved     int                              // messages recorded in commits
 	turnStart int                              // index of the message that began the current turn, -1 before any
 	turn      *objects.Turn                    // the chat turn being built
 	calls     map[string]conversation.ToolCall // tool calls of the current turn, by id
@@ -138,7 +138,7 @@ func (in *Ingester) Need() int {
 }
 
 func (in *Ingester) need() int {
-	n := len(in.hashes)
+	n := len(in.chain)
 	if in.turnStart >= 0 {
 		n = min(n, in.turnStart)
 	}
@@ -166,7 +166,7 @@ func New(ctx context.Context, t *tools.Tools, a *assemble.Assembler, o Options) 
 	if o.Tools == nil {
 		o.Tools = DefaultTools
 	}
-	in := &Ingester{t: t, a: a, o: o, turnStart: -1, seen: map[[32]byte]bool{}}
+	in := &Ingester{t: t, a: a, o: o, turnStart: -1}
 	if last := a.LastCommit(); last != nil {
 		if err := in.restore(ctx, last); err != nil {
 			return nil, err
@@ -223,21 +223,40 @@ func (in *Ingester) restore(ctx context.Context, last *assemble.Commit) error {
 			return fmt.Errorf("ingest: restoring the cursor from %s: %d hashes from %d do not reach %d after %d", c.ID, len(cur.Hashes), cur.From, cur.N, len(hs))
 		}
 		hs = append(hs[:cur.From:cur.From], cur.Hashes...)
-		in.chain = in.chain[:cur.From]
+		in.leave(cur.From)
 		for i := cur.From; i < len(hs); i++ {
 			in.push(hs[i])
 		}
 		turnStart = cur.TurnStart
 	}
-	in.hashes, in.saved, in.turnStart = hs, len(hs), turnStart
+	in.saved, in.turnStart = len(hs), turnStart
 	return nil
+}
+
+// leave cuts the chain back to its first k messages: the harness left
+// the branch of the rest, whose nodes are remembered (left) so that a
+// return to it applies nothing twice.
+func (in *Ingester) leave(k int) {
+	for _, n := range in.chain[k:] {
+		if in.left == nil {
+			in.left = map[[32]byte]bool{}
+		}
+		in.left[n] = true
+	}
+	in.chain = in.chain[:k]
 }
 
 // node returns the tree node of a message with hash h after the messages
 // of in.chain.
-func (in *Ingester) node(h string) [32]byte {
+func (in *Ingester) node(h string) [32]byte { return in.nodeAt(len(in.chain), h) }
+
+// nodeAt returns the tree node of a message with hash h after the first n
+// messages of in.chain. A node names its message and every message before
+// it: two logs share their first n+1 messages exactly when their nodes n
+// are equal.
+func (in *Ingester) nodeAt(n int, h string) [32]byte {
 	sum := sha256.New()
-	if n := len(in.chain); n > 0 {
+	if n > 0 {
 		sum.Write(in.chain[n-1][:])
 	}
 	sum.Write([]byte(h))
@@ -246,11 +265,13 @@ func (in *Ingester) node(h string) [32]byte {
 	return k
 }
 
-// push extends in.chain with the message of hash h and marks its node seen.
+// push extends in.chain with the message of hash h. The chain holds a
+// node per applied message, and no hash of a message already recorded in
+// a commit: what the ingester keeps per message is 32 bytes (issue 18).
 func (in *Ingester) push(h string) {
 	k := in.node(h)
 	in.chain = append(in.chain, k)
-	in.seen[k] = true
+	delete(in.left, k) // on the chain again
 }
 
 // hash identifies a message by its content.
@@ -315,8 +336,10 @@ func (in *Ingester) ContextLog(ctx context.Context, log Log, same int, events []
 	if err := in.makeRoom(ctx, &rep); err != nil {
 		return nil, rep, err
 	}
-	from := min(in.saved, len(in.hashes))
-	cur := cursor{N: len(in.hashes), From: from, Hashes: in.hashes[from:], TurnStart: in.turnStart}
+	cur := cursor{N: len(in.chain), From: in.saved, Hashes: in.unsaved, TurnStart: in.turnStart}
+	if cur.Hashes == nil {
+		cur.Hashes = []string{}
+	}
 	var meta map[string]any
 	b, _ := json.Marshal(cur)
 	_ = json.Unmarshal(b, &meta)
@@ -342,7 +365,7 @@ func (in *Ingester) ContextLog(ctx context.Context, log Log, same int, events []
 	if err != nil {
 		return nil, rep, err
 	}
-	in.saved, in.cwdSaved = len(in.hashes), true
+	in.saved, in.unsaved, in.cwdSaved = len(in.chain), in.unsaved[:0], true
 	return c, rep, nil
 }
 
@@ -377,7 +400,7 @@ func (in *Ingester) makeRoom(ctx context.Context, rep *Report) error {
 func (in *Ingester) Applied() int {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return len(in.hashes)
+	return len(in.chain)
 }
 
 // Flush writes the turn in progress to the chat object (it is written by
@@ -403,35 +426,30 @@ func (in *Ingester) ingest(ctx context.Context, log []conversation.Message) (Rep
 
 // ingestSince is ingest for a log whose first same messages are known to
 // be those of the previous call's log: every message of that log was
-// applied or known (its hash is in.hashes[i]), so only the rest is hashed.
+// applied or known (its node is in.chain[i]), so only the rest is hashed.
 func (in *Ingester) ingestSince(ctx context.Context, log Log, same int) (Report, error) {
 	rep := Report{}
-	same = max(0, min(same, log.Len(), len(in.hashes)))
+	same = max(0, min(same, log.Len(), len(in.chain)))
 	if same < log.Start || (in.turn == nil && in.turnStart >= 0 && in.turnStart < log.Start) {
 		return rep, ErrLogWindow
 	}
-	prefix := in.hashes[:same:same] // never changed below: the cursor only goes back to k >= same
 	tail := make([]string, log.Len()-same)
 	for i := range tail {
 		tail[i] = hash(log.At(same + i))
 	}
-	hs := func(i int) string {
-		if i < same {
-			return prefix[i]
-		}
-		return tail[i-same]
-	}
+	hs := func(i int) string { return tail[i-same] } // i >= same: the cursor only goes back to k >= same
 	k := same
-	for k < log.Len() && k < len(in.hashes) && tail[k-same] == in.hashes[k] {
+	for k < log.Len() && k < len(in.chain) && in.nodeAt(k, tail[k-same]) == in.chain[k] {
 		k++
 	}
-	if k < len(in.hashes) {
+	if k < len(in.chain) {
 		rep.Reset, rep.ResetAt = true, k
-		in.hashes = in.hashes[:k]
-		in.chain = in.chain[:k]
+		in.leave(k)
 		in.convReset(k)
 		if in.saved > k {
-			in.saved = k
+			in.saved, in.unsaved = k, in.unsaved[:0]
+		} else {
+			in.unsaved = in.unsaved[:k-in.saved]
 		}
 		if err := in.flushTurn(ctx); err != nil {
 			return rep, err
@@ -441,7 +459,7 @@ func (in *Ingester) ingestSince(ctx context.Context, log Log, same int) (Report,
 			return rep, err
 		}
 	} else if in.turn == nil && in.turnStart >= 0 && in.turnStart < log.Len() {
-		in.rebuildTurn(log.Range(in.turnStart, len(in.hashes)))
+		in.rebuildTurn(log.Range(in.turnStart, len(in.chain)))
 	}
 	// A message already applied on another branch of the log (the harness
 	// went back to a branch it had left) is not applied again: switching
@@ -449,9 +467,10 @@ func (in *Ingester) ingestSince(ctx context.Context, log Log, same int) (Report,
 	// never seen (issue 20). The turn in progress is rebuilt from the
 	// branch before the first new message.
 	known, knownFrom := 0, -1
-	for i := len(in.hashes); i < log.Len(); i++ {
+	for i := len(in.chain); i < log.Len(); i++ {
 		m := log.At(i)
-		if in.seen[in.node(hs(i))] {
+		// A node past the chain's end is on no branch but a left one.
+		if in.left[in.node(hs(i))] {
 			if known == 0 {
 				knownFrom = i
 				if err := in.flushTurn(ctx); err != nil {
@@ -462,7 +481,7 @@ func (in *Ingester) ingestSince(ctx context.Context, log Log, same int) (Report,
 			if m.Role == conversation.RoleUser {
 				in.turnStart = i
 			}
-			in.hashes = append(in.hashes, hs(i))
+			in.unsaved = append(in.unsaved, hs(i))
 			in.push(hs(i))
 			continue
 		}
@@ -480,7 +499,7 @@ func (in *Ingester) ingestSince(ctx context.Context, log Log, same int) (Report,
 		if err := in.apply(ctx, i, m.Exact(), &rep); err != nil {
 			return rep, fmt.Errorf("ingest: message %d (%s): %w", i, m.Role, err)
 		}
-		in.hashes = append(in.hashes, hs(i))
+		in.unsaved = append(in.unsaved, hs(i))
 		in.push(hs(i))
 		rep.Applied++
 	}
@@ -490,7 +509,7 @@ func (in *Ingester) ingestSince(ctx context.Context, log Log, same int) (Report,
 			in.rebuildTurn(log.From(in.turnStart))
 		}
 	}
-	rep.Cursor = len(in.hashes)
+	rep.Cursor = len(in.chain)
 	return rep, nil
 }
 

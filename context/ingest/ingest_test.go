@@ -445,9 +445,18 @@ func TestBranchSwitchingBounded(t *testing.T) {
 		return s.LatestSubmitted.ID
 	}
 	r.context(a)
+	// Per message the ingester keeps its node on the chain and nothing
+	// else (issue 18): no hashes once committed, no set of nodes while
+	// no branch was left.
+	if len(r.in.chain) != len(a) || len(r.in.left) != 0 || len(r.in.unsaved) != 0 {
+		t.Fatalf("after one branch: %d nodes for %d messages, %d left, %d hashes unsaved", len(r.in.chain), len(a), len(r.in.left), len(r.in.unsaved))
+	}
 	_, rep := r.context(b)
 	if rep.Applied != 40 || rep.Known != 0 {
 		t.Fatalf("first switch to b: %+v", rep)
+	}
+	if len(r.in.left) != 40 {
+		t.Fatalf("after the switch: %d nodes of the branch left, want 40", len(r.in.left))
 	}
 	for k := range 6 {
 		log := a

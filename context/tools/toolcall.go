@@ -167,16 +167,32 @@ func (t *Tools) BeginTurn(ctx context.Context) (int, error) {
 // applyPolicy deactivates what the policy collapses: the outputs of
 // toolcalls out of the window, and the files whose every load (read) is out
 // of it, unless pinned.
+//
+// Only the calls that can change something are given to the policy: those
+// in its window of turns (they count against its slots and budget), and
+// the older ones whose output or target is active (the policy collapses
+// them). An older call with nothing active is collapsed already: leaving
+// it out changes no decision, and the work does not grow with the
+// session's calls (issue 18).
 func (t *Tools) applyPolicy(s *session.State) {
-	calls := make([]collapse.Call, len(s.Toolcalls))
+	active := make(map[string]bool, len(s.Active))
+	for _, id := range s.Active {
+		active[id] = true
+	}
+	var calls []collapse.Call
 	target := map[string]string{}
-	for i, c := range s.Toolcalls {
-		calls[i] = collapse.Call{ID: c.ID, Turn: c.Turn, Seq: c.Seq, Management: c.Management,
+	for _, c := range s.Toolcalls {
+		inWindow := c.Turn > s.Turn-t.policy.TurnsBack && c.Turn <= s.Turn
+		if !inWindow && !active[c.ID] && (c.Target == "" || !active[c.Target]) {
+			continue
+		}
+		cc := collapse.Call{ID: c.ID, Turn: c.Turn, Seq: c.Seq, Management: c.Management,
 			Pinned: s.IsPinned(c.ID), File: c.Target != "", Tokens: c.Tokens}
 		if c.Target != "" {
 			target[c.ID] = c.Target
-			calls[i].Pinned = s.IsPinned(c.Target)
+			cc.Pinned = s.IsPinned(c.Target)
 		}
+		calls = append(calls, cc)
 	}
 	d := collapse.Decide(calls, s.Turn, t.policy)
 	kept := map[string]bool{}

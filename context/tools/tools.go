@@ -144,18 +144,18 @@ func (t *Tools) Read(ctx context.Context, path string) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("read %s: %w", path, err)
 	}
-	before := t.s.State()
+	wasActive, wasPooled := t.s.IsActive(id), t.s.InPool(id)
 	tx, _, err := t.s.Update(ctx, nil, func(s *session.State) error { s.Activate(id); return nil })
 	if err != nil {
 		return Result{}, fmt.Errorf("read %s: %w", path, err)
 	}
 	var msg string
 	switch {
-	case before.IsActive(id) && r.Written():
+	case wasActive && r.Written():
 		msg = "Refreshed (the file changed on disk): "
-	case before.IsActive(id):
+	case wasActive:
 		msg = "Already active and unchanged: "
-	case before.InPool(id):
+	case wasPooled:
 		msg = "Activated (it was already in your metadata pool; next time use activate(id)): "
 	default:
 		msg = "Read and activated: "
@@ -193,7 +193,7 @@ func (t *Tools) Activate(ctx context.Context, ref string) (Result, error) {
 		return Result{}, fmt.Errorf("activate %s: %w", ref, err)
 	}
 	id := o.ID()
-	was := t.s.State().IsActive(id)
+	was := t.s.IsActive(id)
 	tx, _, err := t.s.Update(ctx, nil, func(s *session.State) error {
 		s.Activate(id)
 		s.TouchToolcall(id)
@@ -220,7 +220,7 @@ func (t *Tools) Deactivate(ctx context.Context, ref string) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("deactivate %s: %w", ref, err)
 	}
-	was := t.s.State().IsActive(id)
+	was := t.s.IsActive(id)
 	tx, _, err := t.s.Update(ctx, nil, func(s *session.State) error { return s.Deactivate(id) })
 	if err != nil {
 		return Result{}, fmt.Errorf("deactivate %s: %w", ref, err)
@@ -264,7 +264,7 @@ func (t *Tools) Unpin(ctx context.Context, ref string) (Result, error) {
 // resolveID maps an id or nickname to an id without loading the object
 // when the session already knows the id.
 func (t *Tools) resolveID(ctx context.Context, ref string) (string, error) {
-	if t.s.State().Indexed(ref) {
+	if t.s.Indexed(ref) {
 		return ref, nil
 	}
 	o, _, err := t.resolve(ctx, ref)
@@ -279,7 +279,7 @@ func (t *Tools) resolveID(ctx context.Context, ref string) (string, error) {
 // objects in the session's pool.
 func (t *Tools) resolve(ctx context.Context, ref string) (*objects.Object, objects.Ref, error) {
 	id := ref
-	if !t.s.State().Indexed(ref) {
+	if !t.s.Indexed(ref) {
 		var err error
 		if id, err = t.lookup(ctx, ref); err != nil {
 			return nil, objects.Ref{}, err
@@ -341,7 +341,7 @@ func (t *Tools) lookup(ctx context.Context, ref string) (string, error) {
 // checkOwn refuses to write object id when the store holds it but this
 // session's index does not: it is another session's (ErrForeignObject).
 func (t *Tools) checkOwn(ctx context.Context, id string) error {
-	if t.s.State().Indexed(id) {
+	if t.s.Indexed(id) {
 		return nil
 	}
 	_, err := t.s.Store().EntityTx(ctx, id, store.Basis{})

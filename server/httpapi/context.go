@@ -121,20 +121,25 @@ const CodeLogMismatch = "log_mismatch"
 
 // piState is what a session keeps of the Pi log it was sent and of its
 // last answer, so both can travel as deltas. It keeps nothing that grows
-// with the log but a digest per message (issue 18): not the messages as
-// sent, and of their conversion only what the ingester may read again
+// with the log but a digest per message of the answer's end (issue 18):
+// not the messages as sent (of the log, their number and running digest:
+// a delta's base is either the whole log held or a mismatch), and of
+// their conversion only what the ingester may read again
 // (ingest.Ingester.Need: the turn in progress, the messages after the last
 // conversation commit).
 type piState struct {
-	sums  [][32]byte // sums[i]: SHA-256 of messages 0..i as sent, each followed by "\n"
-	h     hash.Hash  // the running hash behind sums
+	n     int       // messages of the log held
+	sum   [32]byte  // SHA-256 of messages 0..n-1 as sent, each followed by "\n"
+	h     hash.Hash // the running hash behind sum
 	conv  pi.Converter
 	start int // conv.Log holds the converted log from this message on
 
 	lastCall   int        // the call of the last answer
-	lastSums   [][32]byte // the SHA-256 of each of its messages, encoded (the client holds them)
+	lastFrom   int        // lastSums[i] is the digest of its message lastFrom+i
+	lastSums   [][32]byte // the SHA-256 of each of its messages from lastFrom on, encoded (the client holds them)
 	lastStable int        // how many of them no later call changes (assemble.Assembled.Stable)
 	lastModel  [3]string  // the API, provider and model they were encoded with
+	lastN      int        // how many messages it had
 }
 
 // apply makes the state's log the first base messages of the previous
@@ -148,15 +153,16 @@ type piState struct {
 // the messages, which the state does not keep); the client then sends the
 // whole log, which is converted anew.
 func (st *piState) apply(base int, baseSum string, tail []json.RawMessage) (ingest.Log, int, error) {
-	if base > 0 && (base > len(st.sums) || hex.EncodeToString(st.sums[base-1][:]) != baseSum) {
-		return ingest.Log{}, 0, errorf(http.StatusConflict, CodeLogMismatch, "the server does not hold the first %d messages of this log (it holds %d): send the whole log", base, len(st.sums))
+	if base > 0 && base < st.n {
+		return ingest.Log{}, 0, errorf(http.StatusConflict, CodeLogMismatch, "the log was replaced or shortened: the client holds %d messages of the %d the server holds: send the whole log", base, st.n)
 	}
-	if base > 0 && base < len(st.sums) {
-		return ingest.Log{}, 0, errorf(http.StatusConflict, CodeLogMismatch, "the log was replaced after message %d of %d: send the whole log", base, len(st.sums))
+	if base > 0 && (base > st.n || hex.EncodeToString(st.sum[:]) != baseSum) {
+		return ingest.Log{}, 0, errorf(http.StatusConflict, CodeLogMismatch, "the server does not hold the first %d messages of this log (it holds %d): send the whole log", base, st.n)
 	}
 	same := st.start + len(st.conv.Log)
 	if st.h == nil || base == 0 { // new, or the whole log: convert it anew
-		*st = piState{h: sha256.New(), lastCall: st.lastCall, lastSums: st.lastSums, lastStable: st.lastStable, lastModel: st.lastModel}
+		st.forget()
+		st.h = sha256.New()
 		same = 0
 	}
 	for i, raw := range tail {
@@ -171,9 +177,8 @@ func (st *piState) add(i int, raw json.RawMessage) {
 	st.conv.AddJSON(raw, i+1)
 	st.h.Write(raw)
 	st.h.Write([]byte{'\n'})
-	var sum [32]byte
-	st.h.Sum(sum[:0])
-	st.sums = append(st.sums, sum)
+	st.h.Sum(st.sum[:0])
+	st.n++
 }
 
 // trim drops the converted messages before need (ingest.Ingester.Need):
@@ -191,7 +196,8 @@ func (st *piState) trim(need int) {
 // forget drops the log the state holds: the client's next delta gets
 // log_mismatch, and it sends the whole log.
 func (st *piState) forget() {
-	*st = piState{lastCall: st.lastCall, lastSums: st.lastSums, lastStable: st.lastStable, lastModel: st.lastModel}
+	*st = piState{lastCall: st.lastCall, lastFrom: st.lastFrom, lastSums: st.lastSums, lastStable: st.lastStable,
+		lastModel: st.lastModel, lastN: st.lastN}
 }
 
 // windowErr answers ingest.ErrLogWindow (the call needs messages of the
@@ -259,10 +265,19 @@ func (s *Server) context(q *request) (any, error) {
 	// assembly), so clients can tell it from HTTP and JSON.
 	q.timing = fmt.Sprintf("cm;desc=\"ingest+assemble\";dur=%.3f", float64(time.Since(start).Microseconds())/1000)
 	resp := ContextResponse{SystemPrompt: c.System(), WithheldTools: c.Withheld(), HeadChanged: c.HeadChanged, Call: c.N, CommitID: c.CommitID, Rebased: c.Rebased,
-		RebaseReason: c.Reason, RebaseOffset: c.RebaseOffset, Stable: c.Stable, Bytes: len(c.Bytes), Tokens: c.Tokens,
+		RebaseReason: c.Reason, RebaseOffset: c.RebaseOffset, Stable: c.Stable, Bytes: c.Len(), Tokens: c.Tokens,
 		StaleTokens: c.StaleTokens, Ingested: rep}
 	if req.Messages == nil {
-		resp.Assembled = c.Messages()
+		// A harness-neutral log is answered whole at every call: the
+		// session keeps its whole stream in memory from now on (what was
+		// released, in a session that was sent Pi's deltas before, is
+		// rebuilt from the commits).
+		l.asm.SetRelease(false)
+		w, err := c.Whole(q.ctx)
+		if err != nil {
+			return nil, err
+		}
+		resp.Assembled = w.Messages()
 		return resp, nil
 	}
 	resp.Converted = convertedOf(l.pi.conv.Report)
@@ -278,19 +293,43 @@ func (s *Server) context(q *request) (any, error) {
 	model := [3]string{l.pi.conv.API, l.pi.conv.Provider, l.pi.conv.Model}
 	reuse := 0
 	if l.pi.lastCall > 0 && l.pi.lastModel == model {
-		reuse = max(0, min(l.pi.lastStable, len(l.pi.lastSums)-1))
+		reuse = max(0, min(l.pi.lastStable, l.pi.lastN-1))
 	}
 	held := req.HaveCall > 0 && req.HaveCall == l.pi.lastCall
+	if req.HaveCall > 0 {
+		// A client that holds answers gets deltas: the session's frozen
+		// prefix can leave memory (issue 18), since only a rare whole
+		// answer (a client restarted, a log sent whole again) reads it,
+		// rebuilt from the commits. A client that never says what it
+		// holds gets whole answers from memory.
+		l.asm.SetRelease(true)
+	}
 	from := reuse
 	if !held {
 		from = 0
 	}
 	// One walk of the context: the messages from `from` on, and the count.
-	ms, n := c.MessagesFrom(from)
+	// The messages before the frozen prefix's end are not in memory
+	// (assemble.Options.Release): a client that does not hold the last
+	// answer gets the whole context rebuilt from the commits.
+	w := c
+	if from < c.Released() {
+		if w, err = c.Whole(q.ctx); err != nil {
+			return nil, err
+		}
+	}
+	ms, n := w.MessagesFrom(from)
 	reuse, from = min(reuse, n), min(from, n) // past the end: none to build
 	enc := make([][]byte, n-from)             // enc[i]: message from+i
 	sums := make([][32]byte, n-reuse)
-	for i, m := range toPiFrom(ms, &l.pi.conv, c.Messages) {
+	all := func() []assemble.Message { // a tool name the converter does not know (rare)
+		w, err := w.Whole(q.ctx)
+		if err != nil {
+			return ms
+		}
+		return w.Messages()
+	}
+	for i, m := range toPiFrom(ms, &l.pi.conv, all) {
 		if enc[i], err = marshal(m); err != nil {
 			return nil, err
 		}
@@ -299,20 +338,23 @@ func (s *Server) context(q *request) (any, error) {
 		}
 	}
 	if held {
+		// The messages the client holds that are the same: from reuse on,
+		// compared by digest (the server keeps the digests of the last
+		// answer from its lastFrom on; before it, none is compared).
 		resp.Keep = reuse
-		for resp.Keep < min(n, len(l.pi.lastSums)) && sums[resp.Keep-reuse] == l.pi.lastSums[resp.Keep] {
-			resp.Keep++
+		for k := resp.Keep; k >= l.pi.lastFrom && k < min(n, l.pi.lastN) && sums[k-reuse] == l.pi.lastSums[k-l.pi.lastFrom]; k++ {
+			resp.Keep = k + 1
 		}
 	}
-	// The digests of the reused messages stay where they are: the
-	// previous answer's array is extended in place, not copied (a copy
-	// per call would grow with the context).
-	sums = append(l.pi.lastSums[:reuse], sums...)
+	// The digests kept are this answer's from reuse on: the next answer
+	// compares only from its own reuse mark, which does not go back while
+	// the model stays the same (Stable's contract); the digests of the
+	// messages before it are not kept (issue 18).
 	resp.Messages = make([]json.RawMessage, 0, n-resp.Keep)
 	for _, b := range enc[resp.Keep-from:] {
 		resp.Messages = append(resp.Messages, b)
 	}
-	l.pi.lastCall, l.pi.lastSums, l.pi.lastStable, l.pi.lastModel = c.N, sums, c.Stable, model
+	l.pi.lastCall, l.pi.lastFrom, l.pi.lastSums, l.pi.lastStable, l.pi.lastModel, l.pi.lastN = c.N, reuse, sums, c.Stable, model, n
 	return resp, nil
 }
 

@@ -2,15 +2,19 @@ package httpapi
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/ctxstore/ctxstore/context/assemble"
 )
 
 // TestPiStateBounded (issue 18): what the server keeps of a Pi log sent
-// as deltas does not grow with the log: a digest per message, and of the
+// as deltas does not grow with the log: its length and digest, of the
 // converted log only the messages the ingester may read again (the turn in
-// progress, the messages after the last conversation commit).
+// progress, the messages after the last conversation commit), and of the
+// last answer the digests of its messages after the reused ones.
 func TestPiStateBounded(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newEnv(t, func(o *Options) { o.Rebase = assemble.Policy{StaleThreshold: 50} }) // rebases often: the stable mark moves on
 	e.check = false
 	e.open("s")
 	dc := newDeltaClient(e.ts.URL, "s")
@@ -24,7 +28,7 @@ func TestPiStateBounded(t *testing.T) {
 			if k < 2 {
 				id := fmt.Sprintf("c_%d_%d", turn, k)
 				lg.call(id, "bash", map[string]any{"command": "make"})
-				lg.result(id, "bash", "built", false)
+				lg.result(id, "bash", strings.Repeat("built\n", 40), false)
 			}
 		}
 		lg.say("Done.")
@@ -35,8 +39,13 @@ func TestPiStateBounded(t *testing.T) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	sent := len(lg.msgs) - 1 // the last answer is not sent yet
-	if len(l.pi.sums) != sent || l.pi.start+len(l.pi.conv.Log) != sent {
-		t.Fatalf("the server holds %d digests and %d+%d converted messages of %d", len(l.pi.sums), l.pi.start, len(l.pi.conv.Log), sent)
+	if l.pi.n != sent || l.pi.start+len(l.pi.conv.Log) != sent {
+		t.Fatalf("the server holds %d messages and %d+%d converted messages of %d", l.pi.n, l.pi.start, len(l.pi.conv.Log), sent)
+	}
+	// Of its last answer, the digests of the messages after the reused
+	// ones (what the next answer compares), not one per message.
+	if 2*len(l.pi.lastSums) > l.pi.lastN || l.pi.lastFrom+len(l.pi.lastSums) != l.pi.lastN {
+		t.Errorf("the server holds %d digests of its last answer's %d messages, from %d", len(l.pi.lastSums), l.pi.lastN, l.pi.lastFrom)
 	}
 	if len(l.pi.conv.Log) > 5 || l.pi.start != l.in.Need() {
 		t.Errorf("the server holds %d converted messages from %d (the ingester needs them from %d): more than the turn in progress", len(l.pi.conv.Log), l.pi.start, l.in.Need())

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -285,6 +286,11 @@ func contentDoc(hash string, b []byte) store.Doc {
 	return store.Doc{store.IDKey: ContentPrefix + hash, "type": DocContent, "sha256": hash, "body": body}
 }
 
+// deflaters holds flate writers for deflate: a new one allocates about a
+// megabyte of tables, at every commit otherwise (Reset writes the same
+// bytes as a new writer).
+var deflaters sync.Pool
+
 // deflate returns b deflated in base64, or "" when that does not save a
 // quarter of b (small or incompressible content).
 func deflate(b []byte) string {
@@ -292,9 +298,15 @@ func deflate(b []byte) string {
 		return ""
 	}
 	var buf bytes.Buffer
-	w, _ := flate.NewWriter(&buf, flate.DefaultCompression)
+	w, _ := deflaters.Get().(*flate.Writer)
+	if w == nil {
+		w, _ = flate.NewWriter(&buf, flate.DefaultCompression)
+	} else {
+		w.Reset(&buf)
+	}
 	w.Write(b)
 	w.Close()
+	deflaters.Put(w)
 	if base64.StdEncoding.EncodedLen(buf.Len()) > len(b)*3/4 {
 		return ""
 	}
