@@ -205,7 +205,7 @@ var yamlParserErrors = []string{
 // are lines of the note.
 func yamlError(err error, raw []byte, firstLine int) error {
 	fe := &FrontmatterError{Format: FormatYAML, Line: firstLine, Err: err}
-	shift := func(yamlLine int) int { return yamlLine + firstLine - 1 }
+	shift := func(yamlLine int) int { return noteLine(raw, yamlLine) + firstLine - 1 }
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {
 		msgs := make([]string, len(te.Errors))
@@ -258,14 +258,37 @@ func yamlError(err error, raw []byte, firstLine int) error {
 	return fe
 }
 
-// lineOf returns the 1-based line of the first occurrence of s in b, 1 if
-// there is none.
+// lineOf returns the 1-based YAML line of the first occurrence of s in b,
+// 1 if there is none.
 func lineOf(b []byte, s string) int {
 	i := bytes.Index(b, []byte(s))
 	if i < 0 {
 		return 1
 	}
-	return bytes.Count(b[:i], []byte("\n")) + 1
+	n := 1
+	for j := 0; j < i; j++ {
+		if b[j] == '\n' || b[j] == '\r' && (j+1 >= len(b) || b[j+1] != '\n') {
+			n++
+		}
+	}
+	return n
+}
+
+// noteLine turns a 1-based line of YAML text b into its line among b's
+// lines as the note counts them: YAML also breaks lines at a lone "\r",
+// the note only at "\n". The line after b's last "\n" is the one that
+// follows the text (the frontmatter's closing delimiter).
+func noteLine(b []byte, yamlLine int) int {
+	y, n := 1, 1
+	for j := 0; j < len(b) && y < yamlLine; j++ {
+		switch {
+		case b[j] == '\n':
+			y, n = y+1, n+1
+		case b[j] == '\r' && (j+1 >= len(b) || b[j+1] != '\n'):
+			y++
+		}
+	}
+	return n
 }
 
 func tomlError(err error, firstLine int) error {

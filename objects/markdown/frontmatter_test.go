@@ -131,6 +131,7 @@ func TestFrontmatterErrors(t *testing.T) {
 		{"duplicate key", "---\ntitle: a\ntags: []\ntitle: b\n---\n", FormatYAML, 4, `mapping key "title" already defined at line 2`},
 		{"unknown anchor", "---\na: 1\nb: *nope\n---\n", FormatYAML, 3, "unknown anchor 'nope' referenced"},
 		{"unterminated quote", "---\na: \"open\nb: 1\n---\n", FormatYAML, 4, "found unexpected end of stream"},
+		{"a lone CR breaks a YAML line, not a note line", "---\r\n\"\r0\n---\r\n", FormatYAML, 3, "found unexpected end of stream"},
 		{"not a mapping", "---\n- a\n- b\n---\n", FormatYAML, 2, "must be a mapping of keys to values, not a list"},
 		{"a bare string", "---\njust some words\n---\n", FormatYAML, 2, "must be a mapping of keys to values, not a string"},
 		{"toml missing value", "+++\ntitle = \"x\"\ntags =\n+++\n", FormatTOML, 3, "expected value"},
