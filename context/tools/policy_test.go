@@ -10,39 +10,6 @@ import (
 	"github.com/ctxstore/ctxstore/session"
 )
 
-// applyPolicyAll is applyPolicy as it was before issue 18: every toolcall
-// of the session given to the policy.
-func applyPolicyAll(cfg collapse.Config, s *session.State) {
-	calls := make([]collapse.Call, len(s.Toolcalls))
-	target := map[string]string{}
-	for i, c := range s.Toolcalls {
-		calls[i] = collapse.Call{ID: c.ID, Turn: c.Turn, Seq: c.Seq, Management: c.Management,
-			Pinned: s.IsPinned(c.ID), File: c.Target != "", Tokens: c.Tokens}
-		if c.Target != "" {
-			target[c.ID] = c.Target
-			calls[i].Pinned = s.IsPinned(c.Target)
-		}
-	}
-	d := collapse.Decide(calls, s.Turn, cfg)
-	kept := map[string]bool{}
-	for _, id := range d.Keep {
-		if f, ok := target[id]; ok {
-			kept[f] = true
-		}
-	}
-	for _, id := range d.Collapse {
-		if f, ok := target[id]; ok {
-			id = f
-			if kept[f] || s.IsPinned(f) || session.Locked(f) {
-				continue
-			}
-		}
-		if s.IsActive(id) {
-			_ = s.Deactivate(id)
-		}
-	}
-}
-
 // TestPolicySkipsWhatIsCollapsed: applyPolicy, which gives the policy only
 // the calls in its window and the older ones with something active,
 // deactivates exactly what giving it every call does, on random states
@@ -85,7 +52,7 @@ func TestPolicySkipsWhatIsCollapsed(t *testing.T) {
 			s.Activate(s.Toolcalls[r.IntN(len(s.Toolcalls))].ID)
 		}
 		want, got := s.Clone(), s.Clone()
-		applyPolicyAll(cfg, &want)
+		applyPolicy(cfg, &want, true)
 		(&Tools{policy: cfg}).applyPolicy(&got)
 		if !slices.Equal(got.Active, want.Active) {
 			t.Fatalf("seed %d, %+v: active %v, want %v", seed, cfg, got.Active, want.Active)

@@ -174,7 +174,11 @@ func (t *Tools) BeginTurn(ctx context.Context) (int, error) {
 // them). An older call with nothing active is collapsed already: leaving
 // it out changes no decision, and the work does not grow with the
 // session's calls (issue 18).
-func (t *Tools) applyPolicy(s *session.State) {
+func (t *Tools) applyPolicy(s *session.State) { applyPolicy(t.policy, s, false) }
+
+// applyPolicy is Tools.applyPolicy under policy cfg; every gives the
+// policy every call of the session (what the skipping is checked against).
+func applyPolicy(cfg collapse.Config, s *session.State, every bool) {
 	active := make(map[string]bool, len(s.Active))
 	for _, id := range s.Active {
 		active[id] = true
@@ -182,8 +186,8 @@ func (t *Tools) applyPolicy(s *session.State) {
 	var calls []collapse.Call
 	target := map[string]string{}
 	for _, c := range s.Toolcalls {
-		inWindow := c.Turn > s.Turn-t.policy.TurnsBack && c.Turn <= s.Turn
-		if !inWindow && !active[c.ID] && (c.Target == "" || !active[c.Target]) {
+		inWindow := c.Turn > s.Turn-cfg.TurnsBack && c.Turn <= s.Turn
+		if !every && !inWindow && !active[c.ID] && (c.Target == "" || !active[c.Target]) {
 			continue
 		}
 		cc := collapse.Call{ID: c.ID, Turn: c.Turn, Seq: c.Seq, Management: c.Management,
@@ -194,7 +198,7 @@ func (t *Tools) applyPolicy(s *session.State) {
 		}
 		calls = append(calls, cc)
 	}
-	d := collapse.Decide(calls, s.Turn, t.policy)
+	d := collapse.Decide(calls, s.Turn, cfg)
 	kept := map[string]bool{}
 	for _, id := range d.Keep {
 		if f, ok := target[id]; ok {
