@@ -10,8 +10,8 @@ import (
 // pay). While lean, the system prompt goes without Guide and the tools
 // without those named in Withheld; from the first call whose context
 // leaves out something the model saw or needs ctxstore's tools for (a
-// rebase, a deactivation to fit the window, a tool output not shown, an
-// object only activate loads), the head is the managed one: the system
+// rebase, a deactivation to fit the window, a metadata line of an object
+// only activate loads), the head is the managed one: the system
 // prompt, a blank line and Guide, and every tool. The switch rewrites the
 // whole context once (the head precedes everything a prompt cache holds),
 // so the cost model counts a rebase taken while lean as a rewrite of the
