@@ -459,11 +459,16 @@ func TestPiFailsOpen(t *testing.T) {
 // TestPiFork: Pi's fork (a new session holding a branch of the current
 // one) reaches ctxstore as a harness event recorded with the forked
 // session's first context commit: which session, which entry, which side.
+// The branch holds a tool call the parent recorded: the forked session
+// records it as its own (renamed for it) and its context pairs the call
+// with its result.
 func TestPiFork(t *testing.T) {
 	t.Parallel()
 	e := newPiEnv(t)
 	srv := startServe(t, "sqlite:"+filepath.Join(t.TempDir(), "store.db"))
-	pi := startPi(t, e, srv.pxURL, []piStep{{Text: "One."}, {Text: "Two."}, {Text: "Forked."}})
+	pi := startPi(t, e, srv.pxURL, []piStep{
+		{Tool: "bash", ID: "toolu_fork_1", Args: map[string]any{"command": "echo parent-tool-output"}},
+		{Text: "One."}, {Text: "Two."}, {Text: "Forked."}})
 	pi.prompt("First question.")
 	pi.prompt("Second question.")
 	parent := piSessionID(t, piSessionFile(t, e.sessions))
@@ -523,6 +528,32 @@ func TestPiFork(t *testing.T) {
 	all := strings.Join(texts, "\n")
 	if !strings.Contains(all, "First question.") || strings.Contains(all, "Second question.") || !strings.Contains(all, "Another second question.") {
 		t.Errorf("the forked context is not the branch: %q", texts)
+	}
+	if !strings.Contains(all, "parent-tool-output") {
+		t.Errorf("the forked context lost the parent's tool output: %q", texts)
+	}
+	calls := map[string]bool{}
+	var results []string
+	for _, m := range last.Messages {
+		for _, b := range m.Content {
+			if b.Type == "toolCall" {
+				calls[b.ID] = true
+			}
+		}
+		if m.Role == "toolResult" {
+			if !calls[m.ToolCallID] {
+				t.Errorf("the forked context's tool result %q answers no tool call before it", m.ToolCallID)
+			}
+			results = append(results, m.ToolCallID)
+		}
+	}
+	if len(results) != 1 || !strings.HasPrefix(results[0], "toolu_fork_1_") {
+		t.Errorf("the forked context's tool results %v, want toolu_fork_1 renamed for the child", results)
+	}
+	var pc httpapi.ObjectResponse
+	srv.get("/v1/objects/toolu_fork_1", &pc)
+	if pc.Doc["chat_ref"] != "chat:"+parent {
+		t.Errorf("the parent's toolcall after the fork: %v", pc.Doc)
 	}
 	srv.Stop()
 }

@@ -459,7 +459,9 @@ func (in *Ingester) ingestSince(ctx context.Context, log Log, same int) (Report,
 			return rep, err
 		}
 	} else if in.turn == nil && in.turnStart >= 0 && in.turnStart < log.Len() {
-		in.rebuildTurn(log.Range(in.turnStart, len(in.chain)))
+		if err := in.rebuildTurn(ctx, log.Range(in.turnStart, len(in.chain))); err != nil {
+			return rep, err
+		}
 	}
 	// A message already applied on another branch of the log (the harness
 	// went back to a branch it had left) is not applied again: switching
@@ -486,7 +488,9 @@ func (in *Ingester) ingestSince(ctx context.Context, log Log, same int) (Report,
 			continue
 		}
 		if known > 0 && in.turn == nil && in.turnStart >= knownFrom && in.turnStart < i {
-			in.rebuildTurn(log.Range(in.turnStart, i))
+			if err := in.rebuildTurn(ctx, log.Range(in.turnStart, i)); err != nil {
+				return rep, err
+			}
 		}
 		if known > 0 && knownFrom >= 0 {
 			if err := in.a.Note(ctx, fmt.Sprintf("[context] messages %d to %d of the log were already applied on another branch and are shown above", knownFrom, i-1)); err != nil {
@@ -496,7 +500,11 @@ func (in *Ingester) ingestSince(ctx context.Context, log Log, same int) (Report,
 		}
 		// Tool arguments a store cannot hold exactly are kept as strings:
 		// one field never breaks the session (issue 20).
-		if err := in.apply(ctx, i, m.Exact(), &rep); err != nil {
+		om, err := in.own(ctx, m.Exact())
+		if err != nil {
+			return rep, fmt.Errorf("ingest: message %d (%s): %w", i, m.Role, err)
+		}
+		if err := in.apply(ctx, i, om, &rep); err != nil {
 			return rep, fmt.Errorf("ingest: message %d (%s): %w", i, m.Role, err)
 		}
 		in.unsaved = append(in.unsaved, hs(i))
@@ -506,7 +514,9 @@ func (in *Ingester) ingestSince(ctx context.Context, log Log, same int) (Report,
 	if known > 0 {
 		rep.Known = known
 		if knownFrom >= 0 && in.turn == nil && in.turnStart >= knownFrom && in.turnStart < log.Len() {
-			in.rebuildTurn(log.From(in.turnStart))
+			if err := in.rebuildTurn(ctx, log.From(in.turnStart)); err != nil {
+				return rep, err
+			}
 		}
 	}
 	rep.Cursor = len(in.chain)
@@ -515,9 +525,12 @@ func (in *Ingester) ingestSince(ctx context.Context, log Log, same int) (Report,
 
 // rebuildTurn restores the turn in progress after a resume, from the
 // messages that began it (already applied to the store and the stream).
-func (in *Ingester) rebuildTurn(msgs []conversation.Message) {
+func (in *Ingester) rebuildTurn(ctx context.Context, msgs []conversation.Message) error {
 	for _, m := range msgs {
-		m = m.Exact()
+		m, err := in.own(ctx, m.Exact())
+		if err != nil {
+			return fmt.Errorf("ingest: rebuilding the turn in progress: %w", err)
+		}
 		switch m.Role {
 		case conversation.RoleUser:
 			in.beginTurn(m)
@@ -525,6 +538,7 @@ func (in *Ingester) rebuildTurn(msgs []conversation.Message) {
 			in.addAssistant(m)
 		}
 	}
+	return nil
 }
 
 func (in *Ingester) beginTurn(m conversation.Message) {

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -541,5 +542,92 @@ func TestClientErrorsAreNot500(t *testing.T) {
 		if st, eb := e.do("POST", "/v1/sessions/s1/observe", ObserveRequest{ToolCallID: id, Tool: "bash", Args: map[string]any{}, Output: &out}, nil); st != 400 {
 			t.Errorf("observe with tool call id %.20q: %d %s", id, st, eb.Message)
 		}
+	}
+}
+
+// A forked log (Pi's /fork, or a commit forked with `ctxstore commit fork`
+// and resumed) starts with the parent's messages and so with the tool call
+// ids the parent recorded. The forked session records those calls as its
+// own (renamed for it), pairs every call with its result in the context it
+// renders, leaves the parent's toolcalls as they were, and renders the same
+// context again after a resume in another server.
+func TestForkedLogWithToolCalls(t *testing.T) {
+	e := newEnv(t, nil)
+	e.open("parent")
+	var lg piLogBuilder
+	lg.user("build it")
+	lg.call("call_1", "bash", map[string]any{"command": "make"})
+	lg.result("call_1", "bash", "parent output\n", false)
+	lg.say("built")
+	e.ok("POST", "/v1/sessions/parent/context", lg.body(), nil)
+
+	e.open("child")
+	lg.user("and again")
+	lg.call("call_2", "bash", map[string]any{"command": "make test"})
+	lg.result("call_2", "bash", "child output\n", false)
+	var ans piAnswer
+	e.ok("POST", "/v1/sessions/child/context", lg.body(), &ans)
+	pairs := func(ms []PiOutMessage) []string {
+		t.Helper()
+		calls := map[string]bool{}
+		var results []string
+		for _, m := range ms {
+			for _, b := range m.Content {
+				if b.Type == "toolCall" {
+					calls[b.ID] = true
+				}
+			}
+			if m.Role == "toolResult" {
+				if !calls[m.ToolCallID] {
+					t.Fatalf("tool result %q answers no tool call before it: %s", m.ToolCallID, flat(ms))
+				}
+				results = append(results, m.ToolCallID)
+			}
+		}
+		return results
+	}
+	results := pairs(ans.Messages)
+	if len(results) != 2 || results[0] == "call_1" || !strings.HasPrefix(results[0], "call_1_") || results[1] != "call_2" {
+		t.Fatalf("the child's tool results: %v, want call_1 renamed for the child, then call_2", results)
+	}
+	if txt := flat(ans.Messages); !strings.Contains(txt, "parent output") {
+		t.Fatalf("the child's context lost the forked output: %s", txt)
+	}
+
+	var obj ObjectResponse
+	e.ok("GET", "/v1/objects/call_1", nil, &obj)
+	if obj.Doc["chat_ref"] != "chat:parent" {
+		t.Fatalf("the parent's toolcall after the fork: %v", obj.Doc)
+	}
+	e.ok("GET", "/v1/objects/"+results[0], nil, &obj)
+	if obj.Doc["chat_ref"] != "chat:child" || obj.Doc["content"] != "parent output\n" {
+		t.Fatalf("the child's toolcall: %v", obj.Doc)
+	}
+	var r ToolResponse
+	e.ok("POST", "/v1/sessions/child/tools/activate", ToolRequest{Args: map[string]any{"id": results[0]}}, &r)
+	if !r.OK {
+		t.Fatalf("activate the child's own call: %+v", r)
+	}
+	e.ok("POST", "/v1/sessions/parent/tools/activate", ToolRequest{Args: map[string]any{"id": results[0]}}, &r)
+	if r.OK {
+		t.Fatalf("the parent activated the child's call: %+v", r)
+	}
+
+	// Another server over the same store resumes the child: the same log
+	// and one more prompt render the calls under the same ids.
+	srv2, err := New(Options{Store: e.st, Resolver: newResolver(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts2 := httptest.NewServer(srv2.Handler())
+	defer func() { ts2.Close(); srv2.Close() }()
+	b := &env{tb: t, db: e.db, st: e.st, srv: srv2, ts: ts2, dir: e.dir, spec: e.spec, check: true}
+	b.open("child")
+	lg.say("tested")
+	lg.user("once more")
+	var again piAnswer
+	b.ok("POST", "/v1/sessions/child/context", lg.body(), &again)
+	if got := pairs(again.Messages); !slices.Equal(got, results) {
+		t.Fatalf("after the resume the tool results are %v, want %v", got, results)
 	}
 }

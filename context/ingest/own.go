@@ -1,0 +1,88 @@
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+
+	"github.com/ctxstore/ctxstore/objects/conversation"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// A log copied from another session carries the tool call ids that session
+// recorded: a harness's fork (Pi's /fork, a session resumed from a file
+// `ctxstore commit fork` wrote) starts with the parent's messages. A
+// toolcall object's id is the harness's tool call id, and a session never
+// writes another session's object (tools.ErrForeignObject), so such a log
+// would be refused whole. Instead the ingester renames, for this session
+// only, every tool call id the store holds for another session: the
+// assistant's call and its result get ownID's id, consistently, so the
+// session records its own toolcall, the context it renders pairs calls and
+// results, and the parent's toolcall is never touched. The harness's log
+// and the conversation commits keep the harness's ids (they are the
+// harness's bytes); only what the session records and renders is renamed.
+
+// ownID returns the id under which this session records tool call id: id
+// itself when this session already holds it or nobody does, else id with
+// a suffix derived from the session's id (ownSuffix), which is the same on
+// every call and in every process, so a resumed session finds its own
+// toolcalls again.
+func (in *Ingester) ownID(ctx context.Context, id string) (string, error) {
+	s := in.t.Session()
+	if id == "" || s.Indexed(id) {
+		return id, nil
+	}
+	q := id + ownSuffix(s.ID())
+	if s.Indexed(q) {
+		return q, nil
+	}
+	_, err := s.Store().EntityTx(ctx, id, store.Basis{})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return id, nil
+	case err != nil:
+		return "", err
+	}
+	return q, nil
+}
+
+// ownSuffix is what ownID appends for session sid: "_" and eight hex
+// digits of the id's SHA-256 (providers accept [A-Za-z0-9_-] in tool call
+// ids).
+func ownSuffix(sid string) string {
+	h := sha256.Sum256([]byte(sid))
+	return "_" + hex.EncodeToString(h[:4])
+}
+
+// own returns m with its tool call ids as this session records them
+// (ownID); m itself is not changed.
+func (in *Ingester) own(ctx context.Context, m conversation.Message) (conversation.Message, error) {
+	switch {
+	case m.Role == conversation.RoleToolResult && m.ToolCallID != "":
+		id, err := in.ownID(ctx, m.ToolCallID)
+		if err != nil {
+			return m, err
+		}
+		m.ToolCallID = id
+	case m.Role == conversation.RoleAssistant && len(m.ToolCalls) > 0:
+		var calls []conversation.ToolCall
+		for i, c := range m.ToolCalls {
+			id, err := in.ownID(ctx, c.ID)
+			if err != nil {
+				return m, err
+			}
+			if id == c.ID {
+				continue
+			}
+			if calls == nil {
+				calls = append([]conversation.ToolCall(nil), m.ToolCalls...)
+			}
+			calls[i].ID = id
+		}
+		if calls != nil {
+			m.ToolCalls = calls
+		}
+	}
+	return m, nil
+}
