@@ -417,34 +417,63 @@ func TestNaiveCapped(t *testing.T) {
 func TestDeterministic(t *testing.T) {
 	path := filepath.Join(datasets(t), "claude-code", "raw", "claude-reliability__coverage-test-fix.jsonl")
 	dir := t.TempDir() // the mirrored files' paths show in the contexts
-	run := func() []byte {
+	try := func() ([]byte, error) {
 		s, err := transcript.ReadFile(path)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		// The BPE tokenizer: a digit more or less in an id changes its count.
 		rep, err := Run(context.Background(), s, Options{Dir: dir, OpenStore: openSQLite})
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		for _, r := range rep.Results {
 			for i := range r.Calls {
 				r.Calls[i].Time = time.Time{}
 			}
 		}
-		b, err := json.Marshal(rep)
+		return json.Marshal(rep)
+	}
+	run := func() []byte {
+		t.Helper()
+		b, err := try()
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}
-	a, b := run(), run()
-	if string(a) != string(b) {
-		i := 0
-		for i < len(a) && i < len(b) && a[i] == b[i] {
-			i++
+	same := func(what string, a, b []byte) {
+		t.Helper()
+		if string(a) != string(b) {
+			i := 0
+			for i < len(a) && i < len(b) && a[i] == b[i] {
+				i++
+			}
+			t.Fatalf("%s differ at byte %d: %.200s\nvs %.200s", what, i, a[max(i-100, 0):], b[max(i-100, 0):])
 		}
-		t.Fatalf("two runs differ at byte %d: %.200s\nvs %.200s", i, a[max(i-100, 0):], b[max(i-100, 0):])
+	}
+	a := run()
+	same("two runs", a, run())
+	// Two replays of the session at once: the second waits for the first's
+	// directory instead of working in another (whose paths, and so ids and
+	// token counts, would differ).
+	type result struct {
+		b   []byte
+		err error
+	}
+	got := make(chan result, 2)
+	for range 2 {
+		go func() {
+			b, err := try()
+			got <- result{b, err}
+		}()
+	}
+	for range 2 {
+		r := <-got
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		same("two concurrent runs", a, r.b)
 	}
 	// A strategy's numbers do not depend on the strategies beside it (its
 	// session id, which shows in the contexts, is its name, not its place).

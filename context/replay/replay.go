@@ -33,6 +33,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/ingest"
 	"github.com/ctxstore/ctxstore/context/tokens"
 	"github.com/ctxstore/ctxstore/context/transcript"
+	"github.com/ctxstore/ctxstore/internal/filelock"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -334,11 +335,11 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 	rep.Calls = len(cs)
 	rep.Read = readSummary(s, len(cs))
 
-	root, err := replayDir(o.Dir, name)
+	root, release, err := replayDir(ctx, o.Dir, name)
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
-	defer os.RemoveAll(root)
+	defer release()
 
 	// The naive history first: the calibration is fitted on it, and every
 	// ratio is to it.
@@ -944,18 +945,36 @@ func stats(signed []float64) Stats {
 	return Stats{Mean: sum / float64(len(abs)), Median: median(abs), P90: p90, Max: abs[len(abs)-1], Bias: bias / float64(len(abs))}
 }
 
-// replayDir makes the directory a replay works in. Its name depends only on
-// the session, so the mirrored files' paths, which the contexts show, and
-// with them the token counts, are the same from run to run; if another
-// replay of the same session holds it, a random name is used instead.
-func replayDir(dir, session string) (string, error) {
+// replayDir makes the directory a replay works in and returns it with the
+// function that removes it. Its name depends only on the session, so the
+// mirrored files' paths, from which their ids are made (and the contexts
+// show the ids), and with them the token counts, are the same from run to
+// run (issue 17 item 5). Another replay of the same session, in this
+// process or another, holds the directory until it is done: this one waits
+// for it (an flock on a file beside it, released if that process dies), so
+// that both give the same numbers; before the lock, a concurrent replay
+// worked in a random directory and its numbers differed by up to 0.03%. A
+// directory a killed replay left is removed first. The lock file stays.
+func replayDir(ctx context.Context, dir, session string) (string, func(), error) {
 	if dir == "" {
 		dir = os.TempDir()
 	}
 	h := sha256.Sum256([]byte(session))
 	p := filepath.Join(dir, "ctxstore-replay-"+hex.EncodeToString(h[:6]))
-	if err := os.Mkdir(p, 0o700); err == nil {
-		return p, nil
+	unlock, err := filelock.Lock(ctx, p+".lock")
+	if err != nil {
+		return "", nil, fmt.Errorf("locking %s: %w", p, err)
 	}
-	return os.MkdirTemp(dir, "ctxstore-replay-")
+	if err := os.RemoveAll(p); err != nil {
+		unlock()
+		return "", nil, err
+	}
+	if err := os.Mkdir(p, 0o700); err != nil {
+		unlock()
+		return "", nil, err
+	}
+	return p, func() {
+		_ = os.RemoveAll(p)
+		unlock()
+	}, nil
 }

@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/ctxstore/ctxstore/internal/filelock"
 )
 
 // Version is the XTDB version this package runs.
@@ -78,7 +80,7 @@ func EnsureClasspath(ctx context.Context, cacheDir string, progress io.Writer) (
 	if progress == nil {
 		progress = io.Discard
 	}
-	unlock, err := lockFile(ctx, filepath.Join(cacheDir, ".lock"))
+	unlock, err := filelock.Lock(ctx, filepath.Join(cacheDir, ".lock"))
 	if err != nil {
 		return "", fmt.Errorf("xtdbserver: locking %s: %w", cacheDir, err)
 	}

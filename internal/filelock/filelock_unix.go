@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
-package xtdbserver
+package filelock
 
 import (
 	"context"
@@ -10,9 +10,10 @@ import (
 	"time"
 )
 
-// lockFile takes an exclusive flock on file (created if needed), polling so that
-// ctx can cancel the wait. The returned func releases it.
-func lockFile(ctx context.Context, file string) (func(), error) {
+// Lock takes an exclusive flock on file (created if needed), polling so
+// that ctx can cancel the wait. The returned func releases it. A process
+// that dies releases its locks.
+func Lock(ctx context.Context, file string) (func(), error) {
 	f, err := os.OpenFile(file, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
