@@ -96,6 +96,7 @@ func Create(ctx context.Context, st store.Store, id string, o CreateOptions) (*S
 	if err != nil {
 		return nil, fmt.Errorf("session %s: creating: %w", id, err)
 	}
+	state.look = newLookup(&state)
 	return &Session{st: st, id: id, state: state, info: info, doc: doc, tx: tx.ID, stored: sto}, nil
 }
 
@@ -124,6 +125,7 @@ func (s *Session) Reload(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	state.look = newLookup(&state)
 	s.info, s.state, s.doc, s.tx, s.stored = info, state, doc, et.TxID, sto
 	return nil
 }
@@ -294,6 +296,7 @@ func (s *Session) Update(ctx context.Context, extra []store.Op, fn func(*State) 
 	}
 	next.shared = 0
 	s.state = next
+	s.state.look.extend(&s.state) // the written entries join the lookup
 	if changed {
 		s.doc, s.tx, s.stored = doc, t.ID, sto
 	}

@@ -65,6 +65,9 @@ type State struct {
 	// a method that changes one of them copies the list first
 	// (ownToolcalls), so the state a failed Update leaves is untouched.
 	shared int
+	// look, when set, finds ids in the long lists without a scan
+	// (lookup.go); nil in a State built by hand or cloned, which scans.
+	look *lookup
 }
 
 // ownToolcalls gives s a Toolcalls array of its own before a method
@@ -94,6 +97,7 @@ func (s *State) draft() State {
 	return State{
 		Index: s.Index, Pool: s.Pool, Active: slices.Clone(s.Active),
 		Pinned: slices.Clone(s.Pinned), Turn: s.Turn, Seq: s.Seq, Toolcalls: s.Toolcalls, shared: len(s.Toolcalls),
+		look: s.look,
 	}
 }
 
@@ -135,8 +139,20 @@ func Locked(id string) bool {
 }
 
 // Indexed, InPool, IsActive and IsPinned report set membership.
-func (s State) Indexed(id string) bool  { return slices.Contains(s.Index, id) }
-func (s State) InPool(id string) bool   { return slices.Contains(s.Pool, id) }
+func (s State) Indexed(id string) bool {
+	if s.look == nil {
+		return slices.Contains(s.Index, id)
+	}
+	return find(s.look.index, s.look.nIndex, s.Index, id)
+}
+
+func (s State) InPool(id string) bool {
+	if s.look == nil {
+		return slices.Contains(s.Pool, id)
+	}
+	return find(s.look.pool, s.look.nPool, s.Pool, id)
+}
+
 func (s State) IsActive(id string) bool { return slices.Contains(s.Active, id) }
 func (s State) IsPinned(id string) bool { return slices.Contains(s.Pinned, id) }
 
@@ -214,41 +230,57 @@ func (s *State) AddTargetToolcall(id, target string) {
 // tokens (Toolcall.Tokens). The search runs from the end: callers set it
 // right after adding the call.
 func (s *State) SetToolcallTokens(id string, tokens int) {
-	for i := len(s.Toolcalls) - 1; i >= 0; i-- {
+	if i := s.lastToolcall(id); i >= 0 {
+		s.ownToolcalls(i)
+		s.Toolcalls[i].Tokens = tokens
+	}
+}
+
+// lastToolcall returns the position of the last toolcall with id, or -1
+// (ids are unique in practice; the search from the end is what
+// SetToolcallTokens always did).
+func (s *State) lastToolcall(id string) int {
+	if s.look == nil {
+		for i := len(s.Toolcalls) - 1; i >= 0; i-- {
+			if s.Toolcalls[i].ID == id {
+				return i
+			}
+		}
+		return -1
+	}
+	for i := len(s.Toolcalls) - 1; i >= min(s.look.nCalls, len(s.Toolcalls)); i-- {
 		if s.Toolcalls[i].ID == id {
-			s.ownToolcalls(i)
-			s.Toolcalls[i].Tokens = tokens
-			return
+			return i
 		}
 	}
+	return s.toolcall(id)
 }
 
 // TouchTarget moves the most recent toolcall standing for target into the
 // current turn, as when the agent edits a file it read: the file stays in
 // the window. It reports whether there was one.
 func (s *State) TouchTarget(target string) bool {
-	for i := len(s.Toolcalls) - 1; i >= 0; i-- {
-		if s.Toolcalls[i].Target == target {
-			s.ownToolcalls(i)
-			s.Seq++
-			s.Toolcalls[i].Turn, s.Toolcalls[i].Seq = s.Turn, s.Seq
-			return true
-		}
+	ps := s.ToolcallsFor(target)
+	if len(ps) == 0 {
+		return false
 	}
-	return false
+	i := ps[len(ps)-1]
+	s.ownToolcalls(i)
+	s.Seq++
+	s.Toolcalls[i].Turn, s.Toolcalls[i].Seq = s.Turn, s.Seq
+	return true
 }
 
 // TouchToolcall moves an existing toolcall to the current turn and the
 // newest position, as when the agent activates it explicitly. It reports
 // whether id is a recorded toolcall.
 func (s *State) TouchToolcall(id string) bool {
-	for i := range s.Toolcalls {
-		if s.Toolcalls[i].ID == id {
-			s.ownToolcalls(i)
-			s.Seq++
-			s.Toolcalls[i].Turn, s.Toolcalls[i].Seq = s.Turn, s.Seq
-			return true
-		}
+	i := s.toolcall(id)
+	if i < 0 {
+		return false
 	}
-	return false
+	s.ownToolcalls(i)
+	s.Seq++
+	s.Toolcalls[i].Turn, s.Toolcalls[i].Seq = s.Turn, s.Seq
+	return true
 }

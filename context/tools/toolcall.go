@@ -179,15 +179,24 @@ func (t *Tools) applyPolicy(s *session.State) { applyPolicy(t.policy, s, false) 
 // applyPolicy is Tools.applyPolicy under policy cfg; every gives the
 // policy every call of the session (what the skipping is checked against).
 func applyPolicy(cfg collapse.Config, s *session.State, every bool) {
-	active := make(map[string]bool, len(s.Active))
+	// The calls outside the window that can still change are those active
+	// or standing for an active target: found by position from the small
+	// active set, so that the pass over the record compares integers only
+	// (issue 18: no string hashing per toolcall of the session per call).
+	live := map[int]bool{}
 	for _, id := range s.Active {
-		active[id] = true
+		if i := s.ToolcallAt(id); i >= 0 {
+			live[i] = true
+		}
+		for _, i := range s.ToolcallsFor(id) {
+			live[i] = true
+		}
 	}
 	var calls []collapse.Call
 	target := map[string]string{}
-	for _, c := range s.Toolcalls {
+	for i, c := range s.Toolcalls {
 		inWindow := c.Turn > s.Turn-cfg.TurnsBack && c.Turn <= s.Turn
-		if !every && !inWindow && !active[c.ID] && (c.Target == "" || !active[c.Target]) {
+		if !every && !inWindow && (len(live) == 0 || !live[i]) {
 			continue
 		}
 		cc := collapse.Call{ID: c.ID, Turn: c.Turn, Seq: c.Seq, Management: c.Management,
@@ -218,14 +227,7 @@ func applyPolicy(cfg collapse.Config, s *session.State, every bool) {
 	}
 }
 
-func recorded(s *session.State, id string) bool {
-	for _, c := range s.Toolcalls {
-		if c.ID == id {
-			return true
-		}
-	}
-	return false
-}
+func recorded(s *session.State, id string) bool { return s.Recorded(id) }
 
 func dedupe(ids []string) []string {
 	if len(ids) == 0 {

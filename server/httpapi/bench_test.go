@@ -44,7 +44,18 @@ func benchStore(b *testing.B) func(*Options) {
 // p50 and p99 latency (ms) and the share of the time spent outside the
 // context manager itself (HTTP and JSON: the total minus the
 // ingest+assemble time the server reports in Server-Timing), plus the
-// request size. Sub-benchmarks: "delta" sends the log and gets the answer
+// request size.
+//
+// The windows after turn 10 also run a paired reference: a new session
+// in the same server and store, opened at the window's start, plays nine
+// turns unsampled and then its turns 10–29 alternately with the long
+// session's window, turn for turn. ms-p50-refN is its p50 and x-turnN the
+// long session's p50 over it: the cost of the session's length alone, under
+// the same load and in a store of the same size (the sequential ratio,
+// ms-p50-turnN over ms-p50-turn10, also carries whatever the machine and the
+// store's growth did in between).
+//
+// Sub-benchmarks: "delta" sends the log and gets the answer
 // as deltas, as the extension does (the client encodes each message once);
 // "full" sends the whole log and gets the whole context every call. One
 // iteration takes minutes:
@@ -68,76 +79,131 @@ type sample struct {
 	reqBytes  int
 }
 
+// benchSession is one session the benchmark drives: its log and its client.
+type benchSession struct {
+	b      *testing.B
+	sid    string
+	dc     *deltaClient
+	lg     piLogBuilder
+	deltas bool
+	turns  int
+}
+
+var benchOutput = strings.Repeat("some output of the build that takes a line of room\n", 20) // ~1 KiB
+
+func newBenchSession(b *testing.B, e *env, sid string, deltas bool) *benchSession {
+	e.open(sid)
+	return &benchSession{b: b, sid: sid, dc: newDeltaClient(e.ts.URL, sid), deltas: deltas}
+}
+
+// call makes one context call and decodes what came, as the extension does.
+func (s *benchSession) call() sample {
+	start := time.Now()
+	base := -1
+	if !s.deltas {
+		base, s.dc.heldCall = 0, 0
+	}
+	r := s.dc.call(s.lg.raws(), base, "")
+	if r.status != 200 {
+		s.b.Fatalf("context: %d %s", r.status, r.code)
+	}
+	for _, m := range r.resp.Messages {
+		var pm PiOutMessage
+		if err := json.Unmarshal(m, &pm); err != nil {
+			s.b.Fatal(err)
+		}
+	}
+	return sample{total: time.Since(start), cm: r.cm, reqBytes: r.reqBytes}
+}
+
+// turn plays the session's next turn (three calls), giving each call's
+// sample to keep when keep is not nil.
+func (s *benchSession) turn(keep *[]sample) {
+	s.turns++
+	t := s.turns
+	s.lg.user(fmt.Sprintf("Turn %d: run the build twice.", t))
+	for k := range 3 {
+		if sm := s.call(); keep != nil {
+			*keep = append(*keep, sm)
+		}
+		if k < 2 {
+			id := fmt.Sprintf("%s_call_%d_%d", s.sid, t, k)
+			s.lg.call(id, "bash", map[string]any{"command": fmt.Sprintf("make build-%d-%d", t, k)})
+			s.lg.result(id, "bash", fmt.Sprintf("run %d %d\n%s", t, k, benchOutput), false)
+		}
+	}
+	s.lg.say(fmt.Sprintf("Turn %d done.", t))
+}
+
 func benchContextCalls(b *testing.B, deltas bool) {
 	e := newEnv(b, benchStore(b))
 	e.check = false
-	e.open("bench")
-	dc := newDeltaClient(e.ts.URL, "bench")
-	var lg piLogBuilder
-	call := func() sample {
-		start := time.Now()
-		base := -1
-		if !deltas {
-			base, dc.heldCall = 0, 0
-		}
-		r := dc.call(lg.raws(), base, "")
-		if r.status != 200 {
-			b.Fatalf("context: %d %s", r.status, r.code)
-		}
-		for _, m := range r.resp.Messages { // decode what came, as the extension does
-			var pm PiOutMessage
-			if err := json.Unmarshal(m, &pm); err != nil {
-				b.Fatal(err)
-			}
-		}
-		return sample{total: time.Since(start), cm: r.cm, reqBytes: r.reqBytes}
-	}
-	out := strings.Repeat("some output of the build that takes a line of room\n", 20) // ~1 KiB
-	windows := map[string][]sample{}
+	long := newBenchSession(b, e, "bench", deltas)
+	windows, refs := map[string][]sample{}, map[string][]sample{}
 	var names []string
-	for _, start := range []int{10, 500, 1000, 10000} {
+	starts := []int{10, 500, 1000, 10000}
+	for _, start := range starts {
 		if start+19 <= benchTurns() {
 			names = append(names, fmt.Sprintf("turn%d", start))
 		}
 	}
+	var ref *benchSession
 	for turn := 1; turn <= benchTurns(); turn++ {
 		w := ""
-		for _, start := range []int{10, 500, 1000, 10000} {
+		for _, start := range starts {
+			if start+19 > benchTurns() {
+				continue // a window the session does not complete is not sampled
+			}
 			if turn >= start && turn < start+20 {
 				w = fmt.Sprintf("turn%d", start)
 			}
-		}
-		lg.user(fmt.Sprintf("Turn %d: run the build twice.", turn))
-		for k := range 3 {
-			s := call()
-			if w != "" {
-				windows[w] = append(windows[w], s)
-			}
-			if k < 2 {
-				id := fmt.Sprintf("call_%d_%d", turn, k)
-				lg.call(id, "bash", map[string]any{"command": fmt.Sprintf("make build-%d-%d", turn, k)})
-				lg.result(id, "bash", fmt.Sprintf("run %d %d\n%s", turn, k, out), false)
+			if turn == start && start > 10 {
+				ref = newBenchSession(b, e, fmt.Sprintf("ref-%d", start), deltas)
+				for range 9 {
+					ref.turn(nil)
+				}
 			}
 		}
-		lg.say(fmt.Sprintf("Turn %d done.", turn))
+		if w == "" {
+			long.turn(nil)
+			continue
+		}
+		kept := windows[w]
+		long.turn(&kept)
+		windows[w] = kept
+		if w != "turn10" {
+			kept := refs[w]
+			ref.turn(&kept)
+			refs[w] = kept
+		}
 	}
+	p50 := func(ss []sample) float64 { return percentile(ss, 0.50) }
 	for _, w := range names {
 		ss := windows[w]
-		totals := make([]time.Duration, len(ss))
 		var sumTotal, sumCM time.Duration
-		for i, s := range ss {
-			totals[i] = s.total
+		for _, s := range ss {
 			sumTotal += s.total
 			sumCM += s.cm
 		}
-		slices.Sort(totals)
-		pct := func(p float64) float64 {
-			i := min(len(totals)-1, int(p*float64(len(totals))))
-			return float64(totals[i].Microseconds()) / 1000
-		}
-		b.ReportMetric(pct(0.50), "ms-p50-"+w)
-		b.ReportMetric(pct(0.99), "ms-p99-"+w)
+		b.ReportMetric(p50(ss), "ms-p50-"+w)
+		b.ReportMetric(percentile(ss, 0.99), "ms-p99-"+w)
 		b.ReportMetric(100*float64(sumTotal-sumCM)/float64(sumTotal), "%outside-"+w)
 		b.ReportMetric(float64(ss[len(ss)-1].reqBytes)/1024, "KiB-request-"+w)
+		if r := refs[w]; len(r) > 0 {
+			n := strings.TrimPrefix(w, "turn")
+			b.ReportMetric(p50(r), "ms-p50-ref"+n)
+			b.ReportMetric(p50(ss)/p50(r), "x-"+w)
+		}
 	}
+}
+
+// percentile is the p-th percentile of the samples' latencies, in ms.
+func percentile(ss []sample, p float64) float64 {
+	totals := make([]time.Duration, len(ss))
+	for i, s := range ss {
+		totals[i] = s.total
+	}
+	slices.Sort(totals)
+	i := min(len(totals)-1, int(p*float64(len(totals))))
+	return float64(totals[i].Microseconds()) / 1000
 }
