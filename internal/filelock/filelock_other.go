@@ -2,10 +2,14 @@
 
 package filelock
 
-import "context"
+import (
+	"context"
+	"os"
+	"time"
+)
 
-// Lock does not lock on this platform: callers that race are not kept
-// apart.
-func Lock(ctx context.Context, file string) (func(), error) {
-	return func() {}, ctx.Err()
+// Hold cannot lock on this platform: it closes f and gives ErrUnsupported.
+func Hold(ctx context.Context, f *os.File, poll time.Duration) (func(), error) {
+	_ = f.Close()
+	return nil, ErrUnsupported
 }

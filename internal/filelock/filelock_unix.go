@@ -10,14 +10,11 @@ import (
 	"time"
 )
 
-// Lock takes an exclusive flock on file (created if needed), polling so
-// that ctx can cancel the wait. The returned func releases it. A process
-// that dies releases its locks.
-func Lock(ctx context.Context, file string) (func(), error) {
-	f, err := os.OpenFile(file, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
+// Hold takes an exclusive flock on the open file (or directory) f,
+// trying every poll until ctx ends. The returned func releases the lock
+// and closes f; on an error f is closed too. A file system without flock
+// gives ErrUnsupported.
+func Hold(ctx context.Context, f *os.File, poll time.Duration) (func(), error) {
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
@@ -28,13 +25,13 @@ func Lock(ctx context.Context, file string) (func(), error) {
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
 			_ = f.Close()
-			return nil, err
+			return nil, ErrUnsupported
 		}
 		select {
 		case <-ctx.Done():
 			_ = f.Close()
 			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(poll):
 		}
 	}
 }

@@ -82,6 +82,19 @@ func newEnv(tb testing.TB, mod func(*Options)) *env {
 	return e
 }
 
+// second returns an env for another server over e's store (and working
+// directory), closed when the test ends.
+func (e *env) second() *env {
+	e.tb.Helper()
+	srv, err := New(Options{Store: e.st, Resolver: newResolver(e.tb)})
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	e.tb.Cleanup(func() { ts.Close(); srv.Close() })
+	return &env{tb: e.tb, db: e.db, st: e.st, srv: srv, ts: ts, dir: e.dir, spec: e.spec, check: true}
+}
+
 func newResolver(tb testing.TB) *files.Resolver {
 	tb.Helper()
 	res, err := files.NewResolver(files.ResolverOptions{DefaultID: "fs-test"})

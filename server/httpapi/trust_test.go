@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -478,13 +477,7 @@ func TestPoisonNumberInToolArguments(t *testing.T) {
 // from the store and runs the call again) instead of 409 until reopened.
 func TestSecondServerTakesOver(t *testing.T) {
 	a := newEnv(t, nil)
-	srv2, err := New(Options{Store: a.st, Resolver: newResolver(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts2 := httptest.NewServer(srv2.Handler())
-	defer func() { ts2.Close(); srv2.Close() }()
-	b := &env{tb: t, db: a.db, st: a.st, srv: srv2, ts: ts2, dir: a.dir, spec: a.spec, check: true}
+	b := a.second()
 	a.open("s1")
 	var lg piLogBuilder
 	lg.user("first")
@@ -615,13 +608,7 @@ func TestForkedLogWithToolCalls(t *testing.T) {
 
 	// Another server over the same store resumes the child: the same log
 	// and one more prompt render the calls under the same ids.
-	srv2, err := New(Options{Store: e.st, Resolver: newResolver(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts2 := httptest.NewServer(srv2.Handler())
-	defer func() { ts2.Close(); srv2.Close() }()
-	b := &env{tb: t, db: e.db, st: e.st, srv: srv2, ts: ts2, dir: e.dir, spec: e.spec, check: true}
+	b := e.second()
 	b.open("child")
 	lg.say("tested")
 	lg.user("once more")
