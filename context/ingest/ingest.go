@@ -83,6 +83,7 @@ type Ingester struct {
 	turnStart int                              // index of the message that began the current turn, -1 before any
 	turn      *objects.Turn                    // the chat turn being built
 	calls     map[string]conversation.ToolCall // tool calls of the current turn, by id
+	pending   map[string]string                // calls waiting for their result: the harness's id -> the session's (own.go)
 	cwdSaved  bool                             // the cwd is recorded in a commit of this Ingester
 	conv      []convPoint                      // conversation commits of the log, oldest first (commits.go)
 	lastLog   Log                              // what Flush and CompactLast may need of the last call's log (from Need on)

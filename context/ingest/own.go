@@ -60,9 +60,14 @@ func ownSuffix(sid string) string {
 func (in *Ingester) own(ctx context.Context, m conversation.Message) (conversation.Message, error) {
 	switch {
 	case m.Role == conversation.RoleToolResult && m.ToolCallID != "":
-		id, err := in.ownID(ctx, m.ToolCallID)
-		if err != nil {
-			return m, err
+		id, ok := in.pending[m.ToolCallID]
+		if ok {
+			delete(in.pending, m.ToolCallID) // a result answers its call once
+		} else {
+			var err error
+			if id, err = in.ownID(ctx, m.ToolCallID); err != nil {
+				return m, err
+			}
 		}
 		m.ToolCallID = id
 	case m.Role == conversation.RoleAssistant && len(m.ToolCalls) > 0:
@@ -72,6 +77,10 @@ func (in *Ingester) own(ctx context.Context, m conversation.Message) (conversati
 			if err != nil {
 				return m, err
 			}
+			if in.pending == nil {
+				in.pending = map[string]string{}
+			}
+			in.pending[c.ID] = id // its result is renamed alike, without a lookup
 			if id == c.ID {
 				continue
 			}
