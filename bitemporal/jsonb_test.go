@@ -50,7 +50,7 @@ func TestJSONBRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := rawDB(t, path)
-	checkDocsForm(t, db, "blob", "json(doc)", len(ops))
+	checkDocsForm(t, db, "blob", "json(ctxs_doc(doc))", len(ops))
 	for _, d := range jsonbDocs() {
 		id := d[store.IDKey].(string)
 		got, err := s.Entity(ctx, id, store.Basis{})
@@ -161,7 +161,7 @@ func TestMigrationJSONB(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	checkDocsForm(t, rawDB(t, path), "blob", "json(doc)", 4)
+	checkDocsForm(t, rawDB(t, path), "blob", "json(ctxs_doc(doc))", 4)
 	if after := read(s); !reflect.DeepEqual(after, before) {
 		t.Fatalf("reads after the migration differ:\nbefore %+v\nafter  %+v", before, after)
 	}

@@ -312,7 +312,7 @@ func writeSQL() []string {
 // the whole text. Every read into Go takes json(doc), which gives back the
 // canonical text stored here byte for byte.
 const (
-	insertDocSQL    = "INSERT OR IGNORE INTO docs (hash, eid, doc) VALUES (?, ?, jsonb(?))"
+	insertDocSQL    = "INSERT OR IGNORE INTO docs (hash, eid, doc) VALUES (?, ?, ctxs_pack(jsonb(?)))"
 	docIDSQL        = "SELECT id FROM docs WHERE hash = ?"
 	insertPointSQL  = "INSERT OR REPLACE INTO points (eid, vt, tx_id, tx_time, doc) VALUES (?, ?, ?, ?, ?)"
 	continuationSQL = "SELECT vt, tx_id, tx_time, " + pointHashSQL + ", doc FROM points WHERE eid = ? AND vt > ? ORDER BY vt, tx_id DESC"

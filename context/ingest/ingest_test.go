@@ -554,6 +554,7 @@ func TestMigratedStoreRebuilds(t *testing.T) {
 	}{
 		// The chat's latest version becomes the whole chat (an earlier
 		// release's last AppendTurns wrote exactly this document).
+		{"UPDATE docs SET doc = ctxs_doc(doc)", nil},     // JSONB, as before migration 00009
 		{"ALTER TABLE points ADD COLUMN hash TEXT", nil}, // before migration 00008
 		{"UPDATE points SET hash = (SELECT d.hash FROM docs d WHERE d.id = points.doc)", nil},
 		{"CREATE TEMP TABLE head AS SELECT p.doc AS id, p.hash AS hash FROM points p WHERE p.eid = 'chat:s1' ORDER BY p.vt DESC, p.tx_id DESC LIMIT 1", nil},
