@@ -101,6 +101,7 @@ func registerFuncs() error {
 				}
 				return pack(b), nil
 			})),
+			registerLogFuncs(),
 		)
 	})
 	return registerErr

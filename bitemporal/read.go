@@ -343,7 +343,7 @@ func (s *Store) txLog(ctx context.Context, after int64, limit int) ([]store.Logg
 	var rows []struct {
 		ID   int64  `db:"tx_id"`
 		Time int64  `db:"tx_time"`
-		Ops  string `db:"ops"`
+		Ops  []byte `db:"ops"`
 	}
 	if err := rtx.SelectContext(ctx, &rows, q, args...); err != nil {
 		return nil, nil, dbErr("tx-log", "", err)
@@ -357,7 +357,11 @@ func (s *Store) txLog(ctx context.Context, after int64, limit int) ([]store.Logg
 	var refs []docRef
 	for i, r := range rows {
 		var logged []loggedOp
-		if err := json.Unmarshal([]byte(r.Ops), &logged); err != nil {
+		text, err := unpackLog(r.Ops)
+		if err == nil {
+			err = json.Unmarshal(text, &logged)
+		}
+		if err != nil {
 			return nil, nil, &store.Error{Op: "tx-log", Kind: store.ErrInvalid, Msg: fmt.Sprintf("tx %d: stored ops are corrupt", r.ID), Err: err}
 		}
 		out[i] = store.LoggedTx{Tx: store.Tx{ID: r.ID, Time: fromMS(r.Time)}, Ops: make([]store.Op, len(logged))}

@@ -186,12 +186,15 @@ func (s *Store) submit(ctx context.Context, ops []store.Op, at *time.Time) (stor
 	if err != nil {
 		return store.Tx{}, err
 	}
+	stored := packLog(opsJSON) // outside the write lock
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	return s.submitLocked(ctx, prep, string(opsJSON), at)
+	return s.submitLocked(ctx, prep, stored, at)
 }
 
-func (s *Store) submitLocked(ctx context.Context, prep []prepared, opsJSON string, at *time.Time) (store.Tx, error) {
+// submitLocked applies prep; ops is the tx's logged ops as stored
+// (packLog).
+func (s *Store) submitLocked(ctx context.Context, prep []prepared, ops any, at *time.Time) (store.Tx, error) {
 	tx, err := s.w.BeginTxx(ctx, nil)
 	if err != nil {
 		return store.Tx{}, dbErr("submit", "", err)
@@ -253,7 +256,7 @@ func (s *Store) submitLocked(ctx context.Context, prep []prepared, opsJSON strin
 		}
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO txs (tx_id, tx_time, committed, ops) VALUES (?, ?, ?, ?)",
-		receipt.ID, ms(receipt.Time), committed, opsJSON); err != nil {
+		receipt.ID, ms(receipt.Time), committed, ops); err != nil {
 		return store.Tx{}, dbErr("submit", "", err)
 	}
 	if !committed {
@@ -594,10 +597,10 @@ func (a *applier) writeRange(eid string, start, end int64, v version) error {
 
 // scrubMatches removes the expected documents of every logged match on id
 // (an evict removes the entity's content everywhere, the tx log included),
-// marking those ops Evicted.
+// marking those ops Evicted. Only text rows can hold one (packLog).
 func (a *applier) scrubMatches(id string) error {
 	key, _ := json.Marshal(id)
-	rows, err := a.tx.QueryContext(a.ctx, "SELECT tx_id, ops FROM txs WHERE instr(ops, ?) > 0 AND instr(ops, '\"doc\"') > 0", `"id":`+string(key))
+	rows, err := a.tx.QueryContext(a.ctx, "SELECT tx_id, ops FROM txs WHERE typeof(ops) = 'text' AND instr(ops, ?) > 0 AND instr(ops, '\"doc\"') > 0", `"id":`+string(key))
 	if err != nil {
 		return err
 	}
