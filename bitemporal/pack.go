@@ -26,6 +26,10 @@ import (
 //     elements, in order. Reading one of the other fields (a projection,
 //     a predicate on a field the field index does not hold) reads the
 //     skeleton and inflates nothing (ctxs_part).
+//   - packDelta (migration 00011): a DEFLATE stream of the JSONB whose
+//     dictionary is the JSONB of an earlier version of the same entity,
+//     the row docs.base names (never a delta itself, so a read inflates
+//     at most two documents).
 //
 // JSONB's first byte names the root element's type in its low four bits,
 // 0-12; 13-15 are reserved, so a packed row can never be read as JSONB:
@@ -45,6 +49,7 @@ const (
 	packMagic = 0x0d // a reserved JSONB element type: never a JSONB document's first byte
 	packFlate = 0x01
 	packSplit = 0x02
+	packDelta = 0x03
 	// packMin is the smallest JSONB worth compressing: below it the
 	// header and DEFLATE's own overhead leave little or nothing.
 	packMin = 128
@@ -75,15 +80,26 @@ func registerFuncs() error {
 			return &sqlite.FunctionImpl{NArgs: nargs, Deterministic: true, VolatileArgs: true,
 				Scalar: func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) { return f(args) }}
 		}
+		// ctxs_doc(doc[, base]), ctxs_part(doc, field[, base]) and
+		// ctxs_pack(jsonb[, base]): base is the stored form of the row a
+		// packDelta document is compressed against (docs.base), NULL or
+		// absent for every other row.
+		baseArg := func(args []driver.Value, i int) []byte {
+			if len(args) > i {
+				b, _ := args[i].([]byte)
+				return b
+			}
+			return nil
+		}
 		registerErr = errors.Join(
-			sqlite.RegisterFunction(unpackFunc, fn(1, func(args []driver.Value) (driver.Value, error) {
+			sqlite.RegisterFunction(unpackFunc, fn(-1, func(args []driver.Value) (driver.Value, error) {
 				b, ok := args[0].([]byte)
 				if !ok { // NULL (a tombstone's missing row), or text from before 00006
 					return args[0], nil
 				}
-				return unpackCached(b)
+				return unpackCached(b, baseArg(args, 1))
 			})),
-			sqlite.RegisterFunction(partFunc, fn(2, func(args []driver.Value) (driver.Value, error) {
+			sqlite.RegisterFunction(partFunc, fn(-1, func(args []driver.Value) (driver.Value, error) {
 				b, ok := args[0].([]byte)
 				if !ok {
 					return args[0], nil
@@ -92,14 +108,14 @@ func registerFuncs() error {
 				if skel, ok := skeletonFor(b, field); ok {
 					return skel, nil
 				}
-				return unpackCached(b)
+				return unpackCached(b, baseArg(args, 2))
 			})),
-			sqlite.RegisterFunction(packFunc, fn(1, func(args []driver.Value) (driver.Value, error) {
+			sqlite.RegisterFunction(packFunc, fn(-1, func(args []driver.Value) (driver.Value, error) {
 				b, ok := args[0].([]byte)
 				if !ok {
 					return args[0], nil
 				}
-				return pack(b), nil
+				return packAgainst(b, baseArg(args, 1))
 			})),
 			registerLogFuncs(),
 		)
@@ -122,10 +138,10 @@ func deflate(buf *bytes.Buffer, b []byte) {
 	writers.Put(w)
 }
 
-func inflate(b []byte, sizeHint int) ([]byte, error) {
+func inflate(b []byte, sizeHint int, dict []byte) ([]byte, error) {
 	r := readers.Get().(io.ReadCloser)
 	defer readers.Put(r)
-	if err := r.(flate.Resetter).Reset(bytes.NewReader(b), nil); err != nil {
+	if err := r.(flate.Resetter).Reset(bytes.NewReader(b), dict); err != nil {
 		return nil, err
 	}
 	out := bytes.NewBuffer(make([]byte, 0, sizeHint))
@@ -155,6 +171,39 @@ func pack(jsonb []byte) []byte {
 		return jsonb
 	}
 	return buf.Bytes()
+}
+
+// packAgainst is pack, or, when base (the stored form of an earlier
+// version of the same entity that is not a delta itself) is given and it
+// is smaller, the packDelta form: a DEFLATE stream of jsonb whose
+// dictionary is base's JSONB. A document packed as packSplit stays so (its
+// fields read without inflating). Successive versions of a session head
+// or chunk share most of their text: compressed against the version they
+// grew from, they take a fraction of their size.
+func packAgainst(jsonb, base []byte) ([]byte, error) {
+	out := pack(jsonb)
+	if base == nil || len(jsonb) < packMin || isPacked(jsonb) || (isPacked(out) && out[1] == packSplit) ||
+		(isPacked(base) && base[1] == packDelta) {
+		return out, nil
+	}
+	dict, err := unpackCached(base, nil)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(out))
+	buf.WriteByte(packMagic)
+	buf.WriteByte(packDelta)
+	w, err := flate.NewWriterDict(&buf, flate.DefaultCompression, dict)
+	if err != nil {
+		return nil, err
+	}
+	_, _ = w.Write(jsonb)
+	_ = w.Close()
+	if buf.Len() < len(out) {
+		return buf.Bytes(), nil
+	}
+	return out, nil
 }
 
 // split writes the packSplit form of jsonb to buf, if jsonb is an object
@@ -257,8 +306,9 @@ func skeletonFor(b []byte, field string) ([]byte, bool) {
 	return f.skeleton, true
 }
 
-// unpack returns the JSONB of a stored document (b itself unless packed).
-func unpack(b []byte) ([]byte, error) {
+// unpack returns the JSONB of a stored document (b itself unless packed);
+// base is the stored form of the row a packDelta document names.
+func unpack(b, base []byte) ([]byte, error) {
 	if !isPacked(b) {
 		return b, nil
 	}
@@ -266,9 +316,17 @@ func unpack(b []byte) ([]byte, error) {
 	var err error
 	switch b[1] {
 	case packFlate:
-		out, err = inflate(b[2:], 3*len(b))
+		out, err = inflate(b[2:], 3*len(b), nil)
 	case packSplit:
 		out, err = unsplit(b)
+	case packDelta:
+		if base == nil || (isPacked(base) && base[1] == packDelta) {
+			return nil, fmt.Errorf("%s: %w: a delta without its base", unpackFunc, errCorrupt)
+		}
+		var dict []byte
+		if dict, err = unpackCached(base, nil); err == nil {
+			out, err = inflate(b[2:], 3*len(b)+len(dict), dict)
+		}
 	default:
 		return nil, fmt.Errorf("%s: stored document is corrupt or of a newer format (%#x)", unpackFunc, b[1])
 	}
@@ -285,7 +343,7 @@ func unsplit(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	long, err := inflate(f.long, 4*len(f.long))
+	long, err := inflate(f.long, 4*len(f.long), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -325,26 +383,30 @@ var unpackCache struct {
 	next int
 }
 
-func unpackCached(b []byte) ([]byte, error) {
+func unpackCached(b, base []byte) ([]byte, error) {
 	if !isPacked(b) {
 		return b, nil
 	}
+	if b[1] != packDelta {
+		base = nil // not part of the document
+	}
+	key := string(b) + string(base)
 	c := &unpackCache
 	c.Lock()
 	for i, k := range c.keys {
-		if k == string(b) && c.vals[i] != nil {
+		if k == key && c.vals[i] != nil {
 			v := c.vals[i]
 			c.Unlock()
 			return v, nil
 		}
 	}
 	c.Unlock()
-	v, err := unpack(b)
+	v, err := unpack(b, base)
 	if err != nil {
 		return nil, err
 	}
 	c.Lock()
-	c.keys[c.next], c.vals[c.next] = string(b), v
+	c.keys[c.next], c.vals[c.next] = key, v
 	c.next = (c.next + 1) % len(c.keys)
 	c.Unlock()
 	return v, nil

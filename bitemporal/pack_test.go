@@ -47,7 +47,7 @@ func TestPackRoundTrip(t *testing.T) {
 			if again := pack(p); !bytes.Equal(again, p) {
 				t.Fatal("packing a packed blob changed it")
 			}
-			got, err := unpack(p)
+			got, err := unpack(p, nil)
 			if err != nil || !bytes.Equal(got, c.in) {
 				t.Fatalf("unpack: %v, %q", err, got)
 			}
@@ -58,7 +58,7 @@ func TestPackRoundTrip(t *testing.T) {
 		"cut short":      p[:len(p)/2],
 		"unknown format": append([]byte{packMagic, 0x7f}, p[2:]...),
 	} {
-		if got, err := unpack(bad); err == nil {
+		if got, err := unpack(bad, nil); err == nil {
 			t.Errorf("%s: unpacked without error to %q", name, got)
 		}
 	}
@@ -135,7 +135,7 @@ func TestPackSplit(t *testing.T) {
 				"skeleton cut":    append(append(append([]byte{}, p[:len(p)-len(f.long)-len(f.skeleton)]...), f.skeleton[:len(f.skeleton)-1]...), f.long...),
 				"keys miscounted": append([]byte{packMagic, packSplit, p[2] + 1}, p[3:]...),
 			} {
-				if got, err := unpack(bad); err == nil {
+				if got, err := unpack(bad, nil); err == nil {
 					t.Errorf("%s: unpacked without error to %q", name, got)
 				}
 			}
@@ -302,5 +302,23 @@ func TestMigrationPackedDocs(t *testing.T) {
 	var left int
 	if err := st.w.GetContext(ctx, &left, "SELECT count(*) FROM search_fts WHERE search_fts MATCH 'quokka'"); err != nil || left != 0 {
 		t.Fatalf("the evicted toolcall's words are still in the index: %d (%v)", left, err)
+	}
+}
+
+// migrateDown takes the store of db down to schema version v with the
+// migrations' own Down (tests that then fake an older form by hand start
+// from there, so the migrations after it run again on their own form).
+func migrateDown(t *testing.T, db *sql.DB, v int64) {
+	t.Helper()
+	mig, err := fs.Sub(migrations.FS, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, mig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(context.Background(), v); err != nil {
+		t.Fatal(err)
 	}
 }

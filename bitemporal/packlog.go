@@ -52,7 +52,7 @@ func unpackLog(b []byte) ([]byte, error) {
 	case len(b) > 0 && b[0] == '[':
 		return b, nil
 	case len(b) > 1 && b[0] == logFlate:
-		out, err := inflate(b[1:], 3*len(b))
+		out, err := inflate(b[1:], 3*len(b), nil)
 		if err != nil {
 			return nil, fmt.Errorf("stored ops are corrupt: %w", err)
 		}

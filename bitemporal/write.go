@@ -3,8 +3,10 @@ package bitemporal
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -302,7 +304,7 @@ func writeSQL() []string {
 		"DELETE FROM points WHERE eid = ?",
 		"DELETE FROM fields WHERE doc IN (SELECT id FROM docs WHERE eid = ?)",
 		"DELETE FROM docs WHERE eid = ?",
-		insertDocSQL, docIDSQL, insertPointSQL, continuationSQL, rangeSQL,
+		insertDocSQL, keyDocSQL, docIDSQL, insertPointSQL, continuationSQL, rangeSQL,
 	}
 	for n := 1; n <= fieldChunk; n++ {
 		qs = append(qs, insertFieldsSQL(n))
@@ -315,7 +317,12 @@ func writeSQL() []string {
 // the whole text. Every read into Go takes json(doc), which gives back the
 // canonical text stored here byte for byte.
 const (
-	insertDocSQL    = "INSERT OR IGNORE INTO docs (hash, eid, doc) VALUES (?, ?, ctxs_pack(jsonb(?)))"
+	insertDocSQL = `WITH p (doc) AS MATERIALIZED (SELECT ctxs_pack(jsonb(?), (SELECT k.doc FROM docs k WHERE k.id = ?)))
+		INSERT OR IGNORE INTO docs (hash, eid, doc, base)
+		SELECT ?, ?, p.doc, CASE WHEN substr(p.doc, 1, 2) = x'0d03' THEN ? END FROM p`
+	// keyDocSQL is the row a new version of entity ? may be compressed
+	// against: its latest row, or the one that is compressed against.
+	keyDocSQL       = "SELECT coalesce(base, id) FROM docs WHERE eid = ? ORDER BY id DESC LIMIT 1"
 	docIDSQL        = "SELECT id FROM docs WHERE hash = ?"
 	insertPointSQL  = "INSERT OR REPLACE INTO points (eid, vt, tx_id, tx_time, doc) VALUES (?, ?, ?, ?, ?)"
 	continuationSQL = "SELECT vt, tx_id, tx_time, " + pointHashSQL + ", doc FROM points WHERE eid = ? AND vt > ? ORDER BY vt, tx_id DESC"
@@ -447,11 +454,19 @@ func (a *applier) apply(p prepared) (bool, error) {
 // putDoc stores p's document unless its hash is stored already, with its
 // field index rows, and returns its docs.id.
 func (a *applier) putDoc(p prepared) (int64, error) {
+	var key sql.NullInt64
+	kq, err := a.stmt(keyDocSQL)
+	if err != nil {
+		return 0, err
+	}
+	if err := kq.GetContext(a.ctx, &key, p.op.ID); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, err
+	}
 	st, err := a.stmt(insertDocSQL)
 	if err != nil {
 		return 0, err
 	}
-	res, err := st.ExecContext(a.ctx, p.hash, p.op.ID, p.canon)
+	res, err := st.ExecContext(a.ctx, p.canon, key, p.hash, p.op.ID, key)
 	if err != nil {
 		return 0, err
 	}
