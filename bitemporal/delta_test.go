@@ -105,7 +105,7 @@ func TestDeltaVersions(t *testing.T) {
 			Hash string `db:"hash"`
 			Text string `db:"text"`
 		}
-		if err := st.w.Select(&rows, "SELECT hash, json(ctxs_doc(d.doc, "+baseOf("d")+")) AS text FROM docs d"); err != nil {
+		if err := st.w.Select(&rows, "SELECT lower(hex(hash)) AS hash, json(ctxs_doc(d.doc, "+baseOf("d")+")) AS text FROM docs d"); err != nil {
 			t.Fatal(err)
 		}
 		if len(rows) != 12 {

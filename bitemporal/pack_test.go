@@ -158,8 +158,9 @@ func packedDocs() []store.Doc {
 
 // TestMigrationPackedDocs opens a store whose documents are all JSONB, as
 // every release before migration 00009 wrote them (made with today's code
-// and migrated down to 8, whose Down unpacks every row), and checks the
-// migration packs the large ones and every read answers as before: the
+// and migrated down to 8, whose Down unpacks every row; the content hashes
+// hex again, as before 00012), and checks the migrations pack the large
+// ones and every read answers as before: the
 // documents, history with documents, the canonical tx log byte for byte,
 // queries on indexed fields, on others (read from the document), with
 // projection and order, search with snippets, and an evict after it that
@@ -275,6 +276,15 @@ func TestMigrationPackedDocs(t *testing.T) {
 	if f := forms(); f != strings.TrimSpace(strings.Repeat("jsonb ", 6)) {
 		t.Fatalf("after Down: %s, want JSONB only", f)
 	}
+	hashes := func(form string) {
+		t.Helper()
+		var other int
+		if err := st.w.GetContext(ctx, &other, "SELECT count(*) FROM docs WHERE typeof(hash) <> ? OR length(hash) <> ?",
+			form, map[string]int{"text": 64, "blob": 32}[form]); err != nil || other != 0 {
+			t.Fatalf("%d content hashes are not %s (%v)", other, form, err)
+		}
+	}
+	hashes("text") // before migration 00012
 	var valid int
 	if err := st.w.GetContext(ctx, &valid, "SELECT count(*) FROM docs WHERE json_valid(doc, 8)"); err != nil || valid != 6 {
 		t.Fatalf("after Down: %d rows are valid JSONB (%v)", valid, err)
@@ -289,6 +299,7 @@ func TestMigrationPackedDocs(t *testing.T) {
 	if f := forms(); f != packedForms {
 		t.Fatalf("after the migration: %s, want %s", f, packedForms)
 	}
+	hashes("blob")
 	if after := reads(st); after != before {
 		t.Fatalf("after the migration\n%s\nbefore\n%s", after, before)
 	}

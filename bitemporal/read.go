@@ -211,7 +211,7 @@ func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) 
 	if o.WithDocs {
 		docCol, join = "json(ctxs_doc(d.doc, "+baseOf("d")+"))", " LEFT JOIN docs d ON d.id = p.doc"
 	}
-	q := fmt.Sprintf(`SELECT p.vt, p.tx_id, p.tx_time, (SELECT h.hash FROM docs h WHERE h.id = p.doc) AS hash, p.doc, %s AS body FROM points p%s
+	q := fmt.Sprintf(`SELECT p.vt, p.tx_id, p.tx_time, (SELECT lower(hex(h.hash)) FROM docs h WHERE h.id = p.doc) AS hash, p.doc, %s AS body FROM points p%s
 		WHERE p.eid = ?%s ORDER BY p.vt %s, p.tx_id %s`, docCol, join, where, dir, dir)
 	rows, err := s.r.QueryxContext(ctx, q, append([]any{id}, args...)...)
 	if err != nil {
@@ -311,7 +311,7 @@ func (s *Store) TxLogCanonical(ctx context.Context, after int64, limit int) (txs
 }
 
 // docsByHashSQL reads the documents of a JSON array of content hashes.
-const docsByHashSQL = "SELECT d.hash, json(ctxs_doc(d.doc, (SELECT b.doc FROM docs b WHERE b.id = d.base))) FROM docs d WHERE d.hash IN (SELECT value FROM json_each(?))"
+const docsByHashSQL = "SELECT lower(hex(d.hash)), json(ctxs_doc(d.doc, (SELECT b.doc FROM docs b WHERE b.id = d.base))) FROM docs d WHERE d.hash IN (SELECT unhex(value) FROM json_each(?))"
 
 // evictedSinceSQL tells whether entity ? has a point of tx ? or earlier.
 const evictedSinceSQL = "SELECT EXISTS (SELECT 1 FROM points WHERE eid = ? AND tx_id <= ?)"

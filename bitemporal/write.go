@@ -319,11 +319,11 @@ func writeSQL() []string {
 const (
 	insertDocSQL = `WITH p (doc) AS MATERIALIZED (SELECT ctxs_pack(jsonb(?), (SELECT k.doc FROM docs k WHERE k.id = ?)))
 		INSERT OR IGNORE INTO docs (hash, eid, doc, base)
-		SELECT ?, ?, p.doc, CASE WHEN substr(p.doc, 1, 2) = x'0d03' THEN ? END FROM p`
+		SELECT unhex(?), ?, p.doc, CASE WHEN substr(p.doc, 1, 2) = x'0d03' THEN ? END FROM p`
 	// keyDocSQL is the row a new version of entity ? may be compressed
 	// against: its latest row, or the one that is compressed against.
 	keyDocSQL       = "SELECT coalesce(base, id) FROM docs WHERE eid = ? ORDER BY id DESC LIMIT 1"
-	docIDSQL        = "SELECT id FROM docs WHERE hash = ?"
+	docIDSQL        = "SELECT id FROM docs WHERE hash = unhex(?)"
 	insertPointSQL  = "INSERT OR REPLACE INTO points (eid, vt, tx_id, tx_time, doc) VALUES (?, ?, ?, ?, ?)"
 	continuationSQL = "SELECT vt, tx_id, tx_time, " + pointHashSQL + ", doc FROM points WHERE eid = ? AND vt > ? ORDER BY vt, tx_id DESC"
 	rangeSQL        = "SELECT vt, tx_id, tx_time, " + pointHashSQL + ", doc FROM points WHERE eid = ? AND vt <= ? ORDER BY vt DESC, tx_id DESC"
@@ -366,8 +366,9 @@ func (a *applier) exec(q string, args ...any) error {
 
 // pointHashSQL is the content hash of the document a point of table
 // points names, NULL for a tombstone: points hold only the docs.id
-// (migration 00008).
-const pointHashSQL = "(SELECT h.hash FROM docs h WHERE h.id = points.doc) AS hash"
+// (migration 00008). docs.hash holds the 32 bytes of the SHA-256
+// (migration 00012); hashes enter and leave SQL as lowercase hex.
+const pointHashSQL = "(SELECT lower(hex(h.hash)) FROM docs h WHERE h.id = points.doc) AS hash"
 
 const visibleSQL = `SELECT vt, tx_id, tx_time, ` + pointHashSQL + `, doc FROM points
 	WHERE eid = ? AND vt <= ? AND tx_id <= ? ORDER BY vt DESC, tx_id DESC LIMIT 1`
