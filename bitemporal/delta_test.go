@@ -172,3 +172,37 @@ func TestDeltaVersions(t *testing.T) {
 		t.Fatalf("%d deltas after one more version, want 1", n)
 	}
 }
+
+// TestEvictDeltas: evicting an entity whose versions are deltas on each
+// other and have search units (a small file edited again and again)
+// removes them all and their words, although a delta's base row goes in
+// the same statement.
+func TestEvictDeltas(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for n := range 6 {
+		lines := strings.Repeat(fmt.Sprintf("wombat line %d of the notes file\n", n), 12)
+		d := store.Doc{store.IDKey: "file:notes", "type": "file", "content": lines[:300], "source": map[string]any{"path": "/notes.txt"}, "rev": float64(n)}
+		if _, err := store.SubmitWait(ctx, st, []store.Op{store.Put(d)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var deltas int
+	if err := st.w.Get(&deltas, "SELECT count(*) FROM docs WHERE base IS NOT NULL"); err != nil || deltas == 0 {
+		t.Fatalf("%d deltas (%v): the test needs some", deltas, err)
+	}
+	if hits, err := st.Search(ctx, store.SearchQuery{Text: "wombat"}); err != nil || len(hits) != 1 {
+		t.Fatalf("search before the evict: %v, %v", hits, err)
+	}
+	if _, err := store.SubmitWait(ctx, st, []store.Op{store.Evict("file:notes")}); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := st.w.Get(&left, "SELECT (SELECT count(*) FROM docs) + (SELECT count(*) FROM search_units) + (SELECT count(*) FROM search_fts WHERE search_fts MATCH 'wombat')"); err != nil || left != 0 {
+		t.Fatalf("%d rows left after the evict (%v)", left, err)
+	}
+}

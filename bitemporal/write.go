@@ -299,17 +299,30 @@ type applier struct {
 // all on the writer connection (preparing inside a transaction would wait
 // for the only connection, which the transaction holds).
 func writeSQL() []string {
-	qs := []string{
-		visibleSQL,
-		"DELETE FROM points WHERE eid = ?",
-		"DELETE FROM fields WHERE doc IN (SELECT id FROM docs WHERE eid = ?)",
-		"DELETE FROM docs WHERE eid = ?",
+	qs := []string{visibleSQL}
+	qs = append(qs, evictSQL...)
+	qs = append(qs,
 		insertDocSQL, keyDocSQL, docIDSQL, insertPointSQL, continuationSQL, rangeSQL,
-	}
+	)
 	for n := 1; n <= fieldChunk; n++ {
 		qs = append(qs, insertFieldsSQL(n))
 	}
 	return qs
+}
+
+// evictSQL removes entity ? from the tables. The search index entries of
+// its documents go first, while every docs row is there: the delete
+// trigger (search_docs_bd) reads a document's text to remove it from the
+// FTS5 index, and a delta's text needs its base row (migration 00011),
+// which the docs delete may have removed before it reaches the delta.
+var evictSQL = []string{
+	"DELETE FROM points WHERE eid = ?",
+	"DELETE FROM fields WHERE doc IN (SELECT id FROM docs WHERE eid = ?)",
+	`INSERT INTO search_fts (search_fts, rowid, title, body)
+		SELECT 'delete', s.id, s.title, s.body FROM search_src s
+		WHERE s.id IN (SELECT u.id FROM search_units u WHERE u.doc IN (SELECT id FROM docs WHERE eid = ?))`,
+	"DELETE FROM search_units WHERE doc IN (SELECT id FROM docs WHERE eid = ?)",
+	"DELETE FROM docs WHERE eid = ?",
 }
 
 // Documents are stored as JSONB, SQLite's binary JSON (migration 00006):
@@ -437,11 +450,7 @@ func (a *applier) apply(p prepared) (bool, error) {
 		}
 		return have == p.hash, nil
 	case store.OpEvict:
-		for _, q := range []string{
-			"DELETE FROM points WHERE eid = ?",
-			"DELETE FROM fields WHERE doc IN (SELECT id FROM docs WHERE eid = ?)",
-			"DELETE FROM docs WHERE eid = ?",
-		} {
+		for _, q := range evictSQL {
 			if err := a.exec(q, op.ID); err != nil {
 				return false, err
 			}
