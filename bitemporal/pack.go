@@ -123,8 +123,11 @@ func registerFuncs() error {
 	return registerErr
 }
 
+// packLevel is the DEFLATE level of every packed form.
+var packLevel = flate.DefaultCompression
+
 var writers = sync.Pool{New: func() any {
-	w, _ := flate.NewWriter(io.Discard, flate.DefaultCompression)
+	w, _ := flate.NewWriter(io.Discard, packLevel)
 	return w
 }}
 
@@ -190,18 +193,23 @@ func packAgainst(jsonb, base []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A preset dictionary is history in DEFLATE's window: compressing
+	// the dictionary, flushing (which ends on a byte boundary) and then
+	// the document gives, after the flush, a stream a reader given the
+	// dictionary decodes. So a pooled writer serves (flate.NewWriterDict
+	// allocates a compressor, about 1 MB, per call).
 	var buf bytes.Buffer
-	buf.Grow(len(out))
-	buf.WriteByte(packMagic)
-	buf.WriteByte(packDelta)
-	w, err := flate.NewWriterDict(&buf, flate.DefaultCompression, dict)
-	if err != nil {
-		return nil, err
-	}
+	buf.Grow(len(dict)/2 + len(out))
+	w := writers.Get().(*flate.Writer)
+	w.Reset(&buf)
+	_, _ = w.Write(dict)
+	_ = w.Flush()
+	mark := buf.Len()
 	_, _ = w.Write(jsonb)
 	_ = w.Close()
-	if buf.Len() < len(out) {
-		return buf.Bytes(), nil
+	writers.Put(w)
+	if 2+buf.Len()-mark < len(out) {
+		return append([]byte{packMagic, packDelta}, buf.Bytes()[mark:]...), nil
 	}
 	return out, nil
 }
