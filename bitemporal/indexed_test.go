@@ -168,6 +168,7 @@ func TestMigrationIndexedFields(t *testing.T) {
 		}
 	}
 	before, every := runQueries(t, st), indexRows(t, st)
+	migrateDown(t, st.w.DB, 10)
 	for _, q := range []string{
 		"ALTER TABLE points ADD COLUMN hash TEXT", // before 00008
 		"UPDATE points SET hash = (SELECT d.hash FROM docs d WHERE d.id = points.doc)",
@@ -266,6 +267,7 @@ func TestMigrationPointsWithoutHash(t *testing.T) {
 	if !strings.Contains(before, "ContentHash:") || !strings.Contains(before, "Deleted:true") {
 		t.Fatalf("the reads hold no hash or no tombstone:\n%s", before)
 	}
+	migrateDown(t, st.w.DB, 10)
 	for _, q := range []string{
 		"ALTER TABLE points ADD COLUMN hash TEXT",
 		"UPDATE points SET hash = (SELECT d.hash FROM docs d WHERE d.id = points.doc)",

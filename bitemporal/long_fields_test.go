@@ -87,10 +87,11 @@ func TestMigrationLongFields(t *testing.T) {
 		}
 	}
 	// Back to the old form: every string whole, kind 's'; version 3.
+	migrateDown(t, st.w.DB, 10)
 	for _, q := range []string{
 		"DELETE FROM fields WHERE kind = 'S'",
 		`INSERT INTO fields (doc, field, kind, value)
-		 SELECT d.id, t.key, 's', coalesce(e.value, t.value) FROM docs d, json_each(d.doc) t
+		 SELECT d.id, t.key, 's', coalesce(e.value, t.value) FROM docs d, json_each(ctxs_doc(d.doc)) t
 		 LEFT JOIN json_each(CASE WHEN t.type = 'array' THEN t.value END) e
 		 WHERE (t.type = 'text' OR e.type = 'text') AND length(CAST(coalesce(e.value, t.value) AS BLOB)) > 2048`,
 		"ALTER TABLE points ADD COLUMN hash TEXT", // before 00008

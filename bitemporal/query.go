@@ -38,13 +38,13 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 	var order []string
 	for _, o := range q.OrderBy {
 		path := jsonPath(o.Field)
-		conds = append(conds, "json_type(d.doc, ?) IN ('text', 'integer', 'real', 'true', 'false')")
-		args = append(args, path)
+		conds = append(conds, "json_type(ctxs_part(d.doc, ?, "+baseOf("d")+"), ?) IN ('text', 'integer', 'real', 'true', 'false')")
+		args = append(args, o.Field, path)
 		dir := "ASC"
 		if o.Desc {
 			dir = "DESC"
 		}
-		order = append(order, fmt.Sprintf("json_extract(d.doc, %s) %s", sqlString(path), dir))
+		order = append(order, fmt.Sprintf("json_extract(ctxs_part(d.doc, %s, %s), %s) %s", sqlString(o.Field), baseOf("d"), sqlString(path), dir))
 	}
 	order = append(order, "d.eid ASC")
 	// A projection is done in SQL: only the chosen fields leave the
@@ -52,11 +52,11 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 	// SQLite reaches a field by skipping over the ones before it, so a
 	// metadata-only query over large documents does not parse their
 	// content.
-	cols := "json(d.doc)"
+	cols := "json(ctxs_doc(d.doc, " + baseOf("d") + "))"
 	if len(q.Find) > 0 {
 		var sel []string
 		for _, f := range q.Find {
-			sel = append(sel, "d.doc -> "+sqlString(jsonPath(f)))
+			sel = append(sel, "ctxs_part(d.doc, "+sqlString(f)+", "+baseOf("d")+") -> "+sqlString(jsonPath(f)))
 		}
 		cols = strings.Join(sel, ", ")
 	}
@@ -193,12 +193,12 @@ var jsonTypes = map[string]string{
 func jsonPredSQL(p store.Pred, vt, tx int64) (string, []any) {
 	path := jsonPath(p.Field)
 	if p.Op == store.RefBy {
-		return "d.eid IN (SELECT j.value FROM docs r, json_each(r.doc, ?) j WHERE r.id = " +
+		return "d.eid IN (SELECT j.value FROM docs r, json_each(ctxs_part(r.doc, ?, " + baseOf("r") + "), ?) j WHERE r.id = " +
 				fmt.Sprintf(visibleDocSQL, "?") + " AND typeof(j.key) <> 'text' AND j.type = 'text')",
-			[]any{path, p.Value, vt, tx}
+			[]any{p.Field, path, p.Value, vt, tx}
 	}
-	exists := "EXISTS (" + fmt.Sprintf(jsonValuesSQL, "d.doc")
-	args := []any{path}
+	exists := "EXISTS (" + fmt.Sprintf(jsonValuesSQL, "ctxs_part(d.doc, ?, "+baseOf("d")+")")
+	args := []any{p.Field, path}
 	switch p.Op {
 	case store.Exists:
 		return exists + "j.type IN ('text', 'integer', 'real', 'true', 'false'))", args
@@ -274,6 +274,13 @@ func sqlValue(v any) (string, any) {
 	return rows[0].kind, rows[0].value
 }
 
+// baseOf is the stored form of the row docs row alias's delta is against
+// (docs.base, migration 00011), NULL for every other row: the last
+// argument of ctxs_doc and ctxs_part.
+func baseOf(alias string) string {
+	return "(SELECT b.doc FROM docs b WHERE b.id = " + alias + ".base)"
+}
+
 // jsonPath is the SQLite JSON path of a top-level key.
 func jsonPath(field string) string {
 	return `$."` + field + `"`
@@ -295,11 +302,11 @@ func longStringPredSQL(p store.Pred, indexed indexSet) (cond string, args []any,
 	}
 	long := func(op string, v string) (string, []any) {
 		c := "(d.id IN (SELECT f.doc FROM fields f WHERE f.field = ? AND f.kind = 'S'%s) AND " +
-			"EXISTS (SELECT 1 FROM json_each(d.doc, ?) j WHERE j.type = 'text' AND j.value " + op + " ?))"
+			"EXISTS (SELECT 1 FROM json_each(ctxs_part(d.doc, ?, " + baseOf("d") + "), ?) j WHERE j.type = 'text' AND j.value " + op + " ?))"
 		if op == "=" {
-			return fmt.Sprintf(c, " AND f.value = ?"), []any{p.Field, prefixChars(v, longPrefixChars), path, v}
+			return fmt.Sprintf(c, " AND f.value = ?"), []any{p.Field, prefixChars(v, longPrefixChars), p.Field, path, v}
 		}
-		return fmt.Sprintf(c, ""), []any{p.Field, path, v}
+		return fmt.Sprintf(c, ""), []any{p.Field, p.Field, path, v}
 	}
 	switch p.Op {
 	case store.Eq:

@@ -140,7 +140,7 @@ func (s *Store) Entity(ctx context.Context, id string, b store.Basis) (store.Doc
 	return decodeStored(raw.String, id)
 }
 
-const entitySQL = `SELECT json(d.doc) FROM points p LEFT JOIN docs d ON d.id = p.doc
+const entitySQL = `SELECT json(ctxs_doc(d.doc, (SELECT b.doc FROM docs b WHERE b.id = d.base))) FROM points p LEFT JOIN docs d ON d.id = p.doc
 	WHERE p.eid = ? AND p.vt <= ? AND p.tx_id <= ? ORDER BY p.vt DESC, p.tx_id DESC LIMIT 1`
 
 func decodeStored(raw, id string) (store.Doc, error) {
@@ -209,9 +209,9 @@ func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) 
 	docCol := "NULL"
 	join := ""
 	if o.WithDocs {
-		docCol, join = "json(d.doc)", " LEFT JOIN docs d ON d.id = p.doc"
+		docCol, join = "json(ctxs_doc(d.doc, "+baseOf("d")+"))", " LEFT JOIN docs d ON d.id = p.doc"
 	}
-	q := fmt.Sprintf(`SELECT p.vt, p.tx_id, p.tx_time, (SELECT h.hash FROM docs h WHERE h.id = p.doc) AS hash, p.doc, %s AS body FROM points p%s
+	q := fmt.Sprintf(`SELECT p.vt, p.tx_id, p.tx_time, (SELECT lower(hex(h.hash)) FROM docs h WHERE h.id = p.doc) AS hash, p.doc, %s AS body FROM points p%s
 		WHERE p.eid = ?%s ORDER BY p.vt %s, p.tx_id %s`, docCol, join, where, dir, dir)
 	rows, err := s.r.QueryxContext(ctx, q, append([]any{id}, args...)...)
 	if err != nil {
@@ -311,7 +311,7 @@ func (s *Store) TxLogCanonical(ctx context.Context, after int64, limit int) (txs
 }
 
 // docsByHashSQL reads the documents of a JSON array of content hashes.
-const docsByHashSQL = "SELECT hash, json(doc) FROM docs WHERE hash IN (SELECT value FROM json_each(?))"
+const docsByHashSQL = "SELECT lower(hex(d.hash)), json(ctxs_doc(d.doc, (SELECT b.doc FROM docs b WHERE b.id = d.base))) FROM docs d WHERE d.hash IN (SELECT unhex(value) FROM json_each(?))"
 
 // evictedSinceSQL tells whether entity ? has a point of tx ? or earlier.
 const evictedSinceSQL = "SELECT EXISTS (SELECT 1 FROM points WHERE eid = ? AND tx_id <= ?)"
@@ -343,7 +343,7 @@ func (s *Store) txLog(ctx context.Context, after int64, limit int) ([]store.Logg
 	var rows []struct {
 		ID   int64  `db:"tx_id"`
 		Time int64  `db:"tx_time"`
-		Ops  string `db:"ops"`
+		Ops  []byte `db:"ops"`
 	}
 	if err := rtx.SelectContext(ctx, &rows, q, args...); err != nil {
 		return nil, nil, dbErr("tx-log", "", err)
@@ -357,7 +357,11 @@ func (s *Store) txLog(ctx context.Context, after int64, limit int) ([]store.Logg
 	var refs []docRef
 	for i, r := range rows {
 		var logged []loggedOp
-		if err := json.Unmarshal([]byte(r.Ops), &logged); err != nil {
+		text, err := unpackLog(r.Ops)
+		if err == nil {
+			err = json.Unmarshal(text, &logged)
+		}
+		if err != nil {
 			return nil, nil, &store.Error{Op: "tx-log", Kind: store.ErrInvalid, Msg: fmt.Sprintf("tx %d: stored ops are corrupt", r.ID), Err: err}
 		}
 		out[i] = store.LoggedTx{Tx: store.Tx{ID: r.ID, Time: fromMS(r.Time)}, Ops: make([]store.Op, len(logged))}

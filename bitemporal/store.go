@@ -89,6 +89,9 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = 10 * time.Second
 	}
+	if err := registerFuncs(); err != nil {
+		return nil, &store.Error{Op: "open", Kind: store.ErrUnavailable, Msg: "registering the document functions", Err: err}
+	}
 	s := &Store{path: path, now: o.Clock, wstmts: map[string]*sqlx.Stmt{}}
 	s.latestID.Store(-1)
 	syncMode := "NORMAL"

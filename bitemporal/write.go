@@ -3,8 +3,10 @@ package bitemporal
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -186,12 +188,15 @@ func (s *Store) submit(ctx context.Context, ops []store.Op, at *time.Time) (stor
 	if err != nil {
 		return store.Tx{}, err
 	}
+	stored := packLog(opsJSON) // outside the write lock
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	return s.submitLocked(ctx, prep, string(opsJSON), at)
+	return s.submitLocked(ctx, prep, stored, at)
 }
 
-func (s *Store) submitLocked(ctx context.Context, prep []prepared, opsJSON string, at *time.Time) (store.Tx, error) {
+// submitLocked applies prep; ops is the tx's logged ops as stored
+// (packLog).
+func (s *Store) submitLocked(ctx context.Context, prep []prepared, ops any, at *time.Time) (store.Tx, error) {
 	tx, err := s.w.BeginTxx(ctx, nil)
 	if err != nil {
 		return store.Tx{}, dbErr("submit", "", err)
@@ -253,7 +258,7 @@ func (s *Store) submitLocked(ctx context.Context, prep []prepared, opsJSON strin
 		}
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO txs (tx_id, tx_time, committed, ops) VALUES (?, ?, ?, ?)",
-		receipt.ID, ms(receipt.Time), committed, opsJSON); err != nil {
+		receipt.ID, ms(receipt.Time), committed, ops); err != nil {
 		return store.Tx{}, dbErr("submit", "", err)
 	}
 	if !committed {
@@ -294,17 +299,30 @@ type applier struct {
 // all on the writer connection (preparing inside a transaction would wait
 // for the only connection, which the transaction holds).
 func writeSQL() []string {
-	qs := []string{
-		visibleSQL,
-		"DELETE FROM points WHERE eid = ?",
-		"DELETE FROM fields WHERE doc IN (SELECT id FROM docs WHERE eid = ?)",
-		"DELETE FROM docs WHERE eid = ?",
-		insertDocSQL, docIDSQL, insertPointSQL, continuationSQL, rangeSQL,
-	}
+	qs := []string{visibleSQL}
+	qs = append(qs, evictSQL...)
+	qs = append(qs,
+		insertDocSQL, keyDocSQL, docIDSQL, insertPointSQL, continuationSQL, rangeSQL,
+	)
 	for n := 1; n <= fieldChunk; n++ {
 		qs = append(qs, insertFieldsSQL(n))
 	}
 	return qs
+}
+
+// evictSQL removes entity ? from the tables. The search index entries of
+// its documents go first, while every docs row is there: the delete
+// trigger (search_docs_bd) reads a document's text to remove it from the
+// FTS5 index, and a delta's text needs its base row (migration 00011),
+// which the docs delete may have removed before it reaches the delta.
+var evictSQL = []string{
+	"DELETE FROM points WHERE eid = ?",
+	"DELETE FROM fields WHERE doc IN (SELECT id FROM docs WHERE eid = ?)",
+	`INSERT INTO search_fts (search_fts, rowid, title, body)
+		SELECT 'delete', s.id, s.title, s.body FROM search_src s
+		WHERE s.id IN (SELECT u.id FROM search_units u WHERE u.doc IN (SELECT id FROM docs WHERE eid = ?))`,
+	"DELETE FROM search_units WHERE doc IN (SELECT id FROM docs WHERE eid = ?)",
+	"DELETE FROM docs WHERE eid = ?",
 }
 
 // Documents are stored as JSONB, SQLite's binary JSON (migration 00006):
@@ -312,8 +330,13 @@ func writeSQL() []string {
 // the whole text. Every read into Go takes json(doc), which gives back the
 // canonical text stored here byte for byte.
 const (
-	insertDocSQL    = "INSERT OR IGNORE INTO docs (hash, eid, doc) VALUES (?, ?, jsonb(?))"
-	docIDSQL        = "SELECT id FROM docs WHERE hash = ?"
+	insertDocSQL = `WITH p (doc) AS MATERIALIZED (SELECT ctxs_pack(jsonb(?), (SELECT k.doc FROM docs k WHERE k.id = ?)))
+		INSERT OR IGNORE INTO docs (hash, eid, doc, base)
+		SELECT unhex(?), ?, p.doc, CASE WHEN substr(p.doc, 1, 2) = x'0d03' THEN ? END FROM p`
+	// keyDocSQL is the row a new version of entity ? may be compressed
+	// against: its latest row, or the one that is compressed against.
+	keyDocSQL       = "SELECT coalesce(base, id) FROM docs WHERE eid = ? ORDER BY id DESC LIMIT 1"
+	docIDSQL        = "SELECT id FROM docs WHERE hash = unhex(?)"
 	insertPointSQL  = "INSERT OR REPLACE INTO points (eid, vt, tx_id, tx_time, doc) VALUES (?, ?, ?, ?, ?)"
 	continuationSQL = "SELECT vt, tx_id, tx_time, " + pointHashSQL + ", doc FROM points WHERE eid = ? AND vt > ? ORDER BY vt, tx_id DESC"
 	rangeSQL        = "SELECT vt, tx_id, tx_time, " + pointHashSQL + ", doc FROM points WHERE eid = ? AND vt <= ? ORDER BY vt DESC, tx_id DESC"
@@ -356,8 +379,9 @@ func (a *applier) exec(q string, args ...any) error {
 
 // pointHashSQL is the content hash of the document a point of table
 // points names, NULL for a tombstone: points hold only the docs.id
-// (migration 00008).
-const pointHashSQL = "(SELECT h.hash FROM docs h WHERE h.id = points.doc) AS hash"
+// (migration 00008). docs.hash holds the 32 bytes of the SHA-256
+// (migration 00012); hashes enter and leave SQL as lowercase hex.
+const pointHashSQL = "(SELECT lower(hex(h.hash)) FROM docs h WHERE h.id = points.doc) AS hash"
 
 const visibleSQL = `SELECT vt, tx_id, tx_time, ` + pointHashSQL + `, doc FROM points
 	WHERE eid = ? AND vt <= ? AND tx_id <= ? ORDER BY vt DESC, tx_id DESC LIMIT 1`
@@ -426,11 +450,7 @@ func (a *applier) apply(p prepared) (bool, error) {
 		}
 		return have == p.hash, nil
 	case store.OpEvict:
-		for _, q := range []string{
-			"DELETE FROM points WHERE eid = ?",
-			"DELETE FROM fields WHERE doc IN (SELECT id FROM docs WHERE eid = ?)",
-			"DELETE FROM docs WHERE eid = ?",
-		} {
+		for _, q := range evictSQL {
 			if err := a.exec(q, op.ID); err != nil {
 				return false, err
 			}
@@ -444,11 +464,19 @@ func (a *applier) apply(p prepared) (bool, error) {
 // putDoc stores p's document unless its hash is stored already, with its
 // field index rows, and returns its docs.id.
 func (a *applier) putDoc(p prepared) (int64, error) {
+	var key sql.NullInt64
+	kq, err := a.stmt(keyDocSQL)
+	if err != nil {
+		return 0, err
+	}
+	if err := kq.GetContext(a.ctx, &key, p.op.ID); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, err
+	}
 	st, err := a.stmt(insertDocSQL)
 	if err != nil {
 		return 0, err
 	}
-	res, err := st.ExecContext(a.ctx, p.hash, p.op.ID, p.canon)
+	res, err := st.ExecContext(a.ctx, p.canon, key, p.hash, p.op.ID, key)
 	if err != nil {
 		return 0, err
 	}
@@ -594,10 +622,10 @@ func (a *applier) writeRange(eid string, start, end int64, v version) error {
 
 // scrubMatches removes the expected documents of every logged match on id
 // (an evict removes the entity's content everywhere, the tx log included),
-// marking those ops Evicted.
+// marking those ops Evicted. Only text rows can hold one (packLog).
 func (a *applier) scrubMatches(id string) error {
 	key, _ := json.Marshal(id)
-	rows, err := a.tx.QueryContext(a.ctx, "SELECT tx_id, ops FROM txs WHERE instr(ops, ?) > 0 AND instr(ops, '\"doc\"') > 0", `"id":`+string(key))
+	rows, err := a.tx.QueryContext(a.ctx, "SELECT tx_id, ops FROM txs WHERE typeof(ops) = 'text' AND instr(ops, ?) > 0 AND instr(ops, '\"doc\"') > 0", `"id":`+string(key))
 	if err != nil {
 		return err
 	}
