@@ -147,52 +147,68 @@ const TurnPage = 256
 // time, not the whole chat (issue 18: a server's memory must not grow with
 // its sessions' length).
 func EachTurn(ctx context.Context, st store.Store, sessionID string, b store.Basis, fn func(n int, t objects.Turn) error) error {
+	_, err := EachTurnFrom(ctx, st, sessionID, b, 0, fn)
+	return err
+}
+
+// EachTurnFrom is EachTurn from turn from on: it calls fn with turns
+// from, from+1, … of the chat as of basis b, one document at a time, and
+// returns the chat's turn count, so that a reader that has seen the first
+// from turns reads only the new ones (recall's index runs, issue 18). A
+// count below from means the chat is not the one that reader saw (fn is
+// not called); the reader starts again from 0.
+func EachTurnFrom(ctx context.Context, st store.Store, sessionID string, b store.Basis, from int, fn func(n int, t objects.Turn) error) (int, error) {
+	from = max(0, from)
 	doc, err := st.Entity(ctx, objects.ChatObjectID(sessionID), b)
 	if err != nil {
-		return fmt.Errorf("session %s: chat: %w", sessionID, err)
+		return 0, fmt.Errorf("session %s: chat: %w", sessionID, err)
 	}
 	head, err := objects.FromDoc(doc)
 	if err != nil {
-		return fmt.Errorf("session %s: decoding chat: %w", sessionID, err)
+		return 0, fmt.Errorf("session %s: decoding chat: %w", sessionID, err)
 	}
 	if head.Kind() != objects.KindChat || head.Extra[fieldTurnsIn] != turnType {
-		for i, t := range head.Chat.Turns {
-			if err := fn(i, t); err != nil {
-				return err
+		n := len(head.Chat.Turns)
+		for i := from; i < n; i++ {
+			if err := fn(i, head.Chat.Turns[i]); err != nil {
+				return n, err
 			}
 		}
-		return nil
+		return n, nil
 	}
 	// One point read per turn: a range query's candidate sets (every
 	// document of the session, every chat turn of the store) grow with
 	// the store, and with them the memory and time of each page (issue
 	// 18); a point read's do not. Without a transaction in b, the reads
 	// are pinned to the head's.
+	n := int(head.Chat.TurnCount)
+	if from >= n {
+		return n, nil
+	}
 	if b.TxID == nil && b.TxTime == nil {
 		et, err := st.EntityTx(ctx, objects.ChatObjectID(sessionID), b)
 		if err != nil {
-			return fmt.Errorf("session %s: chat: %w", sessionID, err)
+			return 0, fmt.Errorf("session %s: chat: %w", sessionID, err)
 		}
 		b = store.AtTx(et.TxID, b.ValidTime)
 	}
-	n := int(head.Chat.TurnCount)
-	for i := range n {
+	for i := from; i < n; i++ {
 		d, err := st.Entity(ctx, turnDocID(sessionID, i), b)
 		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("session %s: %s: missing (the chat has %d turns)", sessionID, turnDocID(sessionID, i), n)
+			return n, fmt.Errorf("session %s: %s: missing (the chat has %d turns)", sessionID, turnDocID(sessionID, i), n)
 		}
 		if err != nil {
-			return fmt.Errorf("session %s: reading the chat's turns: %w", sessionID, err)
+			return n, fmt.Errorf("session %s: reading the chat's turns: %w", sessionID, err)
 		}
 		t, err := objects.TurnFromDoc(d["turn"])
 		if err != nil {
-			return fmt.Errorf("session %s: turn document %v: %w", sessionID, d[store.IDKey], err)
+			return n, fmt.Errorf("session %s: turn document %v: %w", sessionID, d[store.IDKey], err)
 		}
 		if err := fn(i, t); err != nil {
-			return err
+			return n, err
 		}
 	}
-	return nil
+	return n, nil
 }
 
 // turnDoc builds the document of turn n of a session's chat.

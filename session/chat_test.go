@@ -404,3 +404,48 @@ func TestEachTurn(t *testing.T) {
 		}
 	})
 }
+
+// TestEachTurnFrom: EachTurnFrom gives the turns from `from` on, numbered as
+// in the chat, and the chat's turn count, in both forms of the chat; from
+// at or past the end gives none (past it: the count tells the reader the
+// chat is not the one it read).
+func TestEachTurnFrom(t *testing.T) {
+	storetestenv.Run(t, func(t *testing.T, e *storetestenv.Env) {
+		ctx := context.Background()
+		for _, form := range []string{"turn documents", "earlier form"} {
+			sid := e.ID("from-" + strings.ReplaceAll(form, " ", "-"))
+			s, err := Create(ctx, e.Store, sid, CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 5 {
+				if form == "earlier form" {
+					_, err = oldAppendTurns(ctx, s, chatTurn(i))
+				} else {
+					_, _, err = s.AppendTurns(ctx, chatTurn(i))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			chat, err := ReadChat(ctx, e.Store, sid, store.Basis{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, from := range []int{0, 1, 4, 5, 7} {
+				var got []objects.Turn
+				n, err := EachTurnFrom(ctx, e.Store, sid, store.Basis{}, from, func(i int, tu objects.Turn) error {
+					if i != from+len(got) {
+						t.Fatalf("%s, from %d: turn %d given as %d", form, from, from+len(got), i)
+					}
+					got = append(got, tu)
+					return nil
+				})
+				want := chat.Chat.Turns[min(from, 5):]
+				if err != nil || n != 5 || len(got) != len(want) || len(got) > 0 && !reflect.DeepEqual(got, want) {
+					t.Errorf("%s, from %d: %d turns of %d (%v), want %d of 5", form, from, len(got), n, err, len(want))
+				}
+			}
+		}
+	})
+}

@@ -181,7 +181,24 @@ type Indexer struct {
 	// users counts, per session, the user messages of the first turns
 	// of its chat seen so far, so Due reads only the turns added since.
 	users map[string]userCount
+	// digests keeps, for the sessions indexed last (at most maxDigests),
+	// what their index runs have read, so the next run reads only the
+	// turns added since (issue 18); used is each one's last run.
+	digests map[string]*digestUse
+	runs    int
 }
+
+// digestUse is a session's digest and the number of the run that used it
+// last.
+type digestUse struct {
+	d    *digest
+	used int
+}
+
+// maxDigests is how many sessions' digests an indexer keeps: the least
+// recently indexed one is dropped beyond it, and its next index run reads
+// its whole chat again (in a new process too: the digest is not stored).
+const maxDigests = 64
 
 // userCount is how many user messages the first turns of a chat hold.
 type userCount struct{ turns, users int }
@@ -197,7 +214,8 @@ func NewIndexer(st store.Store, set *Settings) *Indexer {
 		c.MinNewUserMessages = DefaultMinNewUserMessages
 		set = &c
 	}
-	return &Indexer{st: st, set: set, now: time.Now, run: map[string]bool{}, users: map[string]userCount{}}
+	return &Indexer{st: st, set: set, now: time.Now, run: map[string]bool{}, users: map[string]userCount{},
+		digests: map[string]*digestUse{}}
 }
 
 // Settings returns the indexer's settings.
@@ -206,10 +224,12 @@ func (ix *Indexer) Settings() *Settings { return ix.set }
 // Due reports whether a session has at least MinNewUserMessages user
 // messages its metadata does not cover (a session never indexed counts
 // from zero), and at least a quarter as many as it covers
-// (GrowthBeforeReindex): indexing reads the whole conversation, so spacing
-// the indexes by the session's growth keeps their total work linear in the
-// session's length, and a long session's context calls do not pay more
-// for recall the longer it runs (issue 18). 001's threshold is "at least"
+// (GrowthBeforeReindex): the provider's generation reads the whole
+// (serialized, capped) conversation, so spacing the indexes by the
+// session's growth keeps their total work linear in the session's length,
+// and a long session's context calls do not pay more for recall the longer
+// it runs (issue 18). The chat's turns themselves are read once per
+// process (Index). 001's threshold is "at least"
 // min_new_user_messages; a session of 20 user messages or fewer is indexed
 // exactly as before.
 func (ix *Indexer) Due(ctx context.Context, sessionID string) (bool, error) {
@@ -297,25 +317,22 @@ func (ix *Indexer) Index(ctx context.Context, sessionID string) (*Meta, error) {
 	ix.mu.Unlock()
 	defer func() { ix.mu.Lock(); delete(ix.run, sessionID); ix.mu.Unlock() }()
 
-	msgs, err := Conversation(ctx, ix.st, sessionID, store.Basis{})
+	d, err := ix.read(ctx, sessionID)
 	if err != nil {
 		return nil, err
 	}
-	if countUser(msgs) == 0 {
+	if d.users == 0 {
 		return nil, fmt.Errorf("session %s: %w", sessionID, ErrNothingToIndex)
 	}
-	m := &Meta{SessionID: sessionID, UserMessages: countUser(msgs), UpdatedAt: ix.now().UTC()}
-	for _, msg := range msgs {
-		m.IndexedTurns = max(m.IndexedTurns, msg.Turn+1)
-	}
+	m := &Meta{SessionID: sessionID, UserMessages: d.users, IndexedTurns: d.indexed, UpdatedAt: ix.now().UTC()}
 	var attempts []Attempt
 	if ix.set.Provider == nil {
-		f := OfflineFields(msgs)
+		f := d.fields()
 		m.Name, m.Description, m.Summary, m.Tags, m.Generator = f.Name, f.Description, f.Summary, f.Tags, "offline"
 		attempts = append(attempts, Attempt{SessionID: sessionID, Generator: "offline", N: 1, Success: true, At: m.UpdatedAt})
 	} else {
 		var f *Fields
-		f, attempts, err = generate(ctx, ix.set.Provider, sessionID, Serialize(msgs, ix.set.MaxBytes), ix.now)
+		f, attempts, err = generate(ctx, ix.set.Provider, sessionID, d.conversation(), ix.now)
 		if err != nil {
 			if werr := ix.write(ctx, nil, attempts); werr != nil {
 				return nil, errors.Join(err, werr)
@@ -329,6 +346,55 @@ func (ix *Indexer) Index(ctx context.Context, sessionID string) (*Meta, error) {
 		return nil, err
 	}
 	return ReadMeta(ctx, ix.st, sessionID, store.Basis{})
+}
+
+// read brings a session's digest up to its chat's latest turn, reading
+// only the turns its last run did not (all of them the first time in this
+// indexer, or if the chat is not the one read before), one document at a
+// time. Index calls it for one session at a time.
+func (ix *Indexer) read(ctx context.Context, sessionID string) (*digest, error) {
+	maxBytes := 0
+	if ix.set.Provider != nil {
+		maxBytes = ix.set.MaxBytes
+		if maxBytes <= 0 {
+			maxBytes = DefaultMaxBytes
+		}
+	}
+	ix.mu.Lock()
+	ix.runs++
+	u := ix.digests[sessionID]
+	if u == nil {
+		u = &digestUse{d: newDigest(maxBytes)}
+		ix.digests[sessionID] = u
+		if len(ix.digests) > maxDigests {
+			var oldest string
+			for id, o := range ix.digests {
+				if id != sessionID && (oldest == "" || o.used < ix.digests[oldest].used) {
+					oldest = id
+				}
+			}
+			delete(ix.digests, oldest)
+		}
+	}
+	u.used = ix.runs
+	ix.mu.Unlock()
+	add := func(n int, t objects.Turn) error {
+		if n != u.d.turns {
+			return fmt.Errorf("session %s: recall index: turn %d read after %d turns", sessionID, n, u.d.turns)
+		}
+		u.d.addTurn(t)
+		return nil
+	}
+	n, err := session.EachTurnFrom(ctx, ix.st, sessionID, store.Basis{}, u.d.turns, add)
+	if err == nil && n < u.d.turns { // a chat never shrinks: not the one read before
+		u.d = newDigest(maxBytes)
+		_, err = session.EachTurnFrom(ctx, ix.st, sessionID, store.Basis{}, 0, add)
+	}
+	if err != nil {
+		// The turns read stay added; the next run goes on from there.
+		return nil, err
+	}
+	return u.d, nil
 }
 
 // write stores m (if set) and the attempts in one transaction.
@@ -349,16 +415,6 @@ func (ix *Indexer) write(ctx context.Context, m *Meta, attempts []Attempt) error
 	}
 	_, err := store.SubmitWait(ctx, ix.st, ops)
 	return err
-}
-
-func countUser(msgs []Message) int {
-	n := 0
-	for _, m := range msgs {
-		if m.Role == "user" {
-			n++
-		}
-	}
-	return n
 }
 
 // Fields are the generated fields (001 metadata schema).

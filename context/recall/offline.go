@@ -2,7 +2,6 @@ package recall
 
 import (
 	"regexp"
-	"sort"
 	"strings"
 )
 
@@ -13,103 +12,14 @@ import (
 // sentence; the summary quotes the first request, the latest requests and
 // the last answer.
 func OfflineFields(msgs []Message) Fields {
-	var users, assistants []string
+	d := newDigest(0)
 	for _, m := range msgs {
-		if m.Role == "user" && harnessNoise(m.Text) {
-			continue
-		}
-		if m.Role == "user" {
-			users = append(users, m.Text)
-		} else {
-			assistants = append(assistants, m.Text)
-		}
+		d.add(m)
 	}
-	kw := keywords(users, assistants)
-	f := Fields{Tags: kw}
-	if len(f.Tags) > 5 {
-		f.Tags = f.Tags[:5]
-	}
-	nameWords := kw
-	if len(nameWords) > 3 {
-		nameWords = nameWords[:3]
-	}
-	f.Name = strings.Join(nameWords, "-")
-	if f.Name == "" {
-		f.Name = "untitled-session"
-		f.Tags = []string{"untitled"}
-	}
-	if len(users) > 0 {
-		f.Description = cutRunes(firstSentence(users[0]), 160)
-	}
-	if strings.TrimSpace(f.Description) == "" {
-		f.Description = "A session without user text."
-	}
-	var b strings.Builder
-	if len(users) > 0 {
-		b.WriteString("Asked first: " + cutRunes(oneLineText(users[0]), 300))
-	}
-	if len(users) > 1 {
-		from := max(1, len(users)-3)
-		var later []string
-		for _, u := range users[from:] {
-			later = append(later, cutRunes(firstSentence(u), 160))
-		}
-		b.WriteString("\nLater: " + strings.Join(later, " | "))
-	}
-	if len(assistants) > 0 {
-		b.WriteString("\nLast answer: " + cutRunes(firstSentence(assistants[len(assistants)-1]), 300))
-	}
-	f.Summary = cutRunes(b.String(), 4000)
-	return f
+	return d.fields()
 }
 
 var wordRe = regexp.MustCompile(`[\p{L}][\p{L}\p{N}_]{2,}`)
-
-// keywords ranks the words of the user's messages (twice) and the
-// assistant's (once), most frequent first, ties by first use.
-func keywords(users, assistants []string) []string {
-	score := map[string]int{}
-	first := map[string]int{}
-	pos := 0
-	add := func(texts []string, w int) {
-		for _, t := range texts {
-			for _, word := range wordRe.FindAllString(strings.ToLower(t), -1) {
-				if stopWords[word] || len(word) > 30 {
-					continue
-				}
-				if _, ok := first[word]; !ok {
-					first[word] = pos
-				}
-				pos++
-				score[word] += w
-			}
-		}
-	}
-	add(users, 2)
-	add(assistants, 1)
-	var words []string
-	for w, s := range score {
-		if s >= 2 { // a word of the user's, or repeated by the assistant
-			words = append(words, w)
-		}
-	}
-	sort.Slice(words, func(i, j int) bool {
-		if score[words[i]] != score[words[j]] {
-			return score[words[i]] > score[words[j]]
-		}
-		return first[words[i]] < first[words[j]]
-	})
-	var out []string
-	for _, w := range words {
-		if nameRe.MatchString(w) {
-			out = append(out, w)
-		}
-		if len(out) == 12 {
-			break
-		}
-	}
-	return out
-}
 
 func firstSentence(s string) string {
 	s = oneLineText(s)

@@ -29,20 +29,7 @@ func Conversation(ctx context.Context, st store.Store, sessionID string, b store
 	// indexing a long session does not hold its whole chat (issue 18).
 	var out []Message
 	err := session.EachTurn(ctx, st, sessionID, b, func(i int, t objects.Turn) error {
-		if s := strings.TrimSpace(t.UserText()); s != "" {
-			out = append(out, Message{Role: "user", Text: s, Turn: i})
-		}
-		var parts []string
-		for _, b := range t.Assistant {
-			if b["type"] == "text" {
-				if s, ok := b["text"].(string); ok && strings.TrimSpace(s) != "" {
-					parts = append(parts, strings.TrimSpace(s))
-				}
-			}
-		}
-		if len(parts) > 0 {
-			out = append(out, Message{Role: "assistant", Text: strings.Join(parts, "\n"), Turn: i})
-		}
+		out = append(out, turnMessages(i, t)...)
 		return nil
 	})
 	if err != nil {
