@@ -94,10 +94,22 @@ func (s *Store) Submit(ctx context.Context, ops []store.Op) (store.Tx, error) {
 	if err := store.CheckReserved(ctx, ops); err != nil {
 		return store.Tx{}, err
 	}
+	puts := map[string]bool{}
 	for _, op := range ops {
-		if op.Kind != store.OpPut {
+		if op.Kind == store.OpPut {
+			puts[op.ID] = true
+		}
+	}
+	for _, op := range ops {
+		if op.Kind != store.OpPut && !(op.Kind == store.OpMatch && puts[op.ID]) {
 			// The log names this op's entity only by hash; a put's id is in
 			// its document (and an evicted put's entity in its evict op).
+			// A match whose entity the same transaction puts (a create-only
+			// commit, a session head's new version) is named by that put
+			// when the log is read (TxLog adds a page's puts first), so
+			// remembering it would only fill the cache: one entry per call
+			// in a long session (issue 18 item 4). A delete or evict is
+			// remembered even then: an evicted put's document is gone.
 			s.ids.add(op.ID)
 		}
 	}

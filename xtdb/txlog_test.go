@@ -212,3 +212,42 @@ func TestIntegersKeepContentHash(t *testing.T) {
 		}
 	}
 }
+
+// A match whose entity the same transaction puts (a create-only commit, a
+// session head's new version: one per context call) is not remembered by
+// the client, whose cache would otherwise fill over a long session; the
+// log still names it, from the put beside it. A match alone is
+// remembered.
+func TestMatchBesidePutNotRemembered(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, xtdbtest.ForTest(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	p := fmt.Sprintf("mp-%d-", time.Now().UnixNano())
+	before := s.ids.len()
+	var last store.Tx
+	for i := range 5 {
+		id := fmt.Sprintf("%scommit-%d", p, i)
+		if last, err = store.SubmitWait(ctx, s, []store.Op{store.Match(id, nil), store.Put(store.Doc{"xt/id": id, "n": i})}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.ids.len(); n != before {
+		t.Fatalf("five create-only commits left %d ids in the cache, want %d", n, before)
+	}
+	log, err := s.TxLog(ctx, last.ID-1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 1 || len(log[0].Ops) != 2 || log[0].Ops[0].ID != p+"commit-4" {
+		t.Fatalf("the last commit's log: %+v", log)
+	}
+	if _, err := store.SubmitWait(ctx, s, []store.Op{store.Match(p+"commit-0", store.Doc{"xt/id": p + "commit-0", "n": 0})}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.ids.get(EIDHash(p + "commit-0")); !ok {
+		t.Fatal("a match alone was not remembered")
+	}
+}
