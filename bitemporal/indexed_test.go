@@ -290,17 +290,7 @@ func TestMigrationPointsWithoutHash(t *testing.T) {
 	if after := reads(st); after != before {
 		t.Fatalf("after the migration\n%s\nbefore\n%s", after, before)
 	}
-	mig, err := fs.Sub(migrations.FS, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, st.w.DB, mig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.DownTo(ctx, 7); err != nil {
-		t.Fatal(err)
-	}
+	migrateDown(t, st.w.DB, 7)
 	var wrong, hashed int
 	if err := st.w.GetContext(ctx, &wrong, `SELECT count(*) FROM points p LEFT JOIN docs d ON d.id = p.doc
 		WHERE p.hash IS NOT d.hash`); err != nil || wrong != 0 {

@@ -262,17 +262,7 @@ func TestMigrationPackedDocs(t *testing.T) {
 	if f := forms(); f != packedForms {
 		t.Fatalf("a new store holds %s, want %s", f, packedForms)
 	}
-	mig, err := fs.Sub(migrations.FS, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, st.w.DB, mig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.DownTo(ctx, 8); err != nil {
-		t.Fatal(err)
-	}
+	migrateDown(t, st.w.DB, 8)
 	if f := forms(); f != strings.TrimSpace(strings.Repeat("jsonb ", 6)) {
 		t.Fatalf("after Down: %s, want JSONB only", f)
 	}

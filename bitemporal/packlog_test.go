@@ -4,14 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/pressly/goose/v3"
-
-	"github.com/ctxstore/ctxstore/migrations"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -156,17 +152,7 @@ func TestMigrationPackedTxLog(t *testing.T) {
 	if err := st.w.GetContext(ctx, &left, "SELECT count(*) FROM txs WHERE instr(ops, 'secret-c0ffee') > 0"); err != nil || left != 0 {
 		t.Fatalf("%d rows still hold the evicted document (%v)", left, err)
 	}
-	mig, err := fs.Sub(migrations.FS, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, st.w.DB, mig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.DownTo(ctx, 9); err != nil {
-		t.Fatal(err)
-	}
+	migrateDown(t, st.w.DB, 9)
 	if f := forms(); f != "text text text text" {
 		t.Fatalf("after Down: %s, want text only", f)
 	}
