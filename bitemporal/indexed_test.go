@@ -168,16 +168,11 @@ func TestMigrationIndexedFields(t *testing.T) {
 		}
 	}
 	before, every := runQueries(t, st), indexRows(t, st)
-	migrateDown(t, st.w.DB, 10)
-	for _, q := range []string{
+	migrateDown(t, st.w.DB, 10,
 		"ALTER TABLE points ADD COLUMN hash TEXT", // before 00008
 		"UPDATE points SET hash = (SELECT d.hash FROM docs d WHERE d.id = points.doc)",
 		"DROP TABLE indexed_fields", "DELETE FROM goose_db_version WHERE version_id >= 7",
-	} {
-		if _, err := st.w.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	)
 	st.Close()
 
 	st, err = Open(ctx, path, Options{}) // migrates
@@ -267,16 +262,11 @@ func TestMigrationPointsWithoutHash(t *testing.T) {
 	if !strings.Contains(before, "ContentHash:") || !strings.Contains(before, "Deleted:true") {
 		t.Fatalf("the reads hold no hash or no tombstone:\n%s", before)
 	}
-	migrateDown(t, st.w.DB, 10)
-	for _, q := range []string{
+	migrateDown(t, st.w.DB, 10,
 		"ALTER TABLE points ADD COLUMN hash TEXT",
 		"UPDATE points SET hash = (SELECT d.hash FROM docs d WHERE d.id = points.doc)",
 		"DELETE FROM goose_db_version WHERE version_id >= 8",
-	} {
-		if _, err := st.w.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	)
 	st.Close()
 	st, err = Open(ctx, path, Options{}) // migrates
 	if err != nil {

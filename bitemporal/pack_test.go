@@ -307,9 +307,9 @@ func TestMigrationPackedDocs(t *testing.T) {
 }
 
 // migrateDown takes the store of db down to schema version v with the
-// migrations' own Down (tests that then fake an older form by hand start
-// from there, so the migrations after it run again on their own form).
-func migrateDown(t *testing.T, db *sql.DB, v int64) {
+// migrations' own Down, then runs stmts, which fake an older form by hand
+// (the migrations after v then run again on their own form).
+func migrateDown(t *testing.T, db *sql.DB, v int64, stmts ...string) {
 	t.Helper()
 	mig, err := fs.Sub(migrations.FS, ".")
 	if err != nil {
@@ -321,5 +321,10 @@ func migrateDown(t *testing.T, db *sql.DB, v int64) {
 	}
 	if _, err := p.DownTo(context.Background(), v); err != nil {
 		t.Fatal(err)
+	}
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
 	}
 }

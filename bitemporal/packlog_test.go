@@ -123,10 +123,7 @@ func TestMigrationPackedTxLog(t *testing.T) {
 	if !strings.Contains(before, "secret-c0ffee") || strings.Count(before, "Evicted:true") != 0 {
 		t.Fatalf("reads before the migration:\n%s", before)
 	}
-	migrateDown(t, st.w.DB, 10)
-	if _, err := st.w.ExecContext(ctx, "DELETE FROM goose_db_version WHERE version_id >= 10"); err != nil {
-		t.Fatal(err)
-	}
+	migrateDown(t, st.w.DB, 10, "DELETE FROM goose_db_version WHERE version_id >= 10")
 	st.Close()
 	if st, err = Open(ctx, path, Options{}); err != nil { // migrates
 		t.Fatal(err)
