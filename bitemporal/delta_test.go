@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -204,5 +205,121 @@ func TestEvictDeltas(t *testing.T) {
 	var left int
 	if err := st.w.Get(&left, "SELECT (SELECT count(*) FROM docs) + (SELECT count(*) FROM search_units) + (SELECT count(*) FROM search_fts WHERE search_fts MATCH 'wombat')"); err != nil || left != 0 {
 		t.Fatalf("%d rows left after the evict (%v)", left, err)
+	}
+}
+
+// noteDoc is a new entity n of a family whose documents resemble each
+// other, as a session's context commits or toolcalls do.
+func noteDoc(n int) store.Doc {
+	var refs []any
+	for i := range 12 {
+		refs = append(refs, fmt.Sprintf("toolu_%04d_abcdefghij@%d#c=%064d", i, i+n, i))
+	}
+	return store.Doc{store.IDKey: fmt.Sprintf("note:s1-%d", n), "type": "note", "session_id": "s1",
+		"content": fmt.Sprintf("wombat note %d", n), "refs": refs, "call": float64(n)}
+}
+
+// TestFamilyDeltas: an entity's first version is stored against the
+// latest row of its type stored whole (migration 00013); evicting that
+// row's entity stores the rows compressed against it whole first, so they
+// read, hash and search as before; Down (to schema 12) stores every such
+// row whole and reads the same.
+func TestFamilyDeltas(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	st, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { st.Close() }()
+	const n = 10
+	for i := range n {
+		if _, err := store.SubmitWait(ctx, st, []store.Op{store.Put(noteDoc(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crossed := func() (keys []string, deltas int) {
+		t.Helper()
+		if err := st.w.Select(&keys, "SELECT DISTINCT b.eid FROM docs d JOIN docs b ON b.id = d.base WHERE b.eid <> d.eid"); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.w.Get(&deltas, "SELECT count(*) FROM docs d JOIN docs b ON b.id = d.base WHERE b.eid <> d.eid"); err != nil {
+			t.Fatal(err)
+		}
+		return keys, deltas
+	}
+	reads := func() string {
+		t.Helper()
+		var b strings.Builder
+		var rows []struct {
+			Hash string `db:"hash"`
+			Text string `db:"text"`
+		}
+		if err := st.w.Select(&rows, "SELECT lower(hex(hash)) AS hash, json(ctxs_doc(d.doc, "+baseOf("d")+")) AS text FROM docs d ORDER BY d.eid"); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if sum := sha256.Sum256([]byte(r.Text)); hex.EncodeToString(sum[:]) != r.Hash {
+				t.Fatalf("row %s reads as text hashing otherwise: %s", r.Hash, r.Text)
+			}
+			fmt.Fprintln(&b, r.Text)
+		}
+		got, err := st.Query(ctx, store.Query{Where: []store.Pred{store.Where("type", "note")}, Find: []string{"content", "refs"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "query: %v\n", got)
+		hits, err := st.Search(ctx, store.SearchQuery{Text: "wombat", Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "search: %d hits\n", len(hits))
+		return b.String()
+	}
+	keys, deltas := crossed()
+	if len(keys) == 0 || deltas < n/2 {
+		t.Fatalf("%d of %d new entities stored against another's row (bases %v)", deltas, n, keys)
+	}
+	if !strings.Contains(reads(), fmt.Sprintf("search: %d hits", n)) {
+		t.Fatalf("search before the evict:\n%s", reads())
+	}
+	if _, err := store.SubmitWait(ctx, st, []store.Op{store.Evict(keys[0])}); err != nil {
+		t.Fatal(err)
+	}
+	var dangling int
+	if err := st.w.Get(&dangling, "SELECT count(*) FROM docs d WHERE d.base IS NOT NULL AND NOT EXISTS (SELECT 1 FROM docs b WHERE b.id = d.base)"); err != nil || dangling != 0 {
+		t.Fatalf("%d rows compressed against a row the evict removed (%v)", dangling, err)
+	}
+	before := reads() // hashes checked: every row left reads as what was put
+	if !strings.Contains(before, fmt.Sprintf("search: %d hits", n-1)) {
+		t.Fatalf("search after the evict:\n%s", before)
+	}
+	if _, err := st.Entity(ctx, keys[0], store.Basis{}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the evicted entity reads: %v", err)
+	}
+	// New entities after the evict still find a base, and Down stores
+	// every row whole.
+	for i := n; i < n+4; i++ {
+		if _, err := store.SubmitWait(ctx, st, []store.Op{store.Put(noteDoc(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, d := crossed(); d == 0 {
+		t.Fatal("no new entity stored against another's row after the evict")
+	}
+	before = reads()
+	migrateDown(t, st.w.DB, 12)
+	if _, d := crossed(); d != 0 {
+		t.Fatalf("%d rows against another entity's row after Down", d)
+	}
+	if after := reads(); after != before {
+		t.Fatalf("after Down\n%s\nbefore\n%s", after, before)
+	}
+	st.Close()
+	if st, err = Open(ctx, path, Options{}); err != nil { // migrates again
+		t.Fatal(err)
+	}
+	if after := reads(); after != before {
+		t.Fatalf("after Down and Up\n%s\nbefore\n%s", after, before)
 	}
 }

@@ -53,6 +53,9 @@ const (
 	// packMin is the smallest JSONB worth compressing: below it the
 	// header and DEFLATE's own overhead leave little or nothing.
 	packMin = 128
+	// deltaKeep is the largest share of a document's size packed alone
+	// that its delta may take (packAgainst).
+	deltaKeep = 0.7
 	// splitMin is the payload size from which a top-level string member
 	// leaves the skeleton of a packSplit document.
 	splitMin = 512
@@ -176,13 +179,21 @@ func pack(jsonb []byte) []byte {
 	return buf.Bytes()
 }
 
-// packAgainst is pack, or, when base (the stored form of an earlier
-// version of the same entity that is not a delta itself) is given and it
-// is smaller, the packDelta form: a DEFLATE stream of jsonb whose
-// dictionary is base's JSONB. A document packed as packSplit stays so (its
-// fields read without inflating). Successive versions of a session head
-// or chunk share most of their text: compressed against the version they
-// grew from, they take a fraction of their size.
+// packAgainst is pack, or, when base (the stored form of a row that is not
+// a delta itself: an earlier version of the same entity, or the latest row
+// stored whole of the same document type) is given and it saves enough,
+// the packDelta form: a DEFLATE stream of jsonb whose dictionary is base's
+// JSONB. A document packed as packSplit stays so (its fields read without
+// inflating). Successive versions of a session head or chunk share most
+// of their text, and so do a session's context commits or toolcalls with
+// each other: compressed against one that came before, they take a
+// fraction of their size.
+//
+// The delta is kept only when it is under deltaKeep of the document
+// packed alone. A base that saves less than that has drifted from what is
+// written now; the document is stored whole and becomes the base the next
+// ones are compressed against (Store.keys, keyDocSQL), so the base follows
+// the documents instead of staying the first one forever.
 func packAgainst(jsonb, base []byte) ([]byte, error) {
 	out := pack(jsonb)
 	if base == nil || len(jsonb) < packMin || isPacked(jsonb) || (isPacked(out) && out[1] == packSplit) ||
@@ -208,7 +219,7 @@ func packAgainst(jsonb, base []byte) ([]byte, error) {
 	_, _ = w.Write(jsonb)
 	_ = w.Close()
 	writers.Put(w)
-	if 2+buf.Len()-mark < len(out) {
+	if float64(2+buf.Len()-mark) < deltaKeep*float64(len(out)) {
 		return append([]byte{packMagic, packDelta}, buf.Bytes()[mark:]...), nil
 	}
 	return out, nil

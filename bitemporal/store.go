@@ -70,6 +70,13 @@ type Store struct {
 	// indexed is the set of fields the field index holds (the table
 	// indexed_fields, migration 00007), read once at Open.
 	indexed indexSet
+	// keys is, per document type (the top-level "type" string, "" for
+	// none), the docs.id of the latest row of that type stored whole: the
+	// row a new entity's first version is compressed against (migration
+	// 00013). Guarded by wmu. A row it names that a rolled-back
+	// transaction or an evict removed is harmless: a missing row is no
+	// base, and any other row is a valid one (docs.base records it).
+	keys map[string]int64
 }
 
 var _ store.Store = (*Store)(nil)
@@ -92,7 +99,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	if err := registerFuncs(); err != nil {
 		return nil, &store.Error{Op: "open", Kind: store.ErrUnavailable, Msg: "registering the document functions", Err: err}
 	}
-	s := &Store{path: path, now: o.Clock, wstmts: map[string]*sqlx.Stmt{}}
+	s := &Store{path: path, now: o.Clock, wstmts: map[string]*sqlx.Stmt{}, keys: map[string]int64{}}
 	s.latestID.Store(-1)
 	syncMode := "NORMAL"
 	if o.Durable {

@@ -22,6 +22,10 @@ type prepared struct {
 	hash   string // content hash of op.Doc ("" for none)
 	canon  string // canonical JSON of op.Doc
 	fields []fieldRow
+	// family is op.Doc's top-level "type" string ("" for none): a new
+	// entity's first version is compressed against the latest row of its
+	// family stored whole (Store.keys).
+	family string
 }
 
 type fieldRow struct {
@@ -55,6 +59,7 @@ func prepare(ops []store.Op, indexed indexSet) ([]prepared, []loggedOp, error) {
 			}
 			sum := sha256.Sum256(c)
 			p.hash, p.canon = hex.EncodeToString(sum[:]), string(c)
+			p.family, _ = op.Doc["type"].(string)
 			if op.Kind == store.OpPut {
 				p.fields = indexed.filter(fieldRows(op.Doc))
 			}
@@ -322,6 +327,11 @@ var evictSQL = []string{
 		SELECT 'delete', s.id, s.title, s.body FROM search_src s
 		WHERE s.id IN (SELECT u.id FROM search_units u WHERE u.doc IN (SELECT id FROM docs WHERE eid = ?))`,
 	"DELETE FROM search_units WHERE doc IN (SELECT id FROM docs WHERE eid = ?)",
+	// Another entity's row compressed against one of the entity's rows
+	// (migration 00013) is stored whole first: its text stays readable
+	// and unchanged, so its hash and search units still hold.
+	`UPDATE docs SET doc = ctxs_pack(ctxs_doc(doc, (SELECT b.doc FROM docs b WHERE b.id = docs.base))), base = NULL
+		WHERE base IN (SELECT id FROM docs WHERE eid = ?1) AND eid <> ?1`,
 	"DELETE FROM docs WHERE eid = ?",
 }
 
@@ -332,7 +342,8 @@ var evictSQL = []string{
 const (
 	insertDocSQL = `WITH p (doc) AS MATERIALIZED (SELECT ctxs_pack(jsonb(?), (SELECT k.doc FROM docs k WHERE k.id = ?)))
 		INSERT OR IGNORE INTO docs (hash, eid, doc, base)
-		SELECT unhex(?), ?, p.doc, CASE WHEN substr(p.doc, 1, 2) = x'0d03' THEN ? END FROM p`
+		SELECT unhex(?), ?, p.doc, CASE WHEN substr(p.doc, 1, 2) = x'0d03' THEN ? END FROM p
+		RETURNING id, base`
 	// keyDocSQL is the row a new version of entity ? may be compressed
 	// against: its latest row, or the one that is compressed against.
 	keyDocSQL       = "SELECT coalesce(base, id) FROM docs WHERE eid = ? ORDER BY id DESC LIMIT 1"
@@ -462,7 +473,11 @@ func (a *applier) apply(p prepared) (bool, error) {
 }
 
 // putDoc stores p's document unless its hash is stored already, with its
-// field index rows, and returns its docs.id.
+// field index rows, and returns its docs.id. The document is compressed
+// against an earlier row (packAgainst): its entity's latest row stored
+// whole, or for an entity's first version the latest row of its family
+// stored whole (migration 00013); a row it stores whole becomes its
+// family's.
 func (a *applier) putDoc(p prepared) (int64, error) {
 	var key sql.NullInt64
 	kq, err := a.stmt(keyDocSQL)
@@ -472,25 +487,30 @@ func (a *applier) putDoc(p prepared) (int64, error) {
 	if err := kq.GetContext(a.ctx, &key, p.op.ID); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, err
 	}
+	if !key.Valid {
+		key.Int64, key.Valid = a.s.keys[p.family]
+	}
 	st, err := a.stmt(insertDocSQL)
 	if err != nil {
 		return 0, err
 	}
-	res, err := st.ExecContext(a.ctx, p.canon, key, p.hash, p.op.ID, key)
-	if err != nil {
-		return 0, err
+	var row struct {
+		ID   int64         `db:"id"`
+		Base sql.NullInt64 `db:"base"`
 	}
-	if n, _ := res.RowsAffected(); n == 0 { // stored already, with its fields
+	if err := st.GetContext(a.ctx, &row, p.canon, key, p.hash, p.op.ID, key); errors.Is(err, sql.ErrNoRows) { // stored already, with its fields
 		var id int64
 		q, err := a.stmt(docIDSQL)
 		if err != nil {
 			return 0, err
 		}
 		return id, q.GetContext(a.ctx, &id, p.hash)
-	}
-	docID, err := res.LastInsertId()
-	if err != nil {
+	} else if err != nil {
 		return 0, err
+	}
+	docID := row.ID
+	if !row.Base.Valid {
+		a.s.keys[p.family] = docID
 	}
 	// All of a document's fields in one statement, in chunks that keep the
 	// number of distinct statements small.
