@@ -91,8 +91,8 @@ func (r *raw) writeBatch(b testing.TB, tx int64, docs []store.Doc, vt int64) {
 // (created by opening a store), written with plain prepared INSERTs of the
 // same rows, and none of the bitemporal logic.
 type rawSchema struct {
-	db                 *sql.DB
-	doc, fields, point *sql.Stmt
+	db                      *sql.DB
+	ent, doc, fields, point *sql.Stmt
 }
 
 func openRawSchema(b *testing.B) *rawSchema {
@@ -113,9 +113,10 @@ func openRawSchema(b *testing.B) *rawSchema {
 		dst **sql.Stmt
 		q   string
 	}{
-		{&r.doc, "INSERT INTO docs (hash, eid, doc) VALUES (?, ?, ?)"},
+		{&r.ent, "INSERT INTO ents (eid, h) SELECT ?1, ctxs_idhash(?1) WHERE NOT EXISTS (SELECT 1 FROM ents WHERE h = ctxs_idhash(?1) AND eid = ?1)"},
+		{&r.doc, "INSERT INTO docs (hash, ent, doc) VALUES (?1, (SELECT id FROM ents WHERE h = ctxs_idhash(?2) AND eid = ?2), ?3)"},
 		{&r.fields, "INSERT INTO fields (doc, field, kind, value) VALUES (?, ?, ?, ?)"},
-		{&r.point, "INSERT INTO points (eid, vt, tx_id, tx_time, doc) VALUES (?, ?, ?, ?, ?)"},
+		{&r.point, "INSERT INTO points (ent, vt, tx_id, tx_time, doc) VALUES ((SELECT id FROM ents WHERE h = ctxs_idhash(?1) AND eid = ?1), ?2, ?3, ?4, ?5)"},
 	} {
 		if *p.dst, err = db.Prepare(p.q); err != nil {
 			b.Fatal(err)
@@ -129,8 +130,11 @@ func (r *rawSchema) writeBatch(b *testing.B, tx int64, docs []store.Doc, vt int6
 	if err != nil {
 		b.Fatal(err)
 	}
-	doc, fields, point := t.Stmt(r.doc), t.Stmt(r.fields), t.Stmt(r.point)
+	ent, doc, fields, point := t.Stmt(r.ent), t.Stmt(r.doc), t.Stmt(r.fields), t.Stmt(r.point)
 	for _, d := range docs {
+		if _, err := ent.Exec(d["xt/id"]); err != nil {
+			b.Fatal(err)
+		}
 		c, _ := store.Canonical(d)
 		sum := sha256.Sum256(c)
 		h := hex.EncodeToString(sum[:])

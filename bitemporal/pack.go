@@ -121,6 +121,7 @@ func registerFuncs() error {
 				return packAgainst(b, baseArg(args, 1))
 			})),
 			registerLogFuncs(),
+			registerEntFuncs(),
 		)
 	})
 	return registerErr

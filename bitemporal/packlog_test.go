@@ -81,7 +81,7 @@ func TestMigrationPackedTxLog(t *testing.T) {
 	}
 	inline := fmt.Sprintf(`[{"op":"match","id":%q,"doc":%s},{"op":"put","id":%q,"hash":%q}]`, id("a"), canon, id("c"), "")
 	var putHash string
-	if err := st.w.GetContext(ctx, &putHash, "SELECT lower(hex(hash)) FROM docs WHERE eid = ?", id("c")); err != nil {
+	if err := st.w.GetContext(ctx, &putHash, "SELECT lower(hex(hash)) FROM docs WHERE ent = (SELECT id FROM ents WHERE eid = ?)", id("c")); err != nil {
 		t.Fatal(err)
 	}
 	inline = strings.Replace(inline, `"hash":""`, `"hash":"`+putHash+`"`, 1)

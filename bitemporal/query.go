@@ -10,9 +10,10 @@ import (
 	"github.com/ctxstore/ctxstore/store"
 )
 
-// visibleDocSQL is the docs.id of the document of entity <eid expr> visible at the
-// query basis (bound as the vt and tx parameters that follow it).
-const visibleDocSQL = `(SELECT q.doc FROM points q WHERE q.eid = %s AND q.vt <= ? AND q.tx_id <= ? ORDER BY q.vt DESC, q.tx_id DESC LIMIT 1)`
+// visibleDocSQL is the docs.id of the document of entity <ents.id expr>
+// visible at the query basis (bound as the vt and tx parameters that follow
+// it).
+const visibleDocSQL = `(SELECT q.doc FROM points q WHERE q.ent = %s AND q.vt <= ? AND q.tx_id <= ? ORDER BY q.vt DESC, q.tx_id DESC LIMIT 1)`
 
 // Query implements store.Store as one SQL statement: candidate documents
 // come from the field index (or every document), are kept only if they are
@@ -33,7 +34,7 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 		conds = append(conds, c)
 		args = append(args, a...)
 	}
-	conds = append(conds, "d.id = "+fmt.Sprintf(visibleDocSQL, "d.eid"))
+	conds = append(conds, "d.id = "+fmt.Sprintf(visibleDocSQL, "d.ent"))
 	args = append(args, vt, tx)
 	var order []string
 	for _, o := range q.OrderBy {
@@ -46,7 +47,7 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 		}
 		order = append(order, fmt.Sprintf("json_extract(ctxs_part(d.doc, %s, %s), %s) %s", sqlString(o.Field), baseOf("d"), sqlString(path), dir))
 	}
-	order = append(order, "d.eid ASC")
+	order = append(order, "e.eid ASC")
 	// A projection is done in SQL: only the chosen fields leave the
 	// database and are decoded, and on JSONB documents (migration 00006)
 	// SQLite reaches a field by skipping over the ones before it, so a
@@ -60,7 +61,7 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 		}
 		cols = strings.Join(sel, ", ")
 	}
-	stmt := "SELECT d.eid, " + cols + " FROM docs d WHERE " + strings.Join(conds, " AND ") + " ORDER BY " + strings.Join(order, ", ")
+	stmt := "SELECT e.eid, " + cols + " FROM docs d JOIN ents e ON e.id = d.ent WHERE " + strings.Join(conds, " AND ") + " ORDER BY " + strings.Join(order, ", ")
 	if q.Limit > 0 {
 		stmt += fmt.Sprintf(" LIMIT %d", q.Limit)
 	}
@@ -129,8 +130,8 @@ func predSQL(p store.Pred, vt, tx int64, indexed indexSet) (string, []any) {
 		return jsonPredSQL(p, vt, tx)
 	}
 	if p.Op == store.RefBy {
-		return fmt.Sprintf(`d.eid IN (SELECT f.value FROM fields f WHERE f.field = ? AND f.kind = 's' AND f.doc = %s)`,
-			fmt.Sprintf(visibleDocSQL, "?")), []any{p.Field, p.Value, vt, tx}
+		return fmt.Sprintf(`d.ent IN (SELECT e.id FROM fields f JOIN ents e ON e.h = `+idHashFunc+`(f.value) AND e.eid = f.value WHERE f.field = ? AND f.kind = 's' AND f.doc = %s)`,
+			fmt.Sprintf(visibleDocSQL, entSQL)), []any{p.Field, p.Value, vt, tx}
 	}
 	if c, a, ok := longStringPredSQL(p, indexed); ok {
 		return c, a
@@ -193,8 +194,8 @@ var jsonTypes = map[string]string{
 func jsonPredSQL(p store.Pred, vt, tx int64) (string, []any) {
 	path := jsonPath(p.Field)
 	if p.Op == store.RefBy {
-		return "d.eid IN (SELECT j.value FROM docs r, json_each(ctxs_part(r.doc, ?, " + baseOf("r") + "), ?) j WHERE r.id = " +
-				fmt.Sprintf(visibleDocSQL, "?") + " AND typeof(j.key) <> 'text' AND j.type = 'text')",
+		return "d.ent IN (SELECT e.id FROM docs r, json_each(ctxs_part(r.doc, ?, " + baseOf("r") + "), ?) j JOIN ents e ON e.h = " + idHashFunc + "(j.value) AND e.eid = j.value WHERE r.id = " +
+				fmt.Sprintf(visibleDocSQL, entSQL) + " AND typeof(j.key) <> 'text' AND j.type = 'text')",
 			[]any{p.Field, path, p.Value, vt, tx}
 	}
 	exists := "EXISTS (" + fmt.Sprintf(jsonValuesSQL, "ctxs_part(d.doc, ?, "+baseOf("d")+")")
@@ -244,7 +245,7 @@ func jsonValue(v any) (string, any) {
 }
 
 // idPredSQL renders an equality or In list on the entity id as a condition
-// on docs.eid (its own index): the candidates are the ids' documents, found
+// on docs.ent (its own index): the candidates are the ids' documents, found
 // directly rather than through the field index. An id is always a string,
 // so other values match nothing (and must not be compared with the text
 // column, whose affinity would turn a number into text).
@@ -262,7 +263,8 @@ func idPredSQL(p store.Pred) (string, []any) {
 	if len(ids) == 0 {
 		return "0", nil
 	}
-	return "d.eid IN (?" + strings.Repeat(", ?", len(ids)-1) + ")", ids
+	list, _ := json.Marshal(ids) // strings only
+	return "d.ent IN (SELECT e.id FROM json_each(?) x JOIN ents e ON e.h = " + idHashFunc + "(x.value) AND e.eid = x.value)", []any{string(list)}
 }
 
 // sqlValue maps a scalar to its field-index kind and stored value.

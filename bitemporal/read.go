@@ -141,7 +141,7 @@ func (s *Store) Entity(ctx context.Context, id string, b store.Basis) (store.Doc
 }
 
 const entitySQL = `SELECT json(ctxs_doc(d.doc, (SELECT b.doc FROM docs b WHERE b.id = d.base))) FROM points p LEFT JOIN docs d ON d.id = p.doc
-	WHERE p.eid = ? AND p.vt <= ? AND p.tx_id <= ? ORDER BY p.vt DESC, p.tx_id DESC LIMIT 1`
+	WHERE p.ent = ` + entSQL + ` AND p.vt <= ? AND p.tx_id <= ? ORDER BY p.vt DESC, p.tx_id DESC LIMIT 1`
 
 func decodeStored(raw, id string) (store.Doc, error) {
 	doc, err := store.DecodeStored([]byte(raw))
@@ -212,7 +212,7 @@ func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) 
 		docCol, join = "json(ctxs_doc(d.doc, "+baseOf("d")+"))", " LEFT JOIN docs d ON d.id = p.doc"
 	}
 	q := fmt.Sprintf(`SELECT p.vt, p.tx_id, p.tx_time, (SELECT lower(hex(h.hash)) FROM docs h WHERE h.id = p.doc) AS hash, p.doc, %s AS body FROM points p%s
-		WHERE p.eid = ?%s ORDER BY p.vt %s, p.tx_id %s`, docCol, join, where, dir, dir)
+		WHERE p.ent = %s%s ORDER BY p.vt %s, p.tx_id %s`, docCol, join, entSQL, where, dir, dir)
 	rows, err := s.r.QueryxContext(ctx, q, append([]any{id}, args...)...)
 	if err != nil {
 		return nil, dbErr("history", id, err)
@@ -311,10 +311,10 @@ func (s *Store) TxLogCanonical(ctx context.Context, after int64, limit int) (txs
 }
 
 // docsByHashSQL reads the documents of a JSON array of content hashes.
-const docsByHashSQL = "SELECT lower(hex(d.hash)), json(ctxs_doc(d.doc, (SELECT b.doc FROM docs b WHERE b.id = d.base))) FROM docs d WHERE d.hash IN (SELECT unhex(value) FROM json_each(?))"
+const docsByHashSQL = "SELECT lower(hex(d.hash)), json(ctxs_doc(d.doc, (SELECT b.doc FROM docs b WHERE b.id = d.base))) FROM json_each(?) j JOIN docs d ON substr(d.hash, 1, 8) = substr(unhex(j.value), 1, 8) AND d.hash = unhex(j.value)"
 
 // evictedSinceSQL tells whether entity ? has a point of tx ? or earlier.
-const evictedSinceSQL = "SELECT EXISTS (SELECT 1 FROM points WHERE eid = ? AND tx_id <= ?)"
+const evictedSinceSQL = "SELECT EXISTS (SELECT 1 FROM points WHERE ent = " + entSQL + " AND tx_id <= ?)"
 
 // txLogChunk bounds the hashes looked up by one query.
 const txLogChunk = 500

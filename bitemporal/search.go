@@ -26,11 +26,11 @@ const titleMax = 200
 // version is that row or a later one (chats grow by appending). %s is the
 // extra filters.
 const searchWindowSQL = `
-SELECT c.rank, u.eid, u.kind, coalesce(u.session, ''), u.part, u.title, u.id, p.tx_id, p.tx_time, p.vt
+SELECT c.rank, (SELECT e.eid FROM ents e WHERE e.id = u.ent), u.kind, coalesce(u.session, ''), u.part, u.title, u.id, p.tx_id, p.tx_time, p.vt
 FROM (SELECT rowid AS id, rank FROM search_fts WHERE search_fts MATCH ? AND rowid > ? ORDER BY rank LIMIT ? OFFSET ?) c
 JOIN search_units u ON u.id = c.id
-JOIN points p ON (p.eid, p.vt, p.tx_id) = (SELECT q.eid, q.vt, q.tx_id FROM points q
-    WHERE q.eid = u.eid AND q.vt <= ? AND q.tx_id <= ? ORDER BY q.vt DESC, q.tx_id DESC LIMIT 1)
+JOIN points p ON (p.ent, p.vt, p.tx_id) = (SELECT q.ent, q.vt, q.tx_id FROM points q
+    WHERE q.ent = u.ent AND q.vt <= ? AND q.tx_id <= ? ORDER BY q.vt DESC, q.tx_id DESC LIMIT 1)
 WHERE CASE WHEN u.part >= 0 THEN p.doc >= u.doc ELSE p.doc = u.doc END %s
 ORDER BY c.rank, u.id`
 

@@ -360,7 +360,7 @@ func (s *Store) Status(ctx context.Context) (store.Status, error) {
 		Docs     int64 `db:"docs"`
 		Points   int64 `db:"points"`
 	}
-	err = s.r.GetContext(ctx, &n, `SELECT (SELECT count(DISTINCT eid) FROM points) AS entities,
+	err = s.r.GetContext(ctx, &n, `SELECT (SELECT count(DISTINCT ent) FROM points) AS entities,
 		(SELECT count(*) FROM docs) AS docs, (SELECT count(*) FROM points) AS points`)
 	if err != nil {
 		return st, dbErr("status", "", err)

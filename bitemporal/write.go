@@ -307,7 +307,7 @@ func writeSQL() []string {
 	qs := []string{visibleSQL}
 	qs = append(qs, evictSQL...)
 	qs = append(qs,
-		insertDocSQL, keyDocSQL, docIDSQL, insertPointSQL, continuationSQL, rangeSQL,
+		insertDocSQL, keyDocSQL, docIDSQL, insertEntSQL, insertPointSQL, continuationSQL, rangeSQL,
 	)
 	for n := 1; n <= fieldChunk; n++ {
 		qs = append(qs, insertFieldsSQL(n))
@@ -321,41 +321,47 @@ func writeSQL() []string {
 // FTS5 index, and a delta's text needs its base row (migration 00011),
 // which the docs delete may have removed before it reaches the delta.
 var evictSQL = []string{
-	"DELETE FROM points WHERE eid = ?",
-	"DELETE FROM fields WHERE doc IN (SELECT id FROM docs WHERE eid = ?)",
+	"DELETE FROM points WHERE ent = " + entSQL,
+	"DELETE FROM fields WHERE doc IN (SELECT id FROM docs WHERE ent = " + entSQL + ")",
 	`INSERT INTO search_fts (search_fts, rowid, title, body)
 		SELECT 'delete', s.id, s.title, s.body FROM search_src s
-		WHERE s.id IN (SELECT u.id FROM search_units u WHERE u.doc IN (SELECT id FROM docs WHERE eid = ?))`,
-	"DELETE FROM search_units WHERE doc IN (SELECT id FROM docs WHERE eid = ?)",
+		WHERE s.id IN (SELECT u.id FROM search_units u WHERE u.doc IN (SELECT id FROM docs WHERE ent = ` + entSQL + `))`,
+	"DELETE FROM search_units WHERE doc IN (SELECT id FROM docs WHERE ent = " + entSQL + ")",
 	// Another entity's row compressed against one of the entity's rows
 	// (migration 00013) is stored whole first: its text stays readable
 	// and unchanged, so its hash and search units still hold.
 	`UPDATE docs SET doc = ctxs_pack(ctxs_doc(doc, (SELECT b.doc FROM docs b WHERE b.id = docs.base))), base = NULL
-		WHERE base IN (SELECT id FROM docs WHERE eid = ?1) AND eid <> ?1`,
-	"DELETE FROM docs WHERE eid = ?",
+		WHERE base IN (SELECT d.id FROM docs d WHERE d.ent = (SELECT e.id FROM ents e WHERE e.h = ` + idHashFunc + `(?1) AND e.eid = ?1))
+		AND ent <> (SELECT e.id FROM ents e WHERE e.h = ` + idHashFunc + `(?1) AND e.eid = ?1)`,
+	"DELETE FROM docs WHERE ent = " + entSQL,
+	// The id itself goes too: an evict leaves nothing of the entity but
+	// the tx log's record that it was evicted.
+	"DELETE FROM ents WHERE h = " + idHashFunc + "(?1) AND eid = ?1",
 }
 
 // Documents are stored as JSONB, SQLite's binary JSON (migration 00006):
 // reading one field of a document skips over the others instead of parsing
 // the whole text. Every read into Go takes json(doc), which gives back the
 // canonical text stored here byte for byte.
-const (
+var (
 	insertDocSQL = `WITH p (doc) AS MATERIALIZED (SELECT ctxs_pack(jsonb(?), (SELECT k.doc FROM docs k WHERE k.id = ?)))
-		INSERT OR IGNORE INTO docs (hash, eid, doc, base)
-		SELECT unhex(?), ?, p.doc, CASE WHEN substr(p.doc, 1, 2) = x'0d03' THEN ? END FROM p
+		INSERT INTO docs (hash, ent, doc, base)
+		SELECT unhex(?), ` + entSQL + `, p.doc, CASE WHEN substr(p.doc, 1, 2) = x'0d03' THEN ? END FROM p
+		WHERE NOT EXISTS (SELECT 1 FROM docs x WHERE ` + hashIs("x") + `)
 		RETURNING id, base`
 	// keyDocSQL is the row a new version of entity ? may be compressed
 	// against: its latest row, or the one that is compressed against.
-	keyDocSQL       = "SELECT coalesce(base, id) FROM docs WHERE eid = ? ORDER BY id DESC LIMIT 1"
-	docIDSQL        = "SELECT id FROM docs WHERE hash = unhex(?)"
-	insertPointSQL  = "INSERT OR REPLACE INTO points (eid, vt, tx_id, tx_time, doc) VALUES (?, ?, ?, ?, ?)"
-	continuationSQL = "SELECT vt, tx_id, tx_time, " + pointHashSQL + ", doc FROM points WHERE eid = ? AND vt > ? ORDER BY vt, tx_id DESC"
-	rangeSQL        = "SELECT vt, tx_id, tx_time, " + pointHashSQL + ", doc FROM points WHERE eid = ? AND vt <= ? ORDER BY vt DESC, tx_id DESC"
-	fieldChunk      = 8
+	keyDocSQL       = "SELECT coalesce(base, id) FROM docs WHERE ent = " + entSQL + " ORDER BY id DESC LIMIT 1"
+	docIDSQL        = "SELECT id FROM docs d WHERE " + hashIs("d")
+	insertPointSQL  = "INSERT OR REPLACE INTO points (ent, vt, tx_id, tx_time, doc) VALUES (" + entSQL + ", ?, ?, ?, ?)"
+	continuationSQL = "SELECT vt, tx_id, tx_time, " + pointHashSQL + ", doc FROM points WHERE ent = " + entSQL + " AND vt > ? ORDER BY vt, tx_id DESC"
+	rangeSQL        = "SELECT vt, tx_id, tx_time, " + pointHashSQL + ", doc FROM points WHERE ent = " + entSQL + " AND vt <= ? ORDER BY vt DESC, tx_id DESC"
 )
 
+const fieldChunk = 8
+
 func insertFieldsSQL(n int) string {
-	return "INSERT INTO fields (doc, field, kind, value) VALUES (?, ?, ?, ?)" + strings.Repeat(", (?, ?, ?, ?)", n-1)
+	return "INSERT OR IGNORE INTO fields (doc, field, kind, value) VALUES (?, ?, ?, ?)" + strings.Repeat(", (?, ?, ?, ?)", n-1)
 }
 
 // prepareWrites prepares writeSQL on the writer connection.
@@ -388,6 +394,13 @@ func (a *applier) exec(q string, args ...any) error {
 	return err
 }
 
+// hashIs is the condition that docs row alias holds the content hash
+// bound to its two parameters (the same hex twice): through the index on
+// the hash's first 8 bytes (docs_hash, migration 00014), then whole.
+func hashIs(alias string) string {
+	return "substr(" + alias + ".hash, 1, 8) = substr(unhex(?), 1, 8) AND " + alias + ".hash = unhex(?)"
+}
+
 // pointHashSQL is the content hash of the document a point of table
 // points names, NULL for a tombstone: points hold only the docs.id
 // (migration 00008). docs.hash holds the 32 bytes of the SHA-256
@@ -395,7 +408,7 @@ func (a *applier) exec(q string, args ...any) error {
 const pointHashSQL = "(SELECT lower(hex(h.hash)) FROM docs h WHERE h.id = points.doc) AS hash"
 
 const visibleSQL = `SELECT vt, tx_id, tx_time, ` + pointHashSQL + `, doc FROM points
-	WHERE eid = ? AND vt <= ? AND tx_id <= ? ORDER BY vt DESC, tx_id DESC LIMIT 1`
+	WHERE ent = ` + entSQL + ` AND vt <= ? AND tx_id <= ? ORDER BY vt DESC, tx_id DESC LIMIT 1`
 
 // visible is visiblePoint inside the write transaction.
 func (a *applier) visible(eid string, vt int64) (*pointRow, error) {
@@ -490,6 +503,9 @@ func (a *applier) putDoc(p prepared) (int64, error) {
 	if !key.Valid {
 		key.Int64, key.Valid = a.s.keys[p.family]
 	}
+	if err := a.exec(insertEntSQL, p.op.ID); err != nil {
+		return 0, err
+	}
 	st, err := a.stmt(insertDocSQL)
 	if err != nil {
 		return 0, err
@@ -498,13 +514,13 @@ func (a *applier) putDoc(p prepared) (int64, error) {
 		ID   int64         `db:"id"`
 		Base sql.NullInt64 `db:"base"`
 	}
-	if err := st.GetContext(a.ctx, &row, p.canon, key, p.hash, p.op.ID, key); errors.Is(err, sql.ErrNoRows) { // stored already, with its fields
+	if err := st.GetContext(a.ctx, &row, p.canon, key, p.hash, p.op.ID, key, p.hash, p.hash); errors.Is(err, sql.ErrNoRows) { // stored already, with its fields
 		var id int64
 		q, err := a.stmt(docIDSQL)
 		if err != nil {
 			return 0, err
 		}
-		return id, q.GetContext(a.ctx, &id, p.hash)
+		return id, q.GetContext(a.ctx, &id, p.hash, p.hash)
 	} else if err != nil {
 		return 0, err
 	}
@@ -536,6 +552,9 @@ type version struct {
 }
 
 func (a *applier) point(eid string, vt, txID, tt int64, v version) error {
+	if err := a.exec(insertEntSQL, eid); err != nil {
+		return err
+	}
 	return a.exec(insertPointSQL, eid, vt, txID, tt, v.doc)
 }
 
