@@ -24,8 +24,8 @@ const idHashFunc = "ctxs_idhash"
 // NULL for an id the store does not hold.
 const entSQL = "(SELECT e.id FROM (SELECT ? AS v) x JOIN ents e ON e.h = " + idHashFunc + "(x.v) AND e.eid = x.v)"
 
-// insertEntSQL gives entity ? its ents row, if it has none: every write of
-// a point or a document runs it first.
+// insertEntSQL gives entity ? its ents row, if it has none: a put or a
+// delete runs it before writing the entity's document and points.
 const insertEntSQL = "INSERT INTO ents (eid, h) SELECT x.v, " + idHashFunc + "(x.v) FROM (SELECT ? AS v) x " +
 	"WHERE NOT EXISTS (SELECT 1 FROM ents e WHERE e.h = " + idHashFunc + "(x.v) AND e.eid = x.v)"
 

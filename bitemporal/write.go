@@ -443,6 +443,10 @@ func (a *applier) apply(p prepared) (bool, error) {
 	op := p.op
 	switch op.Kind {
 	case store.OpPut, store.OpDelete:
+		// The entity's ents row first: its document and points name it.
+		if err := a.exec(insertEntSQL, op.ID); err != nil {
+			return false, err
+		}
 		var v version // a tombstone unless a put
 		if op.Kind == store.OpPut {
 			docID, err := a.putDoc(p)
@@ -503,9 +507,6 @@ func (a *applier) putDoc(p prepared) (int64, error) {
 	if !key.Valid {
 		key.Int64, key.Valid = a.s.keys[p.family]
 	}
-	if err := a.exec(insertEntSQL, p.op.ID); err != nil {
-		return 0, err
-	}
 	st, err := a.stmt(insertDocSQL)
 	if err != nil {
 		return 0, err
@@ -552,9 +553,6 @@ type version struct {
 }
 
 func (a *applier) point(eid string, vt, txID, tt int64, v version) error {
-	if err := a.exec(insertEntSQL, eid); err != nil {
-		return err
-	}
 	return a.exec(insertPointSQL, eid, vt, txID, tt, v.doc)
 }
 
