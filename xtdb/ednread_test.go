@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode"
 
 	"olympos.io/encoding/edn"
 )
@@ -47,6 +48,12 @@ func TestReadEDNMatchesLibrary(t *testing.T) {
 // the library as map[any]bool, from readEDN as []any; times compare as
 // instants.
 func sameEDN(a, b any) bool {
+	// The library boxes a set element or map key it cannot hash (a set,
+	// vector or map) behind a pointer; compare what it points to, with
+	// the same rules all the way down.
+	if p, ok := b.(*any); ok && p != nil {
+		return sameEDN(a, *p)
+	}
 	switch y := b.(type) {
 	case map[any]bool:
 		x, ok := a.([]any)
@@ -126,6 +133,9 @@ func FuzzReadEDN(f *testing.F) {
 		var want any
 		if edn.UnmarshalString(s, &want) != nil || strings.Contains(strings.ToLower(s), `\ud`) {
 			return // the library mangles surrogate escapes (see above)
+		}
+		if strings.ContainsFunc(s, func(r rune) bool { return r > 0x7f && unicode.IsSpace(r) }) {
+			return // the library's white space is Go's, readEDN's ASCII (see readEDN)
 		}
 		if !sameEDN(got, want) {
 			t.Fatalf("readEDN(%q) = %#v, library %#v", s, got, want)
