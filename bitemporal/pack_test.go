@@ -304,6 +304,11 @@ func TestMigrationPackedDocs(t *testing.T) {
 	if err := st.w.GetContext(ctx, &left, "SELECT count(*) FROM search_fts WHERE search_fts MATCH 'quokka'"); err != nil || left != 0 {
 		t.Fatalf("the evicted toolcall's words are still in the index: %d (%v)", left, err)
 	}
+	// The field index is keyed by value (migration 00016); the evict's
+	// pass over it leaves no row of the evicted documents.
+	if err := st.w.GetContext(ctx, &left, "SELECT count(*) FROM fields WHERE doc NOT IN (SELECT id FROM docs) OR value = 'bash'"); err != nil || left != 0 {
+		t.Fatalf("%d field rows of evicted documents are left (%v)", left, err)
+	}
 }
 
 // migrateDown takes the store of db down to schema version v with the

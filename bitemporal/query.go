@@ -126,12 +126,10 @@ func predSQL(p store.Pred, vt, tx int64, indexed indexSet) (string, []any) {
 	if p.Field == store.IDKey && (p.Op == store.Eq || p.Op == store.In) {
 		return idPredSQL(p)
 	}
-	if !indexed.has(p.Field) {
+	// RefBy reads the referring entity's one visible document itself: the
+	// field index is keyed by value (migration 00016), not by document.
+	if !indexed.has(p.Field) || p.Op == store.RefBy {
 		return jsonPredSQL(p, vt, tx)
-	}
-	if p.Op == store.RefBy {
-		return fmt.Sprintf(`d.ent IN (SELECT e.id FROM fields f JOIN ents e ON e.h = `+idHashFunc+`(f.value) AND e.eid = f.value WHERE f.field = ? AND f.kind = 's' AND f.doc = %s)`,
-			fmt.Sprintf(visibleDocSQL, entSQL)), []any{p.Field, p.Value, vt, tx}
 	}
 	if c, a, ok := longStringPredSQL(p, indexed); ok {
 		return c, a

@@ -322,6 +322,8 @@ func writeSQL() []string {
 // which the docs delete may have removed before it reaches the delta.
 var evictSQL = []string{
 	"DELETE FROM points WHERE ent = " + entSQL,
+	// The field index is keyed by value (migration 00016): this is one
+	// pass over it, the price of holding its rows once.
 	"DELETE FROM fields WHERE doc IN (SELECT id FROM docs WHERE ent = " + entSQL + ")",
 	`INSERT INTO search_fts (search_fts, rowid, title, body)
 		SELECT 'delete', s.id, s.title, s.body FROM search_src s
