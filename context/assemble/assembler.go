@@ -110,6 +110,8 @@ type Assembler struct {
 	callAt    map[string]int    // tool-call id -> index of the assistant item that made it
 	inputs    map[string]*input // collapsible tool inputs by tool-call id
 	rv        int               // rendering version (RenderVersion, or the session's first commit's)
+	spill     string            // a bare head's spill directory (spillDir), "" otherwise
+	told      bool              // the bare head's spillNote is in the stream
 	paths     Paths             // how paths are shown (Options.Paths, or the session's first commit's)
 	mv        int               // metadata line version (objects.MetadataVersion, or the first commit's)
 	same      map[string]int64  // shown id -> a later tx found to hold the same version
@@ -206,7 +208,7 @@ func newAssembler(o Options, s *session.Session) (*Assembler, error) {
 		listed: map[string]bool{}, latest: map[string]*version{}, shown: map[string]int{}, rebaseAt: -1,
 		callAt: map[string]int{}, inputs: map[string]*input{}, rv: RenderVersion, mv: objects.MetadataVersion, paths: o.Paths, same: map[string]int64{},
 		held: map[string]*version{}, patches: map[string][]int{}, edits: map[string][]pendingEdit{}, previewed: map[string]bool{},
-		lean: o.Lean, managed: o.Lean == nil, hashed: sha256.New()}, nil
+		lean: o.Lean, managed: o.Lean == nil, spill: spillDir(o.Lean), hashed: sha256.New()}, nil
 }
 
 // setSystem resolves the system prompt (through r when resuming) and
@@ -342,8 +344,10 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 			it.out = true
 			a.shown[r.ID] = len(a.items)
 			a.held[r.ID] = v
-			// A lean head offers no activate: an output enters whole.
-			if !a.isLean() && a.pol.PreviewTokens > 0 && len(*r.Object.Content) > 4*a.pol.PreviewTokens && a.tok.Count(*r.Object.Content) > a.pol.PreviewTokens {
+			// A lean head that will switch offers no activate yet: an
+			// output enters whole. A bare head's preview names its spill
+			// file instead.
+			if !a.switches() && a.pol.PreviewTokens > 0 && len(*r.Object.Content) > 4*a.pol.PreviewTokens && a.tok.Count(*r.Object.Content) > a.pol.PreviewTokens {
 				it.preview = true
 				a.previewed[r.ID] = true
 				a.previews++
@@ -362,7 +366,7 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 // push renders it and appends it to the stream.
 func (a *Assembler) push(it *item) {
 	if it.f == nil {
-		it.rv, it.mv, it.paths = a.rv, a.mv, a.paths
+		it.rv, it.mv, it.paths, it.spill = a.rv, a.mv, a.paths, a.spill
 		it.render()
 	}
 	var prev *frag
@@ -489,8 +493,12 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 		for i := range window {
 			window[i] = objects.DisplayID(window[i])
 		}
-		a.push(&item{kind: kNote, text: fmt.Sprintf("%sdeactivated to fit the context window (it was %d tokens over its limit): %s; activate(id) brings one back, at the cost of others",
-			ctxPrefix, a.overBy, strings.Join(window, ", "))})
+		load := "activate(id) brings one back"
+		if a.spill != "" {
+			load = "reading a file, or an output's " + spillPath(a.spill, "<call id>") + ", brings one back"
+		}
+		a.push(&item{kind: kNote, text: fmt.Sprintf("%sdeactivated to fit the context window (it was %d tokens over its limit): %s; %s, at the cost of others",
+			ctxPrefix, a.overBy, strings.Join(window, ", "), load)})
 	}
 	if a.rv >= 2 {
 		for i := range gone {

@@ -208,7 +208,7 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 			// harness places its breakpoints.
 			floor := -1
 			switch {
-			case a.isLean():
+			case a.switches():
 				floor = 0 // the rebase switches the head: all of it is written
 			case a.pol.Breakpoints == BreakpointsEnd:
 				floor = a.tok.Count(string(a.head))
@@ -219,7 +219,7 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 				if floor >= 0 {
 					in.Candidates[i].Rewrite = a.tokens - min(floor, a.tokens-in.Candidates[i].Tail)
 				}
-				if a.isLean() {
+				if a.switches() {
 					in.Candidates[i].Rewrite += a.pol.HeadOverhead
 				}
 			}
@@ -398,7 +398,7 @@ func (a *Assembler) unanswered(it *item) bool {
 // assistant messages among them, which nothing reads again).
 func (a *Assembler) advanceFrozen() {
 	g := min(a.nextFrozen, len(a.items))
-	if a.o.Layout != LayoutStream || g <= a.frozen || a.isLean() {
+	if a.o.Layout != LayoutStream || g <= a.frozen || a.switches() {
 		return // a lean head changes once more: its bytes are not final
 	}
 	for i := a.frozen; i < g; i++ {
@@ -687,7 +687,7 @@ func (a *Assembler) literalBlocks(ctx context.Context) (pool, active []*item, er
 		active = append(active, &item{kind: kContent, ref: v.ref, obj: v.obj})
 	}
 	for _, it := range append(pool[:len(pool):len(pool)], active...) {
-		it.rv, it.mv, it.paths = a.rv, a.mv, a.paths
+		it.rv, it.mv, it.paths, it.spill = a.rv, a.mv, a.paths, a.spill
 		it.render()
 	}
 	return pool, active, nil

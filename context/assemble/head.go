@@ -3,6 +3,7 @@ package assemble
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // LeanHead keeps a session's head lean until its context has something to
@@ -25,6 +26,34 @@ type LeanHead struct {
 	Guide string `json:"guide,omitempty"`
 	// Withheld names the tools of Options.Tools offered only once managed.
 	Withheld []string `json:"withheld,omitempty"`
+	// Bare keeps the head lean for the whole session (issue 17): it never
+	// switches, so the cost model prices a rebase as with a fixed head,
+	// and what the model would load with the withheld tools it loads with
+	// the harness's own read instead: a note at the first collapse
+	// (spillNote), a preview and a deactivation note name the outputs'
+	// spill files, Spill/<call id>.txt (spillPath), which the harness
+	// integration writes.
+	Bare bool `json:"bare,omitempty"`
+	// Spill is the directory of a bare head's spill files.
+	Spill string `json:"spill,omitempty"`
+}
+
+// spillPath is the file a bare head's text names for a tool call's
+// output: dir/<call id>.txt.
+func spillPath(dir, callID string) string {
+	if dir == "" {
+		return ""
+	}
+	return strings.TrimSuffix(dir, "/") + "/" + callID + ".txt"
+}
+
+// spillDir is the spill directory a session's items name: a bare head's,
+// or "" (they name activate).
+func spillDir(lh *LeanHead) string {
+	if lh == nil || !lh.Bare {
+		return ""
+	}
+	return lh.Spill
 }
 
 // headOf returns the system prompt text and tools of a head: system and
@@ -69,12 +98,31 @@ func withheld(tools []ToolSpec, lh *LeanHead, lean bool) []string {
 // isLean reports whether the head is lean now.
 func (a *Assembler) isLean() bool { return a.lean != nil && !a.managed }
 
+// switches reports whether the head is lean now and will switch once the
+// context needs it: a lean head that is not bare.
+func (a *Assembler) switches() bool { return a.isLean() && !a.lean.Bare }
+
 // needsHead notes that the context now holds something only the managed
-// head explains (see LeanHead); the next call switches.
+// head explains (see LeanHead); the next call switches. A bare head never
+// does: the first time, it says in the stream where outputs are whole
+// (spillNote), once per session.
 func (a *Assembler) needsHead() {
-	if a.isLean() {
+	switch {
+	case a.switches():
 		a.needHead = true
+	case a.spill != "" && !a.told:
+		a.told = true
+		a.push(&item{kind: kNote, text: spillNote(a.spill)})
 	}
+}
+
+// spillNote is what a bare head's session is told once, at its first
+// collapse, instead of the guide: where a collapsed or cut output is
+// whole. A collapsed output's own line stays as short as with the guide
+// (a path in each would cost more than the guide: docs/benchmarks.md).
+func spillNote(dir string) string {
+	return ctxPrefix + "older tool outputs collapse to a line, and a very long one shows only its start and end; each is whole in " +
+		spillPath(dir, "<its call id>") + " for read to load"
 }
 
 // manage switches a lean head to the managed one: the head is rendered

@@ -116,3 +116,84 @@ func testLeanHead(t *testing.T, release bool) {
 		}
 	}
 }
+
+// TestBareHead: a bare head (LeanHead.Bare) is lean for the whole
+// session: the guide and the withheld tools are never sent and the head
+// never changes, yet the session rebases; its first collapse adds one
+// note naming where outputs are whole, a preview names its output's spill
+// file, and a rebuild and a resume (before and after the note) give the
+// bytes sent and go on without a second note.
+func TestBareHead(t *testing.T) {
+	for _, release := range []bool{false, true} {
+		t.Run(fmt.Sprintf("release=%v", release), func(t *testing.T) { testBareHead(t, release) })
+	}
+}
+
+func testBareHead(t *testing.T, release bool) {
+	const spill = "/work/.ctxstore/spill/s1"
+	pol := Policy{StaleThreshold: 600, Horizon: 200, PreviewTokens: 200}
+	e := newEnv(t, LayoutStream, pol)
+	a, err := New(e.ctx, e.tools.Session(), Options{Layout: LayoutStream, Tools: leanTools, Policy: pol, Release: release,
+		Now: func() time.Time { return e.now }, Lean: &LeanHead{Guide: leanGuide, Withheld: []string{"activate", "deactivate", "pin"}, Bare: true, Spill: spill}})
+	e.must(err)
+	e.a = a
+	note := spillNote(spill)
+	var got []*Assembled
+	rebases, noted := 0, 0
+	for turn := 1; turn <= 12; turn++ {
+		e.turn(fmt.Sprintf("turn %d", turn))
+		e.bash("make", output(fmt.Sprintf("t%d", turn), 30))
+		var big string
+		if turn == 5 {
+			e.bash("cat big.log", output("big", 100))
+			big = e.uid(fmt.Sprintf("toolu_%04d", e.seq))
+		}
+		e.now = e.now.Add(20 * time.Second)
+		c := e.call()
+		got = append(got, c)
+		var names []string
+		for _, tl := range c.Tools() {
+			names = append(names, tl.Name)
+		}
+		if c.HeadChanged || strings.Contains(c.System(), leanGuide) || slices.Contains(names, "activate") || !slices.Equal(c.Withheld(), []string{"activate", "deactivate"}) {
+			t.Fatalf("call %d: head changed %v, system %q, tools %v, withheld %v: want the lean head for good", c.N, c.HeadChanged, c.System(), names, c.Withheld())
+		}
+		if c.Rebased {
+			rebases++
+			if n := lcp(got[max(0, len(got)-2)].Bytes, c.Bytes); len(got) > 1 && n < len(e.a.head) {
+				t.Fatalf("call %d: a rebase shares %d bytes, less than the head (%d): it rewrote the head", c.N, n, len(e.a.head))
+			}
+		}
+		whole, err := c.Whole(e.ctx)
+		e.must(err)
+		if n := strings.Count(string(whole.Bytes), note); n > 1 || (n == 0) != (rebases == 0) {
+			t.Fatalf("call %d: the spill note is there %d times after %d rebases", c.N, n, rebases)
+		}
+		if rebases > 0 && noted == 0 {
+			noted = c.N
+		}
+		if big != "" && !strings.Contains(string(c.Bytes), "left out here; read "+spillPath(spill, big)+" for the output whole") {
+			t.Fatalf("call %d: the preview does not name %s: %.300q", c.N, spillPath(spill, big), c.Bytes)
+		}
+		if turn == 2 || c.N == noted {
+			e.reopen(t, pol) // a new process goes on bare, noted or not
+		}
+	}
+	if rebases == 0 {
+		t.Fatal("no rebase in 12 turns")
+	}
+	for _, c := range got {
+		r, err := Rebuild(e.ctx, e.st, e.sid, c.N)
+		if err != nil {
+			t.Fatalf("rebuild call %d: %v", c.N, err)
+		}
+		if r.Len() != c.Len() || !bytes.Equal(r.Bytes[c.BytesFrom:], c.Bytes) || r.System() != c.System() || !slices.Equal(r.Withheld(), c.Withheld()) {
+			t.Fatalf("rebuild call %d differs: system %q, withheld %v", c.N, r.System(), r.Withheld())
+		}
+		cm, err := ReadCommit(e.ctx, e.st, e.sid, c.N)
+		e.must(err)
+		if !cm.Lean || c.N == 1 && (cm.LeanHead == nil || !cm.LeanHead.Bare || cm.LeanHead.Spill != spill) {
+			t.Fatalf("commit %d records lean=%v, lean head %+v", c.N, cm.Lean, cm.LeanHead)
+		}
+	}
+}

@@ -83,6 +83,10 @@ type item struct {
 	rv, mv int
 	// paths shows file paths from rendering version 4 (Paths).
 	paths Paths
+	// spill is a bare head's spill directory (LeanHead.Bare): a preview
+	// names the output's spill file, which the harness's own read loads,
+	// instead of activate. "" otherwise.
+	spill string
 }
 
 // metadata is the item's object's metadata line as the session's metadata
@@ -229,7 +233,7 @@ func (it *item) render() {
 			// The live output is the result, as the harness would send it.
 			out := *it.obj.Content
 			if it.preview {
-				out = previewText(out)
+				out = previewText(out, it.loadHint())
 			}
 			it.f = &frag{role: RoleToolResult, callID: it.ref.ID, blocks: []Block{{Type: BlockText, Text: out}}}
 			return
@@ -351,10 +355,19 @@ const (
 	previewTail = 1200
 )
 
+// loadHint says how the model sees a tool call's output whole: with
+// activate, or, under a bare head, by reading its spill file.
+func (it *item) loadHint() string {
+	if it.spill == "" {
+		return "activate(<this call's id>) shows the output whole"
+	}
+	return "read " + spillPath(it.spill, it.ref.ID) + " for the output whole"
+}
+
 // previewText is a large output as it enters (demand paging): its first
 // and last lines, cut at line ends, and a line saying what was left out
-// and how to see it whole.
-func previewText(s string) string {
+// and how to see it whole (load).
+func previewText(s, load string) string {
 	h := min(len(s), previewHead)
 	for h < len(s) && h > 0 && !utf8.RuneStart(s[h]) {
 		h--
@@ -375,8 +388,8 @@ func previewText(s string) string {
 	if !strings.HasSuffix(head, "\n") {
 		head += "\n"
 	}
-	return fmt.Sprintf("%s[ctxstore] %d of %d chars (%d lines) left out here; activate(<this call's id>) shows the output whole\n%s",
-		head, utf8.RuneCountInString(omitted), utf8.RuneCountInString(s), strings.Count(omitted, "\n"), tail)
+	return fmt.Sprintf("%s[ctxstore] %d of %d chars (%d lines) left out here; %s\n%s",
+		head, utf8.RuneCountInString(omitted), utf8.RuneCountInString(s), strings.Count(omitted, "\n"), load, tail)
 }
 
 // collapsedResultLine is a tool result once its output collapsed

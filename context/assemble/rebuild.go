@@ -228,7 +228,7 @@ func Rebuild(ctx context.Context, st store.Store, sessionID string, n int) (*Ass
 			return nil, err
 		}
 	}
-	r := &resolver{ctx: ctx, st: st, cache: map[string]*objects.Object{}, rv: root.Render, mv: root.Metadata, paths: root.Paths}
+	r := &resolver{ctx: ctx, st: st, cache: map[string]*objects.Object{}, rv: root.Render, mv: root.Metadata, paths: root.Paths, spill: spillDir(root.LeanHead)}
 	sys, err := r.get(last.SystemRef)
 	if err != nil {
 		return nil, err
@@ -325,6 +325,7 @@ type resolver struct {
 	rv    int // rendering version
 	mv    int // metadata line version
 	paths Paths
+	spill string // the items' spill directory (spillDir of the root commit's lean head)
 }
 
 func (r *resolver) get(ref objects.Ref) (*objects.Object, error) {
@@ -353,7 +354,7 @@ func (r *resolver) item(d ItemDoc) (*item, error) {
 			return nil, err
 		}
 	}
-	it.rv, it.mv, it.paths = r.rv, r.mv, r.paths
+	it.rv, it.mv, it.paths, it.spill = r.rv, r.mv, r.paths, r.spill
 	it.render()
 	return it, nil
 }

@@ -94,9 +94,9 @@ func Resume(ctx context.Context, s *session.Session, o Options) (*Assembler, err
 	if err != nil {
 		return nil, err
 	}
-	a.rv, a.mv, a.paths = root.Render, root.Metadata, root.Paths
+	a.rv, a.mv, a.paths, a.spill = root.Render, root.Metadata, root.Paths, spillDir(root.LeanHead)
 	a.managed = a.lean == nil || !last.Lean
-	r := &resolver{ctx: ctx, st: a.st, cache: map[string]*objects.Object{}, rv: root.Render, mv: root.Metadata, paths: root.Paths}
+	r := &resolver{ctx: ctx, st: a.st, cache: map[string]*objects.Object{}, rv: root.Render, mv: root.Metadata, paths: root.Paths, spill: spillDir(root.LeanHead)}
 	if err := a.setSystem(ctx, r, last.SystemRef); err != nil {
 		return nil, err
 	}
@@ -106,6 +106,7 @@ func Resume(ctx context.Context, s *session.Session, o Options) (*Assembler, err
 			return nil, fmt.Errorf("assemble: resuming %s: item %d: %w", last.ID, i, err)
 		}
 		a.push(it)
+		a.told = a.told || (a.spill != "" && it.kind == kNote && it.text == spillNote(a.spill))
 	}
 	if a.o.Layout == LayoutStream && (len(a.buf) != last.ByteLen || digest(a.buf) != last.BytesSHA256) {
 		return nil, fmt.Errorf("assemble: resuming %s: the stream rebuilt to %d bytes that do not match the %d recorded", last.ID, len(a.buf), last.ByteLen)

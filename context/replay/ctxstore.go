@@ -66,6 +66,12 @@ type Ctxstore struct {
 	// offered from the first call, as the service does by default. The
 	// literal layout's head is always fixed.
 	LeanHead bool
+	// BareHead keeps that lean head for the whole session
+	// (assemble.LeanHead.Bare): the guide and the management tools are
+	// never offered, and previews and collapsed outputs name a spill file
+	// under the session's working directory's .ctxstore/spill/<session
+	// id> for the harness's own read. Implies LeanHead.
+	BareHead bool
 
 	env     *Env
 	st      store.Store
@@ -93,14 +99,26 @@ type Ctxstore struct {
 
 // lean is the strategy's lean head: nil for a fixed one.
 func (c *Ctxstore) lean() *assemble.LeanHead {
-	if !c.LeanHead || c.Layout == assemble.LayoutLiteral {
+	if !(c.LeanHead || c.BareHead) || c.Layout == assemble.LayoutLiteral {
 		return nil
 	}
 	lh := &assemble.LeanHead{Guide: tools.Guide}
 	for _, t := range ManagementTools {
 		lh.Withheld = append(lh.Withheld, t.Name)
 	}
+	if c.BareHead {
+		lh.Bare, lh.Spill = true, filepath.Join(c.cwd(), ".ctxstore", "spill", c.env.Session.ID)
+	}
 	return lh
+}
+
+// cwd is the session's working directory as the replay gives it to the
+// ingester: the recorded one, or /replay when it is not absolute.
+func (c *Ctxstore) cwd() string {
+	if cwd := c.env.Session.Cwd; cwd != "" && filepath.IsAbs(cwd) {
+		return cwd
+	}
+	return "/replay"
 }
 
 // prompt is the session's system prompt object: the guide, in a fixed
@@ -193,10 +211,7 @@ func (c *Ctxstore) Begin(ctx context.Context, env *Env) error {
 		pol.HeadOverhead = int(float64(env.Calibration.Overhead) / env.Calibration.Scale)
 	}
 	c.now = time.Time{}
-	cwd := env.Session.Cwd
-	if cwd == "" || !filepath.IsAbs(cwd) {
-		cwd = "/replay"
-	}
+	cwd := c.cwd()
 	rt, err := runtime.Open(ctx, c.st, env.SessionID, runtime.Options{
 		Mode: runtime.CreateOnly,
 		// The calibrated overhead is the harness's own system prompt and

@@ -95,12 +95,14 @@ func DefaultStrategies() []Strategy {
 
 // OtherStrategies returns strategies replayed only when asked for: the
 // batched reading of clear_tool_uses (what was cleared stays cleared), and
-// ctxstore's stream layout with a lean head (assemble.LeanHead).
+// ctxstore's stream layout with a lean head (assemble.LeanHead) and with
+// a bare head (assemble.LeanHead.Bare).
 func OtherStrategies() []Strategy {
 	return []Strategy{
 		&ClearToolUses{Batched: true},
 		&ClearToolUses{ClearAtLeast: 20000, Batched: true},
 		&Ctxstore{Layout: assemble.LayoutStream, LeanHead: true, Label: "ctxstore_stream_lean_head"},
+		&Ctxstore{Layout: assemble.LayoutStream, BareHead: true, Label: "ctxstore_stream_bare_head"},
 	}
 }
 
