@@ -98,6 +98,21 @@ func testLeanHead(t *testing.T, release bool) {
 	if switched == 0 {
 		t.Fatal("the head never switched: no rebase in 12 turns")
 	}
+	for _, cm := range rebuildHeads(t, e, got) {
+		if cm.Lean != (cm.N < switched) {
+			t.Fatalf("commit %d records lean=%v, switch at %d", cm.N, cm.Lean, switched)
+		}
+		if cm.N == 1 && (cm.LeanHead == nil || cm.LeanHead.Guide != leanGuide) {
+			t.Fatalf("the root commit records lean head %+v", cm.LeanHead)
+		}
+	}
+}
+
+// rebuildHeads checks that every call of got rebuilds as sent, its head
+// and withheld tools included, and returns the calls' commits.
+func rebuildHeads(t *testing.T, e *env, got []*Assembled) []*Commit {
+	t.Helper()
+	var out []*Commit
 	for _, c := range got {
 		r, err := Rebuild(e.ctx, e.st, e.sid, c.N)
 		if err != nil {
@@ -108,13 +123,9 @@ func testLeanHead(t *testing.T, release bool) {
 		}
 		cm, err := ReadCommit(e.ctx, e.st, e.sid, c.N)
 		e.must(err)
-		if cm.Lean != (c.N < switched) {
-			t.Fatalf("commit %d records lean=%v, switch at %d", c.N, cm.Lean, switched)
-		}
-		if c.N == 1 && (cm.LeanHead == nil || cm.LeanHead.Guide != leanGuide) {
-			t.Fatalf("the root commit records lean head %+v", cm.LeanHead)
-		}
+		out = append(out, cm)
 	}
+	return out
 }
 
 // TestBareHead: a bare head (LeanHead.Bare) is lean for the whole
@@ -182,18 +193,9 @@ func testBareHead(t *testing.T, release bool) {
 	if rebases == 0 {
 		t.Fatal("no rebase in 12 turns")
 	}
-	for _, c := range got {
-		r, err := Rebuild(e.ctx, e.st, e.sid, c.N)
-		if err != nil {
-			t.Fatalf("rebuild call %d: %v", c.N, err)
-		}
-		if r.Len() != c.Len() || !bytes.Equal(r.Bytes[c.BytesFrom:], c.Bytes) || r.System() != c.System() || !slices.Equal(r.Withheld(), c.Withheld()) {
-			t.Fatalf("rebuild call %d differs: system %q, withheld %v", c.N, r.System(), r.Withheld())
-		}
-		cm, err := ReadCommit(e.ctx, e.st, e.sid, c.N)
-		e.must(err)
-		if !cm.Lean || c.N == 1 && (cm.LeanHead == nil || !cm.LeanHead.Bare || cm.LeanHead.Spill != spill) {
-			t.Fatalf("commit %d records lean=%v, lean head %+v", c.N, cm.Lean, cm.LeanHead)
+	for _, cm := range rebuildHeads(t, e, got) {
+		if !cm.Lean || cm.N == 1 && (cm.LeanHead == nil || !cm.LeanHead.Bare || cm.LeanHead.Spill != spill) {
+			t.Fatalf("commit %d records lean=%v, lean head %+v", cm.N, cm.Lean, cm.LeanHead)
 		}
 	}
 }
