@@ -205,25 +205,30 @@ func packAgainst(jsonb, base []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A preset dictionary is history in DEFLATE's window: compressing
-	// the dictionary, flushing (which ends on a byte boundary) and then
-	// the document gives, after the flush, a stream a reader given the
-	// dictionary decodes. So a pooled writer serves (flate.NewWriterDict
-	// allocates a compressor, about 1 MB, per call).
+	if d := deflateDict(dict, jsonb); float64(2+len(d)) < deltaKeep*float64(len(out)) {
+		return append([]byte{packMagic, packDelta}, d...), nil
+	}
+	return out, nil
+}
+
+// deflateDict returns a DEFLATE stream of b whose preset dictionary is
+// dict. A preset dictionary is history in DEFLATE's window: compressing
+// the dictionary, flushing (which ends on a byte boundary) and then b
+// gives, after the flush, a stream a reader given the dictionary decodes.
+// So a pooled writer serves (flate.NewWriterDict allocates a compressor,
+// about 1 MB, per call).
+func deflateDict(dict, b []byte) []byte {
 	var buf bytes.Buffer
-	buf.Grow(len(dict)/2 + len(out))
+	buf.Grow(len(dict)/2 + len(b)/2)
 	w := writers.Get().(*flate.Writer)
 	w.Reset(&buf)
 	_, _ = w.Write(dict)
 	_ = w.Flush()
 	mark := buf.Len()
-	_, _ = w.Write(jsonb)
+	_, _ = w.Write(b)
 	_ = w.Close()
 	writers.Put(w)
-	if float64(2+buf.Len()-mark) < deltaKeep*float64(len(out)) {
-		return append([]byte{packMagic, packDelta}, buf.Bytes()[mark:]...), nil
-	}
-	return out, nil
+	return buf.Bytes()[mark:]
 }
 
 // split writes the packSplit form of jsonb to buf, if jsonb is an object

@@ -18,16 +18,52 @@ import (
 // A packed row never holds a match's document inline (rows are packed
 // only when none does; today's writes log every document by hash): an
 // evict's scrub of inline documents (scrubMatches) reads only text rows.
+//
+// Since migration 00017 a row may be logDelta followed by a DEFLATE stream
+// whose dictionary is the ops text of the row txs.base names: a row stored
+// logFlate, never a delta or text itself, so a read inflates at most two
+// rows and an evict's scrub never rewrites a base. A transaction's ops
+// repeat the ids and hashes of the one before (a match names the hash the
+// last put wrote); compressed alone, those are most of a row.
 const (
 	logFlate = 0x01
+	logDelta = 0x02
 	// logMin is the smallest ops text worth compressing.
 	logMin = 64
 )
+
+// logBase is the row the next tx's ops are compressed against: the latest
+// row stored logFlate, once its transaction committed (a base a rollback
+// removed would leave a delta nothing can read).
+type logBase struct {
+	txID int64
+	text []byte
+}
+
+// packLogAgainst returns the stored form of a tx's ops given their form
+// alone (packLog): a logDelta against base when that is under deltaKeep of
+// the form alone, else the form alone. isBase says whether the row can be
+// the next base (stored logFlate).
+func packLogAgainst(ops []byte, alone any, base *logBase) (stored any, delta bool, isBase bool) {
+	packed, ok := alone.([]byte)
+	if !ok {
+		return alone, false, false // text: too small, or holding a document
+	}
+	if base != nil {
+		d := deflateDict(base.text, ops)
+		if float64(1+len(d)) < deltaKeep*float64(len(packed)) {
+			return append([]byte{logDelta}, d...), true, false
+		}
+	}
+	return packed, false, true
+}
 
 // The SQL names of the migration's functions.
 const (
 	packLogFunc   = "ctxs_pack_log"
 	unpackLogFunc = "ctxs_log"
+	// unpackLogBaseFunc is ctxs_log given the base row's stored ops too.
+	unpackLogBaseFunc = "ctxs_log_base"
 )
 
 // packLog returns the stored form of a tx's ops text: packed if that is
@@ -46,8 +82,9 @@ func packLog(ops []byte) any {
 	return buf.Bytes()
 }
 
-// unpackLog returns the ops text of a stored txs row.
-func unpackLog(b []byte) ([]byte, error) {
+// unpackLog returns the ops text of a stored txs row; base is the stored
+// ops of the row its txs.base names (nil for a row with none).
+func unpackLog(b, base []byte) ([]byte, error) {
 	switch {
 	case len(b) > 0 && b[0] == '[':
 		return b, nil
@@ -57,12 +94,27 @@ func unpackLog(b []byte) ([]byte, error) {
 			return nil, fmt.Errorf("stored ops are corrupt: %w", err)
 		}
 		return out, nil
+	case len(b) > 1 && b[0] == logDelta:
+		if len(base) < 2 || base[0] != logFlate {
+			return nil, errors.New("stored ops are a delta without their base row")
+		}
+		dict, err := unpackLog(base, nil)
+		if err != nil {
+			return nil, fmt.Errorf("the base row: %w", err)
+		}
+		out, err := inflate(b[1:], 4*len(b), dict)
+		if err != nil {
+			return nil, fmt.Errorf("stored ops are corrupt: %w", err)
+		}
+		return out, nil
 	}
 	return nil, errors.New("stored ops are corrupt or of a newer format")
 }
 
-// registerLogFuncs registers the migration's functions: ctxs_pack_log(ops)
-// gives the stored form of a text row, ctxs_log(ops) the text of any.
+// registerLogFuncs registers the migrations' functions: ctxs_pack_log(ops)
+// gives the stored form of a text row, ctxs_log(ops) the text of any row
+// but a delta, ctxs_log_base(ops, base) of any (base: the stored ops of the
+// row txs.base names, or NULL).
 func registerLogFuncs() error {
 	return errors.Join(
 		sqlite.RegisterDeterministicScalarFunction(packLogFunc, 1, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
@@ -71,16 +123,24 @@ func registerLogFuncs() error {
 			}
 			return args[0], nil
 		}),
-		sqlite.RegisterDeterministicScalarFunction(unpackLogFunc, 1, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
-			b, ok := args[0].([]byte)
-			if !ok {
-				return args[0], nil
-			}
-			out, err := unpackLog(b)
-			if err != nil {
-				return nil, err
-			}
-			return string(out), nil
-		}),
+		sqlite.RegisterDeterministicScalarFunction(unpackLogFunc, 1, unpackLogSQL),
+		sqlite.RegisterDeterministicScalarFunction(unpackLogBaseFunc, 2, unpackLogSQL),
 	)
+}
+
+// unpackLogSQL is ctxs_log(ops) and ctxs_log_base(ops, base).
+func unpackLogSQL(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+	b, ok := args[0].([]byte)
+	if !ok {
+		return args[0], nil
+	}
+	var base []byte
+	if len(args) > 1 {
+		base, _ = args[1].([]byte)
+	}
+	out, err := unpackLog(b, base)
+	if err != nil {
+		return nil, err
+	}
+	return string(out), nil
 }

@@ -334,7 +334,9 @@ func (s *Store) txLog(ctx context.Context, after int64, limit int) ([]store.Logg
 		return nil, nil, dbErr("tx-log", "", err)
 	}
 	defer rtx.Rollback()
-	q := "SELECT tx_id, tx_time, ops FROM txs WHERE tx_id > ? AND committed = 1 ORDER BY tx_id"
+	// A row's base (migration 00017) may come before the range, or be an
+	// aborted tx's row: it is joined by id, whatever its place.
+	q := "SELECT t.tx_id, t.tx_time, t.ops, b.ops AS base FROM txs t LEFT JOIN txs b ON b.tx_id = t.base WHERE t.tx_id > ? AND t.committed = 1 ORDER BY t.tx_id"
 	args := []any{after}
 	if limit > 0 {
 		q += " LIMIT ?"
@@ -344,6 +346,7 @@ func (s *Store) txLog(ctx context.Context, after int64, limit int) ([]store.Logg
 		ID   int64  `db:"tx_id"`
 		Time int64  `db:"tx_time"`
 		Ops  []byte `db:"ops"`
+		Base []byte `db:"base"`
 	}
 	if err := rtx.SelectContext(ctx, &rows, q, args...); err != nil {
 		return nil, nil, dbErr("tx-log", "", err)
@@ -357,7 +360,7 @@ func (s *Store) txLog(ctx context.Context, after int64, limit int) ([]store.Logg
 	var refs []docRef
 	for i, r := range rows {
 		var logged []loggedOp
-		text, err := unpackLog(r.Ops)
+		text, err := unpackLog(r.Ops, r.Base)
 		if err == nil {
 			err = json.Unmarshal(text, &logged)
 		}

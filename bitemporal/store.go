@@ -77,6 +77,10 @@ type Store struct {
 	// transaction or an evict removed is harmless: a missing row is no
 	// base, and any other row is a valid one (docs.base records it).
 	keys map[string]int64
+	// logBase is the tx log row the next transaction's ops are compressed
+	// against (migration 00017, packLogAgainst); nil until the first
+	// transaction this process logs stores one.
+	logBase atomic.Pointer[logBase]
 }
 
 var _ store.Store = (*Store)(nil)

@@ -193,15 +193,39 @@ func (s *Store) submit(ctx context.Context, ops []store.Op, at *time.Time) (stor
 	if err != nil {
 		return store.Tx{}, err
 	}
-	stored := packLog(opsJSON) // outside the write lock
+	// Compressed outside the write lock, against the base as it is now;
+	// again inside it in the rare case another transaction moved the base
+	// in between.
+	alone := packLog(opsJSON)
+	base := s.logBase.Load()
+	stored, delta, isBase := packLogAgainst(opsJSON, alone, base)
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	return s.submitLocked(ctx, prep, stored, at)
+	if b := s.logBase.Load(); b != base {
+		base = b
+		stored, delta, isBase = packLogAgainst(opsJSON, alone, base)
+	}
+	l := logRow{ops: stored}
+	if delta {
+		l.base = &base.txID
+	}
+	receipt, err := s.submitLocked(ctx, prep, l, at)
+	if err == nil && isBase {
+		// Only now: a base must be a row that committed.
+		s.logBase.Store(&logBase{txID: receipt.ID, text: opsJSON})
+	}
+	return receipt, err
 }
 
-// submitLocked applies prep; ops is the tx's logged ops as stored
-// (packLog).
-func (s *Store) submitLocked(ctx context.Context, prep []prepared, ops any, at *time.Time) (store.Tx, error) {
+// logRow is a tx's logged ops as stored (packLog, packLogAgainst) and
+// the tx id of the row a delta is against.
+type logRow struct {
+	ops  any
+	base *int64
+}
+
+// submitLocked applies prep and logs it as l.
+func (s *Store) submitLocked(ctx context.Context, prep []prepared, l logRow, at *time.Time) (store.Tx, error) {
 	tx, err := s.w.BeginTxx(ctx, nil)
 	if err != nil {
 		return store.Tx{}, dbErr("submit", "", err)
@@ -262,8 +286,8 @@ func (s *Store) submitLocked(ctx context.Context, prep []prepared, ops any, at *
 			return store.Tx{}, dbErr("submit", "", err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO txs (tx_id, tx_time, committed, ops) VALUES (?, ?, ?, ?)",
-		receipt.ID, ms(receipt.Time), committed, ops); err != nil {
+	if _, err := tx.ExecContext(ctx, "INSERT INTO txs (tx_id, tx_time, committed, ops, base) VALUES (?, ?, ?, ?, ?)",
+		receipt.ID, ms(receipt.Time), committed, l.ops, l.base); err != nil {
 		return store.Tx{}, dbErr("submit", "", err)
 	}
 	if !committed {
