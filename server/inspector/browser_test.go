@@ -57,6 +57,14 @@ func artifacts(t *testing.T) string {
 // tab's context.
 func browser(t *testing.T, exe string) context.Context {
 	t.Helper()
+	// Not t.TempDir: chromium's helper processes can still write to the
+	// profile for a moment after the browser exits, and TempDir's cleanup
+	// fails the test on a directory that is not empty yet. It is removed
+	// below, again until it is gone.
+	profile, err := os.MkdirTemp("", "ctxstore-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
 		chromedp.Flag("headless", true),
@@ -68,7 +76,7 @@ func browser(t *testing.T, exe string) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1280, 900),
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -78,6 +86,14 @@ func browser(t *testing.T, exe string) context.Context {
 		cancelT()
 		cancelB()
 		cancelA()
+		var err error
+		for range 50 {
+			if err = os.RemoveAll(profile); err == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("leaving the chromium profile %s: %v", profile, err)
 	})
 	if err := chromedp.Run(ctx); err != nil { // starts the browser
 		t.Fatalf("starting chromium: %v", err)
