@@ -129,7 +129,10 @@ func number(t string) (any, error) {
 		return n, nil
 	}
 	if strings.HasSuffix(t, "M") {
-		f, ok := new(big.Float).SetString(t[:len(t)-1])
+		// 192 bits, rounding to nearest even, as the EDN library reads a
+		// BigDecimal (edn.GlobalMathContext): at SetString's default of 64
+		// bits a 28-digit integer already rounds.
+		f, ok := new(big.Float).SetPrec(192).SetMode(big.ToNearestEven).SetString(t[:len(t)-1])
 		if !ok {
 			return nil, fmt.Errorf("EDN: bad decimal %q", t)
 		}
