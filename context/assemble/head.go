@@ -41,9 +41,6 @@ type LeanHead struct {
 // spillPath is the file a bare head's text names for a tool call's
 // output: dir/<call id>.txt.
 func spillPath(dir, callID string) string {
-	if dir == "" {
-		return ""
-	}
 	return strings.TrimSuffix(dir, "/") + "/" + callID + ".txt"
 }
 

@@ -68,9 +68,10 @@ type Ctxstore struct {
 	LeanHead bool
 	// BareHead keeps that lean head for the whole session
 	// (assemble.LeanHead.Bare): the guide and the management tools are
-	// never offered, and previews and collapsed outputs name a spill file
-	// under the session's working directory's .ctxstore/spill/<session
-	// id> for the harness's own read. Implies LeanHead.
+	// never offered; one note at the first collapse, and each preview,
+	// name the spill files under the session's working directory's
+	// .ctxstore/spill/<session id> for the harness's own read. Implies
+	// LeanHead.
 	BareHead bool
 
 	env     *Env
