@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -145,7 +146,7 @@ func TestPiCacheBreakpoints(t *testing.T) {
 func TestPiLeanHead(t *testing.T) {
 	t.Parallel()
 	e := newPiEnv(t)
-	e.env = append(e.env, "CTXSTORE_LEAN_HEAD=1")
+	e.env = append(e.env, "CTXSTORE_HEAD=", "CTXSTORE_LEAN_HEAD=1") // the old switch still asks for it
 	srv := startServe(t, "sqlite:"+filepath.Join(t.TempDir(), "store.db"), "--collapse-turns", "1", "--collapse-files=-1", "--stale-threshold", "1", "--breakpoints", "prefix")
 	// An output large enough that collapsing it pays for writing the
 	// whole request again.
@@ -194,6 +195,96 @@ func TestPiLeanHead(t *testing.T) {
 	}
 	if switched <= 0 {
 		t.Fatalf("the head switched at request %d: want a lean first request and a switch later", switched)
+	}
+	checkBreakpoints(t, e.ctxLog, false)
+}
+
+// TestPiBareHead (issue 17): the extension's default head is bare. The
+// provider is sent Pi's system prompt and tools only, never ctxstore's
+// guide or management tools, at every request; a large output enters as a
+// preview naming its spill file, which the service has written; the
+// scripted model reads it back with read, first a part (offset and limit)
+// and then whole, as a model told where it is would; when Pi quits, the
+// session's spill files are removed.
+func TestPiBareHead(t *testing.T) {
+	t.Parallel()
+	e := newPiEnv(t)
+	e.env = append(e.env, "CTXSTORE_HEAD=") // the default
+	spill := t.TempDir()
+	srv := startServe(t, "sqlite:"+filepath.Join(t.TempDir(), "store.db"), "--spill-dir", spill)
+	build := "for i in $(seq 1 1500); do echo build-output-line $i; done"
+	var whole, path string
+	named := regexp.MustCompile(`read (/[^ "\\]+/call_1\.txt) for the output whole`)
+	e.respond = func(req messagesRequest) piStep {
+		b, _ := json.Marshal(req.Messages)
+		switch strings.Count(string(b), `"tool_result"`) {
+		case 0:
+			return piStep{Tool: "bash", Args: map[string]any{"command": build}, ID: "call_1"}
+		case 1:
+			m := named.FindStringSubmatch(string(b))
+			if m == nil {
+				return piStep{Text: "No spill file is named."}
+			}
+			path = m[1]
+			if f, err := os.ReadFile(path); err == nil {
+				whole = string(f) // as the service wrote it, while the session is open
+			}
+			return piStep{Tool: "read", Args: map[string]any{"path": path, "offset": 1000, "limit": 2}, ID: "call_2"}
+		case 2:
+			return piStep{Tool: "read", Args: map[string]any{"path": path}, ID: "call_3"}
+		}
+		return piStep{Text: "Done."}
+	}
+	pi := startPi(t, e, srv.pxURL, nil)
+	pi.prompt("Build.")
+	pi.quit()
+	srv.Stop()
+	cs := readContexts(t, e.ctxLog)
+	if len(cs) != 4 {
+		t.Fatalf("the model was called %d times, want 4", len(cs))
+	}
+	for i, c := range cs {
+		if strings.Contains(c.SystemPrompt, "# Your context (ctxstore)") {
+			t.Errorf("request %d: the guide is sent", i)
+		}
+		for _, tool := range []string{"activate", "deactivate", "pin", "unpin"} {
+			if slices.Contains(c.Tools, tool) {
+				t.Errorf("request %d: %s is offered: %v", i, tool, c.Tools)
+			}
+		}
+		if !slices.Contains(c.Tools, "read") || !slices.Contains(c.Tools, "bash") {
+			t.Errorf("request %d: the harness's tools are not all sent: %v", i, c.Tools)
+		}
+		if i > 0 && cs[i-1].SystemPrompt != c.SystemPrompt {
+			t.Errorf("request %d: the system prompt changed", i)
+		}
+	}
+	if path == "" || !strings.HasPrefix(path, spill+"/") {
+		t.Fatalf("the preview names %q, want a file in the spill directory %s", path, spill)
+	}
+	if !strings.HasPrefix(whole, "build-output-line 1\n") || !strings.HasSuffix(whole, "build-output-line 1500\n") {
+		t.Fatalf("the spill file holds %d bytes, want the whole output", len(whole))
+	}
+	texts := func(c piContext) string {
+		var b strings.Builder
+		for _, m := range c.Messages {
+			for _, bl := range m.Content {
+				b.WriteString(bl.Text + "\n")
+			}
+		}
+		return b.String()
+	}
+	if s := texts(cs[1]); strings.Contains(s, "build-output-line 1000\n") {
+		t.Errorf("request 1: the output entered whole, not as a preview")
+	}
+	if s := texts(cs[2]); !strings.Contains(s, "lines 1000-1001 of 1500 of the output of call_1") || !strings.Contains(s, "build-output-line 1000\nbuild-output-line 1001\n") || strings.Contains(s, "build-output-line 1002\n") {
+		t.Errorf("request 2: the part read is not lines 1000-1001: %.2000q", s)
+	}
+	if s := texts(cs[3]); !strings.Contains(s, whole) {
+		t.Errorf("request 3: the output read back is not whole in the context")
+	}
+	if left, _ := os.ReadDir(spill); len(left) != 0 {
+		t.Errorf("the spill directory after Pi quit holds %d entries", len(left))
 	}
 	checkBreakpoints(t, e.ctxLog, false)
 }

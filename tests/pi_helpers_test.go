@@ -346,7 +346,10 @@ type piEnv struct {
 func newPiEnv(t testing.TB) *piEnv {
 	root := t.TempDir()
 	e := &piEnv{dir: filepath.Join(root, "work"), agentDir: filepath.Join(root, "agent"),
-		sessions: filepath.Join(root, "sessions"), ctxLog: filepath.Join(root, "contexts.jsonl")}
+		sessions: filepath.Join(root, "sessions"), ctxLog: filepath.Join(root, "contexts.jsonl"),
+		// The tests were written for the managed head (the guide, activate);
+		// TestPiBareHead runs the extension's default, the bare head.
+		env: []string{"CTXSTORE_HEAD=managed"}}
 	for _, d := range []string{e.dir, e.agentDir, e.sessions} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)

@@ -38,6 +38,7 @@ type serveCmd struct {
 	Mounts      []string      `name:"mount" placeholder:"PREFIX=FSID" help:"A mount mapping (repeatable, 004 §5.2): files under the absolute PREFIX belong to filesystem FSID (e.g. a host directory bind-mounted into a sandbox), so they keep one identity across machines."`
 	Devices     bool          `name:"detect-devices" help:"Give files on another device than / a filesystem id of their own (004 §5.2), unless a --mount maps them."`
 	LogLevel    string        `name:"log-level" default:"info" enum:"debug,info,warn,error" help:"Log on stderr from this level: info says each session opened or resumed and each context call (session, call, tokens, cached share, rebase); warn only failed requests (each naming its session); error only the server's failures."`
+	Spill       string        `name:"spill-dir" env:"CTXSTORE_SPILL_DIR" placeholder:"DIR" help:"Where bare-head sessions' outputs are written for the model to read back (one directory per session, removed when it closes; default ctxstore/spill in the user's cache directory)."`
 	Recall      string        `name:"recall-config" env:"CTXSTORE_RECALL_CONFIG" placeholder:"FILE" help:"The session index's config (model providers, threshold; docs/recall.md). Without it sessions are indexed by the offline generator."`
 }
 
@@ -112,7 +113,7 @@ func (c *serveCmd) Run(a *app) error {
 		Store:  st, Resolver: res, Notes: nt, Track: !c.NoTrack, Tokens: tokens,
 		Policy: collapse.Config{TurnsBack: c.TurnsBack, PerTurn: c.PerTurn, FilesPerTurn: c.Files, Budget: c.Budget},
 		Layout: assemble.Layout(c.Layout), Rebase: assemble.Policy{StaleThreshold: c.Stale, Breakpoints: c.Breakpoints}, CommitEvery: c.Commit,
-		Log: log, Roots: roots,
+		Log: log, Roots: roots, Spill: c.Spill,
 	})
 	if err != nil {
 		return err

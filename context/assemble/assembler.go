@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"hash"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -112,6 +113,7 @@ type Assembler struct {
 	rv        int               // rendering version (RenderVersion, or the session's first commit's)
 	spill     string            // a bare head's spill directory (spillDir), "" otherwise
 	told      bool              // the bare head's spillNote is in the stream
+	toSpill   []SpillFile       // outputs named by spill file since the last commit (Assembled.Spill)
 	paths     Paths             // how paths are shown (Options.Paths, or the session's first commit's)
 	mv        int               // metadata line version (objects.MetadataVersion, or the first commit's)
 	same      map[string]int64  // shown id -> a later tx found to hold the same version
@@ -351,6 +353,7 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 				it.preview = true
 				a.previewed[r.ID] = true
 				a.previews++
+				a.spillOut(it)
 			}
 		}
 	}
@@ -495,7 +498,7 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 		}
 		load := "activate(id) brings one back"
 		if a.spill != "" {
-			load = "reading a file, or an output's " + spillPath(a.spill, "<call id>") + ", brings one back"
+			load = "reading a file, or an output's " + spillPattern(a.spill, "<call id>") + ", brings one back"
 		}
 		a.push(&item{kind: kNote, text: fmt.Sprintf("%sdeactivated to fit the context window (it was %d tokens over its limit): %s; %s, at the cost of others",
 			ctxPrefix, a.overBy, strings.Join(window, ", "), load)})
@@ -580,13 +583,23 @@ func (a *Assembler) awaitsResult(v *version, final bool) bool {
 }
 
 // wholeOnActivate: when o is an activate call naming an output shown as a
-// preview, the preview goes stale, so that the next sync shows the output
-// whole (a content block), as any activated object.
+// preview, or under a bare head a whole read of that output's spill file,
+// the preview goes stale, so that the next sync shows the output whole (a
+// content block), as any activated object.
 func (a *Assembler) wholeOnActivate(o *objects.Object) {
-	if o.Kind() != objects.KindToolcall || strings.ToLower(o.Toolcall.Tool) != "activate" || o.Toolcall.Status != objects.StatusOK {
+	if o.Kind() != objects.KindToolcall || o.Toolcall.Status != objects.StatusOK {
 		return
 	}
-	ref, _ := o.Toolcall.Args["id"].(string)
+	var ref string
+	switch strings.ToLower(o.Toolcall.Tool) {
+	case "activate":
+		ref, _ = o.Toolcall.Args["id"].(string)
+	case "read":
+		ref = a.spillRead(o.Toolcall.Args)
+	}
+	if ref == "" {
+		return
+	}
 	for id := range a.previewed {
 		if id == ref || len(ref) >= 8 && strings.HasPrefix(id, ref) {
 			if i, ok := a.shown[id]; ok {
@@ -598,6 +611,22 @@ func (a *Assembler) wholeOnActivate(o *objects.Object) {
 			return
 		}
 	}
+}
+
+// spillRead returns the call id whose spill file a read call's arguments
+// name whole (no offset or limit), "" for any other read.
+func (a *Assembler) spillRead(args map[string]any) string {
+	p, _ := args["path"].(string)
+	if a.spill == "" || p == "" || filepath.Dir(p) != filepath.Clean(a.spill) {
+		return ""
+	}
+	for _, k := range []string{"offset", "limit"} {
+		if v, ok := args[k]; ok && v != nil && fmt.Sprint(v) != "0" {
+			return "" // a part: the preview stays
+		}
+	}
+	id, _ := tools.SpillCallID(filepath.Base(p))
+	return id
 }
 
 // SetRelease turns Options.Release on or off from the next call on

@@ -69,6 +69,13 @@ type Assembled struct {
 	// one (LeanHead), so nothing of the previous context is a prefix.
 	HeadChanged bool
 
+	// Spill are, under a bare head (LeanHead.Bare), the outputs whose
+	// spill file this call's context names for the first time (a preview,
+	// a line an output collapsed to) or, on the first call after Resume,
+	// names at all: the harness integration writes each before the model
+	// reads the context (the service: docs/service.md, "Bare head").
+	Spill []SpillFile
+
 	system   string
 	tools    []ToolSpec
 	withheld []string
@@ -285,10 +292,12 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 	}
 	c.system, c.tools = a.headText()
 	c.withheld = withheld(a.o.Tools, a.lean, a.isLean())
+	c.Spill = a.toSpill
 	a.shape.Current++
 	if err := a.commit(ctx, c, pool, active, meta); err != nil {
 		return nil, err
 	}
+	a.toSpill = nil
 	a.calls++
 	a.lastCall = now
 	a.overflow = nil
@@ -550,6 +559,9 @@ func (a *Assembler) rebase(p int) (int, int) {
 		case it.stale && it.kind == kContent:
 			it = &item{kind: kStub, ref: it.ref, obj: it.obj}
 		case it.stale && it.kind == kToolRef:
+			if !it.collapsed && !it.preview {
+				a.spillOut(it) // a preview's file is listed already
+			}
 			it = &item{kind: kToolRef, ref: it.ref, obj: it.obj, input: it.input, collapsed: true}
 		case it.stale && it.kind == kPatch:
 			continue // the change of a block that collapses: nothing to show

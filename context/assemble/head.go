@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/ctxstore/ctxstore/context/tools"
 )
 
 // LeanHead keeps a session's head lean until its context has something to
@@ -39,10 +41,37 @@ type LeanHead struct {
 }
 
 // spillPath is the file a bare head's text names for a tool call's
-// output: dir/<call id>.txt.
+// output: dir/tools.SpillName(call id).
 func spillPath(dir, callID string) string {
-	return strings.TrimSuffix(dir, "/") + "/" + callID + ".txt"
+	return strings.TrimSuffix(dir, "/") + "/" + tools.SpillName(callID)
 }
+
+// SpillFile is a tool call's output that a bare head's context names by
+// its spill file (Assembled.Spill): the harness integration writes Content
+// to LeanHead.Spill/tools.SpillName(CallID).
+type SpillFile struct {
+	CallID  string
+	Content string
+}
+
+// spillOut lists it's output for its spill file when a bare head's text
+// names that file for it: a preview, or a line an output collapsed to.
+func (a *Assembler) spillOut(it *item) {
+	if a.spill == "" || it.kind != kToolRef || it.obj == nil || it.obj.Content == nil {
+		return
+	}
+	a.toSpill = append(a.toSpill, SpillFile{CallID: it.ref.ID, Content: *it.obj.Content})
+}
+
+// spillPattern is how the text of a bare head names spill files in
+// general: dir/<placeholder>.txt, the placeholder as it is.
+func spillPattern(dir, placeholder string) string {
+	return strings.TrimSuffix(dir, "/") + "/" + placeholder + ".txt"
+}
+
+// SpillDir is the directory a bare head's text names for the session's
+// spill files (its root commit's, after Resume), "" for any other head.
+func (a *Assembler) SpillDir() string { return a.spill }
 
 // spillDir is the spill directory a session's items name: a bare head's,
 // or "" (they name activate).
@@ -119,7 +148,7 @@ func (a *Assembler) needsHead() {
 // (a path in each would cost more than the guide: docs/benchmarks.md).
 func spillNote(dir string) string {
 	return ctxPrefix + "older tool outputs collapse to a line, and a very long one shows only its start and end; each is whole in " +
-		spillPath(dir, "<its call id>") + " for read to load"
+		spillPattern(dir, "<its call id>") + " for read to load"
 }
 
 // manage switches a lean head to the managed one: the head is rendered

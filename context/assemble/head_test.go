@@ -149,11 +149,17 @@ func testBareHead(t *testing.T, release bool) {
 	e.must(err)
 	e.a = a
 	note := spillNote(spill)
+	if !strings.Contains(note, spill+"/<its call id>.txt") {
+		t.Fatalf("the note names no spill file pattern: %q", note)
+	}
 	var got []*Assembled
 	rebases, noted := 0, 0
+	written := map[string]string{} // the spill files, as the harness integration writes them
+	listed := map[string]bool{}    // listed in Spill since the assembler (re)opened
 	for turn := 1; turn <= 12; turn++ {
 		e.turn(fmt.Sprintf("turn %d", turn))
 		e.bash("make", output(fmt.Sprintf("t%d", turn), 30))
+		e.bash("git status", output(fmt.Sprintf("s%d", turn), 2)) // small: collapses without a preview
 		var big string
 		if turn == 5 {
 			e.bash("cat big.log", output("big", 100))
@@ -162,6 +168,25 @@ func testBareHead(t *testing.T, release bool) {
 		e.now = e.now.Add(20 * time.Second)
 		c := e.call()
 		got = append(got, c)
+		for _, f := range c.Spill {
+			if listed[f.CallID] {
+				t.Fatalf("call %d lists %s's spill file again", c.N, f.CallID)
+			}
+			listed[f.CallID], written[f.CallID] = true, f.Content
+		}
+		spilled := 0
+		for _, it := range e.a.items {
+			if it != nil && it.kind == kToolRef && (it.collapsed || it.preview) { // nil: released (Options.Release)
+				spilled++
+				// listed since the (re)open: a new process lists every file again
+				if w := written[it.ref.ID]; !listed[it.ref.ID] || it.obj != nil && w != *it.obj.Content {
+					t.Fatalf("call %d names the spill file of %s, not listed with its output since the assembler opened", c.N, it.ref.ID)
+				}
+			}
+		}
+		if rebases > 0 && spilled == 0 {
+			t.Fatalf("call %d: nothing collapsed or previewed after a rebase", c.N)
+		}
 		var names []string
 		for _, tl := range c.Tools() {
 			names = append(names, tl.Name)
@@ -188,6 +213,7 @@ func testBareHead(t *testing.T, release bool) {
 		}
 		if turn == 2 || c.N == noted {
 			e.reopen(t, pol) // a new process goes on bare, noted or not
+			clear(listed)    // and lists every spill file again: they may be gone
 		}
 	}
 	if rebases == 0 {

@@ -105,6 +105,11 @@ func Resume(ctx context.Context, s *session.Session, o Options) (*Assembler, err
 		if err != nil {
 			return nil, fmt.Errorf("assemble: resuming %s: item %d: %w", last.ID, i, err)
 		}
+		if it.collapsed || it.preview {
+			// The files may be gone with the process that wrote them:
+			// listed again (before push, which may drop the object).
+			a.spillOut(it)
+		}
 		a.push(it)
 		a.told = a.told || (a.spill != "" && it.kind == kNote && it.text == spillNote(a.spill))
 	}

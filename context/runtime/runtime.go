@@ -106,6 +106,11 @@ func Open(ctx context.Context, st store.Store, id string, o Options) (*Runtime, 
 	if r.Assembler, err = assemble.Open(ctx, s, o.Assemble); err != nil {
 		return nil, err
 	}
+	if dir := r.Assembler.SpillDir(); dir != "" {
+		// A bare head names its spill files (the root commit's directory,
+		// after a resume): a read of one loads its output.
+		r.Tools.SetSpill(tools.Spill{Root: o.Tools.Spill.Root, Dir: dir})
+	}
 	if r.Ingester, err = ingest.New(ctx, r.Tools, r.Assembler, o.Ingest); err != nil {
 		return nil, err
 	}

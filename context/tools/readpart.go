@@ -17,11 +17,17 @@ import (
 // activate(the file's id) loads the whole file. The part's first line
 // says which lines of how many, of which file and version.
 func (t *Tools) ReadPart(ctx context.Context, c Call, path string, offset, limit int) (Result, error) {
-	if err := t.roots.Check(path); err != nil {
-		return Result{}, fmt.Errorf("read %w", err)
-	}
 	if offset < 0 || limit < 0 {
 		return Result{}, fmt.Errorf("read %s: offset and limit must not be negative", path)
+	}
+	if id, ok, err := t.spillCall(path); ok || err != nil {
+		if err != nil {
+			return Result{}, err
+		}
+		return t.readOutputPart(ctx, c, path, id, offset, limit)
+	}
+	if err := t.roots.Check(path); err != nil {
+		return Result{}, fmt.Errorf("read %w", err)
 	}
 	r, err := t.ix.Index(ctx, path)
 	if err != nil {
@@ -35,29 +41,53 @@ func (t *Tools) ReadPart(ctx context.Context, c Call, path string, offset, limit
 	if err != nil {
 		return Result{}, fmt.Errorf("read %s: %w", path, err)
 	}
-	lines := strings.SplitAfter(*r.Object.Content, "\n")
-	if lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
+	lines, first, last, err := lineRange(*r.Object.Content, offset, limit)
+	if err != nil {
+		return Result{}, fmt.Errorf("read %s: %w", path, err)
 	}
-	first := max(offset, 1)
-	if first > len(lines) && len(lines) > 0 {
-		return Result{}, fmt.Errorf("read %s: offset %d is past the end (%d lines)", path, offset, len(lines))
+	whole := "activate(" + objects.DisplayID(r.Object.ID()) + ") loads it whole"
+	if t.spill.Dir != "" {
+		whole = "read it without offset and limit to load it whole" // a bare head offers no activate
 	}
-	last := len(lines)
-	if limit > 0 {
-		last = min(first+limit-1, len(lines))
-	}
-	part := fmt.Sprintf("%slines %d-%d of %d of %s (file %s version %d; activate(%s) loads it whole)\n%s",
-		"[ctxstore] ", first, last, len(lines), r.Path, objects.DisplayID(r.Object.ID()), ref.Tx, objects.DisplayID(r.Object.ID()),
+	part := fmt.Sprintf("%slines %d-%d of %d of %s (file %s version %d; %s)\n%s",
+		"[ctxstore] ", first, last, len(lines), r.Path, objects.DisplayID(r.Object.ID()), ref.Tx, whole,
 		strings.Join(lines[first-1:last], ""))
+	rec, err := t.recordPart(ctx, c, []string{r.Object.ID()}, part)
+	if err != nil {
+		return Result{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	return rec, nil
+}
+
+// recordPart records part as the output of read call c, a counted
+// toolcall referring to files.
+func (t *Tools) recordPart(ctx context.Context, c Call, files []string, part string) (Result, error) {
 	c.Output = &part
 	if c.Tool == "" {
 		c.Tool = "read"
 	}
-	rec, err := t.record(ctx, c, []string{r.Object.ID()}, true)
+	rec, err := t.record(ctx, c, files, true)
 	if err != nil {
-		return Result{}, fmt.Errorf("read %s: %w", path, err)
+		return Result{}, err
 	}
 	rec.Message = part
 	return rec, nil
+}
+
+// lineRange splits text into lines (each with its newline) and returns
+// the lines from offset (from 1; 0 is 1) for limit lines (0: to the end).
+func lineRange(text string, offset, limit int) (lines []string, first, last int, err error) {
+	lines = strings.SplitAfter(text, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	first = max(offset, 1)
+	if first > len(lines) && len(lines) > 0 {
+		return nil, 0, 0, fmt.Errorf("offset %d is past the end (%d lines)", offset, len(lines))
+	}
+	last = len(lines)
+	if limit > 0 {
+		last = min(first+limit-1, len(lines))
+	}
+	return lines, first, last, nil
 }

@@ -57,6 +57,10 @@ type Options struct {
 	// Notes, when set, resolves notes' links and backlinks for the
 	// messages of read and activate (context/notes.Notes).
 	Notes NoteLinks
+	// Spill is where a bare head's outputs are whole (see Spill): a read
+	// of the session's spill file loads its output, and no file under
+	// Spill.Root is indexed.
+	Spill Spill
 }
 
 // Tools drives one session. It is safe for concurrent use as far as the
@@ -70,6 +74,7 @@ type Tools struct {
 	maxDis int
 	roots  *Roots
 	notes  NoteLinks
+	spill  Spill
 }
 
 // New returns the tools of session s, indexing files through ix.
@@ -80,7 +85,7 @@ func New(s *session.Session, ix *files.Indexer, o Options) *Tools {
 	if o.MaxDiscovered <= 0 {
 		o.MaxDiscovered = 200
 	}
-	return &Tools{s: s, ix: ix, tr: o.Tracker, policy: o.Policy, maxDis: o.MaxDiscovered, roots: o.Roots, notes: o.Notes}
+	return &Tools{s: s, ix: ix, tr: o.Tracker, policy: o.Policy, maxDis: o.MaxDiscovered, roots: o.Roots, notes: o.Notes, spill: o.Spill}
 }
 
 // SetRoots replaces the roots (nil: every path). Not safe concurrently
@@ -129,8 +134,16 @@ const (
 // changed on disk), add it to the metadata pool, and activate it. The
 // file's content is in Result.Object for the harness to show the user; the
 // model sees it through the active content. A file that cannot be read is
-// an error.
+// an error. A path in the spill root (Options.Spill) is no file to index:
+// the session's own spill file of a call activates that call's output,
+// any other is refused.
 func (t *Tools) Read(ctx context.Context, path string) (Result, error) {
+	if id, ok, err := t.spillCall(path); ok || err != nil {
+		if err != nil {
+			return Result{}, err
+		}
+		return t.readOutput(ctx, path, id)
+	}
 	if err := t.roots.Check(path); err != nil {
 		return Result{}, fmt.Errorf("read %w", err)
 	}

@@ -78,8 +78,8 @@ func (t *Tools) discover(ctx context.Context, c Call, dir string, names []string
 			break
 		}
 		p := join(dir, n)
-		if t.roots.Check(p) != nil {
-			continue // outside the session's roots: never read
+		if t.roots.Check(p) != nil || t.inSpill(p) {
+			continue // outside the session's roots, or a spill file: never read
 		}
 		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
 			continue
@@ -105,8 +105,8 @@ func (t *Tools) touch(ctx context.Context, c Call, dir string, paths []string, e
 			break
 		}
 		p := join(dir, n)
-		if t.roots.Check(p) != nil {
-			continue // outside the session's roots: never read or marked deleted
+		if t.roots.Check(p) != nil || t.inSpill(p) {
+			continue // outside the session's roots, or a spill file: never read or marked deleted
 		}
 		fi, err := os.Stat(p)
 		switch {

@@ -6,9 +6,11 @@
 // uses and why).
 //
 //   before_agent_start   opens the ctxstore session (keyed to Pi's session id) with Pi's system
-//                        prompt; the session keeps its own (Pi's, followed by ctxstore's guide;
-//                        with CTXSTORE_LEAN_HEAD=1, a lean head: the guide and the management
-//                        tools only from the first call whose context has something to manage);
+//                        prompt and a head (CTXSTORE_HEAD): bare by default (Pi's prompt and
+//                        tools only, for good: an output that collapses or enters as a preview
+//                        is read back from its spill file, which the service writes), managed
+//                        (Pi's prompt followed by ctxstore's guide, and the management tools),
+//                        or lean (managed from the first call whose context needs it);
 //   context              one POST per LLM call with Pi's messages; the answer replaces them;
 //   context_with_system  the request's system prompt is the one the service answered for this
 //                        call (Pi's later system messages are folded: their tools are kept);
@@ -19,7 +21,8 @@
 //                        end of the prefix the service says is stable and to the end of its
 //                        answer, never left on messages something appends per call;
 //   tool_result          the tools Pi runs (bash, edit, write, ls, find, grep, ...) are observed;
-//   read                 replaced by ctxstore's read (the file joins the active content);
+//   read                 replaced by ctxstore's read (the file joins the active content; offset and
+//                        limit load lines of it; a spill file loads the output it holds);
 //   activate, deactivate, pin, unpin, search, query_session
 //                        (registered from the service's GET /v1/tools at load)
 //                        ctxstore's context tools;
@@ -39,8 +42,8 @@
 // Environment: CTXSTORE_SERVICE_URL (default http://127.0.0.1:7411), CTXSTORE_TOKEN (bearer
 // token, when the server has tokens), CTXSTORE_TIMEOUT_MS (per request, default 30000);
 // CTXSTORE_PRINCIPAL, CTXSTORE_TEMPLATE, CTXSTORE_TICKET, CTXSTORE_THREAD: provenance of the
-// session's conversation commits (docs/commits.md). CTXSTORE_LEAN_HEAD=1: a lean head for new
-// sessions (docs/pi.md; it costs more than it saves on the sessions measured).
+// session's conversation commits (docs/commits.md). CTXSTORE_HEAD=bare|managed|lean: the head of
+// new sessions (default bare; docs/pi.md, "The head"; CTXSTORE_LEAN_HEAD=1 is lean).
 // CTXSTORE_SERVICE_URL is not CTXSTORE_URL: that one names the store for the ctxstore CLI.
 
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
@@ -392,7 +395,22 @@ export function withholdTools(payload: any, names: string[]): any | undefined {
 /** Fork points seen by session_before_fork, by the session file forked from (this process). */
 const forkPoints = new Map<string, { entry_id: string; position: string }>();
 
+/**
+ * The head new sessions are opened with: CTXSTORE_HEAD=bare (the default), managed or lean;
+ * CTXSTORE_LEAN_HEAD=1 is lean, as before. An unknown value is reported, and managed used.
+ */
+function head(): "bare" | "managed" | "lean" {
+  const v = (process.env.CTXSTORE_HEAD ?? "").trim().toLowerCase();
+  if (v === "bare" || v === "managed" || v === "lean") return v;
+  if (v !== "") {
+    console.error(`[ctxstore] CTXSTORE_HEAD=${v}: want bare, managed or lean; using managed`);
+    return "managed";
+  }
+  return process.env.CTXSTORE_LEAN_HEAD === "1" ? "lean" : "bare";
+}
+
 export default async function ctxstore(pi: ExtensionAPI) {
+  const headMode = head();
   let sid = "";
   const deltas = new Deltas();
   let opened: Promise<OpenResponse> | undefined;
@@ -441,8 +459,11 @@ export default async function ctxstore(pi: ExtensionAPI) {
         system_prompt: prompt ?? ctx.getSystemPrompt(),
         harness: "pi",
         tools,
-        // The guide and the management tools join once something collapses (docs/pi.md).
-        lean_head: process.env.CTXSTORE_LEAN_HEAD === "1" || undefined,
+        // The head (docs/pi.md, "The head"): bare by default (never ctxstore's guide or management
+        // tools; outputs are read back from spill files), managed, or lean (the guide and the
+        // management tools join once something collapses).
+        bare_head: headMode === "bare" || undefined,
+        lean_head: headMode === "lean" || undefined,
         // Recorded on the session's conversation commits (docs/commits.md).
         provenance: {
           principal: process.env.CTXSTORE_PRINCIPAL || userName(),
@@ -628,7 +649,7 @@ export default async function ctxstore(pi: ExtensionAPI) {
         }
         let r: ToolResponse;
         try {
-          r = await runTool(ctx, "read", toolCallId, { path: params.path });
+          r = await runTool(ctx, "read", toolCallId, { path: params.path, offset: params.offset, limit: params.limit });
         } catch (err) {
           if (!(err instanceof ServiceError)) throw err;
           failed(ctx, err); // fall back to Pi's own read

@@ -259,6 +259,7 @@ func (s *Server) context(q *request) (any, error) {
 	if req.Messages != nil {
 		l.pi.trim(l.in.Need())
 	}
+	s.spillAfterCall(l, c) // spill.go: before the model can read the context
 	s.logCall(q.sid, c, time.Since(start))
 	s.afterContext(q.sid) // recall.go: the session index, when due
 	// The time spent in the context manager itself (ingestion and

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -92,6 +93,11 @@ type Options struct {
 	// Recall configures the session index and query_session (nil: the
 	// offline generator; see context/recall and docs/recall.md).
 	Recall *recall.Settings
+	// Spill holds the spill directories of bare-head sessions
+	// (OpenRequest.BareHead, spill.go), one per session; default
+	// ctxstore/spill in the user's cache directory. No session reads
+	// another's, and no file in it is indexed as a file.
+	Spill string
 }
 
 // DefaultGuide tells the model how its context works; it is appended to the
@@ -140,6 +146,14 @@ func New(o Options) (*Server, error) {
 	o.Limits = o.Limits.withDefaults()
 	if o.Guide == "" {
 		o.Guide = DefaultGuide
+	}
+	if o.Spill == "" {
+		o.Spill = defaultSpillRoot()
+	}
+	if abs, err := filepath.Abs(o.Spill); err != nil {
+		return nil, fmt.Errorf("httpapi: spill directory: %w", err)
+	} else {
+		o.Spill = abs
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -446,7 +460,7 @@ func (s *Server) Close() error {
 	for _, l := range ls {
 		l.mu.Lock()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := l.close(ctx); err != nil {
+		if err := l.close(ctx, s); err != nil {
 			errs = append(errs, fmt.Errorf("closing session %s: %w", l.id, err))
 		}
 		cancel()

@@ -29,6 +29,9 @@ type live struct {
 	in    *ingest.Ingester
 	rt    *runtime.Runtime // the above, as context/runtime opened them
 	pi    piState          // the Pi log and last answer, for deltas
+	// spillDue are outputs a bare head's context named whose spill files
+	// could not be written yet (spill.go).
+	spillDue []assemble.SpillFile
 	// req, roots and sc are what the session was opened with (to reopen
 	// it when another server or process took it over).
 	req   OpenRequest
@@ -43,9 +46,10 @@ func (l *live) isOpen() bool {
 }
 
 // close writes the chat turn in progress and forgets the session.
-func (l *live) close(ctx context.Context) error {
+func (l *live) close(ctx context.Context, s *Server) error {
 	err := l.rt.Close(ctx)
-	l.sess, l.tools, l.asm, l.in, l.rt, l.pi = nil, nil, nil, nil, nil, piState{}
+	s.removeSpill(l)
+	l.sess, l.tools, l.asm, l.in, l.rt, l.pi, l.spillDue = nil, nil, nil, nil, nil, piState{}, nil
 	return err
 }
 
@@ -91,6 +95,14 @@ type OpenRequest struct {
 	// and management tools, offered from the first call whose context has
 	// something to manage (assemble.LeanHead). Used at creation only.
 	LeanHead bool `json:"lean_head,omitempty"`
+	// BareHead says the harness sends each call's head as the context
+	// answer gives it, and its model loads a collapsed or previewed output
+	// with ctxstore's read of the output's spill file
+	// (OpenResponse.Spill/<call id>.txt): a new session then never gets
+	// ctxstore's guide or management tools, and its head never changes
+	// (assemble.LeanHead.Bare; docs/service.md, "Bare head"). It wins over
+	// LeanHead. Used at creation only.
+	BareHead bool `json:"bare_head,omitempty"`
 }
 
 // OpenResponse is the answer of PUT /v1/sessions/{sid}.
@@ -106,6 +118,10 @@ type OpenResponse struct {
 	Turn         int    `json:"turn"`
 	// Calls is the number of context calls assembled so far.
 	Calls int `json:"calls"`
+	// Spill is a bare head's spill directory: the server writes there each
+	// output the context names by file, and removes it when the session
+	// closes. Absent for other heads.
+	Spill string `json:"spill,omitempty"`
 }
 
 func (s *Server) open(q *request) (any, error) {
@@ -155,7 +171,7 @@ func (s *Server) open(q *request) (any, error) {
 		return nil, err
 	}
 	s.logOpen(q.sid, state, req, calls)
-	return OpenResponse{SessionID: q.sid, State: state, SystemPrompt: sys, Turn: l.sess.State().Turn, Calls: calls}, nil
+	return OpenResponse{SessionID: q.sid, State: state, SystemPrompt: sys, Turn: l.sess.State().Turn, Calls: calls, Spill: l.asm.SpillDir()}, nil
 }
 
 // start opens session l (created or resumed from the store) for req; l is
@@ -163,7 +179,19 @@ func (s *Server) open(q *request) (any, error) {
 func (s *Server) start(ctx context.Context, l *live, req OpenRequest, roots *tools.Roots, sc recall.Scope) (string, error) {
 	prompt := req.SystemPrompt
 	var lean *assemble.LeanHead
-	if req.LeanHead {
+	switch {
+	case req.BareHead:
+		// Never the guide or the management tools: the model reads
+		// outputs back from their spill files (spill.go).
+		lean = &assemble.LeanHead{Bare: true, Spill: tools.SpillDir(s.o.Spill, l.id)}
+		for _, d := range tools.Management() {
+			for _, t := range req.Tools {
+				if t.Name == d.Name {
+					lean.Withheld = append(lean.Withheld, t.Name)
+				}
+			}
+		}
+	case req.LeanHead:
 		// The guide joins the prompt, and the management tools the
 		// request, once something collapses (assemble.LeanHead).
 		lean = &assemble.LeanHead{}
@@ -177,7 +205,7 @@ func (s *Server) start(ctx context.Context, l *live, req OpenRequest, roots *too
 				}
 			}
 		}
-	} else if s.o.Guide != "-" {
+	case s.o.Guide != "-":
 		if prompt != "" {
 			prompt += "\n\n"
 		}
@@ -192,7 +220,7 @@ func (s *Server) start(ctx context.Context, l *live, req OpenRequest, roots *too
 	rt, err := runtime.Open(ctx, s.st, l.id, runtime.Options{
 		Create:  session.CreateOptions{SystemPrompt: prompt, Harness: req.Harness},
 		Indexer: s.ix,
-		Tools:   tools.Options{Policy: s.o.Policy, Tracker: s.tr, Roots: roots, Notes: s.notes},
+		Tools:   tools.Options{Policy: s.o.Policy, Tracker: s.tr, Roots: roots, Notes: s.notes, Spill: tools.Spill{Root: s.o.Spill}},
 		Assemble: assemble.Options{Layout: s.o.Layout, Tools: req.Tools, Lean: lean,
 			Policy: pol, Tokenizer: s.o.Tokenizer, Now: s.o.Now},
 		Ingest: ingest.Options{Cwd: req.Cwd, OnUser: s.onUser(ctx, l.id, sc), Commits: s.commitOptions(req)}, // recall.go: @@ references
@@ -290,7 +318,7 @@ func (s *Server) closeSession(q *request) (any, error) {
 	if l != nil {
 		l.mu.Lock()
 		was = l.sess != nil
-		err := l.close(q.ctx)
+		err := l.close(q.ctx, s)
 		l.mu.Unlock()
 		if err != nil {
 			return nil, err

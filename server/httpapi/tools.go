@@ -138,10 +138,13 @@ func (s *Server) tool(q *request) (any, error) {
 	return resp, nil
 }
 
-// intArg reads a whole-number argument (JSON numbers are float64); 0 when
-// absent or not a number.
+// intArg reads a whole-number argument (a fraction is cut); 0 when absent
+// or not a number.
 func intArg(args map[string]any, key string) int {
 	switch v := args[key].(type) {
+	case json.Number: // the request decoder's numbers (UseNumber)
+		f, _ := v.Float64()
+		return int(f)
 	case float64:
 		return int(v)
 	case int:
