@@ -183,27 +183,13 @@ func (s *Server) start(ctx context.Context, l *live, req OpenRequest, roots *too
 	case req.BareHead:
 		// Never the guide or the management tools: the model reads
 		// outputs back from their spill files (spill.go).
-		lean = &assemble.LeanHead{Bare: true, Spill: tools.SpillDir(s.o.Spill, l.id)}
-		for _, d := range tools.Management() {
-			for _, t := range req.Tools {
-				if t.Name == d.Name {
-					lean.Withheld = append(lean.Withheld, t.Name)
-				}
-			}
-		}
+		lean = &assemble.LeanHead{Bare: true, Spill: tools.SpillDir(s.o.Spill, l.id), Withheld: managementTools(req.Tools)}
 	case req.LeanHead:
 		// The guide joins the prompt, and the management tools the
 		// request, once something collapses (assemble.LeanHead).
-		lean = &assemble.LeanHead{}
+		lean = &assemble.LeanHead{Withheld: managementTools(req.Tools)}
 		if s.o.Guide != "-" {
 			lean.Guide = s.o.Guide
-		}
-		for _, d := range tools.Management() {
-			for _, t := range req.Tools {
-				if t.Name == d.Name {
-					lean.Withheld = append(lean.Withheld, t.Name)
-				}
-			}
 		}
 	case s.o.Guide != "-":
 		if prompt != "" {
@@ -234,6 +220,20 @@ func (s *Server) start(ctx context.Context, l *live, req OpenRequest, roots *too
 	l.sess, l.tools, l.asm, l.in, l.rt, l.cwd = rt.Session, rt.Tools, rt.Assembler, rt.Ingester, rt, req.Cwd
 	l.req, l.roots, l.sc = req, roots, sc
 	return string(rt.State), nil
+}
+
+// managementTools names the management tools among a session's tools,
+// which a lean or bare head withholds.
+func managementTools(specs []assemble.ToolSpec) []string {
+	var out []string
+	for _, d := range tools.Management() {
+		for _, t := range specs {
+			if t.Name == d.Name {
+				out = append(out, t.Name)
+			}
+		}
+	}
+	return out
 }
 
 // takeOver reopens session sid from the store after another writer (a
