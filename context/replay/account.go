@@ -145,6 +145,12 @@ type Step struct {
 	// Bytes, each marking the block that ends at or contains it (at most
 	// AnthropicMaxBreakpoints count; the last ones are kept).
 	Breakpoints []int
+	// HeadTTL, when longer than the TTL, is the lifetime of the breakpoint
+	// at the end of the head (Anthropic's "ttl": "1h"), set by a strategy
+	// that places its own breakpoints (ctxstore's Pi extension:
+	// Env.HeadTTL): the head is read after an idle gap up to HeadTTL, and
+	// written at LongTTLWritePrice; what follows it keeps the TTL.
+	HeadTTL time.Duration
 }
 
 // raw is one call measured in the tokenizer's units, before calibration.
@@ -155,6 +161,10 @@ type raw struct {
 	warm     bool // the previous call is within the TTL
 	extended bool // Bytes extends the previous call's bytes
 	lcp      int  // bytes shared with the previous call
+	// sameHead: the head (Bytes[:HeadLen]) is the previous call's; gap
+	// is the time since the previous call (both false/0 for the first).
+	sameHead bool
+	gap      time.Duration
 	// blocks are the context's blocks for the provider cache models: the
 	// head, then one per segment (a closing "<</" segment joins the block
 	// before it), with raw token ends and prefix hashes.
@@ -249,6 +259,9 @@ func (m *meter) measure(b []byte, headLen int, t time.Time, ttl time.Duration) r
 	r := raw{context: total, lcp: lcp, extended: m.calls > 0 && lcp == len(m.prev)}
 	r.head = m.headTokens(b, headLen, bounds, cum, total)
 	r.warm = m.calls > 0 && t.Sub(m.prevTime) <= ttl
+	if m.calls > 0 {
+		r.sameHead, r.gap = lcp >= headLen, t.Sub(m.prevTime)
+	}
 	if r.warm && lcp >= headLen {
 		r.cached = cached
 	}

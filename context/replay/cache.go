@@ -107,7 +107,11 @@ type cacheBlock struct {
 type cacheRequest struct {
 	blocks      []cacheBlock
 	breakpoints []int // indexes into blocks, ascending
-	at          time.Time
+	// ttls, when not nil, are the breakpoints' own lifetimes (aligned with
+	// breakpoints; 0 is the cache's TTL): Anthropic's cache_control takes
+	// "ttl": "1h" per breakpoint, a longer one before any shorter one.
+	ttls []time.Duration
+	at   time.Time
 	// model is the model the call went to: a provider's cache is per
 	// model, so a call to another model reads nothing another model's
 	// calls wrote ("" for the session's).
@@ -130,9 +134,19 @@ func (q *cacheRequest) total() int {
 }
 
 // cacheUse is what a call reads from the cache, writes to it and sends
-// uncached, in provider tokens.
+// uncached, in provider tokens. writeLong is written at breakpoints whose
+// lifetime is longer than the cache's TTL (Anthropic's one hour, billed at
+// LongTTLWritePrice, reported as cache_creation.ephemeral_1h_input_tokens);
+// write is the rest of what is written, at the cache's write price. So a
+// call costs LongTTLWritePrice·writeLong + writePrice·write + readPrice·read
+// + input.
 type cacheUse struct {
-	read, write, input int
+	read, write, writeLong, input int
+}
+
+// cost prices a use under a cache model.
+func (u cacheUse) cost(sim cacheSim) float64 {
+	return LongTTLWritePrice*float64(u.writeLong) + sim.writePrice()*float64(u.write) + sim.readPrice()*float64(u.read) + InputPrice*float64(u.input)
 }
 
 // cacheSim is a provider's cache over the calls of one strategy.
@@ -149,20 +163,31 @@ type cacheSim interface {
 // prefix up to each of its breakpoints (at most 4) whose prefix is at least
 // the model's minimum; a breakpoint reads the longest cached prefix ending
 // at it or at one of the AnthropicLookback block boundaries before it; an
-// entry lives TTL after its last write or read. Read = the longest prefix
-// found; write = from there to the last cacheable breakpoint; the rest is
-// uncached input.
+// entry lives its lifetime after its last write or read: the TTL, or a
+// breakpoint's own longer one (cacheRequest.ttls; Anthropic's "ttl": "1h").
+// Read = the longest prefix found (Anthropic's position A); written at the
+// long lifetime = from there to the last long-lived cacheable breakpoint
+// (B); written at the TTL = from there to the last cacheable breakpoint
+// (C); the rest is uncached input. Anthropic bills A as read, B - A as
+// 1-hour writes and C - B as 5-minute writes ("Mixing different TTLs").
 type anthropicSim struct {
 	ttl       time.Duration
 	min       int
 	lookback  int
 	placement string
-	live      map[uint64]time.Time // prefix hash -> expiry
+	live      map[uint64]liveEntry // prefix hash -> entry
 	calls     int
 }
 
+// liveEntry is a cache entry: when it expires, and the lifetime a read
+// renews it for (the lifetime of the breakpoint that wrote it).
+type liveEntry struct {
+	exp time.Time
+	ttl time.Duration
+}
+
 func newAnthropicSim(ttl time.Duration, min int, placement string) *anthropicSim {
-	return &anthropicSim{ttl: ttl, min: min, lookback: AnthropicLookback, placement: placement, live: map[uint64]time.Time{}}
+	return &anthropicSim{ttl: ttl, min: min, lookback: AnthropicLookback, placement: placement, live: map[uint64]liveEntry{}}
 }
 
 func (s *anthropicSim) writePrice() float64 { return writePriceFor(s.ttl) }
@@ -184,24 +209,28 @@ func (s *anthropicSim) place(blocks []cacheBlock) []int { return placeBreakpoint
 func (s *anthropicSim) call(q *cacheRequest) cacheUse {
 	s.calls++
 	if s.calls%64 == 0 {
-		for h, exp := range s.live {
-			if q.at.After(exp) {
+		for h, e := range s.live {
+			if q.at.After(e.exp) {
 				delete(s.live, h)
 			}
 		}
 	}
-	bps := q.breakpoints
+	bps, ttls := q.breakpoints, q.ttls
 	if len(bps) > AnthropicMaxBreakpoints {
+		if ttls != nil {
+			ttls = ttls[len(bps)-AnthropicMaxBreakpoints:]
+		}
 		bps = bps[len(bps)-AnthropicMaxBreakpoints:]
 	}
 	read := 0
 	for _, b := range bps {
 		for j := b; j >= 0 && j >= b-s.lookback; j-- {
-			exp, ok := s.live[q.key(j)]
-			if !ok || q.at.After(exp) {
+			e, ok := s.live[q.key(j)]
+			if !ok || q.at.After(e.exp) {
 				continue
 			}
-			s.live[q.key(j)] = q.at.Add(s.ttl)
+			// A read renews the entry for its own lifetime.
+			s.live[q.key(j)] = liveEntry{exp: q.at.Add(e.ttl), ttl: e.ttl}
 			read = max(read, q.blocks[j].end)
 			break
 		}
@@ -210,18 +239,33 @@ func (s *anthropicSim) call(q *cacheRequest) cacheUse {
 	if q.model != "" {
 		min = AnthropicMinTokens(q.model)
 	}
-	last := -1
-	for _, b := range bps {
-		if q.blocks[b].end >= min {
-			s.live[q.key(b)] = q.at.Add(s.ttl)
-			last = b
+	last, long := -1, -1
+	for k, b := range bps {
+		if q.blocks[b].end < min {
+			continue
 		}
+		ttl := s.ttl
+		if ttls != nil && ttls[k] > ttl {
+			ttl = ttls[k]
+			long = b
+		}
+		// An entry still live with a longer lifetime keeps it.
+		if e, ok := s.live[q.key(b)]; ok && !q.at.After(e.exp) && e.ttl > ttl {
+			ttl = e.ttl
+		}
+		s.live[q.key(b)] = liveEntry{exp: q.at.Add(ttl), ttl: ttl}
+		last = b
 	}
 	u := cacheUse{read: read}
-	if last >= 0 && q.blocks[last].end > read {
-		u.write = q.blocks[last].end - read
+	from := read
+	if long >= 0 && q.blocks[long].end > from {
+		u.writeLong = q.blocks[long].end - from
+		from = q.blocks[long].end
 	}
-	u.input = q.total() - u.read - u.write
+	if last >= 0 && q.blocks[last].end > from {
+		u.write = q.blocks[last].end - from
+	}
+	u.input = q.total() - u.read - u.writeLong - u.write
 	return u
 }
 

@@ -546,7 +546,7 @@ func TestPiBreakpoints(t *testing.T) {
 	m := newMeter(NewCounter(assemble.BytesTokenizer{}))
 	r := m.measure(b, len(head), time.Unix(0, 0), time.Minute)
 	env := &Env{Calibration: identity}
-	q := env.request(r, 0, time.Unix(0, 0), piBreakpoints(b, len(head), 1), nil)
+	q := env.request(r, 0, time.Unix(0, 0), piBreakpoints(b, len(head), 1), 0, nil)
 	if fmt.Sprint(q.breakpoints) != fmt.Sprint([]int{0, 1, len(r.blocks) - 1}) {
 		t.Fatalf("blocks %v of %d", q.breakpoints, len(r.blocks))
 	}
@@ -635,5 +635,216 @@ func TestReplayShowsRecordedPaths(t *testing.T) {
 	}
 	if strings.Contains(got, dir) || strings.Contains(got, "path="+s.Cwd) {
 		t.Fatalf("the context shows the mirror directory %s or an absolute path under the cwd %s:\n%.3000s", dir, s.Cwd, got)
+	}
+}
+
+// reqTTL is reqOf with a one-hour head breakpoint (block 0).
+func reqTTL(at time.Time, labels []string, sizes []int, bps ...int) *cacheRequest {
+	q := reqOf(at, labels, sizes, bps...)
+	q.ttls = make([]time.Duration, len(bps))
+	q.ttls[0] = time.Hour
+	return q
+}
+
+// TestAnthropicHeadTTL: a one-hour breakpoint on the head before 5-minute
+// ones (Anthropic's "Mixing different TTLs"): after a 20-minute gap the
+// head is read from its hour-long entry and the rest written at the
+// 5-minute price; more than an hour after its last use the head is
+// written again, at the hour's price, reported apart from the 5-minute
+// writes; a read renews the head for an hour.
+func TestAnthropicHeadTTL(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	names := labels("b", 10)
+	s := newAnthropicSim(5*time.Minute, 1024, PlacementPi)
+	// First call: the head (B - A = 2,000) at the hour's price, the rest
+	// (C - B = 1,000) at 5 minutes.
+	if u := s.call(reqTTL(t0, names, []int{2000, 1000}, 0, 1)); u != (cacheUse{writeLong: 2000, write: 1000}) {
+		t.Fatalf("call 1: %+v", u)
+	}
+	// Warm: everything up to the last entry is read (A past the head: B
+	// is A, nothing written at the hour's price).
+	if u := s.call(reqTTL(t0.Add(time.Minute), names, []int{2000, 1000, 500}, 0, 2)); u != (cacheUse{read: 3000, write: 500}) {
+		t.Fatalf("call 2: %+v", u)
+	}
+	// 20 idle minutes: the 5-minute entries are gone, the head is read.
+	at := t0.Add(21 * time.Minute)
+	if u := s.call(reqTTL(at, names, []int{2000, 1000, 500, 300}, 0, 3)); u != (cacheUse{read: 2000, write: 1800}) {
+		t.Fatalf("after 20 idle minutes: %+v", u)
+	}
+	// 50 more minutes (71 since the head was written, 50 since it was
+	// read): the read renewed it.
+	at = at.Add(50 * time.Minute)
+	if u := s.call(reqTTL(at, names, []int{2000, 1000, 500, 300}, 0, 3)); u != (cacheUse{read: 2000, write: 1800}) {
+		t.Fatalf("50 minutes after the head's last read: %+v", u)
+	}
+	// 61 idle minutes: the head is written again at the hour's price.
+	at = at.Add(61 * time.Minute)
+	if u := s.call(reqTTL(at, names, []int{2000, 1000, 500, 300}, 0, 3)); u != (cacheUse{writeLong: 2000, write: 1800}) {
+		t.Fatalf("after 61 idle minutes: %+v", u)
+	}
+	// The same calls with a 5-minute head: the 20-minute gap writes all.
+	f := newAnthropicSim(5*time.Minute, 1024, PlacementPi)
+	f.call(reqOf(t0, names, []int{2000, 1000}, 0, 1))
+	if u := f.call(reqOf(t0.Add(20*time.Minute), names, []int{2000, 1000, 500}, 0, 2)); u != (cacheUse{write: 3500}) {
+		t.Fatalf("5-minute head after 20 minutes: %+v", u)
+	}
+	// A head too short to be an entry has no lifetime of its own: all at
+	// 5 minutes.
+	g := newAnthropicSim(5*time.Minute, 1024, PlacementPi)
+	if u := g.call(reqTTL(t0, names, []int{500, 1000}, 0, 1)); u != (cacheUse{write: 1500}) {
+		t.Fatalf("short head: %+v", u)
+	}
+	// Past four breakpoints the head's is dropped, its lifetime with it.
+	h := newAnthropicSim(5*time.Minute, 1024, PlacementPi)
+	if u := h.call(reqTTL(t0, names, []int{2000, 100, 100, 100, 100}, 0, 1, 2, 3, 4)); u != (cacheUse{write: 2400}) {
+		t.Fatalf("five breakpoints: %+v", u)
+	}
+	// Priced as Anthropic bills the positions: 2x the hour, 1.25x the
+	// 5 minutes, 0.1x the read, 1x the rest.
+	if c := (cacheUse{read: 1000, writeLong: 100, write: 10, input: 1}).cost(s); math.Abs(c-(0.1*1000+2*100+1.25*10+1)) > 1e-9 {
+		t.Fatalf("cost %v", c)
+	}
+}
+
+// piToolSession is a Pi session of tool calls, each after a user prompt
+// sent the given gap after the previous call's result (gaps[0] is
+// ignored), recording usage that calibrates to `overhead` tokens of
+// harness head over the replay's own rendering.
+func piToolSession(gaps []time.Duration, overhead int) *transcript.Session {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := &transcript.Session{Format: transcript.FormatPi, ID: "pi-gaps", Cwd: "/w"}
+	at := t0
+	for i := range gaps {
+		if i > 0 {
+			at = at.Add(gaps[i])
+		}
+		id := fmt.Sprintf("t%03d", i)
+		s.Messages = append(s.Messages,
+			conversation.Message{Role: conversation.RoleUser, Text: fmt.Sprintf("step %d", i), Time: at},
+			conversation.Message{Role: conversation.RoleAssistant, Model: "claude-sonnet-4-20250514", Time: at.Add(time.Second),
+				ToolCalls: []conversation.ToolCall{{ID: id, Name: "bash", Args: map[string]any{"command": fmt.Sprintf("echo %d", i)}}}},
+			conversation.Message{Role: conversation.RoleToolResult, ToolCallID: id, ToolName: "bash", Time: at.Add(2 * time.Second),
+				Output: strings.Repeat(fmt.Sprintf("output line %03d\n", i), 40)})
+		at = at.Add(2 * time.Second)
+	}
+	c := NewCounter(assemble.BytesTokenizer{})
+	for _, in := range calls(s) {
+		u := conversation.Usage{Input: int64(overhead + c.Count(newRenderer().render(in.Messages, nil)[len(EmptyHead):])), Output: 1}
+		s.Messages[in.Index].Usage = &u
+	}
+	return s
+}
+
+// TestHeadTTLReplay: on a Pi session ctxstore's strategy places the
+// breakpoints and its head lives Options.HeadTTL: under the prefix cache
+// and under Anthropic's model, its call after 20 idle minutes reads the
+// head it wrote at the hour's price at the first call, and its call after
+// two idle hours writes it again at that price; the harness's strategies
+// keep the harness's 5-minute breakpoints, their figures and the cache
+// check as they are without the option.
+func TestHeadTTLReplay(t *testing.T) {
+	gaps := []time.Duration{0, time.Minute, 20 * time.Minute, time.Minute, 2 * time.Hour, time.Minute}
+	s := piToolSession(gaps, 3000)
+	ctx := context.Background()
+	for _, model := range []string{CachePrefix, CacheAnthropic} {
+		run := func(head time.Duration) *Report {
+			t.Helper()
+			rep, err := Run(ctx, s, Options{Tokenizer: assemble.BytesTokenizer{}, Dir: t.TempDir(), OpenStore: openSQLite, CacheModel: model, HeadTTL: head,
+				Strategies: []Strategy{&Naive{}, &Ctxstore{Layout: assemble.LayoutStream}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rep.Results {
+				checkAccounting(t, r, rep.TTLSeconds)
+			}
+			return rep
+		}
+		short, long := run(5*time.Minute), run(time.Hour)
+		if short.HeadTTLSeconds != 300 || long.HeadTTLSeconds != 3600 || short.Calibration.Overhead != 3000 {
+			t.Fatalf("%s: head TTL %v / %v s, calibration %+v", model, short.HeadTTLSeconds, long.HeadTTLSeconds, short.Calibration)
+		}
+		if fmt.Sprint(short.CacheCheck) != fmt.Sprint(long.CacheCheck) || fmt.Sprint(short.Results[0]) != fmt.Sprint(long.Results[0]) {
+			t.Fatalf("%s: the harness's naive history or the check moved with the head's TTL:\n%+v\n%+v", model, short.Results[0].Totals, long.Results[0].Totals)
+		}
+		for _, c := range short.Results[1].Calls {
+			if c.WrittenLong != 0 || c.LongHead {
+				t.Fatalf("%s: 5-minute head, call %+v", model, c)
+			}
+		}
+		sc, lc := short.Results[1].Calls, long.Results[1].Calls
+		head := lc[0].WrittenLong
+		// The head: the calibrated harness head and ctxstore's guide and
+		// tools, written at the hour's price at the first call.
+		if head <= 3000 || lc[0].Cached != 0 || math.Abs(lc[0].Cost-sc[0].Cost-(LongTTLWritePrice-WritePrice)*float64(head)) > 1e-6 {
+			t.Fatalf("%s: first call %+v against %+v", model, lc[0], sc[0])
+		}
+		// After 20 idle minutes: cold, the head read, the rest written at
+		// 5 minutes; with a 5-minute head, everything written.
+		if c := lc[2]; !c.Cold || !c.LongHead || c.Cached != head || c.WrittenLong != 0 || c.Written != c.Context-head || sc[2].Cached != 0 {
+			t.Fatalf("%s: after 20 minutes %+v (5-minute head: %+v)", model, c, sc[2])
+		}
+		if d := sc[2].Cost - lc[2].Cost; math.Abs(d-(WritePrice-ReadPrice)*float64(head)) > 1e-6 {
+			t.Fatalf("%s: the head read after 20 minutes saves %v, want %v", model, d, (WritePrice-ReadPrice)*float64(head))
+		}
+		// After two idle hours: the head written again at the hour's price.
+		if c := lc[4]; !c.Cold || c.LongHead || c.Cached != 0 || c.WrittenLong != head || c.Written != c.Context {
+			t.Fatalf("%s: after two hours %+v", model, c)
+		}
+		// Warm calls are the same either way.
+		for _, k := range []int{1, 3, 5} {
+			if lc[k].Cost != sc[k].Cost || lc[k].WrittenLong != 0 {
+				t.Fatalf("%s: warm call %d: %+v against %+v", model, k+1, lc[k], sc[k])
+			}
+		}
+		if lt := long.Results[1].Totals; lt.WrittenLong != 2*int64(head) || lt.Cached != short.Results[1].Totals.Cached+int64(head) {
+			t.Fatalf("%s: totals %+v against %+v", model, lt, short.Results[1].Totals)
+		}
+		if sum := Sum([]*Report{long}); sum[1].Totals.WrittenLong != 2*int64(head) {
+			t.Fatalf("%s: Sum %+v", model, sum[1].Totals)
+		}
+	}
+	// On a Claude Code session the harness places the breakpoints
+	// (ctxstore, an MCP server, cannot): the head's TTL changes nothing.
+	cc := piToolSession(gaps, 3000)
+	cc.Format = transcript.FormatClaudeCode
+	var costs []float64
+	for _, head := range []time.Duration{5 * time.Minute, time.Hour} {
+		rep, err := Run(ctx, cc, Options{Tokenizer: assemble.BytesTokenizer{}, Dir: t.TempDir(), OpenStore: openSQLite, CacheModel: CachePrefix, HeadTTL: head,
+			Strategies: []Strategy{&Ctxstore{Layout: assemble.LayoutStream}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tt := rep.Results[0].Totals; tt.WrittenLong != 0 {
+			t.Fatalf("Claude Code, head %v: %+v", head, tt)
+		}
+		costs = append(costs, rep.Results[0].Totals.Cost)
+	}
+	if costs[0] != costs[1] {
+		t.Fatalf("Claude Code: %v", costs)
+	}
+}
+
+// TestHeadTTLOption: Options.HeadTTL, else $CTXSTORE_REPLAY_HEAD_TTL, else
+// DefaultHeadTTL; never shorter than the TTL; a bad value is an error.
+func TestHeadTTLOption(t *testing.T) {
+	t.Setenv(HeadTTLEnv, "")
+	for _, tc := range []struct {
+		o    Options
+		env  string
+		want time.Duration
+	}{
+		{Options{TTL: 5 * time.Minute}, "", DefaultHeadTTL},
+		{Options{TTL: 5 * time.Minute}, "5m", 5 * time.Minute},
+		{Options{TTL: 5 * time.Minute, HeadTTL: time.Hour}, "5m", time.Hour},
+		{Options{TTL: time.Hour, HeadTTL: 5 * time.Minute}, "", time.Hour},
+	} {
+		t.Setenv(HeadTTLEnv, tc.env)
+		if got, err := tc.o.headTTL(); err != nil || got != tc.want {
+			t.Errorf("%+v, %s=%q: %v %v, want %v", tc.o, HeadTTLEnv, tc.env, got, err, tc.want)
+		}
+	}
+	t.Setenv(HeadTTLEnv, "an hour")
+	if _, err := Run(context.Background(), synth(2, 100), Options{Tokenizer: assemble.BytesTokenizer{}, Dir: t.TempDir(), Strategies: []Strategy{}}); err == nil || !strings.Contains(err.Error(), HeadTTLEnv) {
+		t.Fatalf("a bad %s: %v", HeadTTLEnv, err)
 	}
 }

@@ -263,7 +263,10 @@ func (c *Ctxstore) Step(ctx context.Context, in *CallInput) (*Step, error) {
 	}
 	st := &Step{Bytes: a.Bytes, HeadLen: c.headLen}
 	if c.env.Placement == PlacementPi {
+		// ctxstore's Pi extension places the breakpoints, and asks for the
+		// run's head lifetime on the head's (Env.HeadTTL).
 		st.Breakpoints = piBreakpoints(a.Bytes, c.headLen, a.Stable)
+		st.HeadTTL = c.env.HeadTTL
 	}
 	if a.Rebased {
 		c.reasons[a.Reason]++

@@ -52,6 +52,15 @@ type Options struct {
 	// model's context window in tokens (default 200,000).
 	TTL    time.Duration
 	Window int
+	// HeadTTL is the lifetime ctxstore's strategies ask for on the
+	// breakpoint at the end of the head (the harness's system prompt and
+	// tools, and ctxstore's) where they place the breakpoints themselves
+	// (ctxstore's Pi extension; Claude Code places its own): zero is
+	// $CTXSTORE_REPLAY_HEAD_TTL when set (a Go duration: "5m", "1h"),
+	// else DefaultHeadTTL. No longer than TTL: the head lives TTL, as
+	// before the option. Every other strategy keeps the harness's
+	// breakpoints and their TTL (docs/replay.md).
+	HeadTTL time.Duration
 	// Calibrate is "fit" (default: Scale and Overhead by least squares),
 	// "overhead" (Scale 1, Overhead the median difference) or "none".
 	Calibrate string
@@ -75,6 +84,32 @@ type Options struct {
 	// summed per harness (transcript format): with CacheAuto the decision
 	// is taken on the harness's sum rather than on the session alone.
 	HarnessChecks map[string]*CacheCheck
+}
+
+// DefaultHeadTTL is the head breakpoint's lifetime ctxstore's strategies
+// ask for where they place the breakpoints (Options.HeadTTL).
+const DefaultHeadTTL = time.Hour
+
+// HeadTTLEnv names the environment variable Options.HeadTTL falls back on.
+const HeadTTLEnv = "CTXSTORE_REPLAY_HEAD_TTL"
+
+// headTTL returns the head breakpoint's lifetime of a run: o.HeadTTL, the
+// environment's, or DefaultHeadTTL; never shorter than the TTL (Anthropic
+// takes a longer lifetime only before shorter ones, and the head is
+// first).
+func (o Options) headTTL() (time.Duration, error) {
+	h := o.HeadTTL
+	if h <= 0 {
+		h = DefaultHeadTTL
+		if v := os.Getenv(HeadTTLEnv); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return 0, fmt.Errorf("replay: %s=%q: want a positive duration such as 5m or 1h", HeadTTLEnv, v)
+			}
+			h = d
+		}
+	}
+	return max(h, o.TTL), nil
 }
 
 // DefaultStrategies returns the strategies of issue 7: the naive full
@@ -125,10 +160,13 @@ type Report struct {
 	Messages int `json:"messages"`
 	Calls    int `json:"calls"`
 	// Tokenizer names the tokenizer; TTL and Window are the cost model's.
-	Tokenizer   string      `json:"tokenizer"`
-	TTLSeconds  float64     `json:"ttl_seconds"`
-	Window      int         `json:"window"`
-	Calibration Calibration `json:"calibration"`
+	Tokenizer  string  `json:"tokenizer"`
+	TTLSeconds float64 `json:"ttl_seconds"`
+	// HeadTTLSeconds is the lifetime of the head breakpoint of the
+	// strategies that place their own (Options.HeadTTL).
+	HeadTTLSeconds float64     `json:"head_ttl_seconds"`
+	Window         int         `json:"window"`
+	Calibration    Calibration `json:"calibration"`
 	// CacheCheck is the provider cache model checked against the usage
 	// the harness recorded (nil with CachePrefix); CacheModel the model
 	// the strategies were priced under, and CacheNote why.
@@ -200,8 +238,11 @@ type Call struct {
 	History int `json:"history"`
 	Cached  int `json:"cached"`
 	// Written is what the call writes to the provider's cache (the rest,
-	// Context - Cached - Written, is sent uncached).
-	Written int `json:"written"`
+	// Context - Cached - Written, is sent uncached); WrittenLong the part
+	// of it written at the head's longer lifetime (Step.HeadTTL; priced at
+	// LongTTLWritePrice, the rest of Written at the TTL's price).
+	Written     int `json:"written"`
+	WrittenLong int `json:"written_long,omitempty"`
 	// Cost is this call's effective cost; CumCost the running total.
 	Cost    float64 `json:"cost"`
 	CumCost float64 `json:"cum_cost"`
@@ -216,6 +257,9 @@ type Call struct {
 	// reading, the provider served from the cache all the same (another
 	// session keeps it warm); provider cache models only.
 	WarmHead bool `json:"warm_head,omitempty"`
+	// LongHead: a cold call that read its head from the head breakpoint's
+	// longer-lived entry (Step.HeadTTL).
+	LongHead bool `json:"long_head,omitempty"`
 	// OverWindow: the context exceeds the model's window.
 	OverWindow bool   `json:"over_window,omitempty"`
 	Reason     string `json:"reason,omitempty"`
@@ -231,12 +275,14 @@ type Call struct {
 
 // Totals sum a strategy's calls.
 type Totals struct {
-	Calls   int     `json:"calls"`
-	Context int64   `json:"context"`
-	History int64   `json:"history"`
-	Cached  int64   `json:"cached"`
-	Written int64   `json:"written"`
-	Cost    float64 `json:"cost"`
+	Calls   int   `json:"calls"`
+	Context int64 `json:"context"`
+	History int64 `json:"history"`
+	Cached  int64 `json:"cached"`
+	Written int64 `json:"written"`
+	// WrittenLong is the part of Written at the head's longer lifetime.
+	WrittenLong int64   `json:"written_long,omitempty"`
+	Cost        float64 `json:"cost"`
 	// CacheShare is Cached / Context.
 	CacheShare float64 `json:"cache_share"`
 	Rebases    int     `json:"rebases"`
@@ -319,6 +365,10 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 	if o.Strategies == nil {
 		o.Strategies = DefaultStrategies()
 	}
+	headTTL, err := o.headTTL()
+	if err != nil {
+		return nil, err
+	}
 	counter := o.Counter
 	if counter == nil {
 		tok := o.Tokenizer
@@ -332,7 +382,7 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 		name = s.ID
 	}
 	rep := &Report{Session: name, Format: string(s.Format), Messages: len(s.Messages),
-		Tokenizer: tokenizerName(counter.Tokenizer()), TTLSeconds: o.TTL.Seconds(), Window: o.Window}
+		Tokenizer: tokenizerName(counter.Tokenizer()), TTLSeconds: o.TTL.Seconds(), HeadTTLSeconds: headTTL.Seconds(), Window: o.Window}
 	cs := calls(s)
 	rep.Calls = len(cs)
 	rep.Read = readSummary(s, len(cs))
@@ -345,7 +395,7 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 
 	// The naive history first: the calibration is fitted on it, and every
 	// ratio is to it.
-	env := &Env{Session: s, Counter: counter, Calibration: identity, TTL: o.TTL, Window: o.Window}
+	env := &Env{Session: s, Counter: counter, Calibration: identity, TTL: o.TTL, HeadTTL: headTTL, Window: o.Window}
 	naiveRaw, err := measureRaw(ctx, &Naive{}, env, cs, o.Progress)
 	if err != nil {
 		return nil, err
@@ -492,6 +542,7 @@ func Sum(reports []*Report) []Result {
 			t.History += u.History
 			t.Cached += u.Cached
 			t.Written += u.Written
+			t.WrittenLong += u.WrittenLong
 			t.Cost += u.Cost
 			t.Rebases += u.Rebases
 			t.Cold += u.Cold
@@ -607,6 +658,24 @@ func priced(r raw, cal Calibration, emptyHead int, wp float64) Call {
 	return c
 }
 
+// priceLongHead prices again, under the prefix cache, a call whose head
+// breakpoint lives headTTL (longer than the TTL): when the head is not
+// read as part of the shared prefix, it is read all the same if the
+// previous call, which read or wrote it, had the same head within headTTL,
+// and else written at LongTTLWritePrice; the rest as priced.
+func priceLongHead(c *Call, r raw, cal Calibration, emptyHead int, wp float64, headTTL time.Duration) {
+	head := min(cal.Overhead+cal.scale(max(r.head-emptyHead, 0)), c.Context)
+	if c.Cached < head {
+		if r.sameHead && r.gap <= headTTL {
+			c.Cached = head
+		} else {
+			c.WrittenLong = head - c.Cached
+		}
+	}
+	c.Written = c.Context - c.Cached
+	c.Cost = LongTTLWritePrice*float64(c.WrittenLong) + wp*float64(c.Written-c.WrittenLong) + ReadPrice*float64(c.Cached)
+}
+
 // runStrategy replays one strategy over the calls.
 func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, progress func(string, int, int)) (*Result, error) {
 	res := &Result{Strategy: st.Name(), Calls: make([]Call, 0, len(cs))}
@@ -644,26 +713,35 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 			prevRec = u
 		} else {
 			r := m.measure(step.Bytes, step.HeadLen, in.Time, env.TTL)
-			c = priced(r, env.Calibration, empty, writePriceFor(env.TTL))
+			wp := writePriceFor(env.TTL)
+			c = priced(r, env.Calibration, empty, wp)
 			c.Written = c.Context - c.Cached
+			longHead := step.HeadTTL > env.TTL
+			if sim == nil && longHead {
+				priceLongHead(&c, r, env.Calibration, empty, wp, step.HeadTTL)
+				c.LongHead = cold && c.Cached > 0
+			}
 			if sim != nil {
-				q := env.request(r, empty, in.Time, step.Breakpoints, sim)
+				q := env.request(r, empty, in.Time, step.Breakpoints, step.HeadTTL, sim)
 				q.model = env.Session.Messages[in.Index].Model
 				u := sim.call(q)
+				c.LongHead = cold && longHead && u.read > 0
 				if h := env.Calibration.Overhead; cold && in.Usage != nil && in.Usage.CacheRead > 0 && u.read < min(h, int(in.Usage.CacheRead)) {
 					// The record shows part of the harness's head served
 					// from the cache at a call the replay starts cold (the
 					// first, or after a gap past the TTL): another session
 					// of the same account keeps the same system prompt and
 					// tools warm. Every strategy gets as much of its head:
-					// they share that head.
+					// they share that head. The head is what a long-lived
+					// head breakpoint writes, so that write goes first.
 					warm := min(h, int(in.Usage.CacheRead))
-					shift := min(warm-u.read, u.write)
-					u.read, u.write = u.read+shift, u.write-shift
+					shift := min(warm-u.read, u.writeLong+u.write)
+					long := min(shift, u.writeLong)
+					u.read, u.writeLong, u.write = u.read+shift, u.writeLong-long, u.write-(shift-long)
 					c.WarmHead = true
 				}
-				c.Context, c.Cached, c.Written = q.total(), u.read, u.write
-				c.Cost = sim.writePrice()*float64(u.write) + sim.readPrice()*float64(u.read) + InputPrice*float64(u.input)
+				c.Context, c.Cached, c.Written, c.WrittenLong = q.total(), u.read, u.write+u.writeLong, u.writeLong
+				c.Cost = u.cost(sim)
 			}
 			c.Rebased = i > 0 && !r.extended
 		}
@@ -691,6 +769,7 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 		t.History += int64(c.History)
 		t.Cached += int64(c.Cached)
 		t.Written += int64(c.Written)
+		t.WrittenLong += int64(c.WrittenLong)
 		t.Cost += c.Cost
 		t.MaxContext = max(t.MaxContext, c.Context)
 		if c.Rebased {

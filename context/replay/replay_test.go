@@ -110,7 +110,7 @@ func hasNote(r *Result, s string) bool {
 func checkAccounting(t *testing.T, r *Result, ttl float64) {
 	t.Helper()
 	var cum, cost float64
-	var ctx, cached int64
+	var ctx, cached, long int64
 	maxPrev := 0
 	for i, c := range r.Calls {
 		if c.Cached < 0 || c.Cached > c.Context || c.History > c.Context {
@@ -119,14 +119,14 @@ func checkAccounting(t *testing.T, r *Result, ttl float64) {
 		// What the harness recorded is what it is: its first call may read
 		// a cache an earlier session wrote.
 		rendered := r.Strategy != "recorded"
-		if i == 0 && (!c.Cold || (rendered && c.Cached != 0 && !c.WarmHead)) {
+		if i == 0 && (!c.Cold || c.LongHead || (rendered && c.Cached != 0 && !c.WarmHead)) {
 			t.Fatalf("%s: first call cold %v cached %d", r.Strategy, c.Cold, c.Cached)
 		}
 		if i > 0 {
 			if c.Cold != (c.Gap > ttl) {
 				t.Fatalf("%s call %d: cold %v after %.0f s", r.Strategy, c.N, c.Cold, c.Gap)
 			}
-			if rendered && c.Cold && c.Cached != 0 && !c.WarmHead {
+			if rendered && c.Cold && c.Cached != 0 && !c.WarmHead && !c.LongHead {
 				t.Fatalf("%s call %d: cold but %d cached", r.Strategy, c.N, c.Cached)
 			}
 			if rendered && c.Cached > maxPrev {
@@ -134,11 +134,14 @@ func checkAccounting(t *testing.T, r *Result, ttl float64) {
 			}
 		}
 		maxPrev = max(maxPrev, c.Context)
-		if c.Written < 0 || c.Cached+c.Written > c.Context {
-			t.Fatalf("%s call %d: cached %d written %d context %d", r.Strategy, c.N, c.Cached, c.Written, c.Context)
+		if c.Written < 0 || c.Cached+c.Written > c.Context || c.WrittenLong < 0 || c.WrittenLong > c.Written {
+			t.Fatalf("%s call %d: cached %d written %d (%d long) context %d", r.Strategy, c.N, c.Cached, c.Written, c.WrittenLong, c.Context)
+		}
+		if c.LongHead && !c.Cold {
+			t.Fatalf("%s call %d: a long-lived head read on a warm call", r.Strategy, c.N)
 		}
 		if rendered {
-			want := WritePrice*float64(c.Written) + ReadPrice*float64(c.Cached) + InputPrice*float64(c.Context-c.Cached-c.Written)
+			want := LongTTLWritePrice*float64(c.WrittenLong) + WritePrice*float64(c.Written-c.WrittenLong) + ReadPrice*float64(c.Cached) + InputPrice*float64(c.Context-c.Cached-c.Written)
 			if math.Abs(c.Cost-want) > 1e-6 {
 				t.Fatalf("%s call %d: cost %f, want %f", r.Strategy, c.N, c.Cost, want)
 			}
@@ -150,9 +153,10 @@ func checkAccounting(t *testing.T, r *Result, ttl float64) {
 		cost += c.Cost
 		ctx += int64(c.Context)
 		cached += int64(c.Cached)
+		long += int64(c.WrittenLong)
 	}
 	tt := r.Totals
-	if tt.Calls != len(r.Calls) || tt.Context != ctx || tt.Cached != cached || math.Abs(tt.Cost-cost) > 1e-6 {
+	if tt.Calls != len(r.Calls) || tt.Context != ctx || tt.Cached != cached || tt.WrittenLong != long || math.Abs(tt.Cost-cost) > 1e-6 {
 		t.Fatalf("%s totals %+v", r.Strategy, tt)
 	}
 }

@@ -39,6 +39,10 @@ type Env struct {
 	// (in provider tokens).
 	TTL    time.Duration
 	Window int
+	// HeadTTL is the lifetime a strategy that places its own breakpoints
+	// (ctxstore's, through its Pi extension) asks for on the breakpoint at
+	// the end of the head (Step.HeadTTL); no longer than TTL: none.
+	HeadTTL time.Duration
 	// Dir is a temporary directory for this strategy's files (stores,
 	// mirrored files), removed after the replay.
 	Dir string
@@ -66,8 +70,10 @@ func (e *Env) cacheModel() string {
 
 // request turns a measured context into a cache request in provider
 // tokens: block ends calibrated as the call's context is, breakpoints as
-// the strategy chose (byte offsets) or as the harness places them.
-func (e *Env) request(r raw, emptyHead int, at time.Time, offsets []int, sim cacheSim) *cacheRequest {
+// the strategy chose (byte offsets) or as the harness places them, the
+// one at the end of the head (block 0) living headTTL when that is longer
+// than the TTL.
+func (e *Env) request(r raw, emptyHead int, at time.Time, offsets []int, headTTL time.Duration, sim cacheSim) *cacheRequest {
 	cal := e.Calibration
 	q := &cacheRequest{blocks: make([]cacheBlock, len(r.blocks)), at: at}
 	for i, b := range r.blocks {
@@ -75,17 +81,21 @@ func (e *Env) request(r raw, emptyHead int, at time.Time, offsets []int, sim cac
 	}
 	if offsets == nil {
 		q.breakpoints = sim.place(q.blocks)
-		return q
-	}
-	for _, off := range offsets {
-		for i, b := range r.blocks {
-			if b.byteEnd >= off {
-				if n := len(q.breakpoints); n == 0 || q.breakpoints[n-1] < i {
-					q.breakpoints = append(q.breakpoints, i)
+	} else {
+		for _, off := range offsets {
+			for i, b := range r.blocks {
+				if b.byteEnd >= off {
+					if n := len(q.breakpoints); n == 0 || q.breakpoints[n-1] < i {
+						q.breakpoints = append(q.breakpoints, i)
+					}
+					break
 				}
-				break
 			}
 		}
+	}
+	if headTTL > e.TTL && len(q.breakpoints) > 0 && q.breakpoints[0] == 0 {
+		q.ttls = make([]time.Duration, len(q.breakpoints))
+		q.ttls[0] = headTTL
 	}
 	return q
 }
