@@ -235,6 +235,16 @@ type breakpoint struct {
 	Where        string // "system", "tools", "message"
 	Msg, Block   int
 	Text, ToolID string // the block's text or tool id (for messages)
+	TTL          string // cache_control's ttl ("" for the default, 5 minutes)
+}
+
+// ttlOf returns a cache_control's ttl, "" when it has none.
+func ttlOf(cc json.RawMessage) string {
+	var c struct {
+		TTL string `json:"ttl"`
+	}
+	_ = json.Unmarshal(cc, &c)
+	return c.TTL
 }
 
 // cacheBreakpoints lists the cache_control breakpoints of a logged request.
@@ -251,13 +261,13 @@ func cacheBreakpoints(line []byte) ([]breakpoint, error) {
 		}
 		for i, b := range bs {
 			if len(b.CacheControl) > 0 {
-				out = append(out, breakpoint{Where: "system", Block: i})
+				out = append(out, breakpoint{Where: "system", Block: i, TTL: ttlOf(b.CacheControl)})
 			}
 		}
 	}
 	for i, t := range req.Tools {
 		if len(t.CacheControl) > 0 {
-			out = append(out, breakpoint{Where: "tools", Block: i})
+			out = append(out, breakpoint{Where: "tools", Block: i, TTL: ttlOf(t.CacheControl)})
 		}
 	}
 	for i, m := range req.Messages {
@@ -267,7 +277,7 @@ func cacheBreakpoints(line []byte) ([]breakpoint, error) {
 		}
 		for j, b := range bs {
 			if len(b.CacheControl) > 0 {
-				out = append(out, breakpoint{Where: "message", Msg: i, Block: j, Text: b.Text, ToolID: b.ID + b.ToolUseID})
+				out = append(out, breakpoint{Where: "message", Msg: i, Block: j, Text: b.Text, ToolID: b.ID + b.ToolUseID, TTL: ttlOf(b.CacheControl)})
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // checkBreakpoints reads the scripted model's request log and checks where
@@ -285,6 +286,62 @@ func TestPiBareHead(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(spill); len(left) != 0 {
 		t.Errorf("the spill directory after Pi quit holds %d entries", len(left))
+	}
+	checkBreakpoints(t, e.ctxLog, false)
+}
+
+// TestPiHeadTTL (issue 17): once a session pauses longer than the cache
+// lives (serve --cache-ttl, one second here), the extension asks for the
+// hour on the head's breakpoints (the system prompt's, the tools'), so the
+// next pause reads the head instead of writing it again; the messages'
+// breakpoints keep the default, and before the pause nothing asks for the
+// hour.
+func TestPiHeadTTL(t *testing.T) {
+	t.Parallel()
+	e := newPiEnv(t)
+	srv := startServe(t, "sqlite:"+filepath.Join(t.TempDir(), "store.db"), "--cache-ttl", "1s")
+	pi := startPi(t, e, srv.pxURL, []piStep{
+		{Tool: "bash", Args: map[string]any{"command": "echo one"}, ID: "call_1"},
+		{Text: "One."},
+		{Tool: "bash", Args: map[string]any{"command": "echo two"}, ID: "call_2"},
+		{Text: "Two."},
+	})
+	pi.prompt("First.")
+	time.Sleep(1500 * time.Millisecond) // a pause past the cache's lifetime
+	pi.prompt("Second.")
+	pi.quit()
+	srv.Stop()
+	b, err := os.ReadFile(e.ctxLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	if len(lines) != 4 {
+		t.Fatalf("the model was called %d times, want 4", len(lines))
+	}
+	for i, line := range lines {
+		bps, err := cacheBreakpoints(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, msgs := 0, 0
+		for _, bp := range bps {
+			want := ""
+			if bp.Where != "message" {
+				head++
+				if i >= 2 {
+					want = "1h"
+				}
+			} else {
+				msgs++
+			}
+			if bp.TTL != want {
+				t.Errorf("request %d: %s breakpoint ttl %q, want %q", i, bp.Where, bp.TTL, want)
+			}
+		}
+		if head == 0 || msgs == 0 {
+			t.Errorf("request %d: %d head and %d message breakpoints: %v", i, head, msgs, bps)
+		}
 	}
 	checkBreakpoints(t, e.ctxLog, false)
 }

@@ -27,6 +27,7 @@ type replayCmd struct {
 	Chart         string        `name:"chart" placeholder:"FILE.png" help:"Write a PNG chart of context size and cumulative cost per call, one line per strategy; with several sessions, one file per session (FILE-NAME.png)."`
 	Tokenizer     string        `name:"tokenizer" default:"o200k_base" enum:"o200k_base,cl100k_base,bytes" help:"Token counter: a BPE encoding, or bytes (one token per 4 bytes)."`
 	TTL           time.Duration `name:"ttl" default:"5m" help:"Prompt-cache lifetime: a longer gap between calls makes the cache cold."`
+	HeadTTL       time.Duration `name:"head-ttl" default:"1h" env:"CTXSTORE_REPLAY_HEAD_TTL" help:"Where ctxstore places the breakpoints (its Pi extension), the lifetime it asks for on the head's once a session has paused past --ttl (as serve --head-ttl; no longer than --ttl: never)."`
 	Window        int           `name:"window" default:"200000" help:"The model's context window, in tokens."`
 	Calibrate     string        `name:"calibrate" default:"fit" enum:"fit,overhead,none" help:"How token counts are calibrated against the recorded usage: fit (scale and overhead), overhead (overhead only), none."`
 	UseStore      bool          `name:"use-store" help:"Run the ctxstore strategies on the --store store (a session per strategy and run) instead of a temporary SQLite file."`
@@ -70,7 +71,7 @@ func (c *replayCmd) Run(a *app) error {
 		}
 		tok = t
 	}
-	o := replay.Options{Strategies: strategies, Counter: replay.NewCounter(tok), TTL: c.TTL, Window: c.Window, Calibrate: c.Calibrate, CacheModel: c.CacheModel}
+	o := replay.Options{Strategies: strategies, Counter: replay.NewCounter(tok), TTL: c.TTL, HeadTTL: c.HeadTTL, Window: c.Window, Calibrate: c.Calibrate, CacheModel: c.CacheModel}
 	o.OpenStore = func(ctx context.Context, dir string) (store.Store, error) {
 		return bitemporal.Open(ctx, filepath.Join(dir, "store.db"), bitemporal.Options{})
 	}
@@ -420,7 +421,8 @@ const replayLegend = `columns (token counts are the provider's, calibrated; cost
   context        tokens sent, summed over the calls (system prompt and tools included)
   history        context without the system prompt and tool definitions
   cached         share of the context read from the provider's cache, under the cache model the session is priced under
-  written        tokens written to the cache (the rest of the context not cached is sent uncached)
+  written        tokens written to the cache (the rest of the context not cached is sent uncached), those at the head's
+                 hour-long breakpoint (--head-ttl; JSON written_long) included
   cost           effective cost: written x write price (1.25 for the 5-minute TTL, 2 for one hour) + read x 0.1 + uncached x 1
   cost/naive     cost over the naive full history's (both under the same cache model)
   cost/capped    cost over the naive history capped at the window (naive_capped: what a harness could really send)

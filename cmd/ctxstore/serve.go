@@ -29,6 +29,8 @@ type serveCmd struct {
 	Files       int           `name:"collapse-files" default:"0" help:"At most this many files read in a turn stay active, in the same turns (0: as many as tool outputs; -1: read files stay active until deactivated)."`
 	Budget      int           `name:"collapse-budget" default:"16000" help:"Beyond the most recent outputs and reads (--collapse-per-turn, --collapse-files), older ones stay active only while all kept ones fit this many tokens (0: no budget)."`
 	Stale       int           `name:"stale-threshold" default:"8000" help:"Collapse stale content in batches of at least this many tokens (the rebase cost model decides when and from where)."`
+	CacheTTL    time.Duration `name:"cache-ttl" default:"5m" help:"The provider's prompt-cache lifetime, for the rebase cost model (after that long without a call the cache is cold)."`
+	HeadTTL     time.Duration `name:"head-ttl" default:"1h" help:"How long the harness is asked to keep the head (system prompt and tools) cached once a session has paused longer than --cache-ttl (Anthropic: 1h; 0 or no longer than --cache-ttl: never)."`
 	Breakpoints string        `name:"breakpoints" default:"stable" enum:"stable,prefix,end" help:"Where the harness caches, for the rebase cost model: stable (the end of the stable messages, as ctxstore's Pi and OpenClaw extensions place breakpoints), prefix (any shared prefix, an automatic cache) or end (the end of each request only)."`
 	NoTrack     bool          `name:"no-track" help:"Do not watch files for changes (a file edited on disk is then seen at its next read)."`
 	Commit      string        `name:"commit-every" default:"call" enum:"call,turn,off" help:"When sessions write conversation commits: every context call with new messages, each turn (a user prompt), or off (docs/commits.md)."`
@@ -40,6 +42,15 @@ type serveCmd struct {
 	LogLevel    string        `name:"log-level" default:"info" enum:"debug,info,warn,error" help:"Log on stderr from this level: info says each session opened or resumed and each context call (session, call, tokens, cached share, rebase); warn only failed requests (each naming its session); error only the server's failures."`
 	Spill       string        `name:"spill-dir" env:"CTXSTORE_SPILL_DIR" placeholder:"DIR" help:"Where bare-head sessions' outputs are written for the model to read back (one directory per session, removed when it closes; default ctxstore/spill in the user's cache directory)."`
 	Recall      string        `name:"recall-config" env:"CTXSTORE_RECALL_CONFIG" placeholder:"FILE" help:"The session index's config (model providers, threshold; docs/recall.md). Without it sessions are indexed by the offline generator."`
+}
+
+// headTTL is the --head-ttl the assembler takes: 0 there is its default,
+// so "never" is negative.
+func headTTL(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 // Run serves until SIGINT or SIGTERM, then shuts down gracefully: no new
@@ -112,7 +123,7 @@ func (c *serveCmd) Run(a *app) error {
 		Recall: recallSet,
 		Store:  st, Resolver: res, Notes: nt, Track: !c.NoTrack, Tokens: tokens,
 		Policy: collapse.Config{TurnsBack: c.TurnsBack, PerTurn: c.PerTurn, FilesPerTurn: c.Files, Budget: c.Budget},
-		Layout: assemble.Layout(c.Layout), Rebase: assemble.Policy{StaleThreshold: c.Stale, Breakpoints: c.Breakpoints}, CommitEvery: c.Commit,
+		Layout: assemble.Layout(c.Layout), Rebase: assemble.Policy{StaleThreshold: c.Stale, Breakpoints: c.Breakpoints, CacheTTL: c.CacheTTL, HeadTTL: headTTL(c.HeadTTL)}, CommitEvery: c.Commit,
 		Log: log, Roots: roots, Spill: c.Spill,
 	})
 	if err != nil {

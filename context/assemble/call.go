@@ -69,6 +69,11 @@ type Assembled struct {
 	// one (LeanHead), so nothing of the previous context is a prefix.
 	HeadChanged bool
 
+	// HeadTTL is how long the harness should ask the provider to keep
+	// this call's head cached (Policy.HeadTTL): set once the session has
+	// begun a turn with the cache cold, 0 (the harness's default) before.
+	HeadTTL time.Duration
+
 	// Spill are, under a bare head (LeanHead.Bare), the outputs whose
 	// spill file this call's context names for the first time (a preview,
 	// a line an output collapsed to) or, on the first call after Resume,
@@ -205,6 +210,9 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 		}
 	}
 	a.newTurn = false
+	if a.shape.ColdStarts > 0 && a.pol.HeadTTL > a.pol.CacheTTL {
+		c.HeadTTL = a.pol.HeadTTL
+	}
 	switch a.o.Layout {
 	case LayoutStream:
 		in := Inputs{StaleTokens: a.stale, ContextTokens: a.tokens, Idle: now.Sub(a.lastCall), HasPrevious: a.calls > 0, Calls: a.calls, Shape: a.shape}

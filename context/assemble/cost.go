@@ -63,7 +63,20 @@ type Policy struct {
 	// A rebase that switches a lean head (LeanHead) is priced as a rewrite
 	// of the context and this.
 	HeadOverhead int
+	// HeadTTL is how long a harness that places its own breakpoints asks
+	// the provider to keep the head (system prompt and tools) cached once
+	// the session has shown that it pauses: from the first turn that began
+	// with the cache cold (Shape.ColdStarts), each call's
+	// Assembled.HeadTTL. A head that lives past the pauses is read after
+	// them instead of written again; a session that never pauses never
+	// pays the longer lifetime's write price. 0 means the default, one
+	// hour (Anthropic's longer lifetime); negative, or no longer than
+	// CacheTTL, never.
+	HeadTTL time.Duration
 }
+
+// DefaultHeadTTL is Policy.HeadTTL's default.
+const DefaultHeadTTL = time.Hour
 
 // The values of Policy.Breakpoints.
 const (
@@ -97,6 +110,9 @@ func (p Policy) withDefaults() Policy {
 	}
 	if p.PreviewTokens == 0 {
 		p.PreviewTokens = 4000
+	}
+	if p.HeadTTL == 0 {
+		p.HeadTTL = DefaultHeadTTL
 	}
 	return p
 }

@@ -736,14 +736,16 @@ func piToolSession(gaps []time.Duration, overhead int) *transcript.Session {
 }
 
 // TestHeadTTLReplay: on a Pi session ctxstore's strategy places the
-// breakpoints and its head lives Options.HeadTTL: under the prefix cache
-// and under Anthropic's model, its call after 20 idle minutes reads the
-// head it wrote at the hour's price at the first call, and its call after
-// two idle hours writes it again at that price; the harness's strategies
-// keep the harness's 5-minute breakpoints, their figures and the cache
-// check as they are without the option.
+// breakpoints and, once the session has paused, its head lives
+// Options.HeadTTL (assemble.Policy.HeadTTL): under the prefix cache and
+// under Anthropic's model, the first call is priced as with a 5-minute
+// head; the first call after 20 idle minutes writes the head at the
+// hour's price; the call after the next 20 idle minutes reads it; the call
+// after two idle hours writes it again at that price; the harness's
+// strategies keep the harness's 5-minute breakpoints, their figures and the
+// cache check.
 func TestHeadTTLReplay(t *testing.T) {
-	gaps := []time.Duration{0, time.Minute, 20 * time.Minute, time.Minute, 2 * time.Hour, time.Minute}
+	gaps := []time.Duration{0, time.Minute, 20 * time.Minute, time.Minute, 20 * time.Minute, time.Minute, 2 * time.Hour, time.Minute}
 	s := piToolSession(gaps, 3000)
 	ctx := context.Background()
 	for _, model := range []string{CachePrefix, CacheAnthropic} {
@@ -772,26 +774,31 @@ func TestHeadTTLReplay(t *testing.T) {
 			}
 		}
 		sc, lc := short.Results[1].Calls, long.Results[1].Calls
-		head := lc[0].WrittenLong
-		// The head: the calibrated harness head and ctxstore's guide and
-		// tools, written at the hour's price at the first call.
-		if head <= 3000 || lc[0].Cached != 0 || math.Abs(lc[0].Cost-sc[0].Cost-(LongTTLWritePrice-WritePrice)*float64(head)) > 1e-6 {
+		// No pause yet: the first call as with a 5-minute head.
+		if lc[0].WrittenLong != 0 || lc[0].Cost != sc[0].Cost {
 			t.Fatalf("%s: first call %+v against %+v", model, lc[0], sc[0])
 		}
-		// After 20 idle minutes: cold, the head read, the rest written at
-		// 5 minutes; with a 5-minute head, everything written.
-		if c := lc[2]; !c.Cold || !c.LongHead || c.Cached != head || c.WrittenLong != 0 || c.Written != c.Context-head || sc[2].Cached != 0 {
-			t.Fatalf("%s: after 20 minutes %+v (5-minute head: %+v)", model, c, sc[2])
+		// After the first 20 idle minutes: cold, the head (the calibrated
+		// harness head and ctxstore's guide and tools) written at the
+		// hour's price, the rest at 5 minutes.
+		head := lc[2].WrittenLong
+		if c := lc[2]; !c.Cold || c.LongHead || c.Cached != 0 || head <= 3000 || c.Written != c.Context ||
+			math.Abs(c.Cost-sc[2].Cost-(LongTTLWritePrice-WritePrice)*float64(head)) > 1e-6 {
+			t.Fatalf("%s: after the first pause %+v against %+v", model, c, sc[2])
 		}
-		if d := sc[2].Cost - lc[2].Cost; math.Abs(d-(WritePrice-ReadPrice)*float64(head)) > 1e-6 {
+		// After the next 20 idle minutes: the head read.
+		if c := lc[4]; !c.Cold || !c.LongHead || c.Cached != head || c.WrittenLong != 0 || c.Written != c.Context-head || sc[4].Cached != 0 {
+			t.Fatalf("%s: after the second pause %+v (5-minute head: %+v)", model, c, sc[4])
+		}
+		if d := sc[4].Cost - lc[4].Cost; math.Abs(d-(WritePrice-ReadPrice)*float64(head)) > 1e-6 {
 			t.Fatalf("%s: the head read after 20 minutes saves %v, want %v", model, d, (WritePrice-ReadPrice)*float64(head))
 		}
 		// After two idle hours: the head written again at the hour's price.
-		if c := lc[4]; !c.Cold || c.LongHead || c.Cached != 0 || c.WrittenLong != head || c.Written != c.Context {
+		if c := lc[6]; !c.Cold || c.LongHead || c.Cached != 0 || c.WrittenLong != head || c.Written != c.Context {
 			t.Fatalf("%s: after two hours %+v", model, c)
 		}
 		// Warm calls are the same either way.
-		for _, k := range []int{1, 3, 5} {
+		for _, k := range []int{1, 3, 5, 7} {
 			if lc[k].Cost != sc[k].Cost || lc[k].WrittenLong != 0 {
 				t.Fatalf("%s: warm call %d: %+v against %+v", model, k+1, lc[k], sc[k])
 			}

@@ -192,6 +192,12 @@ func (c *Ctxstore) Begin(ctx context.Context, env *Env) error {
 	if pol.CacheTTL == 0 {
 		pol.CacheTTL = env.TTL
 	}
+	if pol.HeadTTL == 0 {
+		pol.HeadTTL = env.HeadTTL
+		if pol.HeadTTL <= pol.CacheTTL {
+			pol.HeadTTL = -1 // the head lives the TTL
+		}
+	}
 	if pol.Breakpoints == "" {
 		// Where the harness asks the provider to cache decides what a
 		// rebase rewrites: Claude Code only at the end of each request (an
@@ -264,9 +270,10 @@ func (c *Ctxstore) Step(ctx context.Context, in *CallInput) (*Step, error) {
 	st := &Step{Bytes: a.Bytes, HeadLen: c.headLen}
 	if c.env.Placement == PlacementPi {
 		// ctxstore's Pi extension places the breakpoints, and asks for the
-		// run's head lifetime on the head's (Env.HeadTTL).
+		// head lifetime the call names (Assembled.HeadTTL: the run's,
+		// Env.HeadTTL, once the session has paused) on the head's.
 		st.Breakpoints = piBreakpoints(a.Bytes, c.headLen, a.Stable)
-		st.HeadTTL = c.env.HeadTTL
+		st.HeadTTL = a.HeadTTL
 	}
 	if a.Rebased {
 		c.reasons[a.Reason]++

@@ -659,14 +659,14 @@ func priced(r raw, cal Calibration, emptyHead int, wp float64) Call {
 }
 
 // priceLongHead prices again, under the prefix cache, a call whose head
-// breakpoint lives headTTL (longer than the TTL): when the head is not
-// read as part of the shared prefix, it is read all the same if the
-// previous call, which read or wrote it, had the same head within headTTL,
-// and else written at LongTTLWritePrice; the rest as priced.
-func priceLongHead(c *Call, r raw, cal Calibration, emptyHead int, wp float64, headTTL time.Duration) {
+// breakpoint lives longer than the TTL: when the head is not read as part
+// of the shared prefix, it is read all the same if live (an earlier call
+// with a long-lived head breakpoint read or wrote this head within that
+// lifetime), and else written at LongTTLWritePrice; the rest as priced.
+func priceLongHead(c *Call, r raw, cal Calibration, emptyHead int, wp float64, live bool) {
 	head := min(cal.Overhead+cal.scale(max(r.head-emptyHead, 0)), c.Context)
 	if c.Cached < head {
-		if r.sameHead && r.gap <= headTTL {
+		if live {
 			c.Cached = head
 		} else {
 			c.WrittenLong = head - c.Cached
@@ -689,7 +689,7 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 		return nil, err
 	}
 	need := newNeeds()
-	var prevTime time.Time
+	var prevTime, longUntil time.Time // longUntil: when the head cached for long expires (prefix cache)
 	var prevRec *conversation.Usage
 	cum := 0.0
 	t := &res.Totals
@@ -718,8 +718,12 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 			c.Written = c.Context - c.Cached
 			longHead := step.HeadTTL > env.TTL
 			if sim == nil && longHead {
-				priceLongHead(&c, r, env.Calibration, empty, wp, step.HeadTTL)
+				// The head is read if a call that asked for the long
+				// lifetime wrote or read it within that lifetime.
+				live := r.sameHead && !longUntil.IsZero() && !in.Time.After(longUntil)
+				priceLongHead(&c, r, env.Calibration, empty, wp, live)
 				c.LongHead = cold && c.Cached > 0
+				longUntil = in.Time.Add(step.HeadTTL)
 			}
 			if sim != nil {
 				q := env.request(r, empty, in.Time, step.Breakpoints, step.HeadTTL, sim)

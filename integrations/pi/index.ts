@@ -19,7 +19,9 @@
 //                        request (withheld_tools: a lean head); and
 //                        prompt-cache breakpoints (Anthropic's cache_control) are moved to the
 //                        end of the prefix the service says is stable and to the end of its
-//                        answer, never left on messages something appends per call;
+//                        answer, never left on messages something appends per call; the system
+//                        prompt's and the tools' ask for the hour once the session pauses
+//                        (head_ttl_seconds);
 //   tool_result          the tools Pi runs (bash, edit, write, ls, find, grep, ...) are observed;
 //   read                 replaced by ctxstore's read (the file joins the active content; offset and
 //                        limit load lines of it; a spill file loads the output it holds);
@@ -98,6 +100,7 @@ interface ContextResponse {
   keep: number;
   system_prompt: string;
   withheld_tools?: string[];
+  head_ttl_seconds?: number;
   call: number;
   rebased: boolean;
   stable: number;
@@ -356,6 +359,31 @@ export function placeBreakpoints(payload: any, answer: any[], stable: number): a
 }
 
 /**
+ * Asks an Anthropic Messages payload's head breakpoints (the system prompt's and the tools'
+ * cache_control) for the hour when the service says so for this call (head_ttl_seconds: the
+ * session pauses, so a head that outlives the pause is read after it instead of written again).
+ * Anthropic takes "1h" only before the 5-minute breakpoints, and the head comes first; the
+ * messages' breakpoints keep theirs. Returns undefined (the payload unchanged) when there is
+ * nothing to do: a shorter lifetime, another API, or no head breakpoint.
+ */
+export function longHead(payload: any, ttlSeconds: number): any | undefined {
+  if (!(ttlSeconds >= 3600)) return undefined;
+  let changed = false;
+  const lift = (blocks: any) => {
+    if (!Array.isArray(blocks)) return;
+    for (const b of blocks) {
+      if (b?.cache_control && b.cache_control.ttl !== "1h") {
+        b.cache_control = { ...b.cache_control, ttl: "1h" };
+        changed = true;
+      }
+    }
+  };
+  lift(payload?.system);
+  lift(payload?.tools);
+  return changed ? payload : undefined;
+}
+
+/**
  * Leaves the tools named in `names` out of a provider payload (a lean head: ctxstore offers its
  * management tools only once the context has something to manage). Tools are found by name in
  * the shapes of the APIs Pi speaks: `tools[].name` (Anthropic, OpenAI Responses),
@@ -419,7 +447,7 @@ export default async function ctxstore(pi: ExtensionAPI) {
   let forkedSid = ""; // the session a fork event was queued for
   // The answer to the context call in progress: context_with_system and before_provider_request
   // of the same LLM call apply it, then it is dropped.
-  let current: { messages: any[]; stable: number; systemPrompt: string; withheld: string[] } | undefined;
+  let current: { messages: any[]; stable: number; systemPrompt: string; withheld: string[]; headTTL: number } | undefined;
   let warned = false; // the user has been told the service is down
 
   const tell = (ctx: ExtensionContext, msg: string, type: "info" | "warning" | "error" = "warning") => {
@@ -564,7 +592,13 @@ export default async function ctxstore(pi: ExtensionAPI) {
       }
       const messages = deltas.answered(req.jsons, req.keys, req.base, r);
       events = events.slice(sending.length);
-      current = { messages, stable: r.stable ?? 0, systemPrompt: r.system_prompt, withheld: r.withheld_tools ?? [] };
+      current = {
+        messages,
+        stable: r.stable ?? 0,
+        systemPrompt: r.system_prompt,
+        withheld: r.withheld_tools ?? [],
+        headTTL: r.head_ttl_seconds ?? 0,
+      };
       ok(ctx);
       return { messages };
     } catch (err) {
@@ -584,7 +618,9 @@ export default async function ctxstore(pi: ExtensionAPI) {
     current = undefined;
     if (!c) return undefined;
     const lean = withholdTools(event.payload, c.withheld);
-    return placeBreakpoints(lean ?? event.payload, c.messages, c.stable) ?? lean;
+    const placed = placeBreakpoints(lean ?? event.payload, c.messages, c.stable) ?? lean;
+    // After placing: placeBreakpoints may copy the system prompt's cache_control to the messages.
+    return longHead(placed ?? event.payload, c.headTTL) ?? placed;
   });
 
   pi.on("tool_result", async (event, ctx) => {

@@ -65,6 +65,12 @@ type ContextResponse struct {
 	// HeadChanged tells that the head (system prompt, tools) changed at
 	// this call: nothing before it is a cached prefix.
 	HeadChanged bool `json:"head_changed,omitempty"`
+	// HeadTTLSeconds is how long the harness should ask the provider to
+	// keep the head (system prompt and tools) cached at this call, where
+	// it places the breakpoints (Anthropic's cache_control "ttl": "1h"):
+	// set once the session has begun a turn with the cache cold
+	// (assemble.Policy.HeadTTL); absent: the harness's default.
+	HeadTTLSeconds int `json:"head_ttl_seconds,omitempty"`
 	// Call is the call's number and CommitID its context commit.
 	Call     int    `json:"call"`
 	CommitID string `json:"commit_id"`
@@ -265,7 +271,7 @@ func (s *Server) context(q *request) (any, error) {
 	// The time spent in the context manager itself (ingestion and
 	// assembly), so clients can tell it from HTTP and JSON.
 	q.timing = fmt.Sprintf("cm;desc=\"ingest+assemble\";dur=%.3f", float64(time.Since(start).Microseconds())/1000)
-	resp := ContextResponse{SystemPrompt: c.System(), WithheldTools: c.Withheld(), HeadChanged: c.HeadChanged, Call: c.N, CommitID: c.CommitID, Rebased: c.Rebased,
+	resp := ContextResponse{SystemPrompt: c.System(), WithheldTools: c.Withheld(), HeadChanged: c.HeadChanged, HeadTTLSeconds: int(c.HeadTTL / time.Second), Call: c.N, CommitID: c.CommitID, Rebased: c.Rebased,
 		RebaseReason: c.Reason, RebaseOffset: c.RebaseOffset, Stable: c.Stable, Bytes: c.Len(), Tokens: c.Tokens,
 		StaleTokens: c.StaleTokens, Ingested: rep}
 	if req.Messages == nil {
