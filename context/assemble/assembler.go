@@ -550,14 +550,20 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 	return nil
 }
 
-// deltaTokens is what the view of shown object id costs beyond its block
-// with patch p added: its live patches and the edit inputs tied to it.
-// When that passes the block's own size, a new full block is cheaper to
-// keep (the old one and its deltas collapse at the next rebase).
-func (a *Assembler) deltaTokens(id string, p *item) int {
+// patchCost is what the view of shown object id costs beyond its block
+// with patch p added: its live patches and, once the session has rebased,
+// the edit inputs tied to it. When that passes the block's own size, a new
+// full block is cheaper to keep (the old one and its deltas collapse at
+// the next rebase). An input tied to the view would otherwise collapse
+// only at a rebase, so its saving counts only in a session that rebases;
+// one that has not (a short one, so far) pays only what it sends.
+func (a *Assembler) patchCost(id string, p *item) int {
 	n := a.tok.Count(p.text)
 	for _, i := range a.patches[id] {
 		n += a.items[i].tokens
+	}
+	if a.shape.Rebases == 0 {
+		return n
 	}
 	for _, in := range a.inputs {
 		if in.holder == id {
@@ -704,7 +710,7 @@ func (a *Assembler) checkVersions(ctx context.Context, changed *[]string) error 
 		}
 		if err == nil && a.rv >= 3 && a.o.Layout == LayoutStream {
 			v := &version{obj: cur, ref: objects.StaticRef(cur, tx)}
-			if p := a.patchFor(id, held, v); p != nil && a.deltaTokens(id, p) <= a.items[i].tokens {
+			if p := a.patchFor(id, held, v); p != nil && a.patchCost(id, p) <= a.items[i].tokens {
 				for _, c := range p.calls {
 					if in, ok := a.inputs[c.ID]; ok {
 						in.holder = id // the edit's text is part of the file's view now

@@ -244,6 +244,7 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 		if d.Rebase && d.From < len(at) {
 			c.Rebased, c.Reason = true, d.Reason
 			c.RebaseOffset, c.PrefixTokens = a.rebase(at[d.From])
+			a.shape.Rebases++
 			c.PrefixBytes = c.RebaseOffset
 			a.needsHead() // it collapses what the model saw
 		}
@@ -841,8 +842,12 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 	for k, v := range shownFields(a.committedShown, a.shown) {
 		doc[k] = v
 	}
-	doc["shape"] = map[string]any{"turns": int64(a.shape.Turns), "turn_calls": int64(a.shape.TurnCalls),
+	shape := map[string]any{"turns": int64(a.shape.Turns), "turn_calls": int64(a.shape.TurnCalls),
 		"current": int64(a.shape.Current), "warm_starts": int64(a.shape.WarmStarts), "cold_starts": int64(a.shape.ColdStarts)}
+	if a.shape.Rebases > 0 {
+		shape["rebases"] = int64(a.shape.Rebases) // absent in commits written before it was kept
+	}
+	doc["shape"] = shape
 	if meta != nil {
 		m, err := toJSONValue(meta)
 		if err != nil {

@@ -151,6 +151,9 @@ type Shape struct {
 	// WarmStarts and ColdStarts count the turns whose first call found the
 	// cache warm or cold (idle >= CacheTTL).
 	WarmStarts, ColdStarts int
+	// Rebases counts the session's rebases so far (0 in commits written
+	// before it was kept).
+	Rebases int
 }
 
 // Horizon estimates how many more calls the current cache will serve,

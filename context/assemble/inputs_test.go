@@ -169,3 +169,47 @@ func TestPreviewAndActivate(t *testing.T) {
 		}
 	}
 }
+
+// TestPatchInShortSession (issue 17): the model's own edit of a small
+// file it holds is shown as a patch naming the edit, not as a new full
+// copy, in a session that has not rebased, even when the edit's input is
+// large against the file: that input would collapse only at a rebase.
+// Once the session has rebased, the input's saving counts and the same
+// edit brings a new full copy (its input then collapses with its call).
+func TestPatchInShortSession(t *testing.T) {
+	for _, rebased := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rebased=%v", rebased), func(t *testing.T) {
+			e := newEnv(t, LayoutStream, Policy{})
+			var lines strings.Builder
+			for i := range 30 {
+				fmt.Fprintf(&lines, "line %d of the notes\n", i)
+			}
+			p := e.file("notes.txt", "alpha\n"+lines.String())
+			e.turn("Edit notes.txt.")
+			e.read(p)
+			c := e.call()
+			if rebased {
+				e.a.shape.Rebases = 1
+			}
+			// An edit whose input (JSON over Policy.InputBytes) is larger
+			// than the file.
+			pad := strings.Repeat("a long explanation of the change ", 60)
+			args := map[string]any{"file_path": p, "old_string": "alpha\n", "new_string": "beta\n", "description": pad}
+			e.seq++
+			id := e.uid(fmt.Sprintf("toolu_%04d", e.seq))
+			e.must(e.a.Assistant(e.ctx, "", []ToolCall{{ID: id, Name: "edit", Args: args}}))
+			e.file("notes.txt", "beta\n"+lines.String())
+			out := "edited"
+			r, err := e.tools.Edit(e.ctx, tools.Call{ID: id, Tool: "edit", Args: args, Output: &out}, p)
+			e.must(err)
+			e.must(e.a.ToolResult(e.ctx, r))
+			c = e.call()
+			text := string(c.Bytes)
+			patched := strings.Contains(text, "your call "+id+" applied to the version above")
+			copies := strings.Count(text, "<<content id=")
+			if patched == rebased || !patched && copies != 2 || patched && copies != 1 {
+				t.Fatalf("patch %v, %d content blocks; want a patch only without a rebase: %s", patched, copies, text[strings.Index(text, "alpha"):])
+			}
+		})
+	}
+}

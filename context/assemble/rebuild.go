@@ -125,6 +125,7 @@ func ReadCommitAfter(ctx context.Context, st store.Store, sessionID string, n in
 			Current    int `json:"current"`
 			WarmStarts int `json:"warm_starts"`
 			ColdStarts int `json:"cold_starts"`
+			Rebases    int `json:"rebases"`
 		} `json:"shape"`
 		Time        string `json:"time"`
 		PrefixBytes *int   `json:"prefix_bytes"`
