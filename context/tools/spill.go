@@ -65,12 +65,35 @@ func SpillCallID(name string) (string, bool) {
 
 // SetSpill sets where the session's bare head names outputs (see Spill).
 // Not safe concurrently with the tools' calls.
-func (t *Tools) SetSpill(s Spill) { t.spill = s }
+func (t *Tools) SetSpill(s Spill) { t.spill = s.resolved() }
+
+// resolved is s with its directories cleaned and their symbolic links
+// resolved, as far as they exist (paths are compared resolved).
+func (s Spill) resolved() Spill {
+	for _, d := range []*string{&s.Root, &s.Dir} {
+		if *d == "" {
+			continue
+		}
+		if r, err := resolve(*d); err == nil {
+			*d = r
+		} else {
+			*d = filepath.Clean(*d)
+		}
+	}
+	return s
+}
 
 // inSpill reports whether path (absolute) lies in the spill root or the
 // session's spill directory.
 func (t *Tools) inSpill(path string) bool {
-	return t.spill.Root != "" && within(t.spill.Root, path) || t.spill.Dir != "" && within(t.spill.Dir, path)
+	if t.spill.Root == "" && t.spill.Dir == "" {
+		return false
+	}
+	p, err := resolve(path)
+	if err != nil {
+		p = filepath.Clean(path)
+	}
+	return t.spill.Root != "" && within(t.spill.Root, p) || t.spill.Dir != "" && within(t.spill.Dir, p)
 }
 
 // SpillDir is session id's spill directory in root: its id written as
@@ -79,15 +102,9 @@ func SpillDir(root, id string) string {
 	return filepath.Join(root, strings.TrimSuffix(SpillName(id), ".txt"))
 }
 
-// within reports whether p is dir or lies under it, after cleaning both
-// and resolving their symbolic links (as Roots does).
+// within reports whether p is dir or lies under it (both resolved).
 func within(dir, p string) bool {
-	rd, err1 := resolve(dir)
-	rp, err2 := resolve(p)
-	if err1 != nil || err2 != nil {
-		rd, rp = filepath.Clean(dir), filepath.Clean(p)
-	}
-	return rp == rd || strings.HasPrefix(rp, rd+string(filepath.Separator))
+	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
 }
 
 // spillCall returns the call id of a read of path in the spill root: its
@@ -98,7 +115,11 @@ func (t *Tools) spillCall(path string) (id string, ok bool, err error) {
 	if !t.inSpill(path) {
 		return "", false, nil
 	}
-	if t.spill.Dir == "" || !within(t.spill.Dir, path) || filepath.Dir(filepath.Clean(path)) != filepath.Clean(t.spill.Dir) {
+	p, rerr := resolve(path)
+	if rerr != nil {
+		p = filepath.Clean(path)
+	}
+	if t.spill.Dir == "" || filepath.Dir(p) != t.spill.Dir {
 		return "", true, fmt.Errorf("read %s: %w: it is in another session's spill directory (a session reads only its own outputs)", path, ErrForeignObject)
 	}
 	id, named := SpillCallID(filepath.Base(path))

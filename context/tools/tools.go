@@ -85,7 +85,7 @@ func New(s *session.Session, ix *files.Indexer, o Options) *Tools {
 	if o.MaxDiscovered <= 0 {
 		o.MaxDiscovered = 200
 	}
-	return &Tools{s: s, ix: ix, tr: o.Tracker, policy: o.Policy, maxDis: o.MaxDiscovered, roots: o.Roots, notes: o.Notes, spill: o.Spill}
+	return &Tools{s: s, ix: ix, tr: o.Tracker, policy: o.Policy, maxDis: o.MaxDiscovered, roots: o.Roots, notes: o.Notes, spill: o.Spill.resolved()}
 }
 
 // SetRoots replaces the roots (nil: every path). Not safe concurrently
