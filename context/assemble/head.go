@@ -54,8 +54,9 @@ type SpillFile struct {
 	Content string
 }
 
-// spillOut lists it's output for its spill file when a bare head's text
-// names that file for it: a preview, or a line an output collapsed to.
+// spillOut lists tool result it, with its output, for its spill file when
+// a bare head's text names that file for it: a preview, or a line an
+// output collapsed to.
 func (a *Assembler) spillOut(it *item) {
 	if a.spill == "" || it.kind != kToolRef || it.obj == nil || it.obj.Content == nil {
 		return
