@@ -69,9 +69,9 @@ type Ctxstore struct {
 	// BareHead keeps that lean head for the whole session
 	// (assemble.LeanHead.Bare): the guide and the management tools are
 	// never offered; one note at the first collapse, and each preview,
-	// name the spill files under the session's working directory's
-	// .ctxstore/spill/<session id> for the harness's own read. Implies
-	// LeanHead.
+	// name the spill files for the harness's own read, in
+	// bareSpillRoot/<session id> as the service names them by default
+	// (its user's cache directory). Implies LeanHead.
 	BareHead bool
 
 	env     *Env
@@ -108,7 +108,7 @@ func (c *Ctxstore) lean() *assemble.LeanHead {
 		lh.Withheld = append(lh.Withheld, t.Name)
 	}
 	if c.BareHead {
-		lh.Bare, lh.Spill = true, filepath.Join(c.cwd(), ".ctxstore", "spill", c.env.Session.ID)
+		lh.Bare, lh.Spill = true, tools.SpillDir(bareSpillRoot, c.env.Session.ID)
 	}
 	return lh
 }
@@ -133,6 +133,12 @@ func (c *Ctxstore) prompt() string {
 
 // callID is a tool call id as this run records it.
 func (c *Ctxstore) callID(id string) string { return id + c.suffix }
+
+// bareSpillRoot stands for the service's default spill root (serve
+// --spill-dir: ctxstore/spill in the user's cache directory) on the
+// recorded machine, whose home the transcript does not give: the bare
+// head's note names it once per session, so only its length matters.
+const bareSpillRoot = "/home/user/.cache/ctxstore/spill"
 
 // Name returns "ctxstore_stream" or "ctxstore_literal".
 func (c *Ctxstore) Name() string {
