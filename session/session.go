@@ -222,8 +222,8 @@ func (s *Session) IsActive(id string) bool {
 	return s.state.IsActive(id)
 }
 
-// Indexed and InPool report whether id is in the session index and the
-// pool, and Pinned returns
+// Indexed, InPool and Recorded report whether id is in the session index,
+// the pool and its recorded toolcalls, and Pinned returns
 // a copy of the pinned set: reads of the state without a copy of its long
 // lists (State copies them all).
 func (s *Session) Indexed(id string) bool {
@@ -236,6 +236,12 @@ func (s *Session) InPool(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.state.InPool(id)
+}
+
+func (s *Session) Recorded(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state.Recorded(id)
 }
 
 func (s *Session) Pinned() []string {

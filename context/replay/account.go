@@ -146,10 +146,12 @@ type Step struct {
 	// AnthropicMaxBreakpoints count; the last ones are kept).
 	Breakpoints []int
 	// HeadTTL, when longer than the TTL, is the lifetime of the breakpoint
-	// at the end of the head (Anthropic's "ttl": "1h"), set by a strategy
-	// that places its own breakpoints (ctxstore's Pi extension:
-	// Env.HeadTTL): the head is read after an idle gap up to HeadTTL, and
-	// written at LongTTLWritePrice; what follows it keeps the TTL.
+	// at the end of the head (Anthropic's "ttl": "1h") at this call, set by
+	// a strategy that places its own breakpoints (ctxstore's, as its Pi
+	// extension does: the call's assemble.Assembled.HeadTTL, once the
+	// session has paused): the head is read after an idle gap within the
+	// lifetime of an earlier such breakpoint, and written at
+	// LongTTLWritePrice; what follows it keeps the TTL.
 	HeadTTL time.Duration
 }
 
@@ -161,10 +163,9 @@ type raw struct {
 	warm     bool // the previous call is within the TTL
 	extended bool // Bytes extends the previous call's bytes
 	lcp      int  // bytes shared with the previous call
-	// sameHead: the head (Bytes[:HeadLen]) is the previous call's; gap
-	// is the time since the previous call (both false/0 for the first).
+	// sameHead: the head (Bytes[:HeadLen]) is the previous call's (false
+	// for the first).
 	sameHead bool
-	gap      time.Duration
 	// blocks are the context's blocks for the provider cache models: the
 	// head, then one per segment (a closing "<</" segment joins the block
 	// before it), with raw token ends and prefix hashes.
@@ -259,9 +260,7 @@ func (m *meter) measure(b []byte, headLen int, t time.Time, ttl time.Duration) r
 	r := raw{context: total, lcp: lcp, extended: m.calls > 0 && lcp == len(m.prev)}
 	r.head = m.headTokens(b, headLen, bounds, cum, total)
 	r.warm = m.calls > 0 && t.Sub(m.prevTime) <= ttl
-	if m.calls > 0 {
-		r.sameHead, r.gap = lcp >= headLen, t.Sub(m.prevTime)
-	}
+	r.sameHead = m.calls > 0 && lcp >= headLen
 	if r.warm && lcp >= headLen {
 		r.cached = cached
 	}

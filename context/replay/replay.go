@@ -54,12 +54,12 @@ type Options struct {
 	Window int
 	// HeadTTL is the lifetime ctxstore's strategies ask for on the
 	// breakpoint at the end of the head (the harness's system prompt and
-	// tools, and ctxstore's) where they place the breakpoints themselves
-	// (ctxstore's Pi extension; Claude Code places its own): zero is
-	// $CTXSTORE_REPLAY_HEAD_TTL when set (a Go duration: "5m", "1h"),
-	// else DefaultHeadTTL. No longer than TTL: the head lives TTL, as
-	// before the option. Every other strategy keeps the harness's
-	// breakpoints and their TTL (docs/replay.md).
+	// tools, and ctxstore's) once the session has paused
+	// (assemble.Policy.HeadTTL), where they place the breakpoints
+	// themselves (ctxstore's Pi extension; Claude Code places its own):
+	// zero is DefaultHeadTTL; no longer than TTL, never (the head lives
+	// TTL). Every other strategy keeps the harness's breakpoints and their
+	// TTL (docs/replay.md).
 	HeadTTL time.Duration
 	// Calibrate is "fit" (default: Scale and Overhead by least squares),
 	// "overhead" (Scale 1, Overhead the median difference) or "none".
@@ -90,26 +90,15 @@ type Options struct {
 // ask for where they place the breakpoints (Options.HeadTTL).
 const DefaultHeadTTL = time.Hour
 
-// HeadTTLEnv names the environment variable Options.HeadTTL falls back on.
-const HeadTTLEnv = "CTXSTORE_REPLAY_HEAD_TTL"
-
-// headTTL returns the head breakpoint's lifetime of a run: o.HeadTTL, the
-// environment's, or DefaultHeadTTL; never shorter than the TTL (Anthropic
-// takes a longer lifetime only before shorter ones, and the head is
-// first).
-func (o Options) headTTL() (time.Duration, error) {
+// headTTL returns the head breakpoint's lifetime of a run: o.HeadTTL or
+// DefaultHeadTTL, never shorter than the TTL (Anthropic takes a longer
+// lifetime only before shorter ones, and the head is first).
+func (o Options) headTTL() time.Duration {
 	h := o.HeadTTL
-	if h <= 0 {
+	if h == 0 {
 		h = DefaultHeadTTL
-		if v := os.Getenv(HeadTTLEnv); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return 0, fmt.Errorf("replay: %s=%q: want a positive duration such as 5m or 1h", HeadTTLEnv, v)
-			}
-			h = d
-		}
 	}
-	return max(h, o.TTL), nil
+	return max(h, o.TTL)
 }
 
 // DefaultStrategies returns the strategies of issue 7: the naive full
@@ -365,10 +354,7 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 	if o.Strategies == nil {
 		o.Strategies = DefaultStrategies()
 	}
-	headTTL, err := o.headTTL()
-	if err != nil {
-		return nil, err
-	}
+	headTTL := o.headTTL()
 	counter := o.Counter
 	if counter == nil {
 		tok := o.Tokenizer

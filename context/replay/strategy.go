@@ -39,9 +39,10 @@ type Env struct {
 	// (in provider tokens).
 	TTL    time.Duration
 	Window int
-	// HeadTTL is the lifetime a strategy that places its own breakpoints
-	// (ctxstore's, through its Pi extension) asks for on the breakpoint at
-	// the end of the head (Step.HeadTTL); no longer than TTL: none.
+	// HeadTTL is the run's head lifetime (Options.HeadTTL): what a
+	// strategy that places its own breakpoints (ctxstore's, through its Pi
+	// extension) asks for on the breakpoint at the end of the head once
+	// the session has paused (Step.HeadTTL); no longer than TTL: never.
 	HeadTTL time.Duration
 	// Dir is a temporary directory for this strategy's files (stores,
 	// mirrored files), removed after the replay.

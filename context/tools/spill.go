@@ -84,16 +84,16 @@ func (s Spill) resolved() Spill {
 }
 
 // inSpill reports whether path (absolute) lies in the spill root or the
-// session's spill directory.
-func (t *Tools) inSpill(path string) bool {
+// session's spill directory, and returns it resolved when it does.
+func (t *Tools) inSpill(path string) (string, bool) {
 	if t.spill.Root == "" && t.spill.Dir == "" {
-		return false
+		return "", false
 	}
 	p, err := resolve(path)
 	if err != nil {
 		p = filepath.Clean(path)
 	}
-	return t.spill.Root != "" && within(t.spill.Root, p) || t.spill.Dir != "" && within(t.spill.Dir, p)
+	return p, t.spill.Root != "" && within(t.spill.Root, p) || t.spill.Dir != "" && within(t.spill.Dir, p)
 }
 
 // SpillDir is session id's spill directory in root: its id written as
@@ -112,18 +112,15 @@ func within(dir, p string) bool {
 // naming one of its calls. A path elsewhere in the root is refused, and a
 // path outside it is not a spill path (ok false, nil error).
 func (t *Tools) spillCall(path string) (id string, ok bool, err error) {
-	if !t.inSpill(path) {
+	p, in := t.inSpill(path)
+	if !in {
 		return "", false, nil
-	}
-	p, rerr := resolve(path)
-	if rerr != nil {
-		p = filepath.Clean(path)
 	}
 	if t.spill.Dir == "" || filepath.Dir(p) != t.spill.Dir {
 		return "", true, fmt.Errorf("read %s: %w: it is in another session's spill directory (a session reads only its own outputs)", path, ErrForeignObject)
 	}
 	id, named := SpillCallID(filepath.Base(path))
-	if !named || !t.s.State().Recorded(id) {
+	if !named || !t.s.Recorded(id) {
 		return "", true, fmt.Errorf("read %s: %w: it names no tool call of this session", path, ErrNotSpillFile)
 	}
 	return id, true, nil
@@ -161,4 +158,11 @@ func (t *Tools) readOutputPart(ctx context.Context, c Call, path, id string, off
 	part := fmt.Sprintf("[ctxstore] lines %d-%d of %d of the output of %s (read %s without offset and limit loads it whole)\n%s",
 		first, last, len(lines), id, path, strings.Join(lines[first-1:last], ""))
 	return t.recordPart(ctx, c, nil, part)
+}
+
+// isSpill reports whether path lies in the spill root or the session's
+// spill directory.
+func (t *Tools) isSpill(path string) bool {
+	_, in := t.inSpill(path)
+	return in
 }

@@ -16,7 +16,7 @@
 //                        call (Pi's later system messages are folded: their tools are kept);
 //   before_provider_request
 //                        the tools the service withholds at this call are left out of the
-//                        request (withheld_tools: a lean head); and
+//                        request (withheld_tools: a bare or lean head); and
 //                        prompt-cache breakpoints (Anthropic's cache_control) are moved to the
 //                        end of the prefix the service says is stable and to the end of its
 //                        answer, never left on messages something appends per call; the system
