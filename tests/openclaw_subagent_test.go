@@ -144,7 +144,11 @@ func TestOpenClawSubagent(t *testing.T) {
 func TestOpenClawSubagentGateway(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
-	parent, childReqs := 0, 0
+	childReqs := 0
+	// The parent's answers follow from its last message, not from a count
+	// of requests: OpenClaw may run a turn twice (the CLI falls back to an
+	// embedded run when the gateway is slow to answer), and a counter then
+	// answers the wrong turn.
 	respond := func(req messagesRequest) piStep {
 		mu.Lock()
 		defer mu.Unlock()
@@ -157,18 +161,29 @@ func TestOpenClawSubagentGateway(t *testing.T) {
 				}
 			}
 		}
-		parent++
-		switch parent {
-		case 1:
-			return piStep{Text: "turn one done"}
-		case 2:
-			return piStep{Tool: "tool_call", Args: map[string]any{"id": "sessions_spawn", "args": map[string]any{"task": "check the notes", "context": "fork"}}, ID: "callspawn"}
-		case 3:
-			return piStep{Text: "turn two done"}
-		case 4:
-			return piStep{Text: "announced"}
-		default:
+		// The last message that is the turn's own: OpenClaw appends its
+		// internal context (active exec sessions, subagents) after it.
+		last := ""
+		for i := len(req.Messages) - 1; i >= 0 && last == ""; i-- {
+			bs, _ := messagesBlocks(req.Messages[i].Content)
+			for _, b := range bs {
+				if b.Type == "tool_result" {
+					return piStep{Text: "turn two done"}
+				}
+				if !strings.Contains(b.Text, "OPENCLAW_INTERNAL_CONTEXT") {
+					last += b.Text
+				}
+			}
+		}
+		switch {
+		case strings.Contains(last, "and now"):
 			return piStep{Text: "turn three done"}
+		case strings.Contains(last, "delegate the notes"):
+			return piStep{Tool: "tool_call", Args: map[string]any{"id": "sessions_spawn", "args": map[string]any{"task": "check the notes", "context": "fork"}}, ID: "callspawn"}
+		case strings.Contains(last, "hello"):
+			return piStep{Text: "turn one done"}
+		default:
+			return piStep{Text: "announced"}
 		}
 	}
 	h := newOpenClawHome(t, respond)
