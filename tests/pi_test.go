@@ -39,7 +39,7 @@ var contentRe = regexp.MustCompile(`^<<content id=(\S+) version=(\d+)>>\n`)
 // is the call's live output (not a one-line "status=…" or "[ctxstore]
 // collapsed: …" reference); a "[ctxstore] <id> changed, version a -> b"
 // patch adds to its object's content (a diff, or the arguments of the
-// model's own edits it names); a "[ctxstore] inactive now: id, id" note
+// model's own edits it names: "your edit" is its latest write or edit); a "[ctxstore] inactive now: id, id" note
 // drops them: id as shown -> text.
 func live(c piContext) map[string]string {
 	out := map[string]string{}
@@ -52,18 +52,26 @@ func live(c piContext) map[string]string {
 			}
 		}
 	}
+	lastEdit := "" // the model's latest write or edit call so far: what "your edit" names
 	for _, m := range c.Messages {
 		if m.Role == "toolResult" && len(m.Content) == 1 && !strings.HasPrefix(m.Content[0].Text, "status=") && !strings.HasPrefix(m.Content[0].Text, "[ctxstore] collapsed: ") {
 			out[m.ToolCallID] = m.Content[0].Text
 			continue
 		}
 		for _, b := range m.Content {
+			if b.Type == "toolCall" && (b.Name == "edit" || b.Name == "write") {
+				lastEdit = b.ID
+			}
 			if mm := contentRe.FindStringSubmatch(b.Text); mm != nil {
 				out[mm[1]] = b.Text
 			}
 			if mm := patchRe.FindStringSubmatch(b.Text); mm != nil {
 				out[mm[1]] += "\n" + b.Text
-				for _, call := range strings.Split(mm[2], ", ") {
+				calls := mm[2]
+				if strings.Contains(b.Text, ": your edit applied") {
+					calls = lastEdit
+				}
+				for _, call := range strings.Split(calls, ", ") {
 					out[mm[1]] += "\n" + args[call]
 				}
 			}
@@ -91,7 +99,7 @@ func resultOutput(c piContext, id string) bool {
 
 // patchRe matches a patch: its object and, for the model's own edits, the
 // calls it names.
-var patchRe = regexp.MustCompile(`^\[ctxstore\] (\S+) changed, version \d+ -> \d+(?:: your calls? (\S+(?:, \S+)*) applied)?`)
+var patchRe = regexp.MustCompile(`^\[ctxstore\] (\S+) changed, version \d+ -> \d+(?:: your (?:edit|calls (\S+(?:, \S+)*)) applied)?`)
 
 // shownID returns the id a context shows for id (contexts may shorten
 // long ids to a prefix).

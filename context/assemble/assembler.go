@@ -517,7 +517,7 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 		deactivated, changedNote = "[context] inactive now: ", "[context] changed, new version below: "
 	}
 	if a.rv >= 3 {
-		deactivated, changedNote = ctxPrefix+"inactive now: ", ctxPrefix+"changed, new version below: "
+		deactivated, changedNote = ctxPrefix+"inactive now: ", changedPrefix
 	}
 	if len(gone) > 0 {
 		sort.Strings(gone)
@@ -549,6 +549,10 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 	}
 	return nil
 }
+
+// changedPrefix opens the note that names the objects shown again in full
+// because they changed (rendering 3 on).
+const changedPrefix = ctxPrefix + "changed, new version below: "
 
 // patchCost is what the view of shown object id costs beyond its block
 // with patch p added: its live patches and, once the session has rebased,
@@ -710,7 +714,15 @@ func (a *Assembler) checkVersions(ctx context.Context, changed *[]string) error 
 		}
 		if err == nil && a.rv >= 3 && a.o.Layout == LayoutStream {
 			v := &version{obj: cur, ref: objects.StaticRef(cur, tx)}
-			if p := a.patchFor(id, held, v); p != nil && a.patchCost(id, p) <= a.items[i].tokens {
+			// Shown again, the new version costs its block and its
+			// name in the note that announces it (the note's opening
+			// with the first such object).
+			name := changedPrefix + objects.DisplayID(id)
+			if len(*changed) > 0 {
+				name = ", " + objects.DisplayID(id)
+			}
+			again := a.items[i].tokens + a.tok.Count(name)
+			if p := a.patchFor(id, held, v); p != nil && a.patchCost(id, p) <= again {
 				for _, c := range p.calls {
 					if in, ok := a.inputs[c.ID]; ok {
 						in.holder = id // the edit's text is part of the file's view now

@@ -205,10 +205,58 @@ func TestPatchInShortSession(t *testing.T) {
 			e.must(e.a.ToolResult(e.ctx, r))
 			c = e.call()
 			text := string(c.Bytes)
-			patched := strings.Contains(text, "your call "+id+" applied to the version above")
+			patched := strings.Contains(text, ": your edit applied to the version above")
 			copies := strings.Count(text, "<<content id=")
 			if patched == rebased || !patched && copies != 2 || patched && copies != 1 {
 				t.Fatalf("patch %v, %d content blocks; want a patch only without a rebase: %s", patched, copies, text[strings.Index(text, "alpha"):])
+			}
+		})
+	}
+}
+
+// TestPatchNamesEdits: one edit of a file since the version the model
+// holds is "your edit", a line short enough that even a two-byte file is
+// patched rather than shown again (its block and its name in the
+// "changed" note); several edits are named by their call ids, in order
+// (their ids pass a small file's size, so that case edits a larger one).
+func TestPatchNamesEdits(t *testing.T) {
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprintf("edits=%d", n), func(t *testing.T) {
+			e := newEnv(t, LayoutStream, Policy{})
+			rest := ""
+			if n > 1 {
+				rest = strings.Repeat("a line that stays as it is\n", 30)
+			}
+			p := e.file("tiny.txt", "a\n"+rest)
+			e.turn("Edit tiny.txt.")
+			e.read(p)
+			e.call()
+			var ids []string
+			var calls []ToolCall
+			for i := range n {
+				e.seq++
+				id := e.uid(fmt.Sprintf("toolu_%04d", e.seq))
+				ids = append(ids, id)
+				calls = append(calls, ToolCall{ID: id, Name: "edit", Args: map[string]any{"file_path": p, "old_string": string(rune('a' + i)), "new_string": string(rune('b' + i))}})
+			}
+			e.must(e.a.Assistant(e.ctx, "", calls))
+			for i, c := range calls {
+				e.file("tiny.txt", string(rune('b'+i))+"\n"+rest)
+				out := "edited"
+				r, err := e.tools.Edit(e.ctx, tools.Call{ID: c.ID, Tool: "edit", Args: c.Args, Output: &out}, p)
+				e.must(err)
+				e.must(e.a.ToolResult(e.ctx, r))
+			}
+			text := string(e.call().Bytes)
+			want := ": your edit applied to the version above; nothing else changed"
+			if n > 1 {
+				want = ": your calls " + strings.Join(ids, ", ") + " applied to the version above; nothing else changed"
+			}
+			if !strings.Contains(text, want) {
+				t.Fatalf("no patch %q in:\n%s", want, text[strings.Index(text, "Edit tiny"):])
+			}
+			if c := strings.Count(text, "<<content id="); c != 1 {
+				t.Fatalf("%d content blocks, want the one read (the edit is a patch):\n%s", c, text[strings.Index(text, "Edit tiny"):])
 			}
 		})
 	}

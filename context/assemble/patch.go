@@ -55,8 +55,14 @@ func (a *Assembler) patchFor(id string, held, cur *version) *item {
 			for i, c := range calls {
 				ids[i] = c.ID
 			}
+			// One edit of this file since the version above is named by
+			// what it is: the ids say which only when there are several.
+			what := "your edit"
+			if len(ids) > 1 {
+				what = "your calls " + strings.Join(ids, ", ")
+			}
 			return &item{kind: kPatch, ref: cur.ref, obj: cur.obj, calls: calls,
-				text: head + ": your " + plural(len(ids), "call") + " " + strings.Join(ids, ", ") + " applied to the version above; nothing else changed"}
+				text: head + ": " + what + " applied to the version above; nothing else changed"}
 		}
 	}
 	d := lineDiff(old, nw)
