@@ -59,10 +59,20 @@ func TestCLIInspect(t *testing.T) {
 		t.Fatalf("sessions:\n%s", out)
 	}
 	out = c.ok("", "--store", db, "session", "show", s.ID)
-	for _, want := range []string{"harness   claude-code", "calls     30", "cache breaks by cause:", "first"} {
+	for _, want := range []string{"harness   claude-code", "calls     30", "cache breaks by cause:", "first", "paging    "} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("session show lacks %q:\n%s", want, out)
 		}
+	}
+	var shown struct {
+		Paging *struct {
+			Previews  *int `json:"previews"`
+			Collapsed *int `json:"collapsed"`
+		} `json:"paging"`
+	}
+	if err := json.Unmarshal([]byte(c.ok("", "--store", db, "--json", "session", "show", s.ID)), &shown); err != nil ||
+		shown.Paging == nil || shown.Paging.Previews == nil || shown.Paging.Collapsed == nil {
+		t.Fatalf("session show --json: %v, paging %+v", err, shown.Paging)
 	}
 	out = c.ok("", "--store", db, "calls", s.ID)
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 31 || !strings.HasPrefix(lines[1], "1 ") {

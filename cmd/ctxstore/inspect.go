@@ -78,9 +78,15 @@ func (c *sessionShowCmd) Run(a *app) error {
 		return err
 	}
 	defer st.Close()
-	d, err := c.inspector(st).Session(a.ctx, c.Session)
+	in := c.inspector(st)
+	d, err := in.Session(a.ctx, c.Session)
 	if err != nil {
 		return err
+	}
+	if !d.Recorded {
+		if d.Paging, err = in.Paging(a.ctx, c.Session); err != nil {
+			return err
+		}
 	}
 	if a.cli.JSON {
 		return a.printJSON(d)
@@ -109,6 +115,7 @@ func (c *sessionShowCmd) Run(a *app) error {
 		d.Calls, d.Rebases, d.Tokens, d.TokensSent, pct(d.CachedShare))
 	fmt.Fprintf(w, "cost      %s (%.0f base input tokens)\n", usd(d.CostUSD), d.Cost)
 	fmt.Fprintf(w, "commits   %d context commits, %d branching\n", d.Commits, d.Branches)
+	fmt.Fprintf(w, "paging    %s\n", pagingLine(d.Paging))
 	if len(d.Lost) > 0 {
 		fmt.Fprintln(w, "cache breaks by cause:")
 		t := newTable(w, "  CAUSE", "CALLS", "REWRITTEN TOKENS", "LOST")
@@ -337,3 +344,16 @@ func shortID(id string) string {
 }
 
 var _ = errors.New
+
+// pagingLine says how a session's demand paging went, in one line.
+func pagingLine(p *inspect.Paging) string {
+	s := fmt.Sprintf("%d outputs shown as a preview", p.Previews)
+	if p.Previews > 0 {
+		s += fmt.Sprintf(", %d read back whole (fault rate %s: %d by activate, %d by a spill-file read, %d run again)",
+			p.Faulted, pct(p.FaultRate), p.ByActivate, p.BySpillRead, p.ByRerun)
+		if p.Partial > 0 {
+			s += fmt.Sprintf(", %d spill-file reads of some lines", p.Partial)
+		}
+	}
+	return s + fmt.Sprintf("; %d shown collapsed, %d read back", p.Collapsed, p.CollapsedReadBack)
+}

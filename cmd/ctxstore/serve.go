@@ -31,6 +31,7 @@ type serveCmd struct {
 	Stale       int           `name:"stale-threshold" default:"8000" help:"Collapse stale content in batches of at least this many tokens (the rebase cost model decides when and from where)."`
 	CacheTTL    time.Duration `name:"cache-ttl" default:"5m" help:"The provider's prompt-cache lifetime, for the rebase cost model (after that long without a call the cache is cold)."`
 	HeadTTL     time.Duration `name:"head-ttl" default:"1h" help:"How long the harness is asked to keep the head (system prompt and tools) cached once a session has paused longer than --cache-ttl (Anthropic: 1h; 0 or no longer than --cache-ttl: never)."`
+	Preview     int           `name:"preview-tokens" default:"4000" help:"A tool output larger than this many tokens enters its tool result as a preview (its first and last lines and how to read it whole); -1: never (session show reports how often previews were read back)."`
 	Breakpoints string        `name:"breakpoints" default:"stable" enum:"stable,prefix,end" help:"Where the harness caches, for the rebase cost model: stable (the end of the stable messages, as ctxstore's Pi and OpenClaw extensions place breakpoints), prefix (any shared prefix, an automatic cache) or end (the end of each request only)."`
 	NoTrack     bool          `name:"no-track" help:"Do not watch files for changes (a file edited on disk is then seen at its next read)."`
 	Commit      string        `name:"commit-every" default:"call" enum:"call,turn,off" help:"When sessions write conversation commits: every context call with new messages, each turn (a user prompt), or off (docs/commits.md)."`
@@ -57,6 +58,9 @@ func headTTL(d time.Duration) time.Duration {
 // connections, requests in flight finish, sessions are flushed, the store
 // is closed.
 func (c *serveCmd) Run(a *app) error {
+	if c.Preview == 0 || c.Preview < -1 {
+		return usagef("--preview-tokens %d: want a size in tokens, or -1 for never", c.Preview)
+	}
 	var tokens []httpapi.Token
 	if c.Token != "" {
 		if len(c.Token) < 16 {
@@ -123,7 +127,7 @@ func (c *serveCmd) Run(a *app) error {
 		Recall: recallSet,
 		Store:  st, Resolver: res, Notes: nt, Track: !c.NoTrack, Tokens: tokens,
 		Policy: collapse.Config{TurnsBack: c.TurnsBack, PerTurn: c.PerTurn, FilesPerTurn: c.Files, Budget: c.Budget},
-		Layout: assemble.Layout(c.Layout), Rebase: assemble.Policy{StaleThreshold: c.Stale, Breakpoints: c.Breakpoints, CacheTTL: c.CacheTTL, HeadTTL: headTTL(c.HeadTTL)}, CommitEvery: c.Commit,
+		Layout: assemble.Layout(c.Layout), Rebase: assemble.Policy{StaleThreshold: c.Stale, Breakpoints: c.Breakpoints, CacheTTL: c.CacheTTL, HeadTTL: headTTL(c.HeadTTL), PreviewTokens: c.Preview}, CommitEvery: c.Commit,
 		Log: log, Roots: roots, Spill: c.Spill,
 	})
 	if err != nil {

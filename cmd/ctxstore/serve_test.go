@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// TestServeFlagsChecked: a mount mapping or a note root serve cannot use
-// is a usage error, before anything listens.
+// TestServeFlagsChecked: a mount mapping or a preview size serve cannot
+// use is a usage error, before anything listens.
 func TestServeFlagsChecked(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "s.db")
 	for _, c := range []struct {
@@ -19,6 +19,8 @@ func TestServeFlagsChecked(t *testing.T) {
 		{[]string{"--mount", "no-equals"}, "PREFIX=FSID"},
 		{[]string{"--mount", "relative/dir=fs1"}, "absolute"},
 		{[]string{"--mount", "/srv=", "--addr", "127.0.0.1:0"}, "PREFIX=FSID"},
+		{[]string{"--preview-tokens", "0"}, "--preview-tokens 0"},
+		{[]string{"--preview-tokens=-2"}, "-1 for never"},
 	} {
 		var out, errb bytes.Buffer
 		code := run(context.Background(), append([]string{"--store", db, "serve"}, c.args...), strings.NewReader(""), &out, &errb)

@@ -74,6 +74,10 @@ type SessionDetail struct {
 	Pinned int `json:"pinned"`
 	// Branches counts the commits with more than one child.
 	Branches int `json:"branches"`
+	// Paging is the session's demand paging (Inspector.Paging), when the
+	// caller asked for it: it reads every call record's items, which
+	// Session does not.
+	Paging *Paging `json:"paging,omitempty"`
 }
 
 // Sessions lists the sessions the grant allows, in id order: the sessions

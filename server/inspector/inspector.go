@@ -102,6 +102,7 @@ func New(o Options) (*Handler, error) {
 	h.mux.HandleFunc("POST "+p+"/logout", h.logout)
 	h.page("GET "+p+"/{$}", h.sessions)
 	h.page("GET "+p+"/s/{sid}", h.session)
+	h.page("GET "+p+"/s/{sid}/paging", h.paging)
 	h.page("GET "+p+"/s/{sid}/c/{n}", h.call)
 	h.page("GET "+p+"/s/{sid}/c/{n}/diff/{m}", h.diff)
 	h.mux.HandleFunc("GET "+p+"/s/{sid}/c/{n}/raw", h.guard(h.raw))

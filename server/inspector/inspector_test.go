@@ -62,7 +62,7 @@ func TestPagesAndTrust(t *testing.T) {
 		t.Fatalf("limited sessions: %d\n%s", code, body)
 	}
 	for _, p := range []string{"/inspect/s/" + s.sids[1], "/inspect/s/" + s.sids[1] + "/c/1", "/inspect/s/" + s.sids[1] + "/c/2/diff/1",
-		"/inspect/s/" + s.sids[1] + "/c/1/raw", "/inspect/o/chat:" + s.sids[1], "/inspect/s/live-session"} {
+		"/inspect/s/" + s.sids[1] + "/c/1/raw", "/inspect/o/chat:" + s.sids[1], "/inspect/s/live-session", "/inspect/s/" + s.sids[1] + "/paging"} {
 		if code, _, body := get(t, s, tokenLimited, p); code != 404 || strings.Contains(body, "<pre>") {
 			t.Fatalf("limited token, %s: %d", p, code)
 		}
@@ -204,5 +204,34 @@ func TestCallsPageOfLongSession(t *testing.T) {
 	}
 	if cs.maxRows > n+1 {
 		t.Fatalf("a query returned %d rows", cs.maxRows)
+	}
+}
+
+// TestPagingPage: the session page links to its paging page, which counts
+// a live session's previews and lists the activate that read one back.
+func TestPagingPage(t *testing.T) {
+	se := storetestenv.New(t, storetestenv.SQLite)
+	l := inspecttest.NewLive(t, se.Store, "paged")
+	l.Turn("build twice")
+	l.Bash("make", strings.Repeat("a line of the build log that goes on\n", 800))
+	l.Call(5e9)
+	l.Bash("make check", strings.Repeat("a line of the check log that goes on\n", 800))
+	l.Call(5e9)
+	l.Activate("toolu_paged_0001")
+	l.Call(5e9)
+	h, err := inspector.New(inspector.Options{Store: se.Store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := httptestGet(h, "/inspect/s/paged"); rec.code != 200 || !strings.Contains(rec.body, `href="/inspect/s/paged/paging"`) {
+		t.Fatalf("session page: %d, no link to the paging page", rec.code)
+	}
+	rec := httptestGet(h, "/inspect/s/paged/paging")
+	if rec.code != 200 || !strings.Contains(rec.body, `<strong id="fault-rate">50.0%</strong>`) ||
+		!strings.Contains(rec.body, "2 outputs shown as a preview, 1 read back whole") || strings.Count(rec.body, "<td>activate</td>") != 1 {
+		t.Fatalf("paging page: %d\n%s", rec.code, rec.body)
+	}
+	if rec := httptestGet(h, "/inspect/s/no-such/paging"); rec.code != 404 {
+		t.Fatalf("paging page of an unknown session: %d", rec.code)
 	}
 }

@@ -314,6 +314,23 @@ func (h *Handler) diff(q *req) (string, pageData, error) {
 	return "diff.html", pageData{Title: fmt.Sprintf("Call %d against call %d", n, m), Crumbs: crumbs, Body: diffBody{SID: sid, D: d}}, nil
 }
 
+// paging is a session's demand paging: the outputs shown as a preview or
+// collapsed, and every call that read one back (it reads every call
+// record's items, so the session page links here instead).
+func (h *Handler) paging(q *req) (string, pageData, error) {
+	sid := q.r.PathValue("sid")
+	p, err := q.in.Paging(q.ctx, sid)
+	if err != nil {
+		return "", pageData{}, err
+	}
+	return "paging.html", pageData{Title: "Demand paging", Crumbs: h.sessionCrumbs(sid), Body: pagingBody{SID: sid, P: p}}, nil
+}
+
+type pagingBody struct {
+	SID string
+	P   *inspect.Paging
+}
+
 func (h *Handler) raw(w http.ResponseWriter, q *req) {
 	sid := q.r.PathValue("sid")
 	n, err := intArg("call", q.r.PathValue("n"), 0)

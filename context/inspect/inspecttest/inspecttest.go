@@ -190,6 +190,21 @@ func (l *Live) Bash(cmd, out string) {
 	l.must(l.A.ToolResult(l.ctx, r))
 }
 
+// Activate records an activate(id) call as a harness would: the
+// assistant's call, the tool, its recorded result.
+func (l *Live) Activate(id string) {
+	l.tb.Helper()
+	l.seq++
+	cid := fmt.Sprintf("toolu_%s_%04d", l.SID, l.seq)
+	args := map[string]any{"id": id}
+	l.must(l.A.Assistant(l.ctx, "", []assemble.ToolCall{{ID: cid, Name: "activate", Args: args}}))
+	r, err := l.Tools.Activate(l.ctx, id)
+	l.must(err)
+	rr, err := l.Tools.RecordResult(l.ctx, tools.Call{ID: cid, Tool: "activate", Args: args}, r)
+	l.must(err)
+	l.must(l.A.ToolResult(l.ctx, rr))
+}
+
 // Call assembles and records the next model call, the clock moved by step.
 func (l *Live) Call(step time.Duration) *assemble.Assembled {
 	l.tb.Helper()
