@@ -214,6 +214,11 @@ func (c *replayCmd) Run(a *app) error {
 	if len(reports) > 1 {
 		fmt.Fprintf(a.stdout, "all %d sessions (sums; ratios of the sums)\n", len(reports))
 		printTotals(a.stdout, total)
+		for _, r := range total {
+			if r.Sessions < len(reports) {
+				fmt.Fprintf(a.stdout, "  %s: replayed on %d of the %d sessions (the others declined it, above); its ratios are against naive on those\n", r.Strategy, r.Sessions, len(reports))
+			}
+		}
 		fmt.Fprintln(a.stdout)
 	}
 	fmt.Fprint(a.stdout, replayLegend)
@@ -272,6 +277,9 @@ func printReplay(w io.Writer, r *replay.Report, perCall bool) {
 		for _, n := range res.Notes {
 			fmt.Fprintf(w, "  %s: %s\n", res.Strategy, n)
 		}
+	}
+	for _, d := range r.Declined {
+		fmt.Fprintf(w, "  %s: not replayed: %s\n", d.Strategy, d.Reason)
 	}
 	if perCall {
 		for _, res := range r.Results {
@@ -355,7 +363,7 @@ func printMarkdown(w io.Writer, reports []*replay.Report, total []replay.Result,
 	fmt.Fprintln(w, "Each cell: effective cost / naive, cache share (cached / context tokens), history tokens / naive.")
 	fmt.Fprintln(w)
 	names := []string{}
-	for _, res := range reports[0].Results {
+	for _, res := range total {
 		names = append(names, res.Strategy)
 	}
 	fmt.Fprintf(w, "| session | calls | calibration: overhead + scale × counted (method); mean error raw / calibrated | %s |\n", strings.Join(names, " | "))
@@ -363,9 +371,14 @@ func printMarkdown(w io.Writer, reports []*replay.Report, total []replay.Result,
 	for _, r := range reports {
 		cal := r.Calibration
 		cells := []string{}
-		for _, res := range r.Results {
-			t := res.Totals
-			cells = append(cells, fmt.Sprintf("%.2f / %.1f%% / %.2f", t.CostVsNaive, 100*t.CacheShare, t.HistoryVsNaive))
+		for _, name := range names {
+			cell := "-" // declined (Report.Declined)
+			for _, res := range r.Results {
+				if t := res.Totals; res.Strategy == name {
+					cell = fmt.Sprintf("%.2f / %.1f%% / %.2f", t.CostVsNaive, 100*t.CacheShare, t.HistoryVsNaive)
+				}
+			}
+			cells = append(cells, cell)
 		}
 		fmt.Fprintf(w, "| %s | %d | %s + %.2f× (%s); %.0f%% / %.1f%% | %s |\n", mdName(r.Session), r.Calls, thousands(int64(cal.Overhead)), cal.Scale, cal.Method,
 			100*cal.Error.Raw.Mean, 100*cal.Error.Fitted.Mean, strings.Join(cells, " | "))
@@ -377,7 +390,11 @@ func printMarkdown(w io.Writer, reports []*replay.Report, total []replay.Result,
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range total {
 		t := r.Totals
-		fmt.Fprintf(w, "| %s | %s | %s | %.1f%% | %s | %s | %.3f | %.3f | %.3f | %d | %d | %s | %d | %d / %d |\n", r.Strategy, thousands(int64(t.Calls)), thousands(t.Context),
+		name := r.Strategy
+		if r.Sessions < len(reports) {
+			name += fmt.Sprintf(" (%d of %d sessions)", r.Sessions, len(reports))
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %.1f%% | %s | %s | %.3f | %.3f | %.3f | %d | %d | %s | %d | %d / %d |\n", name, thousands(int64(t.Calls)), thousands(t.Context),
 			100*t.CacheShare, thousands(t.Written), thousands(int64(math.Round(t.Cost))), t.CostVsNaive, t.CostVsCapped, t.HistoryVsNaive, t.Rebases, t.Cold,
 			thousands(int64(t.MaxContext)), t.OverWindow, t.Reneeded, t.Served)
 	}

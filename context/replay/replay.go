@@ -166,8 +166,17 @@ type Report struct {
 	Read ReadSummary `json:"read"`
 	// Naive is the naive full history's totals, which the ratios divide by.
 	Naive Totals `json:"naive"`
-	// Results holds one result per strategy, in the order asked.
-	Results []*Result `json:"results"`
+	// Results holds one result per strategy, in the order asked, but for
+	// the strategies Declined says have nothing to report on this session
+	// (recorded, on a transcript without usage).
+	Results  []*Result  `json:"results"`
+	Declined []Declined `json:"declined,omitempty"`
+}
+
+// Declined is a strategy left out of a session's results, and why.
+type Declined struct {
+	Strategy string `json:"strategy"`
+	Reason   string `json:"reason"`
 }
 
 // ReadSummary counts what the transcript reader set aside (docs/replay.md,
@@ -206,7 +215,10 @@ func readSummary(s *transcript.Session, calls int) ReadSummary {
 
 // Result is one strategy's replay of a session.
 type Result struct {
-	Strategy string   `json:"strategy"`
+	Strategy string `json:"strategy"`
+	// Sessions is, in a sum (Sum), how many sessions the strategy was
+	// replayed on; its ratios are against naive on those sessions only.
+	Sessions int      `json:"sessions,omitempty"`
 	Totals   Totals   `json:"totals"`
 	Calls    []Call   `json:"calls"`
 	Notes    []string `json:"notes,omitempty"`
@@ -427,6 +439,12 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 		if o.Store != nil {
 			e.SessionID += fmt.Sprintf("-%d", time.Now().UnixNano())
 		}
+		if d, ok := st.(decliner); ok {
+			if why := d.Declines(cs); why != "" {
+				rep.Declined = append(rep.Declined, Declined{Strategy: st.Name(), Reason: why})
+				continue
+			}
+		}
 		res, err := runStrategy(ctx, st, &e, cs, o.Progress)
 		if err != nil {
 			return nil, err
@@ -506,21 +524,38 @@ func chooseCache(ctx context.Context, rep *Report, env *Env, cs []*CallInput, s 
 }
 
 // Sum adds up the results of several sessions per strategy (in the order
-// of the first report); ratios are of the sums, calls are left out.
+// of the first report); ratios are of the sums, each against naive (and
+// naive_capped) over the sessions the strategy ran on (Result.Sessions; a
+// strategy declines some: recorded without usage); calls are left out.
 func Sum(reports []*Report) []Result {
 	var out []Result
 	index := map[string]int{}
-	var naive Totals
+	var naive []Totals // per strategy: naive over the sessions it covers
+	var capped []float64
 	for _, rep := range reports {
-		naive.Context += rep.Naive.Context
-		naive.History += rep.Naive.History
-		naive.Cost += rep.Naive.Cost
+		cp := -1.0
+		for _, r := range rep.Results {
+			if r.Strategy == (&NaiveCapped{}).Name() {
+				cp = r.Totals.Cost
+			}
+		}
 		for _, r := range rep.Results {
 			k, ok := index[r.Strategy]
 			if !ok {
 				k = len(out)
 				index[r.Strategy] = k
 				out = append(out, Result{Strategy: r.Strategy})
+				naive = append(naive, Totals{})
+				capped = append(capped, 0)
+			}
+			out[k].Sessions++
+			naive[k].Context += rep.Naive.Context
+			naive[k].History += rep.Naive.History
+			naive[k].Cost += rep.Naive.Cost
+			if cp >= 0 && capped[k] >= 0 {
+				capped[k] += cp
+			} else {
+				capped[k] = -1 // naive_capped did not run on every session this one did
 			}
 			t, u := &out[k].Totals, r.Totals
 			t.Calls += u.Calls
@@ -538,19 +573,13 @@ func Sum(reports []*Report) []Result {
 			t.Served += u.Served
 		}
 	}
-	capped := 0.0
 	for k := range out {
-		if out[k].Strategy == (&NaiveCapped{}).Name() {
-			capped = out[k].Totals.Cost
-		}
-	}
-	for k := range out {
-		t := &out[k].Totals
-		t.CostVsCapped = ratio(t.Cost, capped)
+		t, n := &out[k].Totals, naive[k]
+		t.CostVsCapped = ratio(t.Cost, max(capped[k], 0))
 		t.CacheShare = ratio(float64(t.Cached), float64(t.Context))
-		t.CostVsNaive = ratio(t.Cost, naive.Cost)
-		t.ContextVsNaive = ratio(float64(t.Context), float64(naive.Context))
-		t.HistoryVsNaive = ratio(float64(t.History), float64(naive.History))
+		t.CostVsNaive = ratio(t.Cost, n.Cost)
+		t.ContextVsNaive = ratio(float64(t.Context), float64(n.Context))
+		t.HistoryVsNaive = ratio(float64(t.History), float64(n.History))
 	}
 	return out
 }

@@ -26,6 +26,12 @@ type Strategy interface {
 	End(ctx context.Context) (notes []string, err error)
 }
 
+// decliner is a Strategy that has nothing to report on some sessions:
+// Declines says why, or "" to replay the session.
+type decliner interface {
+	Declines(cs []*CallInput) string
+}
+
 // Env is what a strategy may use while replaying one session.
 type Env struct {
 	// Session is the transcript replayed.
@@ -378,6 +384,18 @@ func (Recorded) Name() string { return "recorded" }
 
 // Begin starts a replay.
 func (Recorded) Begin(context.Context, *Env) error { return nil }
+
+// Declines a session whose transcript records no usage (a SWE-agent
+// trajectory): there is nothing the harness is known to have paid, and
+// zeros would read as a free session.
+func (Recorded) Declines(cs []*CallInput) string {
+	for _, c := range cs {
+		if c.Usage != nil {
+			return ""
+		}
+	}
+	return "the transcript records no usage"
+}
 
 // Step returns the recorded usage.
 func (Recorded) Step(_ context.Context, c *CallInput) (*Step, error) {
