@@ -12,7 +12,7 @@ import (
 // TestPagingThroughService: `serve --preview-tokens` sets where outputs
 // enter as a preview; a session whose model activates one preview and
 // leaves another reports, in `session show`, 2 previews, 1 read back by
-// activate, fault rate 50%.
+// activate, fault rate 50%, and the session's preview size doubled.
 func TestPagingThroughService(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "store.db")
@@ -81,7 +81,10 @@ func TestPagingThroughService(t *testing.T) {
 
 	c := newCLI(t)
 	out := c.ok("", "--store", db, "session", "show", "pg")
-	if want := "paging    2 outputs shown as a preview, 1 read back whole (fault rate 50.0%: 1 by activate, 0 by a spill-file read, 0 run again)"; !strings.Contains(out, want) {
-		t.Fatalf("session show lacks %q:\n%s", want, out)
+	for _, want := range []string{"paging    2 outputs shown as a preview, 1 read back whole (fault rate 50.0%: 1 by activate, 0 by a spill-file read, 0 run again)",
+		"the preview size doubled once (previews read back more often than 5%)"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("session show lacks %q:\n%s", want, out)
+		}
 	}
 }

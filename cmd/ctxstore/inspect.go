@@ -355,5 +355,12 @@ func pagingLine(p *inspect.Paging) string {
 			s += fmt.Sprintf(", %d spill-file reads of some lines", p.Partial)
 		}
 	}
-	return s + fmt.Sprintf("; %d shown collapsed, %d read back", p.Collapsed, p.CollapsedReadBack)
+	s += fmt.Sprintf("; %d shown collapsed, %d read back", p.Collapsed, p.CollapsedReadBack)
+	switch {
+	case p.PreviewDoublings == 1:
+		s += "; the preview size doubled once (previews read back more often than 5%)"
+	case p.PreviewDoublings > 1:
+		s += fmt.Sprintf("; the preview size doubled %d times (previews read back more often than 5%%)", p.PreviewDoublings)
+	}
+	return s
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -288,6 +290,9 @@ func (a *Assembler) Assistant(ctx context.Context, text string, calls []ToolCall
 	a.pending = map[string]bool{}
 	for _, c := range cs {
 		a.pending[c.ID] = true
+		a.rerun(c)
+	}
+	for _, c := range cs {
 		a.callAt[c.ID] = len(a.items)
 	}
 	a.push(&item{kind: kAssistant, text: text, calls: cs})
@@ -349,7 +354,7 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 			// A lean head that will switch offers no activate yet: an
 			// output enters whole. A bare head's preview names its spill
 			// file instead.
-			if !a.switches() && a.pol.PreviewTokens > 0 && len(*r.Object.Content) > 4*a.pol.PreviewTokens && a.tok.Count(*r.Object.Content) > a.pol.PreviewTokens {
+			if pt := a.previewTokens(); !a.switches() && pt > 0 && len(*r.Object.Content) > 4*pt && a.tok.Count(*r.Object.Content) > pt {
 				it.preview = true
 				a.previewed[r.ID] = true
 				a.previews++
@@ -618,7 +623,54 @@ func (a *Assembler) wholeOnActivate(o *objects.Object) {
 				delete(a.held, id)
 			}
 			delete(a.previewed, id)
+			a.fault(id)
 			return
+		}
+	}
+}
+
+// maxFaultRate is the share of previews the model may read back whole
+// before previews get larger (issue 17 item 3: under 5%).
+const maxFaultRate = 0.05
+
+// fault counts preview id read back whole (once per output). While the
+// session's previews are read back more often than maxFaultRate, each
+// such read doubles the size from which outputs enter as a preview
+// (previewTokens): the model has shown it needs outputs of that size, so
+// only larger ones are cut; at most 10 doublings.
+func (a *Assembler) fault(id string) {
+	if slices.Contains(a.shape.Faulted, id) {
+		return
+	}
+	a.shape.Faulted = append(slices.Clip(a.shape.Faulted), id)
+	if float64(len(a.shape.Faulted)) > maxFaultRate*float64(a.previews) && a.shape.PreviewDoublings < 10 {
+		a.shape.PreviewDoublings++
+	}
+}
+
+// previewTokens is the size from which a live output enters as a preview
+// in this session: Policy.PreviewTokens, doubled at each fault that came
+// while the fault rate was over maxFaultRate.
+func (a *Assembler) previewTokens() int {
+	if a.pol.PreviewTokens <= 0 {
+		return a.pol.PreviewTokens
+	}
+	return a.pol.PreviewTokens << a.shape.PreviewDoublings
+}
+
+// rerun counts a fault when call c repeats a call whose output is shown as
+// a preview (the same tool, the same arguments): the model ran the command
+// again rather than read the preview.
+func (a *Assembler) rerun(c ToolCall) {
+	for id := range a.previewed {
+		i, ok := a.callAt[id]
+		if !ok || i >= len(a.items) {
+			continue
+		}
+		for _, p := range a.items[i].calls {
+			if p.ID == id && p.Name == c.Name && reflect.DeepEqual(p.Args, c.Args) {
+				a.fault(id)
+			}
 		}
 	}
 }

@@ -847,6 +847,16 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 	if a.shape.Rebases > 0 {
 		shape["rebases"] = int64(a.shape.Rebases) // absent in commits written before it was kept
 	}
+	if len(a.shape.Faulted) > 0 {
+		f := make([]any, len(a.shape.Faulted))
+		for i, id := range a.shape.Faulted {
+			f[i] = id
+		}
+		shape["faulted"] = f
+	}
+	if a.shape.PreviewDoublings > 0 {
+		shape["preview_doublings"] = int64(a.shape.PreviewDoublings)
+	}
 	doc["shape"] = shape
 	if meta != nil {
 		m, err := toJSONValue(meta)

@@ -154,6 +154,12 @@ type Shape struct {
 	// Rebases counts the session's rebases so far (0 in commits written
 	// before it was kept).
 	Rebases int
+	// Faulted are the outputs shown as a preview that the model read back
+	// whole (an activate, a whole read of the spill file, the same call
+	// made again), each once; PreviewDoublings how many times that made
+	// the session's preview size double (Assembler.previewTokens).
+	Faulted          []string
+	PreviewDoublings int
 }
 
 // Horizon estimates how many more calls the current cache will serve,

@@ -125,7 +125,9 @@ func ReadCommitAfter(ctx context.Context, st store.Store, sessionID string, n in
 			Current    int `json:"current"`
 			WarmStarts int `json:"warm_starts"`
 			ColdStarts int `json:"cold_starts"`
-			Rebases    int `json:"rebases"`
+			Rebases          int      `json:"rebases"`
+			Faulted          []string `json:"faulted"`
+			PreviewDoublings int      `json:"preview_doublings"`
 		} `json:"shape"`
 		Time        string `json:"time"`
 		PrefixBytes *int   `json:"prefix_bytes"`

@@ -40,6 +40,10 @@ type Paging struct {
 	// CollapsedReadBack those the model read back whole afterwards.
 	Collapsed         int `json:"collapsed"`
 	CollapsedReadBack int `json:"collapsed_read_back"`
+	// PreviewDoublings is how many times the session's preview size
+	// doubled because previews were read back more often than 5%
+	// (assemble's adaptive preview size), as of its last call.
+	PreviewDoublings int `json:"preview_doublings"`
 	// Faults lists each call that read an output back, in stream order.
 	Faults []Fault `json:"faults,omitempty"`
 }
@@ -66,20 +70,26 @@ func (in *Inspector) Paging(ctx context.Context, sid string) (*Paging, error) {
 		return nil, err
 	}
 	docs, err := in.st.Query(ctx, store.Query{Where: []store.Pred{store.Where("type", assemble.CommitType), store.Where("session_id", sid)},
-		Find: []string{"call", "items"}})
+		Find: []string{"call", "items", "shape"}})
 	if err != nil {
 		return nil, fmt.Errorf("session %s: reading call records: %w", sid, err)
 	}
 	recs := make([]pagingRecord, 0, len(docs))
+	last, doublings := 0, 0
 	for _, d := range docs {
 		r := pagingRecord{n: asInt(d["call"])}
 		if err := convert(d["items"], &r.items); err != nil {
 			return nil, fmt.Errorf("session %s: call %d: items: %w", sid, r.n, err)
 		}
 		recs = append(recs, r)
+		if sh, ok := d["shape"].(map[string]any); ok && r.n > last {
+			last, doublings = r.n, asInt(sh["preview_doublings"])
+		}
 	}
 	sort.Slice(recs, func(i, j int) bool { return recs[i].n < recs[j].n })
-	return countPaging(sid, streamOf(recs)), nil
+	p := countPaging(sid, streamOf(recs))
+	p.PreviewDoublings = doublings
+	return p, nil
 }
 
 // pagingRecord is a call record's number and the items it added after the

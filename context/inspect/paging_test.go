@@ -53,9 +53,11 @@ func TestPaging(t *testing.T) {
 			l.Call(5 * time.Second)
 			return id
 		}
-		big := func(what string) string {
+		// Outputs past the preview size, which doubles at some faults
+		// here (4,000 tokens of 4 bytes, then 8,000, 16,000).
+		big := func(what string, n int) string {
 			var b strings.Builder
-			for i := 0; b.Len() < 24000; i++ {
+			for i := 0; b.Len() < n; i++ {
 				fmt.Fprintf(&b, "%s: line %d of a long log that the model does not need whole\n", what, i)
 			}
 			return b.String()
@@ -67,15 +69,15 @@ func TestPaging(t *testing.T) {
 		l.Turn("list the files, then build, test, lint and document")
 		small := call("bash", map[string]any{"command": "ls"}, "a.go\nb.go\n")
 		call("activate", map[string]any{"id": small}, "") // shown whole: no read back
-		id1 := call("bash", map[string]any{"command": "make"}, big("make"))
+		id1 := call("bash", map[string]any{"command": "make"}, big("make", 24000))
 		call("activate", map[string]any{"id": id1}, "")
 		call("activate", map[string]any{"id": id1}, "")
-		id2 := call("bash", map[string]any{"command": "make test"}, big("test"))
+		id2 := call("bash", map[string]any{"command": "make test"}, big("test", 48000))
 		call("bash", map[string]any{"command": "make test"}, "ok\n") // run again
-		id3 := call("bash", map[string]any{"command": "make lint"}, big("lint"))
+		id3 := call("bash", map[string]any{"command": "make lint"}, big("lint", 96000))
 		call("read", map[string]any{"path": spill(id3), "offset": 10, "limit": 5}, "lines")
 		call("read", map[string]any{"path": spill(id3)}, "activated") // ctxstore's read answers from the store
-		call("bash", map[string]any{"command": "make docs"}, big("docs"))
+		call("bash", map[string]any{"command": "make docs"}, big("docs", 200000))
 		call("read", map[string]any{"path": spill("toolu_unknown")}, "no such call")
 		call("read", map[string]any{"path": filepath.Join("/elsewhere", tools.SpillName(id1))}, "not a spill directory")
 
@@ -93,6 +95,13 @@ func TestPaging(t *testing.T) {
 		}
 		if p.Previews != 4 || p.Faulted != 3 || p.FaultRate != 0.75 || p.ByActivate != 2 || p.ByRerun != 1 || p.BySpillRead != 1 || p.Partial != 1 {
 			t.Fatalf("paging %+v; want 4 previews, 3 faulted (rate 0.75): 2 by activate, 1 rerun, 1 spill read, 1 partial", *p)
+		}
+		// The assembler counted the activate and the re-run (this session
+		// has no spill directory, so to it the spill path is a file), each
+		// while more than 5% of the previews had been read back: its
+		// preview size doubled twice.
+		if p.PreviewDoublings != 2 {
+			t.Fatalf("paging %+v; want the preview size doubled twice", *p)
 		}
 		if p.Collapsed == 0 || p.CollapsedReadBack != 1 {
 			t.Fatalf("paging %+v; want the collapsed listing read back once", *p)
