@@ -120,11 +120,11 @@ func ReadCommitAfter(ctx context.Context, st store.Store, sessionID string, n in
 		ShownDel    []string       `json:"shown_del"`
 		Harness     map[string]any `json:"harness"`
 		Shape       struct {
-			Turns      int `json:"turns"`
-			TurnCalls  int `json:"turn_calls"`
-			Current    int `json:"current"`
-			WarmStarts int `json:"warm_starts"`
-			ColdStarts int `json:"cold_starts"`
+			Turns            int      `json:"turns"`
+			TurnCalls        int      `json:"turn_calls"`
+			Current          int      `json:"current"`
+			WarmStarts       int      `json:"warm_starts"`
+			ColdStarts       int      `json:"cold_starts"`
 			Rebases          int      `json:"rebases"`
 			Faulted          []string `json:"faulted"`
 			PreviewDoublings int      `json:"preview_doublings"`
