@@ -710,6 +710,14 @@ func (in *Ingester) byKind(ctx context.Context, kind Kind, c tools.Call) (tools.
 		if c.Failed {
 			return in.t.Record(ctx, c)
 		}
+		// A harness's own read of lines of a bare head's spill file (OpenClaw's
+		// read: docs/openclaw.md) is those lines of the output, as ctxstore's
+		// read(path, offset, limit) records them; read whole, it activates the
+		// output (Tools.Read). A part of any other file still loads the whole
+		// file, as ingestion always did.
+		if offset, limit := intArg(c.Args, "offset"), intArg(c.Args, "limit"); (offset > 0 || limit > 0) && in.t.IsSpill(local) {
+			return in.t.ReadPart(ctx, c, local, offset, limit)
+		}
 		r, err := in.t.Read(ctx, local)
 		if err != nil {
 			return tools.Result{}, err

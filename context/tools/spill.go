@@ -160,9 +160,11 @@ func (t *Tools) readOutputPart(ctx context.Context, c Call, path, id string, off
 	return t.recordPart(ctx, c, nil, part)
 }
 
-// isSpill reports whether path lies in the spill root or the session's
-// spill directory.
-func (t *Tools) isSpill(path string) bool {
+// IsSpill reports whether path (absolute) lies in the spill root or the
+// session's spill directory: no file there is indexed as a file, whatever
+// tool names it, and a read of the session's own spill file is a read of
+// the output it holds (Read, ReadPart).
+func (t *Tools) IsSpill(path string) bool {
 	_, in := t.inSpill(path)
 	return in
 }

@@ -78,7 +78,7 @@ func (t *Tools) discover(ctx context.Context, c Call, dir string, names []string
 			break
 		}
 		p := join(dir, n)
-		if t.roots.Check(p) != nil || t.isSpill(p) {
+		if t.roots.Check(p) != nil || t.IsSpill(p) {
 			continue // outside the session's roots, or a spill file: never read
 		}
 		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
@@ -105,7 +105,7 @@ func (t *Tools) touch(ctx context.Context, c Call, dir string, paths []string, e
 			break
 		}
 		p := join(dir, n)
-		if t.roots.Check(p) != nil || t.isSpill(p) {
+		if t.roots.Check(p) != nil || t.IsSpill(p) {
 			continue // outside the session's roots, or a spill file: never read or marked deleted
 		}
 		fi, err := os.Stat(p)

@@ -171,3 +171,106 @@ func checkSpill(t *testing.T, dir string, ids []string, outputs map[string]strin
 		}
 	}
 }
+
+// TestBareHeadSpillHarnessRead: a harness whose model reads spill files
+// with its own read tool (OpenClaw's, docs/openclaw.md), which the service
+// sees only in the log: the whole read of a previewed output activates it
+// (the next context shows it whole, the read as a reference), a read of
+// lines of it (offset, limit) is that part of the output, the preview
+// staying; a read of another session's spill file is kept as the harness
+// showed it. No file under the spill root is ever indexed as a file.
+func TestBareHeadSpillHarnessRead(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "spill")
+	e := newEnv(t, func(o *Options) { o.Spill = root })
+	for _, sid := range []string{"oc", "other"} {
+		var r OpenResponse
+		e.ok("PUT", "/v1/sessions/"+sid, OpenRequest{Cwd: e.dir, Harness: "openclaw", BareHead: true}, &r)
+		if r.Spill != filepath.Join(root, sid) || r.SystemPrompt != "" {
+			t.Fatalf("open %s: %+v, want its spill directory and no prompt", sid, r)
+		}
+	}
+	var b strings.Builder
+	for i := 1; i <= 1500; i++ {
+		fmt.Fprintf(&b, "build-output-line %d\n", i)
+	}
+	out := b.String()
+	var lg piLogBuilder
+	context := func(sid string, lg *piLogBuilder) piAnswer {
+		t.Helper()
+		var c piAnswer
+		e.ok("POST", "/v1/sessions/"+sid+"/context", lg.body(), &c)
+		if c.SystemPrompt != "" || len(c.Ingested.Problems) > 0 && sid == "oc" {
+			t.Fatalf("call %d: prompt %q, problems %v", c.Call, c.SystemPrompt, c.Ingested.Problems)
+		}
+		return c
+	}
+	result := func(c piAnswer, id string) string {
+		for _, m := range c.Messages {
+			if m.Role == "toolResult" && m.ToolCallID == id {
+				return texts([]PiOutMessage{m})
+			}
+		}
+		t.Fatalf("call %d: no result of %s", c.Call, id)
+		return ""
+	}
+	// Turn 1's output reaches the service with turn 2 (OpenClaw's fence).
+	lg.user("Build.")
+	lg.call("c_1", "exec", map[string]any{"command": "make"})
+	lg.result("c_1", "exec", out, false)
+	lg.say("Built.")
+	lg.user("Two lines of the log.")
+	c := context("oc", &lg)
+	spill := filepath.Join(root, "oc", "c_1.txt")
+	if r := result(c, "c_1"); !strings.Contains(r, "read "+spill+" for the output whole") || strings.Contains(r, "build-output-line 700\n") {
+		t.Fatalf("c_1 is not a preview naming %s: %.500q", spill, r)
+	}
+	checkSpill(t, filepath.Join(root, "oc"), []string{"c_1"}, map[string]string{"c_1": out})
+
+	lg.call("r_part", "read", map[string]any{"path": spill, "offset": 1000, "limit": 2})
+	lg.result("r_part", "read", "build-output-line 1000\nbuild-output-line 1001\n\n[499 more lines in file. Use offset=1002 to continue.]", false)
+	lg.say("Read.")
+	lg.user("All of it.")
+	c = context("oc", &lg)
+	if r := result(c, "r_part"); !strings.Contains(r, "lines 1000-1001 of 1500 of the output of c_1") || !strings.Contains(r, "build-output-line 1000\nbuild-output-line 1001\n") {
+		t.Errorf("the part read is %q, want lines 1000-1001 of c_1's output", r)
+	}
+	if strings.Contains(texts(c.Messages), "build-output-line 700\n") {
+		t.Errorf("after reading two lines, c_1's output is whole in the context")
+	}
+
+	lg.call("r_whole", "read", map[string]any{"path": spill})
+	lg.result("r_whole", "read", out, false)
+	lg.say("Read.")
+	lg.user("Thanks.")
+	c = context("oc", &lg)
+	if r := result(c, "r_whole"); strings.Contains(r, "build-output-line 700\n") {
+		t.Errorf("the whole read's result is the output again, want a reference: %.300q", r)
+	}
+	if n := strings.Count(texts(c.Messages), out); n != 1 {
+		t.Errorf("after the whole read, c_1's output is whole in the context %d times, want once", n)
+	}
+
+	// Another session's model reads oc's file with its own read: kept as
+	// the harness showed it (the service cannot unread it), never indexed.
+	var og piLogBuilder
+	og.user("Peek.")
+	og.call("p_1", "read", map[string]any{"path": spill})
+	og.result("p_1", "read", out, false)
+	og.say("Peeked.")
+	og.user("Done?")
+	c = context("other", &og)
+	if len(c.Ingested.Problems) != 1 || !strings.Contains(c.Ingested.Problems[0], "another session") {
+		t.Errorf("other's read of oc's spill file: problems %v, want the refusal", c.Ingested.Problems)
+	}
+	for _, sid := range []string{"oc", "other"} {
+		var info SessionInfo
+		e.ok("GET", "/v1/sessions/"+sid, nil, &info)
+		for _, id := range slices.Concat(info.Index, info.Pool, info.Active) {
+			var o ObjectResponse
+			e.ok("GET", "/v1/objects/"+id, nil, &o)
+			if src, _ := o.Doc["source"].(map[string]any); src != nil && strings.HasPrefix(fmt.Sprint(src["path"]), root) {
+				t.Errorf("%s: object %s is the file %v, under the spill root", sid, id, src["path"])
+			}
+		}
+	}
+}
