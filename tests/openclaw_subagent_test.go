@@ -140,7 +140,9 @@ func TestOpenClawSubagent(t *testing.T) {
 // the child's model call holds the parent's history as ctxstore renders it
 // (the inherited tool call ids made the child's own), the parent's later run
 // (OpenClaw's announce of the child's result) still runs on ctxstore, and the
-// spawn and the child's end are harness events of the parent.
+// spawn and the child's end are harness events of the parent. Deleting the
+// parent's session through the Gateway makes OpenClaw report session_end,
+// on which the plugin closes the ctxstore session.
 func TestOpenClawSubagentGateway(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -210,7 +212,7 @@ func TestOpenClawSubagentGateway(t *testing.T) {
 
 	gw := exec.Command(h.cli, "gateway", "run", "--port", fmt.Sprint(port), "--auth", "none", "--bind", "loopback")
 	gw.Dir = h.ws
-	gw.Env = append(os.Environ(), "HOME="+h.home, "PATH="+h.path, "CTXSTORE_SERVICE_URL="+h.serviceURL, "CTXSTORE_TOKEN=", "CI=")
+	gw.Env = h.environ()
 	gwLog := filepath.Join(h.home, "gateway.log")
 	lf, err := os.Create(gwLog)
 	if err != nil {
@@ -390,4 +392,24 @@ func TestOpenClawSubagentGateway(t *testing.T) {
 		t.Errorf("no conversation commit of the child %s continues the fork commit %v (commits %v)", childSid, spawned["fork_commit"], cconvs)
 	}
 	t.Logf("child %s: %d context-call events, conversation commits %v; parent events %d", childSid, len(cevs), cconvs, len(pevs))
+
+	// The parent's session ends in OpenClaw (deleted through the Gateway,
+	// which reports session_end): the plugin closes its ctxstore session.
+	key, _ := cevs[0]["parent_session_key"].(string)
+	var before httpapi.SessionInfo
+	srv.get("/v1/sessions/oc-gw", &before)
+	if key == "" || !before.Open {
+		t.Fatalf("before the delete: parent session key %q, oc-gw open %v", key, before.Open)
+	}
+	h.run("sessions", "delete", key, "--yes")
+	for start := time.Now(); ; time.Sleep(time.Second) {
+		var info httpapi.SessionInfo
+		srv.get("/v1/sessions/oc-gw", &info)
+		if !info.Open {
+			break
+		}
+		if time.Since(start) > time.Minute {
+			t.Fatalf("a minute after OpenClaw deleted %s, ctxstore still holds oc-gw open:\n%s", key, logTail())
+		}
+	}
 }

@@ -80,6 +80,16 @@ type openclawHome struct {
 	home, ws   string
 	requests   string // the scripted endpoint's request log
 	serviceURL string
+	// head is CTXSTORE_HEAD for the plugin: "managed" (what the tests
+	// written before the bare head assume) unless a test changes it; ""
+	// leaves the plugin's default.
+	head string
+}
+
+// environ is the environment the openclaw CLI (an agent turn, the Gateway)
+// runs with: this home, the service's URL, the head.
+func (h *openclawHome) environ() []string {
+	return append(os.Environ(), "HOME="+h.home, "PATH="+h.path, "CTXSTORE_SERVICE_URL="+h.serviceURL, "CTXSTORE_TOKEN=", "CTXSTORE_HEAD="+h.head, "CI=")
 }
 
 func newOpenClawHome(t testing.TB, respond func(messagesRequest) piStep) *openclawHome {
@@ -93,7 +103,7 @@ func newOpenClawHome(t testing.TB, respond func(messagesRequest) piStep) *opencl
 	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("the secret word is heliotrope\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h := &openclawHome{t: t, cli: cli, path: path, home: home, ws: ws, requests: filepath.Join(home, "requests.jsonl")}
+	h := &openclawHome{t: t, cli: cli, path: path, home: home, ws: ws, requests: filepath.Join(home, "requests.jsonl"), head: "managed"}
 	model := startScriptedMessages(t, nil, h.requests, respond)
 	cfg := map[string]any{
 		"agents": map[string]any{"defaults": map[string]any{
@@ -123,7 +133,7 @@ func (h *openclawHome) run(args ...string) string {
 	h.t.Helper()
 	cmd := exec.Command(h.cli, args...)
 	cmd.Dir = h.ws
-	cmd.Env = append(os.Environ(), "HOME="+h.home, "PATH="+h.path, "CTXSTORE_SERVICE_URL="+h.serviceURL, "CTXSTORE_TOKEN=", "CI=")
+	cmd.Env = h.environ()
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	h.t.Logf("openclaw %s: %s", strings.Join(args[:min(2, len(args))], " "), time.Since(start).Round(time.Second))

@@ -7,14 +7,15 @@
 // are pi-agent-core AgentMessages, the shape Pi sends, so they go through the one Pi converter of
 // the service (context/harness/pi); the session is opened with harness "openclaw".
 //
-//   assemble     PUT /v1/sessions/{sid} once per process (cwd: the workspace; no system prompt:
-//                the session's prompt is then ctxstore's guide alone), then POST
-//                /v1/sessions/{sid}/context with the history OpenClaw hands over, as a delta over
-//                the previous call's (base/have_call, as the Pi extension sends it; the whole log
-//                after log_mismatch, a reopen after session_not_open); the answer's messages are
-//                the context, its system_prompt (fixed for the session, so cache-stable) the
-//                systemPromptAddition. A later assemble of the same run is handed the previous
-//                answer; the log it was made from is sent instead.
+//   assemble     PUT /v1/sessions/{sid} once per process (cwd: the workspace; no system prompt of
+//                its own; the head, below), then POST /v1/sessions/{sid}/context with the history
+//                OpenClaw hands over, as a delta over the previous call's (base/have_call, as the
+//                Pi extension sends it; the whole log after log_mismatch, a reopen after
+//                session_not_open); the answer's messages are the context, its system_prompt
+//                (fixed for the session, so cache-stable: ctxstore's guide under the managed
+//                head, empty under the bare one) the systemPromptAddition. A later assemble of
+//                the same run is handed the previous answer; the log it was made from is sent
+//                instead.
 //   ingest       acknowledged: the next assemble sends the log, and the cursor ingests it.
 //   commitTurn   answers "committed", or "duplicate" for an advancementKey seen before in this
 //                process; it writes nothing: the transcript is OpenClaw's durable record, and the
@@ -24,10 +25,25 @@
 //                a "fork" child's session is forked from the conversation commit of the parent's
 //                last call (POST /v1/commits/{c}/fork), its inherited tool call ids made its own;
 //                spawn and end are harness events of the parent's and the child's next calls.
-//   tools        activate, deactivate, pin, unpin, search, query_session from GET /v1/tools,
-//                run through POST /v1/sessions/{sid}/tools/{tool}. ctxstore's read is not
-//                registered: OpenClaw's own read keeps its name, and its output is ingested from
-//                the log as any tool output.
+//   tools        search, query_session and, under the managed head, activate, deactivate, pin,
+//                unpin, from GET /v1/tools, run through POST /v1/sessions/{sid}/tools/{tool}.
+//                ctxstore's read is not registered: OpenClaw's own read keeps its name, and its
+//                output is ingested from the log as any tool output (the service's ingester
+//                knows a spill file by its path: read whole, it activates the output the file
+//                holds; with offset/limit, those lines are the read's output).
+//   session_end  (OpenClaw's hook: a session replaced under its key, reset, deleted or expired;
+//                2026.9.6 reports it from the Gateway, never from `openclaw agent --local`) closes
+//                the ctxstore session: the turn in progress is written and its spill files go.
+//
+// The head (docs/openclaw.md, "The head"): plugins.entries.ctxstore.config.head, else
+// CTXSTORE_HEAD (the Pi extension's variable): bare or managed; lean is taken as managed, with a
+// warning (OpenClaw gives a plugin no per-call seam onto the tool list). Unset, bare, unless
+// OpenClaw's read cannot reach the service's spill directory for the agent (tools.fs.workspaceOnly
+// or a sandbox in OpenClaw's config): managed, with a warning. Bare: OpenClaw's system prompt and
+// tools only (never ctxstore's guide or its management tools); an output that collapses or enters
+// as a preview is whole in a spill file the service writes, and the model loads it with
+// OpenClaw's read. Managed: ctxstore's guide as the systemPromptAddition, and the management tools.
+// A session keeps the head it was created with (the service's rule).
 //
 // Prompt-cache breakpoints stay OpenClaw's: it gives a context engine no seam onto the provider
 // request (docs/openclaw.md).
@@ -35,14 +51,67 @@
 // If the service is unreachable, assemble throws: OpenClaw quarantines the engine for the process
 // and runs its legacy engine (its documented failure isolation). The plugin logs it once.
 //
-// Configuration: plugins.entries.ctxstore.config.serviceUrl / .token, else CTXSTORE_SERVICE_URL
-// (default http://127.0.0.1:7411) and CTXSTORE_TOKEN; CTXSTORE_TIMEOUT_MS per request (30000).
+// Configuration: plugins.entries.ctxstore.config.serviceUrl / .token / .head, else
+// CTXSTORE_SERVICE_URL (default http://127.0.0.1:7411), CTXSTORE_TOKEN and CTXSTORE_HEAD;
+// CTXSTORE_TIMEOUT_MS per request (30000).
 
 import { execFileSync } from "node:child_process";
 import { createHash, type Hash } from "node:crypto";
 
 /** The tools registered from the service's definitions (openclaw.plugin.json names them too). */
 const TOOLS = ["activate", "deactivate", "pin", "unpin", "search", "query_session"];
+
+/**
+ * The tools that manage the context (the service's tools.Management): never offered under the
+ * bare head. search and query_session are recall tools, offered under both heads.
+ */
+const MANAGEMENT = new Set(["activate", "deactivate", "pin", "unpin"]);
+
+/** A session's head (docs/openclaw.md, "The head"). */
+type Head = "bare" | "managed";
+
+/**
+ * The head asked for: the plugin config's `head`, else CTXSTORE_HEAD; "" when neither names one.
+ * lean (the Pi extension's third head) is managed here: it needs the tool list changed from one
+ * model call to the next, which OpenClaw lets no plugin do. An unknown value is managed, as in
+ * the Pi extension. `warn` is told why, for either.
+ */
+function askedHead(configured: unknown, env: string | undefined, warn: (msg: string) => void): Head | "" {
+  const from = typeof configured === "string" && configured.trim() !== "" ? "plugins.entries.ctxstore.config.head" : "CTXSTORE_HEAD";
+  const v = (from === "CTXSTORE_HEAD" ? (env ?? "") : String(configured)).trim().toLowerCase();
+  if (v === "" || v === "bare" || v === "managed") return v;
+  if (v === "lean") {
+    warn(`${from}=lean: OpenClaw lets no plugin change the tool list between model calls; using managed`);
+    return "managed";
+  }
+  warn(`${from}=${v}: want bare or managed; using managed`);
+  return "managed";
+}
+
+/**
+ * Why OpenClaw's read cannot reach a file outside the agent's workspace (the service's spill
+ * directory), from OpenClaw's config as the plugin gets it (api.config): the agent's
+ * tools.fs.workspaceOnly, else the global one, or a sandbox (agents.list[].sandbox.mode, else
+ * agents.defaults.sandbox.mode, not "off": the sandbox mounts the workspace only). "" when it
+ * can. agentId "" reads the global and default settings only.
+ */
+function readConfined(config: any, agentId: string): string {
+  const list: any[] = Array.isArray(config?.agents?.list) ? config.agents.list : [];
+  const agent = agentId ? list.find((a) => typeof a?.id === "string" && a.id.trim().toLowerCase() === agentId) : undefined;
+  const agentFs = agent?.tools?.fs?.workspaceOnly;
+  if ((agentFs ?? config?.tools?.fs?.workspaceOnly) === true)
+    return agentFs === true ? `agents.list[${agentId}].tools.fs.workspaceOnly` : "tools.fs.workspaceOnly";
+  const mode = agent?.sandbox?.mode ?? config?.agents?.defaults?.sandbox?.mode;
+  if (typeof mode === "string" && mode !== "off")
+    return agent?.sandbox?.mode ? `agents.list[${agentId}].sandbox.mode=${mode}` : `agents.defaults.sandbox.mode=${mode}`;
+  return "";
+}
+
+/** The agent id of an OpenClaw session key ("agent:<id>:…"), lowercased; "" for another key. */
+function agentOf(sessionKey: string | undefined): string {
+  const m = /^agent:([^:]+):/i.exec(sessionKey ?? "");
+  return m ? m[1].trim().toLowerCase() : "";
+}
 
 interface ToolDefinition {
   name: string;
@@ -146,13 +215,19 @@ const shared: {
   calls: Map<string, string>; // the context commit of each session's last call
   parents: Map<string, string>; // a subagent's session key -> its parent's session id
   forkedAt: Map<string, number>; // a forked subagent's session id -> when it was prepared (ms)
+  heads: Map<string, Head>; // the head of each session opened by this process, as the service answered
+  warned: Set<string>; // the warnings given once per process
 } = ((globalThis as any)[Symbol.for("ctxstore.openclaw")] ??= {
   events: new Map(),
   calls: new Map(),
   parents: new Map(),
   forkedAt: new Map(),
+  heads: new Map(),
+  warned: new Set(),
 });
-const { events, calls, parents } = shared;
+shared.heads ??= new Map(); // a process that loaded an older copy of the plugin first
+shared.warned ??= new Set();
+const { events, calls, parents, heads } = shared;
 const forkedAt = shared.forkedAt;
 
 /**
@@ -184,11 +259,36 @@ function inheritedIds(messages: any[], child: string, at: number): any[] {
 }
 
 export default function register(api: any) {
-  const cfg = (api.pluginConfig ?? {}) as { serviceUrl?: string; token?: string };
+  const cfg = (api.pluginConfig ?? {}) as { serviceUrl?: string; token?: string; head?: string };
   const BASE = (cfg.serviceUrl || process.env.CTXSTORE_SERVICE_URL || "http://127.0.0.1:7411").replace(/\/+$/, "");
   const TOKEN = cfg.token || process.env.CTXSTORE_TOKEN || "";
   const TIMEOUT_MS = Number(process.env.CTXSTORE_TIMEOUT_MS || 30000);
   const log = api.logger ?? { info: console.error, warn: console.error, error: console.error };
+  // OpenClaw loads the plugin into more than one registry per process: a warning is given once.
+  const warnOnce = (msg: string) => {
+    if (shared.warned.has(msg)) return;
+    shared.warned.add(msg);
+    log.warn(`[ctxstore] ${msg}`);
+  };
+  const asked = askedHead(cfg.head, process.env.CTXSTORE_HEAD, warnOnce);
+
+  /**
+   * The head new sessions of an agent are opened with: the one asked for, else bare unless
+   * OpenClaw's read cannot reach the spill directory for that agent (then managed: the model
+   * could not load a collapsed output back). An explicit bare is kept, with a warning: the
+   * service's spill directory (serve --spill-dir) may lie inside the workspace.
+   */
+  const headFor = (agentId: string): Head => {
+    const confined = readConfined(api.config, agentId);
+    if (asked === "bare" && confined)
+      warnOnce(`the bare head was asked for, but ${confined} confines OpenClaw's read: the model can load collapsed outputs only if serve --spill-dir lies inside the workspace`);
+    if (asked) return asked;
+    if (confined) {
+      warnOnce(`${confined} keeps OpenClaw's read out of ctxstore's spill directory, so new sessions${agentId ? ` of agent ${agentId}` : ""} get the managed head (set head or CTXSTORE_HEAD to choose)`);
+      return "managed";
+    }
+    return "bare";
+  };
 
   let warned = false; // said once that the service is down
   const failed = (err: unknown) => {
@@ -228,10 +328,32 @@ export default function register(api: any) {
   const committed = new Set<string>();
   let cwd = process.cwd();
 
+  // The agent of each session, from the session key OpenClaw gives assemble (its head).
+  const agents = new Map<string, string>();
+
+  /**
+   * Opens (or resumes) a session with the head for its agent. A session keeps the head it was
+   * created with: the answer's spill directory says whether it is bare, and the tools of its
+   * later runs in this process follow (a session created under the other head is reported once).
+   */
   const open = (sid: string) => {
     let p = opened.get(sid);
     if (!p) {
-      p = request("PUT", `/v1/sessions/${encodeURIComponent(sid)}`, { cwd, system_prompt: "", harness: "openclaw" });
+      const head = headFor(agents.get(sid) ?? "");
+      p = request<{ spill?: string; state?: string }>("PUT", `/v1/sessions/${encodeURIComponent(sid)}`, {
+        cwd,
+        system_prompt: "",
+        harness: "openclaw",
+        bare_head: head === "bare" || undefined,
+      }).then((r) => {
+        const has: Head = r.spill ? "bare" : "managed";
+        heads.set(sid, has);
+        // OpenClaw built this run's tools before the session opened, for the head its agent's
+        // new sessions get: they match the session's from its next run in this process.
+        if (has !== head)
+          warnOnce(`session ${sid} keeps the ${has} head it was created with; new sessions get the ${head} head, and so do the tools of its first run in each process (set head or CTXSTORE_HEAD to ${has} for it)`);
+        return r;
+      });
       p.catch(() => opened.delete(sid));
       opened.set(sid, p);
     }
@@ -309,16 +431,21 @@ export default function register(api: any) {
   /**
    * One context call. OpenClaw hands a later assemble of the same run the messages the previous
    * one answered (its agent state holds them); those are replaced by the log that answer was
-   * made from, so the service sees the transcript, never its own output. The log travels as a
-   * delta over the previous call's; a base the service does not hold (it restarted) answers
-   * log_mismatch, and the whole log is sent.
+   * made from, so the service sees the transcript, never its own output. OpenClaw may hand back
+   * only the start of that answer: when the answer grew during the turn with a trailing note
+   * (a ctxstore tool ran, or the bare head's note on spill files), its next assemble got the
+   * answer without that last message (found with the bare head's test). A start of the previous
+   * answer stands for that answer's log too. The log travels as a delta over the previous
+   * call's; a base the service does not hold (it restarted) answers log_mismatch, and the whole
+   * log is sent.
    */
   const context = async (sid: string, given: any[]) => {
     let messages = given;
     const prev = last.get(sid);
-    if (prev && given.length >= prev.answer.length) {
-      const head = given.slice(0, prev.answer.length).map((m) => JSON.stringify(m));
-      if (head.every((j, i) => j === prev.answerJSON[i])) messages = prev.log.concat(given.slice(prev.answer.length));
+    if (prev && given.length > 0) {
+      const n = Math.min(given.length, prev.answer.length);
+      const head = given.slice(0, n).map((m) => JSON.stringify(m));
+      if (head.every((j, i) => j === prev.answerJSON[i])) messages = prev.log.concat(given.slice(n));
     }
     const at = forkedAt.get(sid);
     if (at !== undefined) messages = inheritedIds(messages, sid, at);
@@ -365,13 +492,15 @@ export default function register(api: any) {
         return { ingested: true };
       },
 
-      async assemble(p: { sessionId: string; messages: any[] }) {
+      async assemble(p: { sessionId: string; sessionKey?: string; messages: any[] }) {
         try {
+          if (!agents.has(p.sessionId)) agents.set(p.sessionId, agentOf(p.sessionKey));
           const r = await context(p.sessionId, p.messages ?? []);
           return {
             messages: r.messages ?? [],
             estimatedTokens: r.tokens ?? 0,
-            systemPromptAddition: r.system_prompt,
+            // The bare head's is empty: OpenClaw's own prompt only.
+            systemPromptAddition: r.system_prompt || undefined,
           };
         } catch (err) {
           failed(err);
@@ -419,9 +548,33 @@ export default function register(api: any) {
     };
   });
 
+  // A session ends in OpenClaw (replaced under its key, reset, deleted, expired; reported by the
+  // Gateway in 2026.9.6): its ctxstore session is closed, which writes the turn in progress and
+  // removes its spill files. The process reporting the end may never have opened the session
+  // (the Gateway, for a session whose turns ran under `openclaw agent --local`): it is closed
+  // anyway, and a session the service does not hold answers closed: false.
+  if (typeof api.on === "function") {
+    api.on("session_end", async (e: { sessionId?: string }) => {
+      const sid = e?.sessionId;
+      if (!sid) return;
+      opened.delete(sid);
+      deltas.delete(sid);
+      last.delete(sid);
+      heads.delete(sid);
+      agents.delete(sid);
+      try {
+        await request("POST", `/v1/sessions/${encodeURIComponent(sid)}/close`);
+      } catch (err) {
+        log.warn(`[ctxstore] closing session ${sid}: ${(err as Error).message}`);
+      }
+    });
+  }
+
   // ctxstore's tool definitions are the service's (GET /v1/tools). register is synchronous, so
   // they are read with one short child process; if the service is unreachable, no tool is
-  // registered (OpenClaw keeps its own tools).
+  // registered (OpenClaw keeps its own tools). A management tool is left out of a run whose
+  // session is bare: the head the service answered for it in this process, else the head its
+  // agent's new sessions get (OpenClaw builds a run's tools before its first assemble).
   let defs: ToolDefinition[] = [];
   try {
     const script =
@@ -437,21 +590,25 @@ export default function register(api: any) {
   } catch (err) {
     log.warn(`[ctxstore] reading ctxstore's tools from ${BASE}: ${(err as Error).message?.split("\n")[0]}; they are not registered`);
   }
+  const bareRun = (tc: any) => (heads.get(tc?.sessionId) ?? headFor(String(tc?.agentId ?? "").trim().toLowerCase())) === "bare";
   for (const def of defs) {
     api.registerTool(
-      (tc: any) => ({
-        name: def.name,
-        label: `${def.name} (ctxstore)`,
-        description: def.description,
-        parameters: def.parameters,
-        async execute(toolCallId: string, params: any) {
-          const sid = tc?.sessionId;
-          if (!sid) throw new Error(`${def.name}: no OpenClaw session id for this run`);
-          const r = await session<ToolResponse>(sid, `/tools/${def.name}`, { tool_call_id: toolCallId, args: { ...params } });
-          if (!r.ok) throw new Error(r.message);
-          return { content: [{ type: "text", text: r.message }], details: { ctxstore: { id: r.id ?? null } } };
-        },
-      }),
+      (tc: any) => {
+        if (MANAGEMENT.has(def.name) && bareRun(tc)) return null;
+        return {
+          name: def.name,
+          label: `${def.name} (ctxstore)`,
+          description: def.description,
+          parameters: def.parameters,
+          async execute(toolCallId: string, params: any) {
+            const sid = tc?.sessionId;
+            if (!sid) throw new Error(`${def.name}: no OpenClaw session id for this run`);
+            const r = await session<ToolResponse>(sid, `/tools/${def.name}`, { tool_call_id: toolCallId, args: { ...params } });
+            if (!r.ok) throw new Error(r.message);
+            return { content: [{ type: "text", text: r.message }], details: { ctxstore: { id: r.id ?? null } } };
+          },
+        };
+      },
       { name: def.name },
     );
   }
