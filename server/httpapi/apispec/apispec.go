@@ -52,6 +52,20 @@ func Load(path string) (*Spec, error) {
 	return &Spec{doc: doc, router: r}, nil
 }
 
+// Properties returns the property names of the document's schema name
+// (components/schemas), sorted; ok is false when there is no such schema.
+func (s *Spec) Properties(name string) (props []string, ok bool) {
+	ref, found := s.doc.Components.Schemas[name]
+	if !found || ref.Value == nil {
+		return nil, false
+	}
+	for p := range ref.Value.Properties {
+		props = append(props, p)
+	}
+	slices.Sort(props)
+	return props, true
+}
+
 // Operations returns "METHOD /path" for every operation of the document,
 // sorted.
 func (s *Spec) Operations() []string {
