@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -290,9 +289,6 @@ func (a *Assembler) Assistant(ctx context.Context, text string, calls []ToolCall
 	a.pending = map[string]bool{}
 	for _, c := range cs {
 		a.pending[c.ID] = true
-		a.rerun(c)
-	}
-	for _, c := range cs {
 		a.callAt[c.ID] = len(a.items)
 	}
 	a.push(&item{kind: kAssistant, text: text, calls: cs})
@@ -633,7 +629,11 @@ func (a *Assembler) wholeOnActivate(o *objects.Object) {
 // before previews get larger (issue 17 item 3: under 5%).
 const maxFaultRate = 0.05
 
-// fault counts preview id read back whole (once per output). While the
+// fault counts preview id read back whole (once per output): an activate
+// naming it or a whole read of its spill file (wholeOnActivate). The same
+// command run again is not counted here: live, it is as often a new run
+// after the model changed the code (the paging report counts re-runs with
+// no write or edit between, as the replay does). While the
 // session's previews are read back more often than maxFaultRate, each
 // such read doubles the size from which outputs enter as a preview
 // (previewTokens): the model has shown it needs outputs of that size, so
@@ -658,22 +658,6 @@ func (a *Assembler) previewTokens() int {
 	return a.pol.PreviewTokens << a.shape.PreviewDoublings
 }
 
-// rerun counts a fault when call c repeats a call whose output is shown as
-// a preview (the same tool, the same arguments): the model ran the command
-// again rather than read the preview.
-func (a *Assembler) rerun(c ToolCall) {
-	for id := range a.previewed {
-		i, ok := a.callAt[id]
-		if !ok || i >= len(a.items) {
-			continue
-		}
-		for _, p := range a.items[i].calls {
-			if p.ID == id && p.Name == c.Name && reflect.DeepEqual(p.Args, c.Args) {
-				a.fault(id)
-			}
-		}
-	}
-}
 
 // spillRead returns the call id whose spill file a read call's arguments
 // name whole (no offset or limit), "" for any other read.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/context/ingest"
 	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/store"
@@ -19,7 +20,8 @@ import (
 // then read back whole; the same for outputs shown collapsed. A preview
 // is read back ("a fault") by an activate call naming it, by a read of its
 // spill file without offset or limit (a bare head), or by a call of the
-// same tool with the same arguments (the command run again). A read of
+// same tool with the same arguments with no write or edit between (the
+// command run again). A read of
 // some lines of the spill file is counted apart (Partial): the preview
 // was not enough, but the model did not need it whole.
 type Paging struct {
@@ -165,13 +167,21 @@ func countPaging(sid string, s pagingStream) *Paging {
 	sort.Strings(ids)
 	spillDir := strings.TrimSuffix(tools.SpillName(sid), ".txt")
 	faulted := map[string]bool{}
+	lastChange := -1 // the last write or edit call so far
 	for i, pc := range s.calls {
+		switch ingest.DefaultTools[strings.ToLower(pc.call.Name)] {
+		case ingest.KindWrite, ingest.KindEdit:
+			lastChange = i
+			continue
+		}
 		out, how := readsBack(pc.call, ids, spillDir)
 		if out == "" {
 			// The same tool with the same arguments as an earlier call
-			// whose output was a preview: the command run again.
+			// whose output was a preview, with no write or edit between:
+			// the command run again (after a change it is a new run, as
+			// the replay's "reneeded" has it).
 			for _, id := range ids {
-				if k, ok := s.at[id]; ok && k < i && s.shown[id] == "preview" && sameCall(s.calls[k].call, pc.call) {
+				if k, ok := s.at[id]; ok && k < i && k > lastChange && s.shown[id] == "preview" && sameCall(s.calls[k].call, pc.call) {
 					out, how = id, "rerun"
 					break
 				}
