@@ -658,7 +658,6 @@ func (a *Assembler) previewTokens() int {
 	return a.pol.PreviewTokens << a.shape.PreviewDoublings
 }
 
-
 // spillRead returns the call id whose spill file a read call's arguments
 // name whole (no offset or limit), "" for any other read.
 func (a *Assembler) spillRead(args map[string]any) string {
