@@ -175,6 +175,17 @@ func TestBrowser(t *testing.T) {
 	}
 	shot(t, ctx, dir, "2-session")
 
+	// the session's paging page, through its link, and back
+	run(t, ctx, "paging",
+		chromedp.Click("#paging-link", chromedp.ByQuery),
+		chromedp.WaitVisible("#paging-summary", chromedp.ByQuery),
+		chromedp.Text("#paging-summary", &text, chromedp.ByQuery))
+	if !strings.Contains(text, "outputs shown as a preview") || !strings.Contains(text, "fault rate") {
+		t.Fatalf("paging page:\n%s", text)
+	}
+	shot(t, ctx, dir, "2b-paging")
+	run(t, ctx, "back to the session", chromedp.Navigate(s.url+"/inspect/s/"+sid), chromedp.WaitVisible("#timeline", chromedp.ByQuery))
+
 	// call 12 -> its context and attribution
 	run(t, ctx, "open call 12",
 		chromedp.Click(`#calls a.call-link[href$="/c/12"]`, chromedp.ByQuery),
