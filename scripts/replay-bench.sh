@@ -16,7 +16,7 @@ set -eu
 GO=${GO:-go}
 OUT=${REPLAY_OUT:-/tmp/replay-bench}
 CACHE_MODEL=${REPLAY_CACHE_MODEL:-auto}
-STRATEGIES=${REPLAY_STRATEGIES:-naive,naive_capped,clear_tool_uses,clear_tool_uses_20k,recorded,ctxstore_stream,ctxstore_literal}
+STRATEGIES=${REPLAY_STRATEGIES:-naive,naive_capped,clear_tool_uses,clear_tool_uses_20k,recorded,ctxstore_stream,ctxstore_stream_bare_head,ctxstore_literal}
 # The datasets: $CTXSTORE_DATASETS, else shared/datasets beside this
 # checkout or a directory above it (as internal/datasets finds them).
 DATA=${CTXSTORE_DATASETS:-}

@@ -3,6 +3,7 @@ package assemble
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"hash"
 	"path/filepath"
@@ -354,6 +355,7 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 				it.preview = true
 				a.previewed[r.ID] = true
 				a.previews++
+				a.shape.Previews++
 				a.spillOut(it)
 			}
 		}
@@ -643,7 +645,7 @@ func (a *Assembler) fault(id string) {
 		return
 	}
 	a.shape.Faulted = append(slices.Clip(a.shape.Faulted), id)
-	if float64(len(a.shape.Faulted)) > maxFaultRate*float64(a.previews) && a.shape.PreviewDoublings < 10 {
+	if float64(len(a.shape.Faulted)) > maxFaultRate*float64(a.shape.Previews) && a.shape.PreviewDoublings < 10 {
 		a.shape.PreviewDoublings++
 	}
 }
@@ -659,19 +661,39 @@ func (a *Assembler) previewTokens() int {
 }
 
 // spillRead returns the call id whose spill file a read call's arguments
-// name whole (no offset or limit), "" for any other read.
+// name whole: no offset or limit, or lines that cover the whole output
+// (tools.Covers, as the read itself decides); "" for any other read.
 func (a *Assembler) spillRead(args map[string]any) string {
 	p, _ := args["path"].(string)
 	if a.spill == "" || p == "" || filepath.Dir(p) != filepath.Clean(a.spill) {
 		return ""
 	}
-	for _, k := range []string{"offset", "limit"} {
-		if v, ok := args[k]; ok && v != nil && fmt.Sprint(v) != "0" {
-			return "" // a part: the preview stays
-		}
-	}
 	id, _ := tools.SpillCallID(filepath.Base(p))
-	return id
+	offset, limit := intOf(args["offset"]), intOf(args["limit"])
+	if offset == 0 && limit == 0 {
+		return id
+	}
+	if h := a.held[id]; h != nil && h.obj.Content != nil && tools.Covers(*h.obj.Content, offset, limit) {
+		return id
+	}
+	return "" // a part: the preview stays
+}
+
+// intOf reads a tool argument as an integer (a JSON number, as decoded or
+// normalized); 0 when absent or not a number.
+func intOf(v any) int {
+	switch n := v.(type) {
+	case float64:
+		return int(n)
+	case int:
+		return n
+	case int64:
+		return int(n)
+	case json.Number:
+		f, _ := n.Float64()
+		return int(f)
+	}
+	return 0
 }
 
 // SetRelease turns Options.Release on or off from the next call on
@@ -712,6 +734,7 @@ func (a *Assembler) unshow(id string, inactive bool) {
 	delete(a.patches, id)
 	delete(a.held, id)
 	delete(a.edits, id)
+	delete(a.previewed, id) // a preview read back once no longer shown is a collapsed output's
 	if inactive {
 		a.staleInput(id)
 	}

@@ -847,6 +847,9 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 	if a.shape.Rebases > 0 {
 		shape["rebases"] = int64(a.shape.Rebases) // absent in commits written before it was kept
 	}
+	if a.shape.Previews > 0 {
+		shape["previews"] = int64(a.shape.Previews)
+	}
 	if len(a.shape.Faulted) > 0 {
 		f := make([]any, len(a.shape.Faulted))
 		for i, id := range a.shape.Faulted {

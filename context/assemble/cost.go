@@ -154,10 +154,13 @@ type Shape struct {
 	// Rebases counts the session's rebases so far (0 in commits written
 	// before it was kept).
 	Rebases int
-	// Faulted are the outputs shown as a preview that the model read back
-	// whole (an activate, a whole read of the spill file, the same call
-	// made again), each once; PreviewDoublings how many times that made
+	// Previews counts the outputs that entered as a preview so far (kept
+	// in commits since session 12; a resume of older ones counts the
+	// previews their items still show). Faulted are those the model read
+	// back whole while shown (an activate naming it, a whole read of its
+	// spill file), each once; PreviewDoublings how many times that made
 	// the session's preview size double (Assembler.previewTokens).
+	Previews         int
 	Faulted          []string
 	PreviewDoublings int
 }

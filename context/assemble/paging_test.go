@@ -2,9 +2,11 @@ package assemble
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ctxstore/ctxstore/context/tools"
 )
@@ -101,7 +103,7 @@ func TestPreviewSizeAdapts(t *testing.T) {
 func TestPreviewSizeKeptUnderRate(t *testing.T) {
 	e := newEnv(t, LayoutStream, Policy{StaleThreshold: 100000, Horizon: 200, PreviewTokens: 100})
 	a := e.a
-	a.previews = 20
+	a.shape.Previews = 20
 	a.fault("x1")
 	if a.shape.PreviewDoublings != 0 {
 		t.Fatalf("1 fault of 20 previews (5%%) doubled the size")
@@ -109,5 +111,120 @@ func TestPreviewSizeKeptUnderRate(t *testing.T) {
 	a.fault("x2")
 	if a.shape.PreviewDoublings != 1 || a.previewTokens() != 200 {
 		t.Fatalf("2 faults of 20 previews: %d doublings", a.shape.PreviewDoublings)
+	}
+}
+
+// TestPreviewCountSurvivesRebase: the previews a rebase rewrote as
+// collapsed still count after a resume (Shape.Previews is in the commits):
+// 1 fault of 30 previews is under 5% live and resumed alike, where a count
+// of the previews the items still show (2) would have doubled the size.
+func TestPreviewCountSurvivesRebase(t *testing.T) {
+	pol := Policy{StaleThreshold: 100, Horizon: 200, PreviewTokens: 100}
+	e := newEnv(t, LayoutStream, pol)
+	e.turn("run the checks")
+	var ids []string
+	for i := range 30 {
+		e.bash(fmt.Sprintf("check %d", i), strings.Repeat(fmt.Sprintf("check %d says something long enough\n", i), 60))
+		ids = append(ids, e.uid(fmt.Sprintf("toolu_%04d", e.seq)))
+	}
+	e.call()
+	if e.a.shape.Previews != 30 {
+		t.Fatalf("%d previews, want 30", e.a.shape.Previews)
+	}
+	for _, id := range ids[:28] {
+		_, err := e.tools.Deactivate(e.ctx, id)
+		e.must(err)
+	}
+	e.turn("go on")
+	e.now = e.now.Add(10 * time.Minute) // cold: the rebase rewrites the stale previews as collapsed
+	if c := e.call(); !c.Rebased {
+		t.Fatal("no rebase")
+	}
+	e.reopen(t, pol)
+	if e.a.shape.Previews != 30 || e.a.previews == 30 {
+		t.Fatalf("resumed: Shape.Previews %d (items show %d)", e.a.shape.Previews, e.a.previews)
+	}
+	e.seq++
+	aid := e.uid(fmt.Sprintf("toolu_%04d", e.seq))
+	args := map[string]any{"id": ids[29]}
+	e.must(e.a.Assistant(e.ctx, "", []ToolCall{{ID: aid, Name: "activate", Args: args}}))
+	r, err := e.tools.Activate(e.ctx, ids[29])
+	e.must(err)
+	rr, err := e.tools.RecordResult(e.ctx, tools.Call{ID: aid, Tool: "activate", Args: args}, r)
+	e.must(err)
+	e.must(e.a.ToolResult(e.ctx, rr))
+	e.call()
+	if !slices.Equal(e.a.shape.Faulted, []string{ids[29]}) || e.a.shape.PreviewDoublings != 0 {
+		t.Fatalf("faulted %v, %d doublings; want 1 fault of 30 previews, no doubling", e.a.shape.Faulted, e.a.shape.PreviewDoublings)
+	}
+}
+
+// TestPreviewFaultOnlyWhileShown: a preview deactivated, then activated,
+// is a collapsed output read back, not a fault; a resumed assembler (which
+// knows only the previews still shown) decides the same.
+func TestPreviewFaultOnlyWhileShown(t *testing.T) {
+	e := newEnv(t, LayoutStream, Policy{StaleThreshold: 100000, Horizon: 200, PreviewTokens: 100})
+	e.turn("build")
+	e.bash("make", strings.Repeat("a line of the build that goes on\n", 200))
+	id := e.uid(fmt.Sprintf("toolu_%04d", e.seq))
+	e.call()
+	_, err := e.tools.Deactivate(e.ctx, id)
+	e.must(err)
+	e.call()
+	e.seq++
+	aid := e.uid(fmt.Sprintf("toolu_%04d", e.seq))
+	args := map[string]any{"id": id}
+	e.must(e.a.Assistant(e.ctx, "", []ToolCall{{ID: aid, Name: "activate", Args: args}}))
+	r, err := e.tools.Activate(e.ctx, id)
+	e.must(err)
+	rr, err := e.tools.RecordResult(e.ctx, tools.Call{ID: aid, Tool: "activate", Args: args}, r)
+	e.must(err)
+	e.must(e.a.ToolResult(e.ctx, rr))
+	e.call()
+	if len(e.a.shape.Faulted) != 0 || e.a.shape.PreviewDoublings != 0 {
+		t.Fatalf("a deactivated preview activated counted as a fault: %v", e.a.shape.Faulted)
+	}
+}
+
+// TestSpillReadCoveringWhole: under a bare head, a read of the spill file
+// with an offset and limit that cover the whole output (what models often
+// send) loads it whole, as a read without them: the tool activates the
+// output, and the assembler drops the preview and counts the fault.
+func TestSpillReadCoveringWhole(t *testing.T) {
+	root := t.TempDir()
+	spill := tools.SpillDir(root, "s1")
+	pol := Policy{StaleThreshold: 100000, Horizon: 200, PreviewTokens: 100}
+	e := newEnv(t, LayoutStream, pol)
+	a, err := New(e.ctx, e.tools.Session(), Options{Layout: LayoutStream, Tools: leanTools, Policy: pol,
+		Now: func() time.Time { return e.now }, Lean: &LeanHead{Guide: leanGuide, Withheld: []string{"activate", "deactivate", "pin"}, Bare: true, Spill: spill}})
+	e.must(err)
+	e.a = a
+	e.tools.SetSpill(tools.Spill{Root: root, Dir: spill})
+	e.turn("build")
+	out := ""
+	for i := range 3000 {
+		out += fmt.Sprintf("build line %d\n", i)
+	}
+	e.bash("make", out)
+	id := e.uid(fmt.Sprintf("toolu_%04d", e.seq))
+	if c := e.call(); strings.Contains(string(c.Bytes), "build line 1500\n") {
+		t.Fatal("the output is not a preview")
+	}
+	for _, bounds := range []map[string]any{{"offset": 10, "limit": 5}, {"offset": 1, "limit": 5000}} {
+		e.seq++
+		rid := e.uid(fmt.Sprintf("toolu_%04d", e.seq))
+		args := map[string]any{"path": filepath.Join(spill, tools.SpillName(id)), "offset": bounds["offset"], "limit": bounds["limit"]}
+		e.must(e.a.Assistant(e.ctx, "", []ToolCall{{ID: rid, Name: "read", Args: args}}))
+		r, err := e.tools.ReadPart(e.ctx, tools.Call{ID: rid, Tool: "read", Args: args}, args["path"].(string), bounds["offset"].(int), bounds["limit"].(int))
+		e.must(err)
+		e.must(e.a.ToolResult(e.ctx, r))
+		c := e.call()
+		whole := strings.Contains(string(c.Bytes), "build line 1500\n")
+		if bounds["offset"] == 10 && (whole || len(e.a.shape.Faulted) != 0) {
+			t.Fatalf("5 lines loaded the output whole (faulted %v)", e.a.shape.Faulted)
+		}
+		if bounds["offset"] == 1 && (!whole || !slices.Equal(e.a.shape.Faulted, []string{id})) {
+			t.Fatalf("lines 1-5000 of a 3,000-line output did not load it whole (faulted %v)", e.a.shape.Faulted)
+		}
 	}
 }

@@ -72,13 +72,6 @@ func (a *Assembler) patchFor(id string, held, cur *version) *item {
 	return &item{kind: kPatch, ref: cur.ref, obj: cur.obj, text: head + "; the lines that differ from the version above:\n" + d}
 }
 
-func plural(n int, s string) string {
-	if n == 1 {
-		return s
-	}
-	return s + "s"
-}
-
 // callArgs returns the arguments of a tool call of the stream, as made.
 func (a *Assembler) callArgs(id string) map[string]any {
 	i, ok := a.callAt[id]

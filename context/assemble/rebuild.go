@@ -126,6 +126,7 @@ func ReadCommitAfter(ctx context.Context, st store.Store, sessionID string, n in
 			WarmStarts       int      `json:"warm_starts"`
 			ColdStarts       int      `json:"cold_starts"`
 			Rebases          int      `json:"rebases"`
+			Previews         int      `json:"previews"`
 			Faulted          []string `json:"faulted"`
 			PreviewDoublings int      `json:"preview_doublings"`
 		} `json:"shape"`

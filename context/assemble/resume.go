@@ -137,6 +137,9 @@ func Resume(ctx context.Context, s *session.Session, o Options) (*Assembler, err
 	a.calls, a.committed, a.snapEnd, a.lastCall, a.last = n, len(a.items), root.SnapshotEnd, last.Time, last
 	a.prevLen, a.prevTok = last.ByteLen, last.Tokens
 	a.shape = last.Shape
+	if a.shape.Previews < a.previews {
+		a.shape.Previews = a.previews // commits from before Shape.Previews was kept
+	}
 	a.prevStableTok = a.stableTokens()
 	return a, nil
 }

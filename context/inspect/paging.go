@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/context/expand"
 	"github.com/ctxstore/ctxstore/context/ingest"
 	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/objects"
@@ -89,7 +90,21 @@ func (in *Inspector) Paging(ctx context.Context, sid string) (*Paging, error) {
 		}
 	}
 	sort.Slice(recs, func(i, j int) bool { return recs[i].n < recs[j].n })
-	p := countPaging(sid, streamOf(recs))
+	// Lines of a spill file that cover the whole output are a whole read
+	// (as the read itself and the assembler take them): the output's
+	// lines decide, read once per output asked about.
+	whole := map[string]string{}
+	covers := func(id string, offset, limit int) bool {
+		text, ok := whole[id]
+		if !ok {
+			if o, _, err := expand.Resolve(ctx, in.st, objects.DynamicRef(id)); err == nil && o.Content != nil {
+				text = *o.Content
+			}
+			whole[id] = text
+		}
+		return text != "" && tools.Covers(text, offset, limit)
+	}
+	p := countPaging(sid, streamOf(recs), covers)
 	p.PreviewDoublings = doublings
 	return p, nil
 }
@@ -151,7 +166,9 @@ func streamOf(recs []pagingRecord) pagingStream {
 	return s
 }
 
-func countPaging(sid string, s pagingStream) *Paging {
+// countPaging counts s's paging; covers(output, offset, limit) says whether
+// those lines are the whole output (nil: never).
+func countPaging(sid string, s pagingStream, covers func(string, int, int) bool) *Paging {
 	p := &Paging{}
 	for _, how := range s.shown {
 		if how == "preview" {
@@ -175,6 +192,9 @@ func countPaging(sid string, s pagingStream) *Paging {
 			continue
 		}
 		out, how := readsBack(pc.call, ids, spillDir)
+		if how == "spill_lines" && covers != nil && covers(out, intArg(pc.call.Args, "offset"), intArg(pc.call.Args, "limit")) {
+			how = "spill_read"
+		}
 		if out == "" {
 			// The same tool with the same arguments as an earlier call
 			// whose output was a preview, with no write or edit between:
@@ -255,6 +275,21 @@ func readsBack(c assemble.ToolCall, ids []string, spillDir string) (string, stri
 		return id, "spill_read"
 	}
 	return "", ""
+}
+
+// intArg reads a tool argument as an integer (a JSON number); 0 when
+// absent or not a number.
+func intArg(args map[string]any, key string) int {
+	switch n := args[key].(type) {
+	case float64:
+		return int(n)
+	case int:
+		return n
+	case json.Number:
+		f, _ := n.Float64()
+		return int(f)
+	}
+	return 0
 }
 
 // matchID resolves what activate takes: an id, or a prefix of at least 8

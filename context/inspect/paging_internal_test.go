@@ -51,7 +51,7 @@ func TestStreamOfStubs(t *testing.T) {
 	if len(s.shown) != 2 || s.shown["c1"] != "collapsed" || s.shownAt["c1"] != 3 || s.shown["c2"] != "preview" || s.shownAt["c2"] != 2 {
 		t.Fatalf("shown %v at %v", s.shown, s.shownAt)
 	}
-	if p := countPaging("s", s); p.Previews != 1 || p.Collapsed != 1 {
+	if p := countPaging("s", s, nil); p.Previews != 1 || p.Collapsed != 1 {
 		t.Fatalf("%+v", *p)
 	}
 }

@@ -79,6 +79,7 @@ func TestPaging(t *testing.T) {
 		call("bash", map[string]any{"command": "make test"}, "ok\n") // after an edit: a new run
 		id3 := call("bash", map[string]any{"command": "make lint"}, big("lint", 96000))
 		call("read", map[string]any{"path": spill(id3), "offset": 10, "limit": 5}, "lines")
+		call("read", map[string]any{"path": spill(id3), "offset": 1, "limit": 100000}, "activated") // lines that are all of it
 		call("read", map[string]any{"path": spill(id3)}, "activated") // ctxstore's read answers from the store
 		call("bash", map[string]any{"command": "make docs"}, big("docs", 200000))
 		call("read", map[string]any{"path": spill("toolu_unknown")}, "no such call")
@@ -96,8 +97,8 @@ func TestPaging(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Previews != 4 || p.Faulted != 3 || p.FaultRate != 0.75 || p.ByActivate != 2 || p.ByRerun != 1 || p.BySpillRead != 1 || p.Partial != 1 {
-			t.Fatalf("paging %+v; want 4 previews, 3 faulted (rate 0.75): 2 by activate, 1 rerun, 1 spill read, 1 partial", *p)
+		if p.Previews != 4 || p.Faulted != 3 || p.FaultRate != 0.75 || p.ByActivate != 2 || p.ByRerun != 1 || p.BySpillRead != 2 || p.Partial != 1 {
+			t.Fatalf("paging %+v; want 4 previews, 3 faulted (rate 0.75): 2 by activate, 1 rerun, 2 spill reads, 1 partial", *p)
 		}
 		// The assembler counts only the activate (it leaves re-runs to
 		// this report, and this session has no spill directory, so to it
@@ -113,7 +114,7 @@ func TestPaging(t *testing.T) {
 			got = append(got, fmt.Sprintf("%s:%s:%v", f.How, f.Output, f.Preview))
 		}
 		want := []string{"activate:" + id1 + ":true", "activate:" + id1 + ":true", "rerun:" + id2 + ":true",
-			"spill_lines:" + id3 + ":true", "spill_read:" + id3 + ":true", "activate:" + small + ":false"}
+			"spill_lines:" + id3 + ":true", "spill_read:" + id3 + ":true", "spill_read:" + id3 + ":true", "activate:" + small + ":false"}
 		if strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Fatalf("faults\n got %v\nwant %v", got, want)
 		}

@@ -524,7 +524,8 @@ func chooseCache(ctx context.Context, rep *Report, env *Env, cs []*CallInput, s 
 }
 
 // Sum adds up the results of several sessions per strategy (in the order
-// of the first report); ratios are of the sums, each against naive (and
+// each first appears: a strategy the first session declined comes after
+// the others); ratios are of the sums, each against naive (and
 // naive_capped) over the sessions the strategy ran on (Result.Sessions; a
 // strategy declines some: recorded without usage); calls are left out.
 func Sum(reports []*Report) []Result {

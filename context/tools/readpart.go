@@ -74,6 +74,17 @@ func (t *Tools) recordPart(ctx context.Context, c Call, files []string, part str
 	return rec, nil
 }
 
+// Covers reports whether read(offset, limit) of text returns all of it:
+// the range starts at its first line and reaches its last (offset 0 is
+// 1, limit 0 is no bound), as lineRange reads them.
+func Covers(text string, offset, limit int) bool {
+	if offset < 0 || limit < 0 {
+		return false
+	}
+	lines, first, last, err := lineRange(text, offset, limit)
+	return err == nil && first == 1 && last == len(lines)
+}
+
 // lineRange splits text into lines (each with its newline) and returns
 // the lines from offset (from 1; 0 is 1) for limit lines (0: to the end).
 func lineRange(text string, offset, limit int) (lines []string, first, last int, err error) {

@@ -142,7 +142,8 @@ func (t *Tools) readOutput(ctx context.Context, path, id string) (Result, error)
 
 // readOutputPart is read(path, offset, limit) of the session's spill file
 // of call id: lines of the call's output, recorded as the output of the
-// read call c (as ReadPart does for a file).
+// read call c (as ReadPart does for a file); lines that cover the whole
+// output are readOutput, recorded for c.
 func (t *Tools) readOutputPart(ctx context.Context, c Call, path, id string, offset, limit int) (Result, error) {
 	o, _, err := t.resolve(ctx, id)
 	if err != nil {
@@ -150,6 +151,15 @@ func (t *Tools) readOutputPart(ctx context.Context, c Call, path, id string, off
 	}
 	if o.Content == nil {
 		return Result{}, fmt.Errorf("read %s: the output of %s is not kept", path, id)
+	}
+	if Covers(*o.Content, offset, limit) {
+		// Lines that are the whole output (offset 1, a limit past its end:
+		// what models often send) are the whole read: the output activated.
+		r, err := t.readOutput(ctx, path, id)
+		if err != nil {
+			return Result{}, err
+		}
+		return t.RecordResult(ctx, c, r)
 	}
 	lines, first, last, err := lineRange(*o.Content, offset, limit)
 	if err != nil {

@@ -72,9 +72,10 @@ type Head = "bare" | "managed";
 
 /**
  * The head asked for: the plugin config's `head`, else CTXSTORE_HEAD; "" when neither names one.
- * lean (the Pi extension's third head) is managed here: it needs the tool list changed from one
- * model call to the next, which OpenClaw lets no plugin do. An unknown value is managed, as in
- * the Pi extension. `warn` is told why, for either.
+ * lean (the Pi extension's third head, so only from CTXSTORE_HEAD: the config's schema takes bare
+ * or managed, and OpenClaw refuses anything else there) is managed here: it needs the tool list
+ * changed from one model call to the next, which OpenClaw lets no plugin do. An unknown value is
+ * managed, as in the Pi extension. `warn` is told why, for either.
  */
 function askedHead(configured: unknown, env: string | undefined, warn: (msg: string) => void): Head | "" {
   const from = typeof configured === "string" && configured.trim() !== "" ? "plugins.entries.ctxstore.config.head" : "CTXSTORE_HEAD";
@@ -105,6 +106,16 @@ function readConfined(config: any, agentId: string): string {
   if (typeof mode === "string" && mode !== "off")
     return agent?.sandbox?.mode ? `agents.list[${agentId}].sandbox.mode=${mode}` : `agents.defaults.sandbox.mode=${mode}`;
   return "";
+}
+
+/** Whether an answered message is ctxstore's note alone: a user message of "[ctxstore] " text. */
+function isNote(m: any): boolean {
+  return (
+    m?.role === "user" &&
+    Array.isArray(m.content) &&
+    m.content.length > 0 &&
+    m.content.every((b: any) => b?.type === "text" && typeof b.text === "string" && b.text.startsWith("[ctxstore] "))
+  );
 }
 
 /** The agent id of an OpenClaw session key ("agent:<id>:…"), lowercased; "" for another key. */
@@ -435,14 +446,17 @@ export default function register(api: any) {
    * only the start of that answer: when the answer grew during the turn with a trailing note
    * (a ctxstore tool ran, or the bare head's note on spill files), its next assemble got the
    * answer without that last message (found with the bare head's test). A start of the previous
-   * answer stands for that answer's log too. The log travels as a delta over the previous
+   * answer that lacks only such notes stands for that answer's log too; a history shorter by
+   * anything else is OpenClaw's (a rewind) and goes as it is. The log travels as a delta over the previous
    * call's; a base the service does not hold (it restarted) answers log_mismatch, and the whole
    * log is sent.
    */
   const context = async (sid: string, given: any[]) => {
     let messages = given;
     const prev = last.get(sid);
-    if (prev && given.length > 0) {
+    // Shorter than the answer only by ctxstore's trailing notes: any other shorter history is
+    // OpenClaw's own (a rewind), sent as it is.
+    if (prev && given.length > 0 && (given.length >= prev.answer.length || prev.answer.slice(given.length).every(isNote))) {
       const n = Math.min(given.length, prev.answer.length);
       const head = given.slice(0, n).map((m) => JSON.stringify(m));
       if (head.every((j, i) => j === prev.answerJSON[i])) messages = prev.log.concat(given.slice(n));

@@ -229,6 +229,7 @@ func TestPagingPage(t *testing.T) {
 	rec := httptestGet(h, "/inspect/s/paged/paging")
 	if rec.code != 200 || !strings.Contains(rec.body, `<strong id="fault-rate">50.0%</strong>`) ||
 		!strings.Contains(rec.body, "2 outputs shown as a preview, 1 read back whole") || strings.Count(rec.body, "<td>activate</td>") != 1 ||
+		!strings.Contains(rec.body, `/inspect/o/toolu_paged_0001?session=paged"`) ||
 		!strings.Contains(rec.body, `<p id="preview-doublings">Read back more often than 5%, this session's previews now start at 1 doubling of that size.</p>`) {
 		t.Fatalf("paging page: %d\n%s", rec.code, rec.body)
 	}
