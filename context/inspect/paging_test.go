@@ -80,7 +80,7 @@ func TestPaging(t *testing.T) {
 		id3 := call("bash", map[string]any{"command": "make lint"}, big("lint", 96000))
 		call("read", map[string]any{"path": spill(id3), "offset": 10, "limit": 5}, "lines")
 		call("read", map[string]any{"path": spill(id3), "offset": 1, "limit": 100000}, "activated") // lines that are all of it
-		call("read", map[string]any{"path": spill(id3)}, "activated") // ctxstore's read answers from the store
+		call("read", map[string]any{"path": spill(id3)}, "activated")                               // ctxstore's read answers from the store
 		call("bash", map[string]any{"command": "make docs"}, big("docs", 200000))
 		call("read", map[string]any{"path": spill("toolu_unknown")}, "no such call")
 		call("read", map[string]any{"path": filepath.Join("/elsewhere", tools.SpillName(id1))}, "not a spill directory")

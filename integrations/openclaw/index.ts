@@ -108,14 +108,13 @@ function readConfined(config: any, agentId: string): string {
   return "";
 }
 
-/** Whether an answered message is ctxstore's note alone: a user message of "[ctxstore] " text. */
-function isNote(m: any): boolean {
-  return (
-    m?.role === "user" &&
-    Array.isArray(m.content) &&
-    m.content.length > 0 &&
-    m.content.every((b: any) => b?.type === "text" && typeof b.text === "string" && b.text.startsWith("[ctxstore] "))
-  );
+/**
+ * Whether an answered message is one ctxstore appends after the tool results of a turn in
+ * progress: a user message of text blocks (a note, a metadata line, an activated output's content
+ * block). Never an assistant message or a tool result, which only OpenClaw's history holds.
+ */
+function appended(m: any): boolean {
+  return m?.role === "user" && Array.isArray(m.content) && m.content.length > 0 && m.content.every((b: any) => b?.type === "text");
 }
 
 /** The agent id of an OpenClaw session key ("agent:<id>:…"), lowercased; "" for another key. */
@@ -446,17 +445,19 @@ export default function register(api: any) {
    * only the start of that answer: when the answer grew during the turn with a trailing note
    * (a ctxstore tool ran, or the bare head's note on spill files), its next assemble got the
    * answer without that last message (found with the bare head's test). A start of the previous
-   * answer that lacks only such notes stands for that answer's log too; a history shorter by
-   * anything else is OpenClaw's (a rewind) and goes as it is. The log travels as a delta over the previous
+   * answer that lacks only such appended user messages stands for that answer's log too; a
+   * history shorter by an assistant message or a tool result is OpenClaw's (a rewind) and goes as
+   * it is. The log travels as a delta over the previous
    * call's; a base the service does not hold (it restarted) answers log_mismatch, and the whole
    * log is sent.
    */
   const context = async (sid: string, given: any[]) => {
     let messages = given;
     const prev = last.get(sid);
-    // Shorter than the answer only by ctxstore's trailing notes: any other shorter history is
-    // OpenClaw's own (a rewind), sent as it is.
-    if (prev && given.length > 0 && (given.length >= prev.answer.length || prev.answer.slice(given.length).every(isNote))) {
+    // Shorter than the answer only by what ctxstore appended after the turn's tool results: a
+    // history shorter by an assistant message or a tool result is OpenClaw's own (a rewind), sent
+    // as it is.
+    if (prev && given.length > 0 && (given.length >= prev.answer.length || prev.answer.slice(given.length).every(appended))) {
       const n = Math.min(given.length, prev.answer.length);
       const head = given.slice(0, n).map((m) => JSON.stringify(m));
       if (head.every((j, i) => j === prev.answerJSON[i])) messages = prev.log.concat(given.slice(n));
