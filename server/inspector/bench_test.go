@@ -54,3 +54,41 @@ func BenchmarkCallPage150k(b *testing.B) {
 	b.ReportMetric(float64(tokens), "tokens")
 	b.ReportMetric(float64(html), "html_bytes")
 }
+
+// BenchmarkPagingPage renders the paging page of a 2,000-call session,
+// which reads every call record's items (one query), beside the session
+// page of the same session, which reads none: paging_ms, session_ms and
+// x-session (paging / session), measured in the same loop.
+// docs/benchmarks.md records the figures.
+func BenchmarkPagingPage(b *testing.B) {
+	se := storetestenv.New(b, storetestenv.SQLite)
+	l := inspecttest.NewLive(b, se.Store, "long")
+	for i := range 2000 {
+		if i%10 == 0 {
+			l.Turn("next step")
+		}
+		l.Bash("step", "done\n")
+		l.Call(5 * time.Second)
+	}
+	h, err := inspector.New(inspector.Options{Store: se.Store})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var paging, session time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if r := httptestGet(h, "/inspect/s/long/paging"); r.code != 200 {
+			b.Fatalf("paging page: %d", r.code)
+		}
+		t1 := time.Now()
+		if r := httptestGet(h, "/inspect/s/long"); r.code != 200 {
+			b.Fatalf("session page: %d", r.code)
+		}
+		paging += t1.Sub(t0)
+		session += time.Since(t1)
+	}
+	k := float64(b.N)
+	b.ReportMetric(float64(paging.Milliseconds())/k, "paging_ms")
+	b.ReportMetric(float64(session.Milliseconds())/k, "session_ms")
+	b.ReportMetric(float64(paging)/float64(session), "x-session")
+}
