@@ -248,6 +248,14 @@ func TestOpenClawBareHead(t *testing.T) {
 		t.Errorf("turn 3 did not try activate")
 	}
 
+	// search through tool_call is recorded once, under the tool_call's id:
+	// the plugin's run of it, which the ingester then recognizes in the log
+	// (not a second toolcall "tool_call" beside one under OpenClaw's inner id).
+	var searched httpapi.ObjectResponse
+	srv.get("/v1/objects/callsearch", &searched)
+	if searched.Doc["tool"] != "search" {
+		t.Errorf("the tool_call of search is recorded as %q, want the plugin's run of search under its id", searched.Doc["tool"])
+	}
 	// Nothing under the spill root was indexed as a file.
 	var info httpapi.SessionInfo
 	srv.get("/v1/sessions/oc-bare", &info)

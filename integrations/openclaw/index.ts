@@ -117,6 +117,26 @@ function appended(m: any): boolean {
   return m?.role === "user" && Array.isArray(m.content) && m.content.length > 0 && m.content.every((b: any) => b?.type === "text");
 }
 
+/**
+ * The id ctxstore records a tool call under. OpenClaw runs a plugin tool the model asked for
+ * through its `tool_call` under an id of its own, `tool_search_code:<the tool_call's id,
+ * sanitized>:<tool>:<n>`; the log then holds the tool_call's result under the outer id. Recording
+ * the run under that outer id lets the ingester recognize the result as ctxstore's own instead of
+ * recording it a second time. Only the first run under one outer id is mapped (a code-mode script
+ * may run several): the others keep OpenClaw's ids.
+ */
+function recordedId(inner: string, tool: string, mapped: Set<string>): string {
+  const prefix = "tool_search_code:";
+  const tail = /:\d+$/.exec(inner);
+  if (!inner.startsWith(prefix) || !tail) return inner;
+  const rest = inner.slice(prefix.length, tail.index);
+  if (!rest.endsWith(`:${tool}`)) return inner;
+  const outer = rest.slice(0, rest.length - tool.length - 1);
+  if (outer === "" || outer === "direct" || mapped.has(outer)) return inner;
+  mapped.add(outer);
+  return outer;
+}
+
 /** The agent id of an OpenClaw session key ("agent:<id>:…"), lowercased; "" for another key. */
 function agentOf(sessionKey: string | undefined): string {
   const m = /^agent:([^:]+):/i.exec(sessionKey ?? "");
@@ -227,6 +247,7 @@ const shared: {
   forkedAt: Map<string, number>; // a forked subagent's session id -> when it was prepared (ms)
   heads: Map<string, Head>; // the head of each session opened by this process, as the service answered
   warned: Set<string>; // the warnings given once per process
+  mapped: Set<string>; // the tool_call ids a ctxstore tool's run was recorded under (recordedId)
 } = ((globalThis as any)[Symbol.for("ctxstore.openclaw")] ??= {
   events: new Map(),
   calls: new Map(),
@@ -234,9 +255,11 @@ const shared: {
   forkedAt: new Map(),
   heads: new Map(),
   warned: new Set(),
+  mapped: new Set(),
 });
 shared.heads ??= new Map(); // a process that loaded an older copy of the plugin first
 shared.warned ??= new Set();
+shared.mapped ??= new Set();
 const { events, calls, parents, heads } = shared;
 const forkedAt = shared.forkedAt;
 
@@ -618,7 +641,7 @@ export default function register(api: any) {
           async execute(toolCallId: string, params: any) {
             const sid = tc?.sessionId;
             if (!sid) throw new Error(`${def.name}: no OpenClaw session id for this run`);
-            const r = await session<ToolResponse>(sid, `/tools/${def.name}`, { tool_call_id: toolCallId, args: { ...params } });
+            const r = await session<ToolResponse>(sid, `/tools/${def.name}`, { tool_call_id: recordedId(toolCallId, def.name, shared.mapped), args: { ...params } });
             if (!r.ok) throw new Error(r.message);
             return { content: [{ type: "text", text: r.message }], details: { ctxstore: { id: r.id ?? null } } };
           },
