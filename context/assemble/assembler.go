@@ -3,7 +3,6 @@ package assemble
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"hash"
 	"path/filepath"
@@ -669,7 +668,7 @@ func (a *Assembler) spillRead(args map[string]any) string {
 		return ""
 	}
 	id, _ := tools.SpillCallID(filepath.Base(p))
-	offset, limit := intOf(args["offset"]), intOf(args["limit"])
+	offset, limit := tools.IntArg(args, "offset"), tools.IntArg(args, "limit")
 	if offset == 0 && limit == 0 {
 		return id
 	}
@@ -677,23 +676,6 @@ func (a *Assembler) spillRead(args map[string]any) string {
 		return id
 	}
 	return "" // a part: the preview stays
-}
-
-// intOf reads a tool argument as an integer (a JSON number, as decoded or
-// normalized); 0 when absent or not a number.
-func intOf(v any) int {
-	switch n := v.(type) {
-	case float64:
-		return int(n)
-	case int:
-		return n
-	case int64:
-		return int(n)
-	case json.Number:
-		f, _ := n.Float64()
-		return int(f)
-	}
-	return 0
 }
 
 // SetRelease turns Options.Release on or off from the next call on

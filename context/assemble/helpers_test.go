@@ -128,6 +128,21 @@ func (e *env) bash(cmd, out string) {
 	e.must(e.a.ToolResult(e.ctx, r))
 }
 
+// activate runs activate(id) as the harness would: the assistant's call,
+// the tool, its recorded result.
+func (e *env) activate(id string) {
+	e.tb.Helper()
+	e.seq++
+	aid := e.uid(fmt.Sprintf("toolu_%04d", e.seq))
+	args := map[string]any{"id": id}
+	e.must(e.a.Assistant(e.ctx, "", []ToolCall{{ID: aid, Name: "activate", Args: args}}))
+	r, err := e.tools.Activate(e.ctx, id)
+	e.must(err)
+	rr, err := e.tools.RecordResult(e.ctx, tools.Call{ID: aid, Tool: "activate", Args: args}, r)
+	e.must(err)
+	e.must(e.a.ToolResult(e.ctx, rr))
+}
+
 func (e *env) turn(text string) {
 	e.tb.Helper()
 	_, err := e.tools.BeginTurn(e.ctx)

@@ -147,15 +147,7 @@ func TestPreviewAndActivate(t *testing.T) {
 		t.Fatalf("previews %d, %s previewed %v", n, callID, part)
 	}
 	// The model activates it.
-	e.seq++
-	aid := e.uid(fmt.Sprintf("toolu_%04d", e.seq))
-	args := map[string]any{"id": callID}
-	e.must(e.a.Assistant(e.ctx, "", []ToolCall{{ID: aid, Name: "activate", Args: args}}))
-	r, err := e.tools.Activate(e.ctx, callID)
-	e.must(err)
-	rr, err := e.tools.RecordResult(e.ctx, tools.Call{ID: aid, Tool: "activate", Args: args}, r)
-	e.must(err)
-	e.must(e.a.ToolResult(e.ctx, rr))
+	e.activate(callID)
 	c2 := e.call()
 	if !strings.Contains(string(c2.Bytes[len(c1.Bytes):]), "build line 200:") {
 		t.Fatal("activate did not show the output whole")

@@ -44,15 +44,7 @@ func TestPreviewSizeAdapts(t *testing.T) {
 	// activate reads it back: 1 fault of 1 preview, the size doubles.
 	activate := func(id string) {
 		t.Helper()
-		e.seq++
-		aid := e.uid(fmt.Sprintf("toolu_%04d", e.seq))
-		args := map[string]any{"id": id}
-		e.must(e.a.Assistant(e.ctx, "", []ToolCall{{ID: aid, Name: "activate", Args: args}}))
-		r, err := e.tools.Activate(e.ctx, id)
-		e.must(err)
-		rr, err := e.tools.RecordResult(e.ctx, tools.Call{ID: aid, Tool: "activate", Args: args}, r)
-		e.must(err)
-		e.must(e.a.ToolResult(e.ctx, rr))
+		e.activate(id)
 		e.call()
 	}
 	activate(first)
@@ -144,15 +136,7 @@ func TestPreviewCountSurvivesRebase(t *testing.T) {
 	if e.a.shape.Previews != 30 || e.a.previews == 30 {
 		t.Fatalf("resumed: Shape.Previews %d (items show %d)", e.a.shape.Previews, e.a.previews)
 	}
-	e.seq++
-	aid := e.uid(fmt.Sprintf("toolu_%04d", e.seq))
-	args := map[string]any{"id": ids[29]}
-	e.must(e.a.Assistant(e.ctx, "", []ToolCall{{ID: aid, Name: "activate", Args: args}}))
-	r, err := e.tools.Activate(e.ctx, ids[29])
-	e.must(err)
-	rr, err := e.tools.RecordResult(e.ctx, tools.Call{ID: aid, Tool: "activate", Args: args}, r)
-	e.must(err)
-	e.must(e.a.ToolResult(e.ctx, rr))
+	e.activate(ids[29])
 	e.call()
 	if !slices.Equal(e.a.shape.Faulted, []string{ids[29]}) || e.a.shape.PreviewDoublings != 0 {
 		t.Fatalf("faulted %v, %d doublings; want 1 fault of 30 previews, no doubling", e.a.shape.Faulted, e.a.shape.PreviewDoublings)
@@ -171,15 +155,7 @@ func TestPreviewFaultOnlyWhileShown(t *testing.T) {
 	_, err := e.tools.Deactivate(e.ctx, id)
 	e.must(err)
 	e.call()
-	e.seq++
-	aid := e.uid(fmt.Sprintf("toolu_%04d", e.seq))
-	args := map[string]any{"id": id}
-	e.must(e.a.Assistant(e.ctx, "", []ToolCall{{ID: aid, Name: "activate", Args: args}}))
-	r, err := e.tools.Activate(e.ctx, id)
-	e.must(err)
-	rr, err := e.tools.RecordResult(e.ctx, tools.Call{ID: aid, Tool: "activate", Args: args}, r)
-	e.must(err)
-	e.must(e.a.ToolResult(e.ctx, rr))
+	e.activate(id)
 	e.call()
 	if len(e.a.shape.Faulted) != 0 || e.a.shape.PreviewDoublings != 0 {
 		t.Fatalf("a deactivated preview activated counted as a fault: %v", e.a.shape.Faulted)

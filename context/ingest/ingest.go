@@ -715,7 +715,7 @@ func (in *Ingester) byKind(ctx context.Context, kind Kind, c tools.Call) (tools.
 		// read(path, offset, limit) records them; read whole, it activates the
 		// output (Tools.Read). A part of any other file still loads the whole
 		// file, as ingestion always did.
-		if offset, limit := intArg(c.Args, "offset"), intArg(c.Args, "limit"); (offset > 0 || limit > 0) && in.t.IsSpill(local) {
+		if offset, limit := tools.IntArg(c.Args, "offset"), tools.IntArg(c.Args, "limit"); (offset > 0 || limit > 0) && in.t.IsSpill(local) {
 			return in.t.ReadPart(ctx, c, local, offset, limit)
 		}
 		r, err := in.t.Read(ctx, local)

@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"encoding/json"
 	"path/filepath"
 	"strings"
 )
@@ -44,21 +43,6 @@ func pathArg(args map[string]any) string {
 		}
 	}
 	return ""
-}
-
-// intArg returns a tool call's integer argument (a JSON number), 0 when
-// it is absent or not a number.
-func intArg(args map[string]any, key string) int {
-	switch v := args[key].(type) {
-	case float64:
-		return int(v)
-	case json.Number:
-		f, _ := v.Float64()
-		return int(f)
-	case int:
-		return v
-	}
-	return 0
 }
 
 // abs resolves p against cwd (p as the harness saw it).

@@ -192,7 +192,7 @@ func countPaging(sid string, s pagingStream, covers func(string, int, int) bool)
 			continue
 		}
 		out, how := readsBack(pc.call, ids, spillDir)
-		if how == "spill_lines" && covers != nil && covers(out, intArg(pc.call.Args, "offset"), intArg(pc.call.Args, "limit")) {
+		if how == "spill_lines" && covers != nil && covers(out, tools.IntArg(pc.call.Args, "offset"), tools.IntArg(pc.call.Args, "limit")) {
 			how = "spill_read"
 		}
 		if out == "" {
@@ -275,21 +275,6 @@ func readsBack(c assemble.ToolCall, ids []string, spillDir string) (string, stri
 		return id, "spill_read"
 	}
 	return "", ""
-}
-
-// intArg reads a tool argument as an integer (a JSON number); 0 when
-// absent or not a number.
-func intArg(args map[string]any, key string) int {
-	switch n := args[key].(type) {
-	case float64:
-		return int(n)
-	case int:
-		return n
-	case json.Number:
-		f, _ := n.Float64()
-		return int(f)
-	}
-	return 0
 }
 
 // matchID resolves what activate takes: an id, or a prefix of at least 8

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -72,6 +73,26 @@ func (t *Tools) recordPart(ctx context.Context, c Call, files []string, part str
 	}
 	rec.Message = part
 	return rec, nil
+}
+
+// IntArg reads a tool call's whole-number argument key (a fraction is
+// cut): a JSON number as decoded (float64), as a decoder with UseNumber
+// gives it (json.Number) or as Go code writes it (int, int64); 0 when
+// absent or not a number. Offsets and limits of reads come this way from
+// every harness.
+func IntArg(args map[string]any, key string) int {
+	switch v := args[key].(type) {
+	case float64:
+		return int(v)
+	case json.Number:
+		f, _ := v.Float64()
+		return int(f)
+	case int:
+		return v
+	case int64:
+		return int(v)
+	}
+	return 0
 }
 
 // Covers reports whether read(offset, limit) of text returns all of it:

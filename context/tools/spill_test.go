@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -112,4 +113,25 @@ func TestSpillRead(t *testing.T) {
 			t.Fatalf("bash naming spill files indexed them: %v files %v index %d -> %d", err, b.Files, n, len(e.state().Index))
 		}
 	})
+}
+
+func TestIntArg(t *testing.T) {
+	args := map[string]any{"f": 12.9, "n": json.Number("30"), "i": 7, "i64": int64(8), "s": "5", "nil": nil}
+	for key, want := range map[string]int{"f": 12, "n": 30, "i": 7, "i64": 8, "s": 0, "nil": 0, "absent": 0} {
+		if got := IntArg(args, key); got != want {
+			t.Errorf("IntArg(%s) = %d, want %d", key, got, want)
+		}
+	}
+}
+
+func TestCovers(t *testing.T) {
+	text := "a\nb\nc\n"
+	for _, c := range []struct {
+		offset, limit int
+		want          bool
+	}{{0, 0, true}, {1, 0, true}, {1, 3, true}, {0, 2000, true}, {1, 2, false}, {2, 0, false}, {4, 1, false}, {-1, 0, false}} {
+		if got := Covers(text, c.offset, c.limit); got != c.want {
+			t.Errorf("Covers(offset %d, limit %d) = %v, want %v", c.offset, c.limit, got, c.want)
+		}
+	}
 }

@@ -89,7 +89,7 @@ func (s *Server) tool(q *request) (any, error) {
 	defer l.mu.Unlock()
 	t := l.tools
 	var r tools.Result
-	offset, limit := intArg(req.Args, "offset"), intArg(req.Args, "limit")
+	offset, limit := tools.IntArg(req.Args, "offset"), tools.IntArg(req.Args, "limit")
 	part := name == "read" && (offset > 0 || limit > 0) && req.ToolCallID != ""
 	switch {
 	case part:
@@ -136,21 +136,6 @@ func (s *Server) tool(q *request) (any, error) {
 		resp.Tx = rec.Tx
 	}
 	return resp, nil
-}
-
-// intArg reads a whole-number argument (a fraction is cut); 0 when absent
-// or not a number.
-func intArg(args map[string]any, key string) int {
-	switch v := args[key].(type) {
-	case json.Number: // the request decoder's numbers (UseNumber)
-		f, _ := v.Float64()
-		return int(f)
-	case float64:
-		return int(v)
-	case int:
-		return v
-	}
-	return 0
 }
 
 // infrastructure reports whether err is the store's or the session's
