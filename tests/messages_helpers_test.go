@@ -131,8 +131,9 @@ func (m *scriptedMessages) serve(w http.ResponseWriter, r *http.Request) {
 
 // messagesRequest is the part of a Messages API request the tests read.
 type messagesRequest struct {
-	System   json.RawMessage `json:"system"`
-	Messages []struct {
+	MaxTokens int             `json:"max_tokens"`
+	System    json.RawMessage `json:"system"`
+	Messages  []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`

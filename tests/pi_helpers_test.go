@@ -3,6 +3,7 @@ package tests
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -341,6 +342,9 @@ type piEnv struct {
 	pre, exts, env []string
 	// respond, when set, answers the model's requests instead of the script.
 	respond func(messagesRequest) piStep
+	// model is the scripted model Pi runs (tests/testdata/pi/scripted-model.ts;
+	// "" is scripted-1).
+	model string
 }
 
 func newPiEnv(t testing.TB) *piEnv {
@@ -377,7 +381,7 @@ func startPi(t testing.TB, e *piEnv, serviceURL string, script []piStep, extra .
 		args = append(args, "-e", repoPath(t, x))
 	}
 	args = append(append(args, "-e", repoPath(t, "integrations/pi/index.ts"),
-		"--provider", "scripted", "--model", "scripted-1",
+		"--provider", "scripted", "--model", cmp.Or(e.model, "scripted-1"),
 		"--session-dir", e.sessions, "-nc", "--mode", "rpc"), extra...)
 	for _, x := range e.exts {
 		args = append(args, "-e", repoPath(t, x))

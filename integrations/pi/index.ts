@@ -21,7 +21,12 @@
 //                        end of the prefix the service says is stable and to the end of its
 //                        answer, never left on messages something appends per call; the system
 //                        prompt's and the tools' ask for the hour once the session pauses
-//                        (head_ttl_seconds);
+//                        (head_ttl_seconds); a request Pi sends again (its cache warming: the
+//                        same prompt with a one-token cap) gets the same changes, so it reads
+//                        the cache entry the first one wrote;
+//   cache_warming_decision
+//                        ski rental: warm while this pause's warms cost no more than the
+//                        rewrite they would save (Pi's own limits still apply);
 //   tool_result          the tools Pi runs (bash, edit, write, ls, find, grep, ...) are observed;
 //   read                 replaced by ctxstore's read (the file joins the active content; offset and
 //                        limit load lines of it; a spill file loads the output it holds);
@@ -420,6 +425,44 @@ export function withholdTools(payload: any, names: string[]): any | undefined {
   return payload;
 }
 
+/** ctxstore's answer to one context call, applied to the request it is sent in. */
+interface Answer {
+  messages: any[];
+  stable: number;
+  systemPrompt: string;
+  withheld: string[];
+  headTTL: number;
+}
+
+/** The fields of a payload that name how many tokens to answer with, in the APIs Pi speaks. */
+const OUTPUT_CAPS = ["max_tokens", "max_output_tokens", "max_completion_tokens", "maxOutputTokens", "maxTokens"];
+
+/**
+ * The prompt of a provider payload as Pi built it (before any change of ours): everything but
+ * the output cap, hashed. Two requests with the same key send the same prompt: Pi's warm request
+ * differs from the one it keeps warm only in its one-token cap.
+ */
+export function promptKey(payload: any): string {
+  if (!payload || typeof payload !== "object") return "";
+  const rest = { ...payload };
+  for (const k of OUTPUT_CAPS) delete rest[k];
+  if (rest.generationConfig && typeof rest.generationConfig === "object") {
+    rest.generationConfig = { ...rest.generationConfig };
+    for (const k of OUTPUT_CAPS) delete rest.generationConfig[k];
+  }
+  return createHash("sha256").update(JSON.stringify(rest)).digest("hex");
+}
+
+/**
+ * ctxstore's answer to Pi's cache warming decision: "warm" while the `done` warms of this pause
+ * plus this one cost no more than the extra price of rewriting the prompt (ski rental), "stop"
+ * after; undefined when Pi could not price them (no prices or no prompt size).
+ */
+export function warmOrStop(done: number, warmCost: number, missCost: number): "warm" | "stop" | undefined {
+  if (!(warmCost > 0) || !(missCost > 0)) return undefined;
+  return (done + 1) * warmCost <= missCost ? "warm" : "stop";
+}
+
 /** Fork points seen by session_before_fork, by the session file forked from (this process). */
 const forkPoints = new Map<string, { entry_id: string; position: string }>();
 
@@ -447,7 +490,14 @@ export default async function ctxstore(pi: ExtensionAPI) {
   let forkedSid = ""; // the session a fork event was queued for
   // The answer to the context call in progress: context_with_system and before_provider_request
   // of the same LLM call apply it, then it is dropped.
-  let current: { messages: any[]; stable: number; systemPrompt: string; withheld: string[]; headTTL: number } | undefined;
+  let current: Answer | undefined;
+  // The last request sent with an answer applied: its prompt key (promptKey of Pi's payload) and
+  // the answer. Pi 0.87 keeps a prompt's cache entry warm by sending the same request again with
+  // a one-token output cap (its cache warming), through before_provider_request but with no
+  // context call: that request gets the same answer applied, so it reads the entry the real
+  // request wrote instead of writing another (docs/pi.md, "Cache warming").
+  let sent: { key: string; answer: Answer } | undefined;
+  let warms = 0; // warm requests Pi sent since the last real request
   let warned = false; // the user has been told the service is down
 
   const tell = (ctx: ExtensionContext, msg: string, type: "info" | "warning" | "error" = "warning") => {
@@ -524,6 +574,8 @@ export default async function ctxstore(pi: ExtensionAPI) {
     sid = ctx.sessionManager.getSessionId();
     opened = undefined;
     current = undefined;
+    sent = undefined;
+    warms = 0;
     deltas.reset();
     // Pi 0.87's RPC mode starts a forked session twice (the runtime, then its rebinding): one event.
     if (event.reason === "fork" && forkedSid !== sid) {
@@ -614,13 +666,39 @@ export default async function ctxstore(pi: ExtensionAPI) {
   });
 
   pi.on("before_provider_request", (event) => {
-    const c = current;
-    current = undefined;
+    const key = promptKey(event.payload);
+    let c: Answer | undefined;
+    if (sent && key === sent.key) {
+      // The last request again: a warm request, or a retry of the same log (whose answer, when
+      // the service gave the same one again, is the one in progress).
+      c = sent.answer;
+      if (current && JSON.stringify(current.messages) === JSON.stringify(c.messages)) current = undefined;
+    } else {
+      c = current;
+      current = undefined;
+      if (c) {
+        sent = { key, answer: c };
+        warms = 0;
+      }
+    }
     if (!c) return undefined;
     const lean = withholdTools(event.payload, c.withheld);
     const placed = placeBreakpoints(lean ?? event.payload, c.messages, c.stable) ?? lean;
     // After placing: placeBreakpoints may copy the system prompt's cache_control to the messages.
     return longHead(placed ?? event.payload, c.headTTL) ?? placed;
+  });
+
+  // Pi's cache warming (0.87: while the agent runs by default, also while idle when the user's
+  // settings say "idle") asks before each warm request; ctxstore answers by ski rental: warm
+  // while this pause's warms, this one included, cost no more than the rewrite they would save
+  // (never more than twice the cost of the best choice in hindsight). Pi's own rule adds a
+  // $0.05 floor on the expected saving, which turns warming off for prompts of the size ctxstore
+  // keeps (docs/pi.md, "Cache warming"). Pi's own limits (its mode, an hour while running, 30
+  // minutes idle) still apply; without prices Pi's decision stands.
+  pi.on("cache_warming_decision", (event) => {
+    const action = warmOrStop(warms, event.warmCost, event.missCost) ?? event.action;
+    if (action === "warm") warms++;
+    return { action };
   });
 
   pi.on("tool_result", async (event, ctx) => {

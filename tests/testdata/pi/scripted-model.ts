@@ -24,6 +24,21 @@ export default function scriptedModel(pi: ExtensionAPI) {
         contextWindow: 200000,
         maxTokens: 4096,
       },
+      {
+        // As scripted-1, priced (dollars per million tokens) and with a 12-second prompt cache,
+        // so Pi's cache warming runs within a test: it refreshes at 90% of the lifetime, keeping
+        // ten seconds of margin, so every two seconds. A cache read is priced at 1 against a
+        // write's 3.75, so the rewrite a pause's warms can save (2.75 per token) pays for two
+        // warms and not a third (ctxstore's rule, integrations/pi/index.ts warmOrStop).
+        id: "scripted-warm",
+        name: "Scripted, priced, short cache (offline)",
+        reasoning: false,
+        input: ["text"],
+        cost: { input: 3, output: 15, cacheRead: 1, cacheWrite: 3.75 },
+        promptCache: { short: 12, long: 3600 },
+        contextWindow: 200000,
+        maxTokens: 4096,
+      },
     ],
   });
 }

@@ -1,0 +1,118 @@
+package tests
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestPiCacheWarm: Pi 0.87 keeps a prompt's cache entry warm by sending
+// the same request again with a one-token output cap before the entry
+// expires, while the agent runs and (with "cacheWarming": "idle") while it
+// waits for the user. Under ctxstore each warm request must be the request
+// it keeps warm, byte for byte but for max_tokens: the same tools (the bare
+// head withholds ctxstore's management tools), the same breakpoints; a
+// different one would write a second entry at the write price instead of
+// reading the first. And ctxstore decides (ski rental): it warms where
+// Pi's own rule would not (its $0.05 floor on the expected saving, far
+// above what a warm of this small prompt saves: with Pi's decision alone
+// there would be no warm request at all), and it stops once a pause's warms
+// would cost more than the rewrite they save: at this model's prices, two
+// per pause (tests/testdata/pi/scripted-model.ts). A warm request is not a
+// model call to ctxstore.
+func TestPiCacheWarm(t *testing.T) {
+	t.Parallel()
+	e := newPiEnv(t)
+	e.env = append(e.env, "CTXSTORE_HEAD=") // the default, bare: tools withheld
+	e.model = "scripted-warm"               // priced, a 12-second cache: a warm every 2 s
+	if err := os.WriteFile(filepath.Join(e.agentDir, "settings.json"), []byte(`{"cacheWarming":"idle"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServe(t, "sqlite:"+filepath.Join(t.TempDir(), "store.db"))
+	var mu sync.Mutex
+	var kinds []string // "real" or "warm", in the order the model saw them
+	e.respond = func(req messagesRequest) piStep {
+		mu.Lock()
+		defer mu.Unlock()
+		if req.MaxTokens == 1 {
+			kinds = append(kinds, "warm")
+			return piStep{Text: "."}
+		}
+		kinds = append(kinds, "real")
+		b, _ := json.Marshal(req.Messages)
+		if !strings.Contains(string(b), `"tool_result"`) {
+			return piStep{Tool: "bash", Args: map[string]any{"command": "sleep 5; echo slept"}, ID: "call_1"}
+		}
+		return piStep{Text: "Done."}
+	}
+	pi := startPi(t, e, srv.pxURL, nil)
+	pi.prompt("Wait for the build.")
+	time.Sleep(7 * time.Second) // idle: Pi warms at 2 s and 4 s; ctxstore stops it at 6 s
+	pi.quit()
+	calls, _, _, _ := srv.contextCalls()
+	srv.Stop()
+
+	b, err := os.ReadFile(e.ctxLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lines) != len(kinds) {
+		t.Fatalf("%d requests logged, %d answered", len(lines), len(kinds))
+	}
+	if calls != 2 {
+		t.Errorf("ctxstore answered %d context calls, want 2 (warm requests are not calls)", calls)
+	}
+	// Each warm request against the last real one before it.
+	var last map[string]any
+	reals, running, idle := 0, 0, 0
+	for i, line := range lines {
+		var req map[string]any
+		if err := json.Unmarshal(line, &req); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if kinds[i] == "real" {
+			last = req
+			reals++
+			continue
+		}
+		if last == nil {
+			t.Fatalf("request %d is a warm request before any real one", i)
+		}
+		if reals == 1 {
+			running++
+		} else {
+			idle++
+		}
+		delete(req, "max_tokens")
+		want := map[string]any{}
+		for k, v := range last {
+			want[k] = v
+		}
+		delete(want, "max_tokens")
+		got, _ := json.Marshal(req)
+		exp, _ := json.Marshal(want)
+		if !bytes.Equal(got, exp) {
+			t.Errorf("warm request %d is not the request it keeps warm:\n got %.600s\nwant %.600s", i, got, exp)
+		}
+		if strings.Contains(string(got), `"name":"activate"`) {
+			t.Errorf("warm request %d offers the withheld activate tool", i)
+		}
+		if !strings.Contains(string(got), `"cache_control"`) {
+			t.Errorf("warm request %d has no breakpoint", i)
+		}
+	}
+	if reals != 2 {
+		t.Errorf("%d real requests, want 2", reals)
+	}
+	if running == 0 || running > 2 || idle != 2 {
+		t.Errorf("warm requests: %d while the tool ran, %d idle; want 1 or 2, and 2 (requests: %v)", running, idle, kinds)
+	}
+}
