@@ -103,6 +103,7 @@ type Assembler struct {
 	calls     int               // calls assembled
 	committed int               // len(items) at the last commit
 	lastCall  time.Time         // time of the previous call
+	renewed   time.Time         // the last renewal of the cache entry after it (Renewed), or zero
 	rebaseAt  int               // -1, or the lowest item index rewritten since the last commit
 	dropped   []string          // refs of the blocks rebases left out since the last commit (rendering 4)
 	snapEnd   int               // items in the session-start snapshot
@@ -238,6 +239,30 @@ func (a *Assembler) setSystem(ctx context.Context, r *resolver, ref objects.Ref)
 	a.tokens = a.tok.Count(string(a.head))
 	a.frozenTok = a.tokens
 	return nil
+}
+
+// Renewed tells the assembler that the harness renewed the session's
+// prompt-cache entry at t without a call of its own: a warm request that
+// sent the previous call's request again (Pi's cache warming; docs/pi.md).
+// The next call's idle time (Assembled.Idle, the cost model's Inputs.Idle,
+// whether its turn started warm or cold) counts from the latest renewal
+// after the previous call instead of from that call. A renewal not after
+// the previous call, or later than the next call, changes nothing.
+func (a *Assembler) Renewed(t time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if t.After(a.lastCall) && t.After(a.renewed) {
+		a.renewed = t
+	}
+}
+
+// since is when the session's cache entry was last sent before a call at
+// now: the previous call, or a renewal after it (Renewed).
+func (a *Assembler) since(now time.Time) time.Time {
+	if a.renewed.After(a.lastCall) && !a.renewed.After(now) {
+		return a.renewed
+	}
+	return a.lastCall
 }
 
 // User appends a user message to the stream (a new turn's prompt). The

@@ -198,12 +198,13 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 	now := a.o.Now()
 	c := &Assembled{N: a.calls + 1, Layout: a.o.Layout, RebaseOffset: -1, SessionTx: a.s.Tx()}
 	c.CommitID = CommitID(a.s.ID(), c.N)
+	since := a.since(now)
 	if a.calls > 0 {
-		c.Idle = now.Sub(a.lastCall)
+		c.Idle = now.Sub(since)
 	}
 	var pool, active []*item
 	if a.newTurn && a.calls > 0 {
-		if now.Sub(a.lastCall) >= a.pol.CacheTTL {
+		if now.Sub(since) >= a.pol.CacheTTL {
 			a.shape.ColdStarts++
 		} else {
 			a.shape.WarmStarts++
@@ -215,7 +216,7 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 	}
 	switch a.o.Layout {
 	case LayoutStream:
-		in := Inputs{StaleTokens: a.stale, ContextTokens: a.tokens, Idle: now.Sub(a.lastCall), HasPrevious: a.calls > 0, Calls: a.calls, Shape: a.shape}
+		in := Inputs{StaleTokens: a.stale, ContextTokens: a.tokens, Idle: now.Sub(since), HasPrevious: a.calls > 0, Calls: a.calls, Shape: a.shape}
 		var at []int
 		if a.stale > 0 {
 			in.Candidates, at = a.candidates()
@@ -308,7 +309,7 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 	}
 	a.toSpill = nil
 	a.calls++
-	a.lastCall = now
+	a.lastCall, a.renewed = now, time.Time{}
 	a.overflow = nil
 	if a.o.Layout == LayoutStream {
 		a.nextFrozen = a.frozenBoundary()

@@ -270,6 +270,15 @@ func (m *meter) measure(b []byte, headLen int, t time.Time, ttl time.Duration) r
 	return r
 }
 
+// touch records a request at t that renews the cache entry of the last
+// measured bytes (a warm request re-sending them): the next call's cache is
+// judged from t.
+func (m *meter) touch(t time.Time) {
+	if m.calls > 0 && t.After(m.prevTime) {
+		m.prevTime = t
+	}
+}
+
 // makeBlocks groups a context's segments into cache blocks: the head (every
 // segment starting before headLen), then one block per segment, a closing
 // "<</" segment joining the block before it. A block belongs to a user-role

@@ -250,6 +250,9 @@ func (c *Ctxstore) Begin(ctx context.Context, env *Env) error {
 // Step ingests the log up to the call and assembles the call's context.
 func (c *Ctxstore) Step(ctx context.Context, in *CallInput) (*Step, error) {
 	c.now = in.Time
+	if !in.Renewed.IsZero() {
+		c.asm.Renewed(in.Renewed)
+	}
 	msgs := in.Messages
 	if c.msgs != nil && len(msgs) <= len(c.msgs) {
 		msgs = c.msgs[:len(msgs):len(msgs)]

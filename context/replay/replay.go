@@ -80,6 +80,11 @@ type Options struct {
 	// check's error is not small), CacheAnthropic, CacheOpenAI (used
 	// whatever the check says) or CachePrefix.
 	CacheModel string
+	// Warm is the harness's cache warming (WarmOff, the default,
+	// WarmRunning or WarmIdle; warm.go): every strategy but the recorded
+	// one, the naive baseline included, sends the same warm requests by
+	// the same rule.
+	Warm string
 	// HarnessChecks, when set, holds the checks of every session of a run
 	// summed per harness (transcript format): with CacheAuto the decision
 	// is taken on the harness's sum rather than on the session alone.
@@ -153,9 +158,12 @@ type Report struct {
 	TTLSeconds float64 `json:"ttl_seconds"`
 	// HeadTTLSeconds is the lifetime of the head breakpoint of the
 	// strategies that place their own (Options.HeadTTL).
-	HeadTTLSeconds float64     `json:"head_ttl_seconds"`
-	Window         int         `json:"window"`
-	Calibration    Calibration `json:"calibration"`
+	HeadTTLSeconds float64 `json:"head_ttl_seconds"`
+	// Warm is the cache warming every strategy but the recorded one had
+	// (Options.Warm).
+	Warm        string      `json:"warm"`
+	Window      int         `json:"window"`
+	Calibration Calibration `json:"calibration"`
 	// CacheCheck is the provider cache model checked against the usage
 	// the harness recorded (nil with CachePrefix); CacheModel the model
 	// the strategies were priced under, and CacheNote why.
@@ -244,9 +252,17 @@ type Call struct {
 	// LongTTLWritePrice, the rest of Written at the TTL's price).
 	Written     int `json:"written"`
 	WrittenLong int `json:"written_long,omitempty"`
-	// Cost is this call's effective cost; CumCost the running total.
+	// Cost is this call's effective cost, the warm requests sent after it
+	// included; CumCost the running total.
 	Cost    float64 `json:"cost"`
 	CumCost float64 `json:"cum_cost"`
+	// Warms counts the warm requests the harness sent after this call,
+	// re-sending its request (Options.Warm), before the next call or,
+	// after the last, as long as its rules allowed; WarmCost is their
+	// price (cache reads and one output token each, in Cost). The cache
+	// share and the token counts are the calls' alone.
+	Warms    int     `json:"warms,omitempty"`
+	WarmCost float64 `json:"warm_cost,omitempty"`
 	// Rebased: the context does not extend the previous call's (for
 	// recorded usage: fewer tokens read from the cache than the previous
 	// call cached). Cold: no cached prefix could be used (the first call,
@@ -284,6 +300,9 @@ type Totals struct {
 	// WrittenLong is the part of Written at the head's longer lifetime.
 	WrittenLong int64   `json:"written_long,omitempty"`
 	Cost        float64 `json:"cost"`
+	// Warms and WarmCost sum the calls' warm requests (in Cost).
+	Warms    int     `json:"warms,omitempty"`
+	WarmCost float64 `json:"warm_cost,omitempty"`
 	// CacheShare is Cached / Context.
 	CacheShare float64 `json:"cache_share"`
 	Rebases    int     `json:"rebases"`
@@ -367,6 +386,10 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 		o.Strategies = DefaultStrategies()
 	}
 	headTTL := o.headTTL()
+	warm, err := checkWarm(o.Warm)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
 	counter := o.Counter
 	if counter == nil {
 		tok := o.Tokenizer
@@ -380,7 +403,7 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 		name = s.ID
 	}
 	rep := &Report{Session: name, Format: string(s.Format), Messages: len(s.Messages),
-		Tokenizer: tokenizerName(counter.Tokenizer()), TTLSeconds: o.TTL.Seconds(), HeadTTLSeconds: headTTL.Seconds(), Window: o.Window}
+		Tokenizer: tokenizerName(counter.Tokenizer()), TTLSeconds: o.TTL.Seconds(), HeadTTLSeconds: headTTL.Seconds(), Warm: warm, Window: o.Window}
 	cs := calls(s)
 	rep.Calls = len(cs)
 	rep.Read = readSummary(s, len(cs))
@@ -393,7 +416,7 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 
 	// The naive history first: the calibration is fitted on it, and every
 	// ratio is to it.
-	env := &Env{Session: s, Counter: counter, Calibration: identity, TTL: o.TTL, HeadTTL: headTTL, Window: o.Window}
+	env := &Env{Session: s, Counter: counter, Calibration: identity, TTL: o.TTL, HeadTTL: headTTL, Window: o.Window, Warm: warm}
 	naiveRaw, err := measureRaw(ctx, &Naive{}, env, cs, o.Progress)
 	if err != nil {
 		return nil, err
@@ -452,8 +475,9 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 		rep.Results = append(rep.Results, res)
 	}
 	naive := totalsOf(naiveRaw, rep.Calibration, counter, writePriceFor(env.TTL))
-	if env.cacheModel() != CachePrefix {
-		// The naive totals the ratios divide by, under the same model.
+	if env.cacheModel() != CachePrefix || env.Warm != WarmOff {
+		// The naive totals the ratios divide by, under the same model and
+		// with the same warming.
 		res, err := runStrategy(ctx, &Naive{}, env, cs, nil)
 		if err != nil {
 			return nil, err
@@ -566,6 +590,8 @@ func Sum(reports []*Report) []Result {
 			t.Written += u.Written
 			t.WrittenLong += u.WrittenLong
 			t.Cost += u.Cost
+			t.Warms += u.Warms
+			t.WarmCost += u.WarmCost
 			t.Rebases += u.Rebases
 			t.Cold += u.Cold
 			t.MaxContext = max(t.MaxContext, u.MaxContext)
@@ -706,18 +732,27 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 	}
 	need := newNeeds()
 	var prevTime, longUntil time.Time // longUntil: when the head cached for long expires (prefix cache)
+	var touched time.Time             // the last request of the cache: the previous call or a warm request after it
 	var prevRec *conversation.Usage
 	cum := 0.0
 	t := &res.Totals
 	next := 0 // next message whose tool calls need indexing
 	for i, in := range cs {
+		if touched.After(prevTime) {
+			// The strategy is told of the warm requests since the previous
+			// call (as the Pi extension tells the service).
+			w := *in
+			w.Renewed = touched
+			in = &w
+		}
 		step, err := st.Step(ctx, in)
 		if err != nil {
 			_, _ = st.End(ctx)
 			return nil, err
 		}
 		var c Call
-		cold := i == 0 || in.Time.Sub(prevTime) > env.TTL
+		var q *cacheRequest // the call's request, under a provider model
+		cold := i == 0 || in.Time.Sub(touched) > env.TTL
 		if step.Recorded != nil {
 			u := step.Recorded
 			c.Context = int(u.Sent())
@@ -742,7 +777,7 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 				longUntil = in.Time.Add(step.HeadTTL)
 			}
 			if sim != nil {
-				q := env.request(r, empty, in.Time, step.Breakpoints, step.HeadTTL, sim)
+				q = env.request(r, empty, in.Time, step.Breakpoints, step.HeadTTL, sim)
 				q.model = env.Session.Messages[in.Index].Model
 				u := sim.call(q)
 				c.LongHead = cold && longHead && u.read > 0
@@ -764,6 +799,37 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 				c.Cost = u.cost(sim)
 			}
 			c.Rebased = i > 0 && !r.extended
+		}
+		touched = in.Time
+		if env.Warm != WarmOff && step.Recorded == nil {
+			// The harness keeps this call's cache entry warm until the next
+			// call, re-sending its request (warm.go).
+			var next time.Time
+			if i+1 < len(cs) {
+				next = cs[i+1].Time
+			}
+			wp, rp := writePriceFor(env.TTL), ReadPrice
+			if sim != nil {
+				wp, rp = sim.writePrice(), sim.readPrice()
+			}
+			running := len(env.Session.Messages[in.Index].ToolCalls) > 0
+			for _, at := range warmTimes(env.Warm, env.TTL, in.Time, next, running, warmBudget(c.Context, wp, rp)) {
+				if q != nil {
+					w := *q
+					w.at = at
+					c.WarmCost += sim.call(&w).cost(sim)
+				} else {
+					c.WarmCost += ReadPrice * float64(c.Context)
+					if step.HeadTTL > env.TTL {
+						longUntil = at.Add(step.HeadTTL)
+					}
+				}
+				c.WarmCost += WarmOutputPrice
+				c.Warms++
+				touched = at
+			}
+			c.Cost += c.WarmCost
+			m.touch(touched)
 		}
 		c.N, c.Message, c.Time, c.Reason, c.Cold = in.N, in.Index, in.Time, step.Reason, cold
 		if i > 0 {
@@ -791,6 +857,8 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 		t.Written += int64(c.Written)
 		t.WrittenLong += int64(c.WrittenLong)
 		t.Cost += c.Cost
+		t.Warms += c.Warms
+		t.WarmCost += c.WarmCost
 		t.MaxContext = max(t.MaxContext, c.Context)
 		if c.Rebased {
 			t.Rebases++

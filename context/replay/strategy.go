@@ -50,6 +50,9 @@ type Env struct {
 	// extension) asks for on the breakpoint at the end of the head once
 	// the session has paused (Step.HeadTTL); no longer than TTL: never.
 	HeadTTL time.Duration
+	// Warm is the harness's cache warming (Options.Warm; runStrategy
+	// applies it, the strategies do nothing for it).
+	Warm string
 	// Dir is a temporary directory for this strategy's files (stores,
 	// mirrored files), removed after the replay.
 	Dir string
@@ -121,6 +124,10 @@ type CallInput struct {
 	Time time.Time
 	// Usage is what the harness recorded for the call (nil if nothing).
 	Usage *conversation.Usage
+	// Renewed is when the harness last sent a warm request renewing the
+	// previous call's cache entry (Options.Warm), zero when it sent none:
+	// set per strategy, since the warms depend on its contexts' sizes.
+	Renewed time.Time
 }
 
 // Naive sends the full history every call: every message, every tool
