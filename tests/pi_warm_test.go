@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -24,7 +26,10 @@ import (
 // there would be no warm request at all), and it stops once a pause's warms
 // would cost more than the rewrite they save: at this model's prices, two
 // per pause (tests/testdata/pi/scripted-model.ts). A warm request is not a
-// model call to ctxstore.
+// model call to ctxstore, but the next call tells it of the renewal
+// (cache_renewed_at): with the service's cache lifetime at 3 s, the call
+// after the 5-second tool run finds the cache warm, not cold, in the
+// service's log.
 func TestPiCacheWarm(t *testing.T) {
 	t.Parallel()
 	e := newPiEnv(t)
@@ -33,7 +38,7 @@ func TestPiCacheWarm(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(e.agentDir, "settings.json"), []byte(`{"cacheWarming":"idle"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv := startServe(t, "sqlite:"+filepath.Join(t.TempDir(), "store.db"))
+	srv := startServe(t, "sqlite:"+filepath.Join(t.TempDir(), "store.db"), "--cache-ttl", "3s")
 	var mu sync.Mutex
 	var kinds []string // "real" or "warm", in the order the model saw them
 	e.respond = func(req messagesRequest) piStep {
@@ -111,6 +116,14 @@ func TestPiCacheWarm(t *testing.T) {
 	}
 	if reals != 2 {
 		t.Errorf("%d real requests, want 2", reals)
+	}
+	// The service's log line of call 2: a share of it served warm.
+	m := regexp.MustCompile(`msg="context call".* call=2 .*cached_share=([0-9.]+)`).FindStringSubmatch(srv.stderr.String())
+	if m == nil {
+		t.Fatalf("no log line for call 2:\n%s", srv.stderr)
+	}
+	if share, _ := strconv.ParseFloat(m[1], 64); share <= 0 {
+		t.Errorf("call 2 after the warmed tool run: cached share %s, want > 0 (the renewal was not counted)", m[1])
 	}
 	if running == 0 || running > 2 || idle != 2 {
 		t.Errorf("warm requests: %d while the tool ran, %d idle; want 1 or 2, and 2 (requests: %v)", running, idle, kinds)

@@ -48,6 +48,29 @@ func TestReplayCommand(t *testing.T) {
 	if code := run(context.Background(), []string{"replay", "--strategies", "magic", path}, strings.NewReader(""), &out, &errb); code != exitUsage {
 		t.Fatalf("unknown strategy: exit %d", code)
 	}
+
+	// --warm: said in the header and in the JSON; the session's calls
+	// come within the cache's lifetime, so only the last call is
+	// followed by warm requests (the harness does not know it was the
+	// last), on every strategy but recorded.
+	out.Reset()
+	errb.Reset()
+	code = run(context.Background(), []string{"replay", "--warm", "idle", "--tokenizer", "bytes", "--strategies", "naive,recorded", path}, strings.NewReader(""), &out, &errb)
+	if code != 0 || !strings.Contains(out.String(), "cache warming: idle (every strategy but recorded)") {
+		t.Fatalf("exit %d: %s\n%s", code, out.String(), errb.String())
+	}
+	out.Reset()
+	code = run(context.Background(), []string{"replay", "--json", "--warm", "idle", "--tokenizer", "bytes", "--strategies", "naive,recorded", path}, strings.NewReader(""), &out, &errb)
+	got = replayJSON{}
+	if err := json.Unmarshal(out.Bytes(), &got); code != 0 || err != nil {
+		t.Fatalf("exit %d, %v: %s", code, err, errb.String())
+	}
+	if s := got.Sessions[0]; s.Warm != "idle" || s.Results[0].Totals.Warms == 0 || s.Results[1].Totals.Warms != 0 || s.Naive.Warms != s.Results[0].Totals.Warms {
+		t.Fatalf("warm %q, naive %d warms, recorded %d, baseline %d", s.Warm, s.Results[0].Totals.Warms, s.Results[1].Totals.Warms, s.Naive.Warms)
+	}
+	if code := run(context.Background(), []string{"replay", "--warm", "always", path}, strings.NewReader(""), &out, &errb); code != exitUsage {
+		t.Fatalf("--warm always: exit %d", code)
+	}
 }
 
 // Issue 20, item 8: replay lists every damaged line of a transcript on

@@ -111,6 +111,7 @@ func checkAccounting(t *testing.T, r *Result, ttl float64) {
 	t.Helper()
 	var cum, cost float64
 	var ctx, cached, long int64
+	warms := 0
 	maxPrev := 0
 	for i, c := range r.Calls {
 		if c.Cached < 0 || c.Cached > c.Context || c.History > c.Context {
@@ -123,8 +124,12 @@ func checkAccounting(t *testing.T, r *Result, ttl float64) {
 			t.Fatalf("%s: first call cold %v cached %d", r.Strategy, c.Cold, c.Cached)
 		}
 		if i > 0 {
-			if c.Cold != (c.Gap > ttl) {
-				t.Fatalf("%s call %d: cold %v after %.0f s", r.Strategy, c.N, c.Cold, c.Gap)
+			// Cold after a gap past the TTL since the previous call or the
+			// last warm request after it.
+			prev := r.Calls[i-1]
+			idle := c.Gap - float64(prev.Warms)*warmDelay(time.Duration(ttl*float64(time.Second))).Seconds()
+			if c.Cold != (idle > ttl) {
+				t.Fatalf("%s call %d: cold %v after %.0f s (%d warms)", r.Strategy, c.N, c.Cold, c.Gap, prev.Warms)
 			}
 			if rendered && c.Cold && c.Cached != 0 && !c.WarmHead && !c.LongHead {
 				t.Fatalf("%s call %d: cold but %d cached", r.Strategy, c.N, c.Cached)
@@ -142,6 +147,13 @@ func checkAccounting(t *testing.T, r *Result, ttl float64) {
 		}
 		if rendered {
 			want := LongTTLWritePrice*float64(c.WrittenLong) + WritePrice*float64(c.Written-c.WrittenLong) + ReadPrice*float64(c.Cached) + InputPrice*float64(c.Context-c.Cached-c.Written)
+			// Each warm request sends the call's context again (read from
+			// the cache, or uncached when too short to cache) and answers
+			// one token.
+			if c.WarmCost < float64(c.Warms)*(ReadPrice*float64(c.Context)+WarmOutputPrice)-1e-6 || c.WarmCost > float64(c.Warms)*(InputPrice*float64(c.Context)+WarmOutputPrice)+1e-6 {
+				t.Fatalf("%s call %d: %d warms cost %f", r.Strategy, c.N, c.Warms, c.WarmCost)
+			}
+			want += c.WarmCost
 			if math.Abs(c.Cost-want) > 1e-6 {
 				t.Fatalf("%s call %d: cost %f, want %f", r.Strategy, c.N, c.Cost, want)
 			}
@@ -154,9 +166,10 @@ func checkAccounting(t *testing.T, r *Result, ttl float64) {
 		ctx += int64(c.Context)
 		cached += int64(c.Cached)
 		long += int64(c.WrittenLong)
+		warms += c.Warms
 	}
 	tt := r.Totals
-	if tt.Calls != len(r.Calls) || tt.Context != ctx || tt.Cached != cached || tt.WrittenLong != long || math.Abs(tt.Cost-cost) > 1e-6 {
+	if tt.Calls != len(r.Calls) || tt.Context != ctx || tt.Cached != cached || tt.WrittenLong != long || math.Abs(tt.Cost-cost) > 1e-6 || tt.Warms != warms {
 		t.Fatalf("%s totals %+v", r.Strategy, tt)
 	}
 }

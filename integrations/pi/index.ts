@@ -27,6 +27,9 @@
 //   cache_warming_decision
 //                        ski rental: warm while this pause's warms cost no more than the
 //                        rewrite they would save (Pi's own limits still apply);
+//   after_provider_response
+//                        a warm request answered: the next context call says when
+//                        (cache_renewed_at), so a warmed pause is not taken for a cold cache;
 //   tool_result          the tools Pi runs (bash, edit, write, ls, find, grep, ...) are observed;
 //   read                 replaced by ctxstore's read (the file joins the active content; offset and
 //                        limit load lines of it; a spill file loads the output it holds);
@@ -169,7 +172,7 @@ class Deltas {
   }
 
   /** The request body for Pi's messages, and the number of them the service already holds. */
-  body(messages: any[], full = false, events: HarnessEvent[] = []): { body: string; jsons: string[]; keys: string[]; base: number } {
+  body(messages: any[], full = false, events: HarnessEvent[] = [], renewedAt = ""): { body: string; jsons: string[]; keys: string[]; base: number } {
     // The base is found without serializing the whole log (issue 18): messages are compared by
     // key (role, Pi's creation timestamp, tool call id), and only the last messages of the common
     // part, the ones Pi could still be changing, and the new ones are serialized.
@@ -190,7 +193,8 @@ class Deltas {
     const head = base > 0 ? `"base":${base},"base_sha256":"${this.sums[base - 1]}",` : "";
     const have = !full && this.held ? `"have_call":${this.held.call},` : "";
     const evs = events.length > 0 ? `"events":${JSON.stringify(events)},` : "";
-    return { body: `{${head}${have}${evs}"messages":[${jsons.slice(base).join(",")}]}`, jsons, keys, base };
+    const renewed = renewedAt ? `"cache_renewed_at":${JSON.stringify(renewedAt)},` : "";
+    return { body: `{${head}${have}${evs}${renewed}"messages":[${jsons.slice(base).join(",")}]}`, jsons, keys, base };
   }
 
   /** Records a successful call: the log sent, and the answer made whole. */
@@ -498,6 +502,8 @@ export default async function ctxstore(pi: ExtensionAPI) {
   // request wrote instead of writing another (docs/pi.md, "Cache warming").
   let sent: { key: string; answer: Answer } | undefined;
   let warms = 0; // warm requests Pi sent since the last real request
+  let warming = false; // a warm request is in flight (its response renews the entry)
+  let renewedAt = ""; // when a warm request last renewed the entry, for the next context call
   let warned = false; // the user has been told the service is down
 
   const tell = (ctx: ExtensionContext, msg: string, type: "info" | "warning" | "error" = "warning") => {
@@ -576,6 +582,7 @@ export default async function ctxstore(pi: ExtensionAPI) {
     current = undefined;
     sent = undefined;
     warms = 0;
+    renewedAt = "";
     deltas.reset();
     // Pi 0.87's RPC mode starts a forked session twice (the runtime, then its rebinding): one event.
     if (event.reason === "fork" && forkedSid !== sid) {
@@ -630,8 +637,9 @@ export default async function ctxstore(pi: ExtensionAPI) {
   pi.on("context", async (event, ctx) => {
     current = undefined;
     const sending = events.slice();
+    const renewed = renewedAt;
     try {
-      let req = deltas.body(event.messages, false, sending);
+      let req = deltas.body(event.messages, false, sending, renewed);
       let r: ContextResponse;
       try {
         r = await session<ContextResponse>(ctx, "/context", req.body);
@@ -639,11 +647,12 @@ export default async function ctxstore(pi: ExtensionAPI) {
         // The service lost what it held (a restart, another client): send everything.
         if (!(err instanceof ServiceError) || err.code !== "log_mismatch") throw err;
         deltas.reset();
-        req = deltas.body(event.messages, true, sending);
+        req = deltas.body(event.messages, true, sending, renewed);
         r = await session<ContextResponse>(ctx, "/context", req.body);
       }
       const messages = deltas.answered(req.jsons, req.keys, req.base, r);
       events = events.slice(sending.length);
+      if (renewedAt === renewed) renewedAt = "";
       current = {
         messages,
         stable: r.stable ?? 0,
@@ -673,9 +682,11 @@ export default async function ctxstore(pi: ExtensionAPI) {
       // the service gave the same one again, is the one in progress).
       c = sent.answer;
       if (current && JSON.stringify(current.messages) === JSON.stringify(c.messages)) current = undefined;
+      warming = true;
     } else {
       c = current;
       current = undefined;
+      warming = false;
       if (c) {
         sent = { key, answer: c };
         warms = 0;
@@ -699,6 +710,14 @@ export default async function ctxstore(pi: ExtensionAPI) {
     const action = warmOrStop(warms, event.warmCost, event.missCost) ?? event.action;
     if (action === "warm") warms++;
     return { action };
+  });
+
+  // A warm request answered: the entry lives on from now; the next context call says so
+  // (cache_renewed_at), so ctxstore does not take the pause for a cold cache.
+  pi.on("after_provider_response", (event) => {
+    if (!warming) return;
+    warming = false;
+    if (event.status >= 200 && event.status < 300) renewedAt = new Date().toISOString();
   });
 
   pi.on("tool_result", async (event, ctx) => {

@@ -44,6 +44,12 @@ type ContextRequest struct {
 	// its harness meta under "events", for the commit history to read
 	// (docs/service.md, "Harness events").
 	Events []map[string]any `json:"events,omitempty"`
+	// CacheRenewedAt, when set (RFC 3339), is when the harness last
+	// renewed the session's prompt-cache entry since its previous call
+	// without a call of its own: a warm request that sent the previous
+	// request again (Pi's cache warming). The call's idle time counts from
+	// it (assemble.Assembler.Renewed): a warmed pause is not a cold cache.
+	CacheRenewedAt string `json:"cache_renewed_at,omitempty"`
 }
 
 // ContextResponse is the context of the next model call.
@@ -229,6 +235,13 @@ func (s *Server) context(q *request) (any, error) {
 	if req.Base < 0 || (req.Base > 0 && req.Messages == nil) {
 		return nil, badRequest("base is for a delta of Pi's messages")
 	}
+	var renewed time.Time
+	if req.CacheRenewedAt != "" {
+		var err error
+		if renewed, err = time.Parse(time.RFC3339Nano, req.CacheRenewedAt); err != nil {
+			return nil, badRequest("cache_renewed_at: not an RFC 3339 time: %q", req.CacheRenewedAt)
+		}
+	}
 	l, err := s.lock(q.sid)
 	if err != nil {
 		return nil, err
@@ -256,6 +269,9 @@ func (s *Server) context(q *request) (any, error) {
 		if _, err := l.in.CompactLast(q.ctx, sum); err != nil {
 			return nil, l.pi.windowErr(err)
 		}
+	}
+	if !renewed.IsZero() {
+		l.asm.Renewed(renewed)
 	}
 	start := time.Now()
 	c, rep, err := l.in.ContextLog(q.ctx, log, same, req.Events)

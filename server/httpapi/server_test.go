@@ -676,3 +676,44 @@ func TestContextStableAndEvents(t *testing.T) {
 		t.Errorf("commit 1 records events %v", h["events"])
 	}
 }
+
+// TestContextCacheRenewed: a context call's cache_renewed_at (a warm
+// request the harness sent since its previous call) makes the pause before
+// it count from the renewal: the turn after a pause longer than the cache
+// lives starts warm, where the same turn without it starts cold (the
+// commit's shape says which). A value that is not an RFC 3339 time is
+// refused, naming the field.
+func TestContextCacheRenewed(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	e := newEnv(t, func(o *Options) { o.Rebase.CacheTTL = ttl })
+	shapes := map[string]map[string]any{}
+	for _, sid := range []string{"renewed", "cold"} {
+		e.open(sid)
+		var lg piLogBuilder
+		lg.user("first")
+		var a piAnswer
+		e.ok("POST", "/v1/sessions/"+sid+"/context", lg.body(), &a)
+		lg.say("done")
+		lg.user("second")
+		time.Sleep(2 * ttl)
+		body := lg.body()
+		if sid == "renewed" {
+			body["cache_renewed_at"] = time.Now().Add(-ttl / 3).Format(time.RFC3339Nano)
+		}
+		e.ok("POST", "/v1/sessions/"+sid+"/context", body, &a)
+		var obj ObjectResponse
+		e.ok("GET", "/v1/objects/ctx-"+sid+"-2", nil, &obj)
+		shapes[sid], _ = obj.Doc["shape"].(map[string]any)
+	}
+	if s := shapes["renewed"]; fmt.Sprint(s["warm_starts"], " ", s["cold_starts"]) != "1 0" {
+		t.Errorf("renewed: shape %v, want one warm start", s)
+	}
+	if s := shapes["cold"]; fmt.Sprint(s["warm_starts"], " ", s["cold_starts"]) != "0 1" {
+		t.Errorf("not renewed: shape %v, want one cold start", s)
+	}
+	e.check = false // outside the document by nature
+	eb := e.fails(400, CodeBadRequest, "POST", "/v1/sessions/cold/context", map[string]any{"messages": []any{}, "cache_renewed_at": "yesterday"})
+	if !strings.Contains(eb.Message, "cache_renewed_at") {
+		t.Errorf("message %q does not name the field", eb.Message)
+	}
+}

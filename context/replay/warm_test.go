@@ -1,0 +1,214 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/context/transcript"
+	"github.com/ctxstore/ctxstore/objects/conversation"
+)
+
+func TestWarmDelay(t *testing.T) {
+	for _, tc := range []struct{ ttl, want time.Duration }{
+		{5 * time.Minute, 270 * time.Second},                 // 90%
+		{time.Hour, 54 * time.Minute},                        // 90%
+		{12 * time.Second, 2 * time.Second},                  // ten seconds of margin
+		{60 * time.Second, 50 * time.Second},                 // the margin again
+		{10 * time.Second, 0},                                // too short to warm
+		{10*time.Second + time.Nanosecond, time.Millisecond}, // at least a millisecond
+	} {
+		if got := warmDelay(tc.ttl); got != tc.want {
+			t.Errorf("warmDelay(%v) = %v, want %v", tc.ttl, got, tc.want)
+		}
+	}
+}
+
+func TestWarmBudget(t *testing.T) {
+	for _, tc := range []struct {
+		p           int
+		write, read float64
+		want        int
+	}{
+		{100000, WritePrice, ReadPrice, 11}, // 1.15 / 0.1, the output token negligible
+		{1000, WritePrice, ReadPrice, 10},   // 1150 / 105
+		{10, WritePrice, ReadPrice, 1},      // 11.5 / 6
+		{4, WritePrice, ReadPrice, 0},       // 4.6 / 5.4: a warm costs more than the rewrite
+		{100000, InputPrice, ReadPrice, 8},  // OpenAI: no write price, 0.9 / 0.1, less the token
+		{100000, ReadPrice, ReadPrice, 0},   // nothing to save
+	} {
+		if got := warmBudget(tc.p, tc.write, tc.read); got != tc.want {
+			t.Errorf("warmBudget(%d, %v, %v) = %d, want %d", tc.p, tc.write, tc.read, got, tc.want)
+		}
+	}
+}
+
+func TestWarmTimes(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	at := func(ks ...int) string {
+		var b strings.Builder
+		for _, k := range ks {
+			fmt.Fprintf(&b, "%d ", k)
+		}
+		return b.String()
+	}
+	show := func(ts []time.Time) string {
+		var b strings.Builder
+		for _, x := range ts {
+			fmt.Fprintf(&b, "%d ", int(x.Sub(t0)/(270*time.Second)))
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name    string
+		mode    string
+		next    time.Duration // 0: no next call
+		running bool
+		budget  int
+		want    string // multiples of 270 s
+	}{
+		{"off", WarmOff, 20 * time.Minute, true, 11, at()},
+		{"a gap the cache survives", WarmIdle, 4 * time.Minute, true, 11, at()},
+		{"a 20-minute tool run", WarmRunning, 20 * time.Minute, true, 11, at(1, 2, 3, 4)},
+		{"idle, running mode", WarmRunning, 20 * time.Minute, false, 11, at()},
+		{"idle, idle mode", WarmIdle, 20 * time.Minute, false, 11, at(1, 2, 3, 4)},
+		{"a warm due when the call comes", WarmIdle, 9 * time.Minute, false, 11, at(1)},
+		{"idle: 30 minutes at most", WarmIdle, 3 * time.Hour, false, 11, at(1, 2, 3, 4, 5, 6)},
+		{"running: an hour, then the budget", WarmRunning, 3 * time.Hour, true, 11, at(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)},
+		{"running: an hour at most", WarmRunning, 3 * time.Hour, true, 100, at(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)},
+		{"the budget", WarmIdle, 3 * time.Hour, false, 2, at(1, 2)},
+		{"after the last call", WarmIdle, 0, false, 11, at(1, 2, 3, 4, 5, 6)},
+	} {
+		var next time.Time
+		if tc.next > 0 {
+			next = t0.Add(tc.next)
+		}
+		if got := show(warmTimes(tc.mode, 5*time.Minute, t0, next, tc.running, tc.budget)); got != tc.want {
+			t.Errorf("%s: warms at %q x 270 s, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// warmSession is a Pi session of four calls: a tool call whose bash runs
+// 20 minutes (the agent runs), the answer after it, then a user who comes
+// back after 40 minutes, and again after two hours.
+func warmSession() *transcript.Session {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := &transcript.Session{Format: transcript.FormatPi, ID: "pi-warm", Cwd: "/w"}
+	out := strings.Repeat("build output line\n", 400)
+	add := func(m conversation.Message) { s.Messages = append(s.Messages, m) }
+	// A prompt long enough to cache (Anthropic's minimum, 1,024 tokens) and
+	// for warms to pay (a warm of a few tokens costs more than it saves).
+	add(conversation.Message{Role: conversation.RoleUser, Text: "Build it.\n" + strings.Repeat("the spec says so\n", 400), Time: t0})
+	add(conversation.Message{Role: conversation.RoleAssistant, Model: "claude-sonnet-4-20250514", Time: t0.Add(time.Second),
+		ToolCalls: []conversation.ToolCall{{ID: "t1", Name: "bash", Args: map[string]any{"command": "make"}}}})
+	add(conversation.Message{Role: conversation.RoleToolResult, ToolCallID: "t1", ToolName: "bash", Time: t0.Add(20 * time.Minute), Output: out})
+	add(conversation.Message{Role: conversation.RoleAssistant, Model: "claude-sonnet-4-20250514", Time: t0.Add(20*time.Minute + time.Second), Text: "Built."})
+	add(conversation.Message{Role: conversation.RoleUser, Text: "Test it.", Time: t0.Add(60 * time.Minute)})
+	add(conversation.Message{Role: conversation.RoleAssistant, Model: "claude-sonnet-4-20250514", Time: t0.Add(60*time.Minute + time.Second), Text: "Tested."})
+	add(conversation.Message{Role: conversation.RoleUser, Text: "Ship it.", Time: t0.Add(3 * time.Hour)})
+	add(conversation.Message{Role: conversation.RoleAssistant, Model: "claude-sonnet-4-20250514", Time: t0.Add(3*time.Hour + time.Second), Text: "Shipped."})
+	return s
+}
+
+// renewals is the naive strategy, noting the warm requests each call is
+// told of (CallInput.Renewed).
+type renewals struct {
+	Naive
+	seen []time.Time
+}
+
+func (r *renewals) Name() string { return "renewals" }
+
+func (r *renewals) Step(ctx context.Context, in *CallInput) (*Step, error) {
+	r.seen = append(r.seen, in.Renewed)
+	return r.Naive.Step(ctx, in)
+}
+
+// TestWarmReplay: under --warm the harness re-sends a call's request every
+// 270 s (a 5-minute cache) while its rules allow. Running: through the
+// 20-minute tool run, so the call after it is warm, and not while the
+// harness waits for the user. Idle: also through the user's pauses, for 30
+// minutes at most (the 40-minute pause stays cold) and after the last call.
+// Each warm reads the call's context and answers a token; every strategy
+// but the recorded one warms, the naive baseline included; each strategy
+// is told of the last warm before a call (ctxstore's assembler then takes
+// the pause for no cold cache: assemble's TestRenewed).
+func TestWarmReplay(t *testing.T) {
+	ctx := context.Background()
+	s := warmSession()
+	for _, model := range []string{CachePrefix, CacheAnthropic} {
+		run := func(warm string) *Report {
+			t.Helper()
+			told := &renewals{}
+			rep, err := Run(ctx, s, Options{Tokenizer: assemble.BytesTokenizer{}, Dir: t.TempDir(), OpenStore: openSQLite, CacheModel: model, Warm: warm,
+				Calibrate: "none", Strategies: []Strategy{&Naive{}, &Ctxstore{Layout: assemble.LayoutStream}, told}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Warm != warm {
+				t.Fatalf("%s: report says warm %q, want %q", model, rep.Warm, warm)
+			}
+			for _, r := range rep.Results {
+				checkAccounting(t, r, rep.TTLSeconds)
+			}
+			// The strategies are told of the last warm before each call.
+			c := rep.Results[0].Calls
+			for i, got := range told.seen {
+				var want time.Time
+				if i > 0 && c[i-1].Warms > 0 {
+					want = c[i-1].Time.Add(time.Duration(c[i-1].Warms) * 270 * time.Second)
+				}
+				if !got.Equal(want) {
+					t.Errorf("%s, warm %s: call %d told of a renewal at %v, want %v", model, warm, i+1, got, want)
+				}
+			}
+			return rep
+		}
+		off, running, idle := run(WarmOff), run(WarmRunning), run(WarmIdle)
+		for k, want := range map[*Report][4]int{off: {0, 0, 0, 0}, running: {4, 0, 0, 0}, idle: {4, 6, 6, 6}} {
+			for _, r := range k.Results {
+				for i, c := range r.Calls {
+					if c.Warms != want[i] {
+						t.Errorf("%s, warm %s, %s call %d: %d warms, want %d", model, k.Warm, r.Strategy, c.N, c.Warms, want[i])
+					}
+				}
+			}
+		}
+		for _, k := range []*Report{running, idle} {
+			for _, r := range k.Results {
+				c := r.Calls
+				if c[1].Cold || c[1].Cached == 0 {
+					t.Errorf("%s, warm %s, %s: the call after the warmed tool run %+v", model, k.Warm, r.Strategy, c[1])
+				}
+				if !c[2].Cold || !c[3].Cold {
+					t.Errorf("%s, warm %s, %s: calls after 40 minutes and 2 hours are warm: %+v %+v", model, k.Warm, r.Strategy, c[2], c[3])
+				}
+				if model == CachePrefix {
+					if w := c[0].WarmCost; math.Abs(w-4*(ReadPrice*float64(c[0].Context)+WarmOutputPrice)) > 1e-6 {
+						t.Errorf("%s: 4 warms of call 1 cost %f", r.Strategy, w)
+					}
+				}
+			}
+			if k.Naive.Warms != k.Results[0].Totals.Warms || k.Naive.Cost != k.Results[0].Totals.Cost {
+				t.Errorf("%s, warm %s: the baseline %+v is not the naive history warmed: %+v", model, k.Warm, k.Naive, k.Results[0].Totals)
+			}
+		}
+		// Off: every call after the first is cold.
+		for _, r := range off.Results {
+			for _, c := range r.Calls[1:] {
+				if !c.Cold {
+					t.Errorf("%s, warm off, %s: call %d warm after %v s", model, r.Strategy, c.N, c.Gap)
+				}
+			}
+		}
+		// Warming the tool run is cheaper than writing the context again.
+		if n, w := off.Results[0].Calls, running.Results[0].Calls; w[0].Cost+w[1].Cost >= n[0].Cost+n[1].Cost {
+			t.Errorf("%s: warming the 20-minute run costs %f, against %f cold", model, w[0].Cost+w[1].Cost, n[0].Cost+n[1].Cost)
+		}
+	}
+}
