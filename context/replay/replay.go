@@ -812,7 +812,10 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 			if sim != nil {
 				wp, rp = sim.writePrice(), sim.readPrice()
 			}
-			running := len(env.Session.Messages[in.Index].ToolCalls) > 0
+			// The agent runs on after a response that asked for tools, but
+			// for the last call of the transcript: nothing followed it, so
+			// the agent stopped there and the harness waits (idle).
+			running := len(env.Session.Messages[in.Index].ToolCalls) > 0 && i+1 < len(cs)
 			for _, at := range warmTimes(env.Warm, env.TTL, in.Time, next, running, warmBudget(c.Context, wp, rp)) {
 				if q != nil {
 					w := *q

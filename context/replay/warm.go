@@ -75,9 +75,10 @@ func warmBudget(p int, write, read float64) int {
 }
 
 // warmTimes returns when warm requests are sent after a call made at t
-// whose response asked for tools (running) or not, the next call being at
-// next (zero: none follows; the harness does not know, so it warms as
-// long as its rules allow): every warmDelay while the entry lives, before
+// while the agent runs (running: the call's response asked for tools and
+// a call followed) or waits for the user, the next call being at next
+// (zero: none follows; the harness does not know, so it warms as long as
+// its rules allow for a harness that waits): every warmDelay while the entry lives, before
 // the next call, within the mode's phases and the harness's limits, at
 // most budget of them.
 func warmTimes(mode string, ttl time.Duration, t, next time.Time, running bool, budget int) []time.Time {
