@@ -403,6 +403,7 @@ func (a *Assembler) push(it *item) {
 	if n := len(a.items); n > 0 {
 		prev = a.items[n-1].f
 	}
+	it.f.follow(prev)
 	start := a.bufBase + len(a.buf)
 	a.buf = appendFrag(a.buf, prev, it.f)
 	it.tokens = a.tok.Count(string(a.buf[start-a.bufBase:]))

@@ -121,11 +121,17 @@ func (it *item) metadata() string {
 //	   to the working directory), the session's Paths recorded in its
 //	   first commit; a rebase leaves out collapsed files and notes the
 //	   stream already names, and the notes about content it no longer
-//	   holds, instead of "collapsed:" lines (Assembler.dropsAtRebase).
+//	   holds, instead of "collapsed:" lines (Assembler.dropsAtRebase);
+//	5: under a bare head (LeanHead.Bare), a shown file's new version that
+//	   is exactly the model's own edit or write applied to the version
+//	   shown renders nothing: the harness's edit result said so already,
+//	   and a bare head's model has no use for ctxstore's ids and versions
+//	   (the patch item stays in the stream, silent, so that the version
+//	   held is known to a rebase, a rebuild and a resume).
 //
 // Commits record the version (absent means 1), so every past context is
 // rebuilt with the rendering it was sent with.
-const RenderVersion = 4
+const RenderVersion = 5
 
 // The values of ItemDoc.Out.
 const (
@@ -265,6 +271,10 @@ func (it *item) render() {
 		}
 		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockMetadata, ID: id, Text: text}}}
 	case kPatch:
+		if it.text == "" { // rendering 5: the model's own edit under a bare head
+			it.f = &frag{role: RoleUser, silent: true}
+			break
+		}
 		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockText, Text: it.text}}}
 	case kContent:
 		text := ""

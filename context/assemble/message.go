@@ -79,11 +79,23 @@ type frag struct {
 	role   Role
 	callID string
 	blocks []Block
+	// silent: the fragment renders nothing (no blocks) and belongs to the
+	// message before it, whose role it takes (follow), so that what comes
+	// after it joins or starts a message as if it were not there.
+	silent bool
 }
 
 // joins reports whether f continues the message prev started.
 func (f frag) joins(prev *frag) bool {
-	return prev != nil && prev.role == RoleUser && f.role == RoleUser
+	return prev != nil && (f.silent || prev.role == RoleUser && f.role == RoleUser)
+}
+
+// follow gives a silent fragment the role of the fragment before it (a
+// user message when there is none).
+func (f *frag) follow(prev *frag) {
+	if f.silent && prev != nil {
+		f.role, f.callID = prev.role, prev.callID
+	}
 }
 
 // renderHead renders the fixed part: system prompt and tool list.

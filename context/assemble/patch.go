@@ -55,6 +55,10 @@ func (a *Assembler) patchFor(id string, held, cur *version) *item {
 			for i, c := range calls {
 				ids[i] = c.ID
 			}
+			if a.rv >= 5 && a.spill != "" {
+				// A bare head: the edit result said it all (rendering 5).
+				return &item{kind: kPatch, ref: cur.ref, obj: cur.obj, calls: calls}
+			}
 			// One edit of this file since the version above is named by
 			// what it is: the ids say which only when there are several.
 			what := "your edit"

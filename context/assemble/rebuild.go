@@ -267,9 +267,12 @@ func Rebuild(ctx context.Context, st store.Store, sessionID string, n int) (*Ass
 				c.RebaseOffset = len(c.Bytes)
 			}
 			c.frags[i] = it.f
+			it.f.follow(prev)
 			start := len(c.Bytes)
 			c.Bytes = appendFrag(c.Bytes, prev, it.f)
-			c.spans = append(c.spans, it.span(start, len(c.Bytes)))
+			if !it.f.silent { // nothing to label
+				c.spans = append(c.spans, it.span(start, len(c.Bytes)))
+			}
 			prev = it.f
 		}
 	case LayoutLiteral:
