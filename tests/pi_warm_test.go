@@ -27,7 +27,7 @@ import (
 // would cost more than the rewrite they save: at this model's prices, two
 // per pause (tests/testdata/pi/scripted-model.ts). A warm request is not a
 // model call to ctxstore, but the next call tells it of the renewal
-// (cache_renewed_at): with the service's cache lifetime at 3 s, the call
+// (cache_renewed_at): with the service's cache lifetime at 4 s, the call
 // after the 5-second tool run finds the cache warm, not cold, in the
 // service's log.
 func TestPiCacheWarm(t *testing.T) {
@@ -38,7 +38,7 @@ func TestPiCacheWarm(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(e.agentDir, "settings.json"), []byte(`{"cacheWarming":"idle"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv := startServe(t, "sqlite:"+filepath.Join(t.TempDir(), "store.db"), "--cache-ttl", "3s")
+	srv := startServe(t, "sqlite:"+filepath.Join(t.TempDir(), "store.db"), "--cache-ttl", "4s")
 	var mu sync.Mutex
 	var kinds []string // "real" or "warm", in the order the model saw them
 	e.respond = func(req messagesRequest) piStep {
