@@ -403,7 +403,13 @@ func (a *Assembler) push(it *item) {
 	if n := len(a.items); n > 0 {
 		prev = a.items[n-1].f
 	}
-	it.f.follow(prev)
+	if it.f.silent {
+		// Its role depends on what precedes it, which a rebase changes;
+		// calls assembled before keep the fragment they had.
+		f := *it.f
+		it.f = &f
+		it.f.follow(prev)
+	}
 	start := a.bufBase + len(a.buf)
 	a.buf = appendFrag(a.buf, prev, it.f)
 	it.tokens = a.tok.Count(string(a.buf[start-a.bufBase:]))

@@ -91,7 +91,8 @@ func (f frag) joins(prev *frag) bool {
 }
 
 // follow gives a silent fragment the role of the fragment before it (a
-// user message when there is none).
+// user message when there is none, which cannot happen: a silent patch
+// follows the content block of its file).
 func (f *frag) follow(prev *frag) {
 	if f.silent && prev != nil {
 		f.role, f.callID = prev.role, prev.callID

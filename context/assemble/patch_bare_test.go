@@ -108,6 +108,16 @@ func TestBareHeadOwnEditSilent(t *testing.T) {
 			e.now = e.now.Add(10 * time.Second)
 			c3 := e.call()
 			tail := string(c3.Bytes[len(c2.Bytes):])
+			// The silent patch belongs to the edit's result: the next
+			// prompt starts a user message of its own, in the bytes and
+			// in the messages.
+			if !strings.HasPrefix(tail, "<<user>>\nWhat changed?\n") {
+				t.Fatalf("call 3 does not go on with a user message: %.200q", tail)
+			}
+			ms3 := c3.Messages()
+			if n := len(ms3); n < 2 || ms3[n-2].Role != RoleToolResult || ms3[n-1].Role != RoleUser || !strings.HasPrefix(ms3[n-1].Blocks[0].Text, "What changed?") {
+				t.Fatalf("call 3's last messages: %+v", ms3[max(0, len(ms3)-2):])
+			}
 			if !strings.Contains(tail, "changed, version") || !strings.Contains(tail, "+gamma") || strings.Contains(tail, "alpha") || strings.Contains(tail, "beta") {
 				t.Fatalf("the change is not a diff against the edited version:\n%s", tail)
 			}

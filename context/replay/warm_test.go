@@ -93,9 +93,9 @@ func TestWarmTimes(t *testing.T) {
 	}
 }
 
-// warmSession is a Pi session of four calls: a tool call whose bash runs
+// warmSession is a Pi session of five calls: a tool call whose bash runs
 // 20 minutes (the agent runs), the answer after it, then a user who comes
-// back after 40 minutes, and again after two hours.
+// back after 12 minutes, after 40, and after two hours.
 func warmSession() *transcript.Session {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := &transcript.Session{Format: transcript.FormatPi, ID: "pi-warm", Cwd: "/w"}
@@ -108,10 +108,12 @@ func warmSession() *transcript.Session {
 		ToolCalls: []conversation.ToolCall{{ID: "t1", Name: "bash", Args: map[string]any{"command": "make"}}}})
 	add(conversation.Message{Role: conversation.RoleToolResult, ToolCallID: "t1", ToolName: "bash", Time: t0.Add(20 * time.Minute), Output: out})
 	add(conversation.Message{Role: conversation.RoleAssistant, Model: "claude-sonnet-4-20250514", Time: t0.Add(20*time.Minute + time.Second), Text: "Built."})
-	add(conversation.Message{Role: conversation.RoleUser, Text: "Test it.", Time: t0.Add(60 * time.Minute)})
-	add(conversation.Message{Role: conversation.RoleAssistant, Model: "claude-sonnet-4-20250514", Time: t0.Add(60*time.Minute + time.Second), Text: "Tested."})
-	add(conversation.Message{Role: conversation.RoleUser, Text: "Ship it.", Time: t0.Add(3 * time.Hour)})
-	add(conversation.Message{Role: conversation.RoleAssistant, Model: "claude-sonnet-4-20250514", Time: t0.Add(3*time.Hour + time.Second), Text: "Shipped."})
+	add(conversation.Message{Role: conversation.RoleUser, Text: "Note it.", Time: t0.Add(32 * time.Minute)})
+	add(conversation.Message{Role: conversation.RoleAssistant, Model: "claude-sonnet-4-20250514", Time: t0.Add(32*time.Minute + time.Second), Text: "Noted."})
+	add(conversation.Message{Role: conversation.RoleUser, Text: "Test it.", Time: t0.Add(72 * time.Minute)})
+	add(conversation.Message{Role: conversation.RoleAssistant, Model: "claude-sonnet-4-20250514", Time: t0.Add(72*time.Minute + time.Second), Text: "Tested."})
+	add(conversation.Message{Role: conversation.RoleUser, Text: "Ship it.", Time: t0.Add(4 * time.Hour)})
+	add(conversation.Message{Role: conversation.RoleAssistant, Model: "claude-sonnet-4-20250514", Time: t0.Add(4*time.Hour + time.Second), Text: "Shipped."})
 	return s
 }
 
@@ -132,12 +134,15 @@ func (r *renewals) Step(ctx context.Context, in *CallInput) (*Step, error) {
 // TestWarmReplay: under --warm the harness re-sends a call's request every
 // 270 s (a 5-minute cache) while its rules allow. Running: through the
 // 20-minute tool run, so the call after it is warm, and not while the
-// harness waits for the user. Idle: also through the user's pauses, for 30
-// minutes at most (the 40-minute pause stays cold) and after the last call.
+// harness waits for the user. Idle: also through the user's pauses (the
+// 12-minute one is bridged by two warms), for 30 minutes at most (the
+// 40-minute pause stays cold) and after the last call.
 // Each warm reads the call's context and answers a token; every strategy
 // but the recorded one warms, the naive baseline included; each strategy
-// is told of the last warm before a call (ctxstore's assembler then takes
-// the pause for no cold cache: assemble's TestRenewed).
+// is told of the last warm before a call, and ctxstore's assembler acts on
+// it: the bridged 12-minute pause is no cold start, so the head's hour is
+// asked for only from the 40-minute one (written then, not read from an
+// hour-long entry the 12-minute pause would have asked for).
 func TestWarmReplay(t *testing.T) {
 	ctx := context.Background()
 	s := warmSession()
@@ -170,7 +175,7 @@ func TestWarmReplay(t *testing.T) {
 			return rep
 		}
 		off, running, idle := run(WarmOff), run(WarmRunning), run(WarmIdle)
-		for k, want := range map[*Report][4]int{off: {0, 0, 0, 0}, running: {4, 0, 0, 0}, idle: {4, 6, 6, 6}} {
+		for k, want := range map[*Report][5]int{off: {0, 0, 0, 0, 0}, running: {4, 0, 0, 0, 0}, idle: {4, 2, 6, 6, 6}} {
 			for _, r := range k.Results {
 				for i, c := range r.Calls {
 					if c.Warms != want[i] {
@@ -185,8 +190,11 @@ func TestWarmReplay(t *testing.T) {
 				if c[1].Cold || c[1].Cached == 0 {
 					t.Errorf("%s, warm %s, %s: the call after the warmed tool run %+v", model, k.Warm, r.Strategy, c[1])
 				}
-				if !c[2].Cold || !c[3].Cold {
-					t.Errorf("%s, warm %s, %s: calls after 40 minutes and 2 hours are warm: %+v %+v", model, k.Warm, r.Strategy, c[2], c[3])
+				if c[2].Cold != (k.Warm == WarmRunning) {
+					t.Errorf("%s, warm %s, %s: the call after 12 minutes %+v", model, k.Warm, r.Strategy, c[2])
+				}
+				if !c[3].Cold || !c[4].Cold {
+					t.Errorf("%s, warm %s, %s: calls after 40 minutes and 2 hours are warm: %+v %+v", model, k.Warm, r.Strategy, c[3], c[4])
 				}
 				if model == CachePrefix {
 					if w := c[0].WarmCost; math.Abs(w-4*(ReadPrice*float64(c[0].Context)+WarmOutputPrice)) > 1e-6 {
@@ -197,6 +205,13 @@ func TestWarmReplay(t *testing.T) {
 			if k.Naive.Warms != k.Results[0].Totals.Warms || k.Naive.Cost != k.Results[0].Totals.Cost {
 				t.Errorf("%s, warm %s: the baseline %+v is not the naive history warmed: %+v", model, k.Warm, k.Naive, k.Results[0].Totals)
 			}
+		}
+		// ctxstore under idle warming: the first cold start is the
+		// 40-minute pause; its head is written for the hour there.
+		// (Under Anthropic's model the head here is below the minimum
+		// cacheable length: nothing is written for the hour.)
+		if c := idle.Results[1].Calls[3]; model == CachePrefix && (c.LongHead || c.WrittenLong == 0) {
+			t.Errorf("%s: ctxstore's call after 40 minutes %+v: the warmed 12-minute pause was taken for a cold start", model, c)
 		}
 		// Off: every call after the first is cold.
 		for _, r := range off.Results {

@@ -443,16 +443,22 @@ const OUTPUT_CAPS = ["max_tokens", "max_output_tokens", "max_completion_tokens",
 
 /**
  * The prompt of a provider payload as Pi built it (before any change of ours): everything but
- * the output cap, hashed. Two requests with the same key send the same prompt: Pi's warm request
- * differs from the one it keeps warm only in its one-token cap.
+ * the output cap, at the top level or in an object field of it (Google's `generationConfig`,
+ * Bedrock's `inferenceConfig`, pi-messages' `options`), hashed. Two requests with the same key
+ * send the same prompt: Pi's warm request differs from the one it keeps warm only in its
+ * one-token cap. (A provider that derives another field from the cap, a thinking budget, gives
+ * the warm request another key: it goes out as Pi built it, as before.)
  */
 export function promptKey(payload: any): string {
   if (!payload || typeof payload !== "object") return "";
-  const rest = { ...payload };
+  const rest: any = { ...payload };
   for (const k of OUTPUT_CAPS) delete rest[k];
-  if (rest.generationConfig && typeof rest.generationConfig === "object") {
-    rest.generationConfig = { ...rest.generationConfig };
-    for (const k of OUTPUT_CAPS) delete rest.generationConfig[k];
+  for (const [k, v] of Object.entries(rest)) {
+    if (v && typeof v === "object" && !Array.isArray(v) && OUTPUT_CAPS.some((c) => c in v)) {
+      const inner: any = { ...v };
+      for (const c of OUTPUT_CAPS) delete inner[c];
+      rest[k] = inner;
+    }
   }
   return createHash("sha256").update(JSON.stringify(rest)).digest("hex");
 }
@@ -501,7 +507,7 @@ export default async function ctxstore(pi: ExtensionAPI) {
   // context call: that request gets the same answer applied, so it reads the entry the real
   // request wrote instead of writing another (docs/pi.md, "Cache warming").
   let sent: { key: string; answer: Answer } | undefined;
-  let warms = 0; // warm requests Pi sent since the last real request
+  let warms = 0; // warm requests Pi sent since the last request of its own
   let warming = false; // a warm request is in flight (its response renews the entry)
   let renewedAt = ""; // when a warm request last renewed the entry, for the next context call
   let warned = false; // the user has been told the service is down
@@ -678,19 +684,21 @@ export default async function ctxstore(pi: ExtensionAPI) {
     const key = promptKey(event.payload);
     let c: Answer | undefined;
     if (sent && key === sent.key) {
-      // The last request again: a warm request, or a retry of the same log (whose answer, when
-      // the service gave the same one again, is the one in progress).
+      // The last request again: a warm request, or a retry of the same log, whose answer in
+      // progress, when the service gave the same messages again, is the fresher one.
+      if (current && JSON.stringify(current.messages) === JSON.stringify(sent.answer.messages)) {
+        sent.answer = current;
+        current = undefined;
+      }
       c = sent.answer;
-      if (current && JSON.stringify(current.messages) === JSON.stringify(c.messages)) current = undefined;
       warming = true;
+      warms++;
     } else {
       c = current;
       current = undefined;
       warming = false;
-      if (c) {
-        sent = { key, answer: c };
-        warms = 0;
-      }
+      warms = 0; // a new request: a new pause after it
+      if (c) sent = { key, answer: c };
     }
     if (!c) return undefined;
     const lean = withholdTools(event.payload, c.withheld);
@@ -706,11 +714,7 @@ export default async function ctxstore(pi: ExtensionAPI) {
   // $0.05 floor on the expected saving, which turns warming off for prompts of the size ctxstore
   // keeps (docs/pi.md, "Cache warming"). Pi's own limits (its mode, an hour while running, 30
   // minutes idle) still apply; without prices Pi's decision stands.
-  pi.on("cache_warming_decision", (event) => {
-    const action = warmOrStop(warms, event.warmCost, event.missCost) ?? event.action;
-    if (action === "warm") warms++;
-    return { action };
-  });
+  pi.on("cache_warming_decision", (event) => ({ action: warmOrStop(warms, event.warmCost, event.missCost) ?? event.action }));
 
   // A warm request answered: the entry lives on from now; the next context call says so
   // (cache_renewed_at), so ctxstore does not take the pause for a cold cache.

@@ -695,10 +695,10 @@ func TestContextCacheRenewed(t *testing.T) {
 		e.ok("POST", "/v1/sessions/"+sid+"/context", lg.body(), &a)
 		lg.say("done")
 		lg.user("second")
-		time.Sleep(2 * ttl)
+		time.Sleep(3 * ttl)
 		body := lg.body()
 		if sid == "renewed" {
-			body["cache_renewed_at"] = time.Now().Add(-ttl / 3).Format(time.RFC3339Nano)
+			body["cache_renewed_at"] = time.Now().Add(-ttl / 10).Format(time.RFC3339Nano)
 		}
 		e.ok("POST", "/v1/sessions/"+sid+"/context", body, &a)
 		var obj ObjectResponse
