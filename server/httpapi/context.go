@@ -270,11 +270,15 @@ func (s *Server) context(q *request) (any, error) {
 			return nil, l.pi.windowErr(err)
 		}
 	}
+	events := req.Events
 	if !renewed.IsZero() {
 		l.asm.Renewed(renewed)
+		// Recorded with the commit, so that the call's idle time (a warm
+		// cache, not a cold one) can be explained later.
+		events = append(events[:len(events):len(events)], map[string]any{"type": "cache_renewed", "at": renewed.UTC().Format(time.RFC3339Nano)})
 	}
 	start := time.Now()
-	c, rep, err := l.in.ContextLog(q.ctx, log, same, req.Events)
+	c, rep, err := l.in.ContextLog(q.ctx, log, same, events)
 	if err != nil {
 		return nil, l.pi.windowErr(err)
 	}
