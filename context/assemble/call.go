@@ -50,9 +50,12 @@ type Assembled struct {
 	// proportion to bytes in LayoutLiteral. -1 when unknown (a literal
 	// layout's first call after Resume).
 	PrefixBytes, PrefixTokens int
-	// Idle is the time since the previous call (0 for the first); a cache
-	// that lives shorter than that served nothing of the prefix.
-	Idle time.Duration
+	// Idle is the time since the previous call (0 for the first), or since
+	// the harness last renewed the cache after it (Renewed; then Renewed
+	// is when, and the commit records it as "cache_renewed"); a cache that
+	// lives shorter than that served nothing of the prefix.
+	Idle    time.Duration
+	Renewed time.Time
 	// SessionTx is the session version the context reflects.
 	SessionTx int64
 	// Stable is the number of leading messages (of Messages) that no later
@@ -201,6 +204,9 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 	since := a.since(now)
 	if a.calls > 0 {
 		c.Idle = now.Sub(since)
+		if since != a.lastCall {
+			c.Renewed = since
+		}
 	}
 	var pool, active []*item
 	if a.newTurn && a.calls > 0 {
@@ -786,6 +792,9 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 	}
 	if c.PrefixBytes >= 0 {
 		doc["prefix_bytes"], doc["prefix_tokens"] = int64(c.PrefixBytes), int64(c.PrefixTokens)
+	}
+	if !c.Renewed.IsZero() {
+		doc["cache_renewed"] = store.FormatTime(c.Renewed.UTC().Truncate(time.Millisecond))
 	}
 	if a.isLean() {
 		doc["lean"] = true // the head without the LeanHead's guide and tools

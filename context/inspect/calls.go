@@ -22,8 +22,14 @@ type Call struct {
 	Parent   string    `json:"parent,omitempty"`
 	Time     time.Time `json:"time"`
 	// GapSeconds is the time since the previous call (0 for the first).
-	GapSeconds float64 `json:"gap_seconds"`
-	Layout     string  `json:"layout"`
+	// CacheRenewed, when set, is when the harness renewed the cache after
+	// the previous call (a warm request; the record's "cache_renewed"),
+	// and IdleSeconds the time since the cache was last sent, which decides
+	// whether it expired: since the renewal, else since the previous call.
+	GapSeconds   float64    `json:"gap_seconds"`
+	CacheRenewed *time.Time `json:"cache_renewed,omitempty"`
+	IdleSeconds  float64    `json:"idle_seconds"`
+	Layout       string     `json:"layout"`
 	// Tokens is the context's size; StaleTokens the collapsed content it
 	// still renders (kept for the cache until a rebase drops it).
 	Tokens      int `json:"tokens"`
@@ -120,7 +126,7 @@ type Break struct {
 // commitFields are the call-record fields a calls list reads: never the
 // items, so a page costs the same however long the contexts are.
 var commitFields = []string{"call", "parent", "time", "layout", "tokens", "stale_tokens", "byte_len", "item_count",
-	"base", "rebase_from", "rebase_reason", "system_ref", "system_ref_call", "prefix_bytes", "prefix_tokens"}
+	"base", "rebase_from", "rebase_reason", "system_ref", "system_ref_call", "prefix_bytes", "prefix_tokens", "cache_renewed"}
 
 // Page selects calls From..From+Limit-1 (From from 1; Limit 0: all).
 type Page struct {
@@ -314,6 +320,13 @@ func decodeCall(sid string, d store.Doc) (Call, error) {
 		}
 		c.Time = tm
 	}
+	if t := asString(d["cache_renewed"]); t != "" {
+		tm, err := store.ParseTime(t)
+		if err != nil {
+			return c, fmt.Errorf("%s: cache_renewed %q: %w", c.CommitID, t, err)
+		}
+		c.CacheRenewed = &tm
+	}
 	c.Break.PrefixBytes, c.Break.PrefixTokens = -1, -1
 	if v, ok := d["prefix_bytes"]; ok && v != nil {
 		c.Break.PrefixBytes, c.Break.PrefixTokens = asInt(v), asInt(d["prefix_tokens"])
@@ -329,6 +342,10 @@ func (in *Inspector) account(c *Call, prev *Call) {
 	b.FirstItem = -1
 	if prev != nil && !prev.Time.IsZero() && !c.Time.IsZero() {
 		c.GapSeconds = c.Time.Sub(prev.Time).Seconds()
+		c.IdleSeconds = c.GapSeconds
+		if r := c.CacheRenewed; r != nil && r.After(prev.Time) && !r.After(c.Time) {
+			c.IdleSeconds = c.Time.Sub(*r).Seconds()
+		}
 	}
 	switch {
 	case c.N == 1 || prev == nil:
@@ -352,7 +369,7 @@ func (in *Inspector) account(c *Call, prev *Call) {
 				b.Estimated = true
 			}
 		}
-		expired := time.Duration(c.GapSeconds*float64(time.Second)) >= in.o.TTL
+		expired := time.Duration(c.IdleSeconds*float64(time.Second)) >= in.o.TTL
 		switch {
 		case c.systemRef != prev.systemRef:
 			b.Cause = CauseSystem

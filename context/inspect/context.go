@@ -149,6 +149,10 @@ func (in *Inspector) explain(ctx context.Context, sid string, c *Call, bl []Bloc
 	case CauseExpired:
 		b.Detail = fmt.Sprintf("%s since the previous call, longer than the cache's %s lifetime: the whole context was written again",
 			time.Duration(c.GapSeconds*float64(time.Second)).Round(time.Second), in.o.TTL)
+		if c.CacheRenewed != nil {
+			b.Detail = fmt.Sprintf("%s since the harness last renewed the cache (%s since the previous call), longer than the cache's %s lifetime: the whole context was written again",
+				time.Duration(c.IdleSeconds*float64(time.Second)).Round(time.Second), time.Duration(c.GapSeconds*float64(time.Second)).Round(time.Second), in.o.TTL)
+		}
 	case CauseSystem:
 		b.Detail = "the system prompt changed: everything after it was written again"
 	case CauseNone:

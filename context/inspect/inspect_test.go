@@ -340,3 +340,45 @@ func TestCollapsedListsDroppedFiles(t *testing.T) {
 		t.Fatalf("call %d collapsed %+v, want the file %s", c.N, got, fileID)
 	}
 }
+
+// TestRenewedCacheNotExpired: a call after a pause longer than the cache
+// lives, when the harness renewed the cache during the pause (a warm
+// request; assemble.Assembler.Renewed, recorded as the call's
+// "cache_renewed"), is not a cache expiry: its idle time counts from the
+// renewal and the prefix it shares is read. The same pause without a
+// renewal is an expiry.
+func TestRenewedCacheNotExpired(t *testing.T) {
+	storetestenv.Run(t, func(t *testing.T, se *storetestenv.Env) {
+		ctx := context.Background()
+		sids := []string{se.ID("s-renewed"), se.ID("s-cold")}
+		for i, sid := range sids {
+			l := inspecttest.NewLive(t, se.Store, sid)
+			l.Turn("read the file")
+			l.Read(l.File("a.go", "package a\n\n"+strings.Repeat("// a line of the file\n", 50)))
+			l.Call(time.Second)
+			l.Turn("go on")
+			if i == 0 {
+				l.A.Renewed(l.Now.Add(4 * time.Minute)) // a warm request 4 minutes into the pause
+			}
+			l.Call(6 * time.Minute)
+		}
+		in := inspect.New(se.Store, inspect.Options{})
+		for i, sid := range sids {
+			cs, err := in.Calls(ctx, sid, inspect.Page{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := cs[1]
+			if c.GapSeconds != 360 {
+				t.Fatalf("%s: gap %v s", sid, c.GapSeconds)
+			}
+			renewed := i == 0
+			if renewed && (c.CacheRenewed == nil || c.IdleSeconds != 120 || c.Break.Cause == inspect.CauseExpired || c.CachedTokens == 0) {
+				t.Errorf("%s: renewed 4 minutes in: %+v", sid, c)
+			}
+			if !renewed && (c.CacheRenewed != nil || c.IdleSeconds != 360 || c.Break.Cause != inspect.CauseExpired || c.CachedTokens != 0) {
+				t.Errorf("%s: not renewed: %+v", sid, c)
+			}
+		}
+	})
+}

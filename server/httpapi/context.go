@@ -270,15 +270,11 @@ func (s *Server) context(q *request) (any, error) {
 			return nil, l.pi.windowErr(err)
 		}
 	}
-	events := req.Events
 	if !renewed.IsZero() {
-		l.asm.Renewed(renewed)
-		// Recorded with the commit, so that the call's idle time (a warm
-		// cache, not a cold one) can be explained later.
-		events = append(events[:len(events):len(events)], map[string]any{"type": "cache_renewed", "at": renewed.UTC().Format(time.RFC3339Nano)})
+		l.asm.Renewed(renewed) // the commit records it when it counts ("cache_renewed")
 	}
 	start := time.Now()
-	c, rep, err := l.in.ContextLog(q.ctx, log, same, events)
+	c, rep, err := l.in.ContextLog(q.ctx, log, same, req.Events)
 	if err != nil {
 		return nil, l.pi.windowErr(err)
 	}
