@@ -13,11 +13,14 @@
 #   REPLAY_STRATEGIES=naive,ctxstore_stream make replay-bench
 #   REPLAY_CACHE_MODEL=anthropic make replay-bench   # the model on every harness
 #   REPLAY_WARM=idle make replay-bench     # the harness warms the cache (replay --warm)
+#   REPLAY_CC_PROXY=running make replay-bench   # Claude Code through ctxstore's proxy
+#                                          # (replay --claude-code-proxy; running is the proxy's default)
 set -eu
 GO=${GO:-go}
 OUT=${REPLAY_OUT:-/tmp/replay-bench}
 CACHE_MODEL=${REPLAY_CACHE_MODEL:-auto}
 WARM=${REPLAY_WARM:-off}
+PROXY=${REPLAY_CC_PROXY:-}
 STRATEGIES=${REPLAY_STRATEGIES:-naive,naive_capped,clear_tool_uses,clear_tool_uses_20k,recorded,ctxstore_stream,ctxstore_stream_bare_head,ctxstore_literal}
 # The datasets: $CTXSTORE_DATASETS, else shared/datasets beside this
 # checkout or a directory above it (as internal/datasets finds them).
@@ -45,10 +48,10 @@ done
 MAIN=
 for f in "$DATA"/claude-code/*.jsonl "$DATA"/pi/*.jsonl; do MAIN="${MAIN:+$MAIN,}$f"; done
 set -- "$DATA"/claude-code/*.jsonl "$DATA"/pi/*.jsonl
-echo "replay-bench: $# files, strategies $STRATEGIES, cache model $CACHE_MODEL, warming $WARM, into $OUT" >&2
-"$OUT/ctxstore" replay --markdown --cache-model "$CACHE_MODEL" --warm "$WARM" ${OTHER:+--check-also "$OTHER"} --chart "$OUT/chart.png" --strategies "$STRATEGIES" "$@" >"$OUT/tables.md"
+echo "replay-bench: $# files, strategies $STRATEGIES, cache model $CACHE_MODEL, warming $WARM${PROXY:+, Claude Code through the proxy warming $PROXY}, into $OUT" >&2
+"$OUT/ctxstore" replay --markdown --cache-model "$CACHE_MODEL" --warm "$WARM" ${PROXY:+--claude-code-proxy "$PROXY"} ${OTHER:+--check-also "$OTHER"} --chart "$OUT/chart.png" --strategies "$STRATEGIES" "$@" >"$OUT/tables.md"
 if [ "${REPLAY_JSON:-}" = 1 ]; then
-	"$OUT/ctxstore" replay --json --per-call --cache-model "$CACHE_MODEL" --warm "$WARM" --strategies "$STRATEGIES" "$@" >"$OUT/all.json"
+	"$OUT/ctxstore" replay --json --per-call --cache-model "$CACHE_MODEL" --warm "$WARM" ${PROXY:+--claude-code-proxy "$PROXY"} --strategies "$STRATEGIES" "$@" >"$OUT/all.json"
 fi
 # The other sessions of the datasets, in their own tables so that the sums
 # above stay those of issue 7's eight: the small Claude Code fixtures
@@ -60,6 +63,6 @@ for f in "$DATA"/claude-code/raw/*.jsonl "$DATA"/swe-agent/*.traj; do
 done
 if [ $# -gt 0 ]; then
 	echo "replay-bench: $# other sessions" >&2
-	"$OUT/ctxstore" replay --markdown --cache-model "$CACHE_MODEL" --warm "$WARM" --check-also "$MAIN" --strategies "$STRATEGIES" "$@" >"$OUT/tables-other.md"
+	"$OUT/ctxstore" replay --markdown --cache-model "$CACHE_MODEL" --warm "$WARM" ${PROXY:+--claude-code-proxy "$PROXY"} --check-also "$MAIN" --strategies "$STRATEGIES" "$@" >"$OUT/tables-other.md"
 fi
 echo "replay-bench: tables in $OUT/tables.md" >&2

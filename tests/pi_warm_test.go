@@ -57,7 +57,13 @@ func TestPiCacheWarm(t *testing.T) {
 	}
 	pi := startPi(t, e, srv.pxURL, nil)
 	pi.prompt("Wait for the build.")
-	time.Sleep(7 * time.Second) // idle: Pi warms at 2 s and 4 s; ctxstore stops it at 6 s
+	time.Sleep(10 * time.Second) // idle: Pi warms at 2 s and 4 s; ctxstore stops it at 6 s
+	// The next turn begins 6 s after the last warm, past the service's 4 s
+	// cache: a cold start, from which the head is cached for the hour. The
+	// head is most of this small prompt, so a warm would save less than it
+	// costs: ctxstore stops Pi's idle warming after it.
+	pi.prompt("Is it done?")
+	time.Sleep(5 * time.Second)
 	pi.quit()
 	calls, _, _, _ := srv.contextCalls()
 	srv.Stop()
@@ -72,12 +78,12 @@ func TestPiCacheWarm(t *testing.T) {
 	if len(lines) != len(kinds) {
 		t.Fatalf("%d requests logged, %d answered", len(lines), len(kinds))
 	}
-	if calls != 2 {
-		t.Errorf("ctxstore answered %d context calls, want 2 (warm requests are not calls)", calls)
+	if calls != 3 {
+		t.Errorf("ctxstore answered %d context calls, want 3 (warm requests are not calls)", calls)
 	}
 	// Each warm request against the last real one before it.
 	var last map[string]any
-	reals, running, idle := 0, 0, 0
+	reals, running, idle, afterCold := 0, 0, 0, 0
 	for i, line := range lines {
 		var req map[string]any
 		if err := json.Unmarshal(line, &req); err != nil {
@@ -91,10 +97,13 @@ func TestPiCacheWarm(t *testing.T) {
 		if last == nil {
 			t.Fatalf("request %d is a warm request before any real one", i)
 		}
-		if reals == 1 {
+		switch reals {
+		case 1:
 			running++
-		} else {
+		case 2:
 			idle++
+		default:
+			afterCold++
 		}
 		delete(req, "max_tokens")
 		want := map[string]any{}
@@ -114,8 +123,8 @@ func TestPiCacheWarm(t *testing.T) {
 			t.Errorf("warm request %d has no breakpoint", i)
 		}
 	}
-	if reals != 2 {
-		t.Errorf("%d real requests, want 2", reals)
+	if reals != 3 {
+		t.Errorf("%d real requests, want 3", reals)
 	}
 	// The service's log line of call 2: a share of it served warm.
 	m := regexp.MustCompile(`msg="context call".* call=2 .*cached_share=([0-9.]+)`).FindStringSubmatch(srv.stderr.String())
@@ -125,7 +134,11 @@ func TestPiCacheWarm(t *testing.T) {
 	if share, _ := strconv.ParseFloat(m[1], 64); share <= 0 {
 		t.Errorf("call 2 after the warmed tool run: cached share %s, want > 0 (the renewal was not counted)", m[1])
 	}
-	if running == 0 || running > 2 || idle != 2 {
-		t.Errorf("warm requests: %d while the tool ran, %d idle; want 1 or 2, and 2 (requests: %v)", running, idle, kinds)
+	if running == 0 || running > 2 || idle != 2 || afterCold != 0 {
+		t.Errorf("warm requests: %d while the tool ran, %d idle, %d idle with the head cached for the hour; want 1 or 2, 2 and 0 (requests: %v)", running, idle, afterCold, kinds)
+	}
+	// Call 3 began cold and asked for the head's hour.
+	if !regexp.MustCompile(`msg="context call".* call=3 .*head_ttl_s=3600`).MatchString(srv.stderr.String()) {
+		t.Errorf("call 3 did not ask for the head's hour:\n%s", srv.stderr)
 	}
 }

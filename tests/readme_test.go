@@ -111,6 +111,8 @@ var coveredElsewhere = map[string]string{
 	"ctxstore claude-code install --dry-run":                                                            "context/harness/claudecode/hooks tests the diff on real settings files",
 	"ctxstore claude-code install":                                                                      "tests/claudecode_live_test.go installs into a project and runs the real Claude Code CLI",
 	"ctxstore claude-code uninstall":                                                                    "tests/claudecode_live_test.go uninstalls after the session",
+	"ctxstore claude-code proxy &":                                                                      "tests/claudecode_proxy_test.go runs the proxy (on a free port, in front of a scripted Messages endpoint) with the real Claude Code CLI",
+	"ANTHROPIC_BASE_URL=http://127.0.0.1:8788 claude":                                                   "tests/claudecode_proxy_test.go runs the real Claude Code CLI with ANTHROPIC_BASE_URL at the proxy",
 }
 
 // Every command README.md shows is run here, as written but for what a

@@ -22,6 +22,7 @@ type claudeCodeCmd struct {
 	Install   ccInstallCmd   `cmd:"" help:"Write ctxstore's hooks (and the ctxstore MCP server) into a project's Claude Code settings (.claude/settings.json, .mcp.json) or, with --user, the user's; merges, and replaces an earlier install."`
 	Uninstall ccUninstallCmd `cmd:"" help:"Remove exactly what install wrote (entries it marked); everything else in the settings stays."`
 	Hook      ccHookCmd      `cmd:"" help:"Run by Claude Code's hooks: read the hook's JSON on stdin and checkpoint the session (and its subagent) into ctxstore. Always exits 0; a failure is shown to the user once per session."`
+	Proxy     ccProxyCmd     `cmd:"" help:"Serve ctxstore's Claude Code proxy: point Claude Code's ANTHROPIC_BASE_URL at it; it passes every request on and keeps the sessions' prompt cache (the head cached for the hour once a session has paused; warm requests by ski rental while it waits), never changing what the model reads."`
 }
 
 // ccScope is the flags install and uninstall share.

@@ -35,6 +35,7 @@ type replayCmd struct {
 	CheckAlso     []string      `name:"check-also" sep:"," type:"existingfile" placeholder:"FILE,..." help:"More transcripts for the cache model's check only (not replayed): with --cache-model auto, each harness is judged on these and the sessions replayed together."`
 	Conversations string        `name:"conversations" default:"all" enum:"all,last" help:"Which conversations of a file to replay: all (a Claude Code file can hold several: a /clear or another session appended) or last (the one the file ends with; the others are named as skipped)."`
 	Warm          string        `name:"warm" default:"off" enum:"off,running,idle" help:"Cache warming every strategy but recorded gets: off, running (the harness re-sends a call's request before its cache entry expires while the agent runs, as Pi 0.87 does by default) or idle (also while it waits for the user); each pause warms while its warms cost no more than the rewrite they save (ski rental), at most an hour running, 30 minutes idle."`
+	Proxy         string        `name:"claude-code-proxy" placeholder:"WARM" enum:",off,running,idle" default:"" help:"Replay the Claude Code sessions as sent through ctxstore's Claude Code proxy (ctxstore claude-code proxy) warming as WARM (off, running, idle; in place of --warm for them): every strategy but recorded has the head cached for --head-ttl from the first request that found the cache cold after the first."`
 	CacheModel    string        `name:"cache-model" default:"auto" enum:"auto,anthropic,openai,prefix" help:"Provider cache model the calls are priced under: auto (the provider recorded, checked against the recorded usage per harness; the ideal prefix cache where its error is not small), anthropic, openai, or prefix (the ideal prefix cache)."`
 }
 
@@ -72,7 +73,7 @@ func (c *replayCmd) Run(a *app) error {
 		}
 		tok = t
 	}
-	o := replay.Options{Strategies: strategies, Counter: replay.NewCounter(tok), TTL: c.TTL, HeadTTL: c.HeadTTL, Window: c.Window, Calibrate: c.Calibrate, CacheModel: c.CacheModel, Warm: c.Warm}
+	o := replay.Options{Strategies: strategies, Counter: replay.NewCounter(tok), TTL: c.TTL, HeadTTL: c.HeadTTL, Window: c.Window, Calibrate: c.Calibrate, CacheModel: c.CacheModel, Warm: c.Warm, ClaudeCodeProxy: c.Proxy}
 	o.OpenStore = func(ctx context.Context, dir string) (store.Store, error) {
 		return bitemporal.Open(ctx, filepath.Join(dir, "store.db"), bitemporal.Options{})
 	}
@@ -268,7 +269,9 @@ func printReplay(w io.Writer, r *replay.Report, perCall bool) {
 	if r.CacheNote != "" {
 		fmt.Fprintf(w, " (%s)", r.CacheNote)
 	}
-	if r.Warm != "" && r.Warm != replay.WarmOff {
+	if r.ClaudeCodeProxy {
+		fmt.Fprintf(w, "; through ctxstore's Claude Code proxy, warming %s (every strategy but recorded)", r.Warm)
+	} else if r.Warm != "" && r.Warm != replay.WarmOff {
 		fmt.Fprintf(w, "; cache warming: %s (every strategy but recorded)", r.Warm)
 	}
 	fmt.Fprintln(w)

@@ -90,6 +90,7 @@ type Assembler struct {
 	shown    map[string]int      // id -> index of its live content item
 	stale    int                 // stale tokens rendered
 	tokens   int                 // tokens of buf
+	headTok  int                 // tokens of head
 	metaTok  int                 // tokens of the metadata items in buf
 	// committedShown is shown as the commits up to the last one record it
 	// (nil: unknown, so the next commit records it whole); a commit records
@@ -237,7 +238,7 @@ func (a *Assembler) setSystem(ctx context.Context, r *resolver, ref objects.Ref)
 	}
 	a.buf = append([]byte(nil), a.head...)
 	a.tokens = a.tok.Count(string(a.head))
-	a.frozenTok = a.tokens
+	a.headTok, a.frozenTok = a.tokens, a.tokens
 	return nil
 }
 

@@ -72,6 +72,11 @@ type Assembled struct {
 	// one (LeanHead), so nothing of the previous context is a prefix.
 	HeadChanged bool
 
+	// HeadTokens is the Tokenizer's count of the head (system prompt and
+	// tools) as rendered: what a head cached for longer (HeadTTL) holds;
+	// 0 for a rebuilt context (Rebuild).
+	HeadTokens int
+
 	// HeadTTL is how long the harness should ask the provider to keep
 	// this call's head cached (Policy.HeadTTL): set once the session has
 	// begun a turn with the cache cold, 0 (the harness's default) before.
@@ -271,6 +276,7 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 		}
 		c.Bytes, c.BytesFrom = a.buf[:len(a.buf):len(a.buf)], a.bufBase
 		c.Tokens, c.StaleTokens, c.PoolTokens = a.tokens, a.stale, a.metaTok
+		c.HeadTokens = a.headTok
 		for id, i := range a.shown {
 			c.ActiveTokens += a.items[i].liveTokens()
 			for _, p := range a.patches[id] {
@@ -289,6 +295,7 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 		}
 		c.frags = literalFrags(a.items, pool, active)
 		c.Bytes = renderFrags(a.head, c.frags)
+		c.HeadTokens = a.headTok
 		c.Tokens = a.tok.Count(string(c.Bytes))
 		for _, it := range pool {
 			c.PoolTokens += a.tok.Count(it.f.blocks[0].Text)

@@ -174,7 +174,8 @@ func (a *Assembler) manage() error {
 		a.offs[i] += d
 	}
 	a.buf, a.head = buf, head // earlier Assembled values keep the old buffer
-	dt := a.tok.Count(string(head)) - oldTok
+	a.headTok = a.tok.Count(string(head))
+	dt := a.headTok - oldTok
 	a.tokens += dt
 	a.frozenTok += dt // the head is part of the frozen prefix's tokens
 	return nil

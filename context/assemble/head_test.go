@@ -44,6 +44,16 @@ func testLeanHead(t *testing.T, release bool) {
 		e.now = e.now.Add(20 * time.Second)
 		c := e.call()
 		got = append(got, c)
+		// HeadTokens counts the head as rendered: the lean head's, then the
+		// managed one's, larger.
+		head, err := renderHead(c.System(), c.Tools())
+		e.must(err)
+		if want := e.a.tok.Count(string(head)); c.HeadTokens != want || want == 0 {
+			t.Fatalf("call %d: HeadTokens %d, want %d", c.N, c.HeadTokens, want)
+		}
+		if len(got) > 1 && c.HeadChanged && c.HeadTokens <= got[len(got)-2].HeadTokens {
+			t.Fatalf("call %d: the managed head's %d tokens, the lean head's %d", c.N, c.HeadTokens, got[len(got)-2].HeadTokens)
+		}
 		if turn == 2 {
 			// A new process resumes the lean session: still lean.
 			e.reopen(t, pol)

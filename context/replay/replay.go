@@ -30,6 +30,7 @@ import (
 	"github.com/ctxstore/ctxstore/objects/conversation"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/context/cachewarm"
 	"github.com/ctxstore/ctxstore/context/ingest"
 	"github.com/ctxstore/ctxstore/context/tokens"
 	"github.com/ctxstore/ctxstore/context/transcript"
@@ -85,6 +86,14 @@ type Options struct {
 	// one, the naive baseline included, sends the same warm requests by
 	// the same rule.
 	Warm string
+	// ClaudeCodeProxy, when set, replays the Claude Code sessions as sent
+	// through ctxstore's Claude Code proxy (`ctxstore claude-code proxy`,
+	// docs/claude-code.md) with this warming (WarmOff, WarmRunning or
+	// WarmIdle, in place of Warm for them): every strategy but the
+	// recorded one has the head cached for HeadTTL from the first request
+	// that found the cache cold after the first (the proxy's rule), and
+	// the proxy's warm requests.
+	ClaudeCodeProxy string
 	// HarnessChecks, when set, holds the checks of every session of a run
 	// summed per harness (transcript format): with CacheAuto the decision
 	// is taken on the harness's sum rather than on the session alone.
@@ -161,9 +170,13 @@ type Report struct {
 	HeadTTLSeconds float64 `json:"head_ttl_seconds"`
 	// Warm is the cache warming every strategy but the recorded one had
 	// (Options.Warm).
-	Warm        string      `json:"warm"`
-	Window      int         `json:"window"`
-	Calibration Calibration `json:"calibration"`
+	Warm string `json:"warm"`
+	// ClaudeCodeProxy tells that the session was replayed as sent through
+	// ctxstore's Claude Code proxy (Options.ClaudeCodeProxy; Warm is then
+	// the proxy's).
+	ClaudeCodeProxy bool        `json:"claude_code_proxy,omitempty"`
+	Window          int         `json:"window"`
+	Calibration     Calibration `json:"calibration"`
 	// CacheCheck is the provider cache model checked against the usage
 	// the harness recorded (nil with CachePrefix); CacheModel the model
 	// the strategies were priced under, and CacheNote why.
@@ -390,6 +403,16 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
+	proxy := o.ClaudeCodeProxy != "" && s.Format == transcript.FormatClaudeCode
+	if o.ClaudeCodeProxy != "" {
+		pw, err := checkWarm(o.ClaudeCodeProxy)
+		if err != nil {
+			return nil, fmt.Errorf("replay: Claude Code proxy: %w", err)
+		}
+		if proxy {
+			warm = pw
+		}
+	}
 	counter := o.Counter
 	if counter == nil {
 		tok := o.Tokenizer
@@ -403,7 +426,7 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 		name = s.ID
 	}
 	rep := &Report{Session: name, Format: string(s.Format), Messages: len(s.Messages),
-		Tokenizer: tokenizerName(counter.Tokenizer()), TTLSeconds: o.TTL.Seconds(), HeadTTLSeconds: headTTL.Seconds(), Warm: warm, Window: o.Window}
+		Tokenizer: tokenizerName(counter.Tokenizer()), TTLSeconds: o.TTL.Seconds(), HeadTTLSeconds: headTTL.Seconds(), Warm: warm, ClaudeCodeProxy: proxy, Window: o.Window}
 	cs := calls(s)
 	rep.Calls = len(cs)
 	rep.Read = readSummary(s, len(cs))
@@ -416,7 +439,7 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 
 	// The naive history first: the calibration is fitted on it, and every
 	// ratio is to it.
-	env := &Env{Session: s, Counter: counter, Calibration: identity, TTL: o.TTL, HeadTTL: headTTL, Window: o.Window, Warm: warm}
+	env := &Env{Session: s, Counter: counter, Calibration: identity, TTL: o.TTL, HeadTTL: headTTL, Window: o.Window, Warm: warm, Proxy: proxy}
 	naiveRaw, err := measureRaw(ctx, &Naive{}, env, cs, o.Progress)
 	if err != nil {
 		return nil, err
@@ -475,7 +498,7 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 		rep.Results = append(rep.Results, res)
 	}
 	naive := totalsOf(naiveRaw, rep.Calibration, counter, writePriceFor(env.TTL))
-	if env.cacheModel() != CachePrefix || env.Warm != WarmOff {
+	if env.cacheModel() != CachePrefix || env.Warm != WarmOff || env.Proxy {
 		// The naive totals the ratios divide by, under the same model and
 		// with the same warming.
 		res, err := runStrategy(ctx, &Naive{}, env, cs, nil)
@@ -706,7 +729,7 @@ func priced(r raw, cal Calibration, emptyHead int, wp float64) Call {
 // with a long-lived head breakpoint read or wrote this head within that
 // lifetime), and else written at LongTTLWritePrice; the rest as priced.
 func priceLongHead(c *Call, r raw, cal Calibration, emptyHead int, wp float64, live bool) {
-	head := min(cal.Overhead+cal.scale(max(r.head-emptyHead, 0)), c.Context)
+	head := headTokens(r, cal, emptyHead, c.Context)
 	if c.Cached < head {
 		if live {
 			c.Cached = head
@@ -716,6 +739,13 @@ func priceLongHead(c *Call, r raw, cal Calibration, emptyHead int, wp float64, l
 	}
 	c.Written = c.Context - c.Cached
 	c.Cost = LongTTLWritePrice*float64(c.WrittenLong) + wp*float64(c.Written-c.WrittenLong) + ReadPrice*float64(c.Cached)
+}
+
+// headTokens is a call's head in provider tokens: the calibrated
+// overhead (the harness's own prompt and tools) and the rendered head
+// beyond the empty one, at most the context.
+func headTokens(r raw, cal Calibration, emptyHead, context int) int {
+	return min(cal.Overhead+cal.scale(max(r.head-emptyHead, 0)), context)
 }
 
 // runStrategy replays one strategy over the calls.
@@ -733,6 +763,7 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 	need := newNeeds()
 	var prevTime, longUntil time.Time // longUntil: when the head cached for long expires (prefix cache)
 	var touched time.Time             // the last request of the cache: the previous call or a warm request after it
+	paused := false                   // a request found the cache cold after the first (Env.Proxy)
 	var prevRec *conversation.Usage
 	cum := 0.0
 	t := &res.Totals
@@ -752,7 +783,17 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 		}
 		var c Call
 		var q *cacheRequest // the call's request, under a provider model
+		longHeadTokens := 0 // the head's tokens, when cached for long: a miss reads it
 		cold := i == 0 || in.Time.Sub(touched) > env.TTL
+		if env.Proxy && step.Recorded == nil && step.Breakpoints == nil {
+			// ctxstore's Claude Code proxy asks for the head's longer
+			// lifetime from the first request that found the cache cold
+			// after the first (docs/claude-code.md, "The proxy").
+			paused = paused || i > 0 && cold
+			if paused && env.HeadTTL > env.TTL {
+				step.HeadTTL = env.HeadTTL
+			}
+		}
 		if step.Recorded != nil {
 			u := step.Recorded
 			c.Context = int(u.Sent())
@@ -768,6 +809,9 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 			c = priced(r, env.Calibration, empty, wp)
 			c.Written = c.Context - c.Cached
 			longHead := step.HeadTTL > env.TTL
+			if longHead {
+				longHeadTokens = headTokens(r, env.Calibration, empty, c.Context)
+			}
 			if sim == nil && longHead {
 				// The head is read if a call that asked for the long
 				// lifetime wrote or read it within that lifetime.
@@ -816,7 +860,7 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 			// for the last call of the transcript: nothing followed it, so
 			// the agent stopped there and the harness waits (idle).
 			running := len(env.Session.Messages[in.Index].ToolCalls) > 0 && i+1 < len(cs)
-			for _, at := range warmTimes(env.Warm, env.TTL, in.Time, next, running, warmBudget(c.Context, wp, rp)) {
+			for _, at := range warmTimes(env.Warm, env.TTL, in.Time, next, running, cachewarm.Budget(c.Context, missTokens(c.Context, step.Expiry, longHeadTokens), wp, rp)) {
 				if q != nil {
 					w := *q
 					w.at = at

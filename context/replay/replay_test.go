@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxstore/ctxstore/context/cachewarm"
 	datasetdir "github.com/ctxstore/ctxstore/internal/datasets"
 	"github.com/ctxstore/ctxstore/objects/conversation"
 
@@ -127,7 +128,7 @@ func checkAccounting(t *testing.T, r *Result, ttl float64) {
 			// Cold after a gap past the TTL since the previous call or the
 			// last warm request after it.
 			prev := r.Calls[i-1]
-			idle := c.Gap - float64(prev.Warms)*warmDelay(time.Duration(ttl*float64(time.Second))).Seconds()
+			idle := c.Gap - float64(prev.Warms)*cachewarm.Delay(time.Duration(ttl*float64(time.Second))).Seconds()
 			if c.Cold != (idle > ttl) {
 				t.Fatalf("%s call %d: cold %v after %.0f s (%d warms)", r.Strategy, c.N, c.Cold, c.Gap, prev.Warms)
 			}

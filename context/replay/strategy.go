@@ -53,6 +53,10 @@ type Env struct {
 	// Warm is the harness's cache warming (Options.Warm; runStrategy
 	// applies it, the strategies do nothing for it).
 	Warm string
+	// Proxy tells that the session is replayed as sent through ctxstore's
+	// Claude Code proxy (Options.ClaudeCodeProxy; runStrategy applies its
+	// head lifetime rule).
+	Proxy bool
 	// Dir is a temporary directory for this strategy's files (stores,
 	// mirrored files), removed after the replay.
 	Dir string

@@ -13,40 +13,6 @@ import (
 	"github.com/ctxstore/ctxstore/objects/conversation"
 )
 
-func TestWarmDelay(t *testing.T) {
-	for _, tc := range []struct{ ttl, want time.Duration }{
-		{5 * time.Minute, 270 * time.Second},                 // 90%
-		{time.Hour, 54 * time.Minute},                        // 90%
-		{12 * time.Second, 2 * time.Second},                  // ten seconds of margin
-		{60 * time.Second, 50 * time.Second},                 // the margin again
-		{10 * time.Second, 0},                                // too short to warm
-		{10*time.Second + time.Nanosecond, time.Millisecond}, // at least a millisecond
-	} {
-		if got := warmDelay(tc.ttl); got != tc.want {
-			t.Errorf("warmDelay(%v) = %v, want %v", tc.ttl, got, tc.want)
-		}
-	}
-}
-
-func TestWarmBudget(t *testing.T) {
-	for _, tc := range []struct {
-		p           int
-		write, read float64
-		want        int
-	}{
-		{100000, WritePrice, ReadPrice, 11}, // 1.15 / 0.1, the output token negligible
-		{1000, WritePrice, ReadPrice, 10},   // 1150 / 105
-		{10, WritePrice, ReadPrice, 1},      // 11.5 / 6
-		{4, WritePrice, ReadPrice, 0},       // 4.6 / 5.4: a warm costs more than the rewrite
-		{100000, InputPrice, ReadPrice, 8},  // OpenAI: no write price, 0.9 / 0.1, less the token
-		{100000, ReadPrice, ReadPrice, 0},   // nothing to save
-	} {
-		if got := warmBudget(tc.p, tc.write, tc.read); got != tc.want {
-			t.Errorf("warmBudget(%d, %v, %v) = %d, want %d", tc.p, tc.write, tc.read, got, tc.want)
-		}
-	}
-}
-
 func TestWarmTimes(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	at := func(ks ...int) string {
@@ -225,5 +191,99 @@ func TestWarmReplay(t *testing.T) {
 		if n, w := off.Results[0].Calls, running.Results[0].Calls; w[0].Cost+w[1].Cost >= n[0].Cost+n[1].Cost {
 			t.Errorf("%s: warming the 20-minute run costs %f, against %f cold", model, w[0].Cost+w[1].Cost, n[0].Cost+n[1].Cost)
 		}
+	}
+}
+
+func TestMissTokens(t *testing.T) {
+	for _, tc := range []struct {
+		p     int
+		share float64
+		long  int
+		want  int
+	}{
+		{40000, 0, 0, 40000},     // all of it
+		{40000, 1, 0, 40000},     // all of it, said so
+		{40000, 0.75, 0, 30000},  // stale content is dropped at expiry
+		{40000, 0, 30000, 10000}, // the head cached for the hour is read
+		{40000, 0.75, 30000, 0},  // nothing left to save
+		{40000, 1.5, 0, 40000},   // a share over 1 is taken as all
+		{40000, 0.5, 50000, 0},   // never below zero
+	} {
+		if got := missTokens(tc.p, tc.share, tc.long); got != tc.want {
+			t.Errorf("missTokens(%d, %v, %d) = %d, want %d", tc.p, tc.share, tc.long, got, tc.want)
+		}
+	}
+}
+
+// TestClaudeCodeProxyReplay: with ClaudeCodeProxy a Claude Code session is
+// replayed as sent through ctxstore's proxy: from the first request that
+// found the cache cold after the first, every strategy's head (Claude
+// Code's breakpoints) asks for the hour, read after later pauses within
+// it; the proxy's warming replaces Warm for it. A Pi session is not
+// affected.
+func TestClaudeCodeProxyReplay(t *testing.T) {
+	ctx := context.Background()
+	cc := warmSession()
+	cc.Format, cc.ID = transcript.FormatClaudeCode, "cc-proxy"
+	// Claude Code's head, its system prompt and tools, is not in the
+	// transcript: the recorded usage says it is about 3,000 tokens more
+	// than the counted context (the calibrated overhead).
+	sent := []int64{4700, 6530, 6540, 6550, 6560}
+	for i, k := 0, 0; i < len(cc.Messages); i++ {
+		if cc.Messages[i].Role == conversation.RoleAssistant {
+			cc.Messages[i].Usage = &conversation.Usage{Input: sent[k]}
+			k++
+		}
+	}
+	run := func(s *transcript.Session, o Options) *Report {
+		t.Helper()
+		o.Tokenizer, o.Dir, o.OpenStore, o.Calibrate, o.CacheModel = assemble.BytesTokenizer{}, t.TempDir(), openSQLite, "overhead", CachePrefix
+		o.Strategies = []Strategy{&Naive{}, &Ctxstore{Layout: assemble.LayoutStream}}
+		rep, err := Run(ctx, s, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Results {
+			checkAccounting(t, r, rep.TTLSeconds)
+		}
+		return rep
+	}
+	plain := run(cc, Options{})
+	proxied := run(cc, Options{ClaudeCodeProxy: WarmOff})
+	if plain.ClaudeCodeProxy || !proxied.ClaudeCodeProxy || proxied.Warm != WarmOff {
+		t.Fatalf("reports: plain %v, proxied %v warm %q", plain.ClaudeCodeProxy, proxied.ClaudeCodeProxy, proxied.Warm)
+	}
+	for i, r := range proxied.Results {
+		c, p := r.Calls, plain.Results[i].Calls
+		for k := range p {
+			if p[k].WrittenLong != 0 || p[k].LongHead {
+				t.Errorf("%s without the proxy, call %d: %+v asks for the hour", r.Strategy, k+1, p[k])
+			}
+		}
+		// Call 2 (after the 20-minute tool run) is the first cold one: the
+		// hour from it on; read after 12 and 40 minutes; written again
+		// after nearly three hours.
+		if c[0].WrittenLong != 0 || c[1].WrittenLong == 0 || !c[2].LongHead || !c[3].LongHead || c[4].LongHead || c[4].WrittenLong == 0 {
+			t.Errorf("%s through the proxy: %+v", r.Strategy, c)
+		}
+		if c[2].Cost >= p[2].Cost || c[3].Cost >= p[3].Cost {
+			t.Errorf("%s: the head read after a pause costs %f and %f, written again %f and %f", r.Strategy, c[2].Cost, c[3].Cost, p[2].Cost, p[3].Cost)
+		}
+	}
+	if proxied.Naive.Cost >= plain.Naive.Cost {
+		t.Errorf("the naive baseline through the proxy costs %f, without %f: not priced through it", proxied.Naive.Cost, plain.Naive.Cost)
+	}
+	// The proxy's warming, whatever Warm says.
+	warmed := run(cc, Options{ClaudeCodeProxy: WarmIdle, Warm: WarmOff})
+	if warmed.Warm != WarmIdle || warmed.Results[0].Totals.Warms == 0 {
+		t.Errorf("proxy warming idle: report warm %q, %d warms", warmed.Warm, warmed.Results[0].Totals.Warms)
+	}
+	// A Pi session: not through the proxy.
+	pi := run(warmSession(), Options{ClaudeCodeProxy: WarmIdle, Warm: WarmOff})
+	if pi.ClaudeCodeProxy || pi.Warm != WarmOff || pi.Results[0].Totals.Warms != 0 || pi.Results[0].Calls[1].WrittenLong != 0 {
+		t.Errorf("a Pi session replayed as through the Claude Code proxy: %v %q %+v", pi.ClaudeCodeProxy, pi.Warm, pi.Results[0].Totals)
+	}
+	if _, err := Run(ctx, cc, Options{ClaudeCodeProxy: "always", Tokenizer: assemble.BytesTokenizer{}, Dir: t.TempDir(), OpenStore: openSQLite}); err == nil || !strings.Contains(err.Error(), "Claude Code proxy") {
+		t.Errorf("an unknown proxy warming mode: %v", err)
 	}
 }

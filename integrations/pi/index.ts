@@ -109,6 +109,8 @@ interface ContextResponse {
   system_prompt: string;
   withheld_tools?: string[];
   head_ttl_seconds?: number;
+  head_tokens?: number;
+  tokens?: number;
   call: number;
   rebased: boolean;
   stable: number;
@@ -436,6 +438,8 @@ interface Answer {
   systemPrompt: string;
   withheld: string[];
   headTTL: number;
+  /** The head's share of the context's tokens (ctxstore's count) when it is cached for longer. */
+  headShare: number;
 }
 
 /** The fields of a payload that name how many tokens to answer with, in the APIs Pi speaks. */
@@ -471,6 +475,24 @@ export function promptKey(payload: any): string {
 export function warmOrStop(done: number, warmCost: number, missCost: number): "warm" | "stop" | undefined {
   if (!(warmCost > 0) || !(missCost > 0)) return undefined;
   return (done + 1) * warmCost <= missCost ? "warm" : "stop";
+}
+
+/**
+ * Anthropic's cache write and read prices over base input (five-minute lifetime): the head cached
+ * for the hour is Anthropic's, so are these.
+ */
+const WRITE_PRICE = 1.25;
+const READ_PRICE = 0.1;
+
+/**
+ * The rewrite a warm saves when the head (headShare of the prompt) is cached for the hour: Pi's
+ * missCost prices writing the whole prompt again, less reading it, (w - r)·P; the head is read
+ * after the pause all the same, so the saving is w·(P - H) - r·P = missCost·(1 - share·w/(w - r)),
+ * never below zero (package cachewarm's Budget, which the replay and the Claude Code proxy use).
+ */
+export function missWithLongHead(missCost: number, headShare: number): number {
+  if (!(headShare > 0)) return missCost;
+  return Math.max(0, missCost * (1 - (headShare * WRITE_PRICE) / (WRITE_PRICE - READ_PRICE)));
 }
 
 /** Fork points seen by session_before_fork, by the session file forked from (this process). */
@@ -665,6 +687,7 @@ export default async function ctxstore(pi: ExtensionAPI) {
         systemPrompt: r.system_prompt,
         withheld: r.withheld_tools ?? [],
         headTTL: r.head_ttl_seconds ?? 0,
+        headShare: r.head_ttl_seconds && r.tokens ? Math.min(1, (r.head_tokens ?? 0) / r.tokens) : 0,
       };
       ok(ctx);
       return { messages };
@@ -714,7 +737,12 @@ export default async function ctxstore(pi: ExtensionAPI) {
   // $0.05 floor on the expected saving, which turns warming off for prompts of the size ctxstore
   // keeps (docs/pi.md, "Cache warming"). Pi's own limits (its mode, an hour while running, 30
   // minutes idle) still apply; without prices Pi's decision stands.
-  pi.on("cache_warming_decision", (event) => ({ action: warmOrStop(warms, event.warmCost, event.missCost) ?? event.action }));
+  // A head cached for the hour is read after the pause all the same: only the rest is a rewrite.
+  pi.on("cache_warming_decision", (event) => {
+    const miss = missWithLongHead(event.missCost, sent?.answer.headShare ?? 0);
+    if (event.missCost > 0 && !(miss > 0)) return { action: "stop" };
+    return { action: warmOrStop(warms, event.warmCost, miss) ?? event.action };
+  });
 
   // A warm request answered: the entry lives on from now; the next context call says so
   // (cache_renewed_at), so ctxstore does not take the pause for a cold cache.

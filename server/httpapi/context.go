@@ -89,10 +89,14 @@ type ContextResponse struct {
 	// changes (assemble.Assembled.Stable): where a prompt-cache breakpoint
 	// stays valid. The system prompt and tools are stable too.
 	Stable int `json:"stable"`
-	// Bytes, Tokens and StaleTokens measure the rendering.
+	// Bytes, Tokens and StaleTokens measure the rendering; HeadTokens is
+	// the head's part of Tokens (system prompt and tools): what a head
+	// cached for longer (HeadTTLSeconds) holds, which a warm request does
+	// not need to keep (the Pi extension weighs its cache warming by it).
 	Bytes       int `json:"bytes"`
 	Tokens      int `json:"tokens"`
 	StaleTokens int `json:"stale_tokens"`
+	HeadTokens  int `json:"head_tokens"`
 	// Ingested says what ingesting the log did.
 	Ingested ingest.Report `json:"ingested"`
 	// Converted says what converting Pi's log (for a Messages request; the
@@ -289,7 +293,7 @@ func (s *Server) context(q *request) (any, error) {
 	q.timing = fmt.Sprintf("cm;desc=\"ingest+assemble\";dur=%.3f", float64(time.Since(start).Microseconds())/1000)
 	resp := ContextResponse{SystemPrompt: c.System(), WithheldTools: c.Withheld(), HeadChanged: c.HeadChanged, HeadTTLSeconds: int(c.HeadTTL / time.Second), Call: c.N, CommitID: c.CommitID, Rebased: c.Rebased,
 		RebaseReason: c.Reason, RebaseOffset: c.RebaseOffset, Stable: c.Stable, Bytes: c.Len(), Tokens: c.Tokens,
-		StaleTokens: c.StaleTokens, Ingested: rep}
+		StaleTokens: c.StaleTokens, HeadTokens: c.HeadTokens, Ingested: rep}
 	if req.Messages == nil {
 		// A harness-neutral log is answered whole at every call: the
 		// session keeps its whole stream in memory from now on (what was

@@ -46,6 +46,9 @@ func (s *Server) logCall(sid string, c *assemble.Assembled, took time.Duration) 
 	if c.Rebased {
 		attrs = append(attrs, "rebase", c.Reason)
 	}
+	if c.HeadTTL > 0 {
+		attrs = append(attrs, "head_ttl_s", int(c.HeadTTL.Seconds()))
+	}
 	attrs = append(attrs, "ms", took.Milliseconds())
 	s.log.Info("context call", attrs...)
 }

@@ -701,6 +701,11 @@ func TestContextCacheRenewed(t *testing.T) {
 			body["cache_renewed_at"] = time.Now().Add(-ttl / 10).Format(time.RFC3339Nano)
 		}
 		e.ok("POST", "/v1/sessions/"+sid+"/context", body, &a)
+		// The cold start asks for the head's hour, and says how much of
+		// the context the head is (the Pi extension weighs warms by it).
+		if long := a.HeadTTLSeconds > 0; long != (sid == "cold") || a.HeadTokens <= 0 || a.HeadTokens >= a.Tokens {
+			t.Errorf("%s: head_ttl_seconds %d, head_tokens %d of %d", sid, a.HeadTTLSeconds, a.HeadTokens, a.Tokens)
+		}
 		var obj ObjectResponse
 		e.ok("GET", "/v1/objects/ctx-"+sid+"-2", nil, &obj)
 		shapes[sid], _ = obj.Doc["shape"].(map[string]any)

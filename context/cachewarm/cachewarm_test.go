@@ -1,0 +1,66 @@
+package cachewarm
+
+import (
+	"testing"
+	"time"
+)
+
+func TestCheck(t *testing.T) {
+	for _, tc := range []struct{ in, want, err string }{
+		{"", Off, ""}, {Off, Off, ""}, {Running, Running, ""}, {Idle, Idle, ""},
+		{"always", "", `unknown warming mode "always" (known: off, running, idle)`},
+	} {
+		got, err := Check(tc.in)
+		if got != tc.want || (err == nil) != (tc.err == "") || err != nil && err.Error() != tc.err {
+			t.Errorf("Check(%q) = %q, %v; want %q, %q", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestDelay(t *testing.T) {
+	for _, tc := range []struct{ ttl, want time.Duration }{
+		{5 * time.Minute, 270 * time.Second},
+		{time.Hour, 54 * time.Minute},
+		{12 * time.Second, 2 * time.Second},
+		{60 * time.Second, 50 * time.Second},                 // ten seconds of margin
+		{10 * time.Second, 0},                                // too short to warm
+		{10*time.Second + time.Nanosecond, time.Millisecond}, // at least a millisecond
+		{0, 0},
+	} {
+		if got := Delay(tc.ttl); got != tc.want {
+			t.Errorf("Delay(%v) = %v, want %v", tc.ttl, got, tc.want)
+		}
+	}
+}
+
+func TestBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		p, miss     int
+		write, read float64
+		want        int
+	}{
+		// (1.25-0.1)*40000 / (0.1*40000+5) = 46000/4005
+		{"the whole prompt", 40000, 40000, 1.25, 0.1, 11},
+		// 1.25*10000 - 4000 = 8500 / 4005
+		{"a head cached for an hour", 40000, 10000, 1.25, 0.1, 2},
+		{"a miss no dearer than a warm", 40000, 3000, 1.25, 0.1, 0},
+		{"a miss counted at most the prompt", 40000, 90000, 1.25, 0.1, 11},
+		{"nothing to save", 40000, 40000, 0.1, 0.1, 0},
+		{"OpenAI: no write price", 100000, 100000, 1, 0.1, 8}, // 0.9 / 0.1, less the token
+		{"a small prompt", 1000, 1000, 1.25, 0.1, 10},         // 1150 / 105
+		{"a tiny prompt: the output token dominates", 10, 10, 1.25, 0.1, 1},
+		{"a warm dearer than the rewrite", 4, 4, 1.25, 0.1, 0}, // 4.6 / 5.4
+		{"nothing", 0, 0, 1.25, 0.1, 0},
+	} {
+		if got := Budget(tc.p, tc.miss, tc.write, tc.read); got != tc.want {
+			t.Errorf("%s: Budget(%d, %d, %v, %v) = %d, want %d", tc.name, tc.p, tc.miss, tc.write, tc.read, got, tc.want)
+		}
+	}
+}
+
+func TestLimit(t *testing.T) {
+	if Limit(true) != time.Hour || Limit(false) != 30*time.Minute {
+		t.Errorf("Limit: %v, %v", Limit(true), Limit(false))
+	}
+}

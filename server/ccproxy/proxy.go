@@ -1,0 +1,437 @@
+// Package ccproxy is ctxstore's Claude Code proxy: an HTTP server that
+// Claude Code reaches at ANTHROPIC_BASE_URL and that passes every request
+// on to the Anthropic API (or any server that speaks its Messages API),
+// and every answer back as it streams. Claude Code has no hook that can
+// change what it sends its model; the proxy changes two things about its
+// prompt cache, never what the model reads (docs/claude-code.md, "The
+// proxy"):
+//
+//   - once a session has paused past the cache's lifetime (a request found
+//     the cache cold, after the first), its system prompt's breakpoints
+//     ask for the hour ("ttl": "1h"), so that the system prompt and the
+//     tools, most of a Claude Code prompt, are read after later pauses
+//     instead of written again;
+//   - while a tool runs (the answer asked for one; by default, as Pi's
+//     cache warmer) or also while Claude Code waits for the person (idle),
+//     it sends the session's last request again with its output capped at
+//     one token before the cache entry expires (a warm request), while the
+//     warms of that pause cost no more than the rewrite they save (package
+//     cachewarm: ski rental), at most an hour while a tool runs, 30
+//     minutes idle.
+//
+// Requests that name no session, side requests (they offer no tools) and
+// every other path pass through untouched.
+package ccproxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ctxstore/ctxstore/context/cachewarm"
+)
+
+// DefaultUpstream is where the proxy sends requests by default.
+const DefaultUpstream = "https://api.anthropic.com"
+
+// MaxBody is the largest request body the proxy reads (the Messages API's
+// own limit is 32 MB).
+const MaxBody = 32 << 20
+
+// The prices the warm budget weighs, per token in base-input tokens:
+// Anthropic's cache write (five-minute lifetime) and cache read.
+const (
+	writePrice = 1.25
+	readPrice  = 0.1
+)
+
+// Config configures a Proxy.
+type Config struct {
+	// Upstream is the API the requests go to (DefaultUpstream when nil).
+	Upstream *url.URL
+	// CacheTTL is the prompt cache's lifetime (default 5 minutes).
+	CacheTTL time.Duration
+	// HeadTTL is the lifetime the system prompt's breakpoints ask for once
+	// the session has paused: an hour (the default) or, negative, never
+	// (Anthropic offers five minutes and an hour only).
+	HeadTTL time.Duration
+	// Warm is the warming mode (cachewarm: "off", "running", "idle"; ""
+	// means running).
+	Warm string
+	// Transport sends the requests (http.DefaultTransport when nil).
+	Transport http.RoundTripper
+	// Log, when set, is told of each session's first long head and of
+	// each warm request (one line each; never a header or a prompt).
+	Log func(format string, args ...any)
+}
+
+// Stats count what a Proxy did.
+type Stats struct {
+	Requests    int `json:"requests"`     // Messages requests passed on
+	LongHeads   int `json:"long_heads"`   // of them, sent with the system prompt cached for the hour
+	Warms       int `json:"warms"`        // warm requests answered
+	WarmsFailed int `json:"warms_failed"` // warm requests refused or lost (the pause stops warming)
+}
+
+// Proxy is the Claude Code proxy; it is an http.Handler.
+type Proxy struct {
+	c    Config
+	rp   *httputil.ReverseProxy
+	ctx  context.Context
+	stop context.CancelFunc
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	stats    Stats
+	wg       sync.WaitGroup
+}
+
+// session is what the proxy keeps of one Claude Code session.
+type session struct {
+	id     string
+	gen    int       // counts the agent requests begun; a warm or an answer of an older one acts on nothing
+	last   time.Time // the last agent request's answer, or warm, the cache entry dates from
+	called time.Time // when the last agent request was answered
+	paused bool      // a request found the cache cold after the first: the head asks for the hour
+
+	body    []byte      // the last agent request as sent upstream
+	path    string      // its path and query
+	header  http.Header // its headers
+	prompt  int         // its prompt's tokens (usage)
+	long    int         // the tokens cached for the hour (the head), once written
+	running bool        // its answer asked for a tool
+	warms   int         // warm requests sent in this pause
+	budget  int         // and how many it may send
+	timer   *time.Timer
+}
+
+// New returns a proxy; Close stops its warming.
+func New(c Config) (*Proxy, error) {
+	if c.Upstream == nil {
+		u, _ := url.Parse(DefaultUpstream)
+		c.Upstream = u
+	}
+	if c.Upstream.Scheme != "http" && c.Upstream.Scheme != "https" || c.Upstream.Host == "" {
+		return nil, fmt.Errorf("ccproxy: upstream %q: want an http or https URL with a host", c.Upstream.String())
+	}
+	if c.CacheTTL <= 0 {
+		c.CacheTTL = 5 * time.Minute
+	}
+	switch {
+	case c.HeadTTL == 0:
+		c.HeadTTL = time.Hour
+	case c.HeadTTL > 0 && c.HeadTTL != time.Hour:
+		return nil, fmt.Errorf("ccproxy: head lifetime %v: Anthropic's cache lives 5 minutes or 1 hour (1h, or negative for never)", c.HeadTTL)
+	}
+	if c.Warm == "" {
+		c.Warm = cachewarm.Running
+	}
+	w, err := cachewarm.Check(c.Warm)
+	if err != nil {
+		return nil, fmt.Errorf("ccproxy: %w", err)
+	}
+	c.Warm = w
+	if c.Transport == nil {
+		c.Transport = http.DefaultTransport
+	}
+	if c.Log == nil {
+		c.Log = func(string, ...any) {}
+	}
+	p := &Proxy{c: c, sessions: map[string]*session{}}
+	p.ctx, p.stop = context.WithCancel(context.Background())
+	up := c.Upstream
+	p.rp = &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(up)
+			r.Out.Host = up.Host
+			// Answers come back uncompressed (the transport asks for gzip
+			// and inflates it), so their usage can be read on the way.
+			r.Out.Header.Del("Accept-Encoding")
+		},
+		Transport:     c.Transport,
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			writeError(w, http.StatusBadGateway, "api_error", fmt.Sprintf("ctxstore claude-code proxy: upstream %s: %v", up.Host, err))
+		},
+	}
+	return p, nil
+}
+
+// Close stops every pending warm request and waits for those in flight.
+func (p *Proxy) Close() error {
+	p.stop()
+	p.mu.Lock()
+	for _, s := range p.sessions {
+		if s.timer != nil {
+			s.timer.Stop()
+		}
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+	return nil
+}
+
+// Stats returns what the proxy did so far.
+func (p *Proxy) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stats
+}
+
+// ServeHTTP passes a request on; a Messages request of a Claude Code
+// session's agent loop is read (and its head's lifetime set) first.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
+		p.rp.ServeHTTP(w, r)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("ctxstore claude-code proxy: the request body is over %d bytes", MaxBody))
+			return
+		}
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "ctxstore claude-code proxy: reading the request body: "+err.Error())
+		return
+	}
+	req, err := parseRequest(body)
+	sid := ""
+	if err == nil {
+		sid = sessionOf(r.Header, req)
+	}
+	if sid == "" || !req.agent() {
+		// Not a session's agent request (or not JSON: the API answers
+		// that): passed on as it came.
+		p.forward(w, r, body, nil)
+		return
+	}
+	s, gen, long := p.begin(sid)
+	if long {
+		nb, changed, err := longHead(body, req)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "ctxstore claude-code proxy: "+err.Error())
+			return
+		}
+		if changed {
+			body = nb
+			r.Header.Set("anthropic-beta", withBeta(r.Header.Get("anthropic-beta"), LongTTLBeta))
+			p.mu.Lock()
+			p.stats.LongHeads++
+			p.mu.Unlock()
+		}
+	}
+	header := r.Header.Clone()
+	path := r.URL.RequestURI()
+	replayable := req.replayable()
+	p.forward(w, r, body, func(o outcome) {
+		p.answered(s, gen, o, body, path, header, replayable)
+	})
+}
+
+// forward passes the request on with body; done, when set, is told what
+// the answer said once it has passed through.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, done func(outcome)) {
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	if done == nil {
+		p.rp.ServeHTTP(w, r)
+		return
+	}
+	rp := *p.rp
+	rp.ModifyResponse = func(resp *http.Response) error {
+		if resp.StatusCode/100 != 2 {
+			done(outcome{})
+			return nil
+		}
+		resp.Body = newSniffer(resp.Body, resp.Header.Get("Content-Type"), done)
+		return nil
+	}
+	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		done(outcome{})
+		p.rp.ErrorHandler(w, r, err)
+	}
+	rp.ServeHTTP(w, r)
+}
+
+// begin notes that an agent request of session sid begins: the session's
+// warming stops, and a request that finds the cache cold (after the
+// first) makes the session's head ask for the hour from now on. It
+// returns the session, the request's generation and whether its head
+// asks for the hour.
+func (p *Proxy) begin(sid string) (*session, int, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stats.Requests++
+	s := p.sessions[sid]
+	if s == nil {
+		s = &session{id: sid}
+		p.sessions[sid] = s
+	}
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	s.gen++
+	if !s.last.IsZero() && time.Since(s.last) > p.c.CacheTTL && !s.paused && p.c.HeadTTL > p.c.CacheTTL {
+		s.paused = true
+		p.c.Log("session %s: paused %s, past the %s cache: its system prompt and tools are cached for the hour from now on",
+			short(sid), time.Since(s.last).Round(time.Second), p.c.CacheTTL)
+	}
+	return s, s.gen, s.paused
+}
+
+// answered records the answer to an agent request and, when it completed
+// and no later request began, starts warming its cache entry.
+func (p *Proxy) answered(s *session, gen int, o outcome, body []byte, path string, header http.Header, replayable bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if gen != s.gen || !o.Complete {
+		return
+	}
+	now := time.Now()
+	s.last, s.called = now, now
+	s.body, s.path, s.header = body, path, header
+	s.prompt = o.Usage.prompt()
+	if l := o.Usage.long(); l > 0 {
+		s.long = l
+	}
+	s.running = o.Stop == "tool_use"
+	s.warms, s.budget = 0, 0
+	if !replayable || p.c.Warm == cachewarm.Off || p.c.Warm == cachewarm.Running && !s.running || p.ctx.Err() != nil {
+		return
+	}
+	miss := s.prompt
+	if s.paused {
+		miss -= s.long // the head, cached for the hour, is read after the pause all the same
+	}
+	s.budget = cachewarm.Budget(s.prompt, miss, writePrice, readPrice)
+	p.schedule(s)
+}
+
+// schedule arms the session's next warm request, if its pause may send
+// one more. Called with p.mu held.
+func (p *Proxy) schedule(s *session) {
+	d := cachewarm.Delay(p.c.CacheTTL)
+	if d == 0 || s.warms >= s.budget || time.Since(s.called)+d > cachewarm.Limit(s.running) {
+		s.body, s.header = nil, nil // the pause warms no more: nothing to send again
+		return
+	}
+	gen := s.gen
+	s.timer = time.AfterFunc(d, func() { p.warm(s, gen) })
+}
+
+// warm sends the session's last agent request again with its output
+// capped at one token; an answer renews the cache entry and arms the next
+// warm, a refusal ends the pause's warming.
+func (p *Proxy) warm(s *session, gen int) {
+	p.mu.Lock()
+	if gen != s.gen || p.ctx.Err() != nil {
+		p.mu.Unlock()
+		return
+	}
+	body, path, header := s.body, s.path, s.header.Clone()
+	s.warms++
+	n, budget := s.warms, s.budget
+	p.wg.Add(1)
+	p.mu.Unlock()
+	defer p.wg.Done()
+
+	o, err := p.send(body, path, header)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		p.stats.WarmsFailed++
+		p.c.Log("session %s: warm request %d of %d failed, warming stops until its next request: %v", short(s.id), n, budget, err)
+		return
+	}
+	p.stats.Warms++
+	p.c.Log("session %s: warm request %d of %d: %d prompt tokens, %d read from the cache", short(s.id), n, budget, o.Usage.prompt(), o.Usage.CacheRead)
+	if gen != s.gen {
+		return
+	}
+	s.last = time.Now()
+	p.schedule(s)
+}
+
+// send sends a warm request for body and reads its answer.
+func (p *Proxy) send(body []byte, path string, header http.Header) (outcome, error) {
+	wb, err := warmBody(body)
+	if err != nil {
+		return outcome{}, err
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, time.Minute)
+	defer cancel()
+	u := *p.c.Upstream
+	ref, err := url.Parse(path)
+	if err != nil {
+		return outcome{}, err
+	}
+	target := u.ResolveReference(ref)
+	if u.Path != "" && u.Path != "/" {
+		target.Path = singleJoin(u.Path, ref.Path)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(wb))
+	if err != nil {
+		return outcome{}, err
+	}
+	req.Header = header
+	req.Header.Del("Accept-Encoding")
+	req.Header.Del("Content-Length")
+	req.ContentLength = int64(len(wb))
+	resp, err := p.c.Transport.RoundTrip(req)
+	if err != nil {
+		return outcome{}, err
+	}
+	defer resp.Body.Close()
+	var o outcome
+	sn := newSniffer(resp.Body, resp.Header.Get("Content-Type"), func(x outcome) { o = x })
+	if _, err := io.Copy(io.Discard, sn); err != nil {
+		return outcome{}, err
+	}
+	sn.Close()
+	if resp.StatusCode/100 != 2 {
+		return outcome{}, fmt.Errorf("upstream answered %s", resp.Status)
+	}
+	if !o.Complete {
+		return outcome{}, errors.New("upstream's answer ended early")
+	}
+	return o, nil
+}
+
+// singleJoin joins two URL paths with one slash between them.
+func singleJoin(a, b string) string {
+	switch {
+	case len(a) > 0 && a[len(a)-1] == '/' && len(b) > 0 && b[0] == '/':
+		return a + b[1:]
+	case len(a) > 0 && a[len(a)-1] != '/' && (len(b) == 0 || b[0] != '/'):
+		return a + "/" + b
+	}
+	return a + b
+}
+
+// writeError answers with an error in the Messages API's shape.
+func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}})
+	w.Write(b)
+}
+
+// short is a session id's first eight characters, for log lines.
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}

@@ -1,0 +1,546 @@
+package ccproxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var _ http.Handler = (*Proxy)(nil)
+
+// upstream is a local server that speaks the Messages API's wire format:
+// it answers every request with one text block, streamed when the request
+// asks, and the usage answer gives for it. It records what it received.
+type upstream struct {
+	t      *testing.T
+	srv    *httptest.Server
+	mu     sync.Mutex
+	got    []received
+	answer func(body map[string]any) (usage, string) // the usage and stop reason of an answer
+}
+
+type received struct {
+	path   string
+	header http.Header
+	body   []byte
+	at     time.Time
+}
+
+func newUpstream(t *testing.T) *upstream {
+	u := &upstream{t: t, answer: func(map[string]any) (usage, string) { return usage{Input: 1000}, "end_turn" }}
+	u.srv = httptest.NewServer(http.HandlerFunc(u.serve))
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	u.mu.Lock()
+	u.got = append(u.got, received{path: r.URL.RequestURI(), header: r.Header.Clone(), body: body, at: time.Now()})
+	u.mu.Unlock()
+	if r.URL.Path != "/v1/messages" {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"path":%q}`, r.URL.Path)
+		return
+	}
+	var req map[string]any
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "not JSON")
+		return
+	}
+	us, stop := u.answer(req)
+	if req["stream"] == true {
+		w.Header().Set("Content-Type", "text/event-stream")
+		send := func(ev string, data any) {
+			b, _ := json.Marshal(data)
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev, b)
+			w.(http.Flusher).Flush()
+		}
+		send("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "content": []any{}, "usage": us}})
+		send("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
+		send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": "ok"}})
+		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+		send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop}, "usage": map[string]any{"output_tokens": 1}})
+		send("message_stop", map[string]any{"type": "message_stop"})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"id": "msg_1", "type": "message", "role": "assistant",
+		"content": []any{map[string]any{"type": "text", "text": "ok"}}, "stop_reason": stop, "usage": us})
+}
+
+func (u *upstream) received() []received {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]received(nil), u.got...)
+}
+
+// warms returns the warm requests received: max_tokens 1.
+func (u *upstream) warms() []received {
+	var out []received
+	for _, r := range u.received() {
+		var b struct {
+			MaxTokens int `json:"max_tokens"`
+		}
+		if json.Unmarshal(r.body, &b) == nil && b.MaxTokens == 1 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func newProxy(t *testing.T, up *upstream, c Config) *httptest.Server {
+	t.Helper()
+	u, _ := url.Parse(up.srv.URL)
+	c.Upstream = u
+	p, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(func() { srv.Close(); p.Close() })
+	return srv
+}
+
+// agentBody is a Claude Code agent request: tools, a system prompt whose
+// blocks carry breakpoints, a message with one.
+func agentBody(session string, stream bool, extra string) string {
+	return fmt.Sprintf(`{"model":"claude-x","max_tokens":32000,"stream":%t,`+
+		`"system":[{"type":"text","text":"You are <Claude Code> & more."},{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}],`+
+		`"tools":[{"name":"Bash","input_schema":{"type":"object","properties":{"command":{"type":"string"}}}}],`+
+		`"metadata":{"user_id":"{\"device_id\":\"d\",\"session_id\":\"%s\"}"},`+
+		`"messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}]%s}`, stream, session, extra)
+}
+
+func post(t *testing.T, url, path, body string, header map[string]string) (int, string, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-api-key", "sk-ant-test")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+// systemTTLs returns the ttl of each system block's cache_control ("-"
+// for none, "5m" for the default).
+func systemTTLs(t *testing.T, body []byte) string {
+	t.Helper()
+	var b struct {
+		System []struct {
+			CacheControl *cacheControl `json:"cache_control"`
+		} `json:"system"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range b.System {
+		switch {
+		case s.CacheControl == nil:
+			out = append(out, "-")
+		case s.CacheControl.TTL == "":
+			out = append(out, "5m")
+		default:
+			out = append(out, s.CacheControl.TTL)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+func TestPassThrough(t *testing.T) {
+	up := newUpstream(t)
+	px := newProxy(t, up, Config{Warm: "idle"})
+	for _, tc := range []struct{ name, path, body string }{
+		{"another path", "/v1/messages/count_tokens", agentBody("s1", false, "")},
+		{"no session", "/v1/messages", strings.Replace(agentBody("", true, ""), `\"session_id\":\"\"`, `\"x\":1`, 1)},
+		{"a side request: no tools", "/v1/messages?beta=true", `{"model":"claude-x","max_tokens":512,"messages":[{"role":"user","content":"title?"}],"metadata":{"user_id":"{\"session_id\":\"s1\"}"}}`},
+		{"not JSON", "/v1/messages", `{"model":`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := len(up.received())
+			status, answer, _ := post(t, px.URL, tc.path, tc.body, nil)
+			got := up.received()
+			if len(got) != n+1 {
+				t.Fatalf("upstream received %d requests, want 1", len(got)-n)
+			}
+			r := got[n]
+			if r.path != tc.path || string(r.body) != tc.body || r.header.Get("X-Api-Key") != "sk-ant-test" {
+				t.Errorf("upstream got %s %q (key %q), want %s %q as sent", r.path, r.body, r.header.Get("X-Api-Key"), tc.path, tc.body)
+			}
+			if tc.name == "not JSON" {
+				if status != http.StatusBadRequest || !strings.Contains(answer, "not JSON") {
+					t.Errorf("answer %d %s, want the upstream's 400", status, answer)
+				}
+			} else if status != 200 {
+				t.Errorf("status %d: %s", status, answer)
+			}
+		})
+	}
+	time.Sleep(50 * time.Millisecond)
+	if w := up.warms(); len(w) != 0 {
+		t.Errorf("%d warm requests for requests that are not a session's agent loop", len(w))
+	}
+}
+
+// TestStreamPassesThrough checks that a streamed answer reaches the client
+// whole, event by event, and that the proxy read its usage.
+func TestStreamPassesThrough(t *testing.T) {
+	up := newUpstream(t)
+	up.answer = func(map[string]any) (usage, string) {
+		return usage{Input: 7, CacheRead: 900, CacheWrite: 93}, "tool_use"
+	}
+	u, _ := url.Parse(up.srv.URL)
+	p, err := New(Config{Upstream: u, Warm: "off"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	px := httptest.NewServer(p)
+	defer px.Close()
+	_, answer, h := post(t, px.URL, "/v1/messages", agentBody("s1", true, ""), map[string]string{SessionHeader: "s1"})
+	for _, ev := range []string{"message_start", "content_block_delta", `"stop_reason":"tool_use"`, "message_stop"} {
+		if !strings.Contains(answer, ev) {
+			t.Errorf("the answer lacks %s:\n%s", ev, answer)
+		}
+	}
+	if ct := h.Get("Content-Type"); ct != "text/event-stream" {
+		t.Errorf("content type %q", ct)
+	}
+	time.Sleep(20 * time.Millisecond)
+	p.mu.Lock()
+	s := p.sessions["s1"]
+	p.mu.Unlock()
+	if s == nil || s.prompt != 1000 || !s.running {
+		t.Fatalf("session state %+v, want a prompt of 1000 tokens, running", s)
+	}
+}
+
+// TestLongHead checks the head's lifetime: five minutes (as Claude Code
+// asks) until a request of the session finds the cache cold, the hour from
+// that request on, with the beta it needs; another session keeps its own.
+func TestLongHead(t *testing.T) {
+	up := newUpstream(t)
+	const ttl = 150 * time.Millisecond // too short to warm (cachewarm.Delay): only the head is tested
+	px := newProxy(t, up, Config{CacheTTL: ttl})
+	call := func(session string) received {
+		t.Helper()
+		n := len(up.received())
+		if status, answer, _ := post(t, px.URL, "/v1/messages?beta=true", agentBody(session, true, ""), map[string]string{"anthropic-beta": "claude-code-20250219"}); status != 200 {
+			t.Fatalf("status %d: %s", status, answer)
+		}
+		time.Sleep(10 * time.Millisecond) // the answer is recorded after it passed through
+		return up.received()[n]
+	}
+	steps := []struct {
+		session string
+		pause   time.Duration
+		want    string
+	}{
+		{"a", 0, "-,5m"},
+		{"a", 0, "-,5m"},       // warm
+		{"a", 2 * ttl, "-,1h"}, // cold: the hour from this request on
+		{"b", 0, "-,5m"},       // another session: its own
+		{"a", 0, "-,1h"},       // warm, and still the hour
+		{"b", 2 * ttl, "-,1h"}, // b pauses too
+		{"a", 2 * ttl, "-,1h"}, // a pause again
+	}
+	for i, st := range steps {
+		time.Sleep(st.pause)
+		r := call(st.session)
+		if got := systemTTLs(t, r.body); got != st.want {
+			t.Errorf("step %d (session %s): system breakpoints %s, want %s", i, st.session, got, st.want)
+		}
+		beta := r.header.Get("anthropic-beta")
+		if long := st.want == "-,1h"; long != strings.Contains(beta, LongTTLBeta) || !strings.HasPrefix(beta, "claude-code-20250219") {
+			t.Errorf("step %d: anthropic-beta %q", i, beta)
+		}
+		var b map[string]json.RawMessage
+		if err := json.Unmarshal(r.body, &b); err != nil {
+			t.Fatal(err)
+		}
+		var want map[string]json.RawMessage
+		json.Unmarshal([]byte(agentBody(st.session, true, "")), &want)
+		for k, v := range want {
+			if k != "system" && !bytes.Equal(b[k], v) {
+				t.Errorf("step %d: %s changed: %s, sent %s", i, k, b[k], v)
+			}
+		}
+		if !strings.Contains(string(b["system"]), "You are <Claude Code> & more.") {
+			t.Errorf("step %d: the system prompt's text changed: %s", i, b["system"])
+		}
+	}
+}
+
+func TestLongHeadNotAfterShorterToolBreakpoint(t *testing.T) {
+	body := []byte(`{"max_tokens":10,"tools":[{"name":"A","cache_control":{"type":"ephemeral"}}],"system":[{"type":"text","text":"x","cache_control":{"type":"ephemeral"}}]}`)
+	r, err := parseRequest(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, changed, err := longHead(body, r)
+	if err != nil || changed || !bytes.Equal(out, body) {
+		t.Errorf("longHead changed a request whose tool has a five-minute breakpoint: %s (%v, %v)", out, changed, err)
+	}
+	body = []byte(`{"max_tokens":10,"tools":[{"name":"A"}],"system":"a string"}`)
+	r, _ = parseRequest(body)
+	if out, changed, err := longHead(body, r); err != nil || changed || !bytes.Equal(out, body) {
+		t.Errorf("longHead changed a string system prompt: %s", out)
+	}
+}
+
+// TestWarm checks warming: after an answer, the same request with its
+// output capped at one token, every cachewarm.Delay (2 s for a 12 s
+// cache), as many as ski rental allows, none once the next request
+// begins; none for budget-based thinking; none while idle in running mode.
+func TestWarm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for warm requests (seconds)")
+	}
+	const ttl = 12 * time.Second // a warm every 2 s
+	t.Run("budget", func(t *testing.T) {
+		t.Parallel()
+		up := newUpstream(t)
+		// A prompt of 1,000 tokens, 780 of them the head cached for the
+		// hour once paused: ski rental allows (1.25*1000 - 100)/105 = 10
+		// warms before, (1.25*220 - 100)/105 = 1 after.
+		up.answer = func(map[string]any) (usage, string) { return usage{Input: 1000}, "end_turn" }
+		px := newProxy(t, up, Config{CacheTTL: ttl, Warm: "idle"})
+		start := time.Now()
+		post(t, px.URL, "/v1/messages", agentBody("w", true, ""), map[string]string{"x-api-key": "sk-ant-warm"})
+		time.Sleep(4500 * time.Millisecond)
+		ws := up.warms()
+		if len(ws) != 2 {
+			t.Fatalf("%d warm requests in 4.5 s, want 2 (one every 2 s)", len(ws))
+		}
+		sent := up.received()[0]
+		for i, w := range ws {
+			if d := w.at.Sub(start); d < time.Duration(i+1)*2*time.Second-200*time.Millisecond || d > time.Duration(i+1)*2*time.Second+time.Second {
+				t.Errorf("warm %d at %v, want about %v", i+1, d, time.Duration(i+1)*2*time.Second)
+			}
+			if w.header.Get("X-Api-Key") != "sk-ant-warm" || w.path != sent.path {
+				t.Errorf("warm %d: path %s key %q, want the request's", i+1, w.path, w.header.Get("X-Api-Key"))
+			}
+			var a, b map[string]json.RawMessage
+			json.Unmarshal(w.body, &a)
+			json.Unmarshal(sent.body, &b)
+			if string(a["max_tokens"]) != "1" || len(a) != len(b) {
+				t.Errorf("warm %d: max_tokens %s, %d fields", i+1, a["max_tokens"], len(a))
+			}
+			for k, v := range b {
+				if k != "max_tokens" && !bytes.Equal(a[k], v) {
+					t.Errorf("warm %d: %s differs from the request's: %s, want %s", i+1, k, a[k], v)
+				}
+			}
+		}
+		// The next request stops them; the answer starts its own.
+		post(t, px.URL, "/v1/messages", agentBody("w", true, ""), nil)
+		n := len(up.warms())
+		time.Sleep(1500 * time.Millisecond)
+		if got := len(up.warms()); got != n {
+			t.Errorf("%d warm requests within 1.5 s of a new request", got-n)
+		}
+	})
+	t.Run("the head cached for the hour", func(t *testing.T) {
+		t.Parallel()
+		up := newUpstream(t)
+		up.answer = func(req map[string]any) (usage, string) {
+			if strings.Contains(fmt.Sprint(req["system"]), "1h") {
+				return usage{Input: 220, CacheWrite: 780, CacheCreation: &struct {
+					Long  int `json:"ephemeral_1h_input_tokens"`
+					Short int `json:"ephemeral_5m_input_tokens"`
+				}{Long: 780}}, "end_turn"
+			}
+			return usage{Input: 1000}, "end_turn"
+		}
+		u, _ := url.Parse(up.srv.URL)
+		p, err := New(Config{Upstream: u, CacheTTL: ttl, Warm: "off"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		px := httptest.NewServer(p)
+		defer func() { px.Close(); p.Close() }()
+		post(t, px.URL, "/v1/messages", agentBody("h", true, ""), nil)
+		// A pause past the cache: the proxy backdates the session's last
+		// request rather than the test waiting 12 s.
+		p.mu.Lock()
+		p.sessions["h"].last = time.Now().Add(-ttl - time.Second)
+		p.c.Warm = "idle"
+		p.mu.Unlock()
+		post(t, px.URL, "/v1/messages", agentBody("h", true, ""), nil)
+		time.Sleep(4500 * time.Millisecond)
+		if ws := up.warms(); len(ws) != 1 {
+			t.Errorf("%d warm requests, want 1: the head read after the pause leaves 220 tokens to save", len(ws))
+		}
+	})
+	// The modes and the requests that are not warmed: one wait for all.
+	cases := []struct {
+		name, mode, extra, stop string
+		want                    int
+		up                      *upstream
+	}{
+		{name: "budget-based thinking", mode: "idle", extra: `,"thinking":{"type":"enabled","budget_tokens":2000}`, stop: "end_turn", want: 0},
+		{name: "adaptive thinking", mode: "idle", extra: `,"thinking":{"type":"adaptive"}`, stop: "end_turn", want: 1},
+		{name: "running, idle", mode: "running", stop: "end_turn", want: 0},
+		{name: "running, a tool runs", mode: "running", stop: "tool_use", want: 1},
+		{name: "the default: running", mode: "", stop: "end_turn", want: 0},
+		{name: "the default, a tool runs", mode: "", stop: "tool_use", want: 1},
+		{name: "off", mode: "off", stop: "tool_use", want: 0},
+	}
+	for i := range cases {
+		tc := &cases[i]
+		tc.up = newUpstream(t)
+		tc.up.answer = func(map[string]any) (usage, string) { return usage{Input: 1000}, tc.stop }
+		px := newProxy(t, tc.up, Config{CacheTTL: ttl, Warm: tc.mode})
+		post(t, px.URL, "/v1/messages", agentBody("m", true, tc.extra), nil)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	for _, tc := range cases {
+		if got := len(tc.up.warms()); got != tc.want {
+			t.Errorf("%s: %d warm requests in 2.5 s, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestWarmFailureStops checks that a refused warm request ends the pause's
+// warming (and is counted).
+func TestWarmFailureStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for warm requests (seconds)")
+	}
+	up := newUpstream(t)
+	var mu sync.Mutex
+	refuse := false
+	base := up.srv.Config.Handler
+	up.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		no := refuse
+		mu.Unlock()
+		if no {
+			up.mu.Lock()
+			up.got = append(up.got, received{path: r.URL.Path, body: []byte(`{"max_tokens":1}`), at: time.Now()})
+			up.mu.Unlock()
+			writeError(w, http.StatusTooManyRequests, "rate_limit_error", "slow down")
+			return
+		}
+		base.ServeHTTP(w, r)
+	})
+	u, _ := url.Parse(up.srv.URL)
+	var logged []string
+	var lmu sync.Mutex
+	p, err := New(Config{Upstream: u, CacheTTL: 12 * time.Second, Warm: "idle", Log: func(f string, a ...any) {
+		lmu.Lock()
+		logged = append(logged, fmt.Sprintf(f, a...))
+		lmu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := httptest.NewServer(p)
+	defer func() { px.Close(); p.Close() }()
+	post(t, px.URL, "/v1/messages", agentBody("f", true, ""), nil)
+	mu.Lock()
+	refuse = true
+	mu.Unlock()
+	time.Sleep(4500 * time.Millisecond)
+	if n := len(up.warms()); n != 1 {
+		t.Errorf("%d warm requests, want 1: a refusal stops the pause's warming", n)
+	}
+	if st := p.Stats(); st.WarmsFailed != 1 || st.Warms != 0 || st.Requests != 1 {
+		t.Errorf("stats %+v", st)
+	}
+	lmu.Lock()
+	defer lmu.Unlock()
+	if len(logged) != 1 || !strings.Contains(logged[0], "warm request 1 of 10 failed") || !strings.Contains(logged[0], "429") {
+		t.Errorf("log %q", logged)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	// An upstream that is not there: 502 in the API's error shape, naming it.
+	dead := httptest.NewServer(http.NotFoundHandler())
+	u, _ := url.Parse(dead.URL)
+	dead.Close()
+	p, err := New(Config{Upstream: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	px := httptest.NewServer(p)
+	defer px.Close()
+	status, answer, _ := post(t, px.URL, "/v1/messages", agentBody("e", true, ""), nil)
+	if status != http.StatusBadGateway || !strings.Contains(answer, `"type":"error"`) || !strings.Contains(answer, u.Host) {
+		t.Errorf("dead upstream: %d %s", status, answer)
+	}
+	big := `{"x":"` + strings.Repeat("a", MaxBody) + `"}`
+	status, answer, _ = post(t, px.URL, "/v1/messages", big, nil)
+	if status != http.StatusRequestEntityTooLarge || !strings.Contains(answer, "request_too_large") {
+		t.Errorf("a body over the limit: %d %s", status, answer)
+	}
+	for _, c := range []Config{
+		{Upstream: &url.URL{Scheme: "ftp", Host: "x"}},
+		{Upstream: &url.URL{Path: "/relative"}},
+		{HeadTTL: 30 * time.Minute},
+		{Warm: "always"},
+	} {
+		if _, err := New(c); err == nil {
+			t.Errorf("New(%+v) accepted", c)
+		}
+	}
+}
+
+func TestSessionOf(t *testing.T) {
+	for _, tc := range []struct {
+		header, userID, want string
+	}{
+		{"h1", `{"session_id":"m1"}`, "h1"},
+		{"", `{"device_id":"d","session_id":"m1"}`, "m1"},
+		{"", `user_abc_account__session_x`, ""},
+		{"", "", ""},
+	} {
+		h := http.Header{}
+		if tc.header != "" {
+			h.Set(SessionHeader, tc.header)
+		}
+		b, _ := json.Marshal(map[string]any{"max_tokens": 5, "metadata": map[string]string{"user_id": tc.userID}})
+		r, err := parseRequest(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sessionOf(h, r); got != tc.want {
+			t.Errorf("sessionOf(%q, %q) = %q, want %q", tc.header, tc.userID, got, tc.want)
+		}
+	}
+}
+
+func TestSnifferJSON(t *testing.T) {
+	var got outcome
+	body := `{"type":"message","stop_reason":"tool_use","usage":{"input_tokens":3,"cache_read_input_tokens":40,"cache_creation_input_tokens":5,"cache_creation":{"ephemeral_1h_input_tokens":5}}}`
+	s := newSniffer(io.NopCloser(strings.NewReader(body)), "application/json", func(o outcome) { got = o })
+	out, _ := io.ReadAll(s)
+	s.Close()
+	if string(out) != body || !got.Complete || got.Stop != "tool_use" || got.Usage.prompt() != 48 || got.Usage.long() != 5 {
+		t.Errorf("sniffer: %+v (passed %d bytes)", got, len(out))
+	}
+	// A stream cut before message_stop is not complete.
+	s = newSniffer(io.NopCloser(strings.NewReader("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9}}}\n\n")), "text/event-stream", func(o outcome) { got = o })
+	io.ReadAll(s)
+	if got.Complete || got.Usage.Input != 9 {
+		t.Errorf("a cut stream: %+v", got)
+	}
+}

@@ -1,0 +1,265 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ccProxy is a running `ctxstore claude-code proxy`.
+type ccProxy struct {
+	url    string
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+// startCCProxy starts `ctxstore claude-code proxy` on a free loopback port
+// in front of upstream, with args.
+func startCCProxy(t *testing.T, upstream string, args ...string) *ccProxy {
+	t.Helper()
+	cmd := exec.Command(ctxstoreBin, append([]string{"claude-code", "proxy", "--addr", "127.0.0.1:0", "--json", "--upstream", upstream}, args...)...)
+	p := &ccProxy{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	cmd.Stderr = p.stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	var out struct {
+		URL string `json:"url"`
+	}
+	if err == nil {
+		err = json.Unmarshal([]byte(line), &out)
+	}
+	if err != nil || out.URL == "" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("claude-code proxy printed no URL (%q): %v\n%s", line, err, p.stderr)
+	}
+	p.url = out.URL
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// stop stops the proxy with SIGTERM and returns what it printed on stderr.
+func (p *ccProxy) stop(t *testing.T) string {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Errorf("claude-code proxy exited with %v\n%s", err, p.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		p.cmd.Process.Kill()
+		t.Fatalf("claude-code proxy did not stop on SIGTERM\n%s", p.stderr)
+	}
+	return p.stderr.String()
+}
+
+// loggedRequest is one request the scripted endpoint logged.
+type loggedRequest struct {
+	raw    map[string]json.RawMessage
+	req    messagesRequest
+	agent  bool // Claude Code's agent loop: it offers Bash
+	warm   bool // max_tokens 1
+	system string
+}
+
+func readRequestLog(t *testing.T, path string) []loggedRequest {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []loggedRequest
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var r loggedRequest
+		if err := json.Unmarshal([]byte(line), &r.raw); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(line), &r.req); err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range r.req.Tools {
+			r.agent = r.agent || x.Name == "Bash"
+		}
+		r.warm = r.req.MaxTokens == 1
+		r.system = string(r.raw["system"])
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestClaudeCodeProxy runs the real Claude Code CLI (print mode, offline)
+// through `ctxstore claude-code proxy` to the scripted Messages endpoint:
+// the model's answers reach Claude Code whole (a tool loop runs). With the
+// proxy's defaults (warming while a tool runs), while Claude Code runs a
+// 5-second Bash command the proxy sends the request that asked for it
+// again with the output capped at one token, every 2 s for a 12 s cache,
+// otherwise byte for byte the same fields; none once the turn has ended
+// and Claude Code waits. Then, with warming off and a 2 s cache, a
+// session resumed after a pause past the cache has its system prompt's
+// breakpoints ask for the hour, and the requests before the pause do not.
+func TestClaudeCodeProxy(t *testing.T) {
+	t.Parallel()
+	cli := claudeCLI(t)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "requests.jsonl")
+	n := 0
+	command := "echo step%d"
+	respond := func(req messagesRequest) piStep {
+		bash := false
+		for _, x := range req.Tools {
+			bash = bash || x.Name == "Bash"
+		}
+		if !bash || req.MaxTokens == 1 {
+			return piStep{Text: "ok"} // a side request, or the proxy's warm request
+		}
+		last := req.Messages[len(req.Messages)-1]
+		if bs, _ := messagesBlocks(last.Content); len(bs) > 0 && bs[0].Type == "tool_result" {
+			return piStep{Text: "Done."}
+		}
+		n++
+		return piStep{Tool: "Bash", Args: map[string]any{"command": fmt.Sprintf(command, n), "description": "echo"}, ID: fmt.Sprintf("toolu_px%d", n)}
+	}
+	m := startScriptedMessages(t, nil, log, respond)
+	home := filepath.Join(dir, "home")
+	work := filepath.Join(dir, "work")
+	for _, d := range []string{home, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claude := func(base string, args ...string) map[string]any {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, cli, append(args, "--allowedTools", "Bash", "--output-format", "json")...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "HOME="+home, "ANTHROPIC_BASE_URL="+base, "ANTHROPIC_API_KEY=sk-ant-offline-test",
+			"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("claude %v: %v\n%s", args, err, out)
+		}
+		var res map[string]any
+		if err := json.Unmarshal(out, &res); err != nil {
+			t.Fatalf("claude's output %q: %v", out, err)
+		}
+		if res["result"] != "Done." || res["is_error"] == true {
+			t.Fatalf("claude's result through the proxy: %v", res)
+		}
+		return res
+	}
+
+	// Warming while a tool runs: a 12 s cache, a warm every 2 s, a 5 s
+	// command.
+	px := startCCProxy(t, m.srv.URL, "--cache-ttl", "12s")
+	command = "sleep 5; echo step%d"
+	res := claude(px.url, "-p", "Run the slow build once.")
+	command = "echo step%d"
+	sid, _ := res["session_id"].(string)
+	time.Sleep(4600 * time.Millisecond) // the turn has ended: no warm while Claude Code waits
+	reqs := readRequestLog(t, log)
+	var agents []int
+	for i, r := range reqs {
+		if r.agent && !r.warm {
+			agents = append(agents, i)
+		}
+	}
+	if len(agents) != 2 {
+		t.Fatalf("%d agent requests, want 2 (a tool call, its result)", len(agents))
+	}
+	var warms []loggedRequest
+	for i, r := range reqs {
+		if r.warm {
+			if i < agents[0] || i > agents[1] {
+				t.Errorf("request %d is a warm request outside the tool run", i)
+			}
+			warms = append(warms, r)
+		}
+	}
+	if len(warms) != 2 {
+		t.Fatalf("%d warm requests during the 5 s tool run, want 2 (every 2 s)", len(warms))
+	}
+	asked := reqs[agents[0]] // the request whose answer asked for the tool
+	for i, w := range warms {
+		if len(w.raw) != len(asked.raw) {
+			t.Errorf("warm %d has %d fields, the request %d", i+1, len(w.raw), len(asked.raw))
+		}
+		for k, v := range asked.raw {
+			if k != "max_tokens" && !bytes.Equal(w.raw[k], v) {
+				t.Errorf("warm %d: %s differs from the request it keeps warm", i+1, k)
+			}
+		}
+	}
+	before := len(reqs)
+	claude(px.url, "-p", "Run echo once more.", "--resume", sid)
+	reqs = readRequestLog(t, log)
+	for _, r := range reqs[before:] {
+		if r.agent && !r.warm && strings.Contains(r.system, `"ttl":"1h"`) {
+			t.Errorf("a request of a session the proxy kept warm asks for the hour: %s", r.system)
+		}
+	}
+	stderr := px.stop(t)
+	if !strings.Contains(stderr, "warm request 2 of ") || !strings.Contains(stderr, "0 with the head cached for the hour") || !strings.Contains(stderr, "2 warm requests answered, 0 failed") {
+		t.Errorf("the proxy's report:\n%s", stderr)
+	}
+
+	// The head's lifetime: warming off, a 2 s cache, a 3 s pause.
+	px = startCCProxy(t, m.srv.URL, "--cache-ttl", "2s", "--warm", "off")
+	before = len(readRequestLog(t, log))
+	res = claude(px.url, "-p", "Run echo once.")
+	sid, _ = res["session_id"].(string)
+	mid := len(readRequestLog(t, log))
+	time.Sleep(3 * time.Second)
+	claude(px.url, "-p", "Run echo once more.", "--resume", sid)
+	reqs = readRequestLog(t, log)
+	long, agentN := 0, 0
+	for i, r := range reqs[before:] {
+		if r.warm {
+			t.Errorf("a warm request with --warm off")
+		}
+		if !r.agent {
+			if strings.Contains(r.system, `"ttl":"1h"`) {
+				t.Errorf("a side request's system prompt was changed: %s", r.system)
+			}
+			continue
+		}
+		agentN++
+		hour := strings.Contains(r.system, `"ttl":"1h"`)
+		if after := before+i >= mid; hour != after {
+			t.Errorf("agent request %d (after the pause: %v) asks for the hour: %v: %s", before+i, after, hour, r.system)
+		}
+		if hour {
+			long++
+		}
+	}
+	if long < 2 || agentN < 4 {
+		t.Errorf("%d agent requests, %d of them asking for the hour; want a tool loop before and after the pause", agentN, long)
+	}
+	stderr = px.stop(t)
+	if !strings.Contains(stderr, "past the 2s cache: its system prompt and tools are cached for the hour") {
+		t.Errorf("the proxy did not say the session paused:\n%s", stderr)
+	}
+}
