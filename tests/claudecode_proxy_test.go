@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -261,5 +262,55 @@ func TestClaudeCodeProxy(t *testing.T) {
 	stderr = px.stop(t)
 	if !strings.Contains(stderr, "past the 2s cache: its system prompt and tools are cached for the hour") {
 		t.Errorf("the proxy did not say the session paused:\n%s", stderr)
+	}
+
+	// claude-code run: Claude Code through a proxy of its own, forwarding
+	// to the ANTHROPIC_BASE_URL it was given; Claude Code's output and exit
+	// status are the command's.
+	runClaude := func(args ...string) (int, string, string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, ctxstoreBin, append([]string{"claude-code", "run", "--claude", cli, "--"}, args...)...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "HOME="+home, "ANTHROPIC_BASE_URL="+m.srv.URL, "ANTHROPIC_API_KEY=sk-ant-offline-test",
+			"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "CTXSTORE_CLAUDE_CODE_UPSTREAM=")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, stdout.String(), stderr.String()
+	}
+	before = len(readRequestLog(t, log))
+	code, out, errs := runClaude("-p", "Run echo once.", "--allowedTools", "Bash", "--output-format", "json")
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || got["result"] != "Done." {
+		t.Fatalf("claude-code run: exit %d, %v: %s\n%s", code, err, out, errs)
+	}
+	agentN = 0
+	for _, r := range readRequestLog(t, log)[before:] {
+		if r.agent {
+			agentN++
+		}
+	}
+	if m := regexp.MustCompile(`stopped after (\d+) Messages requests`).FindStringSubmatch(errs); m == nil || m[1] != fmt.Sprint(agentN) || agentN < 2 {
+		t.Errorf("claude-code run: %d agent requests reached the endpoint; the proxy's report: %s", agentN, errs)
+	}
+	want, _, _ := func() (int, string, string) {
+		cmd := exec.Command(cli, "--no-such-flag")
+		cmd.Env = append(os.Environ(), "HOME="+home)
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), "", ""
+		}
+		return 0, "", ""
+	}()
+	if code, _, errs := runClaude("--no-such-flag"); code != want || want == 0 {
+		t.Errorf("claude-code run with a bad Claude Code flag: exit %d, Claude Code's own %d\n%s", code, want, errs)
 	}
 }

@@ -111,8 +111,7 @@ var coveredElsewhere = map[string]string{
 	"ctxstore claude-code install --dry-run":                                                            "context/harness/claudecode/hooks tests the diff on real settings files",
 	"ctxstore claude-code install":                                                                      "tests/claudecode_live_test.go installs into a project and runs the real Claude Code CLI",
 	"ctxstore claude-code uninstall":                                                                    "tests/claudecode_live_test.go uninstalls after the session",
-	"ctxstore claude-code proxy &":                                                                      "tests/claudecode_proxy_test.go runs the proxy (on a free port, in front of a scripted Messages endpoint) with the real Claude Code CLI",
-	"ANTHROPIC_BASE_URL=http://127.0.0.1:8788 claude":                                                   "tests/claudecode_proxy_test.go runs the real Claude Code CLI with ANTHROPIC_BASE_URL at the proxy",
+	"ctxstore claude-code run -- --model opus":                                                          "tests/claudecode_proxy_test.go runs the real Claude Code CLI through claude-code run (and through claude-code proxy), offline against a scripted Messages endpoint",
 }
 
 // Every command README.md shows is run here, as written but for what a

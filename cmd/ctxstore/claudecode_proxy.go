@@ -5,48 +5,106 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ctxstore/ctxstore/server/ccproxy"
 )
 
-// ccProxyCmd is `ctxstore claude-code proxy` (docs/claude-code.md, "The
-// proxy").
-type ccProxyCmd struct {
-	Addr     string        `name:"addr" default:"127.0.0.1:8788" placeholder:"HOST:PORT" help:"Where to listen (port 0: any free port; the URL is printed on stdout)."`
-	Upstream string        `name:"upstream" default:"https://api.anthropic.com" env:"CTXSTORE_CLAUDE_CODE_UPSTREAM" placeholder:"URL" help:"The API the requests go to."`
+// ccProxyOptions are the flags `claude-code proxy` and `claude-code run`
+// share (docs/claude-code.md, "The proxy").
+type ccProxyOptions struct {
+	Upstream string        `name:"upstream" env:"CTXSTORE_CLAUDE_CODE_UPSTREAM" placeholder:"URL" help:"The API the requests go to (default https://api.anthropic.com; for run, Claude Code's own ANTHROPIC_BASE_URL when it is set)."`
 	CacheTTL time.Duration `name:"cache-ttl" default:"5m" help:"The prompt cache's lifetime (Claude Code's breakpoints ask for five minutes)."`
 	HeadTTL  string        `name:"head-ttl" default:"1h" enum:"1h,off" help:"The lifetime the system prompt's breakpoints ask for once a session has paused past --cache-ttl: 1h or off."`
 	Warm     string        `name:"warm" default:"running" enum:"off,running,idle" help:"Warm requests: running (while a tool runs, or Claude Code waits for its approval), idle (while Claude Code waits for the person too) or off; each pause warms while its warms cost no more than the rewrite they save, at most an hour running, 30 minutes idle."`
-	Grace    time.Duration `name:"grace" default:"10s" help:"How long a stop waits for requests in flight."`
 }
 
-// Run implements claude-code proxy.
-func (c *ccProxyCmd) Run(a *app) error {
-	up, err := url.Parse(c.Upstream)
+// start makes the proxy and listens on addr; fallback is the upstream when
+// --upstream is not given.
+func (o ccProxyOptions) start(a *app, addr, fallback string) (*ccproxy.Proxy, *http.Server, net.Listener, *url.URL, error) {
+	raw := o.Upstream
+	if raw == "" {
+		raw = fallback
+	}
+	up, err := url.Parse(raw)
 	if err != nil {
-		return usagef("--upstream %s: %v", c.Upstream, err)
+		return nil, nil, nil, nil, usagef("--upstream %s: %v", raw, err)
 	}
 	head := time.Hour
-	if c.HeadTTL == "off" {
+	if o.HeadTTL == "off" {
 		head = -1
 	}
-	p, err := ccproxy.New(ccproxy.Config{Upstream: up, CacheTTL: c.CacheTTL, HeadTTL: head, Warm: c.Warm,
+	p, err := ccproxy.New(ccproxy.Config{Upstream: up, CacheTTL: o.CacheTTL, HeadTTL: head, Warm: o.Warm,
 		Log: func(format string, args ...any) {
 			fmt.Fprintf(a.stderr, "ctxstore claude-code proxy: "+format+"\n", args...)
 		}})
 	if err != nil {
-		return usagef("%v", err)
+		return nil, nil, nil, nil, usagef("%v", err)
 	}
-	defer p.Close()
-	ln, err := net.Listen("tcp", c.Addr)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		p.Close()
+		return nil, nil, nil, nil, err
+	}
+	if loops(up, ln.Addr()) {
+		ln.Close()
+		p.Close()
+		return nil, nil, nil, nil, usagef("the upstream %s is this proxy's own address: requests would loop (set --upstream)", up.Redacted())
+	}
+	return p, &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}, ln, up, nil
+}
+
+// loops tells whether upstream names the address the proxy listens on.
+func loops(up *url.URL, addr net.Addr) bool {
+	ta, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return false
+	}
+	port := up.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[up.Scheme]
+	}
+	if port != fmt.Sprint(ta.Port) {
+		return false
+	}
+	h := up.Hostname()
+	if h == "localhost" || ta.IP.IsUnspecified() {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && (ip.Equal(ta.IP) || ip.IsLoopback() && ta.IP.IsLoopback())
+}
+
+// report prints what the proxy did.
+func report(w io.Writer, p *ccproxy.Proxy) {
+	st := p.Stats()
+	fmt.Fprintf(w, "ctxstore claude-code proxy: stopped after %d Messages requests (%d with the head cached for the hour), %d warm requests answered, %d failed\n",
+		st.Requests, st.LongHeads, st.Warms, st.WarmsFailed)
+}
+
+// ccProxyCmd is `ctxstore claude-code proxy`.
+type ccProxyCmd struct {
+	ccProxyOptions
+	Addr  string        `name:"addr" default:"127.0.0.1:8788" placeholder:"HOST:PORT" help:"Where to listen (port 0: any free port; the URL is printed on stdout)."`
+	Grace time.Duration `name:"grace" default:"10s" help:"How long a stop waits for requests in flight."`
+}
+
+// Run implements claude-code proxy.
+func (c *ccProxyCmd) Run(a *app) error {
+	p, srv, ln, up, err := c.start(a, c.Addr, ccproxy.DefaultUpstream)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
+	defer p.Close()
 	u := "http://" + ln.Addr().String()
 	if a.cli.JSON {
 		json.NewEncoder(a.stdout).Encode(map[string]string{"url": u})
@@ -66,8 +124,86 @@ func (c *ccProxyCmd) Run(a *app) error {
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
-	st := p.Stats()
-	fmt.Fprintf(a.stderr, "ctxstore claude-code proxy: stopped after %d Messages requests (%d with the head cached for the hour), %d warm requests answered, %d failed\n",
-		st.Requests, st.LongHeads, st.Warms, st.WarmsFailed)
+	report(a.stderr, p)
+	return err
+}
+
+// ccRunCmd is `ctxstore claude-code run`: Claude Code through a proxy that
+// lives as long as it does.
+type ccRunCmd struct {
+	ccProxyOptions
+	Claude string   `name:"claude" default:"claude" env:"CTXSTORE_CLAUDE" placeholder:"PATH" help:"The Claude Code command."`
+	Args   []string `arg:"" optional:"" passthrough:"" help:"Claude Code's arguments (after --)."`
+}
+
+// exitStatus makes run exit with a status of its own, saying nothing
+// more (Claude Code said what went wrong).
+type exitStatus struct{ code int }
+
+func (e *exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// Run implements claude-code run.
+func (c *ccRunCmd) Run(a *app) error {
+	fallback := ccproxy.DefaultUpstream
+	if v := strings.TrimSpace(os.Getenv("ANTHROPIC_BASE_URL")); v != "" {
+		fallback = v // the endpoint Claude Code would have used
+	}
+	bin, err := exec.LookPath(c.Claude)
+	if err != nil {
+		return usagef("--claude %s: %v", c.Claude, err)
+	}
+	args := c.Args
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	p, srv, ln, _, err := c.start(a, "127.0.0.1:0", fallback)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	go srv.Serve(ln)
+	u := "http://" + ln.Addr().String()
+
+	cmd := exec.Command(bin, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdin, a.stdout, a.stderr
+	env := []string{}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ANTHROPIC_BASE_URL=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "ANTHROPIC_BASE_URL="+u)
+	// SIGINT reaches Claude Code from the terminal (it interrupts the
+	// model there, it does not end the session): it is not passed on.
+	// SIGTERM sent to ctxstore alone is.
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	defer signal.Stop(term)
+	if err := cmd.Start(); err != nil {
+		srv.Close()
+		return fmt.Errorf("claude: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+wait:
+	for {
+		select {
+		case s := <-term:
+			cmd.Process.Signal(s)
+		case err = <-done:
+			break wait
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	srv.Shutdown(ctx)
+	cancel()
+	report(a.stderr, p)
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if code := ee.ExitCode(); code > 0 {
+			return &exitStatus{code}
+		}
+		return &exitStatus{128 + 15} // ended by a signal
+	}
 	return err
 }

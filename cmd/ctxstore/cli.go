@@ -169,6 +169,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitUsage
 	}
 	if err := kctx.Run(); err != nil {
+		var st *exitStatus
+		if errors.As(err, &st) {
+			return st.code // the child said why
+		}
 		printError(stderr, err)
 		var ue *usageError
 		if errors.As(err, &ue) {

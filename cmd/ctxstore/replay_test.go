@@ -71,6 +71,26 @@ func TestReplayCommand(t *testing.T) {
 	if code := run(context.Background(), []string{"replay", "--warm", "always", path}, strings.NewReader(""), &out, &errb); code != exitUsage {
 		t.Fatalf("--warm always: exit %d", code)
 	}
+
+	// --claude-code-proxy: a Claude Code session replayed through the
+	// proxy, said in the header and the JSON; its warming replaces --warm.
+	out.Reset()
+	code = run(context.Background(), []string{"replay", "--claude-code-proxy", "idle", "--tokenizer", "bytes", "--strategies", "naive,recorded", path}, strings.NewReader(""), &out, &errb)
+	if code != 0 || !strings.Contains(out.String(), "through ctxstore's Claude Code proxy, warming idle (every strategy but recorded)") {
+		t.Fatalf("exit %d: %s\n%s", code, out.String(), errb.String())
+	}
+	out.Reset()
+	code = run(context.Background(), []string{"replay", "--json", "--claude-code-proxy", "off", "--warm", "idle", "--tokenizer", "bytes", "--strategies", "naive", path}, strings.NewReader(""), &out, &errb)
+	got = replayJSON{}
+	if err := json.Unmarshal(out.Bytes(), &got); code != 0 || err != nil {
+		t.Fatalf("exit %d, %v: %s", code, err, errb.String())
+	}
+	if s := got.Sessions[0]; !s.ClaudeCodeProxy || s.Warm != "off" || s.Results[0].Totals.Warms != 0 {
+		t.Fatalf("through the proxy warming off: proxy %v, warm %q, %d warms", s.ClaudeCodeProxy, s.Warm, s.Results[0].Totals.Warms)
+	}
+	if code := run(context.Background(), []string{"replay", "--claude-code-proxy", "always", path}, strings.NewReader(""), &out, &errb); code != exitUsage {
+		t.Fatalf("--claude-code-proxy always: exit %d", code)
+	}
 }
 
 // Issue 20, item 8: replay lists every damaged line of a transcript on
