@@ -99,8 +99,8 @@ type Proxy struct {
 type session struct {
 	id     string
 	gen    int       // counts the agent requests begun; a warm or an answer of an older one acts on nothing
-	last   time.Time // the last agent request's answer, or warm, the cache entry dates from
-	called time.Time // when the last agent request was answered
+	last   time.Time // when the last answered agent request, or warm, was sent: the cache entry dates from it
+	called time.Time // when the last answered agent request was sent
 	paused bool      // a request found the cache cold after the first: the head asks for the hour
 
 	body    []byte      // the last agent request as sent upstream
@@ -215,7 +215,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.forward(w, r, body, nil)
 		return
 	}
-	s, gen, long := p.begin(sid)
+	sent := time.Now()
+	s, gen, long := p.begin(sid, sent)
 	if long {
 		nb, changed, err := longHead(body, req)
 		if err != nil {
@@ -234,7 +235,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.RequestURI()
 	replayable := req.replayable()
 	p.forward(w, r, body, func(o outcome) {
-		p.answered(s, gen, o, body, path, header, replayable)
+		p.answered(s, gen, sent, o, body, path, header, replayable)
 	})
 }
 
@@ -269,7 +270,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, don
 // first) makes the session's head ask for the hour from now on. It
 // returns the session, the request's generation and whether its head
 // asks for the hour.
-func (p *Proxy) begin(sid string) (*session, int, bool) {
+func (p *Proxy) begin(sid string, now time.Time) (*session, int, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats.Requests++
@@ -283,24 +284,25 @@ func (p *Proxy) begin(sid string) (*session, int, bool) {
 		s.timer = nil
 	}
 	s.gen++
-	if !s.last.IsZero() && time.Since(s.last) > p.c.CacheTTL && !s.paused && p.c.HeadTTL > p.c.CacheTTL {
+	if !s.last.IsZero() && now.Sub(s.last) > p.c.CacheTTL && !s.paused && p.c.HeadTTL > p.c.CacheTTL {
 		s.paused = true
 		p.c.Log("session %s: paused %s, past the %s cache: its system prompt and tools are cached for the hour from now on",
-			short(sid), time.Since(s.last).Round(time.Second), p.c.CacheTTL)
+			short(sid), now.Sub(s.last).Round(time.Second), p.c.CacheTTL)
 	}
 	return s, s.gen, s.paused
 }
 
-// answered records the answer to an agent request and, when it completed
-// and no later request began, starts warming its cache entry.
-func (p *Proxy) answered(s *session, gen int, o outcome, body []byte, path string, header http.Header, replayable bool) {
+// answered records the answer to an agent request sent at sent and, when
+// it completed and no later request began, starts warming its cache entry.
+// The entry dates from the request, not from the end of its answer: the
+// provider reads and writes the prompt before it answers.
+func (p *Proxy) answered(s *session, gen int, sent time.Time, o outcome, body []byte, path string, header http.Header, replayable bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if gen != s.gen || !o.Complete {
 		return
 	}
-	now := time.Now()
-	s.last, s.called = now, now
+	s.last, s.called = sent, sent
 	s.body, s.path, s.header = body, path, header
 	s.prompt = o.Usage.prompt()
 	if l := o.Usage.long(); l > 0 {
@@ -323,12 +325,14 @@ func (p *Proxy) answered(s *session, gen int, o outcome, body []byte, path strin
 // one more. Called with p.mu held.
 func (p *Proxy) schedule(s *session) {
 	d := cachewarm.Delay(p.c.CacheTTL)
-	if d == 0 || s.warms >= s.budget || time.Since(s.called)+d > cachewarm.Limit(s.running) {
+	if d == 0 || s.warms >= s.budget || s.last.Add(d).Sub(s.called) > cachewarm.Limit(s.running) {
 		s.body, s.header = nil, nil // the pause warms no more: nothing to send again
 		return
 	}
 	gen := s.gen
-	s.timer = time.AfterFunc(d, func() { p.warm(s, gen) })
+	// Due d after the entry's last read; at once if a long answer (or a
+	// slow warm) took longer than that.
+	s.timer = time.AfterFunc(max(time.Until(s.last.Add(d)), 0), func() { p.warm(s, gen) })
 }
 
 // warm sends the session's last agent request again with its output
@@ -341,6 +345,7 @@ func (p *Proxy) warm(s *session, gen int) {
 		return
 	}
 	body, path, header := s.body, s.path, s.header.Clone()
+	sent := time.Now()
 	s.warms++
 	n, budget := s.warms, s.budget
 	p.wg.Add(1)
@@ -360,7 +365,7 @@ func (p *Proxy) warm(s *session, gen int) {
 	if gen != s.gen {
 		return
 	}
-	s.last = time.Now()
+	s.last = sent
 	p.schedule(s)
 }
 

@@ -25,6 +25,7 @@ type upstream struct {
 	mu     sync.Mutex
 	got    []received
 	answer func(body map[string]any) (usage, string) // the usage and stop reason of an answer
+	slow   time.Duration                              // how long an answer (not a warm's) takes to finish
 }
 
 type received struct {
@@ -69,6 +70,9 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 		send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": "ok"}})
 		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 		send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop}, "usage": map[string]any{"output_tokens": 1}})
+		if req["max_tokens"] != float64(1) {
+			time.Sleep(u.slow)
+		}
 		send("message_stop", map[string]any{"type": "message_stop"})
 		return
 	}
@@ -386,6 +390,25 @@ func TestWarm(t *testing.T) {
 		time.Sleep(4500 * time.Millisecond)
 		if ws := up.warms(); len(ws) != 1 {
 			t.Errorf("%d warm requests, want 1: the head read after the pause leaves 220 tokens to save", len(ws))
+		}
+	})
+	t.Run("a slow answer", func(t *testing.T) {
+		t.Parallel()
+		// The cache entry dates from the request, not the end of its
+		// answer: the first warm is due 2 s after the request, however
+		// long the answer took.
+		up := newUpstream(t)
+		up.slow = 1500 * time.Millisecond
+		px := newProxy(t, up, Config{CacheTTL: ttl, Warm: "idle"})
+		start := time.Now()
+		post(t, px.URL, "/v1/messages", agentBody("s", true, ""), nil)
+		time.Sleep(time.Until(start.Add(2600 * time.Millisecond)))
+		ws := up.warms()
+		if len(ws) != 1 {
+			t.Fatalf("%d warm requests 2.6 s after a request answered in 1.5 s, want 1", len(ws))
+		}
+		if d := ws[0].at.Sub(start); d < 1800*time.Millisecond || d > 2600*time.Millisecond {
+			t.Errorf("the first warm %v after the request, want about 2 s", d)
 		}
 	})
 	// The modes and the requests that are not warmed: one wait for all.
