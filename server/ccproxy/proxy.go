@@ -19,8 +19,10 @@
 //     cachewarm: ski rental), at most an hour while a tool runs, 30
 //     minutes idle.
 //
-// Requests that name no session, side requests (they offer no tools) and
-// every other path pass through untouched.
+// Each conversation of a session (its main thread, each subagent: known by
+// its first message) is kept apart. Requests that name no session, side
+// requests (they offer no tools) and every other path pass through
+// untouched.
 package ccproxy
 
 import (
@@ -95,9 +97,11 @@ type Proxy struct {
 	wg       sync.WaitGroup
 }
 
-// session is what the proxy keeps of one Claude Code session.
+// session is what the proxy keeps of one conversation of a Claude Code
+// session (its main thread, or a subagent: request.conversation).
 type session struct {
-	id     string
+	id     string // the session's id and the conversation's
+	conv   string
 	gen    int       // counts the agent requests begun; a warm or an answer of an older one acts on nothing
 	last   time.Time // when the last answered agent request, or warm, was sent: the cache entry dates from it
 	called time.Time // when the last answered agent request was sent
@@ -216,7 +220,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sent := time.Now()
-	s, gen, long := p.begin(sid, sent)
+	s, gen, long := p.begin(sid, req.conversation(), sent)
 	if long {
 		nb, changed, err := longHead(body, req)
 		if err != nil {
@@ -270,14 +274,15 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, don
 // first) makes the session's head ask for the hour from now on. It
 // returns the session, the request's generation and whether its head
 // asks for the hour.
-func (p *Proxy) begin(sid string, now time.Time) (*session, int, bool) {
+func (p *Proxy) begin(sid, conv string, now time.Time) (*session, int, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats.Requests++
-	s := p.sessions[sid]
+	key := sid + "/" + conv
+	s := p.sessions[key]
 	if s == nil {
-		s = &session{id: sid}
-		p.sessions[sid] = s
+		s = &session{id: sid, conv: conv}
+		p.sessions[key] = s
 	}
 	if s.timer != nil {
 		s.timer.Stop()
@@ -287,7 +292,7 @@ func (p *Proxy) begin(sid string, now time.Time) (*session, int, bool) {
 	if !s.last.IsZero() && now.Sub(s.last) > p.c.CacheTTL && !s.paused && p.c.HeadTTL > p.c.CacheTTL {
 		s.paused = true
 		p.c.Log("session %s: paused %s, past the %s cache: its system prompt and tools are cached for the hour from now on",
-			short(sid), now.Sub(s.last).Round(time.Second), p.c.CacheTTL)
+			s.name(), now.Sub(s.last).Round(time.Second), p.c.CacheTTL)
 	}
 	return s, s.gen, s.paused
 }
@@ -357,11 +362,11 @@ func (p *Proxy) warm(s *session, gen int) {
 	defer p.mu.Unlock()
 	if err != nil {
 		p.stats.WarmsFailed++
-		p.c.Log("session %s: warm request %d of %d failed, warming stops until its next request: %v", short(s.id), n, budget, err)
+		p.c.Log("session %s: warm request %d of %d failed, warming stops until its next request: %v", s.name(), n, budget, err)
 		return
 	}
 	p.stats.Warms++
-	p.c.Log("session %s: warm request %d of %d: %d prompt tokens, %d read from the cache", short(s.id), n, budget, o.Usage.prompt(), o.Usage.CacheRead)
+	p.c.Log("session %s: warm request %d of %d: %d prompt tokens, %d read from the cache", s.name(), n, budget, o.Usage.prompt(), o.Usage.CacheRead)
 	if gen != s.gen {
 		return
 	}
@@ -432,6 +437,10 @@ func writeError(w http.ResponseWriter, status int, typ, msg string) {
 	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}})
 	w.Write(b)
 }
+
+// name is how log lines name a conversation: the session id's first eight
+// characters and the conversation's hash.
+func (s *session) name() string { return short(s.id) + "/" + s.conv[:min(len(s.conv), 6)] }
 
 // short is a session id's first eight characters, for log lines.
 func short(id string) string {

@@ -101,6 +101,17 @@ func (u *upstream) warms() []received {
 	return out
 }
 
+// conversationOf returns the one conversation the proxy keeps of session
+// sid (nil if none; called with p.mu held).
+func (p *Proxy) conversationOf(sid string) *session {
+	for _, s := range p.sessions {
+		if s.id == sid {
+			return s
+		}
+	}
+	return nil
+}
+
 func newProxy(t *testing.T, up *upstream, c Config) *httptest.Server {
 	t.Helper()
 	u, _ := url.Parse(up.srv.URL)
@@ -228,7 +239,7 @@ func TestStreamPassesThrough(t *testing.T) {
 	}
 	time.Sleep(20 * time.Millisecond)
 	p.mu.Lock()
-	s := p.sessions["s1"]
+	s := p.conversationOf("s1")
 	p.mu.Unlock()
 	if s == nil || s.prompt != 1000 || !s.running {
 		t.Fatalf("session state %+v, want a prompt of 1000 tokens, running", s)
@@ -383,7 +394,7 @@ func TestWarm(t *testing.T) {
 		// A pause past the cache: the proxy backdates the session's last
 		// request rather than the test waiting 12 s.
 		p.mu.Lock()
-		p.sessions["h"].last = time.Now().Add(-ttl - time.Second)
+		p.conversationOf("h").last = time.Now().Add(-ttl - time.Second)
 		p.c.Warm = "idle"
 		p.mu.Unlock()
 		post(t, px.URL, "/v1/messages", agentBody("h", true, ""), nil)
@@ -437,6 +448,68 @@ func TestWarm(t *testing.T) {
 		if got := len(tc.up.warms()); got != tc.want {
 			t.Errorf("%s: %d warm requests in 2.5 s, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestConversations checks that a session's conversations (its main
+// thread, a subagent) warm apart: a subagent's requests do not stop the
+// warming of the parent's request that waits on it; the parent's next
+// request, whose first message is the same but for its breakpoint, does.
+func TestConversations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for warm requests (seconds)")
+	}
+	up := newUpstream(t)
+	up.answer = func(req map[string]any) (usage, string) {
+		if strings.Contains(fmt.Sprint(req["messages"]), "subtask") {
+			return usage{Input: 1000}, "end_turn"
+		}
+		return usage{Input: 1000}, "tool_use" // the parent calls the Agent tool
+	}
+	px := newProxy(t, up, Config{CacheTTL: 12 * time.Second}) // running: warms while a tool runs
+	with := func(messages string) string {
+		return strings.Replace(agentBody("c", true, ""), `"messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}]`, `"messages":`+messages, 1)
+	}
+	start := time.Now()
+	post(t, px.URL, "/v1/messages", with(`[{"role":"user","content":[{"type":"text","text":"fix it","cache_control":{"type":"ephemeral"}}]}]`), nil)
+	time.Sleep(500 * time.Millisecond)
+	post(t, px.URL, "/v1/messages", with(`[{"role":"user","content":[{"type":"text","text":"subtask: read the logs","cache_control":{"type":"ephemeral"}}]}]`), nil)
+	time.Sleep(time.Until(start.Add(2500 * time.Millisecond)))
+	ws := up.warms()
+	if len(ws) != 1 || !strings.Contains(string(ws[0].body), "fix it") {
+		t.Fatalf("%d warm requests 2.5 s after the parent's request, want 1 of the parent's (the subagent's answer ended its turn)", len(ws))
+	}
+	// The parent goes on: the same first message, its breakpoint moved to
+	// the last: the same conversation, whose warms restart from it.
+	next := time.Now()
+	post(t, px.URL, "/v1/messages", with(`[{"role":"user","content":[{"type":"text","text":"fix it"}]},`+
+		`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Agent","input":{}}]},`+
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"done","cache_control":{"type":"ephemeral"}}]}]`), nil)
+	time.Sleep(time.Until(next.Add(1500 * time.Millisecond)))
+	if n := len(up.warms()); n != 1 {
+		t.Errorf("%d warm requests: the parent's first request was still warmed after its next began", n)
+	}
+	time.Sleep(time.Until(next.Add(2500 * time.Millisecond)))
+	ws = up.warms()
+	if len(ws) != 2 || !strings.Contains(string(ws[1].body), `"tool_use_id":"t1"`) {
+		t.Errorf("%d warm requests, want the parent's next request warmed", len(ws))
+	}
+}
+
+func TestConversationOf(t *testing.T) {
+	conv := func(messages string) string {
+		r, err := parseRequest([]byte(`{"max_tokens":5,"messages":` + messages + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.conversation()
+	}
+	a := conv(`[{"role":"user","content":[{"type":"text","text":"fix it","cache_control":{"type":"ephemeral"}}]}]`)
+	b := conv(`[{"content":[{"text":"fix it","type":"text"}],"role":"user"},{"role":"assistant","content":"ok"}]`)
+	c := conv(`[{"role":"user","content":[{"type":"text","text":"subtask"}]}]`)
+	d := conv(`[{"role":"user","content":"fix it"}]`)
+	if a == "" || a != b || a == c || a == d || conv(`[]`) != "" {
+		t.Errorf("conversations: %q %q %q %q", a, b, c, d)
 	}
 }
 

@@ -2,6 +2,8 @@ package ccproxy
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -21,6 +23,7 @@ const LongTTLBeta = "extended-cache-ttl-2025-04-11"
 type request struct {
 	MaxTokens int               `json:"max_tokens"`
 	Tools     []json.RawMessage `json:"tools"`
+	Messages  []json.RawMessage `json:"messages"`
 	System    json.RawMessage   `json:"system"`
 	Thinking  *struct {
 		Type string `json:"type"`
@@ -56,6 +59,38 @@ func sessionOf(h http.Header, r *request) string {
 		return ""
 	}
 	return u.SessionID
+}
+
+// conversation names the conversation of a session a request continues:
+// a hash of its first message without breakpoints. Claude Code's main
+// thread keeps its first message for the whole session (until a
+// compaction rewrites it); each subagent begins with its own task. So a
+// subagent's requests do not stop the warming of the parent's last
+// request, which waits on the subagent (the Agent tool) and whose cache
+// would otherwise expire during a long subagent run.
+func (r *request) conversation() string {
+	if len(r.Messages) == 0 {
+		return ""
+	}
+	var m any
+	if json.Unmarshal(r.Messages[0], &m) != nil {
+		return ""
+	}
+	if msg, ok := m.(map[string]any); ok {
+		if blocks, ok := msg["content"].([]any); ok {
+			for _, b := range blocks {
+				if block, ok := b.(map[string]any); ok {
+					delete(block, "cache_control")
+				}
+			}
+		}
+	}
+	b, err := marshal(m) // map keys sorted: the same message hashes alike
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:6])
 }
 
 // agent tells whether a request is one of the agent loop's (it offers
