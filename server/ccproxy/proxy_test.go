@@ -25,7 +25,7 @@ type upstream struct {
 	mu     sync.Mutex
 	got    []received
 	answer func(body map[string]any) (usage, string) // the usage and stop reason of an answer
-	slow   time.Duration                              // how long an answer (not a warm's) takes to finish
+	slow   time.Duration                             // how long an answer (not a warm's) takes to finish
 }
 
 type received struct {
