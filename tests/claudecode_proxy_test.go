@@ -118,9 +118,9 @@ func readRequestLog(t *testing.T, path string) []loggedRequest {
 // 5-second Bash command the proxy sends the request that asked for it
 // again with the output capped at one token, every 2 s for a 12 s cache,
 // otherwise byte for byte the same fields; none once the turn has ended
-// and Claude Code waits. Then, with warming off and a 2 s cache, a
-// session resumed after a pause past the cache has its system prompt's
-// breakpoints ask for the hour, and the requests before the pause do not.
+// and Claude Code waits. Then, with warming off and an 8 s cache, a
+// session resumed after a 9 s pause has its system prompt's breakpoints
+// ask for the hour, and the requests before the pause do not.
 func TestClaudeCodeProxy(t *testing.T) {
 	t.Parallel()
 	cli := claudeCLI(t)
@@ -227,13 +227,14 @@ func TestClaudeCodeProxy(t *testing.T) {
 		t.Errorf("the proxy's report:\n%s", stderr)
 	}
 
-	// The head's lifetime: warming off, a 2 s cache, a 3 s pause.
-	px = startCCProxy(t, m.srv.URL, "--cache-ttl", "2s", "--warm", "off")
+	// The head's lifetime: warming off, an 8 s cache (Claude Code's tool
+	// loop runs within it), a 9 s pause.
+	px = startCCProxy(t, m.srv.URL, "--cache-ttl", "8s", "--warm", "off")
 	before = len(readRequestLog(t, log))
 	res = claude(px.url, "-p", "Run echo once.")
 	sid, _ = res["session_id"].(string)
 	mid := len(readRequestLog(t, log))
-	time.Sleep(3 * time.Second)
+	time.Sleep(9 * time.Second)
 	claude(px.url, "-p", "Run echo once more.", "--resume", sid)
 	reqs = readRequestLog(t, log)
 	long, agentN := 0, 0
@@ -260,7 +261,7 @@ func TestClaudeCodeProxy(t *testing.T) {
 		t.Errorf("%d agent requests, %d of them asking for the hour; want a tool loop before and after the pause", agentN, long)
 	}
 	stderr = px.stop(t)
-	if !strings.Contains(stderr, "past the 2s cache: its system prompt and tools are cached for the hour") {
+	if !strings.Contains(stderr, "past the 8s cache: its system prompt and tools are cached for the hour") {
 		t.Errorf("the proxy did not say the session paused:\n%s", stderr)
 	}
 
@@ -298,7 +299,7 @@ func TestClaudeCodeProxy(t *testing.T) {
 			agentN++
 		}
 	}
-	if m := regexp.MustCompile(`stopped after (\d+) Messages requests`).FindStringSubmatch(errs); m == nil || m[1] != fmt.Sprint(agentN) || agentN < 2 {
+	if m := regexp.MustCompile(`stopped after (\d+) agent requests`).FindStringSubmatch(errs); m == nil || m[1] != fmt.Sprint(agentN) || agentN < 2 {
 		t.Errorf("claude-code run: %d agent requests reached the endpoint; the proxy's report: %s", agentN, errs)
 	}
 	want, _, _ := func() (int, string, string) {

@@ -29,8 +29,8 @@ type ccProxyOptions struct {
 }
 
 // start makes the proxy and listens on addr; fallback is the upstream when
-// --upstream is not given.
-func (o ccProxyOptions) start(a *app, addr, fallback string) (*ccproxy.Proxy, *http.Server, net.Listener, *url.URL, error) {
+// --upstream is not given; log gets the proxy's lines (nil: none).
+func (o ccProxyOptions) start(addr, fallback string, log io.Writer) (*ccproxy.Proxy, *http.Server, net.Listener, *url.URL, error) {
 	raw := o.Upstream
 	if raw == "" {
 		raw = fallback
@@ -43,17 +43,23 @@ func (o ccProxyOptions) start(a *app, addr, fallback string) (*ccproxy.Proxy, *h
 	if o.HeadTTL == "off" {
 		head = -1
 	}
-	p, err := ccproxy.New(ccproxy.Config{Upstream: up, CacheTTL: o.CacheTTL, HeadTTL: head, Warm: o.Warm,
-		Log: func(format string, args ...any) {
-			fmt.Fprintf(a.stderr, "ctxstore claude-code proxy: "+format+"\n", args...)
-		}})
-	if err != nil {
-		return nil, nil, nil, nil, usagef("%v", err)
-	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		p.Close()
 		return nil, nil, nil, nil, err
+	}
+	c := ccproxy.Config{Upstream: up, CacheTTL: o.CacheTTL, HeadTTL: head, Warm: o.Warm}
+	if ta, ok := ln.Addr().(*net.TCPAddr); ok && ta.IP.IsLoopback() {
+		c.LoopbackOnly = true // only this machine's clients, by name too (no DNS rebinding)
+	}
+	if log != nil {
+		c.Log = func(format string, args ...any) {
+			fmt.Fprintf(log, time.Now().Format(time.RFC3339)+" ctxstore claude-code proxy: "+format+"\n", args...)
+		}
+	}
+	p, err := ccproxy.New(c)
+	if err != nil {
+		ln.Close()
+		return nil, nil, nil, nil, usagef("%v", err)
 	}
 	if loops(up, ln.Addr()) {
 		ln.Close()
@@ -87,7 +93,7 @@ func loops(up *url.URL, addr net.Addr) bool {
 // report prints what the proxy did.
 func report(w io.Writer, p *ccproxy.Proxy) {
 	st := p.Stats()
-	fmt.Fprintf(w, "ctxstore claude-code proxy: stopped after %d Messages requests (%d with the head cached for the hour), %d warm requests answered, %d failed\n",
+	fmt.Fprintf(w, "ctxstore claude-code proxy: stopped after %d agent requests of Claude Code sessions (%d with the head cached for the hour), %d warm requests answered, %d failed\n",
 		st.Requests, st.LongHeads, st.Warms, st.WarmsFailed)
 }
 
@@ -100,7 +106,7 @@ type ccProxyCmd struct {
 
 // Run implements claude-code proxy.
 func (c *ccProxyCmd) Run(a *app) error {
-	p, srv, ln, up, err := c.start(a, c.Addr, ccproxy.DefaultUpstream)
+	p, srv, ln, up, err := c.start(c.Addr, ccproxy.DefaultUpstream, a.stderr)
 	if err != nil {
 		return err
 	}
@@ -133,6 +139,7 @@ func (c *ccProxyCmd) Run(a *app) error {
 type ccRunCmd struct {
 	ccProxyOptions
 	Claude string   `name:"claude" default:"claude" env:"CTXSTORE_CLAUDE" placeholder:"PATH" help:"The Claude Code command."`
+	Log    string   `name:"log" placeholder:"FILE" help:"Append the proxy's lines (warm requests, heads cached for the hour) to FILE; by default they are not written, Claude Code having the terminal."`
 	Args   []string `arg:"" optional:"" passthrough:"" help:"Claude Code's arguments (after --)."`
 }
 
@@ -156,7 +163,16 @@ func (c *ccRunCmd) Run(a *app) error {
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
-	p, srv, ln, _, err := c.start(a, "127.0.0.1:0", fallback)
+	var log io.Writer
+	if c.Log != "" {
+		f, err := os.OpenFile(c.Log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return usagef("--log: %v", err)
+		}
+		defer f.Close()
+		log = f
+	}
+	p, srv, ln, _, err := c.start("127.0.0.1:0", fallback, log)
 	if err != nil {
 		return err
 	}
@@ -203,7 +219,10 @@ wait:
 		if code := ee.ExitCode(); code > 0 {
 			return &exitStatus{code}
 		}
-		return &exitStatus{128 + 15} // ended by a signal
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return &exitStatus{128 + int(ws.Signal())} // as a shell says it
+		}
+		return &exitStatus{exitError}
 	}
 	return err
 }

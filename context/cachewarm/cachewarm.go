@@ -75,17 +75,21 @@ func Delay(ttl time.Duration) time.Duration {
 }
 
 // Budget is how many warm requests one pause may send for a prompt of p
-// tokens of which a call after the entry expired would write miss again
-// (p itself for a harness that sends the same prompt again; less when
-// part of it lives longer, a head cached for an hour, or when the next
-// call would drop stale content anyway): ski rental, the warms (a cache
-// read of the prompt and one output token each) costing together no more
-// than the miss would cost beyond a warm call (write·miss - read·p). Write
-// and read are the prices per token of a cache write and a cache read, in
-// base-input tokens (Anthropic: 1.25 and 0.1).
-func Budget(p, miss int, write, read float64) int {
+// tokens, of which a call after the entry expired would write miss again
+// and still read kept from a longer-lived entry (a head cached for an
+// hour); p itself and 0 for a harness that sends the same prompt again,
+// less when the next call would drop stale content anyway. Ski rental: the
+// warms (a cache read of the prompt and one output token each) cost
+// together no more than what they save the next call, the cold call's
+// price less the warm one's: write·miss + read·kept - read·p (with
+// miss = p - kept, (write - read)·miss). Write and read are the prices per
+// token of a cache write and a cache read, in base-input tokens
+// (Anthropic: 1.25 and 0.1).
+func Budget(p, miss, kept int, write, read float64) int {
+	miss = max(min(miss, p), 0)
+	kept = max(min(kept, p-miss), 0)
 	cost := read*float64(p) + OutputPrice
-	save := write*float64(min(miss, p)) - read*float64(p)
+	save := write*float64(miss) + read*float64(kept) - read*float64(p)
 	if cost <= 0 || save <= 0 {
 		return 0
 	}

@@ -35,26 +35,31 @@ func TestDelay(t *testing.T) {
 
 func TestBudget(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		p, miss     int
-		write, read float64
-		want        int
+		name          string
+		p, miss, kept int
+		write, read   float64
+		want          int
 	}{
 		// (1.25-0.1)*40000 / (0.1*40000+5) = 46000/4005
-		{"the whole prompt", 40000, 40000, 1.25, 0.1, 11},
-		// 1.25*10000 - 4000 = 8500 / 4005
-		{"a head cached for an hour", 40000, 10000, 1.25, 0.1, 2},
-		{"a miss no dearer than a warm", 40000, 3000, 1.25, 0.1, 0},
-		{"a miss counted at most the prompt", 40000, 90000, 1.25, 0.1, 11},
-		{"nothing to save", 40000, 40000, 0.1, 0.1, 0},
-		{"OpenAI: no write price", 100000, 100000, 1, 0.1, 8}, // 0.9 / 0.1, less the token
-		{"a small prompt", 1000, 1000, 1.25, 0.1, 10},         // 1150 / 105
-		{"a tiny prompt: the output token dominates", 10, 10, 1.25, 0.1, 1},
-		{"a warm dearer than the rewrite", 4, 4, 1.25, 0.1, 0}, // 4.6 / 5.4
-		{"nothing", 0, 0, 1.25, 0.1, 0},
+		{"the whole prompt", 40000, 40000, 0, 1.25, 0.1, 11},
+		// the head read after the pause: (1.25-0.1)*10000 = 11500 / 4005
+		{"a head cached for an hour", 40000, 10000, 30000, 1.25, 0.1, 2},
+		// Claude Code's attio prompt: 70k, a 57k head: 1.15*13000 / 7005
+		{"a Claude Code head", 70000, 13000, 57000, 1.25, 0.1, 2},
+		// stale content dropped, nothing kept: 1.25*30000 - 4000 = 33500 / 4005
+		{"stale content dropped", 40000, 30000, 0, 1.25, 0.1, 8},
+		{"a miss no dearer than a warm", 40000, 3000, 0, 1.25, 0.1, 0},
+		{"a miss counted at most the prompt", 40000, 90000, 0, 1.25, 0.1, 11},
+		{"kept counted at most what is not missed", 40000, 40000, 40000, 1.25, 0.1, 11},
+		{"nothing to save", 40000, 40000, 0, 0.1, 0.1, 0},
+		{"OpenAI: no write price", 100000, 100000, 0, 1, 0.1, 8}, // 0.9 / 0.1, less the token
+		{"a small prompt", 1000, 1000, 0, 1.25, 0.1, 10},         // 1150 / 105
+		{"a tiny prompt: the output token dominates", 10, 10, 0, 1.25, 0.1, 1},
+		{"a warm dearer than the rewrite", 4, 4, 0, 1.25, 0.1, 0}, // 4.6 / 5.4
+		{"nothing", 0, 0, 0, 1.25, 0.1, 0},
 	} {
-		if got := Budget(tc.p, tc.miss, tc.write, tc.read); got != tc.want {
-			t.Errorf("%s: Budget(%d, %d, %v, %v) = %d, want %d", tc.name, tc.p, tc.miss, tc.write, tc.read, got, tc.want)
+		if got := Budget(tc.p, tc.miss, tc.kept, tc.write, tc.read); got != tc.want {
+			t.Errorf("%s: Budget(%d, %d, %d, %v, %v) = %d, want %d", tc.name, tc.p, tc.miss, tc.kept, tc.write, tc.read, got, tc.want)
 		}
 	}
 }

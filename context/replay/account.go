@@ -153,11 +153,11 @@ type Step struct {
 	// lifetime of an earlier such breakpoint, and written at
 	// LongTTLWritePrice; what follows it keeps the TTL.
 	HeadTTL time.Duration
-	// Expiry, when above 0, is the share of the context's tokens that a
-	// call after the cache expired would write again (ctxstore's
-	// strategies rebase then, dropping stale content); 0 means all of
-	// them. It weighs the warm requests (cachewarm.Budget).
-	Expiry float64
+	// Stale is the tokens of Bytes (the counter's units) that a call after
+	// the cache expired would not send again: ctxstore's strategies rebase
+	// then, dropping their stale content. It weighs the warm requests
+	// (missTokens, cachewarm.Budget).
+	Stale int
 }
 
 // raw is one call measured in the tokenizer's units, before calibration.

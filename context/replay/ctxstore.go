@@ -284,11 +284,9 @@ func (c *Ctxstore) Step(ctx context.Context, in *CallInput) (*Step, error) {
 		st.Breakpoints = piBreakpoints(a.Bytes, c.headLen, a.Stable)
 		st.HeadTTL = a.HeadTTL
 	}
-	if a.Tokens > 0 {
-		// A call after the cache expired rebases: stale content is not
-		// written again (what a warm request would save).
-		st.Expiry = 1 - float64(a.StaleTokens)/float64(a.Tokens)
-	}
+	// A call after the cache expired rebases: stale content is not
+	// written again (what a warm request would save).
+	st.Stale = a.StaleTokens
 	if a.Rebased {
 		c.reasons[a.Reason]++
 		st.Reason = "rebase: " + a.Reason

@@ -860,7 +860,7 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 			// for the last call of the transcript: nothing followed it, so
 			// the agent stopped there and the harness waits (idle).
 			running := len(env.Session.Messages[in.Index].ToolCalls) > 0 && i+1 < len(cs)
-			for _, at := range warmTimes(env.Warm, env.TTL, in.Time, next, running, cachewarm.Budget(c.Context, missTokens(c.Context, step.Expiry, longHeadTokens), wp, rp)) {
+			for _, at := range warmTimes(env.Warm, env.TTL, in.Time, next, running, cachewarm.Budget(c.Context, missTokens(c.Context, env.Calibration.scale(step.Stale), longHeadTokens), longHeadTokens, wp, rp)) {
 				if q != nil {
 					w := *q
 					w.at = at

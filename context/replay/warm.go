@@ -40,13 +40,10 @@ const WarmOutputPrice = cachewarm.OutputPrice
 func checkWarm(mode string) (string, error) { return cachewarm.Check(mode) }
 
 // missTokens is what a call after the cache expired would write again of
-// a context of p tokens, share of it (Step.Expiry; 0: all), less the
-// tokens of a head that lives longer (read then).
-func missTokens(p int, share float64, longHead int) int {
-	if share > 0 && share < 1 {
-		p = int(share * float64(p))
-	}
-	return max(p-longHead, 0)
+// a context of p tokens: less the stale tokens it would drop (Step.Stale,
+// calibrated) and the tokens of a head that lives longer (read then).
+func missTokens(p, stale, longHead int) int {
+	return max(p-max(stale, 0)-longHead, 0)
 }
 
 // warmTimes returns when warm requests are sent after a call made at t

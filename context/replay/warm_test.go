@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/context/cachewarm"
 	"github.com/ctxstore/ctxstore/context/transcript"
 	"github.com/ctxstore/ctxstore/objects/conversation"
 )
@@ -195,22 +196,16 @@ func TestWarmReplay(t *testing.T) {
 }
 
 func TestMissTokens(t *testing.T) {
-	for _, tc := range []struct {
-		p     int
-		share float64
-		long  int
-		want  int
-	}{
+	for _, tc := range []struct{ p, stale, long, want int }{
 		{40000, 0, 0, 40000},     // all of it
-		{40000, 1, 0, 40000},     // all of it, said so
-		{40000, 0.75, 0, 30000},  // stale content is dropped at expiry
+		{40000, 10000, 0, 30000}, // stale content is dropped at expiry
 		{40000, 0, 30000, 10000}, // the head cached for the hour is read
-		{40000, 0.75, 30000, 0},  // nothing left to save
-		{40000, 1.5, 0, 40000},   // a share over 1 is taken as all
-		{40000, 0.5, 50000, 0},   // never below zero
+		{40000, 10000, 30000, 0}, // nothing left to save
+		{40000, -5, 0, 40000},    // no negative staleness
+		{40000, 20000, 30000, 0}, // never below zero
 	} {
-		if got := missTokens(tc.p, tc.share, tc.long); got != tc.want {
-			t.Errorf("missTokens(%d, %v, %d) = %d, want %d", tc.p, tc.share, tc.long, got, tc.want)
+		if got := missTokens(tc.p, tc.stale, tc.long); got != tc.want {
+			t.Errorf("missTokens(%d, %d, %d) = %d, want %d", tc.p, tc.stale, tc.long, got, tc.want)
 		}
 	}
 }
@@ -226,9 +221,10 @@ func TestClaudeCodeProxyReplay(t *testing.T) {
 	cc := warmSession()
 	cc.Format, cc.ID = transcript.FormatClaudeCode, "cc-proxy"
 	// Claude Code's head, its system prompt and tools, is not in the
-	// transcript: the recorded usage says it is about 3,000 tokens more
-	// than the counted context (the calibrated overhead).
-	sent := []int64{4700, 6530, 6540, 6550, 6560}
+	// transcript: the recorded usage says it is about 23,000 tokens more
+	// than the counted context (the calibrated overhead), most of the
+	// prompt, as Claude Code's is.
+	sent := []int64{24700, 26530, 26540, 26550, 26560}
 	for i, k := 0, 0; i < len(cc.Messages); i++ {
 		if cc.Messages[i].Role == conversation.RoleAssistant {
 			cc.Messages[i].Usage = &conversation.Usage{Input: sent[k]}
@@ -273,10 +269,23 @@ func TestClaudeCodeProxyReplay(t *testing.T) {
 	if proxied.Naive.Cost >= plain.Naive.Cost {
 		t.Errorf("the naive baseline through the proxy costs %f, without %f: not priced through it", proxied.Naive.Cost, plain.Naive.Cost)
 	}
-	// The proxy's warming, whatever Warm says.
+	// The proxy's warming, whatever Warm says; once the head lives the
+	// hour, a pause's warms are weighed against the rest of the prompt
+	// (cachewarm.Budget with the head kept). Warming idle bridges the
+	// tool run and the 12-minute pause (two warms); the 40-minute one
+	// outlasts the 30-minute limit (six), so call 4 is the first cold one
+	// and asks for the hour; after it, one warm, not six.
 	warmed := run(cc, Options{ClaudeCodeProxy: WarmIdle, Warm: WarmOff})
 	if warmed.Warm != WarmIdle || warmed.Results[0].Totals.Warms == 0 {
 		t.Errorf("proxy warming idle: report warm %q, %d warms", warmed.Warm, warmed.Results[0].Totals.Warms)
+	}
+	for _, r := range warmed.Results {
+		c := r.Calls
+		head := c[3].WrittenLong
+		want := cachewarm.Budget(c[3].Context, c[3].Context-head, head, WritePrice, ReadPrice)
+		if head == 0 || c[3].Warms != want || want >= 6 || want == 0 || c[1].Warms != 2 || c[2].Warms != 6 {
+			t.Errorf("%s: %d, %d and %d warms after calls 2, 3 and 4 (context %d, head %d), want 2, 6 and %d", r.Strategy, c[1].Warms, c[2].Warms, c[3].Warms, c[3].Context, head, want)
+		}
 	}
 	// A Pi session: not through the proxy.
 	pi := run(warmSession(), Options{ClaudeCodeProxy: WarmIdle, Warm: WarmOff})

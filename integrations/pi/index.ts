@@ -478,21 +478,15 @@ export function warmOrStop(done: number, warmCost: number, missCost: number): "w
 }
 
 /**
- * Anthropic's cache write and read prices over base input (five-minute lifetime): the head cached
- * for the hour is Anthropic's, so are these.
- */
-const WRITE_PRICE = 1.25;
-const READ_PRICE = 0.1;
-
-/**
- * The rewrite a warm saves when the head (headShare of the prompt) is cached for the hour: Pi's
- * missCost prices writing the whole prompt again, less reading it, (w - r)·P; the head is read
- * after the pause all the same, so the saving is w·(P - H) - r·P = missCost·(1 - share·w/(w - r)),
- * never below zero (package cachewarm's Budget, which the replay and the Claude Code proxy use).
+ * The rewrite a warm saves when the head (headShare of the prompt P) is cached for the hour: Pi's
+ * missCost is what a cold next call costs beyond a warm one when it writes the whole prompt,
+ * (w - r)·P; with the head read after the pause all the same, the cold call writes P - H and
+ * reads H, so the saving is (w - r)·(P - H) = missCost·(1 - share) (package cachewarm's Budget,
+ * which the replay and the Claude Code proxy use).
  */
 export function missWithLongHead(missCost: number, headShare: number): number {
   if (!(headShare > 0)) return missCost;
-  return Math.max(0, missCost * (1 - (headShare * WRITE_PRICE) / (WRITE_PRICE - READ_PRICE)));
+  return Math.max(0, missCost * (1 - Math.min(1, headShare)));
 }
 
 /** Fork points seen by session_before_fork, by the session file forked from (this process). */

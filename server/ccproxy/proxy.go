@@ -32,10 +32,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,7 +62,9 @@ const (
 type Config struct {
 	// Upstream is the API the requests go to (DefaultUpstream when nil).
 	Upstream *url.URL
-	// CacheTTL is the prompt cache's lifetime (default 5 minutes).
+	// CacheTTL is the prompt cache's lifetime (default 5 minutes); a
+	// request whose message breakpoint asks for the hour itself (Claude
+	// Code's ENABLE_PROMPT_CACHING_1H) lives an hour.
 	CacheTTL time.Duration
 	// HeadTTL is the lifetime the system prompt's breakpoints ask for once
 	// the session has paused: an hour (the default) or, negative, never
@@ -69,16 +73,20 @@ type Config struct {
 	// Warm is the warming mode (cachewarm: "off", "running", "idle"; ""
 	// means running).
 	Warm string
+	// LoopbackOnly refuses (403) a request whose Host is not a loopback
+	// name or address: a web page's DNS rebinding cannot use the proxy.
+	LoopbackOnly bool
 	// Transport sends the requests (http.DefaultTransport when nil).
 	Transport http.RoundTripper
-	// Log, when set, is told of each session's first long head and of
-	// each warm request (one line each; never a header or a prompt).
+	// Log, when set, is told of each conversation's first long head and
+	// of each warm request (one line each; never a header or a prompt).
+	// It is never called with the proxy's lock held.
 	Log func(format string, args ...any)
 }
 
 // Stats count what a Proxy did.
 type Stats struct {
-	Requests    int `json:"requests"`     // Messages requests passed on
+	Requests    int `json:"requests"`     // agent requests of Claude Code sessions passed on
 	LongHeads   int `json:"long_heads"`   // of them, sent with the system prompt cached for the hour
 	Warms       int `json:"warms"`        // warm requests answered
 	WarmsFailed int `json:"warms_failed"` // warm requests refused or lost (the pause stops warming)
@@ -86,13 +94,15 @@ type Stats struct {
 
 // Proxy is the Claude Code proxy; it is an http.Handler.
 type Proxy struct {
-	c    Config
-	rp   *httputil.ReverseProxy
-	ctx  context.Context
-	stop context.CancelFunc
+	c     Config
+	rp    *httputil.ReverseProxy
+	ctx   context.Context
+	stop  context.CancelFunc
+	limit func(running bool) time.Duration // cachewarm.Limit; shorter in tests
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	pruned   time.Time
 	stats    Stats
 	wg       sync.WaitGroup
 }
@@ -102,14 +112,16 @@ type Proxy struct {
 type session struct {
 	id     string // the session's id and the conversation's
 	conv   string
-	gen    int       // counts the agent requests begun; a warm or an answer of an older one acts on nothing
-	last   time.Time // when the last answered agent request, or warm, was sent: the cache entry dates from it
-	called time.Time // when the last answered agent request was sent
-	paused bool      // a request found the cache cold after the first: the head asks for the hour
+	gen    int           // counts the agent requests begun; a warm or an answer of an older one acts on nothing
+	last   time.Time     // when the last request the provider read (an agent request, a warm) was sent: the cache entry dates from it
+	ttl    time.Duration // the cache entry's lifetime (the last request's)
+	called time.Time     // when the last answered agent request was sent
+	paused bool          // a request found the cache cold after the first: the head asks for the hour
+	logged bool          // the head's hour was said in the log
 
-	body    []byte      // the last agent request as sent upstream
+	body    []byte      // the last agent request as sent upstream, while its pause may warm
 	path    string      // its path and query
-	header  http.Header // its headers
+	header  http.Header // its headers, while its pause may warm
 	prompt  int         // its prompt's tokens (usage)
 	long    int         // the tokens cached for the hour (the head), once written
 	running bool        // its answer asked for a tool
@@ -150,7 +162,7 @@ func New(c Config) (*Proxy, error) {
 	if c.Log == nil {
 		c.Log = func(string, ...any) {}
 	}
-	p := &Proxy{c: c, sessions: map[string]*session{}}
+	p := &Proxy{c: c, sessions: map[string]*session{}, limit: cachewarm.Limit}
 	p.ctx, p.stop = context.WithCancel(context.Background())
 	up := c.Upstream
 	p.rp = &httputil.ReverseProxy{
@@ -191,9 +203,27 @@ func (p *Proxy) Stats() Stats {
 	return p.stats
 }
 
+// loopbackHost tells whether a request's Host names this machine's
+// loopback ("localhost" or a loopback address).
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // ServeHTTP passes a request on; a Messages request of a Claude Code
 // session's agent loop is read (and its head's lifetime set) first.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p.c.LoopbackOnly && !loopbackHost(r.Host) {
+		writeError(w, http.StatusForbidden, "permission_error", fmt.Sprintf("ctxstore claude-code proxy: host %q is not this machine's loopback", r.Host))
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
 		p.rp.ServeHTTP(w, r)
 		return
@@ -216,11 +246,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if sid == "" || !req.agent() {
 		// Not a session's agent request (or not JSON: the API answers
 		// that): passed on as it came.
-		p.forward(w, r, body, nil)
+		p.forward(w, r, body, nil, nil)
 		return
 	}
 	sent := time.Now()
-	s, gen, long := p.begin(sid, req.conversation(), sent)
+	ttl := req.ttl(p.c.CacheTTL)
+	s, gen, long, paused := p.begin(sid, req.conversation(), sent)
+	if paused != "" {
+		p.c.Log("%s", paused)
+	}
 	if long {
 		nb, changed, err := longHead(body, req)
 		if err != nil {
@@ -229,23 +263,30 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if changed {
 			body = nb
-			r.Header.Set("anthropic-beta", withBeta(r.Header.Get("anthropic-beta"), LongTTLBeta))
+			beta := strings.Join(r.Header.Values("anthropic-beta"), ",")
+			r.Header.Set("anthropic-beta", withBeta(beta, LongTTLBeta))
 			p.mu.Lock()
 			p.stats.LongHeads++
+			say := !s.logged
+			s.logged = true
 			p.mu.Unlock()
+			if say {
+				p.c.Log("session %s: paused past the %s cache: its system prompt and tools are cached for the hour from now on", s.name(), ttl)
+			}
 		}
 	}
 	header := r.Header.Clone()
 	path := r.URL.RequestURI()
 	replayable := req.replayable()
-	p.forward(w, r, body, func(o outcome) {
-		p.answered(s, gen, sent, o, body, path, header, replayable)
+	p.forward(w, r, body, func() { p.touched(s, sent) }, func(o outcome) {
+		p.answered(s, gen, sent, ttl, o, body, path, header, replayable)
 	})
 }
 
-// forward passes the request on with body; done, when set, is told what
-// the answer said once it has passed through.
-func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, done func(outcome)) {
+// forward passes the request on with body; read, when set, is told that
+// the provider read the prompt (the answer began), done what the answer
+// said once it has passed through.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, read func(), done func(outcome)) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
@@ -259,7 +300,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, don
 			done(outcome{})
 			return nil
 		}
-		resp.Body = newSniffer(resp.Body, resp.Header.Get("Content-Type"), done)
+		resp.Body = newSniffer(resp.Body, resp.Header.Get("Content-Type"), read, done)
 		return nil
 	}
 	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
@@ -269,15 +310,16 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, don
 	rp.ServeHTTP(w, r)
 }
 
-// begin notes that an agent request of session sid begins: the session's
-// warming stops, and a request that finds the cache cold (after the
-// first) makes the session's head ask for the hour from now on. It
-// returns the session, the request's generation and whether its head
-// asks for the hour.
-func (p *Proxy) begin(sid, conv string, now time.Time) (*session, int, bool) {
+// begin notes that an agent request of conversation conv of session sid
+// begins at now: the conversation's warming stops, and a request that
+// finds the cache cold (after the first) makes its head ask for the hour
+// from now on. It returns the conversation, the request's generation,
+// whether its head asks for the hour, and a log line to write.
+func (p *Proxy) begin(sid, conv string, now time.Time) (*session, int, bool, string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stats.Requests++
+	p.prune(now)
 	key := sid + "/" + conv
 	s := p.sessions[key]
 	if s == nil {
@@ -289,25 +331,59 @@ func (p *Proxy) begin(sid, conv string, now time.Time) (*session, int, bool) {
 		s.timer = nil
 	}
 	s.gen++
-	if !s.last.IsZero() && now.Sub(s.last) > p.c.CacheTTL && !s.paused && p.c.HeadTTL > p.c.CacheTTL {
-		s.paused = true
-		p.c.Log("session %s: paused %s, past the %s cache: its system prompt and tools are cached for the hour from now on",
-			s.name(), now.Sub(s.last).Round(time.Second), p.c.CacheTTL)
+	line := ""
+	ttl := s.ttl
+	if ttl == 0 {
+		ttl = p.c.CacheTTL // no answer yet (its first request was cut off)
 	}
-	return s, s.gen, s.paused
+	if !s.last.IsZero() && now.Sub(s.last) > ttl && !s.paused && p.c.HeadTTL > p.c.CacheTTL {
+		s.paused = true
+		line = fmt.Sprintf("session %s: paused %s, past its %s cache", s.name(), now.Sub(s.last).Round(time.Second), ttl)
+	}
+	return s, s.gen, s.paused, line
+}
+
+// forgetAfter is how long a conversation nobody sends a request for is
+// kept: past the head's hour and the longest warming, the next request is
+// cold whatever the proxy keeps.
+const forgetAfter = 2 * time.Hour
+
+// prune forgets conversations silent for forgetAfter, at most once a
+// minute. Called with p.mu held.
+func (p *Proxy) prune(now time.Time) {
+	if now.Sub(p.pruned) < time.Minute {
+		return
+	}
+	p.pruned = now
+	for k, s := range p.sessions {
+		if s.timer == nil && now.Sub(s.last) > forgetAfter {
+			delete(p.sessions, k)
+		}
+	}
+}
+
+// touched records that the provider read a request of the conversation
+// sent at sent (its answer began): the cache entry dates from it, even if
+// the answer is cut off.
+func (p *Proxy) touched(s *session, sent time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if sent.After(s.last) {
+		s.last = sent
+	}
 }
 
 // answered records the answer to an agent request sent at sent and, when
 // it completed and no later request began, starts warming its cache entry.
 // The entry dates from the request, not from the end of its answer: the
 // provider reads and writes the prompt before it answers.
-func (p *Proxy) answered(s *session, gen int, sent time.Time, o outcome, body []byte, path string, header http.Header, replayable bool) {
+func (p *Proxy) answered(s *session, gen int, sent time.Time, ttl time.Duration, o outcome, body []byte, path string, header http.Header, replayable bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if gen != s.gen || !o.Complete {
 		return
 	}
-	s.last, s.called = sent, sent
+	s.last, s.called, s.ttl = sent, sent, ttl
 	s.body, s.path, s.header = body, path, header
 	s.prompt = o.Usage.prompt()
 	if l := o.Usage.long(); l > 0 {
@@ -316,21 +392,23 @@ func (p *Proxy) answered(s *session, gen int, sent time.Time, o outcome, body []
 	s.running = o.Stop == "tool_use"
 	s.warms, s.budget = 0, 0
 	if !replayable || p.c.Warm == cachewarm.Off || p.c.Warm == cachewarm.Running && !s.running || p.ctx.Err() != nil {
+		s.body, s.header = nil, nil // nothing to send again: the request and its key are not kept
 		return
 	}
-	miss := s.prompt
+	kept := 0
 	if s.paused {
-		miss -= s.long // the head, cached for the hour, is read after the pause all the same
+		kept = s.long // the head, cached for the hour, is read after the pause all the same
 	}
-	s.budget = cachewarm.Budget(s.prompt, miss, writePrice, readPrice)
+	s.budget = cachewarm.Budget(s.prompt, s.prompt-kept, kept, writePrice, readPrice)
 	p.schedule(s)
 }
 
-// schedule arms the session's next warm request, if its pause may send
-// one more. Called with p.mu held.
+// schedule arms the conversation's next warm request, if its pause may
+// send one more; else it drops the request and its headers. Called with
+// p.mu held.
 func (p *Proxy) schedule(s *session) {
-	d := cachewarm.Delay(p.c.CacheTTL)
-	if d == 0 || s.warms >= s.budget || s.last.Add(d).Sub(s.called) > cachewarm.Limit(s.running) {
+	d := cachewarm.Delay(s.ttl)
+	if d == 0 || s.warms >= s.budget || s.last.Add(d).Sub(s.called) > p.limit(s.running) || p.ctx.Err() != nil {
 		s.body, s.header = nil, nil // the pause warms no more: nothing to send again
 		return
 	}
@@ -340,12 +418,12 @@ func (p *Proxy) schedule(s *session) {
 	s.timer = time.AfterFunc(max(time.Until(s.last.Add(d)), 0), func() { p.warm(s, gen) })
 }
 
-// warm sends the session's last agent request again with its output
+// warm sends the conversation's last agent request again with its output
 // capped at one token; an answer renews the cache entry and arms the next
 // warm, a refusal ends the pause's warming.
 func (p *Proxy) warm(s *session, gen int) {
 	p.mu.Lock()
-	if gen != s.gen || p.ctx.Err() != nil {
+	if gen != s.gen || p.ctx.Err() != nil || s.body == nil {
 		p.mu.Unlock()
 		return
 	}
@@ -359,19 +437,43 @@ func (p *Proxy) warm(s *session, gen int) {
 
 	o, err := p.send(body, path, header)
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if err != nil {
 		p.stats.WarmsFailed++
+		if gen == s.gen {
+			s.body, s.header = nil, nil
+		}
+		p.mu.Unlock()
 		p.c.Log("session %s: warm request %d of %d failed, warming stops until its next request: %v", s.name(), n, budget, err)
 		return
 	}
 	p.stats.Warms++
-	p.c.Log("session %s: warm request %d of %d: %d prompt tokens, %d read from the cache", s.name(), n, budget, o.Usage.prompt(), o.Usage.CacheRead)
-	if gen != s.gen {
-		return
+	if gen == s.gen {
+		if sent.After(s.last) {
+			s.last = sent
+		}
+		p.schedule(s)
 	}
-	s.last = sent
-	p.schedule(s)
+	p.mu.Unlock()
+	p.c.Log("session %s: warm request %d of %d: %d prompt tokens, %d read from the cache", s.name(), n, budget, o.Usage.prompt(), o.Usage.CacheRead)
+}
+
+// target is the upstream URL of a request's path and query, as the
+// reverse proxy forms it (httputil.ProxyRequest.SetURL).
+func (p *Proxy) target(pathQuery string) (string, error) {
+	ref, err := url.Parse(pathQuery)
+	if err != nil {
+		return "", err
+	}
+	u := *p.c.Upstream
+	u.Path = singleJoin(u.Path, ref.Path)
+	u.RawPath = ""
+	switch {
+	case u.RawQuery == "":
+		u.RawQuery = ref.RawQuery
+	case ref.RawQuery != "":
+		u.RawQuery += "&" + ref.RawQuery
+	}
+	return u.String(), nil
 }
 
 // send sends a warm request for body and reads its answer.
@@ -382,16 +484,11 @@ func (p *Proxy) send(body []byte, path string, header http.Header) (outcome, err
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, time.Minute)
 	defer cancel()
-	u := *p.c.Upstream
-	ref, err := url.Parse(path)
+	target, err := p.target(path)
 	if err != nil {
 		return outcome{}, err
 	}
-	target := u.ResolveReference(ref)
-	if u.Path != "" && u.Path != "/" {
-		target.Path = singleJoin(u.Path, ref.Path)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(wb))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(wb))
 	if err != nil {
 		return outcome{}, err
 	}
@@ -405,7 +502,7 @@ func (p *Proxy) send(body []byte, path string, header http.Header) (outcome, err
 	}
 	defer resp.Body.Close()
 	var o outcome
-	sn := newSniffer(resp.Body, resp.Header.Get("Content-Type"), func(x outcome) { o = x })
+	sn := newSniffer(resp.Body, resp.Header.Get("Content-Type"), nil, func(x outcome) { o = x })
 	if _, err := io.Copy(io.Discard, sn); err != nil {
 		return outcome{}, err
 	}
@@ -422,9 +519,11 @@ func (p *Proxy) send(body []byte, path string, header http.Header) (outcome, err
 // singleJoin joins two URL paths with one slash between them.
 func singleJoin(a, b string) string {
 	switch {
-	case len(a) > 0 && a[len(a)-1] == '/' && len(b) > 0 && b[0] == '/':
+	case a == "":
+		return b
+	case strings.HasSuffix(a, "/") && strings.HasPrefix(b, "/"):
 		return a + b[1:]
-	case len(a) > 0 && a[len(a)-1] != '/' && (len(b) == 0 || b[0] != '/'):
+	case !strings.HasSuffix(a, "/") && !strings.HasPrefix(b, "/"):
 		return a + "/" + b
 	}
 	return a + b

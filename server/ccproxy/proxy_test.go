@@ -2,6 +2,7 @@ package ccproxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -251,7 +252,7 @@ func TestStreamPassesThrough(t *testing.T) {
 // that request on, with the beta it needs; another session keeps its own.
 func TestLongHead(t *testing.T) {
 	up := newUpstream(t)
-	const ttl = 150 * time.Millisecond // too short to warm (cachewarm.Delay): only the head is tested
+	const ttl = time.Second // too short to warm (cachewarm.Delay): only the head is tested
 	px := newProxy(t, up, Config{CacheTTL: ttl})
 	call := func(session string) received {
 		t.Helper()
@@ -399,8 +400,12 @@ func TestWarm(t *testing.T) {
 		p.mu.Unlock()
 		post(t, px.URL, "/v1/messages", agentBody("h", true, ""), nil)
 		time.Sleep(4500 * time.Millisecond)
-		if ws := up.warms(); len(ws) != 1 {
-			t.Errorf("%d warm requests, want 1: the head read after the pause leaves 220 tokens to save", len(ws))
+		// 2 warms by 4.5 s: (1.25 - 0.1) * 220 / 105; without the head
+		// taken off, 10 (two by 4.5 s as well, and the rest after): so the
+		// test waits for the budget to end.
+		time.Sleep(2500 * time.Millisecond)
+		if ws := up.warms(); len(ws) != 2 {
+			t.Errorf("%d warm requests in 7 s, want 2: the head read after the pause leaves 220 tokens to save", len(ws))
 		}
 	})
 	t.Run("a slow answer", func(t *testing.T) {
@@ -627,16 +632,184 @@ func TestSessionOf(t *testing.T) {
 func TestSnifferJSON(t *testing.T) {
 	var got outcome
 	body := `{"type":"message","stop_reason":"tool_use","usage":{"input_tokens":3,"cache_read_input_tokens":40,"cache_creation_input_tokens":5,"cache_creation":{"ephemeral_1h_input_tokens":5}}}`
-	s := newSniffer(io.NopCloser(strings.NewReader(body)), "application/json", func(o outcome) { got = o })
+	s := newSniffer(io.NopCloser(strings.NewReader(body)), "application/json", nil, func(o outcome) { got = o })
 	out, _ := io.ReadAll(s)
 	s.Close()
 	if string(out) != body || !got.Complete || got.Stop != "tool_use" || got.Usage.prompt() != 48 || got.Usage.long() != 5 {
 		t.Errorf("sniffer: %+v (passed %d bytes)", got, len(out))
 	}
 	// A stream cut before message_stop is not complete.
-	s = newSniffer(io.NopCloser(strings.NewReader("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9}}}\n\n")), "text/event-stream", func(o outcome) { got = o })
+	s = newSniffer(io.NopCloser(strings.NewReader("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9}}}\n\n")), "text/event-stream", nil, func(o outcome) { got = o })
 	io.ReadAll(s)
 	if got.Complete || got.Usage.Input != 9 {
 		t.Errorf("a cut stream: %+v", got)
+	}
+}
+
+// TestKeptState checks what the proxy keeps: a pause that will not warm
+// drops the request and its key; Close stops pending warms; the warming
+// limit ends a pause; a conversation silent past forgetAfter is forgotten.
+func TestKeptState(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for warm requests (seconds)")
+	}
+	const ttl = 12 * time.Second
+	state := func(p *Proxy, sid string) (body []byte, header http.Header, ok bool) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		s := p.conversationOf(sid)
+		if s == nil {
+			return nil, nil, false
+		}
+		return s.body, s.header, true
+	}
+	start := func(t *testing.T, c Config) (*Proxy, *upstream, string) {
+		up := newUpstream(t)
+		u, _ := url.Parse(up.srv.URL)
+		c.Upstream, c.CacheTTL = u, ttl
+		p, err := New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(p)
+		t.Cleanup(func() { srv.Close(); p.Close() })
+		return p, up, srv.URL
+	}
+	t.Run("no warm, nothing kept", func(t *testing.T) {
+		t.Parallel()
+		p, _, px := start(t, Config{}) // running: an answer that ends the turn does not warm
+		post(t, px, "/v1/messages", agentBody("k", true, ""), nil)
+		time.Sleep(20 * time.Millisecond)
+		if body, header, ok := state(p, "k"); !ok || body != nil || header != nil {
+			t.Errorf("kept %d bytes and %d headers of a request that will not be warmed", len(body), len(header))
+		}
+	})
+	t.Run("close", func(t *testing.T) {
+		t.Parallel()
+		p, up, px := start(t, Config{Warm: "idle"})
+		post(t, px, "/v1/messages", agentBody("c", true, ""), nil)
+		p.Close()
+		time.Sleep(2500 * time.Millisecond)
+		if n := len(up.warms()); n != 0 {
+			t.Errorf("%d warm requests after Close", n)
+		}
+	})
+	t.Run("the limit", func(t *testing.T) {
+		t.Parallel()
+		p, up, px := start(t, Config{Warm: "idle"})
+		p.mu.Lock()
+		p.limit = func(bool) time.Duration { return 3 * time.Second } // a warm at 2 s, none at 4 s
+		p.mu.Unlock()
+		post(t, px, "/v1/messages", agentBody("l", true, ""), nil)
+		time.Sleep(4500 * time.Millisecond)
+		if n := len(up.warms()); n != 1 {
+			t.Errorf("%d warm requests within a 3 s limit, want 1", n)
+		}
+		if body, header, _ := state(p, "l"); body != nil || header != nil {
+			t.Errorf("the request is still kept after its pause's last warm")
+		}
+	})
+	t.Run("forgotten", func(t *testing.T) {
+		t.Parallel()
+		p, _, px := start(t, Config{})
+		post(t, px, "/v1/messages", agentBody("old", true, ""), nil)
+		time.Sleep(20 * time.Millisecond)
+		p.mu.Lock()
+		p.conversationOf("old").last = time.Now().Add(-forgetAfter - time.Minute)
+		p.pruned = time.Time{}
+		p.mu.Unlock()
+		post(t, px, "/v1/messages", agentBody("new", true, ""), nil)
+		if _, _, ok := state(p, "old"); ok {
+			t.Errorf("a conversation silent for over %v is still kept", forgetAfter)
+		}
+		if _, _, ok := state(p, "new"); !ok {
+			t.Errorf("the new conversation is not kept")
+		}
+	})
+}
+
+// TestHourLongMessages: a request whose message breakpoint asks for the
+// hour itself (Claude Code's ENABLE_PROMPT_CACHING_1H) leaves an entry
+// that lives an hour: no warm within seconds, and a pause past --cache-ttl
+// is not a cold cache.
+func TestHourLongMessages(t *testing.T) {
+	up := newUpstream(t)
+	u, _ := url.Parse(up.srv.URL)
+	p, err := New(Config{Upstream: u, CacheTTL: time.Second, Warm: "idle"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := httptest.NewServer(p)
+	defer func() { px.Close(); p.Close() }()
+	body := strings.Replace(agentBody("h1", true, ""), `"text":"hi","cache_control":{"type":"ephemeral"}`, `"text":"hi","cache_control":{"type":"ephemeral","ttl":"1h"}`, 1)
+	post(t, px.URL, "/v1/messages", body, nil)
+	time.Sleep(2 * time.Second)
+	post(t, px.URL, "/v1/messages", body, nil)
+	got := up.received()
+	if len(got) != 2 || systemTTLs(t, got[1].body) != "-,5m" {
+		t.Errorf("%d requests; the second's system breakpoints %s: a pause within the hour taken for a cold cache", len(got), systemTTLs(t, got[len(got)-1].body))
+	}
+}
+
+// TestLoopbackOnly: with LoopbackOnly, a request naming another host (a
+// web page's DNS rebinding) is refused; loopback names pass.
+func TestLoopbackOnly(t *testing.T) {
+	up := newUpstream(t)
+	u, _ := url.Parse(up.srv.URL)
+	p, err := New(Config{Upstream: u, LoopbackOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, tc := range []struct {
+		host string
+		want int
+	}{
+		{"evil.example:8788", http.StatusForbidden},
+		{"10.1.2.3:8788", http.StatusForbidden},
+		{"localhost:8788", http.StatusOK},
+		{"127.0.0.1:8788", http.StatusOK},
+		{"[::1]:8788", http.StatusOK},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/v1/messages/count_tokens", strings.NewReader(`{}`))
+		r.Host = tc.host
+		w := httptest.NewRecorder()
+		p.ServeHTTP(w, r)
+		if w.Code != tc.want {
+			t.Errorf("Host %s: %d %s, want %d", tc.host, w.Code, w.Body, tc.want)
+		}
+	}
+}
+
+// TestCutOff: an answer the client stops reading still counts as a read
+// of the prompt: the next request within the cache's lifetime is warm.
+func TestCutOff(t *testing.T) {
+	up := newUpstream(t)
+	up.slow = 3 * time.Second
+	u, _ := url.Parse(up.srv.URL)
+	p, err := New(Config{Upstream: u, CacheTTL: 2 * time.Second, Warm: "off"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := httptest.NewServer(p)
+	defer func() { px.Close(); p.Close() }()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, px.URL+"/v1/messages", strings.NewReader(agentBody("x", true, "")))
+	sent := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	resp.Body.Read(buf) // message_start arrived
+	time.Sleep(100 * time.Millisecond)
+	cancel() // Esc
+	resp.Body.Close()
+	time.Sleep(50 * time.Millisecond)
+	p.mu.Lock()
+	last := p.conversationOf("x").last
+	p.mu.Unlock()
+	if last.IsZero() || last.Sub(sent) > time.Second || sent.Sub(last) > time.Second {
+		t.Errorf("the cut-off request's read at %v, sent at %v", last, sent)
 	}
 }

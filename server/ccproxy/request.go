@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // SessionHeader is the header by which Claude Code names its session in
@@ -91,6 +92,32 @@ func (r *request) conversation() string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:6])
+}
+
+// ttl is the lifetime of the cache entry a request leaves: the hour when
+// a message breakpoint asks for it (Claude Code does with
+// ENABLE_PROMPT_CACHING_1H), else def.
+func (r *request) ttl(def time.Duration) time.Duration {
+	for _, m := range r.Messages {
+		var msg struct {
+			Content json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(m, &msg) != nil || len(msg.Content) == 0 || msg.Content[0] != '[' {
+			continue
+		}
+		var blocks []struct {
+			CacheControl *cacheControl `json:"cache_control"`
+		}
+		if json.Unmarshal(msg.Content, &blocks) != nil {
+			continue
+		}
+		for _, b := range blocks {
+			if b.CacheControl != nil && b.CacheControl.TTL == "1h" {
+				return time.Hour
+			}
+		}
+	}
+	return def
 }
 
 // agent tells whether a request is one of the agent loop's (it offers

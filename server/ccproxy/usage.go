@@ -46,20 +46,30 @@ const maxJSON = 8 << 20
 
 // sniffer passes a response body through and reads its outcome on the
 // way: the usage of a streamed message_start (and message_delta) event or
-// of a JSON message. done is called once, at the end of the body or when
-// it is closed.
+// of a JSON message. read, when set, is called once when the answer shows
+// the provider read the prompt (message_start, or a whole JSON message);
+// done is called once, at the end of the body or when it is closed.
 type sniffer struct {
-	body   io.ReadCloser
-	stream bool
-	buf    bytes.Buffer
-	out    outcome
-	once   sync.Once
-	done   func(outcome)
-	over   bool
+	body     io.ReadCloser
+	stream   bool
+	buf      bytes.Buffer
+	out      outcome
+	once     sync.Once
+	read     func()
+	readOnce sync.Once
+	done     func(outcome)
+	over     bool
 }
 
-func newSniffer(body io.ReadCloser, contentType string, done func(outcome)) *sniffer {
-	return &sniffer{body: body, stream: strings.HasPrefix(contentType, "text/event-stream"), done: done}
+func newSniffer(body io.ReadCloser, contentType string, read func(), done func(outcome)) *sniffer {
+	return &sniffer{body: body, stream: strings.HasPrefix(contentType, "text/event-stream"), read: read, done: done}
+}
+
+// started calls read once.
+func (s *sniffer) started() {
+	if s.read != nil {
+		s.readOnce.Do(s.read)
+	}
 }
 
 func (s *sniffer) Read(p []byte) (int, error) {
@@ -89,6 +99,7 @@ func (s *sniffer) finish() {
 			}
 			if json.Unmarshal(s.buf.Bytes(), &m) == nil && m.Type == "message" {
 				s.out = outcome{Complete: true, Usage: m.Usage, Stop: m.StopReason}
+				s.started()
 			}
 		}
 		s.done(s.out)
@@ -142,6 +153,7 @@ func (s *sniffer) event(line []byte) {
 		if e.Message != nil {
 			s.out.Usage = e.Message.Usage
 		}
+		s.started()
 	case "message_delta":
 		if e.Delta != nil && e.Delta.StopReason != "" {
 			s.out.Stop = e.Delta.StopReason
