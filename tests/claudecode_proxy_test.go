@@ -268,13 +268,13 @@ func TestClaudeCodeProxy(t *testing.T) {
 	// claude-code run: Claude Code through a proxy of its own, forwarding
 	// to the ANTHROPIC_BASE_URL it was given; Claude Code's output and exit
 	// status are the command's.
-	runClaude := func(args ...string) (int, string, string) {
+	runClaude := func(base string, args ...string) (int, string, string) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, ctxstoreBin, append([]string{"claude-code", "run", "--claude", cli, "--"}, args...)...)
 		cmd.Dir = work
-		cmd.Env = append(os.Environ(), "HOME="+home, "ANTHROPIC_BASE_URL="+m.srv.URL, "ANTHROPIC_API_KEY=sk-ant-offline-test",
+		cmd.Env = append(os.Environ(), "HOME="+home, "ANTHROPIC_BASE_URL="+base, "ANTHROPIC_API_KEY=sk-ant-offline-test",
 			"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "CTXSTORE_CLAUDE_CODE_UPSTREAM=")
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -288,20 +288,36 @@ func TestClaudeCodeProxy(t *testing.T) {
 		return code, stdout.String(), stderr.String()
 	}
 	before = len(readRequestLog(t, log))
-	code, out, errs := runClaude("-p", "Run echo once.", "--allowedTools", "Bash", "--output-format", "json")
-	var got map[string]any
-	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || got["result"] != "Done." {
-		t.Fatalf("claude-code run: exit %d, %v: %s\n%s", code, err, out, errs)
-	}
-	agentN = 0
-	for _, r := range readRequestLog(t, log)[before:] {
-		if r.agent {
-			agentN++
+	viaRun := func(base string) {
+		t.Helper()
+		before := len(readRequestLog(t, log))
+		code, out, errs := runClaude(base, "-p", "Run echo once.", "--allowedTools", "Bash", "--output-format", "json")
+		var got map[string]any
+		if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || got["result"] != "Done." {
+			t.Fatalf("claude-code run: exit %d, %v: %s\n%s", code, err, out, errs)
+		}
+		n := 0
+		for _, r := range readRequestLog(t, log)[before:] {
+			if r.agent {
+				n++
+			}
+		}
+		if m := regexp.MustCompile(`stopped after (\d+) agent requests`).FindStringSubmatch(errs); m == nil || m[1] != fmt.Sprint(n) || n < 2 {
+			t.Errorf("claude-code run: %d agent requests reached the endpoint; the proxy's report: %s", n, errs)
 		}
 	}
-	if m := regexp.MustCompile(`stopped after (\d+) agent requests`).FindStringSubmatch(errs); m == nil || m[1] != fmt.Sprint(agentN) || agentN < 2 {
-		t.Errorf("claude-code run: %d agent requests reached the endpoint; the proxy's report: %s", agentN, errs)
+	viaRun(m.srv.URL)
+	// Claude Code's settings set ANTHROPIC_BASE_URL (they win over the
+	// environment, here a dead address): run forwards to theirs, and its
+	// own --settings puts the proxy in front all the same.
+	if err := os.MkdirAll(filepath.Join(home, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
 	}
+	settings, _ := json.Marshal(map[string]any{"env": map[string]string{"ANTHROPIC_BASE_URL": m.srv.URL}})
+	if err := os.WriteFile(filepath.Join(home, ".claude", "settings.json"), settings, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	viaRun("http://127.0.0.1:9")
 	want, _, _ := func() (int, string, string) {
 		cmd := exec.Command(cli, "--no-such-flag")
 		cmd.Env = append(os.Environ(), "HOME="+home)
@@ -311,7 +327,7 @@ func TestClaudeCodeProxy(t *testing.T) {
 		}
 		return 0, "", ""
 	}()
-	if code, _, errs := runClaude("--no-such-flag"); code != want || want == 0 {
+	if code, _, errs := runClaude(m.srv.URL, "--no-such-flag"); code != want || want == 0 {
 		t.Errorf("claude-code run with a bad Claude Code flag: exit %d, Claude Code's own %d\n%s", code, want, errs)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -143,6 +144,34 @@ type ccRunCmd struct {
 	Args   []string `arg:"" optional:"" passthrough:"" help:"Claude Code's arguments (after --)."`
 }
 
+// claudeBaseURL returns the ANTHROPIC_BASE_URL Claude Code would use
+// here: the env of its settings files in their order of precedence
+// (managed, the project's local and shared settings, the user's), else the
+// environment's; "" when none sets it.
+func claudeBaseURL() string {
+	var files []string
+	files = append(files, "/etc/claude-code/managed-settings.json")
+	if wd, err := os.Getwd(); err == nil {
+		files = append(files, filepath.Join(wd, ".claude", "settings.local.json"), filepath.Join(wd, ".claude", "settings.json"))
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		files = append(files, filepath.Join(home, ".claude", "settings.json"))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var st struct {
+			Env map[string]string `json:"env"`
+		}
+		if json.Unmarshal(b, &st) == nil && strings.TrimSpace(st.Env["ANTHROPIC_BASE_URL"]) != "" {
+			return strings.TrimSpace(st.Env["ANTHROPIC_BASE_URL"])
+		}
+	}
+	return strings.TrimSpace(os.Getenv("ANTHROPIC_BASE_URL"))
+}
+
 // exitStatus makes run exit with a status of its own, saying nothing
 // more (Claude Code said what went wrong).
 type exitStatus struct{ code int }
@@ -152,7 +181,7 @@ func (e *exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.cod
 // Run implements claude-code run.
 func (c *ccRunCmd) Run(a *app) error {
 	fallback := ccproxy.DefaultUpstream
-	if v := strings.TrimSpace(os.Getenv("ANTHROPIC_BASE_URL")); v != "" {
+	if v := claudeBaseURL(); v != "" {
 		fallback = v // the endpoint Claude Code would have used
 	}
 	bin, err := exec.LookPath(c.Claude)
@@ -162,6 +191,12 @@ func (c *ccRunCmd) Run(a *app) error {
 	args := c.Args
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
+	}
+	own := true
+	for _, a := range args {
+		if a == "--settings" || strings.HasPrefix(a, "--settings=") {
+			own = false // the person's own --settings: ours would conflict (docs/claude-code.md)
+		}
 	}
 	var log io.Writer
 	if c.Log != "" {
@@ -180,6 +215,12 @@ func (c *ccRunCmd) Run(a *app) error {
 	go srv.Serve(ln)
 	u := "http://" + ln.Addr().String()
 
+	if own {
+		// Claude Code's settings files may set ANTHROPIC_BASE_URL in their
+		// env, which wins over the environment; --settings wins over them.
+		b, _ := json.Marshal(map[string]any{"env": map[string]string{"ANTHROPIC_BASE_URL": u}})
+		args = append([]string{"--settings", string(b)}, args...)
+	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = a.stdin, a.stdout, a.stderr
 	env := []string{}
