@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/ctxstore/ctxstore/internal/jsontext"
 )
 
 // SessionHeader is the header by which Claude Code names its session in
@@ -86,7 +88,7 @@ func (r *request) conversation() string {
 			}
 		}
 	}
-	b, err := marshal(m) // map keys sorted: the same message hashes alike
+	b, err := jsontext.Marshal(m) // map keys sorted: the same message hashes alike
 	if err != nil {
 		return ""
 	}
@@ -180,7 +182,7 @@ func longHead(body []byte, r *request) ([]byte, bool, error) {
 	if !changed {
 		return body, false, nil
 	}
-	sys, err := marshal(blocks)
+	sys, err := jsontext.Marshal(blocks)
 	if err != nil {
 		return nil, false, err
 	}
@@ -201,19 +203,7 @@ func setField(body []byte, name string, raw json.RawMessage) ([]byte, error) {
 		return nil, err
 	}
 	top[name] = raw
-	return marshal(top)
-}
-
-// marshal encodes v without escaping HTML characters: the prompt's text
-// goes out as Claude Code wrote it.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return jsontext.Marshal(top)
 }
 
 // withBeta returns an anthropic-beta header value that includes beta.

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ctxstore/ctxstore/internal/jsontext"
 	"github.com/ctxstore/ctxstore/objects/conversation"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
@@ -357,7 +357,7 @@ func (s *Server) context(q *request) (any, error) {
 		return w.Messages()
 	}
 	for i, m := range toPiFrom(ms, &l.pi.conv, all) {
-		if enc[i], err = marshal(m); err != nil {
+		if enc[i], err = jsontext.Marshal(m); err != nil {
 			return nil, err
 		}
 		if from+i >= reuse {
@@ -383,17 +383,6 @@ func (s *Server) context(q *request) (any, error) {
 	}
 	l.pi.lastCall, l.pi.lastFrom, l.pi.lastSums, l.pi.lastStable, l.pi.lastModel, l.pi.lastN = c.N, reuse, sums, c.Stable, model, n
 	return resp, nil
-}
-
-// marshal encodes v as JSON without HTML escaping and without a newline.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }
 
 // compactionSummary returns the summary of a compaction the harness

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/ctxstore/ctxstore/internal/jsontext"
 	"github.com/ctxstore/ctxstore/objects/conversation"
 	"github.com/ctxstore/ctxstore/objects/events"
 )
@@ -228,7 +229,7 @@ func builtins() []*Format {
 				if msgs == nil {
 					msgs = []conversation.Message{}
 				}
-				return marshal(msgs)
+				return jsontext.Marshal(msgs)
 			},
 			Count: func(b []byte) int64 { m, _ := decodeConversation(b); return int64(len(m)) },
 		},
@@ -265,16 +266,6 @@ func builtins() []*Format {
 			Concat:     concatJSONArrays,
 		},
 	}
-}
-
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
 func decodeConversation(b []byte) ([]conversation.Message, error) {
@@ -371,7 +362,7 @@ func encodeNarrative(evs []events.Event) ([]byte, error) {
 		case events.Thinking:
 			fmt.Fprintf(&b, "## Assistant (thinking)\n\n%s\n\n", e.Text)
 		case events.ToolCall:
-			in, _ := marshal(e.Tool.Input)
+			in, _ := jsontext.Marshal(e.Tool.Input)
 			fmt.Fprintf(&b, "## Tool call %s (%s)\n\n%s\n\n", e.Tool.Name, e.Tool.ID, in)
 		case events.ToolResult:
 			status := ""

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"unicode/utf8"
 
+	"github.com/ctxstore/ctxstore/internal/jsontext"
 	"github.com/ctxstore/ctxstore/objects/events"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -297,7 +298,7 @@ func rawArtifacts(parts []part) ([]byte, error) {
 		}
 		arr[i] = e
 	}
-	return marshal(arr)
+	return jsontext.Marshal(arr)
 }
 
 // walker reads chains with few store reads: a commit's session's commits
