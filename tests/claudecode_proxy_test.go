@@ -261,7 +261,7 @@ func TestClaudeCodeProxy(t *testing.T) {
 		t.Errorf("%d agent requests, %d of them asking for the hour; want a tool loop before and after the pause", agentN, long)
 	}
 	stderr = px.stop(t)
-	if !strings.Contains(stderr, "past the 8s cache: its system prompt and tools are cached for the hour") {
+	if !strings.Contains(stderr, "past its 8s cache") || !strings.Contains(stderr, "its system prompt and tools are cached for the hour from now on") {
 		t.Errorf("the proxy did not say the session paused:\n%s", stderr)
 	}
 

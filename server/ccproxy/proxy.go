@@ -122,7 +122,6 @@ type session struct {
 	body    []byte      // the last agent request as sent upstream, while its pause may warm
 	path    string      // its path and query
 	header  http.Header // its headers, while its pause may warm
-	prompt  int         // its prompt's tokens (usage)
 	long    int         // the tokens cached for the hour (the head), once written
 	running bool        // its answer asked for a tool
 	warms   int         // warm requests sent in this pause
@@ -271,7 +270,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.logged = true
 			p.mu.Unlock()
 			if say {
-				p.c.Log("session %s: paused past the %s cache: its system prompt and tools are cached for the hour from now on", s.name(), ttl)
+				p.c.Log("session %s: its system prompt and tools are cached for the hour from now on", s.name())
 			}
 		}
 	}
@@ -385,7 +384,6 @@ func (p *Proxy) answered(s *session, gen int, sent time.Time, ttl time.Duration,
 	}
 	s.last, s.called, s.ttl = sent, sent, ttl
 	s.body, s.path, s.header = body, path, header
-	s.prompt = o.Usage.prompt()
 	if l := o.Usage.long(); l > 0 {
 		s.long = l
 	}
@@ -399,7 +397,8 @@ func (p *Proxy) answered(s *session, gen int, sent time.Time, ttl time.Duration,
 	if s.paused {
 		kept = s.long // the head, cached for the hour, is read after the pause all the same
 	}
-	s.budget = cachewarm.Budget(s.prompt, s.prompt-kept, kept, writePrice, readPrice)
+	prompt := o.Usage.prompt()
+	s.budget = cachewarm.Budget(prompt, prompt-kept, kept, writePrice, readPrice)
 	p.schedule(s)
 }
 

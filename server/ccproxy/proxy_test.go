@@ -222,7 +222,7 @@ func TestStreamPassesThrough(t *testing.T) {
 		return usage{Input: 7, CacheRead: 900, CacheWrite: 93}, "tool_use"
 	}
 	u, _ := url.Parse(up.srv.URL)
-	p, err := New(Config{Upstream: u, Warm: "off"})
+	p, err := New(Config{Upstream: u}) // warming while a tool runs: the budget is read from the usage
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,10 +240,11 @@ func TestStreamPassesThrough(t *testing.T) {
 	}
 	time.Sleep(20 * time.Millisecond)
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	s := p.conversationOf("s1")
-	p.mu.Unlock()
-	if s == nil || s.prompt != 1000 || !s.running {
-		t.Fatalf("session state %+v, want a prompt of 1000 tokens, running", s)
+	// A prompt of 7 + 900 + 93 tokens: (1.25 - 0.1) * 1000 / 105 warms.
+	if s == nil || s.budget != 10 || !s.running {
+		t.Fatalf("session state %+v, want a budget of 10 warms, running", s)
 	}
 }
 
@@ -811,5 +812,27 @@ func TestCutOff(t *testing.T) {
 	p.mu.Unlock()
 	if last.IsZero() || last.Sub(sent) > time.Second || sent.Sub(last) > time.Second {
 		t.Errorf("the cut-off request's read at %v, sent at %v", last, sent)
+	}
+}
+
+func TestRequestTTL(t *testing.T) {
+	const def = 5 * time.Minute
+	for _, tc := range []struct {
+		messages string
+		want     time.Duration
+	}{
+		{`[{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral","ttl":"1h"}}]}]`, time.Hour},
+		{`[{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral","ttl":"1h"}}]},{"role":"assistant","content":"b"},{"role":"user","content":[{"type":"text","text":"c"}]}]`, time.Hour},
+		{`[{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral","ttl":"1h"}}]},{"role":"user","content":[{"type":"text","text":"c","cache_control":{"type":"ephemeral"}}]}]`, def},
+		{`[{"role":"user","content":"a"}]`, def},
+		{`[]`, def},
+	} {
+		r, err := parseRequest([]byte(`{"max_tokens":5,"messages":` + tc.messages + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.ttl(def); got != tc.want {
+			t.Errorf("ttl(%s) = %v, want %v", tc.messages, got, tc.want)
+		}
 	}
 }

@@ -97,14 +97,15 @@ func (r *request) conversation() string {
 }
 
 // ttl is the lifetime of the cache entry a request leaves: the hour when
-// a message breakpoint asks for it (Claude Code does with
-// ENABLE_PROMPT_CACHING_1H), else def.
+// its last message breakpoint asks for it (Claude Code does with
+// ENABLE_PROMPT_CACHING_1H), else def. Messages are read from the last
+// back to the first that carries a breakpoint: usually only the last one.
 func (r *request) ttl(def time.Duration) time.Duration {
-	for _, m := range r.Messages {
+	for i := len(r.Messages) - 1; i >= 0; i-- {
 		var msg struct {
 			Content json.RawMessage `json:"content"`
 		}
-		if json.Unmarshal(m, &msg) != nil || len(msg.Content) == 0 || msg.Content[0] != '[' {
+		if json.Unmarshal(r.Messages[i], &msg) != nil || len(msg.Content) == 0 || msg.Content[0] != '[' {
 			continue
 		}
 		var blocks []struct {
@@ -113,9 +114,12 @@ func (r *request) ttl(def time.Duration) time.Duration {
 		if json.Unmarshal(msg.Content, &blocks) != nil {
 			continue
 		}
-		for _, b := range blocks {
-			if b.CacheControl != nil && b.CacheControl.TTL == "1h" {
-				return time.Hour
+		for j := len(blocks) - 1; j >= 0; j-- {
+			if cc := blocks[j].CacheControl; cc != nil {
+				if cc.TTL == "1h" {
+					return time.Hour
+				}
+				return def
 			}
 		}
 	}
