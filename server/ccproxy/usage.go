@@ -133,8 +133,8 @@ func (s *sniffer) feed(p []byte) {
 // event reads one line of a server-sent event stream.
 func (s *sniffer) event(line []byte) {
 	data, ok := bytes.CutPrefix(line, []byte("data:"))
-	if !ok {
-		return
+	if !ok || !bytes.Contains(data, []byte(`"message_`)) {
+		return // the many content deltas are not decoded
 	}
 	var e struct {
 		Type    string `json:"type"`
