@@ -19,7 +19,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ctxstore/ctxstore/bitemporal"
-	"github.com/ctxstore/ctxstore/context/importer"
+	"github.com/ctxstore/ctxstore/harness/importer"
 	"github.com/ctxstore/ctxstore/internal/datasets"
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxstore/ctxstore/context/harness/claudecode"
-	"github.com/ctxstore/ctxstore/context/transcript"
+	"github.com/ctxstore/ctxstore/harness/claudecode"
+	"github.com/ctxstore/ctxstore/harness/transcript"
 	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
 )
 

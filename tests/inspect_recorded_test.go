@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ctxstore/ctxstore/context/inspect/inspecttest"
+	"github.com/ctxstore/ctxstore/explain/inspect/inspecttest"
 	"github.com/ctxstore/ctxstore/internal/datasets"
 )
 

@@ -108,7 +108,7 @@ var coveredElsewhere = map[string]string{
 	"openclaw plugins install -l /path/to/ctxstore/integrations/openclaw --force --accept-capabilities": "tests/openclaw_test.go installs the plugin with this command",
 	`openclaw agent --local --session-id demo --message "read README.md"`:                               "tests/openclaw_test.go runs openclaw agent --local turns against a scripted model",
 	"claude mcp add ctxstore -- /path/to/ctxstore/bin/ctxstore --store /path/to/store.db mcp":           "tests/claudecode_mcp_test.go runs the real Claude Code CLI with ctxstore mcp as an MCP server",
-	"ctxstore claude-code install --dry-run":                                                            "context/harness/claudecode/hooks tests the diff on real settings files",
+	"ctxstore claude-code install --dry-run":                                                            "integrations/claudecode/hooks tests the diff on real settings files",
 	"ctxstore claude-code install":                                                                      "tests/claudecode_live_test.go installs into a project and runs the real Claude Code CLI",
 	"ctxstore claude-code uninstall":                                                                    "tests/claudecode_live_test.go uninstalls after the session",
 	"ctxstore claude-code run -- --model opus":                                                          "tests/claudecode_proxy_test.go runs the real Claude Code CLI through claude-code run (and through claude-code proxy), offline against a scripted Messages endpoint",

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/ctxstore/ctxstore/bitemporal"
-	"github.com/ctxstore/ctxstore/context/harness/claudecode/hooks"
+	"github.com/ctxstore/ctxstore/integrations/claudecode/hooks"
 	"github.com/ctxstore/ctxstore/store"
 )
 

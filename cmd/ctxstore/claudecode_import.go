@@ -16,8 +16,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ctxstore/ctxstore/context/harness/claudecode/hooks"
-	"github.com/ctxstore/ctxstore/context/importer"
+	"github.com/ctxstore/ctxstore/harness/importer"
+	"github.com/ctxstore/ctxstore/integrations/claudecode/hooks"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -58,7 +58,7 @@ func missingTranscript(c hooks.Checkpoint, i int, p string) (bool, error) {
 }
 
 // importCheckpoint brings the checkpoint's transcripts into st with the
-// transcript import (context/importer, docs/import.md): the session's
+// transcript import (harness/importer, docs/import.md): the session's
 // transcript first (a subagent's chain forks from the commit that spawned
 // it), then the subagent's, then, on catch-up events, every subagent
 // transcript of the session. Each import adds only what the file gained

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctxstore/ctxstore/context/harness/sweagent"
-	"github.com/ctxstore/ctxstore/context/importer"
+	"github.com/ctxstore/ctxstore/harness/importer"
+	"github.com/ctxstore/ctxstore/harness/sweagent"
 	"github.com/ctxstore/ctxstore/sync/versionlog"
 )
 

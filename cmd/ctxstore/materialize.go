@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ctxstore/ctxstore/context/harness/claudecode"
-	_ "github.com/ctxstore/ctxstore/context/harness/pi" // pi-v3's codec
+	"github.com/ctxstore/ctxstore/harness/claudecode"
+	_ "github.com/ctxstore/ctxstore/harness/pi" // pi-v3's codec
 	"github.com/ctxstore/ctxstore/objects/events"
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"

@@ -14,9 +14,9 @@ import (
 
 	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/context/assemble"
-	"github.com/ctxstore/ctxstore/context/replay"
 	"github.com/ctxstore/ctxstore/context/tokens"
-	"github.com/ctxstore/ctxstore/context/transcript"
+	"github.com/ctxstore/ctxstore/eval/replay"
+	"github.com/ctxstore/ctxstore/harness/transcript"
 	"github.com/ctxstore/ctxstore/store"
 )
 

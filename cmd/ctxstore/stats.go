@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ctxstore/ctxstore/context/stats"
+	"github.com/ctxstore/ctxstore/explain/stats"
 	"github.com/ctxstore/ctxstore/session/commits"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ctxstore/ctxstore/bitemporal"
-	"github.com/ctxstore/ctxstore/context/stats"
+	"github.com/ctxstore/ctxstore/explain/stats"
 	"github.com/ctxstore/ctxstore/objects/events"
 	"github.com/ctxstore/ctxstore/session/commits"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ctxstore/ctxstore/context/recall"
-	"github.com/ctxstore/ctxstore/context/transcript"
+	"github.com/ctxstore/ctxstore/harness/transcript"
 	datasetdir "github.com/ctxstore/ctxstore/internal/datasets"
 	"github.com/ctxstore/ctxstore/internal/storetestenv"
 	"github.com/ctxstore/ctxstore/objects"

@@ -5,7 +5,7 @@
 //
 // The engine stays thin, as the Pi extension does (integrations/pi/index.ts): OpenClaw's messages
 // are pi-agent-core AgentMessages, the shape Pi sends, so they go through the one Pi converter of
-// the service (context/harness/pi); the session is opened with harness "openclaw".
+// the service (harness/pi); the session is opened with harness "openclaw".
 //
 //   assemble     PUT /v1/sessions/{sid} once per process (cwd: the workspace; no system prompt of
 //                its own; the head, below), then POST /v1/sessions/{sid}/context with the history

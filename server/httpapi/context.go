@@ -14,9 +14,9 @@ import (
 	"github.com/ctxstore/ctxstore/objects/conversation"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
-	"github.com/ctxstore/ctxstore/context/harness"
-	"github.com/ctxstore/ctxstore/context/harness/pi"
 	"github.com/ctxstore/ctxstore/context/ingest"
+	"github.com/ctxstore/ctxstore/harness"
+	"github.com/ctxstore/ctxstore/harness/pi"
 )
 
 // ContextRequest is the body of POST /v1/sessions/{sid}/context: the
@@ -104,7 +104,7 @@ type ContextResponse struct {
 	Converted *Converted `json:"converted,omitempty"`
 }
 
-// Converted says what the Pi converter (context/harness/pi, the transcript
+// Converted says what the Pi converter (harness/pi, the transcript
 // reader's too) set aside of a log. Unknown roles and content blocks are
 // skipped and counted, never refused: a Pi release that adds a role must
 // not switch ctxstore off.

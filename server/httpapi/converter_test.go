@@ -16,7 +16,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/files"
 	"github.com/ctxstore/ctxstore/context/ingest"
 	"github.com/ctxstore/ctxstore/context/runtime"
-	"github.com/ctxstore/ctxstore/context/transcript"
+	"github.com/ctxstore/ctxstore/harness/transcript"
 	"github.com/ctxstore/ctxstore/session"
 )
 

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/ctxstore/ctxstore/context/importer"
+	"github.com/ctxstore/ctxstore/harness/importer"
 )
 
 // importTypes are what POST /v1/import reads: JSON naming a path, or one

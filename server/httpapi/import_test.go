@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ctxstore/ctxstore/context/importer"
+	"github.com/ctxstore/ctxstore/harness/importer"
 )
 
 const importLines = `{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s-http","timestamp":"2025-01-01T00:00:00Z","message":{"role":"user","content":"hello"}}

@@ -4,10 +4,10 @@ import (
 	"fmt"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
-	"github.com/ctxstore/ctxstore/context/harness/pi"
+	"github.com/ctxstore/ctxstore/harness/pi"
 )
 
-// Pi's messages come in through the one Pi converter (context/harness/pi),
+// Pi's messages come in through the one Pi converter (harness/pi),
 // the transcript reader's too; what goes back out to Pi (the assembled
 // context in Pi's message shape) is written here.
 

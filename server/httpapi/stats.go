@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ctxstore/ctxstore/context/stats"
+	"github.com/ctxstore/ctxstore/explain/stats"
 )
 
 // stats is GET /v1/stats: session analytics from the context commits

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/ctxstore/ctxstore/context/harness/pi"
 	"github.com/ctxstore/ctxstore/context/tools"
+	"github.com/ctxstore/ctxstore/harness/pi"
 	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -172,7 +172,7 @@ type ObserveRequest struct {
 	Output *string `json:"output,omitempty"`
 	// Content, instead of Output, is the result as Pi's content blocks
 	// (text and image), as Pi's tool_result event hands them: the Pi
-	// converter (context/harness/pi) makes the text, so an image gets the
+	// converter (harness/pi) makes the text, so an image gets the
 	// same note here as in the context call and the transcript reader.
 	Content json.RawMessage `json:"content,omitempty"`
 	IsError bool            `json:"is_error,omitempty"`

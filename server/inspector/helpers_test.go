@@ -14,7 +14,7 @@ import (
 
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/files"
-	"github.com/ctxstore/ctxstore/context/inspect/inspecttest"
+	"github.com/ctxstore/ctxstore/explain/inspect/inspecttest"
 	"github.com/ctxstore/ctxstore/internal/storetestenv"
 	"github.com/ctxstore/ctxstore/objects/events"
 	"github.com/ctxstore/ctxstore/server/httpapi"

@@ -1,5 +1,5 @@
 // Package inspector is the web inspector (issue 14 item 3;
-// docs/inspector.md): read-only HTML pages over context/inspect, served by
+// docs/inspector.md): read-only HTML pages over explain/inspect, served by
 // `ctxstore serve` on the API's address under /inspect/. Sessions with
 // their names; a session's timeline of calls as an SVG chart; a call's
 // exact context block by block and its diff against any other call; the
@@ -28,7 +28,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctxstore/ctxstore/context/inspect"
+	"github.com/ctxstore/ctxstore/explain/inspect"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -49,7 +49,7 @@ type Options struct {
 	// error answers 401 with the login form. Nil grants everything (for a
 	// server without tokens, which CheckBind keeps on loopback).
 	Authorize func(*http.Request) (Grant, error)
-	// Prices and TTL are the cost model (context/inspect).
+	// Prices and TTL are the cost model (explain/inspect).
 	Prices inspect.Prices
 	TTL    time.Duration
 	// Prefix is where the pages live (default "/inspect").

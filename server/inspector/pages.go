@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ctxstore/ctxstore/context/inspect"
+	"github.com/ctxstore/ctxstore/explain/inspect"
 	"github.com/ctxstore/ctxstore/objects"
 )
 

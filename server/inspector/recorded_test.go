@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ctxstore/ctxstore/context/importer"
-	"github.com/ctxstore/ctxstore/context/inspect/inspecttest"
+	"github.com/ctxstore/ctxstore/explain/inspect/inspecttest"
+	"github.com/ctxstore/ctxstore/harness/importer"
 	"github.com/ctxstore/ctxstore/internal/datasets"
 	"github.com/ctxstore/ctxstore/internal/storetestenv"
 	"github.com/ctxstore/ctxstore/server/inspector"

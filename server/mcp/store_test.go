@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/ctxstore/ctxstore/bitemporal"
-	"github.com/ctxstore/ctxstore/context/importer"
+	"github.com/ctxstore/ctxstore/harness/importer"
 	"github.com/ctxstore/ctxstore/internal/datasets"
 )
 

@@ -11,7 +11,7 @@ import (
 // ListCommits returns the context commits of the given sessions (all
 // sessions when none is given), parents before children: by session, then
 // depth, then creation time, then id. One query, without the contents
-// (Content reads them). Analytics (context/stats) walk the chains from
+// (Content reads them). Analytics (explain/stats) walk the chains from
 // here; a caller limited to some sessions passes them, and no commit of
 // another session is read.
 func (s *Service) ListCommits(ctx context.Context, sessions []string) ([]*Commit, error) {

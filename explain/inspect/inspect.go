@@ -1,0 +1,101 @@
+// Package inspect is the read model for seeing what a model saw (issue 14):
+// the sessions of a store, each session's calls with their sizes, cached
+// share, cost and cache-break attribution, a call's exact context labelled
+// block by block, the difference between two calls, and an object's
+// history on both time axes with the calls that showed each version.
+//
+// Everything is computed from what the store holds: the session objects
+// and the context commits ("call records") the assembler writes, so it
+// works alike for live sessions and for replays. It never writes. The
+// command line (cmd/ctxstore) and the web inspector (server/inspector)
+// both use it; docs/inspector.md describes what it shows.
+package inspect
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// Prices is the cost model: every price is in units of a base input token,
+// as in the rebase cost model (context/assemble) and replay
+// (eval/replay): a token written to the prefix cache costs Write, a token
+// read from it Read. InputPerMTok converts to dollars.
+type Prices struct {
+	// InputPerMTok is the price of a million base input tokens in dollars
+	// (default 3.00, Claude Sonnet's list price).
+	InputPerMTok float64 `json:"input_per_mtok"`
+	// Write and Read are the multipliers of a cache write and a cache read
+	// (default 1.25 and 0.1).
+	Write float64 `json:"write"`
+	Read  float64 `json:"read"`
+}
+
+// DefaultPrices returns $3.00 per million base input tokens, writes at
+// 1.25x, reads at 0.1x.
+func DefaultPrices() Prices { return Prices{InputPerMTok: 3, Write: 1.25, Read: 0.1} }
+
+// Dollars converts base-input-token units to dollars.
+func (p Prices) Dollars(units float64) float64 { return units * p.InputPerMTok / 1e6 }
+
+// Options configure an Inspector. Zero values mean the defaults.
+type Options struct {
+	Prices Prices
+	// TTL is the prompt cache's lifetime (default 5 minutes): a call after
+	// a longer gap reads nothing from the cache.
+	TTL time.Duration
+	// Allowed, when set, says which sessions may be read (a token's grant);
+	// any other session is reported as not found, and lists leave it out.
+	Allowed func(sessionID string) bool
+}
+
+// Inspector reads sessions and calls from a store.
+type Inspector struct {
+	st store.Store
+	o  Options
+}
+
+// New returns an Inspector over st.
+func New(st store.Store, o Options) *Inspector {
+	d := DefaultPrices()
+	if o.Prices.InputPerMTok <= 0 {
+		o.Prices.InputPerMTok = d.InputPerMTok
+	}
+	if o.Prices.Write <= 0 {
+		o.Prices.Write = d.Write
+	}
+	if o.Prices.Read <= 0 {
+		o.Prices.Read = d.Read
+	}
+	if o.TTL <= 0 {
+		o.TTL = assemble.DefaultPolicy().CacheTTL
+	}
+	return &Inspector{st: st, o: o}
+}
+
+// Prices returns the cost model in use.
+func (in *Inspector) Prices() Prices { return in.o.Prices }
+
+// TTL returns the cache lifetime in use.
+func (in *Inspector) TTL() time.Duration { return in.o.TTL }
+
+// ErrNotFound is wrapped by errors about a session, call or object that
+// does not exist (or that Options.Allowed hides).
+var ErrNotFound = store.ErrNotFound
+
+// ErrInvalid is wrapped by errors about bad arguments (a call number out
+// of range, a page size below 1).
+var ErrInvalid = errors.New("invalid argument")
+
+func (in *Inspector) allowed(sid string) bool { return in.o.Allowed == nil || in.o.Allowed(sid) }
+
+// check refuses a session the grant hides, as if it did not exist.
+func (in *Inspector) check(sid string) error {
+	if !in.allowed(sid) {
+		return fmt.Errorf("session %s: %w", sid, ErrNotFound)
+	}
+	return nil
+}

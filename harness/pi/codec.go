@@ -1,0 +1,333 @@
+package pi
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/ctxstore/ctxstore/harness"
+	"github.com/ctxstore/ctxstore/objects/conversation"
+	"github.com/ctxstore/ctxstore/objects/events"
+	"github.com/ctxstore/ctxstore/session/commits"
+)
+
+// The pi-v3 decoder (docs/import.md): a pi-v3 artifact holds complete
+// lines of a Pi session file (any version: the header says which); Decode
+// reads them as neutral events, entry by entry, with no context beyond the
+// artifact. Registered with the encoder in write.go's init order.
+func init() {
+	if err := commits.DefaultRegistry.Extend(commits.FormatPi, func(f *commits.Format) {
+		f.Decode = Decode
+	}); err != nil {
+		panic(err)
+	}
+}
+
+// Head is what the importer needs of a Pi entry to cut a session file into
+// commits.
+type Head struct {
+	Type      string
+	ID        string
+	ParentID  string
+	HasParent bool // the entry has a parentId field (null included)
+	Timestamp string
+	Version   int64
+	Cwd       string
+	Model     string // an assistant message's model, the header's modelId
+	Provider  string
+	// Role is a message entry's role.
+	Role string
+	// Text is a user message's text (the commit summary).
+	Text string
+	// ToolCalls counts an assistant message's toolCall blocks.
+	ToolCalls int
+	// Summary is a compaction's summary.
+	Summary string
+	// BranchedFrom is the header's branchedFrom (the file this session
+	// was branched from).
+	BranchedFrom string
+}
+
+type headEntry struct {
+	piEntry
+	ModelID      harness.Str `json:"modelId"`
+	Provider     harness.Str `json:"provider"`
+	BranchedFrom harness.Str `json:"branchedFrom"`
+}
+
+// ReadHead reads an entry's head.
+func ReadHead(data []byte) (Head, bool) {
+	var e headEntry
+	if json.Unmarshal(data, &e) != nil {
+		return Head{}, false
+	}
+	h := Head{Type: string(e.Type), ID: string(e.ID), ParentID: e.ParentID.Value, HasParent: e.ParentID.Set,
+		Timestamp: string(e.Timestamp), Version: int64(e.Version), Cwd: string(e.Cwd), Model: string(e.ModelID),
+		Provider: string(e.Provider), Summary: string(e.Summary), BranchedFrom: string(e.BranchedFrom)}
+	if h.Type == "message" && len(e.Message) > 0 && e.Message[0] == '{' {
+		var m Message
+		if json.Unmarshal(e.Message, &m) == nil {
+			h.Role = string(m.Role)
+			if m.Model != "" {
+				h.Model = string(m.Model)
+			}
+			switch h.Role {
+			case "user":
+				c := Converter{Report: &harness.Report{}}
+				h.Text = c.content(m.Content, 0, "\n\n")
+			case "assistant":
+				var blocks []struct {
+					Type harness.Str `json:"type"`
+				}
+				if json.Unmarshal(m.Content, &blocks) == nil {
+					for _, b := range blocks {
+						if b.Type == "toolCall" {
+							h.ToolCalls++
+						}
+					}
+				}
+			}
+		}
+	}
+	return h, true
+}
+
+type fullEntry struct {
+	piEntry
+	ModelID          harness.Str     `json:"modelId"`
+	Provider         harness.Str     `json:"provider"`
+	ThinkingLevel    harness.Str     `json:"thinkingLevel"`
+	BranchedFrom     harness.Str     `json:"branchedFrom"`
+	CustomType       harness.Str     `json:"customType"`
+	Display          json.RawMessage `json:"display"`
+	FirstKeptEntryID harness.Str     `json:"firstKeptEntryId"`
+	TokensBefore     harness.Num     `json:"tokensBefore"`
+	FromID           harness.Str     `json:"fromId"`
+}
+
+type fullMessage struct {
+	Message
+	ErrorMessage harness.Str `json:"errorMessage"`
+}
+
+type piThinking struct {
+	Thinking          harness.Str `json:"thinking"`
+	ThinkingSignature harness.Str `json:"thinkingSignature"`
+}
+
+// Decode reads a pi-v3 artifact as neutral events (docs/import.md
+// "Events"): the header is system/init; user messages are prompts (Source
+// "user"); assistant messages one event per block (thinking, response,
+// tool_call) sharing the entry id as message id, the usage on the first,
+// an aborted or errored response also an error event; toolResult messages
+// are tool results; bashExecution (a "!" command) a prompt with Source
+// "bash"; custom_message entries prompts with Source "extension" and the
+// custom type as Subtype; compaction entries system/compaction_summary;
+// branch_summary system/branch_summary; model and thinking-level changes
+// system events; other known entries output events; unknown entries output
+// events with the entry in Raw. Damaged lines give output/damaged events.
+func Decode(b []byte) ([]events.Event, error) {
+	var out []events.Event
+	line := 0
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		var l []byte
+		if i < 0 {
+			l, b = b, nil
+		} else {
+			l, b = b[:i+1], b[i+1:]
+		}
+		line++
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		var rep harness.Report
+		recs := harness.LineRecords(l, line, &rep, func(t string) bool { _, ok := Types[t]; return ok })
+		for _, p := range rep.Problems {
+			out = append(out, events.Event{Type: events.Output, Subtype: "damaged", Text: p.String()})
+		}
+		for _, rc := range recs {
+			out = decodeEntry(out, rc.Data)
+		}
+	}
+	if out == nil {
+		out = []events.Event{}
+	}
+	return sanitize(out), nil
+}
+
+func decodeEntry(out []events.Event, data []byte) []events.Event {
+	var e fullEntry
+	if err := json.Unmarshal(data, &e); err != nil {
+		return append(out, events.Event{Type: events.Output, Subtype: "damaged", Text: "entry does not decode: " + err.Error(), Raw: json.RawMessage(data)})
+	}
+	base := events.Event{ID: string(e.ID), ParentID: e.ParentID.Value, Time: harness.ParseTime(string(e.Timestamp))}
+	ev := func(x events.Event) events.Event {
+		x.ID, x.ParentID = base.ID, base.ParentID
+		if x.Time.IsZero() {
+			x.Time = base.Time
+		}
+		return x
+	}
+	switch string(e.Type) {
+	case "session":
+		md := map[string]any{"version": int64(e.Version)}
+		for k, v := range map[string]string{"session": string(e.ID), "cwd": string(e.Cwd), "provider": string(e.Provider),
+			"model": string(e.ModelID), "thinking_level": string(e.ThinkingLevel), "branched_from": string(e.BranchedFrom)} {
+			if v != "" {
+				md[k] = v
+			}
+		}
+		return append(out, ev(events.Event{Type: events.System, Subtype: "init", Model: string(e.ModelID), Metadata: md}))
+	case "message":
+		var m fullMessage
+		if len(e.Message) == 0 || e.Message[0] != '{' || json.Unmarshal(e.Message, &m) != nil {
+			return append(out, ev(events.Event{Type: events.Output, Subtype: "damaged", Text: "message entry without a message object", Raw: json.RawMessage(data)}))
+		}
+		t := base.Time
+		if m.Timestamp > 0 {
+			t = time.UnixMilli(int64(m.Timestamp)).UTC()
+		}
+		c := Converter{Report: &harness.Report{}}
+		switch string(m.Role) {
+		case "user":
+			return append(out, ev(events.Event{Type: events.Prompt, Source: "user", Time: t, Text: c.content(m.Content, 0, "\n\n")}))
+		case "assistant":
+			return decodeAssistant(out, ev, m, string(e.ID), t)
+		case "toolResult":
+			return append(out, ev(events.Event{Type: events.ToolResult, Time: t, Tool: &events.Tool{ID: string(m.ToolCallID), Name: string(m.ToolName)},
+				Result: &events.Result{Content: c.content(m.Content, 0, "\n"), IsError: bool(m.IsError)}}))
+		case "bashExecution":
+			x := events.Event{Type: events.Prompt, Subtype: "bash_execution", Source: "bash", Time: t, Text: BashText(m.Message), Meta: true}
+			if m.ExcludeFromContext {
+				x.Metadata = map[string]any{"exclude_from_context": true}
+			}
+			return append(out, ev(x))
+		case "custom", "hookMessage":
+			return append(out, ev(events.Event{Type: events.Prompt, Subtype: "custom", Source: "extension", Time: t, Text: c.content(m.Content, 0, "\n\n"), Meta: true}))
+		case "compactionSummary", "branchSummary":
+			sub := events.SubtypeCompactionSummary
+			if m.Role == "branchSummary" {
+				sub = "branch_summary"
+			}
+			return append(out, ev(events.Event{Type: events.System, Subtype: sub, Time: t, Text: string(m.Summary), Meta: true}))
+		}
+		return append(out, ev(events.Event{Type: events.Output, Subtype: "message/" + string(m.Role), Time: t, Raw: json.RawMessage(data)}))
+	case "compaction":
+		md := map[string]any{}
+		if e.FirstKeptEntryID != "" {
+			md["first_kept_entry"] = string(e.FirstKeptEntryID)
+		}
+		if e.TokensBefore > 0 {
+			md["tokens_before"] = int64(e.TokensBefore)
+		}
+		return append(out, ev(events.Event{Type: events.System, Subtype: events.SubtypeCompactionSummary, Text: string(e.Summary), Meta: true, Metadata: md}))
+	case "branch_summary":
+		md := map[string]any{}
+		if e.FromID != "" {
+			md["from"] = string(e.FromID)
+		}
+		return append(out, ev(events.Event{Type: events.System, Subtype: "branch_summary", Text: string(e.Summary), Meta: true, Metadata: md}))
+	case "custom_message":
+		c := Converter{Report: &harness.Report{}}
+		x := events.Event{Type: events.Prompt, Subtype: string(e.CustomType), Source: "extension", Text: c.content(e.Content, 0, "\n\n"), Meta: true}
+		if string(bytes.TrimSpace(e.Display)) == "false" {
+			x.Metadata = map[string]any{"display": false}
+		}
+		return append(out, ev(x))
+	case "model_change", "thinking_level_change":
+		md := map[string]any{}
+		if e.Provider != "" {
+			md["provider"] = string(e.Provider)
+		}
+		if e.ThinkingLevel != "" {
+			md["thinking_level"] = string(e.ThinkingLevel)
+		}
+		return append(out, ev(events.Event{Type: events.System, Subtype: string(e.Type), Model: string(e.ModelID), Metadata: md}))
+	}
+	if _, known := Types[string(e.Type)]; known {
+		return append(out, ev(events.Event{Type: events.Output, Subtype: string(e.Type)}))
+	}
+	return append(out, ev(events.Event{Type: events.Output, Subtype: "unknown/" + string(e.Type), Raw: json.RawMessage(data)}))
+}
+
+func decodeAssistant(out []events.Event, ev func(events.Event) events.Event, m fullMessage, id string, t time.Time) []events.Event {
+	var u *conversation.Usage
+	if len(m.Usage) > 0 && m.Usage[0] == '{' {
+		var x usage
+		if json.Unmarshal(m.Usage, &x) == nil {
+			u = &conversation.Usage{Input: int64(x.Input), Output: int64(x.Output), CacheRead: int64(x.CacheRead), CacheWrite: int64(x.CacheWrite)}
+		}
+	}
+	first := true
+	add := func(x events.Event) {
+		x.Source, x.Model, x.MessageID, x.Time = "assistant", string(m.Model), id, t
+		if first {
+			x.Usage = u
+			x.Metadata = map[string]any{}
+			if m.Provider != "" {
+				x.Metadata["provider"] = string(m.Provider)
+			}
+			if m.StopReason != "" {
+				x.Metadata["stop_reason"] = string(m.StopReason)
+			}
+			if len(x.Metadata) == 0 {
+				x.Metadata = nil
+			}
+		}
+		first = false
+		out = append(out, ev(x))
+	}
+	var raws []json.RawMessage
+	_ = json.Unmarshal(m.Content, &raws)
+	var text string
+	if json.Unmarshal(m.Content, &text) == nil && text != "" {
+		add(events.Event{Type: events.Response, Text: text})
+	}
+	for _, raw := range raws {
+		var b Block
+		if json.Unmarshal(raw, &b) != nil {
+			continue
+		}
+		switch b.Type {
+		case "text":
+			add(events.Event{Type: events.Response, Text: string(b.Text)})
+		case "thinking":
+			var th piThinking
+			_ = json.Unmarshal(raw, &th)
+			add(events.Event{Type: events.Thinking, Text: string(th.Thinking), Signature: string(th.ThinkingSignature)})
+		case "toolCall":
+			add(events.Event{Type: events.ToolCall, Tool: &events.Tool{ID: string(b.ID), Name: string(b.Name), Input: harness.Args(b.Arguments)}})
+		default:
+			add(events.Event{Type: events.Output, Subtype: "block/" + string(b.Type), Raw: raw})
+		}
+	}
+	if first {
+		add(events.Event{Type: events.Response})
+	}
+	if m.StopReason == "aborted" || m.StopReason == "error" {
+		out = append(out, ev(events.Event{Type: events.Error, Subtype: string(m.StopReason), Time: t, Text: strings.TrimSpace(string(m.ErrorMessage))}))
+	}
+	return out
+}
+
+// sanitize turns events that would not validate (a tool call or result
+// without its id) into output events that keep what they said, so that a
+// decoded artifact always encodes.
+func sanitize(evs []events.Event) []events.Event {
+	for i, e := range evs {
+		if err := e.Validate(); err != nil {
+			md := map[string]any{"invalid": err.Error(), "type": string(e.Type)}
+			if e.Tool != nil && e.Tool.Name != "" {
+				md["tool"] = e.Tool.Name
+			}
+			text := e.Text
+			if e.Result != nil {
+				text = e.Result.Content
+			}
+			evs[i] = events.Event{Type: events.Output, Subtype: "invalid", ID: e.ID, ParentID: e.ParentID, Time: e.Time, Text: text, Metadata: md}
+		}
+	}
+	return evs
+}

@@ -1,0 +1,200 @@
+package pi
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/ctxstore/ctxstore/harness"
+)
+
+// Types are the Pi session entry types the reader knows.
+var Types = map[string]harness.Kind{
+	"session":               harness.KindSpecial, // the header
+	"message":               harness.KindMessage,
+	"compaction":            harness.KindSpecial,
+	"branch_summary":        harness.KindSpecial,
+	"custom_message":        harness.KindMessage, // extension messages the model sees
+	"model_change":          harness.KindSkip,
+	"thinking_level_change": harness.KindSkip,
+	"custom":                harness.KindSkip, // extension state, not in context
+	"label":                 harness.KindSkip,
+	"session_info":          harness.KindSkip,
+}
+
+type piEntry struct {
+	Type      harness.Str     `json:"type"`
+	ID        harness.Str     `json:"id"`
+	ParentID  harness.OptStr  `json:"parentId"`
+	Timestamp harness.Str     `json:"timestamp"`
+	Version   harness.Num     `json:"version"`
+	Cwd       harness.Str     `json:"cwd"`
+	Message   json.RawMessage `json:"message"`
+	Summary   harness.Str     `json:"summary"`
+	Content   json.RawMessage `json:"content"`
+
+	hasID bool
+}
+
+// Read builds the thread of a Pi session file from its records. Version 1 files have no ids:
+// the thread is file order. Versions 2 and 3 (entries with id/parentId) are
+// a tree: the thread is the path from the root to the last entry of the
+// file, Pi's leaf when it loads a session; entries off that path are
+// counted as OffBranch. A parent missing from the file is reported and the
+// path goes on at the previous entry of the file.
+func Read(s *harness.Session, recs []harness.Record) {
+	rep := &s.Report
+	entries := make([]*piEntry, len(recs))
+	tree := false
+	header := false
+	for i, rc := range recs {
+		e := &piEntry{}
+		if err := json.Unmarshal(rc.Data, e); err != nil {
+			rep.Problem(rc.Line, "entry does not decode: %v; skipped", err)
+			continue
+		}
+		t := string(e.Type)
+		rep.Types[t]++
+		switch Types[t] {
+		case harness.KindUnknown:
+			harness.Count(&rep.Unknown, t) // kept in the tree, emits nothing
+		case harness.KindSkip:
+			harness.Count(&rep.Skipped, t)
+		}
+		if t == "session" {
+			if !header {
+				header = true
+				s.ID, s.Cwd = string(e.ID), string(e.Cwd)
+				v := int64(e.Version)
+				if v == 0 {
+					v = 1
+				}
+				s.Version = fmt.Sprint(v)
+				tree = v >= 2
+			}
+			continue
+		}
+		e.hasID = e.ID != ""
+		if e.hasID || e.ParentID.Set {
+			tree = true
+		}
+		entries[i] = e
+	}
+
+	order := make([]int, 0, len(recs))
+	if !tree {
+		for i, e := range entries {
+			if e != nil {
+				order = append(order, i)
+			}
+		}
+	} else {
+		order = piPath(recs, entries, rep)
+	}
+	c := &Converter{Report: rep}
+	for _, i := range order {
+		emit(s, c, entries[i], recs[i].Line)
+	}
+}
+
+// piPath returns the record indexes on the path from the root to the last
+// entry with an id, in path order.
+func piPath(recs []harness.Record, entries []*piEntry, rep *harness.Report) []int {
+	byID := map[string]int{}
+	var withID []int
+	for i, e := range entries {
+		if e == nil {
+			continue
+		}
+		if !e.hasID {
+			rep.Problem(recs[i].Line, "entry without an id in a tree session; skipped")
+			rep.OffBranch++
+			continue
+		}
+		if _, dup := byID[string(e.ID)]; dup {
+			rep.Problem(recs[i].Line, "id %s appears again; the first entry is kept", e.ID)
+			continue
+		}
+		byID[string(e.ID)] = i
+		withID = append(withID, i)
+	}
+	if len(withID) == 0 {
+		return nil
+	}
+	pos := make(map[int]int, len(withID))
+	for p, i := range withID {
+		pos[i] = p
+	}
+	selected := map[int]bool{}
+	var path []int
+	for cur := withID[len(withID)-1]; cur >= 0; {
+		selected[cur] = true
+		path = append(path, cur)
+		e := entries[cur]
+		next := -1
+		if p := e.ParentID.Value; p != "" {
+			j, ok := byID[p]
+			switch {
+			case !ok:
+				rep.Problem(recs[cur].Line, "parent %s is not in the file; going on with the previous entry", p)
+				for q := pos[cur] - 1; q >= 0; q-- {
+					if !selected[withID[q]] {
+						next = withID[q]
+						break
+					}
+				}
+			case selected[j]:
+				rep.Problem(recs[cur].Line, "parent chain loops at %s; stopped", p)
+			default:
+				next = j
+			}
+		}
+		cur = next
+	}
+	rep.OffBranch += len(withID) - len(path)
+	for i, j := 0, len(path)-1; i < j; i, j = i+1, j-1 {
+		path[i], path[j] = path[j], path[i]
+	}
+	return path
+}
+
+// emit converts one entry on the thread: a message entry's agent message,
+// and compaction, branch summary and custom message entries as the agent
+// messages Pi makes of them when it loads a session (compactionSummary,
+// branchSummary, custom), all through the one converter. The entry's
+// timestamp, when it has one, is the message's time.
+func emit(s *harness.Session, c *Converter, e *piEntry, line int) {
+	var m Message
+	switch e.Type {
+	case "compaction":
+		m = Message{Role: "compactionSummary", Summary: e.Summary}
+	case "branch_summary":
+		m = Message{Role: "branchSummary", Summary: e.Summary}
+	case "custom_message":
+		m = Message{Role: "custom", Content: e.Content}
+	case "message":
+		if len(e.Message) == 0 || e.Message[0] != '{' {
+			s.Report.Problem(line, "message entry without a message object; skipped")
+			return
+		}
+		if err := json.Unmarshal(e.Message, &m); err != nil {
+			s.Report.Problem(line, "message does not decode: %v; skipped", err)
+			return
+		}
+	default:
+		return
+	}
+	if !c.Add(m, line) {
+		return
+	}
+	out := c.Log[len(c.Log)-1]
+	c.Log = c.Log[:0] // the session holds the messages
+	out.ID = string(e.ID)
+	if t := harness.ParseTime(string(e.Timestamp)); !t.IsZero() {
+		out.Time = t
+	}
+	s.Messages = append(s.Messages, out)
+	s.MessageLines = append(s.MessageLines, line)
+	if m.Role == "compactionSummary" {
+		s.MarkCompaction()
+	}
+}
