@@ -109,142 +109,40 @@ type Head struct {
 	ResultAgentID string
 }
 
-// headRecord is what ReadHead decodes, in one pass: the message's content
-// blocks keep only the fields the importer cuts by (no tool result texts,
-// no inputs).
-type headRecord struct {
-	envelope
-	AgentID       harness.Str    `json:"agentId"`
-	LeafUUID      harness.Str    `json:"leafUuid"`
-	Message       headMessage    `json:"message"`
-	ToolUseResult headToolResult `json:"toolUseResult"`
-}
-
-type headMessage struct {
-	ID      harness.Str
-	Model   harness.Str
-	text    string
-	blocks  []headBlock
-	present bool
-}
-
-type headBlock struct {
-	Type      harness.Str `json:"type"`
-	Text      harness.Str `json:"text"`
-	ID        harness.Str `json:"id"`
-	Name      harness.Str `json:"name"`
-	ToolUseID harness.Str `json:"tool_use_id"`
-}
-
-// UnmarshalJSON reads a message leniently: anything but an object is no
-// message; content is a string or blocks (blocks that are not objects are
-// left out).
-func (m *headMessage) UnmarshalJSON(b []byte) error {
-	*m = headMessage{}
-	if len(b) == 0 || b[0] != '{' {
-		return nil
-	}
-	var x struct {
-		ID      harness.Str     `json:"id"`
-		Model   harness.Str     `json:"model"`
-		Content json.RawMessage `json:"content"`
-	}
-	if json.Unmarshal(b, &x) != nil {
-		return nil
-	}
-	m.ID, m.Model, m.present = x.ID, x.Model, true
-	c := bytes.TrimSpace(x.Content)
-	switch {
-	case len(c) == 0:
-	case c[0] == '"':
-		_ = json.Unmarshal(c, &m.text)
-	case c[0] == '[':
-		if json.Unmarshal(c, &m.blocks) != nil {
-			m.blocks = nil
-			var items []json.RawMessage
-			_ = json.Unmarshal(c, &items)
-			for _, it := range items {
-				var hb headBlock
-				if json.Unmarshal(it, &hb) == nil {
-					m.blocks = append(m.blocks, hb)
-				}
-			}
-		}
-	}
-	return nil
-}
-
-type headToolResult struct{ AgentID string }
-
-func (t *headToolResult) UnmarshalJSON(b []byte) error {
-	*t = headToolResult{}
-	if len(b) > 0 && b[0] == '{' {
-		var x struct {
-			AgentID harness.Str `json:"agentId"`
-		}
-		if json.Unmarshal(b, &x) == nil {
-			t.AgentID = string(x.AgentID)
-		}
-	}
-	return nil
-}
-
 // ReadHead reads a record's head.
 func ReadHead(data []byte) (Head, bool) {
-	var r headRecord
-	if json.Unmarshal(data, &r) != nil {
+	r, err := DecodeRecord(harness.Record{Data: data})
+	if err != nil {
 		return Head{}, false
 	}
+	return r.Head(), true
+}
+
+// Head is what the importer needs of the record.
+func (r *Record) Head() Head {
 	h := Head{Type: string(r.Type), Subtype: string(r.Subtype), UUID: string(r.UUID), ParentUUID: r.ParentUUID.Value,
 		LogicalParentUUID: string(r.LogicalParentUUID), SessionID: string(r.SessionID), Timestamp: string(r.Timestamp),
 		Cwd: string(r.Cwd), Version: string(r.Version), AgentID: string(r.AgentID), Sidechain: bool(r.IsSidechain),
-		Meta: bool(r.IsMeta), CompactSummary: bool(r.IsCompactSummary), LeafUUID: string(r.LeafUUID),
-		Model: string(r.Message.Model), MessageID: string(r.Message.ID)}
-	results := 0
-	var parts []string
-	if r.Message.text != "" {
-		parts = append(parts, r.Message.text)
+		Meta: bool(r.IsMeta), CompactSummary: bool(r.IsCompactSummary), LeafUUID: string(r.LeafUUID)}
+	if r.Msg != nil {
+		h.Model, h.MessageID = string(r.Msg.Model), string(r.Msg.ID)
 	}
-	for _, b := range r.Message.blocks {
+	for _, b := range r.Blocks {
 		switch b.Type {
 		case "tool_use", "server_tool_use":
 			h.ToolUses = append(h.ToolUses, string(b.ID))
 			h.ToolNames = append(h.ToolNames, string(b.Name))
 		case "tool_result":
 			h.Results = append(h.Results, string(b.ToolUseID))
-			results++
-		case "text":
-			parts = append(parts, string(b.Text))
 		}
 	}
-	if h.Type == "user" && r.Message.present {
-		text := harness.JoinNonEmpty(parts, "\n\n")
-		h.Class = classifyText(text, results, len(r.Message.blocks), h.Meta, h.CompactSummary)
-		h.Text = text
-		h.ResultAgentID = r.ToolUseResult.AgentID
-	} else if h.Type == "user" {
-		h.Class = ClassEmpty
-	}
-	return h, true
-}
-
-// classify returns a user record's class and its text.
-func classify(r *ccRecord) (class, text string) {
-	var parts []string
-	results := 0
-	if r.text != "" {
-		parts = append(parts, r.text)
-	}
-	for _, b := range r.blocks {
-		switch b.Type {
-		case "tool_result":
-			results++
-		case "text":
-			parts = append(parts, string(b.Text))
+	if h.Type == "user" {
+		h.Class, h.Text = r.UserClass()
+		if r.Msg != nil {
+			h.ResultAgentID = r.ToolUseResult.AgentID
 		}
 	}
-	text = harness.JoinNonEmpty(parts, "\n\n")
-	return classifyText(text, results, len(r.blocks), bool(r.IsMeta), bool(r.IsCompactSummary)), text
+	return h
 }
 
 // classifyText classifies a user record by its text, the number of its
@@ -297,233 +195,217 @@ func classifyText(text string, results, blocks int, meta, compact bool) string {
 func Decode(b []byte) ([]events.Event, error) {
 	var out []events.Event
 	usage := map[string]bool{}
-	line := 0
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		var l []byte
-		if i < 0 {
-			l, b = b, nil
-		} else {
-			l, b = b[:i+1], b[i+1:]
+	eachRecord(b, func(r *Record, rc harness.Record, err error) {
+		if err != nil {
+			out = append(out, events.Event{Type: events.Output, Subtype: "damaged", Text: "record does not decode: " + err.Error(), Raw: rc.Data})
+			return
 		}
-		line++
-		if len(bytes.TrimSpace(l)) == 0 {
-			continue
-		}
-		var rep harness.Report
-		recs := harness.LineRecords(l, line, &rep, func(t string) bool { _, ok := Types[t]; return ok || t == "result" })
-		for _, p := range rep.Problems {
-			out = append(out, events.Event{Type: events.Output, Subtype: "damaged", Text: p.String()})
-		}
-		for _, rc := range recs {
-			out = decodeRecord(out, rc.Data, usage)
-		}
-	}
+		out = recordEvents(out, r, usage)
+	}, func(problem string) {
+		out = append(out, events.Event{Type: events.Output, Subtype: "damaged", Text: problem})
+	})
 	if out == nil {
 		out = []events.Event{}
 	}
 	return sanitize(out), nil
 }
 
-type fullRecord struct {
-	ccRecord
-	AgentID         harness.Str     `json:"agentId"`
-	LeafUUID        harness.Str     `json:"leafUuid"`
-	Summary         harness.Str     `json:"summary"`
-	Content         harness.Str     `json:"content"`
-	Level           harness.Str     `json:"level"`
-	CompactMetadata json.RawMessage `json:"compactMetadata"`
-	IsError         harness.Flag    `json:"is_error"`
-	Result          harness.Str     `json:"result"`
-	DurationMS      harness.Num     `json:"duration_ms"`
-	NumTurns        harness.Num     `json:"num_turns"`
-	TotalCostUSD    json.RawMessage `json:"total_cost_usd"`
-	Usage           json.RawMessage `json:"usage"`
-	ToolUseResult   json.RawMessage `json:"toolUseResult"`
-}
-
-type thinkingBlock struct {
-	Thinking  harness.Str `json:"thinking"`
-	Signature harness.Str `json:"signature"`
-	Data      harness.Str `json:"data"`
-}
-
-func decodeRecord(out []events.Event, data []byte, usage map[string]bool) []events.Event {
-	var r fullRecord
-	if err := json.Unmarshal(data, &r); err != nil {
-		return append(out, events.Event{Type: events.Output, Subtype: "damaged", Text: "record does not decode: " + err.Error(), Raw: json.RawMessage(data)})
-	}
-	base := events.Event{ID: string(r.UUID), ParentID: r.ParentUUID.Value, Time: harness.ParseTime(string(r.Timestamp))}
-	meta := map[string]any{}
-	if r.SessionID != "" {
-		meta["session"] = string(r.SessionID)
-	}
-	if r.IsSidechain {
-		meta["sidechain"] = true
-	}
-	if r.AgentID != "" {
-		meta["agent_id"] = string(r.AgentID)
-	}
-	if r.LogicalParentUUID != "" {
-		meta["logical_parent"] = string(r.LogicalParentUUID)
-	}
-	ev := func(e events.Event) events.Event {
-		e.ID, e.ParentID, e.Time = base.ID, base.ParentID, base.Time
-		if len(meta) > 0 {
-			m := make(map[string]any, len(meta)+len(e.Metadata))
-			for k, v := range meta {
-				m[k] = v
-			}
-			for k, v := range e.Metadata {
-				m[k] = v
-			}
-			e.Metadata = m
-		}
-		return e
-	}
-	var rep harness.Report
-	if len(r.Message) > 0 && r.Message[0] == '{' {
-		m := &ccMessage{}
-		if json.Unmarshal(r.Message, m) == nil {
-			r.msg = m
-			r.text, r.blocks, _ = decodeContent(m.Content, 0, &rep)
-		}
-	}
+// recordEvents appends the events of one record; usage holds the message
+// ids whose usage an event carries already.
+func recordEvents(out []events.Event, r *Record, usage map[string]bool) []events.Event {
+	e := recordEmitter{out: out, r: r}
 	switch string(r.Type) {
 	case "user":
-		if r.msg == nil {
-			return append(out, ev(events.Event{Type: events.Output, Subtype: "user", Raw: json.RawMessage(data)}))
-		}
-		class, text := classify(&r.ccRecord)
-		for _, b := range r.blocks {
-			if b.Type != "tool_result" {
-				continue
-			}
-			res := &events.Result{Content: toolResultText(b.Content, 0, &rep), IsError: bool(b.IsError)}
-			if bs := nonTextBlocks(b.Content); bs != nil {
-				res.Blocks = bs
-			}
-			out = append(out, ev(events.Event{Type: events.ToolResult, Tool: &events.Tool{ID: string(b.ToolUseID)}, Result: res}))
-		}
-		if strings.TrimSpace(text) == "" {
-			if class == ClassEmpty {
-				out = append(out, ev(events.Event{Type: events.Output, Subtype: "empty_user", Raw: json.RawMessage(data)}))
-			}
-			return out
-		}
-		switch class {
-		case ClassCompaction:
-			return append(out, ev(events.Event{Type: events.System, Subtype: events.SubtypeCompactionSummary, Text: text, Meta: true}))
-		case ClassMeta:
-			return append(out, ev(events.Event{Type: events.Prompt, Subtype: "meta", Source: "meta", Text: text, Meta: true}))
-		case ClassHuman, ClassToolResult:
-			if r.IsSidechain {
-				// A sub-agent's task, written by the agent that spawned it.
-				return append(out, ev(events.Event{Type: events.Prompt, Subtype: "sidechain", Source: "agent", Text: text}))
-			}
-			return append(out, ev(events.Event{Type: events.Prompt, Source: "user", Text: text}))
-		default:
-			return append(out, ev(events.Event{Type: events.Prompt, Subtype: class, Source: "system", Text: text, Meta: true}))
-		}
+		e.user()
 	case "assistant":
-		if r.msg == nil {
-			return append(out, ev(events.Event{Type: events.Output, Subtype: "assistant", Raw: json.RawMessage(data)}))
-		}
-		model, id := string(r.msg.Model), string(r.msg.ID)
-		var u *conversation.Usage
-		if !usage[id] || id == "" {
-			u = r.usage()
-			usage[id] = true
-		}
-		first := true
-		add := func(e events.Event) {
-			e.Model, e.MessageID, e.Source = model, id, "assistant"
-			if first && u != nil && model != "<synthetic>" {
-				e.Usage = u
-			}
-			first = false
-			out = append(out, ev(e))
-		}
-		if model == "<synthetic>" {
-			add(events.Event{Type: events.Error, Subtype: "synthetic", Text: harness.JoinNonEmpty([]string{r.text, blockText(r.blocks)}, "\n\n")})
-			return out
-		}
-		if r.text != "" {
-			add(events.Event{Type: events.Response, Text: r.text})
-		}
-		var raws []json.RawMessage
-		_ = json.Unmarshal(r.msg.Content, &raws)
-		for i, b := range r.blocks {
-			switch b.Type {
-			case "text":
-				add(events.Event{Type: events.Response, Text: string(b.Text)})
-			case "thinking", "redacted_thinking":
-				var tb thinkingBlock
-				if i < len(raws) {
-					_ = json.Unmarshal(raws[i], &tb)
-				}
-				e := events.Event{Type: events.Thinking, Text: string(tb.Thinking), Signature: string(tb.Signature)}
-				if b.Type == "redacted_thinking" {
-					e.Subtype, e.Metadata = "redacted", map[string]any{"data": string(tb.Data)}
-				}
-				add(e)
-			case "tool_use", "server_tool_use":
-				add(events.Event{Type: events.ToolCall, Tool: &events.Tool{ID: string(b.ID), Name: string(b.Name), Input: harness.Args(b.Input), Server: b.Type == "server_tool_use"}})
-			default:
-				e := events.Event{Type: events.Output, Subtype: "block/" + string(b.Type)}
-				if i < len(raws) {
-					e.Raw = raws[i]
-				}
-				add(e)
-			}
-		}
-		return out
+		e.assistant(usage)
 	case "system":
-		sub := string(r.Subtype)
-		text := string(r.Content)
-		switch sub {
-		case "api_error":
-			return append(out, ev(events.Event{Type: events.Error, Subtype: sub, Text: text}))
-		case "compact_boundary", "microcompact_boundary":
-			e := events.Event{Type: events.System, Subtype: events.SubtypeCompactBoundary, Text: text}
-			if sub != "compact_boundary" {
-				e.Metadata = map[string]any{"kind": sub}
-			}
-			if cm := jsonMap(r.CompactMetadata); cm != nil {
-				if e.Metadata == nil {
-					e.Metadata = map[string]any{}
-				}
-				e.Metadata["compact"] = cm
-			}
-			return append(out, ev(e))
-		case "":
-			sub = "notice"
-		}
-		return append(out, ev(events.Event{Type: events.System, Subtype: sub, Text: text}))
+		e.system()
 	case "summary":
 		if r.LeafUUID != "" {
-			return append(out, ev(events.Event{Type: events.System, Subtype: "title", Text: string(r.Summary), Metadata: map[string]any{"leaf": string(r.LeafUUID)}}))
+			e.add(events.Event{Type: events.System, Subtype: "title", Text: string(r.Summary), Metadata: map[string]any{"leaf": string(r.LeafUUID)}})
+		} else {
+			e.add(events.Event{Type: events.System, Subtype: events.SubtypeCompactionSummary, Text: string(r.Summary), Meta: true})
 		}
-		return append(out, ev(events.Event{Type: events.System, Subtype: events.SubtypeCompactionSummary, Text: string(r.Summary), Meta: true}))
 	case "result":
-		md := &events.MetricData{DurationMS: int64(r.DurationMS), Turns: int64(r.NumTurns), Status: string(r.Subtype)}
-		var cost float64
-		if json.Unmarshal(r.TotalCostUSD, &cost) == nil {
-			md.CostUSD = cost
+		e.result()
+	default:
+		if _, known := Types[string(r.Type)]; known {
+			e.add(events.Event{Type: events.Output, Subtype: string(r.Type)})
+		} else {
+			e.add(events.Event{Type: events.Output, Subtype: "unknown/" + string(r.Type), Raw: r.Data})
 		}
-		var cu ccUsage
-		if len(r.Usage) > 0 && json.Unmarshal(r.Usage, &cu) == nil {
-			md.InputTokens, md.OutputTokens = int64(cu.Input+cu.CacheRead+cu.CacheWrite), int64(cu.Output)
-		}
-		return append(out, ev(events.Event{Type: events.Metric, Subtype: "result", Text: string(r.Result), Metric: md}))
 	}
-	if _, known := Types[string(r.Type)]; known {
-		return append(out, ev(events.Event{Type: events.Output, Subtype: string(r.Type)}))
-	}
-	return append(out, ev(events.Event{Type: events.Output, Subtype: "unknown/" + string(r.Type), Raw: json.RawMessage(data)}))
+	return e.out
 }
 
-func blockText(bs []ccBlock) string {
+// recordEmitter appends the events of one record to out, each with the
+// record's uuid, parent, time and what the envelope says (session,
+// sidechain, agent, logical parent).
+type recordEmitter struct {
+	out []events.Event
+	r   *Record
+}
+
+func (e *recordEmitter) add(x events.Event) {
+	r := e.r
+	x.ID, x.ParentID, x.Time = string(r.UUID), r.ParentUUID.Value, harness.ParseTime(string(r.Timestamp))
+	md := map[string]any{}
+	if r.SessionID != "" {
+		md["session"] = string(r.SessionID)
+	}
+	if r.IsSidechain {
+		md["sidechain"] = true
+	}
+	if r.AgentID != "" {
+		md["agent_id"] = string(r.AgentID)
+	}
+	if r.LogicalParentUUID != "" {
+		md["logical_parent"] = string(r.LogicalParentUUID)
+	}
+	if len(md) > 0 {
+		for k, v := range x.Metadata {
+			md[k] = v
+		}
+		x.Metadata = md
+	}
+	e.out = append(e.out, x)
+}
+
+// user: the tool results, then the text as a prompt of the record's class.
+func (e *recordEmitter) user() {
+	r := e.r
+	if r.Msg == nil {
+		e.add(events.Event{Type: events.Output, Subtype: "user", Raw: r.Data})
+		return
+	}
+	class, text := r.UserClass()
+	images := 0
+	for _, b := range r.Blocks {
+		if b.Type != "tool_result" {
+			continue
+		}
+		content, _ := toolResultText(b, &images)
+		res := &events.Result{Content: content, IsError: bool(b.IsError)}
+		if bs := nonTextBlocks(b.Content); bs != nil {
+			res.Blocks = bs
+		}
+		e.add(events.Event{Type: events.ToolResult, Tool: &events.Tool{ID: string(b.ToolUseID)}, Result: res})
+	}
+	if strings.TrimSpace(text) == "" {
+		if class == ClassEmpty {
+			e.add(events.Event{Type: events.Output, Subtype: "empty_user", Raw: r.Data})
+		}
+		return
+	}
+	switch class {
+	case ClassCompaction:
+		e.add(events.Event{Type: events.System, Subtype: events.SubtypeCompactionSummary, Text: text, Meta: true})
+	case ClassMeta:
+		e.add(events.Event{Type: events.Prompt, Subtype: "meta", Source: "meta", Text: text, Meta: true})
+	case ClassHuman, ClassToolResult:
+		if r.IsSidechain {
+			// A sub-agent's task, written by the agent that spawned it.
+			e.add(events.Event{Type: events.Prompt, Subtype: "sidechain", Source: "agent", Text: text})
+			return
+		}
+		e.add(events.Event{Type: events.Prompt, Source: "user", Text: text})
+	default:
+		e.add(events.Event{Type: events.Prompt, Subtype: class, Source: "system", Text: text, Meta: true})
+	}
+}
+
+// assistant: one event per content block, sharing the message id; the
+// usage on the first event of a message id not seen before.
+func (e *recordEmitter) assistant(usage map[string]bool) {
+	r := e.r
+	if r.Msg == nil {
+		e.add(events.Event{Type: events.Output, Subtype: "assistant", Raw: r.Data})
+		return
+	}
+	model, id := string(r.Msg.Model), string(r.Msg.ID)
+	var u *conversation.Usage
+	if !usage[id] || id == "" {
+		u = r.usage()
+		usage[id] = true
+	}
+	first := true
+	add := func(x events.Event) {
+		x.Model, x.MessageID, x.Source = model, id, "assistant"
+		if first && u != nil && model != "<synthetic>" {
+			x.Usage = u
+		}
+		first = false
+		e.add(x)
+	}
+	if model == "<synthetic>" {
+		add(events.Event{Type: events.Error, Subtype: "synthetic", Text: harness.JoinNonEmpty([]string{r.Text, blockText(r.Blocks)}, "\n\n")})
+		return
+	}
+	if r.Text != "" {
+		add(events.Event{Type: events.Response, Text: r.Text})
+	}
+	for i, b := range r.Blocks {
+		switch b.Type {
+		case "text":
+			add(events.Event{Type: events.Response, Text: string(b.Text)})
+		case "thinking", "redacted_thinking":
+			x := events.Event{Type: events.Thinking, Text: string(b.Thinking), Signature: string(b.Signature)}
+			if b.Type == "redacted_thinking" {
+				x.Subtype, x.Metadata = "redacted", map[string]any{"data": string(b.Data)}
+			}
+			add(x)
+		case "tool_use", "server_tool_use":
+			add(events.Event{Type: events.ToolCall, Tool: &events.Tool{ID: string(b.ID), Name: string(b.Name), Input: harness.Args(b.Input), Server: b.Type == "server_tool_use"}})
+		default:
+			add(events.Event{Type: events.Output, Subtype: "block/" + string(b.Type), Raw: r.Raws[i]})
+		}
+	}
+}
+
+// system: compact boundaries, API errors, and notices with their subtype.
+func (e *recordEmitter) system() {
+	r := e.r
+	sub, text := string(r.Subtype), string(r.Content)
+	switch sub {
+	case "api_error":
+		e.add(events.Event{Type: events.Error, Subtype: sub, Text: text})
+		return
+	case "compact_boundary", "microcompact_boundary":
+		x := events.Event{Type: events.System, Subtype: events.SubtypeCompactBoundary, Text: text}
+		if sub != "compact_boundary" {
+			x.Metadata = map[string]any{"kind": sub}
+		}
+		if cm := jsonMap(r.CompactMetadata); cm != nil {
+			if x.Metadata == nil {
+				x.Metadata = map[string]any{}
+			}
+			x.Metadata["compact"] = cm
+		}
+		e.add(x)
+		return
+	case "":
+		sub = "notice"
+	}
+	e.add(events.Event{Type: events.System, Subtype: sub, Text: text})
+}
+
+// result: a metric event (outcome, tokens, cost, turns).
+func (e *recordEmitter) result() {
+	r := e.r
+	md := &events.MetricData{DurationMS: int64(r.DurationMS), Turns: int64(r.NumTurns), Status: string(r.Subtype)}
+	var cost float64
+	if json.Unmarshal(r.TotalCostUSD, &cost) == nil {
+		md.CostUSD = cost
+	}
+	var cu usage
+	if len(r.Usage) > 0 && json.Unmarshal(r.Usage, &cu) == nil {
+		md.InputTokens, md.OutputTokens = int64(cu.Input+cu.CacheRead+cu.CacheWrite), int64(cu.Output)
+	}
+	e.add(events.Event{Type: events.Metric, Subtype: "result", Text: string(r.Result), Metric: md})
+}
+
+func blockText(bs []Block) string {
 	var parts []string
 	for _, b := range bs {
 		if b.Type == "text" {

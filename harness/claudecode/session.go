@@ -5,7 +5,6 @@
 package claudecode
 
 import (
-	"encoding/json"
 	"sort"
 	"strings"
 
@@ -39,127 +38,6 @@ var Types = map[string]harness.Kind{
 // from a compacted one (Claude Code 1.0.x marks it isCompactSummary only
 // sometimes).
 const ContinuedPrefix = "This session is being continued from a previous conversation"
-
-// envelope is what every Claude Code record says about itself, whatever
-// its message: the reader's records and the importer's heads
-// (codec.go) embed it.
-type envelope struct {
-	Type              harness.Str    `json:"type"`
-	Subtype           harness.Str    `json:"subtype"`
-	UUID              harness.Str    `json:"uuid"`
-	ParentUUID        harness.OptStr `json:"parentUuid"`
-	LogicalParentUUID harness.Str    `json:"logicalParentUuid"`
-	IsSidechain       harness.Flag   `json:"isSidechain"`
-	IsMeta            harness.Flag   `json:"isMeta"`
-	IsCompactSummary  harness.Flag   `json:"isCompactSummary"`
-	SessionID         harness.Str    `json:"sessionId"`
-	Timestamp         harness.Str    `json:"timestamp"`
-	Cwd               harness.Str    `json:"cwd"`
-	Version           harness.Str    `json:"version"`
-}
-
-type ccRecord struct {
-	envelope
-	Message json.RawMessage `json:"message"`
-
-	msg    *ccMessage
-	blocks []ccBlock
-	text   string // a string content
-}
-
-type ccMessage struct {
-	Role    harness.Str     `json:"role"`
-	ID      harness.Str     `json:"id"`
-	Model   harness.Str     `json:"model"`
-	Content json.RawMessage `json:"content"`
-	Usage   json.RawMessage `json:"usage"`
-}
-
-type ccUsage struct {
-	Input      harness.Num `json:"input_tokens"`
-	Output     harness.Num `json:"output_tokens"`
-	CacheRead  harness.Num `json:"cache_read_input_tokens"`
-	CacheWrite harness.Num `json:"cache_creation_input_tokens"`
-}
-
-type ccBlock struct {
-	Type      harness.Str     `json:"type"`
-	Text      harness.Str     `json:"text"`
-	ID        harness.Str     `json:"id"`
-	Name      harness.Str     `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	ToolUseID harness.Str     `json:"tool_use_id"`
-	Content   json.RawMessage `json:"content"`
-	IsError   harness.Flag    `json:"is_error"`
-	Source    struct {
-		MediaType harness.Str `json:"media_type"`
-		Data      harness.Str `json:"data"`
-	} `json:"source"`
-}
-
-// decodeContent reads a content field: a string, a list of blocks, or
-// nothing. Blocks that are not objects are reported and left out.
-func decodeContent(raw json.RawMessage, line int, rep *harness.Report) (text string, blocks []ccBlock, isString bool) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil, false
-	}
-	if json.Unmarshal(raw, &text) == nil {
-		return text, nil, true
-	}
-	var items []json.RawMessage
-	if json.Unmarshal(raw, &items) != nil {
-		rep.Problem(line, "message content is neither a string nor a list of blocks; left out")
-		return "", nil, false
-	}
-	for _, it := range items {
-		var b ccBlock
-		if json.Unmarshal(it, &b) != nil {
-			rep.Problem(line, "a content block that is not an object; left out")
-			continue
-		}
-		blocks = append(blocks, b)
-	}
-	return "", blocks, false
-}
-
-// toolResultText flattens a tool_result's content: a string, or blocks
-// (text joined with newlines, images as a note).
-func toolResultText(raw json.RawMessage, line int, rep *harness.Report) string {
-	text, blocks, isString := decodeContent(raw, line, rep)
-	if isString {
-		return text
-	}
-	var parts []string
-	for _, b := range blocks {
-		switch b.Type {
-		case "text":
-			parts = append(parts, string(b.Text))
-		case "image":
-			rep.Images++
-			parts = append(parts, harness.ImageNote(string(b.Source.MediaType), len(b.Source.Data)))
-		default:
-			parts = append(parts, "["+string(b.Type)+" block]")
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
-func (r *ccRecord) isCompaction() bool {
-	return bool(r.IsCompactSummary) || r.Subtype == "compact_boundary" ||
-		(r.Type == "user" && strings.HasPrefix(strings.TrimSpace(r.firstText()), ContinuedPrefix))
-}
-
-func (r *ccRecord) firstText() string {
-	if r.text != "" {
-		return r.text
-	}
-	for _, b := range r.blocks {
-		if b.Type == "text" {
-			return string(b.Text)
-		}
-	}
-	return ""
-}
 
 // Read builds the main thread of a Claude Code file.
 //
@@ -229,12 +107,12 @@ func ReadAll(recs []harness.Record, new func() *harness.Session) []*harness.Sess
 // is a branch: read returns nil for it.
 func read(s *harness.Session, recs []harness.Record, leaf int, taken map[int]bool) (map[int]bool, []int) {
 	rep := &s.Report
-	parsed := make([]*ccRecord, len(recs))
+	parsed := make([]*Record, len(recs))
 	byUUID := map[string]int{}
 	var main []int // non-sidechain records with a uuid, in file order
 	for i, rc := range recs {
-		r := &ccRecord{}
-		if err := json.Unmarshal(rc.Data, r); err != nil {
+		r, err := DecodeRecord(rc)
+		if err != nil {
 			rep.Problem(rc.Line, "record does not decode: %v; skipped", err)
 			continue
 		}
@@ -250,15 +128,11 @@ func read(s *harness.Session, recs []harness.Record, leaf int, taken map[int]boo
 			rep.Sidechain++
 			continue
 		}
-		if len(r.Message) > 0 && string(r.Message) != "null" {
-			m := &ccMessage{}
-			if err := json.Unmarshal(r.Message, m); err != nil {
-				rep.Problem(rc.Line, "message field does not decode: %v; record skipped", err)
-				continue
-			}
-			r.msg = m
-			r.text, r.blocks, _ = decodeContent(m.Content, rc.Line, rep)
+		if r.MsgErr != nil {
+			rep.Problem(rc.Line, "message field does not decode: %v; record skipped", r.MsgErr)
+			continue
 		}
+		r.report(rep)
 		if t == "system" && r.Subtype != "compact_boundary" {
 			harness.Count(&rep.Skipped, "system")
 		}
@@ -329,11 +203,11 @@ func read(s *harness.Session, recs []harness.Record, leaf int, taken map[int]boo
 	msgIDs := map[string]bool{}
 	uses := map[string]bool{}
 	answered := map[string]bool{}
-	note := func(r *ccRecord) {
-		if r.Type == "assistant" && r.msg != nil && r.msg.ID != "" {
-			msgIDs[string(r.msg.ID)] = true
+	note := func(r *Record) {
+		if r.Type == "assistant" && r.Msg != nil && r.Msg.ID != "" {
+			msgIDs[string(r.Msg.ID)] = true
 		}
-		for _, b := range r.blocks {
+		for _, b := range r.Blocks {
 			switch b.Type {
 			case "tool_use":
 				uses[string(b.ID)] = true
@@ -390,9 +264,9 @@ func read(s *harness.Session, recs []harness.Record, leaf int, taken map[int]boo
 		}
 		switch r.Type {
 		case "user":
-			e.user(r, recs[i].Line)
+			e.user(r)
 		case "assistant":
-			e.assistant(r, recs[i].Line)
+			e.assistant(r)
 		}
 	}
 	e.finish()
@@ -403,15 +277,15 @@ func read(s *harness.Session, recs []harness.Record, leaf int, taken map[int]boo
 // last exchange: an assistant record of a response on the thread, or a user
 // record holding only results of calls made on the thread and not answered
 // there.
-func siblingPart(r *ccRecord, msgIDs, uses, answered map[string]bool) bool {
+func siblingPart(r *Record, msgIDs, uses, answered map[string]bool) bool {
 	switch r.Type {
 	case "assistant":
-		return r.msg != nil && r.msg.ID != "" && msgIDs[string(r.msg.ID)]
+		return r.Msg != nil && r.Msg.ID != "" && msgIDs[string(r.Msg.ID)]
 	case "user":
-		if len(r.blocks) == 0 {
+		if len(r.Blocks) == 0 {
 			return false
 		}
-		for _, b := range r.blocks {
+		for _, b := range r.Blocks {
 			if b.Type != "tool_result" || !uses[string(b.ToolUseID)] || answered[string(b.ToolUseID)] {
 				return false
 			}
@@ -435,61 +309,59 @@ func (e *ccEmitter) add(m conversation.Message, line int) int {
 	return len(e.s.Messages) - 1
 }
 
-func (e *ccEmitter) user(r *ccRecord, line int) {
+// user emits a user record's tool results, then its text, if any: a
+// Meta message unless a person wrote it (UserClass).
+func (e *ccEmitter) user(r *Record) {
 	rep := &e.s.Report
-	if r.msg == nil {
+	if r.Msg == nil {
 		return
 	}
+	line := r.Line
 	t := harness.ParseTime(string(r.Timestamp))
-	var parts []string
-	if r.text != "" {
-		parts = append(parts, r.text)
-	}
-	for _, b := range r.blocks {
-		switch b.Type {
-		case "tool_result":
-			e.add(conversation.Message{
-				Role: conversation.RoleToolResult, ID: string(r.UUID), ToolCallID: string(b.ToolUseID),
-				Output: toolResultText(b.Content, line, rep), IsError: bool(b.IsError), Time: t,
-			}, line)
-		case "text":
-			parts = append(parts, string(b.Text))
-		case "image":
-			rep.Images++
-			parts = append(parts, harness.ImageNote(string(b.Source.MediaType), len(b.Source.Data)))
-		default:
-			parts = append(parts, "["+string(b.Type)+" block]")
+	for _, b := range r.Blocks {
+		if b.Type != "tool_result" {
+			continue
 		}
+		out, problems := toolResultText(b, &rep.Images)
+		for _, p := range problems {
+			rep.Problem(line, "%s", p)
+		}
+		e.add(conversation.Message{
+			Role: conversation.RoleToolResult, ID: string(r.UUID), ToolCallID: string(b.ToolUseID),
+			Output: out, IsError: bool(b.IsError), Time: t,
+		}, line)
 	}
-	text := harness.JoinNonEmpty(parts, "\n\n")
+	text := harness.JoinNonEmpty(append([]string{r.Text}, blockTexts(r.Blocks, &rep.Images)...), "\n\n")
 	if strings.TrimSpace(text) == "" {
 		return
 	}
+	class, _ := r.UserClass()
 	compaction := r.isCompaction()
 	if compaction {
 		rep.Compactions++
 	}
-	trimmed := strings.TrimSpace(text)
-	meta := bool(r.IsMeta) || compaction ||
-		strings.HasPrefix(trimmed, "<command-") || strings.HasPrefix(trimmed, "<local-command-")
+	meta := class != ClassHuman && class != ClassToolResult
 	e.add(conversation.Message{Role: conversation.RoleUser, ID: string(r.UUID), Text: text, Time: t, Meta: meta}, line)
 	if compaction {
 		e.s.MarkCompaction()
 	}
 }
 
-func (e *ccEmitter) assistant(r *ccRecord, line int) {
+// assistant emits an assistant record, or merges it into the message of
+// the same message id (a streamed part).
+func (e *ccEmitter) assistant(r *Record) {
 	rep := &e.s.Report
-	if r.msg == nil {
+	if r.Msg == nil {
 		return
 	}
-	id := string(r.msg.ID)
+	line := r.Line
+	id := string(r.Msg.ID)
 	idx, merged := -1, false
 	if id != "" {
 		idx, merged = e.byMsgID[id]
 	}
 	if !merged {
-		m := conversation.Message{Role: conversation.RoleAssistant, ID: id, Time: harness.ParseTime(string(r.Timestamp)), Model: string(r.msg.Model)}
+		m := conversation.Message{Role: conversation.RoleAssistant, ID: id, Time: harness.ParseTime(string(r.Timestamp)), Model: string(r.Msg.Model)}
 		if m.ID == "" {
 			m.ID = string(r.UUID)
 		}
@@ -511,35 +383,21 @@ func (e *ccEmitter) assistant(r *ccRecord, line int) {
 	if e.texts == nil {
 		e.texts = map[int][]string{}
 	}
-	if r.text != "" {
-		e.texts[idx] = append(e.texts[idx], r.text)
+	if r.Text != "" {
+		e.texts[idx] = append(e.texts[idx], r.Text)
 	}
-	for _, b := range r.blocks {
+	for _, b := range r.Blocks {
 		switch b.Type {
-		case "text":
-			e.texts[idx] = append(e.texts[idx], string(b.Text))
 		case "thinking", "redacted_thinking":
 			rep.Thinking++
 		case "tool_use":
 			m.ToolCalls = append(m.ToolCalls, conversation.ToolCall{ID: string(b.ID), Name: string(b.Name), Args: harness.Args(b.Input)})
-		case "image":
-			rep.Images++
-			e.texts[idx] = append(e.texts[idx], harness.ImageNote(string(b.Source.MediaType), len(b.Source.Data)))
+		case "text":
+			e.texts[idx] = append(e.texts[idx], string(b.Text))
 		default:
-			e.texts[idx] = append(e.texts[idx], "["+string(b.Type)+" block]")
+			e.texts[idx] = append(e.texts[idx], blockTexts([]Block{b}, &rep.Images)...)
 		}
 	}
-}
-
-func (r *ccRecord) usage() *conversation.Usage {
-	if r.msg == nil || len(r.msg.Usage) == 0 || r.msg.Usage[0] != '{' {
-		return nil
-	}
-	var u ccUsage
-	if json.Unmarshal(r.msg.Usage, &u) != nil {
-		return nil
-	}
-	return &conversation.Usage{Input: int64(u.Input), Output: int64(u.Output), CacheRead: int64(u.CacheRead), CacheWrite: int64(u.CacheWrite)}
 }
 
 func (e *ccEmitter) finish() {
