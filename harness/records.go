@@ -242,3 +242,32 @@ func LineRecords(b []byte, line int, rep *Report, known func(recordType string) 
 	}
 	return splitLine(b, line, nil, rep, known)
 }
+
+// EachRecord reads an artifact, complete lines of a JSONL file, record by
+// record as LineRecords reads each line: the problems of a damaged line
+// go to damaged before the line's records go to each. Blank lines count
+// as lines.
+func EachRecord(b []byte, known func(recordType string) bool, each func(Record), damaged func(Problem)) {
+	line := 0
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		var l []byte
+		if i < 0 {
+			l, b = b, nil
+		} else {
+			l, b = b[:i+1], b[i+1:]
+		}
+		line++
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		var rep Report
+		recs := LineRecords(l, line, &rep, known)
+		for _, p := range rep.Problems {
+			damaged(p)
+		}
+		for _, rc := range recs {
+			each(rc)
+		}
+	}
+}

@@ -195,14 +195,15 @@ func classifyText(text string, results, blocks int, meta, compact bool) string {
 func Decode(b []byte) ([]events.Event, error) {
 	var out []events.Event
 	usage := map[string]bool{}
-	eachRecord(b, func(r *Record, rc harness.Record, err error) {
+	harness.EachRecord(b, known, func(rc harness.Record) {
+		r, err := DecodeRecord(rc)
 		if err != nil {
 			out = append(out, events.Event{Type: events.Output, Subtype: "damaged", Text: "record does not decode: " + err.Error(), Raw: rc.Data})
 			return
 		}
 		out = recordEvents(out, r, usage)
-	}, func(problem string) {
-		out = append(out, events.Event{Type: events.Output, Subtype: "damaged", Text: problem})
+	}, func(p harness.Problem) {
+		out = append(out, events.Event{Type: events.Output, Subtype: "damaged", Text: p.String()})
 	})
 	if out == nil {
 		out = []events.Event{}

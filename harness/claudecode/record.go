@@ -268,32 +268,3 @@ func (r *Record) usage() *conversation.Usage {
 // record of `claude -p --output-format stream-json`), for reading past
 // damage.
 func known(t string) bool { _, ok := Types[t]; return ok || t == "result" }
-
-// eachRecord decodes the records of an artifact's bytes, line by line, as
-// the importer cut them: a damaged line's problems come as strings
-// before the line's records, in order.
-func eachRecord(b []byte, each func(r *Record, rc harness.Record, err error), damaged func(problem string)) {
-	line := 0
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		var l []byte
-		if i < 0 {
-			l, b = b, nil
-		} else {
-			l, b = b[:i+1], b[i+1:]
-		}
-		line++
-		if len(bytes.TrimSpace(l)) == 0 {
-			continue
-		}
-		var rep harness.Report
-		recs := harness.LineRecords(l, line, &rep, known)
-		for _, p := range rep.Problems {
-			damaged(p.String())
-		}
-		for _, rc := range recs {
-			r, err := DecodeRecord(rc)
-			each(r, rc, err)
-		}
-	}
-}

@@ -49,71 +49,42 @@ type Head struct {
 	BranchedFrom string
 }
 
-type headEntry struct {
-	piEntry
-	ModelID      harness.Str `json:"modelId"`
-	Provider     harness.Str `json:"provider"`
-	BranchedFrom harness.Str `json:"branchedFrom"`
-}
-
 // ReadHead reads an entry's head.
 func ReadHead(data []byte) (Head, bool) {
-	var e headEntry
-	if json.Unmarshal(data, &e) != nil {
+	e, err := DecodeEntry(harness.Record{Data: data})
+	if err != nil {
 		return Head{}, false
 	}
+	return e.Head(), true
+}
+
+// Head is what the importer needs of the entry.
+func (e *Entry) Head() Head {
 	h := Head{Type: string(e.Type), ID: string(e.ID), ParentID: e.ParentID.Value, HasParent: e.ParentID.Set,
 		Timestamp: string(e.Timestamp), Version: int64(e.Version), Cwd: string(e.Cwd), Model: string(e.ModelID),
 		Provider: string(e.Provider), Summary: string(e.Summary), BranchedFrom: string(e.BranchedFrom)}
-	if h.Type == "message" && len(e.Message) > 0 && e.Message[0] == '{' {
-		var m Message
-		if json.Unmarshal(e.Message, &m) == nil {
-			h.Role = string(m.Role)
-			if m.Model != "" {
-				h.Model = string(m.Model)
-			}
-			switch h.Role {
-			case "user":
-				c := Converter{Report: &harness.Report{}}
-				h.Text = c.content(m.Content, 0, "\n\n")
-			case "assistant":
-				var blocks []struct {
-					Type harness.Str `json:"type"`
-				}
-				if json.Unmarshal(m.Content, &blocks) == nil {
-					for _, b := range blocks {
-						if b.Type == "toolCall" {
-							h.ToolCalls++
-						}
-					}
-				}
+	m := e.Msg
+	if m == nil {
+		return h
+	}
+	h.Role = string(m.Role)
+	if m.Model != "" {
+		h.Model = string(m.Model)
+	}
+	switch h.Role {
+	case "user":
+		c := Converter{Report: &harness.Report{}}
+		h.Text = c.content(m.Content, 0, "\n\n")
+	case "assistant":
+		c := Converter{Report: &harness.Report{}}
+		blocks, _ := c.blocks(m.Content, 0)
+		for _, b := range blocks {
+			if b.Type == "toolCall" {
+				h.ToolCalls++
 			}
 		}
 	}
-	return h, true
-}
-
-type fullEntry struct {
-	piEntry
-	ModelID          harness.Str     `json:"modelId"`
-	Provider         harness.Str     `json:"provider"`
-	ThinkingLevel    harness.Str     `json:"thinkingLevel"`
-	BranchedFrom     harness.Str     `json:"branchedFrom"`
-	CustomType       harness.Str     `json:"customType"`
-	Display          json.RawMessage `json:"display"`
-	FirstKeptEntryID harness.Str     `json:"firstKeptEntryId"`
-	TokensBefore     harness.Num     `json:"tokensBefore"`
-	FromID           harness.Str     `json:"fromId"`
-}
-
-type fullMessage struct {
-	Message
-	ErrorMessage harness.Str `json:"errorMessage"`
-}
-
-type piThinking struct {
-	Thinking          harness.Str `json:"thinking"`
-	ThinkingSignature harness.Str `json:"thinkingSignature"`
+	return h
 }
 
 // Decode reads a pi-v3 artifact as neutral events (docs/import.md
@@ -129,39 +100,25 @@ type piThinking struct {
 // events with the entry in Raw. Damaged lines give output/damaged events.
 func Decode(b []byte) ([]events.Event, error) {
 	var out []events.Event
-	line := 0
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		var l []byte
-		if i < 0 {
-			l, b = b, nil
-		} else {
-			l, b = b[:i+1], b[i+1:]
+	harness.EachRecord(b, known, func(rc harness.Record) {
+		e, err := DecodeEntry(rc)
+		if err != nil {
+			out = append(out, events.Event{Type: events.Output, Subtype: "damaged", Text: "entry does not decode: " + err.Error(), Raw: rc.Data})
+			return
 		}
-		line++
-		if len(bytes.TrimSpace(l)) == 0 {
-			continue
-		}
-		var rep harness.Report
-		recs := harness.LineRecords(l, line, &rep, func(t string) bool { _, ok := Types[t]; return ok })
-		for _, p := range rep.Problems {
-			out = append(out, events.Event{Type: events.Output, Subtype: "damaged", Text: p.String()})
-		}
-		for _, rc := range recs {
-			out = decodeEntry(out, rc.Data)
-		}
-	}
+		out = entryEvents(out, e)
+	}, func(p harness.Problem) {
+		out = append(out, events.Event{Type: events.Output, Subtype: "damaged", Text: p.String()})
+	})
 	if out == nil {
 		out = []events.Event{}
 	}
 	return sanitize(out), nil
 }
 
-func decodeEntry(out []events.Event, data []byte) []events.Event {
-	var e fullEntry
-	if err := json.Unmarshal(data, &e); err != nil {
-		return append(out, events.Event{Type: events.Output, Subtype: "damaged", Text: "entry does not decode: " + err.Error(), Raw: json.RawMessage(data)})
-	}
+// entryEvents appends the events of one entry.
+func entryEvents(out []events.Event, e *Entry) []events.Event {
+	data := e.Data
 	base := events.Event{ID: string(e.ID), ParentID: e.ParentID.Value, Time: harness.ParseTime(string(e.Timestamp))}
 	ev := func(x events.Event) events.Event {
 		x.ID, x.ParentID = base.ID, base.ParentID
@@ -181,10 +138,10 @@ func decodeEntry(out []events.Event, data []byte) []events.Event {
 		}
 		return append(out, ev(events.Event{Type: events.System, Subtype: "init", Model: string(e.ModelID), Metadata: md}))
 	case "message":
-		var m fullMessage
-		if len(e.Message) == 0 || e.Message[0] != '{' || json.Unmarshal(e.Message, &m) != nil {
-			return append(out, ev(events.Event{Type: events.Output, Subtype: "damaged", Text: "message entry without a message object", Raw: json.RawMessage(data)}))
+		if e.Msg == nil {
+			return append(out, ev(events.Event{Type: events.Output, Subtype: "damaged", Text: "message entry without a message object", Raw: data}))
 		}
+		m := *e.Msg
 		t := base.Time
 		if m.Timestamp > 0 {
 			t = time.UnixMilli(int64(m.Timestamp)).UTC()
@@ -199,7 +156,7 @@ func decodeEntry(out []events.Event, data []byte) []events.Event {
 			return append(out, ev(events.Event{Type: events.ToolResult, Time: t, Tool: &events.Tool{ID: string(m.ToolCallID), Name: string(m.ToolName)},
 				Result: &events.Result{Content: c.content(m.Content, 0, "\n"), IsError: bool(m.IsError)}}))
 		case "bashExecution":
-			x := events.Event{Type: events.Prompt, Subtype: "bash_execution", Source: "bash", Time: t, Text: BashText(m.Message), Meta: true}
+			x := events.Event{Type: events.Prompt, Subtype: "bash_execution", Source: "bash", Time: t, Text: BashText(m), Meta: true}
 			if m.ExcludeFromContext {
 				x.Metadata = map[string]any{"exclude_from_context": true}
 			}
@@ -213,7 +170,7 @@ func decodeEntry(out []events.Event, data []byte) []events.Event {
 			}
 			return append(out, ev(events.Event{Type: events.System, Subtype: sub, Time: t, Text: string(m.Summary), Meta: true}))
 		}
-		return append(out, ev(events.Event{Type: events.Output, Subtype: "message/" + string(m.Role), Time: t, Raw: json.RawMessage(data)}))
+		return append(out, ev(events.Event{Type: events.Output, Subtype: "message/" + string(m.Role), Time: t, Raw: data}))
 	case "compaction":
 		md := map[string]any{}
 		if e.FirstKeptEntryID != "" {
@@ -249,10 +206,10 @@ func decodeEntry(out []events.Event, data []byte) []events.Event {
 	if _, known := Types[string(e.Type)]; known {
 		return append(out, ev(events.Event{Type: events.Output, Subtype: string(e.Type)}))
 	}
-	return append(out, ev(events.Event{Type: events.Output, Subtype: "unknown/" + string(e.Type), Raw: json.RawMessage(data)}))
+	return append(out, ev(events.Event{Type: events.Output, Subtype: "unknown/" + string(e.Type), Raw: data}))
 }
 
-func decodeAssistant(out []events.Event, ev func(events.Event) events.Event, m fullMessage, id string, t time.Time) []events.Event {
+func decodeAssistant(out []events.Event, ev func(events.Event) events.Event, m Message, id string, t time.Time) []events.Event {
 	var u *conversation.Usage
 	if len(m.Usage) > 0 && m.Usage[0] == '{' {
 		var x usage
@@ -294,9 +251,7 @@ func decodeAssistant(out []events.Event, ev func(events.Event) events.Event, m f
 		case "text":
 			add(events.Event{Type: events.Response, Text: string(b.Text)})
 		case "thinking":
-			var th piThinking
-			_ = json.Unmarshal(raw, &th)
-			add(events.Event{Type: events.Thinking, Text: string(th.Thinking), Signature: string(th.ThinkingSignature)})
+			add(events.Event{Type: events.Thinking, Text: string(b.Thinking), Signature: string(b.ThinkingSignature)})
 		case "toolCall":
 			add(events.Event{Type: events.ToolCall, Tool: &events.Tool{ID: string(b.ID), Name: string(b.Name), Input: harness.Args(b.Arguments)}})
 		default:

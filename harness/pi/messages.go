@@ -44,6 +44,8 @@ type Message struct {
 	Model      harness.Str     `json:"model,omitempty"`
 	Usage      json.RawMessage `json:"usage,omitempty"`
 	StopReason harness.Str     `json:"stopReason,omitempty"`
+	// ErrorMessage says why an aborted or errored response ended.
+	ErrorMessage harness.Str `json:"errorMessage,omitempty"`
 	// Tool result fields.
 	ToolCallID harness.Str  `json:"toolCallId,omitempty"`
 	ToolName   harness.Str  `json:"toolName,omitempty"`
@@ -71,6 +73,9 @@ type Block struct {
 	Arguments json.RawMessage `json:"arguments"`
 	Data      harness.Str     `json:"data"`
 	MimeType  harness.Str     `json:"mimeType"`
+	// Thinking blocks.
+	Thinking          harness.Str `json:"thinking"`
+	ThinkingSignature harness.Str `json:"thinkingSignature"`
 }
 
 type usage struct {

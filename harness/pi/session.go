@@ -1,39 +1,10 @@
 package pi
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/ctxstore/ctxstore/harness"
 )
-
-// Types are the Pi session entry types the reader knows.
-var Types = map[string]harness.Kind{
-	"session":               harness.KindSpecial, // the header
-	"message":               harness.KindMessage,
-	"compaction":            harness.KindSpecial,
-	"branch_summary":        harness.KindSpecial,
-	"custom_message":        harness.KindMessage, // extension messages the model sees
-	"model_change":          harness.KindSkip,
-	"thinking_level_change": harness.KindSkip,
-	"custom":                harness.KindSkip, // extension state, not in context
-	"label":                 harness.KindSkip,
-	"session_info":          harness.KindSkip,
-}
-
-type piEntry struct {
-	Type      harness.Str     `json:"type"`
-	ID        harness.Str     `json:"id"`
-	ParentID  harness.OptStr  `json:"parentId"`
-	Timestamp harness.Str     `json:"timestamp"`
-	Version   harness.Num     `json:"version"`
-	Cwd       harness.Str     `json:"cwd"`
-	Message   json.RawMessage `json:"message"`
-	Summary   harness.Str     `json:"summary"`
-	Content   json.RawMessage `json:"content"`
-
-	hasID bool
-}
 
 // Read builds the thread of a Pi session file from its records. Version 1 files have no ids:
 // the thread is file order. Versions 2 and 3 (entries with id/parentId) are
@@ -43,12 +14,12 @@ type piEntry struct {
 // path goes on at the previous entry of the file.
 func Read(s *harness.Session, recs []harness.Record) {
 	rep := &s.Report
-	entries := make([]*piEntry, len(recs))
+	entries := make([]*Entry, len(recs))
 	tree := false
 	header := false
 	for i, rc := range recs {
-		e := &piEntry{}
-		if err := json.Unmarshal(rc.Data, e); err != nil {
+		e, err := DecodeEntry(rc)
+		if err != nil {
 			rep.Problem(rc.Line, "entry does not decode: %v; skipped", err)
 			continue
 		}
@@ -73,8 +44,7 @@ func Read(s *harness.Session, recs []harness.Record) {
 			}
 			continue
 		}
-		e.hasID = e.ID != ""
-		if e.hasID || e.ParentID.Set {
+		if e.ID != "" || e.ParentID.Set {
 			tree = true
 		}
 		entries[i] = e
@@ -92,20 +62,20 @@ func Read(s *harness.Session, recs []harness.Record) {
 	}
 	c := &Converter{Report: rep}
 	for _, i := range order {
-		emit(s, c, entries[i], recs[i].Line)
+		emit(s, c, entries[i])
 	}
 }
 
 // piPath returns the record indexes on the path from the root to the last
 // entry with an id, in path order.
-func piPath(recs []harness.Record, entries []*piEntry, rep *harness.Report) []int {
+func piPath(recs []harness.Record, entries []*Entry, rep *harness.Report) []int {
 	byID := map[string]int{}
 	var withID []int
 	for i, e := range entries {
 		if e == nil {
 			continue
 		}
-		if !e.hasID {
+		if e.ID == "" {
 			rep.Problem(recs[i].Line, "entry without an id in a tree session; skipped")
 			rep.OffBranch++
 			continue
@@ -162,28 +132,13 @@ func piPath(recs []harness.Record, entries []*piEntry, rep *harness.Report) []in
 // messages Pi makes of them when it loads a session (compactionSummary,
 // branchSummary, custom), all through the one converter. The entry's
 // timestamp, when it has one, is the message's time.
-func emit(s *harness.Session, c *Converter, e *piEntry, line int) {
-	var m Message
-	switch e.Type {
-	case "compaction":
-		m = Message{Role: "compactionSummary", Summary: e.Summary}
-	case "branch_summary":
-		m = Message{Role: "branchSummary", Summary: e.Summary}
-	case "custom_message":
-		m = Message{Role: "custom", Content: e.Content}
-	case "message":
-		if len(e.Message) == 0 || e.Message[0] != '{' {
-			s.Report.Problem(line, "message entry without a message object; skipped")
-			return
-		}
-		if err := json.Unmarshal(e.Message, &m); err != nil {
-			s.Report.Problem(line, "message does not decode: %v; skipped", err)
-			return
-		}
-	default:
+func emit(s *harness.Session, c *Converter, e *Entry) {
+	if e.MsgErr != nil {
+		s.Report.Problem(e.Line, "%v; skipped", e.MsgErr)
 		return
 	}
-	if !c.Add(m, line) {
+	m, ok := e.AgentMessage()
+	if !ok || !c.Add(m, e.Line) {
 		return
 	}
 	out := c.Log[len(c.Log)-1]
@@ -193,7 +148,7 @@ func emit(s *harness.Session, c *Converter, e *piEntry, line int) {
 		out.Time = t
 	}
 	s.Messages = append(s.Messages, out)
-	s.MessageLines = append(s.MessageLines, line)
+	s.MessageLines = append(s.MessageLines, e.Line)
 	if m.Role == "compactionSummary" {
 		s.MarkCompaction()
 	}
