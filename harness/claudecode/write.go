@@ -96,6 +96,7 @@ func SessionFile(evs []events.Event) ([]byte, error) {
 	return out, err
 }
 
+// ccRec is one record the encoder writes.
 type ccRec struct {
 	typ     string // user, assistant
 	msgID   string
@@ -117,165 +118,215 @@ type ccRec struct {
 
 // Encode is SessionFile that also says what was left out or made up.
 func Encode(evs []events.Event) ([]byte, Lost, error) {
-	var lost Lost
-	var recs []*ccRec
-	var cur *ccRec // the open assistant or tool-result record
-	called := map[string]bool{}
-	cwd, version := "", ""
-	var open []string // tool calls of the latest assistant records still without a result
-	answer := func() {
-		if len(open) == 0 {
-			return
-		}
-		if cur == nil || cur.typ != "user" || cur.calls == 0 {
-			cur = &ccRec{typ: "user", calls: 1, synthetic: true}
-			recs = append(recs, cur)
-		}
-		for _, id := range open {
-			cur.blocks = append(cur.blocks, map[string]any{"type": "tool_result", "tool_use_id": id,
-				"content": NoResult, "is_error": true})
-			lost.Unanswered++
-			delete(called, id)
-		}
-		open = nil
+	e := &encoder{called: map[string]bool{}, dropped: map[string]string{}}
+	for _, ev := range evs {
+		e.event(ev)
 	}
-	dropped := map[string]string{} // event id -> its parent, for events without a record
-	into := func(r *ccRec, e events.Event) {
-		if e.ID == "" {
-			return
-		}
-		if len(r.ids) == 0 {
-			r.parentRef = parentRef(e)
-		}
-		if len(r.ids) == 0 || r.ids[len(r.ids)-1] != e.ID {
-			r.ids = append(r.ids, e.ID)
-		}
+	e.answer()
+	e.dropEmpty()
+	parents := link(e.recs, e.dropped)
+	fillTimes(e.recs)
+	body, err := json.Marshal(evs)
+	if err != nil {
+		return nil, e.lost, err
 	}
-	drop := func(e events.Event) {
-		if _, seen := dropped[e.ID]; e.ID != "" && !seen {
-			dropped[e.ID] = parentRef(e)
-		}
+	session := uuid.NewSHA1(uuidSpace, []byte(commits.ContentHash(body))).String()
+	out, err := e.write(session, parents)
+	return out, e.lost, err
+}
+
+// encoder turns events into Claude Code records, in order. It owns what
+// an encoding builds: the records, the open one (an assistant message or
+// a run of tool results), the tool calls still without a result, the
+// events that get no record (so that records can name their parents
+// through them), the cwd and version last recorded, and what was lost.
+type encoder struct {
+	lost    Lost
+	recs    []*ccRec
+	cur     *ccRec          // the open assistant or tool-result record
+	called  map[string]bool // tool calls without a result yet
+	open    []string        // tool calls of the latest assistant records still without a result
+	dropped map[string]string
+	cwd     string
+	version string
+}
+
+// event adds one event: a record of its own (prompts, summaries,
+// narratives), a part of the open record (a model message's thinking,
+// text and tool calls; consecutive tool results), or nothing (counted in
+// Lost, remembered for linking).
+func (e *encoder) event(ev events.Event) {
+	if s, ok := ev.Metadata["cwd"].(string); ok && s != "" {
+		e.cwd = s
 	}
-	for _, e := range evs {
-		if e.Metadata != nil {
-			if s, ok := e.Metadata["cwd"].(string); ok && s != "" {
-				cwd = s
-			}
-			if s, ok := e.Metadata["version"].(string); ok && s != "" {
-				version = s
-			}
-		}
-		if e.Metadata["sidechain"] == true || e.Metadata["exclude_from_context"] == true {
-			lost.Excluded++
-			drop(e)
-			continue
-		}
-		switch e.Type {
-		case events.Prompt:
-			answer()
-			cur = nil
-			recs = append(recs, &ccRec{typ: "user", t: e.Time, text: e.Text, meta: e.Meta || (e.Source != "" && e.Source != "user")})
-			into(recs[len(recs)-1], e)
-		case events.System:
-			switch e.Subtype {
-			case events.SubtypeCompactionSummary:
-				answer()
-				cur = nil
-				recs = append(recs, &ccRec{typ: "user", t: e.Time, text: e.Text, compact: true})
-				into(recs[len(recs)-1], e)
-			case events.SubtypeNarrative:
-				answer()
-				cur = nil
-				recs = append(recs, &ccRec{typ: "user", t: e.Time, text: e.Text})
-				into(recs[len(recs)-1], e)
-			default:
-				lost.Events++
-				drop(e)
-			}
-		case events.Thinking, events.Response, events.ToolCall:
-			if !joins(cur, e) {
-				answer()
-				cur = &ccRec{typ: "assistant", msgID: e.MessageID, model: e.Model, t: e.Time}
-				recs = append(recs, cur)
-			}
-			into(cur, e)
-			if cur.model == "" {
-				cur.model = e.Model
-			}
-			if cur.t.IsZero() {
-				cur.t = e.Time
-			}
-			if e.Usage != nil && cur.usage == nil {
-				cur.usage = map[string]any{"input_tokens": e.Usage.Input, "output_tokens": e.Usage.Output,
-					"cache_read_input_tokens": e.Usage.CacheRead, "cache_creation_input_tokens": e.Usage.CacheWrite}
-			}
-			switch e.Type {
-			case events.Thinking:
-				if e.Signature == "" || !claudeModel(firstNonEmpty(e.Model, cur.model)) {
-					lost.Thinking++
-					continue
-				}
-				cur.blocks = append(cur.blocks, map[string]any{"type": "thinking", "thinking": e.Text, "signature": e.Signature})
-			case events.Response:
-				if e.Text == "" {
-					continue
-				}
-				cur.blocks = append(cur.blocks, map[string]any{"type": "text", "text": e.Text})
-				cur.hasText = true
-			case events.ToolCall:
-				in := e.Tool.Input
-				if in == nil {
-					in = map[string]any{}
-				}
-				cur.blocks = append(cur.blocks, map[string]any{"type": "tool_use", "id": e.Tool.ID, "name": e.Tool.Name, "input": in})
-				cur.calls++
-				called[e.Tool.ID] = true
-				open = append(open, e.Tool.ID)
-			}
-		case events.ToolResult:
-			if !called[e.Tool.ID] {
-				lost.Orphans++
-				drop(e)
-				continue
-			}
-			delete(called, e.Tool.ID)
-			for i, id := range open {
-				if id == e.Tool.ID {
-					open = append(open[:i:i], open[i+1:]...)
-					break
-				}
-			}
-			if cur == nil || cur.typ != "user" || cur.calls == 0 {
-				cur = &ccRec{typ: "user", t: e.Time, calls: 1}
-				recs = append(recs, cur)
-			}
-			into(cur, e)
-			cur.blocks = append(cur.blocks, toolResult(e, &lost))
+	if s, ok := ev.Metadata["version"].(string); ok && s != "" {
+		e.version = s
+	}
+	if ev.Metadata["sidechain"] == true || ev.Metadata["exclude_from_context"] == true {
+		e.lost.Excluded++
+		e.drop(ev)
+		return
+	}
+	switch ev.Type {
+	case events.Prompt:
+		e.user(ev, &ccRec{typ: "user", t: ev.Time, text: ev.Text, meta: ev.Meta || (ev.Source != "" && ev.Source != "user")})
+	case events.System:
+		switch ev.Subtype {
+		case events.SubtypeCompactionSummary:
+			e.user(ev, &ccRec{typ: "user", t: ev.Time, text: ev.Text, compact: true})
+		case events.SubtypeNarrative:
+			e.user(ev, &ccRec{typ: "user", t: ev.Time, text: ev.Text})
 		default:
-			lost.Events++
-			drop(e)
+			e.lost.Events++
+			e.drop(ev)
+		}
+	case events.Thinking, events.Response, events.ToolCall:
+		e.model(ev)
+	case events.ToolResult:
+		e.toolResult(ev)
+	default:
+		e.lost.Events++
+		e.drop(ev)
+	}
+}
+
+// user adds a user record of text, after answering open tool calls.
+func (e *encoder) user(ev events.Event, r *ccRec) {
+	e.answer()
+	e.cur = nil
+	e.recs = append(e.recs, r)
+	e.into(r, ev)
+}
+
+// model adds a thinking, response or tool-call event to the assistant
+// record of its message, opening one when it does not join the open one.
+func (e *encoder) model(ev events.Event) {
+	if !joins(e.cur, ev) {
+		e.answer()
+		e.cur = &ccRec{typ: "assistant", msgID: ev.MessageID, model: ev.Model, t: ev.Time}
+		e.recs = append(e.recs, e.cur)
+	}
+	cur := e.cur
+	e.into(cur, ev)
+	if cur.model == "" {
+		cur.model = ev.Model
+	}
+	if cur.t.IsZero() {
+		cur.t = ev.Time
+	}
+	if ev.Usage != nil && cur.usage == nil {
+		cur.usage = map[string]any{"input_tokens": ev.Usage.Input, "output_tokens": ev.Usage.Output,
+			"cache_read_input_tokens": ev.Usage.CacheRead, "cache_creation_input_tokens": ev.Usage.CacheWrite}
+	}
+	switch ev.Type {
+	case events.Thinking:
+		if ev.Signature == "" || !claudeModel(firstNonEmpty(ev.Model, cur.model)) {
+			e.lost.Thinking++
+			return
+		}
+		cur.blocks = append(cur.blocks, map[string]any{"type": "thinking", "thinking": ev.Text, "signature": ev.Signature})
+	case events.Response:
+		if ev.Text == "" {
+			return
+		}
+		cur.blocks = append(cur.blocks, map[string]any{"type": "text", "text": ev.Text})
+		cur.hasText = true
+	case events.ToolCall:
+		in := ev.Tool.Input
+		if in == nil {
+			in = map[string]any{}
+		}
+		cur.blocks = append(cur.blocks, map[string]any{"type": "tool_use", "id": ev.Tool.ID, "name": ev.Tool.Name, "input": in})
+		cur.calls++
+		e.called[ev.Tool.ID] = true
+		e.open = append(e.open, ev.Tool.ID)
+	}
+}
+
+// toolResult adds a result to the open tool-result record (or a new one);
+// a result whose call is not earlier is dropped.
+func (e *encoder) toolResult(ev events.Event) {
+	if !e.called[ev.Tool.ID] {
+		e.lost.Orphans++
+		e.drop(ev)
+		return
+	}
+	delete(e.called, ev.Tool.ID)
+	for i, id := range e.open {
+		if id == ev.Tool.ID {
+			e.open = append(e.open[:i:i], e.open[i+1:]...)
+			break
 		}
 	}
+	if e.cur == nil || e.cur.typ != "user" || e.cur.calls == 0 {
+		e.cur = &ccRec{typ: "user", t: ev.Time, calls: 1}
+		e.recs = append(e.recs, e.cur)
+	}
+	e.into(e.cur, ev)
+	e.cur.blocks = append(e.cur.blocks, toolResult(ev, &e.lost))
+}
 
-	answer()
+// answer gives the open tool calls an error result (NoResult) before the
+// conversation goes on without one.
+func (e *encoder) answer() {
+	if len(e.open) == 0 {
+		return
+	}
+	if e.cur == nil || e.cur.typ != "user" || e.cur.calls == 0 {
+		e.cur = &ccRec{typ: "user", calls: 1, synthetic: true}
+		e.recs = append(e.recs, e.cur)
+	}
+	for _, id := range e.open {
+		e.cur.blocks = append(e.cur.blocks, map[string]any{"type": "tool_result", "tool_use_id": id,
+			"content": NoResult, "is_error": true})
+		e.lost.Unanswered++
+		delete(e.called, id)
+	}
+	e.open = nil
+}
 
-	// Drop assistant records left empty (unsigned thinking only).
-	kept := recs[:0]
-	for _, r := range recs {
+// into records that event ev is in record r (for the harness's tree).
+func (e *encoder) into(r *ccRec, ev events.Event) {
+	if ev.ID == "" {
+		return
+	}
+	if len(r.ids) == 0 {
+		r.parentRef = parentRef(ev)
+	}
+	if len(r.ids) == 0 || r.ids[len(r.ids)-1] != ev.ID {
+		r.ids = append(r.ids, ev.ID)
+	}
+}
+
+// drop remembers an event that gets no record, with its parent.
+func (e *encoder) drop(ev events.Event) {
+	if _, seen := e.dropped[ev.ID]; ev.ID != "" && !seen {
+		e.dropped[ev.ID] = parentRef(ev)
+	}
+}
+
+// dropEmpty drops the assistant records left empty (unsigned thinking
+// only); their events are remembered as dropped.
+func (e *encoder) dropEmpty() {
+	kept := e.recs[:0]
+	for _, r := range e.recs {
 		if r.typ == "assistant" && len(r.blocks) == 0 {
 			for _, id := range r.ids {
-				if _, seen := dropped[id]; !seen {
-					dropped[id] = r.parentRef
+				if _, seen := e.dropped[id]; !seen {
+					e.dropped[id] = r.parentRef
 				}
 			}
 			continue
 		}
 		kept = append(kept, r)
 	}
-	recs = kept
-	parents := link(recs, dropped)
+	e.recs = kept
+}
 
-	// Times: each unknown time is the one before it (or the first known).
+// fillTimes gives each record without a time (or with one before the
+// record above) the time of the record above (the first known time for
+// the first; the epoch when none is known).
+func fillTimes(recs []*ccRec) {
 	var first time.Time
 	for _, r := range recs {
 		if !r.t.IsZero() {
@@ -293,16 +344,15 @@ func Encode(evs []events.Event) ([]byte, Lost, error) {
 		}
 		last = r.t
 	}
+}
 
-	body, err := json.Marshal(evs)
-	if err != nil {
-		return nil, lost, err
-	}
-	session := uuid.NewSHA1(uuidSpace, []byte(commits.ContentHash(body))).String()
+// write writes the records as JSON lines of session, each naming its
+// parent (parents, from link).
+func (e *encoder) write(session string, parents []int) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	for i, r := range recs {
+	for i, r := range e.recs {
 		id := recordUUID(session, i)
 		parent := any(nil)
 		if parents[i] >= 0 {
@@ -310,50 +360,63 @@ func Encode(evs []events.Event) ([]byte, Lost, error) {
 		}
 		rec := map[string]any{"parentUuid": parent, "isSidechain": false, "type": r.typ, "uuid": id,
 			"timestamp": r.t.UTC().Format("2006-01-02T15:04:05.000Z"), "userType": "external", "sessionId": session}
-		if cwd != "" {
-			rec["cwd"] = cwd
+		if e.cwd != "" {
+			rec["cwd"] = e.cwd
 		}
-		if version != "" {
-			rec["version"] = version
+		if e.version != "" {
+			rec["version"] = e.version
 		}
 		switch r.typ {
 		case "user":
-			if len(r.blocks) > 0 {
-				rec["message"] = map[string]any{"role": "user", "content": r.blocks}
-			} else {
-				rec["message"] = map[string]any{"role": "user", "content": r.text}
-			}
-			if r.meta {
-				rec["isMeta"] = true
-			}
-			if r.compact {
-				rec["isCompactSummary"] = true
-			}
+			r.writeUser(rec)
 		case "assistant":
-			msgID := r.msgID
-			if msgID == "" || !strings.HasPrefix(msgID, "msg_") {
-				msgID = "msg_ctx" + strings.ReplaceAll(id, "-", "")[:24]
-			}
-			stop := "end_turn"
-			if r.calls > 0 {
-				stop = "tool_use"
-			}
-			usage := r.usage
-			if usage == nil {
-				usage = map[string]any{"input_tokens": 0, "output_tokens": 0, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
-			}
-			model := r.model
-			if model == "" {
-				model = "unknown"
-			}
-			rec["message"] = map[string]any{"id": msgID, "type": "message", "role": "assistant", "model": model,
-				"content": r.blocks, "stop_reason": stop, "stop_sequence": nil, "usage": usage}
+			r.writeAssistant(rec, id)
 		}
 		if err := enc.Encode(rec); err != nil {
-			return nil, lost, err
+			return nil, err
 		}
 	}
-	return b.Bytes(), lost, nil
+	return b.Bytes(), nil
+}
+
+// writeUser sets a user record's message and flags.
+func (r *ccRec) writeUser(rec map[string]any) {
+	if len(r.blocks) > 0 {
+		rec["message"] = map[string]any{"role": "user", "content": r.blocks}
+	} else {
+		rec["message"] = map[string]any{"role": "user", "content": r.text}
+	}
+	if r.meta {
+		rec["isMeta"] = true
+	}
+	if r.compact {
+		rec["isCompactSummary"] = true
+	}
+}
+
+// writeAssistant sets an assistant record's message: an Anthropic
+// message id (derived from the record's uuid when the events have none),
+// the stop reason its blocks imply, the usage (zero when not recorded)
+// and the model ("unknown" when not recorded).
+func (r *ccRec) writeAssistant(rec map[string]any, id string) {
+	msgID := r.msgID
+	if msgID == "" || !strings.HasPrefix(msgID, "msg_") {
+		msgID = "msg_ctx" + strings.ReplaceAll(id, "-", "")[:24]
+	}
+	stop := "end_turn"
+	if r.calls > 0 {
+		stop = "tool_use"
+	}
+	usage := r.usage
+	if usage == nil {
+		usage = map[string]any{"input_tokens": 0, "output_tokens": 0, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+	}
+	model := r.model
+	if model == "" {
+		model = "unknown"
+	}
+	rec["message"] = map[string]any{"id": msgID, "type": "message", "role": "assistant", "model": model,
+		"content": r.blocks, "stop_reason": stop, "stop_sequence": nil, "usage": usage}
 }
 
 // parentRef is the parent an event's record names in the harness's tree:
