@@ -35,7 +35,11 @@ type Query struct {
 type PredOp string
 
 // Predicate operators. Comparisons hold only between values of the same
-// JSON type (numbers with numbers, strings with strings).
+// JSON type (numbers with numbers, strings with strings). Numbers compare
+// by value as JSON numbers: whole and fractional numbers are one type, so
+// 1 < 1.5 < 2, 2 equals 2.0, and a fractional bound finds whole values
+// (n < 1.5 holds for 1) on every backend, whatever types the backend keeps
+// numbers in. Strings compare bytewise (UTF-8).
 const (
 	Eq     PredOp = "eq"     // field equals Value (or an element does)
 	In     PredOp = "in"     // field equals one of Values

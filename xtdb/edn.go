@@ -69,11 +69,15 @@ func ednScalar(v any) (string, error) {
 	return "", fmt.Errorf("%T is not a query value", v)
 }
 
+// formatNum writes a query's number as the type a document's number of
+// the same value is stored as (writeEDNValue): a long if whole within
+// ±2^53, else a double. XTDB compares a literal only with values of its
+// type in an index lookup ([(== v 2)] misses 2.0).
 func formatNum(f float64) string {
-	if f == float64(int64(f)) && f < 1e15 && f > -1e15 {
+	if f == math.Trunc(f) && math.Abs(f) <= 1<<53 {
 		return strconv.FormatInt(int64(f), 10)
 	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
+	return ednDouble(f)
 }
 
 // ednKeyword renders a document field name as a keyword.

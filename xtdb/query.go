@@ -3,7 +3,9 @@ package xtdb
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/ctxstore/ctxstore/store"
@@ -79,16 +81,16 @@ func datalog(q store.Query) (text string, sendLimit bool, err error) {
 			where = append(where, fmt.Sprintf("[e %s %s] (or %s)", attr, v, strings.Join(alts, " ")))
 			multi = true
 		case store.Lt, store.Lte, store.Gt, store.Gte:
+			if f, isNum := store.Num(p.Value); isNum {
+				where = append(where, numRange(attr, v, p.Op, f))
+				multi = true
+				continue
+			}
 			lit, err := ednScalar(p.Value)
 			if err != nil {
 				return "", false, err
 			}
-			guard := "string?"
-			if _, isNum := store.Num(p.Value); isNum {
-				guard = "number?"
-			}
-			sym := map[store.PredOp]string{store.Lt: "<", store.Lte: "<=", store.Gt: ">", store.Gte: ">="}[p.Op]
-			where = append(where, fmt.Sprintf("[e %s %s] [(%s %s)] [(%s %s %s)]", attr, v, guard, v, sym, v, lit))
+			where = append(where, fmt.Sprintf("[e %s %s] [(string? %s)] [(%s %s %s)]", attr, v, v, rangeSym[p.Op], v, lit))
 			multi = true
 		case store.Exists:
 			where = append(where, fmt.Sprintf("[e %s %s] %s", attr, v, scalarGuard(v)))
@@ -132,6 +134,36 @@ func datalog(q store.Query) (text string, sendLimit bool, err error) {
 	}
 	b.WriteString("}")
 	return b.String(), sendLimit, nil
+}
+
+var rangeSym = map[store.PredOp]string{store.Lt: "<", store.Lte: "<=", store.Gt: ">", store.Gte: ">="}
+
+// longBoundLimit bounds the long a numeric range is rewritten to: beyond
+// every long the store holds (±2^53), and exact as a float64.
+const longBoundLimit = 1 << 62
+
+// numRange renders a range predicate with a numeric bound f so that it
+// compares by value, as the contract says (store.Query). XTDB 1.24.5 turns
+// a range predicate against a literal into a range over its value index
+// restricted to the literal's type: [(< v 1.5)] finds only doubles and
+// [(< v 2)] only longs, so either alone misses the other type's values.
+// The driver stores whole numbers within ±2^53 as longs and every other
+// number as a double (writeEDNValue), so the predicate becomes one branch
+// per type: the bound as a double, and for longs the equivalent whole
+// bound (v < 1.5 is v < 2 for a long, v >= 1.5 is v >= 2, v <= 1.5 is
+// v <= 1, v > 1.5 is v > 1). Each branch keeps its index range.
+func numRange(attr, v string, op store.PredOp, f float64) string {
+	var whole float64
+	switch op {
+	case store.Lt, store.Gte:
+		whole = math.Ceil(f)
+	default:
+		whole = math.Floor(f)
+	}
+	whole = math.Max(-longBoundLimit, math.Min(longBoundLimit, whole))
+	sym := rangeSym[op]
+	return fmt.Sprintf("(or-join [e] (and [e %[1]s %[2]s] [(%[3]s %[2]s %[4]s)]) (and [e %[1]s %[2]s] [(%[3]s %[2]s %[5]s)]))",
+		attr, v, sym, strconv.FormatInt(int64(whole), 10), ednDouble(f))
 }
 
 // Query implements store.Store: the query runs as Datalog on the server at

@@ -219,7 +219,8 @@ func generate(r *rand.Rand, cfg DiffConfig) ([]gTx, error) {
 // plan makes the reads of a run: TxCommitted of every tx; the full history
 // of every entity, in both orders, with and without corrections; Entity
 // and EntityTx of every entity at every read time at the latest tx; every
-// query template at the latest tx; and at BasisPoints random (valid time,
+// query template at the latest tx (the range template with every
+// comparison of diffRanges); and at BasisPoints random (valid time,
 // tx) bases, Entity and EntityTx of every entity, a bounded history and a
 // query.
 func plan(r *rand.Rand, cfg DiffConfig) []readSpec {
@@ -239,6 +240,9 @@ func plan(r *rand.Rand, cfg DiffConfig) []readSpec {
 	}
 	for q := range queryTemplates {
 		specs = append(specs, readSpec{kind: readQuery, e: r.IntN(cfg.Entities), tx: -1, vt: diffReadTimes[r.IntN(len(diffReadTimes))], q: q})
+	}
+	for k := range diffRanges {
+		specs = append(specs, readSpec{kind: readQuery, tx: -1, vt: diffReadTimes[r.IntN(len(diffReadTimes))], q: rangeTemplate, rng: k})
 	}
 	readTime := func() time.Time { return diffReadTimes[r.IntN(len(diffReadTimes))] }
 	optTime := func() *time.Time {
@@ -264,7 +268,7 @@ func plan(r *rand.Rand, cfg DiffConfig) []readSpec {
 		if r.IntN(2) == 0 {
 			h.order = store.Desc
 		}
-		specs = append(specs, h, readSpec{kind: readQuery, e: r.IntN(cfg.Entities), tx: tx, vt: vt, q: r.IntN(queryTemplates)})
+		specs = append(specs, h, readSpec{kind: readQuery, e: r.IntN(cfg.Entities), tx: tx, vt: vt, q: r.IntN(queryTemplates), rng: r.IntN(len(diffRanges))})
 	}
 	return specs
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -36,6 +37,7 @@ type readSpec struct {
 	startTx int // -1: none
 	endTx   int // -1: none
 	q       int // query template
+	rng     int // for the range template: an index of diffRanges
 }
 
 // execution is one run of a program against two stores.
@@ -198,7 +200,31 @@ func (x *execution) read(i int, sp readSpec) (out string, ok bool, err error) {
 }
 
 // queryTemplates is how many query shapes the differential test uses.
-const queryTemplates = 6
+const queryTemplates = 7
+
+// rangeTemplate is the template comparing v with a bound of diffRanges.
+const rangeTemplate = 6
+
+// diffRange is one comparison of the range template.
+type diffRange struct {
+	op    store.PredOp
+	bound any
+}
+
+// diffRanges are the comparisons the range template draws from: every
+// order operator against whole and fractional bounds (as Go and JSON
+// numbers) below, between, at and above the whole values written (1-3),
+// which compare by value whatever types a backend keeps numbers in.
+var diffRanges = func() []diffRange {
+	bounds := []any{0.5, 1, 1.5, json.Number("2.0"), json.Number("2.5"), 3, 3.25, json.Number("-1.5")}
+	var out []diffRange
+	for _, op := range []store.PredOp{store.Lt, store.Lte, store.Gt, store.Gte} {
+		for _, b := range bounds {
+			out = append(out, diffRange{op, b})
+		}
+	}
+	return out
+}()
 
 // query builds query template sp.q, scoped to the run.
 func (x *execution) query(sp readSpec, b store.Basis) store.Query {
@@ -221,6 +247,9 @@ func (x *execution) query(sp readSpec, b store.Basis) store.Query {
 	case 5:
 		q.Where = append(q.Where, store.Pred{Field: "refs", Op: store.Exists})
 		q.Find = []string{"refs"}
+	case rangeTemplate:
+		r := diffRanges[sp.rng%len(diffRanges)]
+		q.Where = append(q.Where, store.Pred{Field: "v", Op: r.op, Value: r.bound})
 	}
 	return q
 }
@@ -265,7 +294,11 @@ func (x *execution) describe(sp readSpec) string {
 // queryText describes query template sp.q.
 func queryText(sp readSpec) string {
 	ref := fmt.Sprintf("%q", entityName(sp.e))
-	return [queryTemplates]string{
+	if sp.q%queryTemplates == rangeTemplate {
+		r := diffRanges[sp.rng%len(diffRanges)]
+		return fmt.Sprintf("where run, v %s %v", r.op, r.bound)
+	}
+	return [queryTemplates - 1]string{
 		"where run; order by v",
 		"where run, v >= 2; find v",
 		"where run, refs = " + ref,

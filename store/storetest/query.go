@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ctxstore/ctxstore/store"
@@ -13,6 +15,7 @@ func queryCases() []testCase {
 		{"query-at-a-basis", testQueryBasis},
 		{"invalid-query", testInvalidQuery},
 		{"query-on-long-strings", testQueryLongStrings},
+		{"query-compares-numbers-by-value", testQueryNumbersByValue},
 	}
 }
 
@@ -158,7 +161,7 @@ func testQueryBasis(e *env) {
 
 // testQueryLongStrings: values far longer than any id (a file's content)
 // answer every predicate exactly as short ones do, although a backend may
-// index only a prefix of them (bitemporal does, issue 18): long strings that
+// index only a prefix of them (bitemporal does): long strings that
 // share a long prefix and differ at the end, with multi-byte characters, as
 // scalars and as array elements, against short and long operands. Order
 // comparisons that a long value takes part in run where the harness says
@@ -205,6 +208,100 @@ func testQueryLongStrings(e *env) {
 		{name: "range between two long strings", q: store.Query{Where: []store.Pred{p("body", store.Gt, base), p("body", store.Lt, lb)}}, ids: []string{"a"}},
 		{name: "gt on array elements", q: store.Query{Where: []store.Pred{p("parts", store.Gt, lb)}}, ids: []string{"c"}},
 	})
+}
+
+// testQueryNumbersByValue: numbers compare by value, as JSON numbers,
+// whatever their spelling or a backend's own types: whole and fractional
+// values (scalars and array elements) against whole and fractional bounds
+// in every comparison operator, each answer checked against a comparison
+// of float64 values.
+func testQueryNumbersByValue(e *env) {
+	num := func(s string) json.Number { return json.Number(s) }
+	values := map[string]any{
+		"i1":   num("1"),
+		"f15":  num("1.5"),
+		"i2":   num("2"),
+		"f2":   num("2.0"), // the same number as 2
+		"i3":   num("3"),
+		"fneg": num("-0.5"),
+		"big":  num("2000000000000000"), // whole, beyond 10^15
+		"huge": num("1e21"),             // whole, beyond 2^53
+		"arr":  []any{num("0.25"), num("4")},
+	}
+	var ops []store.Op
+	for name, v := range values {
+		ops = append(ops, store.PutAt(e.doc(name, "suite", e.pfx, "n", v), inst("2020-01-01")))
+	}
+	e.submit(ops...)
+	holds := func(v float64, op store.PredOp, b float64) bool {
+		switch op {
+		case store.Eq:
+			return v == b
+		case store.Lt:
+			return v < b
+		case store.Lte:
+			return v <= b
+		case store.Gt:
+			return v > b
+		}
+		return v >= b
+	}
+	matching := func(pred func(float64) bool) []string {
+		var ids []string
+		for name, v := range values {
+			vs := []any{v}
+			if arr, ok := v.([]any); ok {
+				vs = arr
+			}
+			if slices.ContainsFunc(vs, func(x any) bool { f, _ := store.Num(x); return pred(f) }) {
+				ids = append(ids, name)
+			}
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	bounds := []any{num("-1"), num("-0.5"), num("0"), num("0.25"), num("0.5"), num("1"), num("1.0"), num("1.5"),
+		num("2"), num("2.5"), num("3"), num("3.5"), num("4"), num("4.5"), num("2e15"), num("1e21"), num("1.5e21"),
+		2.5, 2, int64(3), -0.75}
+	var table []queryWant
+	for _, b := range bounds {
+		bf, _ := store.Num(b)
+		for _, op := range []store.PredOp{store.Eq, store.Lt, store.Lte, store.Gt, store.Gte} {
+			table = append(table, queryWant{
+				name: fmt.Sprintf("n %s %v (%T)", op, b, b),
+				q:    store.Query{Where: []store.Pred{{Field: "n", Op: op, Value: b}}},
+				ids:  matching(func(v float64) bool { return holds(v, op, bf) }),
+			})
+		}
+	}
+	for _, r := range [][2]any{{num("0.5"), num("2.5")}, {1, num("2.0")}, {num("1.5"), 3}, {num("-1"), num("0.3")}} {
+		lo, _ := store.Num(r[0])
+		hi, _ := store.Num(r[1])
+		table = append(table, queryWant{
+			name: fmt.Sprintf("%v < n < %v", r[0], r[1]),
+			q:    store.Query{Where: []store.Pred{{Field: "n", Op: store.Gt, Value: r[0]}, {Field: "n", Op: store.Lt, Value: r[1]}}},
+			// Each predicate holds on any element of an array, separately.
+			ids: func() []string {
+				var ids []string
+				for _, id := range matching(func(v float64) bool { return v > lo }) {
+					if slices.Contains(matching(func(v float64) bool { return v < hi }), id) {
+						ids = append(ids, id)
+					}
+				}
+				return ids
+			}(),
+		})
+	}
+	table = append(table,
+		queryWant{name: "in, whole and fractional spellings", q: store.Query{Where: []store.Pred{{Field: "n", Op: store.In, Values: []any{num("1.0"), num("1.5"), 2.0, num("4e0")}}}},
+			ids: []string{"arr", "f15", "f2", "i1", "i2"}},
+		queryWant{name: "order by mixed numbers", q: store.Query{Where: []store.Pred{{Field: "n", Op: store.Lte, Value: num("3")},
+			{Field: store.IDKey, Op: store.In, Values: []any{e.id("i3"), e.id("f2"), e.id("i2"), e.id("f15"), e.id("i1"), e.id("fneg")}}},
+			OrderBy: []store.Order{{Field: "n", Desc: true}}, Find: []string{"n"}},
+			find: []store.Doc{{store.IDKey: e.id("i3"), "n": num("3")}, {store.IDKey: e.id("f2"), "n": num("2")}, {store.IDKey: e.id("i2"), "n": num("2")},
+				{store.IDKey: e.id("f15"), "n": num("1.5")}, {store.IDKey: e.id("i1"), "n": num("1")}, {store.IDKey: e.id("fneg"), "n": num("-0.5")}}},
+	)
+	e.runQueries(table)
 }
 
 // testInvalidQuery: a malformed query gives ErrInvalid.
