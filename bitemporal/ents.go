@@ -7,7 +7,7 @@ import (
 	"modernc.org/sqlite"
 )
 
-// Entity ids are interned (issue 18, migration 00014): the table ents
+// Entity ids are interned (migration 00014): the table ents
 // holds each id once, and points, docs and search units name it by
 // ents.id. An id was 40-90 bytes (session ids are in most of them) in every
 // point, docs row and its index, and search unit.

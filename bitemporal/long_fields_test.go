@@ -9,7 +9,7 @@ import (
 	"github.com/ctxstore/ctxstore/store"
 )
 
-// Issue 18: a long string is indexed by its prefix only (and not at all
+// A long string is indexed by its prefix only (and not at all
 // in a field the index does not hold, migration 00007), and a match is
 // logged by its document's hash, so neither copies a document's large text
 // a second (or third) time.

@@ -13,7 +13,7 @@ import (
 	"modernc.org/sqlite"
 )
 
-// Documents are stored compressed (issue 18, migration 00009). A docs row
+// Documents are stored compressed (migration 00009). A docs row
 // holds a document's JSONB (migration 00006) or, when smaller, a packed
 // form behind a two-byte header: packMagic, then the format.
 //

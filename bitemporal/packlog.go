@@ -9,7 +9,7 @@ import (
 	"modernc.org/sqlite"
 )
 
-// The tx log's ops compressed (issue 18, migration 00010): a txs row's ops
+// The tx log's ops compressed (migration 00010): a txs row's ops
 // are the JSON text of its logged ops (always starting with '[') or, when
 // smaller, logFlate followed by a DEFLATE stream of that text, stored as a
 // BLOB. The entity ids and hashes each op names are most of a row, and a

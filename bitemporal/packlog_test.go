@@ -54,7 +54,7 @@ func TestPackLog(t *testing.T) {
 // TestMigrationPackedTxLog opens a store whose tx log is text, as every
 // release before migration 00010 wrote it (made with today's code, its
 // rows unpacked and one match's document put back inline as releases
-// before issue 18 logged it, the schema version taken back), and checks
+// before migration 00010 logged it, the schema version taken back), and checks
 // the migration packs every row but the one with the inline document, the
 // tx log reads as before (decoded and canonical), an evict still scrubs
 // the inline document, and Down gives text rows again.

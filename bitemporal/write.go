@@ -66,7 +66,7 @@ func prepare(ops []store.Op, indexed indexSet) ([]prepared, []loggedOp, error) {
 		}
 		out[i] = p
 		logged[i] = loggedOp{Kind: op.Kind, ID: op.ID, ValidFrom: optMS(op.ValidFrom), ValidTo: optMS(op.ValidTo)}
-		// Every op names its document by content hash (issue 18): a match
+		// Every op names its document by content hash: a match
 		// that held expected exactly the document its entity had, which is
 		// in docs under that hash; earlier stores kept a match's document
 		// inline (Doc), which the tx log still reads.
@@ -83,7 +83,7 @@ func optMS(t *time.Time) *int64 {
 	return &m
 }
 
-// Long strings in the field index (issue 18). A string of more than
+// Long strings in the field index. A string of more than
 // longStringBytes bytes of UTF-8 is indexed as kind 'S' with only its first
 // longPrefixChars characters as the value; queries on such values narrow by
 // that prefix and check the document itself (predSQL). Every entity id fits

@@ -2,7 +2,7 @@ package objects
 
 import "strings"
 
-// Envelope is an object's immutable zone (004 §2.2): id, kind, source
+// Envelope is an object's immutable zone: id, kind, source
 // binding and identity hash. It is set at creation and never changes across
 // versions. Its fields are reachable only through methods, and an Envelope
 // is only made by NewEnvelope, NewSourcedEnvelope or FromDoc, so a non-zero
@@ -70,7 +70,7 @@ func IdentityHash(kind Kind, id string, src Source) (string, error) {
 
 // IdentityHashInput returns the canonical JSON an identity hash is taken
 // over. For a sourced object (src != nil) it is {"source":src.Doc(),
-// "type":kind}, as 004 §2.4 prescribes, and id is ignored (it is derived
+// "type":kind}, and id is ignored (it is derived
 // from the hash). For an unsourced object it is
 // {"id":id,"source":null,"type":kind}: the id is the only immutable field
 // that tells two such objects apart.

@@ -2,7 +2,7 @@ package objects
 
 // NullContent reports whether activating o would load nothing because its
 // content is null, and if so returns the note to show the agent instead, so
-// that activation is never a silent no-op (003 §6). An empty string is
+// that activation is never a silent no-op. An empty string is
 // content, not null. The note names the object by its metadata line and the
 // likely reason:
 //

@@ -11,7 +11,7 @@ const (
 	StatusFail Status = "fail"
 )
 
-// Payload is an object's mutable zone (004 §2.2): every change makes a new
+// Payload is an object's mutable zone: every change makes a new
 // version. Only the kind-specific struct matching the object's kind may be
 // non-zero. Optional strings are absent when empty; optional slices and maps
 // are absent when nil and present (possibly empty) otherwise.
@@ -46,7 +46,7 @@ type Payload struct {
 	Extra map[string]any
 }
 
-// FileFields are the mutable fields of a file (004 §2.5).
+// FileFields are the mutable fields of a file.
 type FileFields struct {
 	// FileType is "file_type": the path's extension without the dot,
 	// lowercased, "" when there is none (see FileTypeOf). Always present.
@@ -56,7 +56,7 @@ type FileFields struct {
 	CharCount int64
 }
 
-// ToolcallFields are the mutable fields of a toolcall (004 §2.5, 003 §2–3).
+// ToolcallFields are the mutable fields of a toolcall.
 type ToolcallFields struct {
 	// Tool is "tool", the tool name. Required.
 	Tool string
@@ -75,11 +75,11 @@ type ToolcallFields struct {
 	FileRefs []string
 	// ProviderID is the optional "provider_id": the provider's tool-call
 	// id, kept when the adapter minted a UUIDv7 id because the provider's
-	// ids were not unique (003 §2).
+	// ids were not unique.
 	ProviderID string
 }
 
-// ChatFields are the mutable fields of a chat (004 §2.5, 003 §4).
+// ChatFields are the mutable fields of a chat.
 type ChatFields struct {
 	// Turns is "turns", the structured conversation. Always present; nil
 	// is written as [].

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Ref is a reference to an object (000 §7.2).
+// Ref is a reference to an object.
 //
 // A dynamic reference holds only an id and resolves to the latest version;
 // it is what agents write ([[id]]). A static reference also pins a

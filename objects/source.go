@@ -30,11 +30,11 @@ type Source interface {
 	isSource()
 }
 
-// FilesystemSource binds an object to a path on one filesystem namespace
-// (004 §2.3). Its document form is
+// FilesystemSource binds an object to a path on one filesystem namespace.
+// Its document form is
 // {"type":"filesystem","filesystemId":…,"path":…}.
 type FilesystemSource struct {
-	// FilesystemID identifies the filesystem namespace (004 §5.4).
+	// FilesystemID identifies the filesystem namespace.
 	// Required, non-empty, no control characters.
 	FilesystemID string
 	// Path is absolute, slash-separated and clean (path.Clean(Path) ==

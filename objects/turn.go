@@ -5,7 +5,7 @@ import (
 	"unicode/utf8"
 )
 
-// Turn is one exchange of a chat (003 §4): the user's message, the
+// Turn is one exchange of a chat: the user's message, the
 // assistant's content blocks and the ids of the tool calls it made. Content
 // blocks are kept as the provider's JSON objects ("store rich, render
 // adapted"), each with a string "type": "text", "thinking", "toolCall" (with
@@ -240,7 +240,7 @@ func stringsToAny(s []string) []any {
 
 // Doc validates t and returns its JSON object, as it appears in a chat's
 // "turns" (the session package stores each turn of a chat in a document of
-// its own, issue 18).
+// its own).
 func (t Turn) Doc() (map[string]any, error) { return t.doc("turn") }
 
 // TurnFromDoc reads a turn object as Doc writes it.

@@ -27,7 +27,7 @@ var viewKeys = map[Kind][]string{
 func ViewKeys(k Kind) []string { return append([]string(nil), viewKeys[k]...) }
 
 // MetadataView returns o's default metadata view: the compact fields the
-// agent sees while o is inactive, never its content (003 §5, 000 §24).
+// agent sees while o is inactive, never its content.
 //
 //   - every kind: id, type, and nickname when set;
 //   - file: path (from the source binding), file_type, char_count;
@@ -39,7 +39,7 @@ func ViewKeys(k Kind) []string { return append([]string(nil), viewKeys[k]...) }
 //
 // Values are strings, int64 counts and, for tags, []any of strings.
 // metadata_view_hash is the SHA-256 of its canonical JSON. The per-object
-// "view" override of 000 §4.2.1 is not implemented: a "view" field is kept
+// "view" override the specification describes is not implemented: a "view" field is kept
 // in Extra and ignored here.
 func MetadataView(o *Object) map[string]any {
 	v := map[string]any{"id": o.ID(), "type": string(o.Kind())}
@@ -116,7 +116,7 @@ func DefaultArgsDisplay(args map[string]any) string {
 
 // RenderMetadata renders o's metadata view as one line: a label, then
 // key=value pairs in ViewKeys order. The label is "toolcall_ref" for
-// toolcalls (004 §4.1) and the kind otherwise; args_display is shown as
+// toolcalls and the kind otherwise; args_display is shown as
 // "args". Strings made only of letters, digits and ._/:+-~@, are bare,
 // others are Go-quoted (strconv.Quote), so the line never holds a newline;
 // tags are joined with ",". For example:

@@ -10,10 +10,10 @@ import (
 	"github.com/ctxstore/ctxstore/store"
 )
 
-// How a chat is stored (issue 18; docs/context-manager.md, "The chat: a head
+// How a chat is stored (docs/context-manager.md, "The chat: a head
 // and one document per turn").
 //
-// The chat object "chat:{id}" is the chat's head: a chat object (000 §24.3)
+// The chat object "chat:{id}" is the chat's head: a chat object
 // whose "turns" and "toolcall_refs" are empty, whose "turn_count" is the
 // number of turns and whose "turns_in" names the type of the documents
 // holding them, "chat_turn". Turn n (from 0) is the document
@@ -21,8 +21,8 @@ import (
 // "chat_ref", "n" and "turn", the turn object exactly as it appears in a
 // chat's "turns". A turn document is written once, in the transaction that
 // appends it (with the new head, under a match on the head read), and never
-// changed, so a turn writes only what is new. The whole chat, as 000 §24.3
-// describes it, is a view: ReadChat reads the head at a basis and the turn
+// changed, so a turn writes only what is new. The whole chat is a
+// view: ReadChat reads the head at a basis and the turn
 // documents below its turn_count at the same basis, so every past chat
 // version reads back as it was. A chat in the earlier form (every turn in
 // the chat object) is read as it is; the first append converts it.
@@ -144,8 +144,8 @@ const TurnPage = 256
 // EachTurn calls fn with every turn of session sessionID's chat as of basis
 // b, in order, reading one turn document at a time: a reader that keeps
 // only part of each turn (the texts recall indexes) holds one turn at a
-// time, not the whole chat (issue 18: a server's memory must not grow with
-// its sessions' length).
+// time, not the whole chat (a server's memory must not grow with its
+// sessions' length).
 func EachTurn(ctx context.Context, st store.Store, sessionID string, b store.Basis, fn func(n int, t objects.Turn) error) error {
 	_, err := EachTurnFrom(ctx, st, sessionID, b, 0, fn)
 	return err
@@ -154,7 +154,7 @@ func EachTurn(ctx context.Context, st store.Store, sessionID string, b store.Bas
 // EachTurnFrom is EachTurn from turn from on: it calls fn with turns
 // from, from+1, … of the chat as of basis b, one document at a time, and
 // returns the chat's turn count, so that a reader that has seen the first
-// from turns reads only the new ones (recall's index runs, issue 18). A
+// from turns reads only the new ones (recall's index runs). A
 // count below from means the chat is not the one that reader saw (fn is
 // not called); the reader starts again from 0.
 func EachTurnFrom(ctx context.Context, st store.Store, sessionID string, b store.Basis, from int, fn func(n int, t objects.Turn) error) (int, error) {
@@ -234,7 +234,7 @@ func turnDoc(sessionID string, n int, t objects.Turn) (store.Doc, error) {
 // either. What it writes does not grow with the chat, except once: a chat
 // still in the earlier single-document form is converted by its first
 // append (every earlier turn gets its document). It is the hook the
-// harness ingestion (issue 5, item 8) uses; it returns the chat (the head
+// harness ingestion uses; it returns the chat (the head
 // written, without the turns) and its transaction.
 func (s *Session) AppendTurns(ctx context.Context, turns ...objects.Turn) (*objects.Object, int64, error) {
 	if len(turns) == 0 {

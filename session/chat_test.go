@@ -16,7 +16,7 @@ import (
 
 // chatTurn is turn i of the tests' chats: a user message, assistant blocks
 // (text and a tool call), toolcall ids, metadata with numbers, and an extra
-// member, so every part of 000 §24.3's Turn structure round-trips.
+// member, so every part of the Turn structure round-trips.
 func chatTurn(i int) objects.Turn {
 	return objects.Turn{
 		User: fmt.Sprintf("question %d %s", i, strings.Repeat("x", 200)),
@@ -173,7 +173,7 @@ func TestChatMissingTurnDocument(t *testing.T) {
 }
 
 // TestChatEarlierForm: a chat written whole in one document, as every
-// release before issue 18 did (the code below is that AppendTurns), reads
+// release before the per-turn chat documents did (the code below is that AppendTurns), reads
 // back as it is at every past basis; the first append converts it to turn
 // documents (marked converted, which search does not index again) and past
 // versions still read back as they were.
@@ -230,7 +230,7 @@ func TestChatEarlierForm(t *testing.T) {
 	})
 }
 
-// oldAppendTurns is AppendTurns as it was before issue 18: the whole chat
+// oldAppendTurns is AppendTurns as it was before per-turn documents: the whole chat
 // rewritten, under a match on the version read.
 func oldAppendTurns(ctx context.Context, s *Session, turns ...objects.Turn) (int64, error) {
 	id := s.Info().ChatID

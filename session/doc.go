@@ -27,15 +27,13 @@ import (
 // sessions. A session keeps the chunk size it was created with (it is
 // recorded in its head).
 //
-// 8 since session 6 of issue 18 (16 before, 64 before that): a head holds
+// Why 8: a head holds
 // up to chunk size - 1 entries per list and is written at every change,
 // while a chunk is written once per chunk size entries with a document's
 // fixed cost, so per appended entry the bytes written are about
 // size·e/2 + O/size (e an entry's bytes, O a document's overhead): with
 // e ≈ 60-100 and O ≈ 300-500, the least is near 3-4; 8 keeps chunk
-// documents few. On the 439-call Pi session 8 stores 3.8% less than 16, 4
-// 2.1% less (more documents, more index rows). Sessions keep the size
-// they were created with.
+// documents few. Sessions created with another size keep it.
 const DefaultChunkSize = 8
 
 // chunkSize is the chunk size given to new sessions (tests lower it).
@@ -53,7 +51,7 @@ const (
 	fieldChunkSize    = "chunk_size"
 	// fieldTails holds the lists' tails, {list: entries}: one object, so
 	// the store's field index (top-level scalars and array elements) does
-	// not copy every tail entry of every head version (issue 18). Heads
+	// not copy every tail entry of every head version. Heads
 	// written before kept each tail at the top level, {list}_tail.
 	fieldTails = "tails"
 )

@@ -1,7 +1,7 @@
 package session
 
-// lookup finds ids in a State's long lists without scanning them (issue 18:
-// per-call work must not grow with the session). It maps each id to its
+// lookup finds ids in a State's long lists without scanning them (per-call
+// work must not grow with the session). It maps each id to its
 // position in Index, Pool and Toolcalls, and each Toolcalls target to the
 // positions of the calls standing for it, for the first entries of each
 // list: those of the state the session last wrote, which never change (the

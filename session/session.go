@@ -1,4 +1,4 @@
-// Package session keeps an agent session's context state (004 §3): the
+// Package session keeps an agent session's context state: the
 // append-only session index, the metadata pool, the active set and the
 // pinned set, with the session's chat and system prompt objects always
 // active. The state is persisted as the object "session:{id}" (the head),
@@ -197,7 +197,7 @@ func (s *Session) State() State {
 // PoolSince returns the pool entries from the i-th on (all of them when
 // the pool has fewer than i) and the pool's length: State copies every
 // list of the session, which grows with it, and a caller that only follows
-// the pool's new entries need not (issue 18).
+// the pool's new entries need not.
 func (s *Session) PoolSince(i int) ([]string, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -270,7 +270,7 @@ func (s *Session) Tx() int64 {
 func (s *Session) Update(ctx context.Context, extra []store.Op, fn func(*State) error) (tx int64, written bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	next := s.state.draft() // not a copy of the long lists (issue 18)
+	next := s.state.draft() // not a copy of the long lists
 	if fn != nil {
 		if err := fn(&next); err != nil {
 			return s.tx, false, err

@@ -389,7 +389,7 @@ func TestChunkMissing(t *testing.T) {
 }
 
 // TestFailedUpdateLeavesState: Update hands its function a draft that
-// shares the long lists' arrays with the session's state (issue 18); a
+// shares the long lists' arrays with the session's state; a
 // function that fails, or a write that conflicts, after appending to
 // them and changing old toolcalls in place leaves the state as it was,
 // and the next update writes what it changed (read back from the store).

@@ -9,7 +9,7 @@ import (
 )
 
 // ErrLocked is returned (wrapped) when the agent tries to deactivate a
-// locked object: a chat or a system prompt (000 §20.1).
+// locked object: a chat or a system prompt.
 var ErrLocked = errors.New("object is locked")
 
 // ErrNotInPool is returned (wrapped) when an operation needs an object the
@@ -39,7 +39,7 @@ type Toolcall struct {
 	Tokens int `json:"tokens,omitempty"`
 }
 
-// State is a session's context state (004 §3.1). Slices keep their order
+// State is a session's context state. Slices keep their order
 // of entry. Invariants, kept by the methods: Active ⊆ Pool ⊆ Index, Index
 // only grows, and the chat and system prompt are always active. Pinned
 // objects are in the pool but need not be active.
@@ -92,7 +92,7 @@ func (s *State) Clone() State {
 // which s does not see; a Toolcalls entry is copied before it is
 // changed), and the small Active and Pinned sets are copies. Copying the
 // long lists at every change would cost time and garbage in proportion to
-// the session (issue 18).
+// the session.
 func (s *State) draft() State {
 	return State{
 		Index: s.Index, Pool: s.Pool, Active: slices.Clone(s.Active),
@@ -172,7 +172,7 @@ func (s *State) AddToPool(id string) {
 }
 
 // Activate adds id to the active set, promoting it to the pool first if
-// needed (004 §3.3).
+// needed.
 func (s *State) Activate(id string) {
 	s.AddToPool(id)
 	if !s.IsActive(id) {

@@ -14,7 +14,7 @@ import (
 //	if s, ok := st.(store.Searcher); ok { hits, err := s.Search(ctx, q) }
 //
 // The index is not needed for correctness: a backend rebuilds it from the
-// documents it holds. Hits are metadata only (000 §8.2): the id, kind,
+// documents it holds. Hits are metadata only: the id, kind,
 // session, a short snippet and the version's times, never the content.
 type Searcher interface {
 	Search(ctx context.Context, q SearchQuery) ([]SearchHit, error)

@@ -27,7 +27,7 @@ import (
 	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
 )
 
-// Claude Code live capture (issue 16 items 4 and 5, docs/claude-code.md):
+// Claude Code live capture (docs/claude-code.md):
 // `ctxstore claude-code install` writes the hooks into a project, the real
 // Claude Code CLI (claudeCLI, offline against the scripted Messages
 // endpoint) runs a session with tool calls and a subagent, and the hooks

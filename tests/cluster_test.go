@@ -106,7 +106,7 @@ func latest(t *testing.T, s store.Store) int64 {
 	return st.LatestSubmitted.ID
 }
 
-// TestXTDBCluster is issue 19's cluster: three XTDB nodes on one
+// TestXTDBCluster runs the cluster of docs/xtdb-cluster.md: three XTDB nodes on one
 // PostgreSQL tx log and document store (xtdb-jdbc), each with its own
 // RocksDB index; a ctxstore serve in front of two of them. The nodes are
 // shared by the subtests (JVM starts are slow), which run in order.

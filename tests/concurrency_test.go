@@ -11,8 +11,7 @@ import (
 )
 
 // TestConcurrentWriters: eight writer processes on one SQLite file, each
-// committing transactions as fast as it can (issue 20 found nothing lost;
-// this keeps it so): every acknowledged transaction is committed with
+// committing transactions as fast as it can: every acknowledged transaction is committed with
 // exactly its documents, tx ids are unique, and the file is intact.
 func TestConcurrentWriters(t *testing.T) {
 	if testing.Short() {

@@ -18,7 +18,7 @@ import (
 	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
 )
 
-// TestCrossHarnessSQLite and TestCrossHarnessXTDB (issue 13 item 2): a
+// TestCrossHarnessSQLite and TestCrossHarnessXTDB: a
 // session moves Claude Code -> Pi -> Claude Code through the store, with
 // the real CLIs offline. The real Claude Code CLI runs a session in which
 // the scripted endpoint drives two tool calls; its transcript goes into

@@ -13,7 +13,7 @@ import (
 )
 
 // The inspection commands on a real session replayed through the real
-// service (issue 14 item 1): the help leads with them, every one answers
+// service: the help leads with them, every one answers
 // in text and --json, `call --raw` prints the bytes whose SHA-256 the call
 // record holds, and a diff, an object's history and the errors say what
 // they should.

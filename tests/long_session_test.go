@@ -28,7 +28,7 @@ func longCalls() int {
 	return 600
 }
 
-// TestLongSessionSQLite and TestLongSessionXTDB (issue 18 item 4): a
+// TestLongSessionSQLite and TestLongSessionXTDB: a
 // synthetic harness drives `ctxstore serve` through longCalls() context
 // calls as the Pi extension makes them (the log and the answer as deltas):
 // each turn a prompt, two bash calls and an answer, three calls. The

@@ -23,7 +23,7 @@ import (
 	"github.com/ctxstore/ctxstore/sync/sessionbundle/sessionbundletest"
 )
 
-// The malformed-input suite (issue 20, "what must be true" 3): every input
+// The malformed-input suite (docs/security.md): every input
 // path is fed the catalogue of damage below, and each must answer with a
 // clear error (naming the file, line, byte, field or message) and leave
 // the store exactly as it was (its version log export, hashed, unchanged).

@@ -16,8 +16,7 @@ import (
 
 // TestXTDBOutage: `serve` on an XTDB node that goes down answers clear 503s
 // (code unavailable) while it is down, and once the node is back (same
-// data, same port) serves the session again by itself, without a restart
-// (issue 20 found this holding; this keeps it so).
+// data, same port) serves the session again by itself, without a restart.
 func TestXTDBOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("xtdb: -short starts no JVM")

@@ -200,7 +200,7 @@ func TestPiLeanHead(t *testing.T) {
 	checkBreakpoints(t, e.ctxLog, false)
 }
 
-// TestPiBareHead (issue 17): the extension's default head is bare. The
+// TestPiBareHead: the extension's default head is bare. The
 // provider is sent Pi's system prompt and tools only, never ctxstore's
 // guide or management tools, at every request; a large output enters as a
 // preview naming its spill file, which the service has written; the
@@ -290,7 +290,7 @@ func TestPiBareHead(t *testing.T) {
 	checkBreakpoints(t, e.ctxLog, false)
 }
 
-// TestPiHeadTTL (issue 17): once a session pauses longer than the cache
+// TestPiHeadTTL: once a session pauses longer than the cache
 // lives (serve --cache-ttl, one second here), the extension asks for the
 // hour on the head's breakpoints (the system prompt's, the tools'), so the
 // next pause reads the head instead of writing it again; the messages'

@@ -17,7 +17,7 @@ import (
 // `ctxstore commit fork --format pi-v3` and resumed in a new Pi process
 // (the real Pi CLI, offline scripted model). The forked session sees the
 // conversation up to that commit and nothing after it, the original chain
-// is untouched, and both branches appear in history (issue 12 item 5).
+// is untouched, and both branches appear in history.
 func TestPiForkSQLite(t *testing.T) {
 	t.Parallel()
 	piForkScenario(t, "sqlite:"+filepath.Join(t.TempDir(), "store.db"))

@@ -47,7 +47,7 @@ type npmInstall struct {
 // runs reuse it. A lock file serializes concurrent installers, across
 // processes too. Without node, npm or the registry the test fails when
 // CI=true and is skipped otherwise. Under -short it installs nothing and
-// skips: `make test-short` starts no npm install and no Node (issue 11).
+// skips: `make test-short` starts no npm install and no Node.
 func npmTool(t testing.TB, name string, pkgs ...string) string {
 	t.Helper()
 	return npmToolWith(t, name, nil, pkgs...)

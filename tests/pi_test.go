@@ -455,7 +455,7 @@ func TestPiFailsOpen(t *testing.T) {
 	}
 	// ctxstore's tools come from the service (GET /v1/tools) when Pi loads
 	// the extension: unreachable then, none is registered, so read is Pi's
-	// own and activate is not a tool (issue 11: the tools are defined once).
+	// own and activate is not a tool (the tools are defined once, in context/tools).
 	if len(results) != 2 || !strings.Contains(results[0], "alpha v1") || !strings.Contains(results[1], "activate not found") {
 		t.Errorf("without ctxstore, read should be Pi's own and activate fail: %q", results)
 	}

@@ -19,8 +19,7 @@ import (
 // TestServeKilledUnderCalls: `serve` is killed with SIGKILL while a client
 // makes context calls, several times over; every call it answered (200)
 // is in the store afterwards and rebuilds byte for byte (its commit's
-// length and SHA-256), and the file is intact (issue 20 found this
-// holding; this keeps it so).
+// length and SHA-256), and the file is intact.
 func TestServeKilledUnderCalls(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")

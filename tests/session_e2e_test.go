@@ -98,7 +98,7 @@ func sh(t *testing.T, script string) {
 	}
 }
 
-// TestSessionEndToEnd is issue 5's scenario with real files and real
+// TestSessionEndToEnd is the context manager's whole scenario with real files and real
 // processes, on each backend: the agent reads; another process edits a
 // file and a new version appears with no tool call; a file is deleted and
 // gets a deletion version; the session pauses and resumes in a new

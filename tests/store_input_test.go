@@ -35,7 +35,7 @@ func onBackends(t *testing.T, fn func(t *testing.T, c *cli, st, pfx string)) {
 
 // TestCLIPoisonNumbers: numbers a store cannot hold exactly are refused
 // at put with an error naming the id and field, and the store stays
-// readable (issue 20 item 5: a put of 1.2345678901234567e19 used to break
+// readable (a put of 1.2345678901234567e19 used to break
 // get, query, log and export for ever; 9007199254740993 was rounded).
 func TestCLIPoisonNumbers(t *testing.T) {
 	onBackends(t, func(t *testing.T, c *cli, st, pfx string) {

@@ -108,7 +108,7 @@ func (s *Store) Submit(ctx context.Context, ops []store.Op) (store.Tx, error) {
 			// commit, a session head's new version) is named by that put
 			// when the log is read (TxLog adds a page's puts first), so
 			// remembering it would only fill the cache: one entry per call
-			// in a long session (issue 18 item 4). A delete or evict is
+			// in a long session. A delete or evict is
 			// remembered even then: an evicted put's document is gone.
 			s.ids.add(op.ID)
 		}

@@ -33,7 +33,7 @@ type cli struct {
 
 	Version kong.VersionFlag `name:"version" help:"Print the version and exit."`
 
-	// Sessions and contexts (issue 14): what the model saw, and why it cost
+	// Sessions and contexts: what the model saw, and why it cost
 	// what it did.
 	Sessions     sessionsCmd     `cmd:"" group:"context" help:"List the sessions: name, harness, cwd, started, last call, calls, tokens, cached share, cost."`
 	Session      sessionCmd      `cmd:"" group:"context" help:"Show a session (show), list, export and import sessions (portable session bundles)."`

@@ -25,7 +25,7 @@ import (
 )
 
 // demoCmd runs a short agent session offline with ctxstore managing its
-// context (issue 14 item 4): a scripted harness reads, edits and runs
+// context: a scripted harness reads, edits and runs
 // commands in a temporary project through the real service over HTTP, then
 // the session is shown as the inspector shows it.
 type demoCmd struct {

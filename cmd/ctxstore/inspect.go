@@ -12,7 +12,7 @@ import (
 	"github.com/ctxstore/ctxstore/store"
 )
 
-// The commands on sessions and contexts (issue 14; docs/cli.md,
+// The commands on sessions and contexts (docs/cli.md,
 // docs/inspector.md): what the model saw at each call, and why each call
 // cost what it did.
 

@@ -20,7 +20,7 @@ import (
 )
 
 // materializeCmd writes the conversation at a commit as a session file a
-// harness resumes (issue 13 item 2).
+// harness resumes.
 type materializeCmd struct {
 	ID      string `arg:"" placeholder:"CTX" help:"The commit."`
 	Format  string `name:"format" placeholder:"FORMAT" help:"pi, claude-code, or any format of 'commit formats' (default: the commit's own)."`

@@ -102,7 +102,7 @@ func (c *replayCmd) Run(a *app) error {
 		if len(ss) > 1 {
 			fmt.Fprintf(a.stderr, "replay: %s: %d conversations (a /clear or another session in the file); the counts above are the last one's\n", path, len(ss))
 		}
-		// Every damaged line, with its file and line (issue 20), on stderr:
+		// Every damaged line, with its file and line, on stderr:
 		// the replay reads past them.
 		for k, p := range s.Report.Problems {
 			if k == maxListedProblems {

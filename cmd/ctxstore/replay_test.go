@@ -93,7 +93,7 @@ func TestReplayCommand(t *testing.T) {
 	}
 }
 
-// Issue 20, item 8: replay lists every damaged line of a transcript on
+// Replay lists every damaged line of a transcript on
 // stderr with its file and line (terminal escapes made harmless) and reads
 // past them.
 func TestReplayListsDamagedLines(t *testing.T) {

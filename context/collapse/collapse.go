@@ -1,5 +1,5 @@
-// Package collapse is the auto-activation policy for toolcall outputs
-// (000 §6.4, 004 §4.3): the most recent outputs stay active, older ones
+// Package collapse is the auto-activation policy for toolcall outputs:
+// the most recent outputs stay active, older ones
 // collapse to metadata, pinned ones never collapse, and context-management
 // calls (activate, deactivate, pin, unpin) do not count. It is a pure
 // function of the session's toolcall record.

@@ -1,5 +1,5 @@
 // Package expand resolves references into objects and selects what of them
-// to show (000 §9): the content of given references, every toolcall a chat
+// to show: the content of given references, every toolcall a chat
 // references, or metadata only. Static references resolve to the version
 // they pin, read as of their transaction, and are checked against the
 // hashes they record. A static reference recording all three hashes is

@@ -20,7 +20,7 @@ import (
 var machineIDFiles = []string{"/etc/machine-id", "/var/lib/dbus/machine-id"}
 
 // MachineFilesystemID returns the filesystem id of this machine's own
-// filesystem (004 §5.4): the SHA-256 (hex) of the machine id read from
+// filesystem: the SHA-256 (hex) of the machine id read from
 // /etc/machine-id or /var/lib/dbus/machine-id. When neither is readable, it
 // falls back to a random id generated once and persisted at fallbackPath
 // (created with its parent directories), so that the id is stable across
@@ -79,7 +79,7 @@ func hashHex(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// Mount maps every path under Prefix to another filesystem id (004 §5.2),
+// Mount maps every path under Prefix to another filesystem id,
 // e.g. a bind mount of the host's /workspace inside a sandbox.
 type Mount struct {
 	// Prefix is an absolute, clean, slash-separated directory path.
@@ -88,7 +88,7 @@ type Mount struct {
 	FilesystemID string
 }
 
-// Resolver maps a path to the filesystem id it belongs to (004 §5.2): the
+// Resolver maps a path to the filesystem id it belongs to: the
 // longest mount prefix that contains the path wins; otherwise, with device
 // detection on, a path whose device (stat's st_dev) differs from the
 // default root's gets an id derived from the default id and that device;

@@ -1,4 +1,4 @@
-// Package files turns files on disk into versioned file objects (004 §5):
+// Package files turns files on disk into versioned file objects:
 // filesystem ids, the indexing protocol, text versus binary content,
 // tombstone versions for deleted files, and fsnotify trackers that keep
 // indexed files up to date.
@@ -25,9 +25,9 @@ import (
 // larger files are indexed with null content, like binary files.
 const DefaultMaxTextBytes = 4 << 20
 
-// Indexer runs the indexing protocol (004 §5.5) against a store. It is
+// Indexer runs the indexing protocol against a store. It is
 // safe for concurrent use. Writes are plain puts without match ops: two
-// clients that index the same change both write, which 004 §3.7 accepts.
+// clients that index the same change both write, which is allowed: the later write is the newer version.
 type Indexer struct {
 	st    store.Store
 	res   *Resolver
@@ -142,7 +142,7 @@ const (
 	Deleted Outcome = "deleted"
 	// Unreachable: the file's directory is gone too, so the file may be
 	// unreachable rather than deleted (an unmounted volume); nothing was
-	// written and the object stays orphaned (004 §3.6). Reconcile only.
+	// written and the object stays orphaned. Reconcile only.
 	Unreachable Outcome = "unreachable"
 )
 
@@ -263,8 +263,8 @@ func (ix *Indexer) Index(ctx context.Context, p string) (Result, error) {
 
 // MarkDeleted records that the file at p is confirmed gone (an unlink or
 // rename event, or a missing file on reconciliation): the object gets a new
-// version with null content and no source hash, its history intact
-// (004 §5.7). A file never indexed, or already marked, is left alone
+// version with null content and no source hash, its history intact.
+// A file never indexed, or already marked, is left alone
 // (Outcome Unchanged, Object nil for the former). It does not check the
 // disk; callers do.
 func (ix *Indexer) MarkDeleted(ctx context.Context, p string) (Result, error) {

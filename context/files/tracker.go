@@ -18,7 +18,7 @@ import (
 const DefaultDebounce = 50 * time.Millisecond
 
 // Tracker watches indexed files with fsnotify and keeps their objects up to
-// date (004 §5.6–§5.7): a change becomes a new version, a deletion a
+// date: a change becomes a new version, a deletion a
 // null-content version, and a rename a deletion version for the old path
 // plus an indexed (and from then on tracked) new path. It watches the
 // parent directories, not the files, so editors that save by renaming a

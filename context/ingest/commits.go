@@ -11,8 +11,8 @@ import (
 	"github.com/ctxstore/ctxstore/store"
 )
 
-// CommitOptions make a live session write conversation commits (spec 002,
-// docs/commits.md "Live sessions"): the harness's messages since the last
+// CommitOptions make a live session write conversation commits (docs/commits.md,
+// "Live sessions"): the harness's messages since the last
 // commit, as an events-v1 delta, at the checkpoints Every chooses.
 type CommitOptions struct {
 	// Service writes the commits (over the session's store).

@@ -96,7 +96,7 @@ type Ingester struct {
 // given (Start 0: the whole log). A caller that converts the harness's log
 // as it grows (the service's Pi converter) need keep only the messages
 // from Need on: the ingester never reads one before it again, so what it
-// holds does not grow with the session (issue 18).
+// holds does not grow with the session.
 type Log struct {
 	Start    int
 	Messages []conversation.Message
@@ -268,7 +268,7 @@ func (in *Ingester) nodeAt(n int, h string) [32]byte {
 
 // push extends in.chain with the message of hash h. The chain holds a
 // node per applied message, and no hash of a message already recorded in
-// a commit: what the ingester keeps per message is 32 bytes (issue 18).
+// a commit: what the ingester keeps per message is 32 bytes.
 func (in *Ingester) push(h string) {
 	k := in.node(h)
 	in.chain = append(in.chain, k)
@@ -317,7 +317,7 @@ func (in *Ingester) ContextWith(ctx context.Context, log []conversation.Message,
 // gave the previous call (a harness that sends its log as a delta: the
 // server's copy grows by appending). The ingester then checks only the
 // rest against what it applied, so a call's work does not grow with the
-// log (issue 18); same = 0 checks every message. A same beyond what the
+// log; same = 0 checks every message. A same beyond what the
 // ingester applied counts as what it applied.
 func (in *Ingester) ContextSince(ctx context.Context, log []conversation.Message, same int, events []map[string]any) (*assemble.Assembled, Report, error) {
 	return in.ContextLog(ctx, Whole(log), same, events)
@@ -467,7 +467,7 @@ func (in *Ingester) ingestSince(ctx context.Context, log Log, same int) (Report,
 	// A message already applied on another branch of the log (the harness
 	// went back to a branch it had left) is not applied again: switching
 	// branches costs its hashes, and the store grows only with messages
-	// never seen (issue 20). The turn in progress is rebuilt from the
+	// never seen. The turn in progress is rebuilt from the
 	// branch before the first new message.
 	known, knownFrom := 0, -1
 	for i := len(in.chain); i < log.Len(); i++ {
@@ -500,7 +500,7 @@ func (in *Ingester) ingestSince(ctx context.Context, log Log, same int) (Report,
 			knownFrom = -1
 		}
 		// Tool arguments a store cannot hold exactly are kept as strings:
-		// one field never breaks the session (issue 20).
+		// one field never breaks the session.
 		om, err := in.own(ctx, m.Exact())
 		if err != nil {
 			return rep, fmt.Errorf("ingest: message %d (%s): %w", i, m.Role, err)

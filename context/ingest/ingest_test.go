@@ -420,7 +420,7 @@ func mustResolver(t *testing.T) *files.Resolver {
 	return res
 }
 
-// Issue 20, item 7: a harness alternating between two branches of one
+// A harness alternating between two branches of one
 // conversation does not re-apply a branch it returns to: after each branch
 // was seen once, a switch applies nothing and writes only its call (and a
 // note), also after a resume in a new process.
@@ -449,7 +449,7 @@ func TestBranchSwitchingBounded(t *testing.T) {
 	}
 	r.context(a)
 	// Per message the ingester keeps its node on the chain and nothing
-	// else (issue 18): no hashes once committed, no set of nodes while
+	// else: no hashes once committed, no set of nodes while
 	// no branch was left.
 	if len(r.in.chain) != len(a) || len(r.in.left) != 0 || len(r.in.unsaved) != 0 {
 		t.Fatalf("after one branch: %d nodes for %d messages, %d left, %d hashes unsaved", len(r.in.chain), len(a), len(r.in.left), len(r.in.unsaved))
@@ -518,7 +518,7 @@ func TestContextSince(t *testing.T) {
 	}
 }
 
-// TestMigratedStoreRebuilds (issue 18): a session whose store is in the
+// TestMigratedStoreRebuilds: a session whose store is in the
 // form earlier releases wrote (its chat whole in one document, long
 // strings whole in the field index, schema version 3; made here by writing
 // with today's code and then putting the chat and the index rows back in
@@ -617,7 +617,7 @@ func TestMigratedStoreRebuilds(t *testing.T) {
 	}
 }
 
-// TestContextLog (issue 18): a caller that gives only the part of the log
+// TestContextLog: a caller that gives only the part of the log
 // from Need on (as the service keeps it) gets the contexts and
 // conversation commits a caller giving the whole log gets, Need stays
 // within the turn in progress, and a window that starts past what the

@@ -13,7 +13,7 @@ import (
 // last user messages, the last answer) and, with a provider, the tail of
 // the serialized conversation. Adding turns to it one at a time and asking
 // for the fields gives what a run over the whole conversation gives, so an
-// index run reads only the turns added since the last one (issue 18): its
+// index run reads only the turns added since the last one: its
 // work and memory follow what is new, not the session's length.
 type digest struct {
 	turns   int // turns read

@@ -17,7 +17,7 @@ import (
 	"github.com/ctxstore/ctxstore/store"
 )
 
-// The session index (spec 001 phase 1): a session's name, description,
+// The session index (docs/recall.md): a session's name, description,
 // summary and tags live in one document per session, "session-meta:{id}"
 // of type session_meta, written anew (a new version) at each indexing, so
 // its history holds every earlier name as of its time. Every generation
@@ -183,7 +183,7 @@ type Indexer struct {
 	users map[string]userCount
 	// digests keeps, for the sessions indexed last (at most maxDigests),
 	// what their index runs have read, so the next run reads only the
-	// turns added since (issue 18); used is each one's last run.
+	// turns added since; used is each one's last run.
 	digests map[string]*digestUse
 	runs    int
 }
@@ -228,7 +228,7 @@ func (ix *Indexer) Settings() *Settings { return ix.set }
 // (serialized, capped) conversation, so spacing the indexes by the
 // session's growth keeps their total work linear in the session's length,
 // and a long session's context calls do not pay more for recall the longer
-// it runs (issue 18). The chat's turns themselves are read once per
+// it runs. The chat's turns themselves are read once per
 // process (Index). 001's threshold is "at least"
 // min_new_user_messages; a session of 20 user messages or fewer is indexed
 // exactly as before.
@@ -259,8 +259,8 @@ func dueAt(users, covered, minNew int) bool {
 
 // userMessages counts the user messages of a session's chat as
 // Conversation gives them (one per turn with user text), reading only the
-// turns added since the last count (issue 18: a context call's work must
-// not grow with the session).
+// turns added since the last count (a context call's work must not grow
+// with the session).
 func (ix *Indexer) userMessages(ctx context.Context, sessionID string) (int, error) {
 	ix.mu.Lock()
 	c := ix.users[sessionID]

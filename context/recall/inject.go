@@ -16,7 +16,7 @@ import (
 const RefsKey = "session_refs"
 
 // Injector turns the @@ references of one session's user messages into
-// context notes (spec 001 phase 2, "Option B"): each referenced session's
+// context notes: each referenced session's
 // metadata enters the stream as a note before the message that names it,
 // once per session; "@@name: question" enters query_session's answer
 // instead. Notes are stream items: appended once, they stay in the cached

@@ -36,7 +36,7 @@ func (e *AmbiguousError) Error() string {
 	return fmt.Sprintf("@@%s is ambiguous: %s", e.Ref, strings.Join(cs, ", "))
 }
 
-// Resolve finds the session ref names, in the order of spec 001: an exact
+// Resolve finds the session ref names, in this order: an exact
 // session id, then a case-insensitive name of the session index, then a
 // fuzzy name match (the reference's words all in the name, or within two
 // edits of it); several fuzzy matches are an *AmbiguousError listing them.

@@ -1,4 +1,4 @@
-// Package recall is ctxstore's memory across sessions (issue 15, spec 001):
+// Package recall is ctxstore's memory across sessions (docs/recall.md):
 // full-text search within a caller's scope, the session index (generated
 // names, descriptions, summaries and tags, stored as versions of a
 // session_meta object), @@session references and query_session. See

@@ -26,7 +26,7 @@ type Message struct {
 // thinking or tool results.
 func Conversation(ctx context.Context, st store.Store, sessionID string, b store.Basis) ([]Message, error) {
 	// Turn by turn, a page of turns at a time: only the texts are kept, so
-	// indexing a long session does not hold its whole chat (issue 18).
+	// indexing a long session does not hold its whole chat.
 	var out []Message
 	err := session.EachTurn(ctx, st, sessionID, b, func(i int, t objects.Turn) error {
 		out = append(out, turnMessages(i, t)...)

@@ -9,7 +9,7 @@
 // Claude's tokenizer is not public. For Claude, these counts are an
 // approximation: they order contexts correctly and are close in size for
 // English prose and code, but not equal to what the provider bills. The
-// transcript replay (issue 7) calibrates them against the usage the
+// transcript replay calibrates them against the usage the
 // provider reported; budgets should keep a margin.
 package tokens
 

@@ -20,7 +20,7 @@ func idParameters() map[string]any {
 	}
 }
 
-// Definitions are ctxstore's own tools, defined once (issue 11 item 3): the
+// Definitions are ctxstore's own tools, defined once: the
 // service answers them at GET /v1/tools, the Pi extension registers them
 // from there, and replay renders the management tools (Management) in the
 // contexts it measures. read replaces the harness's own read; activate,

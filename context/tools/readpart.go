@@ -9,7 +9,7 @@ import (
 	"github.com/ctxstore/ctxstore/objects"
 )
 
-// ReadPart is read(path, offset, limit) (issue 17 item 4): lines offset..
+// ReadPart is read(path, offset, limit): lines offset..
 // offset+limit-1 of a file (offset from 1; limit 0 means to the end). The
 // file is indexed and joins the metadata pool without being activated,
 // and the part is the output of the call c, recorded as a counted toolcall

@@ -9,12 +9,12 @@ import (
 )
 
 // Resume reconciles the session's files with the disk after the session is
-// reopened (004 §3.6): every file object in the session index whose
+// reopened: every file object in the session index whose
 // filesystem is this client's (the resolver gives the same filesystem id
 // for its path) is synced, so files changed while nothing watched get new
 // versions and deleted ones deletion versions; each is then tracked if
 // there is a tracker. Files of other filesystems are left as they are
-// (orphaned, 004 §5.7), and so are files outside the session's roots. It returns the sync results; errors of single
+// (orphaned), and so are files outside the session's roots. It returns the sync results; errors of single
 // files are joined.
 func (t *Tools) Resume(ctx context.Context) ([]files.Result, error) {
 	var ids []string

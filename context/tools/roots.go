@@ -10,7 +10,7 @@ import (
 )
 
 // ErrOutsideRoots is returned (wrapped) when a tool names a file outside
-// the session's roots (issue 20; docs/security.md).
+// the session's roots (docs/security.md).
 var ErrOutsideRoots = errors.New("outside the session's roots")
 
 // Roots are the directories a session's tools may read and index: a path is

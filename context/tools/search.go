@@ -13,7 +13,7 @@ import (
 	"github.com/ctxstore/ctxstore/store"
 )
 
-// Search is search(query) (000 §8.2, issue 15): full-text search over
+// Search is search(query): full-text search over
 // every object ctxstore holds, within sc (the zero Scope: everything). The
 // agent gets metadata lines with snippets, never content; the objects found
 // join the session's metadata pool, so activate(id) loads any of them. A

@@ -37,7 +37,7 @@ func TestSpillName(t *testing.T) {
 	}
 }
 
-// TestSpillRead (issue 17, the bare head): a read of the session's spill
+// TestSpillRead (the bare head): a read of the session's spill
 // file of a call loads that call's output (whole, or the lines asked
 // for), never indexes the file; another session's spill file, or one
 // naming no call of the session, is refused; a bash output naming spill

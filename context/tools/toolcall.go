@@ -128,7 +128,7 @@ func (t *Tools) record(ctx context.Context, c Call, fileIDs []string, pool bool)
 // deactivate, pin, unpin) that r answered: its output is r.Message and its
 // file_refs r.Files. These calls do not count toward the auto-activation
 // window and are not activated: what they load lives in the objects they
-// act on (a read activates the file object, 000 §18.1), not in their
+// act on (a read activates the file object), not in their
 // output. A failed tool is recorded with Failed set and the error's text as
 // Output.
 func (t *Tools) RecordResult(ctx context.Context, c Call, r Result) (Result, error) {
@@ -173,7 +173,7 @@ func (t *Tools) BeginTurn(ctx context.Context) (int, error) {
 // the older ones whose output or target is active (the policy collapses
 // them). An older call with nothing active is collapsed already: leaving
 // it out changes no decision, and the work does not grow with the
-// session's calls (issue 18).
+// session's calls.
 func (t *Tools) applyPolicy(s *session.State) { applyPolicy(t.policy, s, false) }
 
 // applyPolicy is Tools.applyPolicy under policy cfg; every gives the
@@ -182,7 +182,7 @@ func applyPolicy(cfg collapse.Config, s *session.State, every bool) {
 	// The calls outside the window that can still change are those active
 	// or standing for an active target: found by position from the small
 	// active set, so that the pass over the record compares integers only
-	// (issue 18: no string hashing per toolcall of the session per call).
+	// (no string hashing per toolcall of the session per call).
 	live := map[int]bool{}
 	for _, id := range s.Active {
 		if i := s.ToolcallAt(id); i >= 0 {

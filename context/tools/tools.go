@@ -1,5 +1,5 @@
-// Package tools is the agent's tool surface over a session, harness-neutral
-// (000 §18.1, §20; 004 §3.3): read, activate, deactivate, pin and unpin
+// Package tools is the agent's tool surface over a session, harness-neutral:
+// read, activate, deactivate, pin and unpin
 // are ours; write, edit, ls, find and grep are executed by the harness and
 // reported here so ctxstore indexes what they touch or list; bash is
 // observed, with best-effort file attribution. Every tool call becomes a
@@ -32,7 +32,7 @@ var ErrUnknownObject = errors.New("no such object")
 // session's index (a tool call id another session recorded).
 var ErrForeignObject = errors.New("the object belongs to another session")
 
-// What a session may reach (issue 20; docs/security.md, "What a session
+// What a session may reach (docs/security.md, "What a session
 // owns"): the objects in its index, i.e. those it created (its chat,
 // system prompt and toolcalls) or discovered itself (files it read, wrote
 // or saw listed under its roots, objects its tools indexed). Ids, shortened
@@ -130,7 +130,7 @@ const (
 	ChangeEdit  = "edit"
 )
 
-// Read is read(path) (000 §18.1): index the file (a new version if it
+// Read is read(path): index the file (a new version if it
 // changed on disk), add it to the metadata pool, and activate it. The
 // file's content is in Result.Object for the harness to show the user; the
 // model sees it through the active content. A file that cannot be read is
@@ -180,7 +180,7 @@ func (t *Tools) Read(ctx context.Context, path string) (Result, error) {
 	return Result{ID: id, Object: r.Object, Ref: ref, Message: msg, Tx: tx, Files: []string{id}}, nil
 }
 
-// Activate is activate(id) (000 §18.1, 004 §3.3): load an object's content
+// Activate is activate(id): load an object's content
 // into the active set. ref is an object id or a nickname of an object in
 // the session's index; an object the session only indexed is promoted to
 // the pool first. A toolcall activated explicitly re-enters the auto-activation
@@ -312,7 +312,7 @@ func (t *Tools) resolve(ctx context.Context, ref string) (*objects.Object, objec
 // one id of the index it is a prefix of (8 or more hex digits: contexts
 // show 64-hex ids shortened), else the object of the index with that
 // nickname, preferring the session's pool. Objects outside the index are
-// never found (issue 20).
+// never found.
 func (t *Tools) lookup(ctx context.Context, ref string) (string, error) {
 	st := t.s.Store()
 	if objects.IsIDPrefix(ref) { // a shortened id, as contexts show them (objects.DisplayID)

@@ -144,7 +144,7 @@ func TestActivateByNicknamePinUnpin(t *testing.T) {
 			t.Fatal(err)
 		}
 		// An object the session never encountered is not reachable from
-		// it, by id or by nickname (issue 20).
+		// it, by id or by nickname.
 		for _, ref := range []string{"plan", f.ID()} {
 			if _, err := e.tools.Activate(e.ctx, ref); !errors.Is(err, ErrUnknownObject) {
 				t.Fatalf("activate %s before the session discovered it: %v", ref, err)
@@ -261,7 +261,7 @@ func TestRecordResultOfOwnTools(t *testing.T) {
 	})
 }
 
-// Issue 20, item 2: one session's tools never reach another session's
+// One session's tools never reach another session's
 // objects: its toolcalls, chat, system prompt and files answer as unknown
 // ids to activate, pin, deactivate and unpin, and its tool call id cannot
 // be recorded again (which would rewrite its content and chat_ref).
@@ -304,7 +304,7 @@ func TestSessionsIsolated(t *testing.T) {
 	})
 }
 
-// TestReadPart (issue 17 item 4): read with offset and limit shows those
+// TestReadPart: read with offset and limit shows those
 // lines as the call's output, pools the file without activating it, and
 // the part is an object the session can activate again.
 func TestReadPart(t *testing.T) {

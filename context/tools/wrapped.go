@@ -53,7 +53,7 @@ func (t *Tools) Grep(ctx context.Context, c Call, cwd string) (Result, error) {
 }
 
 // Bash reports a bash command the harness ran in cwd. Attribution is
-// best-effort (000 §18.1): words of the command and names in its output
+// best-effort: words of the command and names in its output
 // that are files (BashCandidates) are indexed and added to the session
 // index (not the pool: they are guesses), and
 // files the session knows that a command word names but that are gone get

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Provider cache models (issue 17 item 1; docs/replay.md, "Provider cache
+// Provider cache models (docs/replay.md, "Provider cache
 // models"). A call's context is a sequence of blocks (the head, then one
 // block per content block of the messages); a model decides, from the
 // blocks, their breakpoints and the time, how many of the call's tokens

@@ -141,7 +141,7 @@ func TestAnthropicTTL(t *testing.T) {
 
 // TestPrefixPriceFollowsTTL: the ideal prefix cache prices what it writes
 // as Anthropic does for the TTL: 1.25x up to 5 minutes, 2x for an hour
-// (it priced every TTL at 1.25x until session 7).
+// (a write for the hour costs 2x, not 1.25x).
 func TestPrefixPriceFollowsTTL(t *testing.T) {
 	r := raw{context: 1000, cached: 400}
 	for _, tc := range []struct {

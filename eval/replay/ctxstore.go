@@ -92,7 +92,7 @@ type Ctxstore struct {
 	callIDs map[string]bool
 	// suffix, on a store the caller shares (Env.Store), is appended to
 	// every tool call id: a store holds each toolcall id once, for the
-	// session that recorded it (issue 20), and the strategies replay the
+	// session that recorded it, and the strategies replay the
 	// same calls. msgs are the session's messages so renamed.
 	suffix string
 	msgs   []conversation.Message

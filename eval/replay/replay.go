@@ -1,6 +1,6 @@
 // Package replay replays a transcript (package transcript) call by call
 // under several context strategies and reports, per model call and in
-// total, what each would send and pay (issue 7; docs/replay.md).
+// total, what each would send and pay (docs/replay.md).
 //
 // Every assistant message the model produced is one call, whose context is
 // every message before it. For each call and strategy: the context tokens;
@@ -115,7 +115,7 @@ func (o Options) headTTL() time.Duration {
 	return max(h, o.TTL)
 }
 
-// DefaultStrategies returns the strategies of issue 7: the naive full
+// DefaultStrategies returns the strategies replayed by default: the naive full
 // history, Anthropic's clear_tool_uses (trigger 100k, keep 3; and with
 // clear_at_least 20k), what the harness recorded, and ctxstore's stream and
 // literal layouts.
@@ -478,8 +478,7 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 		e.Store, e.OpenStore = o.Store, o.OpenStore
 		// The session id shows in the contexts (file ids, the resolver's
 		// default id), so it depends only on the session and the strategy:
-		// the same file gives the same numbers on every run (issue 17 item
-		// 5). A shared store (Options.Store) holds every run's sessions, so
+		// the same file gives the same numbers on every run. A shared store (Options.Store) holds every run's sessions, so
 		// there the id also carries the time.
 		e.SessionID = fmt.Sprintf("replay-%s-%s", sanitize(s.ID), tag)
 		if o.Store != nil {
@@ -1069,7 +1068,7 @@ func calibrate(cs []*CallInput, naive []rawCall, before int, method string) Cali
 			// A negative intercept (an overhead below zero) is a good fit of
 			// a harness whose fixed head is small next to the tokenizer's
 			// difference in scale: fit the scale alone, through the origin,
-			// rather than giving the fit up (issue 17 item 5).
+			// rather than giving the fit up.
 			a, b, method = originSlope(fx, fy), 0, "fit-origin"
 		}
 		meanErr := func(sc, oh float64) float64 {
@@ -1165,7 +1164,7 @@ func stats(signed []float64) Stats {
 // function that removes it. Its name depends only on the session, so the
 // mirrored files' paths, from which their ids are made (and the contexts
 // show the ids), and with them the token counts, are the same from run to
-// run (issue 17 item 5). Another replay of the same session, in this
+// run. Another replay of the same session, in this
 // process or another, holds the directory until it is done: this one waits
 // for it (an flock on a file beside it, released if that process dies), so
 // that both give the same numbers; before the lock, a concurrent replay

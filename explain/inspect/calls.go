@@ -207,7 +207,7 @@ func (in *Inspector) calls(ctx context.Context, sid string, p Page, withCollapse
 }
 
 // systemRefs fills the system prompt reference of the calls whose record
-// names the call that records it (system_ref_call, issue 18): from the
+// names the call that records it (system_ref_call): from the
 // page, else read from those records (one query).
 func (in *Inspector) systemRefs(ctx context.Context, sid string, calls []Call) error {
 	byN := map[int]string{}

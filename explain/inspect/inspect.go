@@ -1,4 +1,4 @@
-// Package inspect is the read model for seeing what a model saw (issue 14):
+// Package inspect is the read model for seeing what a model saw:
 // the sessions of a store, each session's calls with their sizes, cached
 // share, cost and cache-break attribution, a call's exact context labelled
 // block by block, the difference between two calls, and an object's

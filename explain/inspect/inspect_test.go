@@ -99,7 +99,7 @@ func TestInspectReplayedSession(t *testing.T) {
 				t.Fatalf("causes %v", causes)
 			}
 			// The system prompt never changes here: the records after the
-			// first name the call that records its reference (issue 18).
+			// first name the call that records its reference.
 			if causes[inspect.CauseSystem] != 0 {
 				t.Fatalf("a system prompt change attributed: %v", causes)
 			}
@@ -189,7 +189,7 @@ func TestInspectReplayedSession(t *testing.T) {
 					}
 				}
 			}
-			// Tool calls are per session since issue 20 (replay suffixes
+			// Tool calls are per session (replay suffixes
 			// their ids per run), so only this session shows it.
 			mine := false
 			for _, s := range o.Sessions {

@@ -16,7 +16,7 @@ import (
 	"github.com/ctxstore/ctxstore/store"
 )
 
-// Paging is how a session's demand paging went (issue 17 item 3): the
+// Paging is how a session's demand paging went: the
 // outputs its contexts showed as a preview, and how many of them the model
 // then read back whole; the same for outputs shown collapsed. A preview
 // is read back ("a fault") by an activate call naming it, by a read of its

@@ -1,5 +1,5 @@
-// Package stats computes session analytics from context commits (spec 002
-// "Analytics Derivability", issue 13 item 3; docs/stats.md): session
+// Package stats computes session analytics from context commits, never
+// from transcripts (docs/stats.md): session
 // profiles, amplification, compaction frequency, tool usage, activity by
 // hour and weekday, peak concurrent sessions and outcomes. It reads the
 // commits of the store (session/commits), decodes each commit's artifact to
@@ -190,8 +190,8 @@ type Mark struct {
 type Session struct {
 	ID      string `json:"id"`
 	Harness string `json:"harness,omitempty"`
-	// Template is the agent template of the session's commits (spec 002:
-	// what kind of agent), when they name one.
+	// Template is the agent template of the session's commits (what kind
+	// of agent), when they name one.
 	Template string `json:"template,omitempty"`
 	// ForkOf is the commit of another session this session's chain
 	// starts from (a sub-agent's lane or a fork), ForkOfSession that

@@ -14,7 +14,7 @@ const Env = "CTXSTORE_DATASETS"
 // Find returns the datasets directory, or "" when there is none: $Env if
 // set; else shared/datasets beside the working directory or beside any
 // directory above it (../shared/datasets beside the checkout). Nothing
-// else: no path of one machine's layout (issue 11).
+// else: no path of one machine's layout.
 func Find() string {
 	if d := os.Getenv(Env); d != "" {
 		return d

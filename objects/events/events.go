@@ -1,7 +1,7 @@
 // Package events is the harness-neutral event stream of an agent session:
 // the canonical delta content of context commits (format "events-v1",
 // docs/formats/events-v1.md). Every harness's messages are stored rich
-// (spec 003 §7: capture everything, adapt on output): what a harness
+// (capture everything, adapt on output): what a harness
 // records and the neutral fields do not name goes to Metadata or Raw, never
 // away. Pure data, no I/O: it sits on the object model's floor.
 package events
@@ -19,7 +19,7 @@ import (
 // Type is the kind of an event.
 type Type string
 
-// The event types of events-v1 (spec 002 "Delta Formats").
+// The event types of events-v1 (docs/formats/events-v1.md).
 const (
 	// Prompt is input to the agent: a person's prompt (Source "user") or
 	// content the harness injected as a user message (Source "system",

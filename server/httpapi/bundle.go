@@ -91,7 +91,7 @@ func (s *Server) importSession(q *request) (any, error) {
 
 // spool copies a bundle body to f, decompressing a gzip body on the way
 // and refusing (413) one that decompresses to more than max bytes: a
-// small compressed body must not expand without bound (issue 20).
+// small compressed body must not expand without bound.
 func spool(f io.Writer, body io.Reader, max int64) error {
 	br := bufio.NewReader(body)
 	var r io.Reader = br

@@ -9,7 +9,7 @@ import (
 	"github.com/ctxstore/ctxstore/store"
 )
 
-// TestHarnessCompactionCommits (issue 12 item 4): when Pi compacts its log
+// TestHarnessCompactionCommits: when Pi compacts its log
 // (a compaction event with the next call, whose log opens with Pi's
 // compactionSummary message), the log ctxstore saw last is checkpointed,
 // a compaction commit holds the summary, and the compacted log is

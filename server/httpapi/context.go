@@ -137,7 +137,7 @@ const CodeLogMismatch = "log_mismatch"
 
 // piState is what a session keeps of the Pi log it was sent and of its
 // last answer, so both can travel as deltas. It keeps nothing that grows
-// with the log but a digest per message of the answer's end (issue 18):
+// with the log but a digest per message of the answer's end:
 // not the messages as sent (of the log, their number and running digest:
 // a delta's base is either the whole log held or a mismatch), and of
 // their conversion only what the ingester may read again
@@ -266,7 +266,7 @@ func (s *Server) context(q *request) (any, error) {
 		}
 	}
 	// The harness compacted its log since the last call (Pi on a provider
-	// overflow; issue 12 item 4): the log ctxstore saw last is
+	// overflow): the log ctxstore saw last is
 	// checkpointed, then a compaction commit holds the summary, and this
 	// call's compacted log is committed on top of it.
 	if sum, ok := compactionSummary(req.Events, req.Messages); ok {
@@ -310,7 +310,7 @@ func (s *Server) context(q *request) (any, error) {
 	resp.Converted = convertedOf(l.pi.conv.Report)
 	// Only the new part of the answer is converted and encoded, and the
 	// server keeps a digest of each message it answered rather than the
-	// message (issue 18): the messages the previous answer had before its
+	// message: the messages the previous answer had before its
 	// Stable mark are, by Stable's contract, this answer's first messages
 	// too, and encode the same while the converter's model is the same.
 	// Its last message is encoded again even so: items appended since may
@@ -325,7 +325,7 @@ func (s *Server) context(q *request) (any, error) {
 	held := req.HaveCall > 0 && req.HaveCall == l.pi.lastCall
 	if req.HaveCall > 0 {
 		// A client that holds answers gets deltas: the session's frozen
-		// prefix can leave memory (issue 18), since only a rare whole
+		// prefix can leave memory, since only a rare whole
 		// answer (a client restarted, a log sent whole again) reads it,
 		// rebuilt from the commits. A client that never says what it
 		// holds gets whole answers from memory.
@@ -376,7 +376,7 @@ func (s *Server) context(q *request) (any, error) {
 	// The digests kept are this answer's from reuse on: the next answer
 	// compares only from its own reuse mark, which does not go back while
 	// the model stays the same (Stable's contract); the digests of the
-	// messages before it are not kept (issue 18).
+	// messages before it are not kept.
 	resp.Messages = make([]json.RawMessage, 0, n-resp.Keep)
 	for _, b := range enc[resp.Keep-from:] {
 		resp.Messages = append(resp.Messages, b)

@@ -76,7 +76,7 @@ func piSessionFile(t *testing.T, cwd string, msgs []map[string]any) string {
 	return b.String()
 }
 
-// TestPiServiceAndReaderAgree (issue 11 item 2): the same Pi messages, sent
+// TestPiServiceAndReaderAgree: the same Pi messages, sent
 // to the service as its context call and read from a Pi session file by
 // the transcript reader, give the assembler the same messages and the
 // same bytes.

@@ -11,7 +11,7 @@ import (
 
 // TestDeltaAnswerReusesOnlyWhatIsStable drives two sessions with the same
 // Pi log (on two servers), one as the extension does (deltas both ways: the server checks
-// and encodes only what is new, issue 18) and one sending the whole log
+// and encodes only what is new) and one sending the whole log
 // and getting the whole context every call, through tool calls, a
 // replaced log (user messages that join the previous one) and a model
 // switch, and checks every whole context is the same in both.
@@ -71,7 +71,7 @@ func TestDeltaAnswerReusesOnlyWhatIsStable(t *testing.T) {
 }
 
 // TestLostAnswerRebuilt: a client that holds answers (have_call) lets the
-// session's frozen prefix leave the server's memory (issue 18); when it
+// session's frozen prefix leave the server's memory; when it
 // then loses what it held (a restart, a log sent whole again) the whole
 // answer is rebuilt from the commits and is the one a server that kept
 // everything gives, and so are the deltas after it.

@@ -52,7 +52,7 @@ func badRequest(format string, args ...any) *apiError {
 }
 
 // statusTable maps the sentinel errors of the layers below onto a status
-// and code, in one place (issue 20: client errors were answered 500). The
+// and code, in one place, so client errors are never answered 500. The
 // first entry whose sentinel the error wraps wins; the store's kinds come
 // after it, and anything else is a bug (500).
 var statusTable = []struct {

@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Browser attacks (issue 20, item 4; docs/security.md). A web page the
+// Browser attacks (docs/security.md). A web page the
 // user visits can make the browser send requests to the loopback server:
 // by DNS rebinding (its own host name resolving to 127.0.0.1) or as
 // cross-site requests with a "simple" content type (text/plain, forms),

@@ -2,13 +2,13 @@ package httpapi
 
 import "net/http"
 
-// Limits bound the work one context request can ask for (issue 20,
-// docs/security.md "Limits"): a request over a limit is refused with 413
+// Limits bound the work one context request can ask for (docs/security.md,
+// "Limits"): a request over a limit is refused with 413
 // too_large naming the limit, before anything is ingested.
 type Limits struct {
 	// MaxMessages is the longest log (Pi's messages, base included, or
-	// ctxstore's log): default 100,000 (20,000 before issue 18: a Pi
-	// session of 10,000 calls holds about 20,000 messages).
+	// ctxstore's log): default 100,000 (a Pi session of 10,000
+	// calls holds about 20,000 messages).
 	MaxMessages int
 	// MaxNewMessages is how many messages one request may add to what the
 	// session has ingested: default 5,000. A larger log is sent in parts.

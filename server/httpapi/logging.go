@@ -9,7 +9,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/assemble"
 )
 
-// What the server says it does (issue 14 item 5): one line per session
+// What the server says it does: one line per session
 // opened, created or resumed and per context call at Info, failed requests
 // at Warn (the client's mistake) or Error (the server's), each naming the
 // session. The level is the Logger's (serve --log-level).

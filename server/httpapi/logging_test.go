@@ -28,7 +28,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// The service says what it does (issue 14 item 5): a line per session
+// The service says what it does: a line per session
 // created or resumed and per context call with its session, call, tokens,
 // cached share and rebase; failed requests name the session; at warn
 // level the per-call lines are gone.

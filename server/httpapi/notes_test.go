@@ -11,7 +11,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/notes"
 )
 
-// TestNotesAndMounts (issue 11 item 6): with note roots, a Markdown file
+// TestNotesAndMounts: with note roots, a Markdown file
 // read through the API is a note whose links resolve to ids the agent can
 // activate, with its backlinks; with a mount mapping, a file under the
 // prefix belongs to the mapped filesystem.

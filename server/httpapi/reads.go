@@ -71,7 +71,7 @@ func (s *Server) object(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A chat is read whole: its head and its turns (issue 18).
+	// A chat is read whole: its head and its turns.
 	if doc, err = session.ChatViewDoc(q.ctx, s.st, doc, at); err != nil {
 		return nil, err
 	}

@@ -97,7 +97,7 @@ func (s *Server) afterContext(sid string) {
 func (s *Server) waitRecall() { s.rc.wg.Wait() }
 
 // indexSession is POST /v1/sessions/{sid}/index: generate the session's
-// metadata now (the "force command" of spec 001).
+// metadata now (the session index's force command, docs/recall.md).
 func (s *Server) indexSession(q *request) (any, error) {
 	m, err := s.indexer().Index(q.ctx, q.sid)
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/assemble"
 )
 
-// TestPiStateBounded (issue 18): what the server keeps of a Pi log sent
+// TestPiStateBounded: what the server keeps of a Pi log sent
 // as deltas does not grow with the log: its length and digest, of the
 // converted log only the messages the ingester may read again (the turn in
 // progress, the messages after the last conversation commit), and of the

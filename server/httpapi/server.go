@@ -1,5 +1,5 @@
 // Package httpapi is ctxstore's HTTP JSON API over the context manager
-// (issue 6; docs/service.md, docs/openapi.yaml): sessions keyed to a
+// (docs/service.md, docs/openapi.yaml): sessions keyed to a
 // harness's session id, the context call (a harness's messages in, the
 // assembled context and system prompt out), the agent tools, observation of
 // the tools the harness runs, and reads of the store.
@@ -45,7 +45,7 @@ type Options struct {
 	// the server has shut down.
 	Store store.Store
 	// Resolver gives files their filesystem ids (with the mount mappings
-	// and device detection of 004 §5.2); required.
+	// and device detection); required.
 	Resolver *files.Resolver
 	// Notes, when set, makes Markdown files under its roots note objects
 	// (title, tags, links, backlinks), and read and activate on a note list
@@ -312,7 +312,7 @@ func (q *request) decode(v any) error {
 	if dec.More() {
 		return badRequest("request body: more than one JSON value")
 	}
-	// A repeated key would silently keep its last value (issue 20).
+	// A repeated key would silently keep its last value.
 	if err := store.CheckDuplicateKeys(body); err != nil {
 		return badRequest("request body: %v", err)
 	}
@@ -409,7 +409,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	}
 	hs := &http.Server{
 		Handler: s.Handler(),
-		// Slow or idle clients cannot hold connections (issue 20): headers
+		// Slow or idle clients cannot hold connections: headers
 		// within 10 s, a whole body within ReadTimeout, an idle keep-alive
 		// connection closed after IdleTimeout.
 		ReadHeaderTimeout: 10 * time.Second,

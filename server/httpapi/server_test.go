@@ -252,7 +252,7 @@ func TestErrors(t *testing.T) {
 	}
 	e.open("s1")
 	e.fails(400, CodeBadRequest, "POST", "/v1/sessions/s1/context", map[string]any{})
-	// An unknown role is skipped and counted, never refused (issue 11).
+	// An unknown role is skipped and counted, never refused.
 	var robot ContextResponse
 	e.ok("POST", "/v1/sessions/s1/context", map[string]any{"messages": []any{map[string]any{"role": "robot"}}}, &robot)
 	if robot.Converted == nil || robot.Converted.Unknown["message/robot"] != 1 {

@@ -240,8 +240,8 @@ func managementTools(specs []assemble.ToolSpec) []string {
 // second server or process on the same store) changed it: what this server
 // held in memory is dropped (not flushed: the store is ahead of it) and the
 // session resumes from its latest commits, so the request that met the
-// conflict can run again (issue 20: a second server no longer leaves the
-// first answering 409 until reopened). It reports whether it reopened.
+// conflict can run again (a second server does not leave the first
+// answering 409 until reopened). It reports whether it reopened.
 func (s *Server) takeOver(ctx context.Context, sid string) bool {
 	s.mu.Lock()
 	l := s.sessions[sid]

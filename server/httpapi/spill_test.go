@@ -12,7 +12,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/tools"
 )
 
-// TestBareHeadSpill (issue 17): a session opened with bare_head never gets
+// TestBareHeadSpill: a session opened with bare_head never gets
 // the guide or the management tools and its head never changes; each
 // output its context shows collapsed or as a preview is whole in its
 // spill file, which ctxstore's read loads back (activating the output)

@@ -66,7 +66,7 @@ func latest(tb testing.TB, st store.Store) int64 {
 	return s.LatestSubmitted.ID
 }
 
-// Issue 20, item 1: a token limited to session sa imports a bundle of sa
+// A token limited to session sa imports a bundle of sa
 // that also carries (and evicts) session sb's head: refused with 403,
 // nothing written, and sb keeps working.
 func TestBundleImportCannotTouchAnotherSession(t *testing.T) {
@@ -118,7 +118,7 @@ func TestBundleImportCannotTouchAnotherSession(t *testing.T) {
 	}
 }
 
-// Issue 20, item 2: with sa's limited token, B's toolcall, chat, system
+// With sa's limited token, B's toolcall, chat, system
 // prompt and file are unknown ids to every tool, nothing of B appears in
 // sa's context, and observing B's tool call id is refused (B's toolcall
 // keeps its content and chat_ref).
@@ -166,7 +166,7 @@ func TestToolsCannotReachAnotherSession(t *testing.T) {
 	}
 }
 
-// Issue 20, item 3: reads and indexing stay inside the session's roots
+// Reads and indexing stay inside the session's roots
 // (default its cwd), symlinks resolved: a path climbing out, a symlink to a
 // file outside, ~/.bashrc, and ls output naming outside files read and
 // index nothing; roots outside what the server allows are refused.
@@ -245,7 +245,7 @@ func writeTestFile(t *testing.T, p, content string) {
 	}
 }
 
-// Issue 20, item 4: on the tokenless loopback default, a browser cannot
+// On the tokenless loopback default, a browser cannot
 // drive the server: a rebound Host, a foreign Origin, a cross-site fetch
 // and a text/plain (or untyped) body are refused on every route, before
 // anything runs.
@@ -327,7 +327,7 @@ func TestBrowserAttacksRefused(t *testing.T) {
 	resp.Body.Close()
 }
 
-// Issue 20, item 7: bounded work per request: deep JSON is refused (400),
+// Bounded work per request: deep JSON is refused (400),
 // a context request over the message limits gets 413 before anything is
 // ingested, a gzip bundle that expands past the limit gets 413, and slow
 // or idle connections are closed.
@@ -430,7 +430,7 @@ func TestConnectionTimeouts(t *testing.T) {
 	}
 }
 
-// Issue 20, item 5 (the harness side): a Pi tool call whose argument is an
+// The harness side of the input rules: a Pi tool call whose argument is an
 // integer of 2^64 (or an over-precise decimal) does not break the session:
 // the argument is kept as its literal string, the context, a reopen and an
 // export all work afterwards.
@@ -472,7 +472,7 @@ func TestPoisonNumberInToolArguments(t *testing.T) {
 	}
 }
 
-// Issue 20, item 8: two servers on one store and session: each call of
+// Two servers on one store and session: each call of
 // either goes through (the one whose view is stale reopens the session
 // from the store and runs the call again) instead of 409 until reopened.
 func TestSecondServerTakesOver(t *testing.T) {
@@ -503,7 +503,7 @@ func TestSecondServerTakesOver(t *testing.T) {
 	}
 }
 
-// Issue 20, item 8: client errors are 4xx, one table maps them; an
+// Client errors are 4xx, one table maps them; an
 // observed tool call whose id no object may carry is a 400, not a 500.
 func TestClientErrorsAreNot500(t *testing.T) {
 	for _, c := range []struct {

@@ -18,7 +18,7 @@ import (
 // chromium-driver) through scripts/ensure-chromium.sh when it is missing.
 // When it cannot be had the test fails under CI=true and is skipped
 // otherwise, saying why. Under -short it installs and starts nothing and
-// skips: `make test-short` starts no browser (issue 11).
+// skips: `make test-short` starts no browser.
 func chromium(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {

@@ -1,5 +1,4 @@
-// Package inspector is the web inspector (issue 14 item 3;
-// docs/inspector.md): read-only HTML pages over explain/inspect, served by
+// Package inspector is the web inspector (docs/inspector.md): read-only HTML pages over explain/inspect, served by
 // `ctxstore serve` on the API's address under /inspect/. Sessions with
 // their names; a session's timeline of calls as an SVG chart; a call's
 // exact context block by block and its diff against any other call; the

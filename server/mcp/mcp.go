@@ -75,7 +75,7 @@ type Calls interface {
 	Materialize(ctx context.Context, session string, n int) (CallContext, error)
 }
 
-// Commits reads context commits (session/commits, spec 002: the
+// Commits reads context commits (session/commits: the
 // conversation as a chain of commits).
 type Commits interface {
 	// Show returns a commit.

@@ -1,4 +1,4 @@
-// Package commits keeps context commits (spec 002 "Agent Context"): an
+// Package commits keeps context commits (docs/commits.md): an
 // agent's conversation as chains of immutable commits, each naming its
 // parent, holding a delta (or a compaction summary, or a whole snapshot)
 // stored once by content hash, with provenance and a mutable summary.
@@ -47,8 +47,8 @@ const (
 // Trigger is what made a commit.
 type Trigger string
 
-// The checkpoint triggers: spec 002's five, plus fork (the first commit of
-// a forked session), import (issue 13) and materialize (a cached
+// The checkpoint triggers: the five of the design (docs/commits.md), plus fork (the first commit of
+// a forked session), import and materialize (a cached
 // materialization).
 const (
 	TurnBoundary      Trigger = "turn_boundary"
@@ -77,7 +77,7 @@ type Provenance struct {
 	// Harness names the runtime and its version ("pi 0.73.1").
 	Harness string `json:"harness,omitempty"`
 	// Cwd and Model are the working directory and model the harness
-	// recorded (imports, issue 13).
+	// recorded (imports).
 	Cwd   string `json:"cwd,omitempty"`
 	Model string `json:"model,omitempty"`
 	// Source is the file an imported commit's content came from and

@@ -53,7 +53,7 @@ type Format struct {
 }
 
 // Registry is a set of formats. Packages on higher floors register the
-// codecs they own (the transcript readers of issue 13 give claude-code-v1
+// codecs they own (harness/claudecode and harness/pi give claude-code-v1
 // and pi-v3 their Decode and Encode) with Register.
 type Registry struct {
 	mu sync.RWMutex
@@ -120,7 +120,7 @@ func (r *Registry) Lookup(name string) (*Format, bool) {
 
 // Signature names the registry's formats and which of them decode and
 // encode: part of the materialization cache key, so that a binary with
-// other codecs (a decoder issue 13 adds) does not reuse a translation made
+// other codecs (a decoder added later) does not reuse a translation made
 // without them.
 func (r *Registry) Signature() string {
 	var b strings.Builder
@@ -235,13 +235,13 @@ func builtins() []*Format {
 		},
 		{
 			Name:   FormatClaudeCode,
-			Doc:    "complete JSONL lines of a Claude Code transcript, as the file holds them; concatenation is byte append (codecs: issue 13)",
+			Doc:    "complete JSONL lines of a Claude Code transcript, as the file holds them; concatenation is byte append (codec: harness/claudecode)",
 			Concat: concatBytes,
 			Count:  countLines,
 		},
 		{
 			Name:   FormatPi,
-			Doc:    "complete JSONL lines of a Pi v3 session file (header and entries); concatenation is byte append (codecs: issue 13)",
+			Doc:    "complete JSONL lines of a Pi v3 session file (header and entries); concatenation is byte append (codec: harness/pi)",
 			Concat: concatBytes,
 			Count:  countLines,
 		},

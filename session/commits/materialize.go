@@ -25,7 +25,7 @@ const (
 	StopRoot = "root"
 )
 
-// The translation tiers (spec 002 "Format Versioning and Translation"),
+// The translation tiers (docs/commits.md, "Materialize"),
 // best first; a materialization reports the worst tier any part needed.
 const (
 	TierNative    = "native"

@@ -415,8 +415,7 @@ type Forked struct {
 	Materialized *Materialized `json:"materialized,omitempty"`
 }
 
-// Fork is fork and resume as one operation (spec 002 "Fresh Start vs.
-// Resume vs. Fork"): it materializes From and starts a new session whose
+// Fork is fork and resume as one operation (docs/commits.md): it materializes From and starts a new session whose
 // first commit's parent is From. Resume is a fork of the session's tip.
 func (s *Service) Fork(ctx context.Context, r ForkRequest) (*Forked, error) {
 	if r.Format == "" {

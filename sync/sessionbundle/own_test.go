@@ -13,7 +13,7 @@ import (
 )
 
 // A bundle of one session never writes, overwrites or evicts another
-// session's objects (issue 20, item 1): a bundle of session sa that
+// session's objects: a bundle of session sa that
 // carries session sb's head (and evicts it), sb's toolcall, or a document
 // saying it is sb's is refused whole, before anything is written, and sb
 // is intact.

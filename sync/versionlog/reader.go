@@ -18,7 +18,7 @@ import (
 )
 
 // MaxLineBytes bounds one line of a log (a document or a transaction), so
-// that reading a damaged or hostile log takes bounded memory (issue 20).
+// that reading a damaged or hostile log takes bounded memory.
 const MaxLineBytes = 128 << 20
 
 // Reader reads and checks a log line by line, in memory bounded by the
