@@ -1,5 +1,10 @@
 # ctxstore: see README.md. Every target works on a fresh machine with Go,
 # a JDK and Maven (the XTDB server's artifacts come from Maven Central).
+#
+# `make -f /path/to/ctxstore/Makefile build` (or demo) from another
+# directory builds the checkout's code and writes bin/ and .ctxstore/ into
+# that directory (the README test runs make demo so).
+ROOT     := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 GO       ?= go
 BIN      ?= bin/ctxstore
 PKGS     ?= ./...
@@ -15,7 +20,7 @@ TESTP    := $(if $(P),-p $(P),)
 all: lint build test
 
 build:
-	$(GO) build -o $(BIN) ./cmd/ctxstore
+	cd $(ROOT) && $(GO) build -o $(abspath $(BIN)) ./cmd/ctxstore
 
 # The full suite, XTDB and Pi included (one XTDB node per test binary at
 # most, started from Maven artifacts unless XTDB_URL points at one; with

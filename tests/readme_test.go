@@ -129,7 +129,11 @@ func TestReadmeCommands(t *testing.T) {
 	if len(cmds) < 20 {
 		t.Fatalf("only %d commands found in README.md", len(cmds))
 	}
-	bin := filepath.Join(repo, "bin", "ctxstore")
+	// The commands run as a person runs them in a checkout, but in a
+	// temporary directory: make runs the checkout's Makefile there (make
+	// -f), so bin/ and .ctxstore/ land in work, not in the checkout.
+	work := t.TempDir()
+	bin := filepath.Join(work, "bin", "ctxstore")
 	storeDir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(storeDir, "doc.json"), []byte(`{"xt/id":"note:plan","type":"note","title":"Plan","tags":["a","c"]}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -152,7 +156,7 @@ func TestReadmeCommands(t *testing.T) {
 			continue
 		}
 		args := append([]string(nil), c.args...)
-		dir := repo
+		dir := work
 		switch {
 		case args[0] == "export":
 			k, v, _ := strings.Cut(args[1], "=")
@@ -170,6 +174,7 @@ func TestReadmeCommands(t *testing.T) {
 			ran++
 			continue
 		case args[0] == "make":
+			args = append([]string{"make", "-f", filepath.Join(repo, "Makefile")}, args[1:]...)
 		case args[0] == "bin/ctxstore":
 			args[0] = bin
 			if c.section == "Using the store" {
