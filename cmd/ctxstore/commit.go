@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxstore/ctxstore/harness/formats"
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -78,7 +79,7 @@ func (c *commitCheckpointCmd) Run(a *app) error {
 	defer s.Close()
 	p := c.provenance()
 	p.Session, p.Trigger = c.Session, commits.Trigger(c.Trigger)
-	cm, err := commits.New(s, commits.Options{}).Checkpoint(a.ctx, commits.CheckpointRequest{Parent: c.Parent, Type: commits.Type(c.Type),
+	cm, err := commitService(s).Checkpoint(a.ctx, commits.CheckpointRequest{Parent: c.Parent, Type: commits.Type(c.Type),
 		Format: c.Format, Content: data, Provenance: p, Summary: c.Summary, Tags: c.Tags, Created: c.Created.t})
 	if err != nil {
 		return err
@@ -102,7 +103,7 @@ func (c *commitShowCmd) Run(a *app) error {
 		return err
 	}
 	defer s.Close()
-	cm, err := commits.New(s, commits.Options{}).Show(a.ctx, c.ID, store.Basis{TxID: c.TxID})
+	cm, err := commitService(s).Show(a.ctx, c.ID, store.Basis{TxID: c.TxID})
 	if err != nil {
 		return err
 	}
@@ -135,7 +136,7 @@ func (c *commitHistoryCmd) Run(a *app) error {
 		return err
 	}
 	defer s.Close()
-	h, err := commits.New(s, commits.Options{}).History(a.ctx, c.ID, c.Depth)
+	h, err := commitService(s).History(a.ctx, c.ID, c.Depth)
 	if err != nil {
 		return err
 	}
@@ -209,7 +210,7 @@ func (c *commitMaterializeCmd) Run(a *app) error {
 		return err
 	}
 	defer s.Close()
-	m, err := commits.New(s, commits.Options{}).Materialize(a.ctx, commits.MaterializeRequest{ID: c.ID, Format: resolveFormat(c.Format), Stop: c.Stop, NoCache: c.NoCache})
+	m, err := commitService(s).Materialize(a.ctx, commits.MaterializeRequest{ID: c.ID, Format: resolveFormat(c.Format), Stop: c.Stop, NoCache: c.NoCache})
 	if err != nil {
 		return err
 	}
@@ -232,7 +233,7 @@ func (c *commitResolveCmd) Run(a *app) error {
 	if !c.At.set {
 		at = store.MS(time.Now())
 	}
-	cm, err := commits.New(s, commits.Options{}).Resolve(a.ctx, c.Principal, at)
+	cm, err := commitService(s).Resolve(a.ctx, c.Principal, at)
 	if err != nil {
 		return err
 	}
@@ -268,7 +269,7 @@ func (c *commitUpdateCmd) Run(a *app) error {
 		return err
 	}
 	defer s.Close()
-	cm, err := commits.New(s, commits.Options{}).UpdateMetadata(a.ctx, c.ID, u)
+	cm, err := commitService(s).UpdateMetadata(a.ctx, c.ID, u)
 	if err != nil {
 		return err
 	}
@@ -293,7 +294,7 @@ func (c *commitForkCmd) Run(a *app) error {
 		return err
 	}
 	defer s.Close()
-	f, err := commits.New(s, commits.Options{}).Fork(a.ctx, commits.ForkRequest{From: c.ID, Session: c.Session, Format: resolveFormat(c.Format), Stop: c.Stop, Provenance: c.provenance()})
+	f, err := commitService(s).Fork(a.ctx, commits.ForkRequest{From: c.ID, Session: c.Session, Format: resolveFormat(c.Format), Stop: c.Stop, Provenance: c.provenance()})
 	if err != nil {
 		return err
 	}
@@ -311,7 +312,7 @@ type commitFormatsCmd struct{}
 
 // Run implements commit formats.
 func (c *commitFormatsCmd) Run(a *app) error {
-	reg := commits.DefaultRegistry
+	reg := formats.Commits()
 	type row struct {
 		Name       string `json:"name"`
 		OutputOnly bool   `json:"output_only"`
@@ -332,4 +333,11 @@ func (c *commitFormatsCmd) Run(a *app) error {
 		t.row(r.Name, r.Decode, r.Encode, r.OutputOnly, r.Doc)
 	}
 	return t.flush()
+}
+
+// commitService is the CLI's commits service: the commit formats with
+// every harness format's codec (harness/formats), so that imported
+// sessions decode and materialize as session files.
+func commitService(s store.Store) *commits.Service {
+	return commits.New(s, commits.Options{Registry: formats.Commits()})
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ctxstore/ctxstore/harness/claudecode"
-	_ "github.com/ctxstore/ctxstore/harness/pi" // pi-v3's codec
 	"github.com/ctxstore/ctxstore/objects/events"
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
@@ -66,7 +65,7 @@ func (c *materializeCmd) Run(a *app) error {
 		return err
 	}
 	defer s.Close()
-	svc := commits.New(s, commits.Options{})
+	svc := commitService(s)
 
 	// Every check before the materialization (which caches a snapshot):
 	// bad input writes nothing.
@@ -82,7 +81,7 @@ func (c *materializeCmd) Run(a *app) error {
 		return usagef("--place knows where Claude Code and Pi look for sessions, not %s; use --out", target)
 	}
 	if session != "" {
-		if f, ok := commits.DefaultRegistry.Lookup(target); ok && f.ForSession == nil {
+		if f, ok := svc.Registry().Lookup(target); ok && f.ForSession == nil {
 			return usagef("--session: %s files do not name a session", target)
 		}
 		if _, err := uuid.Parse(session); err != nil && target == commits.FormatClaudeCode {
@@ -111,7 +110,7 @@ func (c *materializeCmd) Run(a *app) error {
 	}
 	content := m.Content
 	if session != "" {
-		if f, _ := commits.DefaultRegistry.Lookup(m.Format); f != nil && f.ForSession != nil {
+		if f, _ := svc.Registry().Lookup(m.Format); f != nil && f.ForSession != nil {
 			if content, err = f.ForSession(content, session); err != nil {
 				return fmt.Errorf("naming the session: %w", err)
 			}

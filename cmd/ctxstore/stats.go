@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/ctxstore/ctxstore/explain/stats"
-	"github.com/ctxstore/ctxstore/session/commits"
 )
 
 // statsCmd prints session analytics computed from the store's context
@@ -41,7 +40,7 @@ func (c *statsCmd) Run(a *app) error {
 	}
 	defer st.Close()
 	fmt.Fprintf(a.stderr, "stats: reading context commits\n")
-	r, err := stats.Compute(a.ctx, commits.New(st, commits.Options{}), stats.Options{
+	r, err := stats.Compute(a.ctx, commitService(st), stats.Options{
 		Sessions: c.Sessions, From: c.From.t, To: c.To.t, IdleGap: c.IdleGap, Bins: c.Bins, Location: loc})
 	if err != nil {
 		return err

@@ -11,17 +11,23 @@ import (
 	"github.com/ctxstore/ctxstore/session/commits"
 )
 
-// The claude-code-v1 decoder this package gives context commits
-// (docs/import.md): an artifact holds complete lines of a Claude Code
-// transcript, as the file held them; Decode reads them as neutral events,
-// record by record, with no context beyond the artifact. The encoder
-// (events -> a transcript) is harness/claudecode/write.go's.
-func init() {
-	if err := commits.DefaultRegistry.Extend(commits.FormatClaudeCode, func(f *commits.Format) {
-		f.Decode = Decode
-	}); err != nil {
-		panic(err)
-	}
+// Codec is the Claude Code format (harness.Codec): its commit format
+// claude-code-v1 holds complete lines of a transcript, as the file held
+// them; Decode reads them as neutral events, record by record, with no
+// context beyond the artifact; Encode (SessionFile) writes events as a
+// session file the real `claude --resume <id>` loads; ForSession names
+// the session in every record.
+type Codec struct{}
+
+// Format is harness.FormatClaudeCode.
+func (Codec) Format() harness.Format { return harness.FormatClaudeCode }
+
+// CommitFormat is claude-code-v1.
+func (Codec) CommitFormat() string { return commits.FormatClaudeCode }
+
+// Commit gives claude-code-v1 Decode, Encode and ForSession.
+func (Codec) Commit(f *commits.Format) {
+	f.Decode, f.Encode, f.ForSession = Decode, SessionFile, SetSessionID
 }
 
 // Classes of a "user" record (spec 002 "The User Record Classification

@@ -17,20 +17,6 @@ import (
 	"github.com/ctxstore/ctxstore/session/commits"
 )
 
-// The claude-code-v1 codec this package gives context commits
-// (docs/commits.md, docs/crossharness.md): Encode writes neutral events as a
-// Claude Code session file that the real `claude --resume <id>` loads;
-// ForSession names the session in every record. Decoding Claude Code files
-// into events (import, byte fidelity) is the importer's.
-func init() {
-	if err := commits.DefaultRegistry.Extend(commits.FormatClaudeCode, func(f *commits.Format) {
-		f.Encode = SessionFile
-		f.ForSession = SetSessionID
-	}); err != nil {
-		panic(err)
-	}
-}
-
 // uuidSpace is the namespace of the record and session uuids the encoder
 // derives (UUID version 5): the same events give the same file.
 var uuidSpace = uuid.MustParse("6f3c1d52-8a4e-5b7f-9c20-3e1d7a6b4c10")

@@ -72,7 +72,7 @@ func TestSessionFile(t *testing.T) {
 		{Type: events.Prompt, Source: "bash", Text: "!ls", Meta: true, Metadata: map[string]any{"exclude_from_context": true}},
 		{Type: events.Response, Text: "Done.", Time: t0.Add(time.Minute)},
 	}
-	f, ok := commits.DefaultRegistry.Lookup(commits.FormatClaudeCode)
+	f, ok := harness.NewRegistry(Codec{}).Commits().Lookup(commits.FormatClaudeCode)
 	if !ok || f.Encode == nil || f.ForSession == nil {
 		t.Fatal("claude-code-v1 has no codec")
 	}

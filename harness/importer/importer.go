@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/ctxstore/ctxstore/harness"
+	"github.com/ctxstore/ctxstore/harness/formats"
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -59,8 +60,8 @@ type Options struct {
 	// turn is cut into several commits (trigger tool_call). It also bounds
 	// the memory an import holds, whatever the file's size.
 	MaxCommitBytes int
-	// Registry is the format registry (default commits.DefaultRegistry,
-	// which the harness packages give their codecs).
+	// Registry is the commit format registry (default formats.Commits(),
+	// every harness format's codec).
 	Registry *commits.Registry
 	// Now is the clock of cursor documents (default time.Now).
 	Now func() time.Time
@@ -88,7 +89,7 @@ func New(st store.Store, o Options) *Importer {
 		o.MaxCommitBytes = 1 << 20
 	}
 	if o.Registry == nil {
-		o.Registry = commits.DefaultRegistry
+		o.Registry = formats.Commits()
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -12,16 +12,23 @@ import (
 	"github.com/ctxstore/ctxstore/session/commits"
 )
 
-// The pi-v3 decoder (docs/import.md): a pi-v3 artifact holds complete
-// lines of a Pi session file (any version: the header says which); Decode
-// reads them as neutral events, entry by entry, with no context beyond the
-// artifact. Registered with the encoder in write.go's init order.
-func init() {
-	if err := commits.DefaultRegistry.Extend(commits.FormatPi, func(f *commits.Format) {
-		f.Decode = Decode
-	}); err != nil {
-		panic(err)
-	}
+// Codec is the Pi format (harness.Codec): its commit format pi-v3 holds
+// complete lines of a Pi session file (any version: the header says
+// which); Decode reads them as neutral events, entry by entry, with no
+// context beyond the artifact; Encode (SessionFile) writes events as a Pi
+// v3 session file the real Pi resumes with --session FILE; ForSession
+// names the session in its header.
+type Codec struct{}
+
+// Format is harness.FormatPi.
+func (Codec) Format() harness.Format { return harness.FormatPi }
+
+// CommitFormat is pi-v3.
+func (Codec) CommitFormat() string { return commits.FormatPi }
+
+// Commit gives pi-v3 Decode, Encode and ForSession.
+func (Codec) Commit(f *commits.Format) {
+	f.Decode, f.Encode, f.ForSession = Decode, SessionFile, SetSessionID
 }
 
 // Head is what the importer needs of a Pi entry to cut a session file into

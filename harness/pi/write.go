@@ -11,19 +11,6 @@ import (
 	"github.com/ctxstore/ctxstore/session/commits"
 )
 
-// The pi-v3 codec this package gives context commits (docs/commits.md):
-// Encode writes neutral events as a Pi v3 session file that the real Pi
-// resumes with --session FILE; ForSession names the session in its header.
-// Decoding Pi files into events is codec.go's.
-func init() {
-	if err := commits.DefaultRegistry.Extend(commits.FormatPi, func(f *commits.Format) {
-		f.Encode = SessionFile
-		f.ForSession = SetSessionID
-	}); err != nil {
-		panic(err)
-	}
-}
-
 // epoch stands in for unknown times (Pi shows them; nothing depends on them).
 var epoch = time.Unix(0, 0).UTC()
 

@@ -18,7 +18,7 @@ import (
 
 // TestSessionFile: neutral events written as a Pi v3 session file, named
 // for a session, read back by the package's own converter as the same
-// messages; pi-v3 in the commit registry has the codec.
+// messages; pi-v3 in a registry built with Codec has the codec.
 func TestSessionFile(t *testing.T) {
 	msgs := []conversation.Message{
 		{Role: conversation.RoleUser, Text: "hello"},
@@ -26,7 +26,7 @@ func TestSessionFile(t *testing.T) {
 		{Role: conversation.RoleToolResult, ToolCallID: "t1", ToolName: "read", Output: "alpha"},
 		{Role: conversation.RoleAssistant, Text: "It says alpha."},
 	}
-	f, ok := commits.DefaultRegistry.Lookup(commits.FormatPi)
+	f, ok := harness.NewRegistry(Codec{}).Commits().Lookup(commits.FormatPi)
 	if !ok || f.Encode == nil || f.ForSession == nil {
 		t.Fatal("pi-v3 has no codec")
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ctxstore/ctxstore/context/ingest"
+	"github.com/ctxstore/ctxstore/harness/formats"
 	"github.com/ctxstore/ctxstore/objects/events"
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
@@ -26,7 +27,9 @@ func (s *Server) commitRoutes() []route {
 	}
 }
 
-func (s *Server) commits() *commits.Service { return commits.New(s.st, commits.Options{Now: s.o.Now}) }
+func (s *Server) commits() *commits.Service {
+	return commits.New(s.st, commits.Options{Now: s.o.Now, Registry: formats.Commits()})
+}
 
 // commitOptions are the conversation-commit options of a session opened
 // with req (nil when the server's CommitEvery is "off").

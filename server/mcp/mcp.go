@@ -26,6 +26,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ctxstore/ctxstore/harness/formats"
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -144,7 +145,7 @@ func New(o Options) *sdk.Server {
 		o.Calls = StoreCalls{Store: o.Store}
 	}
 	if o.Commits == nil {
-		o.Commits = ServiceCommits{S: commits.New(o.Store, commits.Options{})}
+		o.Commits = ServiceCommits{S: commits.New(o.Store, commits.Options{Registry: formats.Commits()})}
 	}
 	if o.Version == "" {
 		o.Version = "dev"

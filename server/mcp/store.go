@@ -9,6 +9,7 @@ import (
 
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/recall"
+	"github.com/ctxstore/ctxstore/harness/formats"
 	"github.com/ctxstore/ctxstore/objects/events"
 	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/session/commits"
@@ -122,7 +123,7 @@ func chainSummary(c commits.Chain) SessionSummary {
 func (s StoreSessions) recordedDetail(ctx context.Context, c commits.Chain) (SessionDetail, error) {
 	d := SessionDetail{SessionSummary: chainSummary(c), Prompts: []string{}, ActiveIDs: []string{}, Pinned: []string{}}
 	d.Name, d.Description = recallMeta(ctx, s.Store, c.Session)
-	m, err := commits.New(s.Store, commits.Options{}).Materialize(ctx, commits.MaterializeRequest{ID: c.Tip, Format: commits.FormatEvents, Stop: "root", NoCache: true})
+	m, err := commits.New(s.Store, commits.Options{Registry: formats.Commits()}).Materialize(ctx, commits.MaterializeRequest{ID: c.Tip, Format: commits.FormatEvents, Stop: "root", NoCache: true})
 	if err != nil {
 		return d, fmt.Errorf("session %s: %w", c.Session, err)
 	}

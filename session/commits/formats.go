@@ -72,9 +72,6 @@ func NewRegistry() *Registry {
 	return r
 }
 
-// DefaultRegistry is the registry a Service uses unless given another.
-var DefaultRegistry = NewRegistry()
-
 // Register adds f, or replaces the format of the same name (to give a
 // built-in format a codec). f needs a well-formed Name and a Concat.
 func (r *Registry) Register(f *Format) error {

@@ -22,7 +22,9 @@ type Service struct {
 
 // Options configure a Service.
 type Options struct {
-	// Registry is the set of known formats (default DefaultRegistry).
+	// Registry is the set of known formats (default: NewRegistry, the
+	// built-in formats without the harness codecs; harness/formats gives
+	// one with them).
 	Registry *Registry
 	// Now is the clock for commits made without a time (default time.Now).
 	Now func() time.Time
@@ -31,7 +33,7 @@ type Options struct {
 // New returns a Service over st.
 func New(st store.Store, o Options) *Service {
 	if o.Registry == nil {
-		o.Registry = DefaultRegistry
+		o.Registry = NewRegistry()
 	}
 	if o.Now == nil {
 		o.Now = time.Now
