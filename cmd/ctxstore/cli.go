@@ -62,7 +62,7 @@ type cli struct {
 	Log     logCmd     `cmd:"" group:"store" help:"List committed transactions and their operations."`
 	Status  statusCmd  `cmd:"" group:"store" help:"Describe the store and its latest transaction."`
 	Export  exportCmd  `cmd:"" group:"store" help:"Write the store's history (or what follows a tx) as a portable version log."`
-	Import  importCmd  `cmd:"" group:"store" help:"Apply a version log to the store, resuming where an earlier import of its source stopped."`
+	Import  importCmd  `cmd:"" group:"store" help:"Import agent sessions (Claude Code transcripts, Pi session files, SWE-agent trajectories; a file or a folder) as chains of context commits, only what is new on a second run; or apply a portable version log, resuming where an earlier import of its source stopped."`
 	Sync    syncCmd    `cmd:"" group:"store" help:"Bring one store up to date with another, applying only what is new."`
 	XTDB    xtdbCmd    `cmd:"" group:"store" name:"xtdb" help:"Run a real XTDB 1.24.5 server for production or local use."`
 	Help    helpCmd    `cmd:"" group:"help" help:"Show help for ctxstore or one of its commands."`
