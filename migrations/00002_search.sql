@@ -1,4 +1,4 @@
--- Full-text search, a derived layer (000 §14, docs/recall.md): search units
+-- Full-text search, a derived layer (docs/recall.md): search units
 -- (the searchable text of each stored document version, one unit per chat
 -- turn) and an FTS5 index over them. Triggers on docs keep both in the same
 -- SQLite transaction as the write: no lag, and an evict (which deletes the

@@ -1,4 +1,4 @@
--- Long strings leave the field index (issue 18, docs/architecture.md): a
+-- Long strings leave the field index (docs/architecture.md): a
 -- string value of more than 2,048 bytes (store.MaxIDBytes, so every entity
 -- id stays whole) is indexed as kind 'S' with only its first 64 characters;
 -- the portable query narrows by that prefix and checks the document itself.

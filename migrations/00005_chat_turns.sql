@@ -1,5 +1,5 @@
--- Full-text search over chats stored one document per turn (issue 18,
--- docs/context-manager.md "The chat: a head and one document per turn"):
+-- Full-text search over chats stored one document per turn
+-- (docs/context-manager.md "The chat: a head and one document per turn"):
 -- a "chat_turn" document becomes the search unit of its turn, under the
 -- chat's id ("chat:{session}") and part n, so search answers as it did for
 -- chats written whole. The unit is visible once the chat head's visible

@@ -1,5 +1,5 @@
--- Documents stored as SQLite's binary JSON, JSONB (issue 18 item 3,
--- docs/architecture.md "SQLite backend"). A text document is parsed whole
+-- Documents stored as SQLite's binary JSON, JSONB
+-- (docs/architecture.md "The SQLite backend"). A text document is parsed whole
 -- by every json_extract or -> that reads inside it: the portable query's
 -- projection of a file's `source` (an object, so not in the field index)
 -- parsed the file's whole content to find it. JSONB carries the size of

@@ -1,5 +1,5 @@
--- The field index holds only the fields queries filter on (issue 18,
--- docs/architecture.md "SQLite backend"). Until now every top-level scalar
+-- The field index holds only the fields queries filter on
+-- (docs/architecture.md "The SQLite backend"). Until now every top-level scalar
 -- field of every document version had rows in fields (about 16 per
 -- version: hashes, counters, times, references nothing filters on), which
 -- with the table's two indexes was a third of a long session's store.

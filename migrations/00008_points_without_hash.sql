@@ -1,5 +1,5 @@
--- Points name their document by docs.id only (issue 18, docs/architecture.md
--- "SQLite backend"): the content hash each point carried (64 characters,
+-- Points name their document by docs.id only (docs/architecture.md
+-- "The SQLite backend"): the content hash each point carried (64 characters,
 -- a third of a point) is the hash of the docs row it names, read from
 -- there; a tombstone names none. A point with a hash but no docs.id (none
 -- is written since 00001) gets the id of its hash's row first.

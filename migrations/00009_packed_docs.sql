@@ -1,5 +1,5 @@
--- Documents stored compressed (issue 18, docs/architecture.md "SQLite
--- backend"): a docs row holds a document's JSONB (00006) or, when that is
+-- Documents stored compressed (docs/architecture.md "The
+-- SQLite backend"): a docs row holds a document's JSONB (00006) or, when that is
 -- smaller, the JSONB compressed with DEFLATE behind a two-byte header whose
 -- first byte, 0x0d, is a type JSONB reserves (bitemporal/pack.go). SQL reads
 -- a document through ctxs_doc(doc), which gives the JSONB of either form;

@@ -1,5 +1,5 @@
 -- Documents compressed against an earlier version of the same entity
--- (issue 18, docs/architecture.md "SQLite backend"): a new docs row may be a
+-- (docs/architecture.md "The SQLite backend"): a new docs row may be a
 -- DEFLATE stream whose dictionary is the JSONB of the row docs.base names,
 -- an earlier version of the same entity that is not such a row itself
 -- (bitemporal/pack.go, packDelta). Successive versions of a session head or

@@ -1,5 +1,5 @@
--- Content hashes as their 32 bytes (issue 18, docs/architecture.md "SQLite
--- backend"): docs.hash held the SHA-256 as 64 characters of lowercase hex,
+-- Content hashes as their 32 bytes (docs/architecture.md "The
+-- SQLite backend"): docs.hash held the SHA-256 as 64 characters of lowercase hex,
 -- in the row and again in its unique index; now the bytes (unhex), half the
 -- size in both. Hashes enter and leave SQL as hex (unhex(?), lower(hex())),
 -- so every read answers as before. The column keeps its declared type TEXT,

@@ -1,5 +1,5 @@
--- Documents compressed against another entity's row (issue 18,
--- docs/architecture.md "SQLite backend"): since 00011 a new version could
+-- Documents compressed against another entity's row
+-- (docs/architecture.md "The SQLite backend"): since 00011 a new version could
 -- be a delta against an earlier version of its own entity; now an
 -- entity's first version may be one against the latest row of the same
 -- document type stored whole (a session's context commits, toolcalls and

@@ -1,4 +1,4 @@
--- Entity ids interned (issue 18, docs/architecture.md "SQLite backend"): an
+-- Entity ids interned (docs/architecture.md "The SQLite backend"): an
 -- entity id was stored as its text in every point, every docs row and its
 -- index, and every search unit; session ids make it 40-90 bytes, and a
 -- session's store names a few hundred entities thousands of times. Now the

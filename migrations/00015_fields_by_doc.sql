@@ -1,5 +1,5 @@
--- The field index without a rowid (issue 18, docs/architecture.md "SQLite
--- backend"): fields was a table of rows (doc, field, kind, value) with two
+-- The field index without a rowid (docs/architecture.md "The
+-- SQLite backend"): fields was a table of rows (doc, field, kind, value) with two
 -- indexes, fields_fkv (field, kind, value) for queries and fields_doc
 -- (doc) for an evict, so each row was stored three times in part. Now the
 -- table is keyed by (doc, field, kind, value), which an evict reads by doc,

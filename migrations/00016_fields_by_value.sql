@@ -1,5 +1,5 @@
--- The field index held once (issue 18, docs/architecture.md "SQLite
--- backend"): migration 00015 keyed fields by (doc, field, kind, value) and
+-- The field index held once (docs/architecture.md "The
+-- SQLite backend"): migration 00015 keyed fields by (doc, field, kind, value) and
 -- kept fields_fkv (field, kind, value, doc) for queries, the same rows
 -- twice. Queries are the only readers that need speed, and they look rows
 -- up by field and value, so the table is now keyed that way and there is

@@ -1,5 +1,5 @@
--- The tx log compressed against an earlier row (issue 18, docs/architecture.md
--- "SQLite backend"): a txs row's ops may now be a BLOB of one byte 0x02 and
+-- The tx log compressed against an earlier row (docs/architecture.md
+-- "The SQLite backend"): a txs row's ops may now be a BLOB of one byte 0x02 and
 -- a DEFLATE stream whose dictionary is the ops text of the row txs.base
 -- names (a row stored 0x01, compressed alone; bitemporal/packlog.go).
 -- Rows written before stay as they are. Down stores every delta compressed

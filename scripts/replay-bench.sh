@@ -54,7 +54,7 @@ if [ "${REPLAY_JSON:-}" = 1 ]; then
 	"$OUT/ctxstore" replay --json --per-call --cache-model "$CACHE_MODEL" --warm "$WARM" ${PROXY:+--claude-code-proxy "$PROXY"} --strategies "$STRATEGIES" "$@" >"$OUT/all.json"
 fi
 # The other sessions of the datasets, in their own tables so that the sums
-# above stay those of issue 7's eight: the small Claude Code fixtures
+# above stay those of the eight long sessions: the small Claude Code fixtures
 # (claude-code/raw) and the SWE-agent trajectories, which record no usage
 # (no calibration, no cache check).
 set --

@@ -17,7 +17,8 @@
 ;;    in the index is affected; the in-memory store keeps every index in
 ;;    one sorted map, where other indexes follow, and is not. The
 ;;    correction finds the start from the first key of the entity instead.
-;;    Seen as the cluster's intermittent empty history (issue 19).
+;;    Seen as the cluster's intermittent empty history
+;;    (docs/xtdb-cluster.md).
 (ns ctxstore.xtdb-fixes
   (:require [xtdb.kv :as kv]
             [xtdb.kv.index-store]

@@ -71,7 +71,7 @@
                        [i "" (join-nonblank "\n" [(text-blocks (:user turn)) (text-blocks (:assistant turn))]) session])
                      (:turns doc)))
 
-      ;; A chat stored one document per turn (issue 18): the turn's unit is
+      ;; A chat stored one document per turn: the turn's unit is
       ;; the chat's, part n; a turn converted from an earlier chat was
       ;; indexed from the chat versions that held it (same key).
       (and (= "chat_turn" kind) (string? (:session_id doc)) (number? (:n doc)) (map? (:turn doc)))
