@@ -1,13 +1,19 @@
-// Package harness holds what every harness converter shares (issue 11
-// item 2): the transcript a reader produces ([Session]) and its [Report] of
-// what was set aside, merged, skipped or damaged, JSON Lines reading that
-// never stops at a damaged line ([ReadRecords]), lenient JSON field types,
-// and the invariant every reader promises on tool results
-// ([CheckToolResults]). The converters themselves live one per harness
-// format below it: harness/pi (Pi's agent messages and session files),
-// harness/claudecode (Claude Code's session JSONL) and harness/sweagent
-// (SWE-agent trajectories, one JSON document each); harness/transcript
-// detects a file's format and dispatches.
+// Package harness holds what every harness format shares: the transcript
+// a reader produces ([Session]) and its [Report] of what was set aside,
+// merged, skipped or damaged, JSON Lines reading that never stops at a
+// damaged line ([ReadRecords], [EachRecord]), lenient JSON field types,
+// the invariant every reader promises on tool results
+// ([CheckToolResults]), and the [Codec] each format gives a [Registry].
+//
+// Each format is one package below this one, with one decoder: a type
+// read once from a line's JSON (claudecode.Record, pi.Entry), from which
+// the package makes both views of a file, the replay's messages and the
+// import's neutral events (docs/replay.md, "Replay and import agree").
+// harness/claudecode is Claude Code's session JSONL, harness/pi Pi's
+// agent messages and session files, harness/sweagent SWE-agent
+// trajectories (one JSON document each). harness/formats lists them;
+// harness/transcript detects a file's format and dispatches;
+// harness/importer cuts files into context commits.
 package harness
 
 import (

@@ -65,8 +65,8 @@ func ReadRecords(r io.Reader, rep *Report, known func(recordType string) bool) (
 }
 
 // MaxLineBytes bounds one line of a transcript: a longer line is reported
-// as damaged and skipped without being held in memory (issue 20: a 200 MB
-// line made replay use 15 GB).
+// as damaged and skipped without being held in memory, so that one huge
+// line cannot make a reader hold it all.
 const MaxLineBytes = 32 << 20
 
 // readLine reads one line, newline included. A line longer than

@@ -30,8 +30,9 @@ func (Codec) Commit(f *commits.Format) {
 	f.Decode, f.Encode, f.ForSession = Decode, SessionFile, SetSessionID
 }
 
-// Classes of a "user" record (spec 002 "The User Record Classification
-// Problem").
+// Classes of a "user" record: Claude Code writes a person's prompts, tool
+// results, its own injected text and compaction summaries all as "user"
+// records, and the class tells them apart for both views of a file.
 const (
 	// ClassToolResult: content is only tool_result blocks.
 	ClassToolResult = "tool_result"

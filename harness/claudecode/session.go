@@ -1,7 +1,13 @@
-// Package claudecode reads Claude Code's session JSONL
-// (~/.claude/projects/<dir>/<session>.jsonl) into ctxstore's
-// harness-neutral conversation: the one converter of that format, used by
-// the transcript reader and replay (issue 11 item 2).
+// Package claudecode is the Claude Code format: its session JSONL
+// (~/.claude/projects/<dir>/<session>.jsonl).
+//
+// [Record] is the one decoding of a line's JSON object. From Records the
+// package makes the replay view ([Read], [ReadAll]: the main thread as
+// the model saw it, as harness-neutral messages), the import view
+// ([Decode]: every record as neutral events, the claude-code-v1 commit
+// codec) and the importer's heads ([ReadHead]). [Encode] writes events as
+// a session file Claude Code resumes. [Codec] gives all of it to a
+// harness.Registry.
 package claudecode
 
 import (

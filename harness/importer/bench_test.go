@@ -56,7 +56,7 @@ func openStore(b *testing.B) *bitemporal.Store {
 // BenchmarkImport compares importing a 10 MB transcript into a new SQLite
 // store with reading and parsing it alone (the transcript reader replay
 // uses), and re-importing it unchanged with hashing it; it reports the
-// peak heap of each (docs/benchmarks.md "Import (issue 13)").
+// peak heap of each (docs/benchmarks.md).
 func BenchmarkImport(b *testing.B) {
 	for _, mb := range []int{2, 10} {
 		path := bigTranscript(b, mb)

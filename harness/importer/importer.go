@@ -1,6 +1,6 @@
 // Package importer imports agent sessions recorded by harnesses (Claude
 // Code transcripts, Pi session files, SWE-agent trajectories) as chains of
-// context commits (issue 13, docs/import.md).
+// context commits (docs/import.md).
 //
 // A session file becomes a file chain: commits in file order, each holding
 // a run of the file's complete lines, byte for byte, in the harness's own

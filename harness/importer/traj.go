@@ -18,18 +18,13 @@ import (
 	"github.com/ctxstore/ctxstore/store"
 )
 
-// ImportSession imports a transcript some reader made (a harness.Session:
+// importSession imports a transcript some reader made (a harness.Session:
 // the seam for formats without byte fidelity, such as SWE-agent's .traj)
 // as a chain of events-v1 commits, one per turn (a person's prompt starts
 // one), each with the session's provenance. source names the file (the
 // commits' source); the chain is deterministic, so importing the same
-// session again writes nothing.
-func (im *Importer) ImportSession(ctx context.Context, s *harness.Session, harnessName, source string) (*FileResult, error) {
-	return im.importSession(ctx, s, harnessName, source, nil, nil)
-}
-
-// importSession is ImportSession writing the ops extra returns (given the
-// chain's tip and root) in the same transaction.
+// session again writes nothing. The ops extra returns (given the chain's
+// tip and root) are written in the same transaction.
 func (im *Importer) importSession(ctx context.Context, s *harness.Session, harnessName, source string, tail []events.Event, extra func(tip, root string, lines int) []store.Op) (*FileResult, error) {
 	res := &FileResult{Path: source, Harness: harnessName, Format: commits.FormatEvents, Status: Imported, Commits: []string{}}
 	session := s.ID
@@ -125,7 +120,7 @@ func (im *Importer) importSession(ctx context.Context, s *harness.Session, harne
 	return res, nil
 }
 
-// importTraj imports a SWE-agent trajectory through ImportSession. The
+// importTraj imports a SWE-agent trajectory through importSession. The
 // file is one JSON document: it is read whole (bounded), and imported
 // again only when its bytes changed (the cursor holds their hash).
 func (im *Importer) importTraj(ctx context.Context, path string, f *os.File, size int64) (*FileResult, error) {

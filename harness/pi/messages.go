@@ -1,9 +1,16 @@
-// Package pi converts the Pi coding agent's messages into ctxstore's
-// harness-neutral conversation (issue 11 item 2): Pi's agent messages as
-// its context event hands them to an extension (the live service), and
-// Pi's session files, versions 1 to 3 (the transcript reader, replay). Both
-// go through one converter, [Converter], so the service and the reader give
-// the assembler the same messages for the same Pi messages.
+// Package pi is the Pi coding agent's format: its agent messages, as its
+// context event hands them to an extension (the live service), and its
+// session files, versions 1 to 3.
+//
+// [Entry] is the one decoding of a session file line's JSON object. From
+// Entries the package makes the replay view ([Read]: the thread Pi loads,
+// as harness-neutral messages), the import view ([Decode]: every entry as
+// neutral events, the pi-v3 commit codec) and the importer's heads
+// ([ReadHead]). [SessionFile] writes events as a session file Pi resumes;
+// [Codec] gives all of it to a harness.Registry. Agent messages, from the
+// live service or from entries, go through one converter, [Converter], so
+// the service and the reader give the assembler the same messages for the
+// same Pi messages.
 //
 // The converter agrees with Pi's own convertToLlm (pi-coding-agent
 // src/core/messages.ts, 0.73.1): bash executions, custom messages and

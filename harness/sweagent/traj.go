@@ -1,6 +1,6 @@
 // Package sweagent reads SWE-agent trajectories (`.traj` files) into the
 // harness-neutral transcript (harness.Session), as harness/claudecode and
-// harness/pi read their harnesses' session logs (issue 13).
+// harness/pi read their harnesses' session logs.
 //
 // A `.traj` file is one JSON document, not JSON Lines:
 //

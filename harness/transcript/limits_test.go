@@ -19,7 +19,7 @@ func (r repeat) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Issue 20, item 7: a line over harness.MaxLineBytes and a line nested too deeply
+// A line over harness.MaxLineBytes and a line nested too deeply
 // are reported with their line numbers and skipped, without holding the
 // long line in memory; the lines around them are read.
 func TestLongAndDeepLines(t *testing.T) {

@@ -1,7 +1,7 @@
 // Package transcript reads harness session logs (Claude Code JSONL, Pi
 // JSONL v1 to v3, SWE-agent `.traj` trajectories) into the harness-neutral message stream ctxstore ingests
 // ([conversation.Message]), with a report of everything that was set aside,
-// merged, skipped or damaged (issue 7 item 1; docs/replay.md).
+// merged, skipped or damaged (docs/replay.md).
 //
 // It is a dispatcher: it reads the records ([harness.ReadRecords]), detects
 // the format and hands them to the format's one converter
