@@ -259,8 +259,8 @@ func optInt(t *int64, def int64) int64 {
 }
 
 // TxLog implements store.Store. A page of the log takes two queries: its
-// transactions, then the documents its puts name (and one per match with a
-// document, to tell whether its entity was evicted since).
+// transactions, then the documents its ops name; and one per entity with
+// a document in the page, to tell whether it was evicted since.
 func (s *Store) TxLog(ctx context.Context, after int64, limit int) ([]store.LoggedTx, error) {
 	txs, docs, err := s.txLog(ctx, after, limit)
 	if err != nil {
@@ -313,8 +313,8 @@ func (s *Store) TxLogCanonical(ctx context.Context, after int64, limit int) (txs
 // docsByHashSQL reads the documents of a JSON array of content hashes.
 const docsByHashSQL = "SELECT lower(hex(d.hash)), json(ctxs_doc(d.doc, (SELECT b.doc FROM docs b WHERE b.id = d.base))) FROM json_each(?) j JOIN docs d ON substr(d.hash, 1, 8) = substr(unhex(j.value), 1, 8) AND d.hash = unhex(j.value)"
 
-// evictedSinceSQL tells whether entity ? has a point of tx ? or earlier.
-const evictedSinceSQL = "SELECT EXISTS (SELECT 1 FROM points WHERE ent = " + entSQL + " AND tx_id <= ?)"
+// firstPointTxSQL is the least tx id of entity ?'s points (NULL: none).
+const firstPointTxSQL = "SELECT min(tx_id) FROM points WHERE ent = " + entSQL
 
 // txLogChunk bounds the hashes looked up by one query.
 const txLogChunk = 500
@@ -426,22 +426,30 @@ func (s *Store) txLog(ctx context.Context, after int64, limit int) ([]store.Logg
 			out[r.tx].Ops[r.op].Evicted = true
 		}
 	}
-	// A match keeps its expected document in its tx's ops. It saw a point
-	// written at or before its tx, and only an evict removes points: if
-	// none is left, its entity was evicted since, and so is the document.
-	// (A match logged by hash is checked the same way: the same content put
-	// again after the evict makes its hash resolve, but the points the
-	// match saw are gone.)
+	// An op's document is evicted when its entity was evicted after it (by
+	// a later tx, or later in its own): the store contract (store.TxLog).
+	// Only an evict removes points, and every later point has a later tx,
+	// so that is when the entity has no point of the op's tx or earlier: a
+	// put wrote one (unless its valid time range is empty, a case the
+	// contract decides the same way), and a match that held saw one. The
+	// same content put again after the evict makes the hash resolve (its
+	// docs row is new), but does not bring back the points the op wrote or
+	// saw. A match keeps its expected document in its tx's ops, or names
+	// it by hash.
+	first := map[string]sql.NullInt64{} // per entity: the least tx of its points
 	for i := range out {
 		for j, op := range out[i].Ops {
-			if op.Kind != store.OpMatch || docs[i][j] == nil {
+			if (op.Kind != store.OpMatch && op.Kind != store.OpPut) || docs[i][j] == nil {
 				continue
 			}
-			var left bool
-			if err := rtx.GetContext(ctx, &left, evictedSinceSQL, op.ID, out[i].ID); err != nil {
-				return nil, nil, dbErr("tx-log", op.ID, err)
+			f, ok := first[op.ID]
+			if !ok {
+				if err := rtx.GetContext(ctx, &f, firstPointTxSQL, op.ID); err != nil {
+					return nil, nil, dbErr("tx-log", op.ID, err)
+				}
+				first[op.ID] = f
 			}
-			if !left {
+			if !f.Valid || f.Int64 > out[i].ID {
 				docs[i][j], out[i].Ops[j].Evicted = nil, true
 			}
 		}

@@ -10,6 +10,11 @@
 // Backends: bitemporal (embedded SQLite, the default) and xtdb (an XTDB 1.x
 // server over HTTP, the reference). Both pass store/storetest.
 //
+// Eviction (OpEvict) removes an entity's versions and documents in all
+// times, from every read and from the tx log: TxLog gives back no document
+// of an op made before the evict, even when the same content is submitted
+// again later (Store.TxLog has the rule every backend follows).
+//
 // Times have millisecond precision; every time a backend returns is UTC and
 // truncated to the millisecond.
 //
@@ -91,9 +96,18 @@ type Store interface {
 
 	// TxLog returns up to limit committed transactions with tx id > after,
 	// ascending (after = -1 for all; limit <= 0 for no limit). Aborted
-	// transactions are left out. Ops are as submitted, except that documents
-	// of evicted entities are not returned: their put ops, and match ops
-	// that expected one of them, carry a nil Doc and Evicted.
+	// transactions are left out. Ops are as submitted, except that evicted
+	// documents are not returned: a put or a match with a document whose
+	// entity was evicted after it (by a later transaction, or later in its
+	// own) carries a nil Doc and Evicted. The same content submitted again
+	// after the evict (a put, or a match expecting it, committed or not)
+	// does not bring the earlier ops' documents back: eviction belongs to
+	// the entity's history up to the evict, not to the content. A backend
+	// tells it by the points left: an op's document is returned only while
+	// its entity keeps a point of the op's tx or earlier (only an evict
+	// removes points). So a put whose valid time range is empty, which
+	// writes no point, on an entity with no earlier point, is logged
+	// without its document and Evicted too.
 	TxLog(ctx context.Context, after int64, limit int) ([]LoggedTx, error)
 
 	// Status describes the backend and its latest transactions.

@@ -71,6 +71,12 @@ func (s *Store) EntityTx(ctx context.Context, id string, b store.Basis) (store.E
 	if err := store.CheckReadID("entity-tx", id); err != nil {
 		return store.EntityTx{}, err
 	}
+	return s.entityTx(ctx, id, b)
+}
+
+// entityTx is EntityTx for any id the node holds, also one another client
+// wrote that the store's input rules refuse.
+func (s *Store) entityTx(ctx context.Context, id string, b store.Basis) (store.EntityTx, error) {
 	if b.TxID != nil && *b.TxID < 0 {
 		return store.EntityTx{}, store.Errorf("entity-tx", store.ErrNotFound, id, "no point before the first transaction")
 	}

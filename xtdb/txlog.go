@@ -2,6 +2,7 @@ package xtdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -74,16 +75,160 @@ func (s *Store) TxLog(ctx context.Context, after int64, limit int) ([]store.Logg
 	if err != nil {
 		return nil, err
 	}
-	out := make([]store.LoggedTx, len(raw))
-	for i, r := range raw {
+	for _, r := range raw {
 		for j, h := range r.hashes {
 			if id, ok := found[h]; ok && r.ops[j].ID == "" {
 				r.ops[j].ID = id
 			}
 		}
+	}
+	if err := s.markEvicted(ctx, raw); err != nil {
+		return nil, err
+	}
+	out := make([]store.LoggedTx, len(raw))
+	for i, r := range raw {
 		out[i] = store.LoggedTx{Tx: r.Tx, Ops: r.ops}
 	}
 	return out, nil
+}
+
+// markEvicted takes the documents out of the page's put and match ops
+// whose entity was evicted after them (by a later tx, or later in its
+// own), marking them Evicted, as the store contract says (store.TxLog).
+// The node's log alone does not tell: XTDB keeps documents by content
+// hash, an evict replaces the entity's documents by eviction markers, and
+// any later submission of the same content (a put, or a match expecting
+// it, even in a transaction that aborts) stores the document again under
+// that hash, so the log gives it back to every op naming it.
+//
+// An evict in the page shows itself; one after the page is found on the
+// node: the entity was evicted after tx T exactly when no point of tx T or
+// earlier is left (only an evict removes points, and points written after
+// it have later txs). Per entity, one entity-tx read at its last op with
+// a document tells: a put wrote a point at (its valid time, T), a match
+// that held saw one at its valid time, so without an evict since some
+// point is visible there. If none is, the entity's history up to T
+// confirms it (a put whose range is empty writes no visible point).
+func (s *Store) markEvicted(ctx context.Context, raw []rawTx) error {
+	type at struct{ tx, op int }
+	pending := map[string][]at{} // entity hash -> ops with a document since its last evict in the page
+	evict := func(ps []at) {
+		for _, p := range ps {
+			op := &raw[p.tx].ops[p.op]
+			op.Doc, op.Evicted = nil, true
+		}
+	}
+	for i, r := range raw {
+		for j, op := range r.ops {
+			switch {
+			case op.Kind == store.OpEvict:
+				h := r.hashes[j]
+				evict(pending[h])
+				delete(pending, h)
+			case (op.Kind == store.OpPut || op.Kind == store.OpMatch) && op.Doc != nil && !op.Evicted:
+				h := EIDHash(op.ID)
+				pending[h] = append(pending[h], at{i, j})
+			}
+		}
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	type check struct {
+		hash string
+		id   string
+		tx   int64
+		vt   time.Time
+	}
+	var checks []check
+	var last int64
+	for h, ps := range pending {
+		p := ps[len(ps)-1]
+		r, op := raw[p.tx], raw[p.tx].ops[p.op]
+		vt := r.Time
+		if op.ValidFrom != nil {
+			vt = *op.ValidFrom
+		}
+		checks = append(checks, check{h, op.ID, r.ID, vt})
+		last = max(last, r.ID)
+	}
+	// The page's transactions are in the log; reads at their basis need
+	// them indexed.
+	if _, err := s.AwaitTx(ctx, last, 0); err != nil {
+		return err
+	}
+	gone := make([]bool, len(checks))
+	err := parallel(ctx, len(checks), func(ctx context.Context, k int) error {
+		c := checks[k]
+		var err error
+		gone[k], err = s.evictedAfter(ctx, c.id, c.tx, c.vt)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for k, c := range checks {
+		if gone[k] {
+			evict(pending[c.hash])
+		}
+	}
+	return nil
+}
+
+// evictedAfter reports whether entity id was evicted after tx txID, given
+// that it had a point visible at valid time vt as of that tx then.
+func (s *Store) evictedAfter(ctx context.Context, id string, txID int64, vt time.Time) (bool, error) {
+	_, err := s.entityTx(ctx, id, store.AtTx(txID, vt))
+	if err == nil {
+		return false, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return false, err
+	}
+	end := txID + 1
+	rows, err := s.history(ctx, url.Values{"eid": {id}}, id, store.HistoryOptions{Order: store.Asc, WithCorrections: true, EndTxID: &end,
+		Basis: store.Basis{ValidTime: store.FarFuture}})
+	if err != nil {
+		return false, err
+	}
+	return len(rows) == 0, nil
+}
+
+// parallel runs f(0..n-1), resolveWorkers at a time, and returns the
+// first error (the others are cancelled).
+func parallel(ctx context.Context, n int, f func(ctx context.Context, k int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	sem := make(chan struct{}, resolveWorkers)
+	for k := range n {
+		sem <- struct{}{}
+		mu.Lock()
+		failed := firstErr != nil
+		mu.Unlock()
+		if failed {
+			<-sem
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := f(ctx, k); err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+					cancel()
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
 }
 
 // lookup is an id hash to resolve, with where its entity probably had a
@@ -99,44 +244,18 @@ const resolveWorkers = 8
 // resolveAll resolves every hash of ls, resolveWorkers at a time.
 func (s *Store) resolveAll(ctx context.Context, ls []lookup) (map[string]string, error) {
 	found := make(map[string]string, len(ls))
-	if len(ls) == 0 {
-		return found, nil
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		mu       sync.Mutex
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	sem := make(chan struct{}, resolveWorkers)
-	for _, l := range ls {
-		sem <- struct{}{}
-		mu.Lock()
-		failed := firstErr != nil
-		mu.Unlock()
-		if failed {
-			<-sem
-			break
+	var mu sync.Mutex
+	err := parallel(ctx, len(ls), func(ctx context.Context, k int) error {
+		id, err := s.resolve(ctx, ls[k].hash, &ls[k].hint)
+		if err != nil {
+			return err
 		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			id, err := s.resolve(ctx, l.hash, &l.hint)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				if firstErr == nil {
-					firstErr = err
-					cancel()
-				}
-				return
-			}
-			found[l.hash] = id
-		}()
-	}
-	wg.Wait()
-	return found, firstErr
+		mu.Lock()
+		found[ls[k].hash] = id
+		mu.Unlock()
+		return nil
+	})
+	return found, err
 }
 
 // rawTxLog reads up to limit transactions (0: all) after tx after.

@@ -15,6 +15,7 @@ func matchEvictCases() []testCase {
 		{"match-compares-numbers-as-json", testMatchNumbersAsJSON},
 		{"test-can-evict-entity", testCanEvictEntity},
 		{"test-adding-back-evicted-document", testAddingBackEvicted},
+		{"evicted-content-stays-out-of-the-tx-log", testEvictedContentStaysOut},
 		{"test-put-evict-in-same-transaction-1337", testPutEvictSameTx1337},
 	}
 }
@@ -348,4 +349,118 @@ func testMatchNumbersAsJSON(e *env) {
 	e.submit(store.Match(id, e.doc("n", "i", json.Number("1"), "v", json.Number("2.0"))), store.PutAt(e.doc("n", "v", 3), inst("2019-01-01")))
 	e.submitAborting(store.Match(id, e.doc("n", "v", json.Number("3.5"))), store.PutAt(e.doc("n", "v", 4), inst("2019-01-01")))
 	e.wantEntity(id, allVT, e.doc("n", "v", 3))
+}
+
+// testEvictedContentStaysOut: the tx log never gives back a document whose
+// entity was evicted after the op, even when the same content is submitted
+// again later, by an aborted transaction (a match expecting it) or by a
+// committed one (a put of it): an op's document is given back only while
+// its entity keeps a point of the op's tx or earlier (store.TxLog), so a
+// later identical put does not revive it. Ops after the evict keep theirs.
+// The same holds for TxLogCanonical where the store has it.
+func testEvictedContentStaysOut(e *env) {
+	id := e.id("secret")
+	secret := e.doc("secret", "v", "classified")
+	other := e.doc("other", "v", 1)
+	// hidden's content is submitted again only by an aborted transaction.
+	hidden := e.doc("hidden", "v", "classified")
+	tx0 := e.submit(store.Put(secret), store.Put(hidden))
+	tx1 := e.submit(store.Match(id, secret), store.Put(other))
+	tx2 := e.submit(store.Evict(id), store.Evict(e.id("hidden")))
+	e.submitAborting(store.Match(e.id("hidden"), hidden), store.Put(e.doc("other", "v", 2)))
+	e.submitAborting(store.Match(id, secret), store.Put(e.doc("other", "v", 2)))
+	tx3 := e.submit(store.Put(secret))                                      // the same content, put again
+	tx4 := e.submit(store.Match(id, secret), store.Put(e.doc("x", "v", 3))) // matches the new put
+	tx5 := e.submit(store.Put(e.doc("twice", "v", "classified")), store.Evict(e.id("twice")))
+	// A put overwritten in its own tx keeps its document; so does a put
+	// whose valid time range is empty (it writes no point) on an entity
+	// with an earlier point. On an entity without one, such a put leaves
+	// nothing the store can tell from an evicted entity's put: the log
+	// gives back no document for it.
+	gone := e.doc("gone", "v", 1)
+	e.submit(store.PutAt(e.doc("empty", "v", 0), inst("2019-01-01")))
+	empty := e.doc("empty", "v", 1)
+	nothing := e.doc("nothing", "v", 1)
+	tx6 := e.submit(store.PutAt(gone, inst("2020-01-01")), store.DeleteRange(e.id("gone"), inst("2020-01-01"), nil),
+		store.PutRange(empty, inst("2020-01-01"), inst("2020-01-01")),
+		store.PutRange(nothing, inst("2020-01-01"), inst("2020-01-01")))
+	e.increasing(tx0, tx1, tx2, tx3, tx4, tx5, tx6)
+
+	type want struct {
+		tx      store.Tx
+		op      int
+		doc     store.Doc // nil: evicted
+		evicted bool
+	}
+	wants := []want{
+		{tx0, 0, nil, true},
+		{tx0, 1, nil, true},
+		{tx1, 0, nil, true},
+		{tx1, 1, other, false},
+		{tx3, 0, secret, false},
+		{tx4, 0, secret, false},
+		{tx5, 0, nil, true},
+		{tx6, 0, gone, false},
+		{tx6, 2, empty, false},
+		{tx6, 3, nil, true},
+	}
+	check := func(what string, txs []store.LoggedTx, docs func(i, j int) store.Doc) {
+		e.t.Helper()
+		byID := map[int64]int{}
+		for i, l := range txs {
+			byID[l.ID] = i
+		}
+		for _, w := range wants {
+			i, ok := byID[w.tx.ID]
+			if !ok {
+				e.t.Errorf("%s: tx %d is not in the log", what, w.tx.ID)
+				continue
+			}
+			ops := txs[i].Ops
+			if w.op >= len(ops) {
+				e.t.Errorf("%s: tx %d has %d ops", what, w.tx.ID, len(ops))
+				continue
+			}
+			op, doc := ops[w.op], docs(i, w.op)
+			if op.Evicted != w.evicted || !store.SameDoc(doc, w.doc) {
+				e.t.Errorf("%s: tx %d op %d (%s %s): evicted %v, document %s; want evicted %v, document %s",
+					what, w.tx.ID, w.op+1, op.Kind, op.ID, op.Evicted, showDoc(doc), w.evicted, showDoc(w.doc))
+			}
+		}
+	}
+	log, err := e.s.TxLog(e.ctx, tx0.ID-1, 0)
+	if err != nil {
+		e.t.Fatalf("TxLog: %v", err)
+	}
+	check("TxLog", log, func(i, j int) store.Doc { return log[i].Ops[j].Doc })
+	// Page by page, one tx a page: the same answer.
+	var paged []store.LoggedTx
+	for after := tx0.ID - 1; after < tx6.ID; {
+		page, err := e.s.TxLog(e.ctx, after, 1)
+		if err != nil {
+			e.t.Fatalf("TxLog(%d, 1): %v", after, err)
+		}
+		if len(page) != 1 {
+			e.t.Fatalf("TxLog(%d, 1) gave %d txs", after, len(page))
+		}
+		paged = append(paged, page[0])
+		after = page[0].ID
+	}
+	check("TxLog one tx a page", paged, func(i, j int) store.Doc { return paged[i].Ops[j].Doc })
+	if c, ok := e.s.(store.CanonicalTxLogger); ok {
+		txs, docs, err := c.TxLogCanonical(e.ctx, tx0.ID-1, 0)
+		if err != nil {
+			e.t.Fatalf("TxLogCanonical: %v", err)
+		}
+		check("TxLogCanonical", txs, func(i, j int) store.Doc {
+			if docs[i][j] == nil {
+				return nil
+			}
+			d, err := store.DecodeStored(docs[i][j])
+			if err != nil {
+				e.t.Errorf("TxLogCanonical: tx %d op %d: %v", txs[i].ID, j+1, err)
+			}
+			return d
+		})
+	}
 }

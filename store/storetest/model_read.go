@@ -218,7 +218,13 @@ func (m *Model) TxLog(ctx context.Context, after int64, limit int) ([]store.Logg
 		}
 		ops := slices.Clone(t.ops)
 		for i := range ops {
-			if ev, ok := m.evicted[ops[i].ID]; ok && ops[i].Doc != nil && t.ID <= ev {
+			if ops[i].Doc == nil {
+				continue
+			}
+			// Evicted since, or (a put whose valid time range is empty)
+			// no point of this tx or earlier left: store.Store.TxLog.
+			ev, ok := m.evicted[ops[i].ID]
+			if ok && t.ID <= ev || !slices.ContainsFunc(m.points[ops[i].ID], func(p point) bool { return p.tx <= t.ID }) {
 				ops[i].Doc, ops[i].Evicted = nil, true
 			}
 		}
