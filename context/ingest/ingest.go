@@ -434,6 +434,9 @@ func (in *Ingester) ingestSince(ctx context.Context, log Log, same int) (Report,
 	if same < log.Start || (in.turn == nil && in.turnStart >= 0 && in.turnStart < log.Start) {
 		return rep, ErrLogWindow
 	}
+	if err := in.checkIDs(log.From(same), same); err != nil {
+		return rep, err
+	}
 	tail := make([]string, log.Len()-same)
 	for i := range tail {
 		tail[i] = hash(log.At(same + i))

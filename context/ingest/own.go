@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 
 	"github.com/ctxstore/ctxstore/objects/conversation"
+	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -30,7 +32,13 @@ import (
 // toolcalls again.
 func (in *Ingester) ownID(ctx context.Context, id string) (string, error) {
 	s := in.t.Session()
-	if id == "" || s.Indexed(id) {
+	if id == "" {
+		return id, nil
+	}
+	if err := session.CheckID(s.ID(), id, session.FromClient); err != nil {
+		return "", fmt.Errorf("tool call id: %w", err)
+	}
+	if s.Indexed(id) {
 		return id, nil
 	}
 	q := id + ownSuffix(s.ID())
@@ -45,6 +53,28 @@ func (in *Ingester) ownID(ctx context.Context, id string) (string, error) {
 		return "", err
 	}
 	return q, nil
+}
+
+// checkIDs checks, before anything of the log is applied, every tool call
+// id of msgs against the namespace rule (session.CheckID): an id ctxstore
+// derives (a commit "ctx-{session}-{n}", a chunk, a head) is never taken
+// from a harness's log, renamed or not, so a request naming one is refused
+// whole.
+func (in *Ingester) checkIDs(msgs []conversation.Message, first int) error {
+	sid := in.t.Session().ID()
+	for i, m := range msgs {
+		if m.ToolCallID != "" {
+			if err := session.CheckID(sid, m.ToolCallID, session.FromClient); err != nil {
+				return fmt.Errorf("ingest: message %d (%s): tool call id: %w", first+i, m.Role, err)
+			}
+		}
+		for _, c := range m.ToolCalls {
+			if err := session.CheckID(sid, c.ID, session.FromClient); err != nil {
+				return fmt.Errorf("ingest: message %d (%s): tool call id: %w", first+i, m.Role, err)
+			}
+		}
+	}
+	return nil
 }
 
 // ownSuffix is what ownID appends for session sid: "_" and eight hex

@@ -21,6 +21,9 @@ func (t *Tools) ReadPart(ctx context.Context, c Call, path string, offset, limit
 	if offset < 0 || limit < 0 {
 		return Result{}, fmt.Errorf("read %s: offset and limit must not be negative", path)
 	}
+	if err := t.CheckCallID(ctx, c.ID); err != nil {
+		return Result{}, err // before the file is indexed
+	}
 	if id, ok, err := t.spillCall(path); ok || err != nil {
 		if err != nil {
 			return Result{}, err

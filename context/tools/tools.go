@@ -351,20 +351,30 @@ func (t *Tools) lookup(ctx context.Context, ref string) (string, error) {
 	return best, nil
 }
 
-// checkOwn refuses to write object id when the store holds it but this
-// session's index does not: it is another session's (ErrForeignObject).
+// checkOwn refuses to write toolcall id unless the session may
+// (session.Claim, the one rule for every id a session writes): an id
+// ctxstore derives (another session's commit, chunk or head; any commit,
+// chunk or head) is never a tool call id, and an id the store holds but
+// this session's index does not is another session's. The error wraps
+// ErrForeignObject and session.ErrForeignID.
 func (t *Tools) checkOwn(ctx context.Context, id string) error {
-	if t.s.Indexed(id) {
+	err := session.Claim(ctx, t.s.Store(), t.s.ID(), id, session.FromClient, t.s.Indexed)
+	if errors.Is(err, session.ErrForeignID) {
+		return fmt.Errorf("%w: %w", ErrForeignObject, err)
+	}
+	return err
+}
+
+// CheckCallID checks, before anything is written, that the session may
+// record a tool call with id (see checkOwn); "" needs no check.
+func (t *Tools) CheckCallID(ctx context.Context, id string) error {
+	if id == "" {
 		return nil
 	}
-	_, err := t.s.Store().EntityTx(ctx, id, store.Basis{})
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil
-	case err != nil:
-		return err
+	if err := t.checkOwn(ctx, id); err != nil {
+		return fmt.Errorf("toolcall %s: %w", id, err)
 	}
-	return fmt.Errorf("%w: the id %q is in use outside this session", ErrForeignObject, id)
+	return nil
 }
 
 // staticRef returns a static reference to the version r indexed; an

@@ -72,6 +72,9 @@ func outputOf(c Call) string {
 // discover indexes the existing regular files among names (relative to
 // dir) and records the call.
 func (t *Tools) discover(ctx context.Context, c Call, dir string, names []string) (Result, error) {
+	if err := t.CheckCallID(ctx, c.ID); err != nil {
+		return Result{}, err // before any file is indexed
+	}
 	var ids []string
 	for _, n := range names {
 		if len(ids) >= t.maxDis {
@@ -99,6 +102,9 @@ func (t *Tools) discover(ctx context.Context, c Call, dir string, names []string
 // indexed before. With explicit (write, edit), other errors are returned;
 // otherwise (bash) such paths are skipped.
 func (t *Tools) touch(ctx context.Context, c Call, dir string, paths []string, explicit bool) (Result, error) {
+	if err := t.CheckCallID(ctx, c.ID); err != nil {
+		return Result{}, err // before any file is synced
+	}
 	var ids []string
 	for _, n := range paths {
 		if len(ids) >= t.maxDis {

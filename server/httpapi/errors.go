@@ -62,6 +62,7 @@ var statusTable = []struct {
 }{
 	{session.ErrLocked, http.StatusConflict, CodeLocked},
 	{tools.ErrForeignObject, http.StatusForbidden, CodeForbidden},
+	{session.ErrForeignID, http.StatusForbidden, CodeForbidden},
 	{tools.ErrOutsideRoots, http.StatusForbidden, CodeForbidden},
 	{sessionbundle.ErrForeign, http.StatusForbidden, CodeForbidden},
 	{tools.ErrUnknownObject, http.StatusNotFound, CodeNotFound},

@@ -192,7 +192,7 @@ func importFile(ctx context.Context, target store.Store, path string, o ImportOp
 		return sum, err
 	}
 	sum.Log = info.Trailer
-	if err := checkOwnTarget(ctx, target, m, had); err != nil {
+	if err := checkOwnTarget(ctx, target, m, had, recID); err != nil {
 		return sum, err
 	}
 

@@ -96,3 +96,42 @@ func testForeignEntitiesRefused(t *testing.T, dst store.Store, sb string) {
 		t.Fatalf("sb's toolcall after the imports: %v %v", doc, err)
 	}
 }
+
+// An entity an earlier import of a source carried (a file, a toolcall)
+// that the target wrote since, not for that import (another session read
+// the file), is no longer the import's alone: a later bundle of the same
+// source that would write it again is refused whole, and the other
+// writer's version stays.
+func TestLaterImportKeepsOthersWrites(t *testing.T) {
+	src := openSQLite(t, "src.db")
+	dir := t.TempDir()
+	s := sessionbundletest.New(t, src, "sa", dir)
+	f := s.File("f.go", "package f\n")
+	s.Read(f)
+	s.Call()
+	b1, _ := exportBytes(t, src, "sa")
+	dst := openSQLite(t, "dst.db")
+	importBytes(t, dst, b1, ImportOptions{})
+	fid := fileID(t, s, "f.go")
+
+	// Another writer of the target (session sb reading the same path).
+	if _, err := store.SubmitWait(ctx, dst, []store.Op{store.Put(store.Doc{"xt/id": fid, "type": "file", "content": "sb's version"})}); err != nil {
+		t.Fatal(err)
+	}
+	s.File("f.go", "package f // changed\n")
+	s.Read(f)
+	s.Call()
+	b2, _ := exportBytes(t, src, "sa")
+	before := latestTx(t, dst)
+	_, err := ImportFile(ctx, dst, writeFile(t, b2), ImportOptions{})
+	if !errors.Is(err, ErrForeign) || !strings.Contains(err.Error(), fid) {
+		t.Fatalf("later import over another writer's version: %v", err)
+	}
+	if latestTx(t, dst) != before {
+		t.Fatal("the refused import wrote")
+	}
+	doc, err := dst.Entity(ctx, fid, store.Basis{})
+	if err != nil || doc["content"] != "sb's version" {
+		t.Fatalf("the other writer's version after the import: %v %v", doc, err)
+	}
+}
