@@ -78,7 +78,7 @@ func BenchmarkXTDBAgents(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			srv, err := httpapi.New(httpapi.Options{Store: st, Resolver: res})
+			srv, err := httpapi.New(httpapi.Options{Store: st, Resolver: res, Roots: []string{os.TempDir()}})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -234,7 +234,7 @@ func TestMalformedHTTPBodies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := httpapi.New(httpapi.Options{Store: st, Resolver: res, MaxBody: 1 << 20})
+	srv, err := httpapi.New(httpapi.Options{Store: st, Resolver: res, MaxBody: 1 << 20, Roots: []string{os.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

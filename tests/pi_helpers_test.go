@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -172,8 +173,14 @@ func (s *serveProc) contextCalls() (calls, deltas, answers, mismatches int) {
 
 // startServe starts `ctxstore --store storeURL serve` on a free loopback
 // port with args; Stop (or the test's cleanup) stops it with SIGTERM.
+// Without a --root in args the server's root is the system's temporary
+// directory, which holds every test's project directories (without one,
+// serve would confine sessions to the directory it was started in).
 func startServe(t testing.TB, storeURL string, args ...string) *serveProc {
 	t.Helper()
+	if !slices.Contains(args, "--root") {
+		args = append(args, "--root", os.TempDir())
+	}
 	spec, err := apispec.Load(repoPath(t, "docs/openapi.yaml"))
 	if err != nil {
 		t.Fatal(err)

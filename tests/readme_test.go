@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -238,8 +239,14 @@ func check(t *testing.T, c readmeCommand, out string) {
 // stops it.
 func runServeCommand(t *testing.T, c readmeCommand, args []string, dir string, env []string) {
 	t.Helper()
-	if args[len(args)-1] != "serve" {
+	i := slices.Index(args, "serve")
+	if i < 0 {
 		t.Fatalf("README line %d: a background command that is not serve: %s", c.line, c.text)
+	}
+	for j := i + 1; j < len(args); j++ {
+		if args[j] == "--root" && j+1 < len(args) {
+			args[j+1] = dir // a person's project: the test's directory
+		}
 	}
 	args = append(args, "--addr", "127.0.0.1:0")
 	cmd := exec.Command(args[0], args[1:]...)

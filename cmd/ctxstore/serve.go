@@ -36,7 +36,7 @@ type serveCmd struct {
 	NoTrack     bool          `name:"no-track" help:"Do not watch files for changes (a file edited on disk is then seen at its next read)."`
 	Commit      string        `name:"commit-every" default:"call" enum:"call,turn,off" help:"When sessions write conversation commits: every context call with new messages, each turn (a user prompt), or off (docs/commits.md)."`
 	Grace       time.Duration `default:"30s" help:"On SIGTERM or SIGINT, how long requests in flight may take to finish."`
-	Roots       []string      `name:"root" placeholder:"DIR" help:"A directory sessions may read and index files in, and POST /v1/import may import from (repeatable; symlinks resolved). Without it each session is confined to its cwd, and path imports are refused; a session's own roots must lie inside these."`
+	Roots       []string      `name:"root" placeholder:"DIR" help:"A directory sessions may read and index files in, and POST /v1/import may import from (repeatable; symlinks resolved). Without it, the directory serve was started in; a session's cwd and own roots must lie inside these."`
 	Notes       []string      `name:"notes" placeholder:"DIR" help:"A note root (repeatable): Markdown files under it become note objects with title, tags, links and backlinks; read and activate on a note list where its links lead."`
 	Mounts      []string      `name:"mount" placeholder:"PREFIX=FSID" help:"A mount mapping (repeatable): files under the absolute PREFIX belong to filesystem FSID (e.g. a host directory bind-mounted into a sandbox), so they keep one identity across machines."`
 	Devices     bool          `name:"detect-devices" help:"Give files on another device than / a filesystem id of their own, unless a --mount maps them."`

@@ -55,6 +55,11 @@ func (im *Importer) importFile(ctx context.Context, path string) (*FileResult, e
 	if err != nil {
 		return nil, fmt.Errorf("import: %w", err)
 	}
+	if im.opts.Allow != nil {
+		if err := im.opts.Allow(abs); err != nil {
+			return nil, fmt.Errorf("import: %w", err)
+		}
+	}
 	f, err := os.Open(abs)
 	if err != nil {
 		return nil, fmt.Errorf("import: %w", err)

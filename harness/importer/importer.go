@@ -65,6 +65,11 @@ type Options struct {
 	Registry *commits.Registry
 	// Now is the clock of cursor documents (default time.Now).
 	Now func() time.Time
+	// Allow, when set, is asked about every file before it is opened (each
+	// file of a folder, a sub-agent's parent and .meta.json), with its
+	// absolute path: an error fails that file. The HTTP server confines
+	// imports to its roots with it, symbolic links resolved.
+	Allow func(path string) error
 }
 
 // Progress says how far an import is.

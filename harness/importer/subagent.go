@@ -33,7 +33,11 @@ func (w *walk) subagent() error {
 	session := filepath.Base(sessDir)
 	parentFile := filepath.Join(filepath.Dir(sessDir), session+".jsonl")
 	var meta subagentMeta
-	if b, err := os.ReadFile(strings.TrimSuffix(w.path, ".jsonl") + ".meta.json"); err == nil {
+	metaFile := strings.TrimSuffix(w.path, ".jsonl") + ".meta.json"
+	if w.im.opts.Allow != nil && w.im.opts.Allow(metaFile) != nil {
+		metaFile = "" // outside what the importer may read: as if absent
+	}
+	if b, err := os.ReadFile(metaFile); metaFile != "" && err == nil {
 		if err := json.Unmarshal(b, &meta); err != nil {
 			w.problem(0, "%s.meta.json does not decode: %v; not read", strings.TrimSuffix(base, ".jsonl"), err)
 		}

@@ -64,7 +64,10 @@ func newEnv(tb testing.TB, mod func(*Options)) *env {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	o := Options{Store: st, Resolver: newResolver(tb)}
+	dir := tb.TempDir()
+	// The server's roots: the test's temporary directory, which holds
+	// every directory tb.TempDir gives it (the harness's cwd among them).
+	o := Options{Store: st, Resolver: newResolver(tb), Roots: []string{filepath.Dir(dir)}}
 	if mod != nil {
 		mod(&o)
 	}
@@ -72,7 +75,7 @@ func newEnv(tb testing.TB, mod func(*Options)) *env {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e := &env{tb: tb, db: db, st: st, srv: srv, ts: httptest.NewServer(srv.Handler()), dir: tb.TempDir(),
+	e := &env{tb: tb, db: db, st: st, srv: srv, ts: httptest.NewServer(srv.Handler()), dir: dir,
 		spec: loadSpec(tb), check: true}
 	tb.Cleanup(func() {
 		e.ts.Close()
@@ -86,7 +89,7 @@ func newEnv(tb testing.TB, mod func(*Options)) *env {
 // directory), closed when the test ends.
 func (e *env) second() *env {
 	e.tb.Helper()
-	srv, err := New(Options{Store: e.st, Resolver: newResolver(e.tb)})
+	srv, err := New(Options{Store: e.st, Resolver: newResolver(e.tb), Roots: e.srv.o.Roots})
 	if err != nil {
 		e.tb.Fatal(err)
 	}

@@ -38,17 +38,25 @@ func (s *Server) importSessions(q *request) (any, error) {
 		if b.Path == "" || !filepath.IsAbs(b.Path) {
 			return nil, badRequest("path: an absolute path is required, got %q", b.Path)
 		}
-		if s.roots == nil {
-			return nil, errorf(http.StatusForbidden, CodeForbidden, "path imports need the server's roots (serve --root); none are set")
-		}
 		if err := s.roots.Check(b.Path); err != nil {
 			return nil, err
 		}
 		if _, err := os.Stat(b.Path); err != nil {
 			return nil, errorf(http.StatusNotFound, CodeNotFound, "path %s: %v", b.Path, err)
 		}
-		im := importer.New(s.st, importer.Options{As: as, Principal: b.Principal, Machine: b.Machine})
-		return im.Import(q.ctx, b.Path)
+		// Every file the importer opens (each of a folder, a sub-agent's
+		// parent) is checked again, symlinks resolved: a link in the
+		// folder never leads out of the roots.
+		im := importer.New(s.st, importer.Options{As: as, Principal: b.Principal, Machine: b.Machine, Allow: s.roots.Check})
+		res, err := im.Import(q.ctx, b.Path)
+		if res != nil {
+			for i := range res.Files {
+				if res.Files[i].Commits == nil {
+					res.Files[i].Commits = []string{} // a failed file: none (the API's commits is an array)
+				}
+			}
+		}
+		return res, err
 	}
 	as, err := importAs(q.r.URL.Query().Get("as"))
 	if err != nil {

@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -61,7 +63,52 @@ func TestImportRoute(t *testing.T) {
 		t.Fatalf("upload: %d %s", resp.StatusCode, b)
 	}
 
-	// Without roots, path imports are refused.
-	e2 := newEnv(t, nil)
+	// Without roots, the server's roots are the directory it was started
+	// in: a path elsewhere is refused.
+	e2 := newEnv(t, func(o *Options) { o.Roots = nil })
 	e2.fails(http.StatusForbidden, CodeForbidden, "POST", "/v1/import", ImportBody{Path: p})
+}
+
+// A folder import under the roots never follows a symbolic link out of
+// them: the linked file fails (naming the roots), the rest is imported,
+// and the outside file's content reaches no commit.
+func TestImportFolderSymlinkOutOfRoots(t *testing.T) {
+	root := t.TempDir()
+	e := newEnv(t, func(o *Options) { o.Roots = []string{root} })
+	outside := filepath.Join(outsideDir(t), "secret.jsonl")
+	secret := strings.ReplaceAll(importLines, "hello", "the outside secret")
+	writeTestFile(t, outside, strings.ReplaceAll(secret, "s-http", "s-out"))
+	dir := filepath.Join(root, "projects")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "a.jsonl"), importLines)
+	if err := os.Symlink(outside, filepath.Join(dir, "b.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	var r importer.Result
+	e.ok("POST", "/v1/import", ImportBody{Path: dir}, &r)
+	if r.Imported != 1 || len(r.Files) != 2 {
+		t.Fatalf("folder import: %+v", r)
+	}
+	for _, f := range r.Files {
+		switch filepath.Base(f.Path) {
+		case "a.jsonl":
+			if f.Status != importer.Imported {
+				t.Errorf("a.jsonl: %+v", f)
+			}
+		case "b.jsonl":
+			if f.Status != importer.Failed || !strings.Contains(f.Error, "outside") {
+				t.Errorf("the link out of the roots: %+v", f)
+			}
+		}
+	}
+	e.fails(http.StatusForbidden, CodeForbidden, "POST", "/v1/import", ImportBody{Path: filepath.Join(dir, "b.jsonl")})
+	log, err := e.st.TxLog(context.Background(), -1, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(log); bytes.Contains(b, []byte("outside secret")) {
+		t.Fatal("the outside file's content is in the store")
+	}
 }

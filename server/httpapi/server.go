@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -72,9 +73,12 @@ type Options struct {
 	// created; empty means DefaultGuide, "-" nothing.
 	Guide string
 	// Roots are the directories sessions may read and index files in
-	// (every path, symlinks resolved, must lie inside one); a session's own
-	// roots (OpenRequest.Roots, default its cwd) must lie inside them.
-	// None means each session is confined to its cwd.
+	// (every path, symlinks resolved, must lie inside one), and path
+	// imports may read: a session's cwd and its own roots
+	// (OpenRequest.Roots, default its cwd) must lie inside them. None
+	// means the process's working directory (where serve was started):
+	// what a server reads is decided by whoever started it, never by a
+	// client's cwd alone.
 	Roots []string
 	// MaxBody caps request bodies (default 64 MiB); MaxImport caps what an
 	// imported bundle decompresses to (default 1 GiB).
@@ -113,7 +117,7 @@ type Server struct {
 	ix   *files.Indexer
 	tr   *files.Tracker
 	auth *auth
-	// roots are Options.Roots resolved, nil if none.
+	// roots are Options.Roots resolved (never nil).
 	roots *tools.Roots
 	// notes resolves notes' links for the tools (nil: no note roots).
 	notes tools.NoteLinks
@@ -168,12 +172,16 @@ func New(o Options) (*Server, error) {
 	default:
 		return nil, fmt.Errorf("httpapi: CommitEvery %q: want call, turn or off", o.CommitEvery)
 	}
-	var roots *tools.Roots
-	if len(o.Roots) > 0 {
-		var err error
-		if roots, err = tools.NewRoots(o.Roots...); err != nil {
-			return nil, fmt.Errorf("httpapi: %w", err)
+	if len(o.Roots) == 0 {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("httpapi: no roots given, and no working directory to take: %w", err)
 		}
+		o.Roots = []string{wd}
+	}
+	roots, err := tools.NewRoots(o.Roots...)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: %w", err)
 	}
 	s := &Server{roots: roots, o: o, st: o.Store, ix: files.NewIndexer(o.Store, o.Resolver, 0), auth: newAuth(o.Tokens),
 		log: o.Log, sessions: map[string]*live{}}

@@ -71,8 +71,8 @@ func (s *Server) lock(sid string) (*live, error) {
 
 // OpenRequest is the body of PUT /v1/sessions/{sid}.
 type OpenRequest struct {
-	// Cwd is the harness's working directory (absolute): tool paths are
-	// relative to it.
+	// Cwd is the harness's working directory (absolute, inside the
+	// server's roots): tool paths are relative to it.
 	Cwd string `json:"cwd"`
 	// SystemPrompt is the harness's system prompt, used when the session is
 	// created (the guide is appended); an existing session keeps its own.
@@ -83,8 +83,10 @@ type OpenRequest struct {
 	// part of the assembled bytes).
 	Tools []assemble.ToolSpec `json:"tools,omitempty"`
 	// Roots are the directories (absolute) the session's tools may read and
-	// index files in; default the cwd. Each must lie inside the server's
-	// roots (serve --root), or inside the cwd when the server has none.
+	// index files in; default the cwd. Each, and the cwd, must lie inside
+	// the server's roots (serve --root, default the directory serve was
+	// started in); re-opening an open session may narrow them, not widen
+	// them.
 	Roots []string `json:"roots,omitempty"`
 	// Provenance is what the harness knows for the session's conversation
 	// commits (template, principal, machine, harness, ticket, thread).
@@ -159,6 +161,11 @@ func (s *Server) open(q *request) (any, error) {
 			return nil, err
 		}
 	} else {
+		// Re-opening an open session may narrow its roots, never widen
+		// them.
+		if err := l.roots.Within(roots); err != nil {
+			return nil, errorf(http.StatusForbidden, CodeForbidden, "roots: %v: re-opening a session never widens its roots", err)
+		}
 		l.req, l.roots = req, roots
 		l.tools.SetRoots(roots)
 	}
@@ -265,8 +272,9 @@ func (s *Server) takeOver(ctx context.Context, sid string) bool {
 }
 
 // sessionRoots returns the roots of a session being opened: req.Roots, or
-// its cwd, each inside the server's roots (or the cwd when the server has
-// none). Symlinks are resolved before comparing.
+// its cwd. The cwd and each root must lie inside the server's roots
+// (serve --root, default the directory serve was started in), symlinks
+// resolved: a client's cwd never widens what the server reads.
 func (s *Server) sessionRoots(req OpenRequest) (*tools.Roots, error) {
 	dirs := req.Roots
 	if len(dirs) == 0 {
@@ -276,16 +284,11 @@ func (s *Server) sessionRoots(req OpenRequest) (*tools.Roots, error) {
 	if err != nil {
 		return nil, badRequest("roots: %v", err)
 	}
-	allowed := s.roots
-	what := "the server's roots (serve --root)"
-	if allowed == nil {
-		if allowed, err = tools.NewRoots(req.Cwd); err != nil {
-			return nil, badRequest("cwd: %v", err)
-		}
-		what = "the session's cwd (the server has no --root)"
+	if err := s.roots.Check(req.Cwd); err != nil {
+		return nil, errorf(http.StatusForbidden, CodeForbidden, "cwd: %v: a session's cwd must lie inside the server's roots (serve --root, default the directory serve was started in)", err)
 	}
-	if err := allowed.Within(roots); err != nil {
-		return nil, errorf(http.StatusForbidden, CodeForbidden, "roots: %v: a session's roots must lie inside %s", err, what)
+	if err := s.roots.Within(roots); err != nil {
+		return nil, errorf(http.StatusForbidden, CodeForbidden, "roots: %v: a session's roots must lie inside the server's roots (serve --root, default the directory serve was started in)", err)
 	}
 	// The operator's note roots (serve --notes) are readable by every
 	// session: notes are shared knowledge, indexed by the server's own

@@ -171,7 +171,7 @@ func TestToolsCannotReachAnotherSession(t *testing.T) {
 // file outside, ~/.bashrc, and ls output naming outside files read and
 // index nothing; roots outside what the server allows are refused.
 func TestFilesConfinedToRoots(t *testing.T) {
-	outside := t.TempDir()
+	outside := outsideDir(t)
 	secret := filepath.Join(outside, "shadow")
 	writeTestFile(t, secret, "root:secret-hash\n")
 	writeTestFile(t, filepath.Join(outside, ".bashrc"), "export SECRET=bashrc\n")
@@ -236,6 +236,18 @@ func TestFilesConfinedToRoots(t *testing.T) {
 		t.Fatalf("read inside a root the operator allowed: %+v", r)
 	}
 	wide.fails(403, CodeForbidden, "PUT", "/v1/sessions/s4", OpenRequest{Cwd: e.dir, Roots: []string{"/"}})
+}
+
+// outsideDir returns a new directory outside the test's temporary
+// directory (the server's roots in newEnv), removed when the test ends.
+func outsideDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "ctxstore-outside-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
 }
 
 func writeTestFile(t *testing.T, p, content string) {
