@@ -2,11 +2,9 @@ package httpapi
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"net/http"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/ingest"
 	"github.com/ctxstore/ctxstore/harness"
 	"github.com/ctxstore/ctxstore/harness/pi"
+	"github.com/ctxstore/ctxstore/server/delta"
 )
 
 // ContextRequest is the body of POST /v1/sessions/{sid}/context: the
@@ -136,26 +135,16 @@ func convertedOf(r *harness.Report) *Converted {
 const CodeLogMismatch = "log_mismatch"
 
 // piState is what a session keeps of the Pi log it was sent and of its
-// last answer, so both can travel as deltas. It keeps nothing that grows
-// with the log but a digest per message of the answer's end:
-// not the messages as sent (of the log, their number and running digest:
-// a delta's base is either the whole log held or a mismatch), and of
-// their conversion only what the ingester may read again
-// (ingest.Ingester.Need: the turn in progress, the messages after the last
-// conversation commit).
+// last answer, so both can travel as deltas (package delta: of the log,
+// its length and running digest; of the answer, a digest per message of
+// its end), and of the log's conversion only what the ingester may read
+// again (ingest.Ingester.Need: the turn in progress, the messages after
+// the last conversation commit). Nothing it keeps grows with the log.
 type piState struct {
-	n     int       // messages of the log held
-	sum   [32]byte  // SHA-256 of messages 0..n-1 as sent, each followed by "\n"
-	h     hash.Hash // the running hash behind sum
-	conv  pi.Converter
-	start int // conv.Log holds the converted log from this message on
-
-	lastCall   int        // the call of the last answer
-	lastFrom   int        // lastSums[i] is the digest of its message lastFrom+i
-	lastSums   [][32]byte // the SHA-256 of each of its messages from lastFrom on, encoded (the client holds them)
-	lastStable int        // how many of them no later call changes (assemble.Assembled.Stable)
-	lastModel  [3]string  // the API, provider and model they were encoded with
-	lastN      int        // how many messages it had
+	log    delta.Log
+	answer delta.Answer
+	conv   pi.Converter
+	start  int // conv.Log holds the converted log from this message on
 }
 
 // apply makes the state's log the first base messages of the previous
@@ -164,37 +153,26 @@ type piState struct {
 // messages are those of the previous one (the converter appends, so all
 // of them when the log grew by appending; 0 for a whole log), which the
 // ingester then need not check again. A base the state does not hold
-// answers log_mismatch, and so does a base shorter than the log it holds
-// (a replaced or shortened log: converting its prefix again would need
-// the messages, which the state does not keep); the client then sends the
-// whole log, which is converted anew.
+// answers log_mismatch (delta.Log.Check), and so does a base shorter than
+// the log it holds (a replaced or shortened log: converting its prefix
+// again would need the messages, which the state does not keep); the
+// client then sends the whole log, which is converted anew.
 func (st *piState) apply(base int, baseSum string, tail []json.RawMessage) (ingest.Log, int, error) {
-	if base > 0 && base < st.n {
-		return ingest.Log{}, 0, errorf(http.StatusConflict, CodeLogMismatch, "the log was replaced or shortened: the client holds %d messages of the %d the server holds: send the whole log", base, st.n)
-	}
-	if base > 0 && (base > st.n || hex.EncodeToString(st.sum[:]) != baseSum) {
-		return ingest.Log{}, 0, errorf(http.StatusConflict, CodeLogMismatch, "the server does not hold the first %d messages of this log (it holds %d): send the whole log", base, st.n)
+	if err := st.log.Check(base, baseSum); err != nil {
+		return ingest.Log{}, 0, errorf(http.StatusConflict, CodeLogMismatch, "%v: send the whole log", err)
 	}
 	same := st.start + len(st.conv.Log)
-	if st.h == nil || base == 0 { // new, or the whole log: convert it anew
+	if base == 0 { // the whole log: convert it anew
 		st.forget()
-		st.h = sha256.New()
 		same = 0
 	}
 	for i, raw := range tail {
-		st.add(base+i, raw)
+		// The converter skips and counts what it does not know; a
+		// problem's line is the message's position, from 1.
+		st.conv.AddJSON(raw, base+i+1)
+		st.log.Add(raw)
 	}
 	return ingest.Log{Start: st.start, Messages: st.conv.Log}, same, nil
-}
-
-// add converts message i of the log (the converter skips and counts what
-// it does not know; a problem's line is the message's position, from 1).
-func (st *piState) add(i int, raw json.RawMessage) {
-	st.conv.AddJSON(raw, i+1)
-	st.h.Write(raw)
-	st.h.Write([]byte{'\n'})
-	st.h.Sum(st.sum[:0])
-	st.n++
 }
 
 // trim drops the converted messages before need (ingest.Ingester.Need):
@@ -209,11 +187,10 @@ func (st *piState) trim(need int) {
 	st.start += k
 }
 
-// forget drops the log the state holds: the client's next delta gets
-// log_mismatch, and it sends the whole log.
+// forget drops the log the state holds (not the last answer): the
+// client's next delta gets log_mismatch, and it sends the whole log.
 func (st *piState) forget() {
-	*st = piState{lastCall: st.lastCall, lastFrom: st.lastFrom, lastSums: st.lastSums, lastStable: st.lastStable,
-		lastModel: st.lastModel, lastN: st.lastN}
+	*st = piState{answer: st.answer}
 }
 
 // windowErr answers ingest.ErrLogWindow (the call needs messages of the
@@ -228,50 +205,76 @@ func (st *piState) windowErr(err error) error {
 	return errorf(http.StatusConflict, CodeLogMismatch, "this call needs messages of the log the server no longer holds: send the whole log")
 }
 
+// context is POST /v1/sessions/{sid}/context: the request (the harness's
+// log, whole or as a delta), the runtime (the log ingested and the call
+// assembled, which writes its context commit), the response (the context
+// in the harness's shape, whole or as a delta).
 func (s *Server) context(q *request) (any, error) {
-	var req ContextRequest
-	if err := q.decode(&req); err != nil {
+	req, renewed, err := decodeContext(q)
+	if err != nil {
 		return nil, err
-	}
-	if (req.Messages == nil) == (req.Log == nil) {
-		return nil, badRequest("give messages (Pi's) or log (ctxstore's), exactly one")
-	}
-	if req.Base < 0 || (req.Base > 0 && req.Messages == nil) {
-		return nil, badRequest("base is for a delta of Pi's messages")
-	}
-	var renewed time.Time
-	if req.CacheRenewedAt != "" {
-		var err error
-		if renewed, err = time.Parse(time.RFC3339Nano, req.CacheRenewedAt); err != nil {
-			return nil, badRequest("cache_renewed_at: not an RFC 3339 time: %q", req.CacheRenewedAt)
-		}
 	}
 	l, err := s.lock(q.sid)
 	if err != nil {
 		return nil, err
 	}
 	defer l.mu.Unlock()
-	if err := s.o.Limits.check(&req, l.in.Applied()); err != nil {
+	c, rep, err := s.assembleCall(q, l, req, renewed)
+	if err != nil {
 		return nil, err
 	}
-	log, same := ingest.Whole(req.Log), 0
-	if req.Messages != nil {
-		if log, same, err = l.pi.apply(req.Base, req.BaseSHA256, req.Messages); err != nil {
-			return nil, err
-		}
+	resp := contextResponse(c, rep)
+	if req.Messages == nil {
+		return resp, answerWhole(q, l, c, &resp)
+	}
+	return resp, answerPi(q, l, req.HaveCall, c, &resp)
+}
+
+// decodeContext reads and checks a context request; renewed is its
+// cache_renewed_at (zero when absent).
+func decodeContext(q *request) (req ContextRequest, renewed time.Time, err error) {
+	if err := q.decode(&req); err != nil {
+		return req, renewed, err
+	}
+	if (req.Messages == nil) == (req.Log == nil) {
+		return req, renewed, badRequest("give messages (Pi's) or log (ctxstore's), exactly one")
+	}
+	if req.Base < 0 || (req.Base > 0 && req.Messages == nil) {
+		return req, renewed, badRequest("base is for a delta of Pi's messages")
 	}
 	for i, e := range req.Events {
 		if t, _ := e["type"].(string); t == "" {
-			return nil, badRequest("events[%d]: an event needs a type (a non-empty string)", i)
+			return req, renewed, badRequest("events[%d]: an event needs a type (a non-empty string)", i)
+		}
+	}
+	if req.CacheRenewedAt != "" {
+		if renewed, err = time.Parse(time.RFC3339Nano, req.CacheRenewedAt); err != nil {
+			return req, renewed, badRequest("cache_renewed_at: not an RFC 3339 time: %q", req.CacheRenewedAt)
+		}
+	}
+	return req, renewed, nil
+}
+
+// assembleCall applies the request's log to the session (a Pi log through
+// its delta state and converter), ingests it and assembles the call.
+func (s *Server) assembleCall(q *request, l *live, req ContextRequest, renewed time.Time) (*assemble.Assembled, ingest.Report, error) {
+	if err := s.o.Limits.check(&req, l.in.Applied()); err != nil {
+		return nil, ingest.Report{}, err
+	}
+	log, same := ingest.Whole(req.Log), 0
+	if req.Messages != nil {
+		var err error
+		if log, same, err = l.pi.apply(req.Base, req.BaseSHA256, req.Messages); err != nil {
+			return nil, ingest.Report{}, err
 		}
 	}
 	// The harness compacted its log since the last call (Pi on a provider
-	// overflow): the log ctxstore saw last is
-	// checkpointed, then a compaction commit holds the summary, and this
-	// call's compacted log is committed on top of it.
+	// overflow): the log ctxstore saw last is checkpointed, then a
+	// compaction commit holds the summary, and this call's compacted log is
+	// committed on top of it.
 	if sum, ok := compactionSummary(req.Events, req.Messages); ok {
 		if _, err := l.in.CompactLast(q.ctx, sum); err != nil {
-			return nil, l.pi.windowErr(err)
+			return nil, ingest.Report{}, l.pi.windowErr(err)
 		}
 	}
 	if !renewed.IsZero() {
@@ -280,7 +283,7 @@ func (s *Server) context(q *request) (any, error) {
 	start := time.Now()
 	c, rep, err := l.in.ContextLog(q.ctx, log, same, req.Events)
 	if err != nil {
-		return nil, l.pi.windowErr(err)
+		return nil, rep, l.pi.windowErr(err)
 	}
 	if req.Messages != nil {
 		l.pi.trim(l.in.Need())
@@ -291,64 +294,90 @@ func (s *Server) context(q *request) (any, error) {
 	// The time spent in the context manager itself (ingestion and
 	// assembly), so clients can tell it from HTTP and JSON.
 	q.timing = fmt.Sprintf("cm;desc=\"ingest+assemble\";dur=%.3f", float64(time.Since(start).Microseconds())/1000)
-	resp := ContextResponse{SystemPrompt: c.System(), WithheldTools: c.Withheld(), HeadChanged: c.HeadChanged, HeadTTLSeconds: int(c.HeadTTL / time.Second), Call: c.N, CommitID: c.CommitID, Rebased: c.Rebased,
+	return c, rep, nil
+}
+
+// contextResponse is the answer's account of the call, without its
+// messages.
+func contextResponse(c *assemble.Assembled, rep ingest.Report) ContextResponse {
+	return ContextResponse{SystemPrompt: c.System(), WithheldTools: c.Withheld(), HeadChanged: c.HeadChanged,
+		HeadTTLSeconds: int(c.HeadTTL / time.Second), Call: c.N, CommitID: c.CommitID, Rebased: c.Rebased,
 		RebaseReason: c.Reason, RebaseOffset: c.RebaseOffset, Stable: c.Stable, Bytes: c.Len(), Tokens: c.Tokens,
 		StaleTokens: c.StaleTokens, HeadTokens: c.HeadTokens, Ingested: rep}
-	if req.Messages == nil {
-		// A harness-neutral log is answered whole at every call: the
-		// session keeps its whole stream in memory from now on (what was
-		// released, in a session that was sent Pi's deltas before, is
-		// rebuilt from the commits).
-		l.asm.SetRelease(false)
-		w, err := c.Whole(q.ctx)
-		if err != nil {
-			return nil, err
-		}
-		resp.Assembled = w.Messages()
-		return resp, nil
+}
+
+// answerWhole answers a harness-neutral log with the whole context, at
+// every call: the session keeps its whole stream in memory from now on
+// (what was released, in a session that was sent Pi's deltas before, is
+// rebuilt from the commits).
+func answerWhole(q *request, l *live, c *assemble.Assembled, resp *ContextResponse) error {
+	l.asm.SetRelease(false)
+	w, err := c.Whole(q.ctx)
+	if err != nil {
+		return err
 	}
+	resp.Assembled = w.Messages()
+	return nil
+}
+
+// answerPi answers a Pi log with the context in Pi's shape, as a delta
+// over the answer the client holds (have) when the server's last answer is
+// that one. Only the new part of the answer is converted and encoded, and
+// the server keeps a digest of each message it answered rather than the
+// message (delta.Answer): the messages the previous answer had before its
+// Stable mark are, by Stable's contract, this answer's first messages too,
+// and encode the same while the converter's model is the same. A client
+// that does not hold the previous answer gets every message.
+func answerPi(q *request, l *live, have int, c *assemble.Assembled, resp *ContextResponse) error {
 	resp.Converted = convertedOf(l.pi.conv.Report)
-	// Only the new part of the answer is converted and encoded, and the
-	// server keeps a digest of each message it answered rather than the
-	// message: the messages the previous answer had before its
-	// Stable mark are, by Stable's contract, this answer's first messages
-	// too, and encode the same while the converter's model is the same.
-	// Its last message is encoded again even so: items appended since may
-	// have joined it (a user message followed by a note and the next
-	// prompt). A client that does not hold the previous answer gets every
-	// message.
-	model := [3]string{l.pi.conv.API, l.pi.conv.Provider, l.pi.conv.Model}
-	reuse := 0
-	if l.pi.lastCall > 0 && l.pi.lastModel == model {
-		reuse = max(0, min(l.pi.lastStable, l.pi.lastN-1))
-	}
-	held := req.HaveCall > 0 && req.HaveCall == l.pi.lastCall
-	if req.HaveCall > 0 {
+	model := l.pi.conv.API + "\x00" + l.pi.conv.Provider + "\x00" + l.pi.conv.Model
+	reuse := l.pi.answer.Reuse(model)
+	held := l.pi.answer.Held(have)
+	if have > 0 {
 		// A client that holds answers gets deltas: the session's frozen
-		// prefix can leave memory, since only a rare whole
-		// answer (a client restarted, a log sent whole again) reads it,
-		// rebuilt from the commits. A client that never says what it
-		// holds gets whole answers from memory.
+		// prefix can leave memory, since only a rare whole answer (a
+		// client restarted, a log sent whole again) reads it, rebuilt from
+		// the commits. A client that never says what it holds gets whole
+		// answers from memory.
 		l.asm.SetRelease(true)
 	}
 	from := reuse
 	if !held {
 		from = 0
 	}
-	// One walk of the context: the messages from `from` on, and the count.
-	// The messages before the frozen prefix's end are not in memory
-	// (assemble.Options.Release): a client that does not hold the last
-	// answer gets the whole context rebuilt from the commits.
+	enc, sums, n, err := encodePi(q, l, c, from, reuse)
+	if err != nil {
+		return err
+	}
+	reuse, from = min(reuse, n), min(from, n)
+	if held {
+		resp.Keep = l.pi.answer.Keep(reuse, n, sums)
+	}
+	resp.Messages = make([]json.RawMessage, 0, n-resp.Keep)
+	for _, b := range enc[resp.Keep-from:] {
+		resp.Messages = append(resp.Messages, b)
+	}
+	l.pi.answer.Record(c.N, n, c.Stable, model, reuse, sums)
+	return nil
+}
+
+// encodePi encodes the context's messages from `from` on in Pi's shape
+// (enc[i] is message from+i) and digests those from reuse on (sums[i] is
+// message reuse+i's); n is the number of messages of the context. The
+// messages before the frozen prefix's end are not in memory
+// (assemble.Options.Release): a client that does not hold the last answer
+// gets the whole context rebuilt from the commits.
+func encodePi(q *request, l *live, c *assemble.Assembled, from, reuse int) (enc []json.RawMessage, sums [][32]byte, n int, err error) {
 	w := c
 	if from < c.Released() {
 		if w, err = c.Whole(q.ctx); err != nil {
-			return nil, err
+			return nil, nil, 0, err
 		}
 	}
 	ms, n := w.MessagesFrom(from)
 	reuse, from = min(reuse, n), min(from, n) // past the end: none to build
-	enc := make([][]byte, n-from)             // enc[i]: message from+i
-	sums := make([][32]byte, n-reuse)
+	enc = make([]json.RawMessage, n-from)
+	sums = make([][32]byte, n-reuse)
 	all := func() []assemble.Message { // a tool name the converter does not know (rare)
 		w, err := w.Whole(q.ctx)
 		if err != nil {
@@ -358,31 +387,13 @@ func (s *Server) context(q *request) (any, error) {
 	}
 	for i, m := range toPiFrom(ms, &l.pi.conv, all) {
 		if enc[i], err = jsontext.Marshal(m); err != nil {
-			return nil, err
+			return nil, nil, 0, err
 		}
 		if from+i >= reuse {
 			sums[from+i-reuse] = sha256.Sum256(enc[i])
 		}
 	}
-	if held {
-		// The messages the client holds that are the same: from reuse on,
-		// compared by digest (the server keeps the digests of the last
-		// answer from its lastFrom on; before it, none is compared).
-		resp.Keep = reuse
-		for k := resp.Keep; k >= l.pi.lastFrom && k < min(n, l.pi.lastN) && sums[k-reuse] == l.pi.lastSums[k-l.pi.lastFrom]; k++ {
-			resp.Keep = k + 1
-		}
-	}
-	// The digests kept are this answer's from reuse on: the next answer
-	// compares only from its own reuse mark, which does not go back while
-	// the model stays the same (Stable's contract); the digests of the
-	// messages before it are not kept.
-	resp.Messages = make([]json.RawMessage, 0, n-resp.Keep)
-	for _, b := range enc[resp.Keep-from:] {
-		resp.Messages = append(resp.Messages, b)
-	}
-	l.pi.lastCall, l.pi.lastFrom, l.pi.lastSums, l.pi.lastStable, l.pi.lastModel, l.pi.lastN = c.N, reuse, sums, c.Stable, model, n
-	return resp, nil
+	return enc, sums, n, nil
 }
 
 // compactionSummary returns the summary of a compaction the harness

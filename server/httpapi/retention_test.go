@@ -39,13 +39,13 @@ func TestPiStateBounded(t *testing.T) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	sent := len(lg.msgs) - 1 // the last answer is not sent yet
-	if l.pi.n != sent || l.pi.start+len(l.pi.conv.Log) != sent {
-		t.Fatalf("the server holds %d messages and %d+%d converted messages of %d", l.pi.n, l.pi.start, len(l.pi.conv.Log), sent)
+	if l.pi.log.Len() != sent || l.pi.start+len(l.pi.conv.Log) != sent {
+		t.Fatalf("the server holds %d messages and %d+%d converted messages of %d", l.pi.log.Len(), l.pi.start, len(l.pi.conv.Log), sent)
 	}
 	// Of its last answer, the digests of the messages after the reused
 	// ones (what the next answer compares), not one per message.
-	if 2*len(l.pi.lastSums) > l.pi.lastN || l.pi.lastFrom+len(l.pi.lastSums) != l.pi.lastN {
-		t.Errorf("the server holds %d digests of its last answer's %d messages, from %d", len(l.pi.lastSums), l.pi.lastN, l.pi.lastFrom)
+	if from, count := l.pi.answer.Digests(); 2*count > l.pi.answer.Len() || from+count != l.pi.answer.Len() {
+		t.Errorf("the server holds %d digests of its last answer's %d messages, from %d", count, l.pi.answer.Len(), from)
 	}
 	if len(l.pi.conv.Log) > 5 || l.pi.start != l.in.Need() {
 		t.Errorf("the server holds %d converted messages from %d (the ingester needs them from %d): more than the turn in progress", len(l.pi.conv.Log), l.pi.start, l.in.Need())

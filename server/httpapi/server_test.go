@@ -222,15 +222,20 @@ func TestToolDefinitions(t *testing.T) {
 	e := newEnv(t, nil)
 	var got ToolsResponse
 	e.ok("GET", "/v1/tools", nil, &got)
-	var names []string
+	var names, roles []string
 	for _, d := range got.Tools {
-		names = append(names, d.Name)
+		names, roles = append(names, d.Name), append(roles, d.Role)
 		if d.Description == "" || d.Parameters["type"] != "object" {
 			t.Errorf("tool %s: description %q parameters %v", d.Name, d.Description, d.Parameters)
 		}
 	}
 	if !slices.Equal(names, []string{"read", "activate", "deactivate", "pin", "unpin", "search", "query_session"}) {
 		t.Errorf("tools %v", names)
+	}
+	// The integrations choose by role what to register (OpenClaw keeps its own read) and what a
+	// bare head leaves out.
+	if !slices.Equal(roles, []string{"read", "manage", "manage", "manage", "manage", "recall", "recall"}) {
+		t.Errorf("roles %v", roles)
 	}
 	e.open("s1")
 	e.check = false // a tool outside the document's enum

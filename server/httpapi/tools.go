@@ -50,13 +50,39 @@ type ToolResponse struct {
 
 // ToolsResponse is GET /v1/tools: ctxstore's own tools as the model is
 // offered them (defined once, in context/tools), for the harness to
-// register.
+// register. The integrations take every tool name from here.
 type ToolsResponse struct {
-	Tools []tools.Definition `json:"tools"`
+	Tools []ToolDefinition `json:"tools"`
+}
+
+// ToolDefinition is one of ctxstore's tools and what it is to a harness.
+type ToolDefinition struct {
+	tools.Definition
+	// Role is "read" for the tool that stands in for the harness's own
+	// read, "manage" for the tools that manage the context (a bare head
+	// never offers them) and "recall" for the others (search, memory
+	// across sessions).
+	Role string `json:"role"`
 }
 
 func (s *Server) toolDefinitions(*request) (any, error) {
-	return ToolsResponse{Tools: tools.Definitions()}, nil
+	return ToolsResponse{Tools: ToolDefinitions()}, nil
+}
+
+// ToolDefinitions are the tools GET /v1/tools answers, with their roles.
+func ToolDefinitions() []ToolDefinition {
+	var out []ToolDefinition
+	for _, d := range tools.Definitions() {
+		role := "recall"
+		switch {
+		case d.Name == "read":
+			role = "read"
+		case tools.ManagementTools[d.Name]:
+			role = "manage"
+		}
+		out = append(out, ToolDefinition{Definition: d, Role: role})
+	}
+	return out
 }
 
 func (s *Server) tool(q *request) (any, error) {
