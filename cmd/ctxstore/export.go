@@ -13,10 +13,10 @@ import (
 )
 
 type exportCmd struct {
-	After    int64  `name:"after" default:"-1" placeholder:"TXID" help:"Only transactions after tx TXID (default: the whole store)."`
-	Output   string `name:"output" short:"o" placeholder:"FILE" help:"Write the log to FILE, atomically (default: stdout). A name ending in .gz is compressed."`
-	Gzip     bool   `name:"gzip" help:"Compress the log with gzip."`
-	SourceID string `name:"source-id" placeholder:"NAME" help:"Name of the source in the log, and so in targets' cursors (default: BACKEND:LOCATION)."`
+	After    afterFlag `name:"after" default:"-1" placeholder:"TXID" help:"Only transactions after tx TXID (default: -1, the whole store)."`
+	Output   string    `name:"output" short:"o" placeholder:"FILE" help:"Write the log to FILE, atomically (default: stdout). A name ending in .gz is compressed."`
+	Gzip     bool      `name:"gzip" help:"Compress the log with gzip."`
+	SourceID string    `name:"source-id" placeholder:"NAME" help:"Name of the source in the log, and so in targets' cursors (default: BACKEND:LOCATION)."`
 }
 
 // exportJSON is the --json output of export.
@@ -28,9 +28,6 @@ type exportJSON struct {
 
 // Run implements export.
 func (c *exportCmd) Run(a *app) error {
-	if c.After < -1 {
-		return usagef("--after %d: want a tx id, or -1 for all", c.After)
-	}
 	if c.Output == "" && a.cli.JSON {
 		return usagef("--json needs -o FILE: without it the log itself goes to stdout")
 	}
@@ -48,7 +45,7 @@ func (c *exportCmd) Run(a *app) error {
 		p := a.progress()
 		defer p.close()
 		var err error
-		sum, err = versionlog.Export(a.ctx, s, w, versionlog.ExportOptions{After: c.After, SourceID: c.SourceID,
+		sum, err = versionlog.Export(a.ctx, s, w, versionlog.ExportOptions{After: int64(c.After), SourceID: c.SourceID,
 			Progress: func(done, total int64) { p.update("export", done, total) }})
 		return err
 	}); err != nil {

@@ -3,26 +3,52 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/alecthomas/kong"
 
 	"github.com/ctxstore/ctxstore/store"
 )
 
 type logCmd struct {
-	After int64 `name:"after" default:"-1" placeholder:"N" help:"Only transactions after tx N (default: from the first)."`
-	Limit int   `name:"limit" placeholder:"N" help:"At most N transactions (0: no limit)."`
+	After afterFlag `name:"after" default:"-1" placeholder:"N" help:"Only transactions after tx N (default: -1, from the first)."`
+	Limit int       `name:"limit" placeholder:"N" help:"At most N transactions (0: no limit)."`
 }
 
 type statusCmd struct{}
 
+// afterFlag is an --after value: a tx id, or -1 for the whole log (the
+// default). It takes "--after -1" as written: kong alone reads a value
+// that starts with "-" as a short flag and refuses it.
+type afterFlag int64
+
+// Decode implements kong.MapperValue.
+func (f *afterFlag) Decode(ctx *kong.DecodeContext) error {
+	t := ctx.Scan.Pop()
+	if t.IsEOL() {
+		return usagef("missing value: want a tx id, or -1 for all")
+	}
+	s := fmt.Sprint(t.Value)
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < -1 {
+		return usagef("%q: want a tx id, or -1 for all", s)
+	}
+	*f = afterFlag(n)
+	return nil
+}
+
 // opJSON is one op of log --json. valid_from, valid_to and doc are left
-// out when the op has none; a put without doc is of an evicted entity.
+// out when the op has none. evicted (true, only then present) marks a put
+// or match whose document was evicted since, so that a match without doc
+// and without evicted is one that expected the entity to be absent.
 type opJSON struct {
 	Op        store.OpKind `json:"op"`
 	ID        string       `json:"id"`
 	ValidFrom *string      `json:"valid_from,omitempty"`
 	ValidTo   *string      `json:"valid_to,omitempty"`
 	Doc       jsonDoc      `json:"doc,omitempty"`
+	Evicted   bool         `json:"evicted,omitempty"`
 }
 
 // logJSON is one transaction of log --json.
@@ -34,9 +60,6 @@ type logJSON struct {
 
 // Run implements log.
 func (c *logCmd) Run(a *app) error {
-	if c.After < -1 {
-		return usagef("--after %d: want a tx id, or -1 for all", c.After)
-	}
 	if c.Limit < 0 {
 		return usagef("--limit %d: must not be negative", c.Limit)
 	}
@@ -45,7 +68,7 @@ func (c *logCmd) Run(a *app) error {
 		return err
 	}
 	defer s.Close()
-	txs, err := s.TxLog(a.ctx, c.After, c.Limit)
+	txs, err := s.TxLog(a.ctx, int64(c.After), c.Limit)
 	if err != nil {
 		return err
 	}
@@ -54,7 +77,7 @@ func (c *logCmd) Run(a *app) error {
 		for i, tx := range txs {
 			l := logJSON{TxID: tx.ID, TxTime: timeText(tx.Time), Ops: make([]opJSON, len(tx.Ops))}
 			for j, op := range tx.Ops {
-				l.Ops[j] = opJSON{Op: op.Kind, ID: op.ID, ValidFrom: optTimeText(op.ValidFrom), ValidTo: optTimeText(op.ValidTo), Doc: jsonDoc(op.Doc)}
+				l.Ops[j] = opJSON{Op: op.Kind, ID: op.ID, ValidFrom: optTimeText(op.ValidFrom), ValidTo: optTimeText(op.ValidTo), Doc: jsonDoc(op.Doc), Evicted: op.Evicted}
 			}
 			out[i] = l
 		}
@@ -78,8 +101,13 @@ func opText(op store.Op) string {
 	case op.ValidFrom != nil:
 		parts = append(parts, "valid from "+timeText(*op.ValidFrom))
 	}
-	if op.Kind == store.OpPut && op.Doc == nil {
+	switch {
+	case op.Kind == store.OpPut && op.Doc == nil:
 		parts = append(parts, "(document evicted)")
+	case op.Kind == store.OpMatch && op.Evicted:
+		parts = append(parts, "(expected document evicted)")
+	case op.Kind == store.OpMatch && op.Doc == nil:
+		parts = append(parts, "(expects absence)")
 	}
 	return termSafe(strings.Join(parts, "  "), false)
 }
