@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/ctxstore/ctxstore/session/commits"
 )
@@ -70,3 +71,91 @@ func (r *Registry) Codecs() []Codec { return append([]Codec(nil), r.codecs...) }
 // functions. A commits.Service that reads or writes harness files needs
 // it (commits.Options.Registry).
 func (r *Registry) Commits() *commits.Registry { return r.commits }
+
+// Claim is how surely a record is of a format.
+type Claim int
+
+// The claims.
+const (
+	// ClaimNone: the record says nothing of the format.
+	ClaimNone Claim = iota
+	// ClaimMaybe: a record type of the format, which another may share.
+	ClaimMaybe
+	// ClaimSure: a field or type only the format has.
+	ClaimSure
+)
+
+// LineReader is a Codec of a JSON Lines format: the transcript reader
+// detects it by its records and reads them into the replay view.
+type LineReader interface {
+	Codec
+	// Known reports whether t is one of the format's record types.
+	Known(t string) bool
+	// Claim says how surely rec is of the format.
+	Claim(rec Record) Claim
+	// Read reads the conversation the harness would resume (the file's
+	// main thread) into s.
+	Read(s *Session, recs []Record)
+	// ReadAll reads every conversation of the records, oldest first, each
+	// into a session new makes.
+	ReadAll(recs []Record, new func() *Session) []*Session
+}
+
+// DocumentReader is a Codec of a format whose file is one JSON document.
+type DocumentReader interface {
+	Codec
+	// Looks reports whether a file's first bytes are of the format.
+	Looks(head []byte) bool
+	// ReadDocument reads the document into s; only an I/O error fails.
+	ReadDocument(s *Session, r io.Reader) error
+}
+
+// Known reports whether t is a record type of any line format, for
+// reading past damage.
+func (r *Registry) Known(t string) bool {
+	for _, c := range r.codecs {
+		if l, ok := c.(LineReader); ok && l.Known(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// Detect returns the line format of the first records (FormatAuto when
+// none tells): the first record that a format is sure of, or that only
+// one format may be of, decides; when several formats are sure, the one
+// given to NewRegistry first.
+func (r *Registry) Detect(recs []Record) Format {
+	for i, rc := range recs {
+		if i >= 50 {
+			break
+		}
+		var maybe []Format
+		for _, c := range r.codecs {
+			l, ok := c.(LineReader)
+			if !ok {
+				continue
+			}
+			switch l.Claim(rc) {
+			case ClaimSure:
+				return c.Format()
+			case ClaimMaybe:
+				maybe = append(maybe, c.Format())
+			}
+		}
+		if len(maybe) == 1 {
+			return maybe[0]
+		}
+	}
+	return FormatAuto
+}
+
+// Document returns the document format whose first bytes head are.
+func (r *Registry) Document(head []byte) (DocumentReader, bool) {
+	for _, c := range r.codecs {
+		if d, ok := c.(DocumentReader); ok && d.Looks(head) {
+			return d, true
+		}
+	}
+	return nil, false
+}

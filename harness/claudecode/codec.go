@@ -19,6 +19,8 @@ import (
 // the session in every record.
 type Codec struct{}
 
+var _ harness.LineReader = Codec{}
+
 // Format is harness.FormatClaudeCode.
 func (Codec) Format() harness.Format { return harness.FormatClaudeCode }
 
@@ -476,4 +478,37 @@ func sanitize(evs []events.Event) []events.Event {
 		}
 	}
 	return evs
+}
+
+// Known reports whether t is a Claude Code record type.
+func (Codec) Known(t string) bool { return known(t) }
+
+// Claim: a record with Claude Code's threading fields (uuid, parentUuid,
+// sessionId, leafUuid) is surely Claude Code's; one of its record types
+// may be.
+func (Codec) Claim(rc harness.Record) harness.Claim {
+	var h struct {
+		Type       string          `json:"type"`
+		UUID       json.RawMessage `json:"uuid"`
+		ParentUUID json.RawMessage `json:"parentUuid"`
+		SessionID  json.RawMessage `json:"sessionId"`
+		LeafUUID   json.RawMessage `json:"leafUuid"`
+	}
+	switch {
+	case json.Unmarshal(rc.Data, &h) != nil:
+		return harness.ClaimNone
+	case h.UUID != nil || h.ParentUUID != nil || h.SessionID != nil || h.LeafUUID != nil:
+		return harness.ClaimSure
+	case Types[h.Type] != harness.KindUnknown:
+		return harness.ClaimMaybe
+	}
+	return harness.ClaimNone
+}
+
+// Read is the package's Read.
+func (Codec) Read(s *harness.Session, recs []harness.Record) { Read(s, recs) }
+
+// ReadAll is the package's ReadAll.
+func (Codec) ReadAll(recs []harness.Record, new func() *harness.Session) []*harness.Session {
+	return ReadAll(recs, new)
 }

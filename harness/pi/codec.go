@@ -20,6 +20,8 @@ import (
 // names the session in its header.
 type Codec struct{}
 
+var _ harness.LineReader = Codec{}
+
 // Format is harness.FormatPi.
 func (Codec) Format() harness.Format { return harness.FormatPi }
 
@@ -292,4 +294,34 @@ func sanitize(evs []events.Event) []events.Event {
 		}
 	}
 	return evs
+}
+
+// Known reports whether t is a Pi entry type.
+func (Codec) Known(t string) bool { return known(t) }
+
+// Claim: a "message" entry is surely Pi's; another Pi entry type may be.
+func (Codec) Claim(rc harness.Record) harness.Claim {
+	var h struct {
+		Type string `json:"type"`
+	}
+	switch {
+	case json.Unmarshal(rc.Data, &h) != nil:
+		return harness.ClaimNone
+	case h.Type == "message":
+		return harness.ClaimSure
+	case Types[h.Type] != harness.KindUnknown:
+		return harness.ClaimMaybe
+	}
+	return harness.ClaimNone
+}
+
+// Read is the package's Read.
+func (Codec) Read(s *harness.Session, recs []harness.Record) { Read(s, recs) }
+
+// ReadAll reads the file's one conversation: a Pi file is one session
+// (its header), whose tree branches are set aside.
+func (Codec) ReadAll(recs []harness.Record, new func() *harness.Session) []*harness.Session {
+	s := new()
+	Read(s, recs)
+	return []*harness.Session{s}
 }

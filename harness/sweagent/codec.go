@@ -1,6 +1,8 @@
 package sweagent
 
 import (
+	"io"
+
 	"github.com/ctxstore/ctxstore/harness"
 	"github.com/ctxstore/ctxstore/session/commits"
 )
@@ -11,6 +13,8 @@ import (
 // own.
 type Codec struct{}
 
+var _ harness.DocumentReader = Codec{}
+
 // Format is harness.FormatSWEAgent.
 func (Codec) Format() harness.Format { return harness.FormatSWEAgent }
 
@@ -19,3 +23,12 @@ func (Codec) CommitFormat() string { return "" }
 
 // Commit does nothing: there is no commit format to give functions to.
 func (Codec) Commit(*commits.Format) {}
+
+// Looks is the package's Looks.
+func (Codec) Looks(head []byte) bool { return Looks(head) }
+
+// ReadDocument reads a trajectory (ReadAll).
+func (Codec) ReadDocument(s *harness.Session, r io.Reader) error {
+	_, err := ReadAll(s, r)
+	return err
+}

@@ -3,13 +3,14 @@
 // ([conversation.Message]), with a report of everything that was set aside,
 // merged, skipped or damaged (docs/replay.md).
 //
-// It is a dispatcher: it reads the records ([harness.ReadRecords]), detects
-// the format and hands them to the format's one converter
-// (harness/claudecode, harness/pi; the Pi converter is the
-// live service's too). A SWE-agent trajectory is one JSON document, not
-// JSON Lines: it is told from its first bytes (sweagent.Looks) and read
-// whole by harness/sweagent. Then the dispatcher checks the tool-result invariant
-// ([harness.CheckToolResults]).
+// It is a dispatcher over the formats of a harness.Registry (the package
+// functions read formats.Registry()): a document format (a SWE-agent
+// trajectory, one JSON document) is told from its first bytes and read
+// whole; otherwise it reads the records ([harness.ReadRecords]), detects
+// the line format ([harness.Registry.Detect]) and hands them to the
+// format's one reader (harness/claudecode, harness/pi; the Pi reader's
+// converter is the live service's too). Then it checks the tool-result
+// invariant ([harness.CheckToolResults]).
 //
 // Readers never panic and never stop at a damaged line: a line holding two
 // JSON objects gives both, a value that does not decode is reported with its
@@ -35,7 +36,6 @@ package transcript
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -43,9 +43,7 @@ import (
 	"strings"
 
 	"github.com/ctxstore/ctxstore/harness"
-	"github.com/ctxstore/ctxstore/harness/claudecode"
-	"github.com/ctxstore/ctxstore/harness/pi"
-	"github.com/ctxstore/ctxstore/harness/sweagent"
+	"github.com/ctxstore/ctxstore/harness/formats"
 	"github.com/ctxstore/ctxstore/objects/conversation"
 )
 
@@ -75,26 +73,41 @@ type (
 // Message is the harness-neutral message every reader produces.
 type Message = conversation.Message
 
-// known tells the record types of every format, for reading past damage.
-func known(t string) bool {
-	return claudecode.Types[t] != harness.KindUnknown || pi.Types[t] != harness.KindUnknown
+// Reader reads transcripts of the formats of a registry.
+type Reader struct {
+	// Formats are the formats read (their LineReader and DocumentReader
+	// codecs); the package functions read formats.Registry().
+	Formats *harness.Registry
 }
 
 // ReadFile reads the transcript at path, detecting its format.
-func ReadFile(path string) (*Session, error) {
+func ReadFile(path string) (*Session, error) { return Reader{formats.Registry()}.ReadFile(path) }
+
+// Read reads a transcript in the given format (FormatAuto detects it).
+func Read(r io.Reader, format Format) (*Session, error) {
+	return Reader{formats.Registry()}.Read(r, format)
+}
+
+// ReadAllFile reads every conversation of the transcript at path.
+func ReadAllFile(path string) ([]*Session, error) {
+	return Reader{formats.Registry()}.ReadAllFile(path)
+}
+
+// ReadAll reads every conversation of a transcript.
+func ReadAll(r io.Reader, format Format) ([]*Session, error) {
+	return Reader{formats.Registry()}.ReadAll(r, format)
+}
+
+// ReadFile reads the transcript at path, detecting its format.
+func (rd Reader) ReadFile(path string) (*Session, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("transcript: %w", err)
 	}
 	defer f.Close()
-	s, err := Read(f, FormatAuto)
+	s, err := rd.Read(f, FormatAuto)
 	if s != nil {
-		s.Path = path
-		if s.Format == FormatSWEAgent && s.ID == "" {
-			// A trajectory has no session id; SWE-agent names the file
-			// after the instance it ran.
-			s.ID = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-		}
+		named(s, path)
 	}
 	if err != nil {
 		return s, fmt.Errorf("transcript: %s: %w", path, err)
@@ -102,56 +115,51 @@ func ReadFile(path string) (*Session, error) {
 	return s, nil
 }
 
+// named sets the file a session was read from, and the id of a
+// SWE-agent trajectory: it has none, and SWE-agent names the file after
+// the instance it ran.
+func named(s *Session, path string) {
+	s.Path = path
+	if s.Format == FormatSWEAgent && s.ID == "" {
+		s.ID = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+}
+
 // Read reads a transcript in the given format (FormatAuto detects it). The
 // error is an I/O error or an undetectable format; damaged content is only
 // reported (Session.Report.Problems). On an I/O error the Session holds what
 // was read before it.
-func Read(r io.Reader, format Format) (*Session, error) {
+func (rd Reader) Read(r io.Reader, format Format) (*Session, error) {
 	s := &Session{Report: Report{Types: map[string]int{}}}
 	br := bufio.NewReaderSize(r, 1<<16)
-	if format == FormatSWEAgent || format == FormatAuto && looksSWEAgent(br) {
-		_, err := sweagent.ReadAll(s, br)
+	if d, ok := rd.document(br, format); ok {
+		s.Format = d.Format()
+		err := d.ReadDocument(s, br)
 		harness.CheckToolResults(s)
 		return s, err
 	}
-	recs, ioErr := harness.ReadRecords(br, &s.Report, known)
-	if format == FormatAuto {
-		format = Detect(recs)
-		if format == FormatAuto {
-			if len(recs) == 0 {
-				format = FormatClaudeCode // empty: any reader gives nothing
-			} else {
-				return s, fmt.Errorf("transcript: not a Claude Code, Pi or SWE-agent session (first record: %.80s)", recs[0].Data)
-			}
-		}
+	recs, ioErr := harness.ReadRecords(br, &s.Report, rd.Formats.Known)
+	l, err := rd.lines(recs, format)
+	if err != nil {
+		return s, err
 	}
-	s.Format = format
-	switch format {
-	case FormatClaudeCode:
-		claudecode.Read(s, recs)
-	case FormatPi:
-		pi.Read(s, recs)
-	default:
-		return s, fmt.Errorf("transcript: unknown format %q", format)
-	}
+	s.Format = l.Format()
+	l.Read(s, recs)
 	harness.CheckToolResults(s)
 	return s, ioErr
 }
 
 // ReadAllFile reads every conversation of the transcript at path, oldest
 // first (ReadAll).
-func ReadAllFile(path string) ([]*Session, error) {
+func (rd Reader) ReadAllFile(path string) ([]*Session, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("transcript: %w", err)
 	}
 	defer f.Close()
-	ss, err := ReadAll(f, FormatAuto)
+	ss, err := rd.ReadAll(f, FormatAuto)
 	for _, s := range ss {
-		s.Path = path
-		if s.Format == FormatSWEAgent && s.ID == "" {
-			s.ID = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-		}
+		named(s, path)
 	}
 	if err != nil {
 		return ss, fmt.Errorf("transcript: %s: %w", path, err)
@@ -163,94 +171,79 @@ func ReadAllFile(path string) ([]*Session, error) {
 // Code file can hold several: a /clear, or an unrelated session appended to
 // the file, starts a new parent chain (claudecode.ReadAll; branches of a
 // conversation are set aside, not conversations). A Pi file is one session
-// (its header), whose tree branches are set aside: one conversation. The
-// last conversation is the one Read returns. Every conversation's Report
-// holds the whole file's problems and counts, except OffBranch: the
-// records on no conversation.
-func ReadAll(r io.Reader, format Format) ([]*Session, error) {
+// (its header), whose tree branches are set aside: one conversation; so is
+// a SWE-agent trajectory, one run. The last conversation is the one Read
+// returns. Every conversation's Report holds the whole file's problems and
+// counts, except OffBranch: the records on no conversation.
+func (rd Reader) ReadAll(r io.Reader, format Format) ([]*Session, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
-	if format == FormatSWEAgent || format == FormatAuto && looksSWEAgent(br) {
-		// A trajectory is one run: one conversation.
-		s, err := Read(br, FormatSWEAgent)
+	if d, ok := rd.document(br, format); ok {
+		s, err := rd.Read(br, d.Format())
 		return []*Session{s}, err
 	}
 	first := &Session{Report: Report{Types: map[string]int{}}}
-	recs, ioErr := harness.ReadRecords(br, &first.Report, known)
-	if format == FormatAuto {
-		format = Detect(recs)
-		if format == FormatAuto {
-			if len(recs) == 0 {
-				format = FormatClaudeCode
-			} else {
-				return []*Session{first}, fmt.Errorf("transcript: not a Claude Code, Pi or SWE-agent session (first record: %.80s)", recs[0].Data)
-			}
+	recs, ioErr := harness.ReadRecords(br, &first.Report, rd.Formats.Known)
+	l, err := rd.lines(recs, format)
+	if err != nil {
+		return []*Session{first}, err
+	}
+	base := first.Report
+	n := 0
+	out := l.ReadAll(recs, func() *Session {
+		n++
+		if n == 1 {
+			return first
 		}
-	}
-	var out []*Session
-	switch format {
-	case FormatClaudeCode:
-		base := first.Report
-		n := 0
-		out = claudecode.ReadAll(recs, func() *Session {
-			n++
-			if n == 1 {
-				return first
-			}
-			rep := base
-			rep.Types = map[string]int{}
-			rep.Problems = append([]Problem(nil), base.Problems...)
-			return &Session{Report: rep}
-		})
-	case FormatPi:
-		pi.Read(first, recs)
-		out = []*Session{first}
-	default:
-		return []*Session{first}, fmt.Errorf("transcript: unknown format %q", format)
-	}
+		rep := base
+		rep.Types = map[string]int{}
+		rep.Problems = append([]Problem(nil), base.Problems...)
+		return &Session{Report: rep}
+	})
 	for _, s := range out {
-		s.Format = format
+		s.Format = l.Format()
 		harness.CheckToolResults(s)
 	}
 	return out, ioErr
 }
 
-// Detect guesses the format from the first records: Pi entries have a Pi
-// entry type and no Claude Code threading fields; Claude Code records have
-// uuid/sessionId/parentUuid or a Claude Code record type.
-func Detect(recs []harness.Record) Format {
-	for i, rc := range recs {
-		if i >= 50 {
-			break
-		}
-		var h struct {
-			Type       string          `json:"type"`
-			UUID       json.RawMessage `json:"uuid"`
-			ParentUUID json.RawMessage `json:"parentUuid"`
-			SessionID  json.RawMessage `json:"sessionId"`
-			LeafUUID   json.RawMessage `json:"leafUuid"`
-		}
-		if json.Unmarshal(rc.Data, &h) != nil {
-			continue
-		}
-		if h.UUID != nil || h.ParentUUID != nil || h.SessionID != nil || h.LeafUUID != nil {
-			return FormatClaudeCode
-		}
-		if h.Type == "message" {
-			return FormatPi
-		}
-		isPi, isCC := pi.Types[h.Type] != harness.KindUnknown, claudecode.Types[h.Type] != harness.KindUnknown
-		if isPi && !isCC {
-			return FormatPi
-		}
-		if isCC && !isPi {
-			return FormatClaudeCode
-		}
+// document returns the document format to read: the one asked for, or,
+// for FormatAuto, the one whose first bytes br starts with.
+func (rd Reader) document(br *bufio.Reader, format Format) (harness.DocumentReader, bool) {
+	if format == FormatAuto {
+		head, _ := br.Peek(4096) // fewer bytes at the end of the input
+		return rd.Formats.Document(head)
 	}
-	return FormatAuto
+	c, ok := rd.Formats.Codec(format)
+	if !ok {
+		return nil, false
+	}
+	d, ok := c.(harness.DocumentReader)
+	return d, ok
 }
 
-// looksSWEAgent peeks at the first bytes for a SWE-agent trajectory.
-func looksSWEAgent(br *bufio.Reader) bool {
-	head, _ := br.Peek(4096) // fewer bytes at the end of the input
-	return sweagent.Looks(head)
+// lines returns the line format to read recs with: the one asked for, or,
+// for FormatAuto, the one the records are of (the first line format for
+// no records: any reader gives nothing).
+func (rd Reader) lines(recs []harness.Record, format Format) (harness.LineReader, error) {
+	if format == FormatAuto {
+		format = rd.Formats.Detect(recs)
+		if format == FormatAuto && len(recs) > 0 {
+			return nil, fmt.Errorf("transcript: not a session of a known format (%s; first record: %.80s)", rd.names(), recs[0].Data)
+		}
+	}
+	for _, c := range rd.Formats.Codecs() {
+		if l, ok := c.(harness.LineReader); ok && (format == FormatAuto || c.Format() == format) {
+			return l, nil
+		}
+	}
+	return nil, fmt.Errorf("transcript: unknown format %q", format)
+}
+
+// names lists the formats read.
+func (rd Reader) names() string {
+	var names []string
+	for _, c := range rd.Formats.Codecs() {
+		names = append(names, string(c.Format()))
+	}
+	return strings.Join(names, ", ")
 }
