@@ -292,10 +292,28 @@ func (s *Store) init(ctx context.Context) error {
 			return &store.Error{Op: "open", Kind: store.ErrInvalid, Msg: fmt.Sprintf("%s has schema version %d, newer than this ctxstore knows (%d); upgrade ctxstore", s.path, cur, latest)}
 		}
 	}
-	if _, err := p.Up(ctx); err != nil {
+	applied, err := p.Up(ctx)
+	if err != nil {
 		return &store.Error{Op: "open", Kind: store.ErrUnavailable, Msg: "migrating " + s.path, Err: err}
 	}
+	if tables > 0 && len(applied) > 0 && s.path != ":memory:" {
+		s.vacuum(ctx)
+	}
 	return s.loadIndexed(ctx)
+}
+
+// vacuum rebuilds the file after migrations upgraded an existing store:
+// most of them rewrite tables (copy, drop, rename), and SQLite keeps the
+// old tables' pages as free pages in the file, often most of it. VACUUM
+// gives them back to the file system once, at the upgrade. It is best effort: a store it cannot
+// rebuild (no room for the copy it writes) stays valid and is migrated,
+// and "sqlite3 FILE VACUUM" with no ctxstore process on it does the same
+// later (docs/cli.md).
+func (s *Store) vacuum(ctx context.Context) {
+	if _, err := s.w.ExecContext(ctx, "VACUUM"); err != nil {
+		return
+	}
+	_, _ = s.w.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
 }
 
 // Close implements store.Store. It runs PRAGMA optimize and closes every
