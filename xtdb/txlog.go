@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -125,7 +126,8 @@ func (s *Store) markEvicted(ctx context.Context, raw []rawTx) error {
 				h := r.hashes[j]
 				evict(pending[h])
 				delete(pending, h)
-			case (op.Kind == store.OpPut || op.Kind == store.OpMatch) && op.Doc != nil && !op.Evicted:
+			case (op.Kind == store.OpPut || op.Kind == store.OpMatch) && op.Doc != nil && !op.Evicted &&
+				op.ID != "" && !strings.HasPrefix(op.ID, UnknownIDPrefix):
 				h := EIDHash(op.ID)
 				pending[h] = append(pending[h], at{i, j})
 			}
