@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -108,7 +109,7 @@ func datalog(q store.Query) (text string, sendLimit bool, err error) {
 	find := []string{"(pull e [*])"}
 	if len(q.Find) > 0 {
 		keys := []string{":xt/id"}
-		for _, f := range q.Find {
+		for _, f := range append(slices.Clone(q.Find), orderOnly(q)...) {
 			keys = append(keys, ednKeyword(f))
 		}
 		find = []string{"(pull e [" + strings.Join(keys, " ") + "])"}
@@ -166,9 +167,27 @@ func numRange(attr, v string, op store.PredOp, f float64) string {
 		attr, v, sym, strconv.FormatInt(int64(whole), 10), ednDouble(f))
 }
 
+// orderOnly lists the order fields a projecting query does not find: the
+// pull reads them too, for Query to check, and Query drops them.
+func orderOnly(q store.Query) []string {
+	if len(q.Find) == 0 {
+		return nil
+	}
+	var out []string
+	for _, o := range q.OrderBy {
+		if !slices.Contains(q.Find, o.Field) && !slices.Contains(out, o.Field) && o.Field != store.IDKey {
+			out = append(out, o.Field)
+		}
+	}
+	return out
+}
+
 // Query implements store.Store: the query runs as Datalog on the server at
 // the basis; results are de-duplicated by id, keeping the first (ordered)
-// occurrence, then cut to the limit.
+// occurrence, then cut to the limit. A document whose order field holds
+// an array or an object is left out, as the contract says: XTDB binds an
+// array's elements one by one, so the order clause alone would rank the
+// document by each of them.
 func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
@@ -206,10 +225,28 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 		if err != nil {
 			return nil, &store.Error{Op: "query", Kind: store.ErrUnavailable, ID: id, Err: err}
 		}
+		if !scalarOrder(doc, q.OrderBy) {
+			continue
+		}
+		for _, f := range orderOnly(q) {
+			delete(doc, f)
+		}
 		out = append(out, doc)
 		if q.Limit > 0 && len(out) == q.Limit {
 			break
 		}
 	}
 	return out, nil
+}
+
+// scalarOrder reports whether doc holds no array or object in an order
+// field.
+func scalarOrder(doc store.Doc, order []store.Order) bool {
+	for _, o := range order {
+		switch doc[o.Field].(type) {
+		case []any, map[string]any:
+			return false
+		}
+	}
+	return true
 }
