@@ -114,9 +114,7 @@ func parseDecimal(s string) (decimal, bool) {
 // validJSONNumber reports whether s is a number literal in RFC 8259 syntax:
 // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
 func validJSONNumber(s string) bool {
-	if strings.HasPrefix(s, "-") {
-		s = s[1:]
-	}
+	s = strings.TrimPrefix(s, "-")
 	digits := func(s string) (rest string, n int) {
 		for n < len(s) && s[n] >= '0' && s[n] <= '9' {
 			n++

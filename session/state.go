@@ -101,13 +101,6 @@ func (s *State) draft() State {
 	}
 }
 
-// equal reports whether s and o hold the same state (nil and empty lists
-// are the same).
-func (s *State) equal(o *State) bool {
-	return s.Turn == o.Turn && s.Seq == o.Seq && slices.Equal(s.Index, o.Index) && slices.Equal(s.Pool, o.Pool) &&
-		slices.Equal(s.Active, o.Active) && slices.Equal(s.Pinned, o.Pinned) && slices.Equal(s.Toolcalls, o.Toolcalls)
-}
-
 // changedFrom reports whether next, a draft of prev changed by State's
 // methods, differs from it. The shared prefixes of Index, Pool and
 // Toolcalls are prev's own entries, so only lengths and what was copied

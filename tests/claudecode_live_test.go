@@ -541,7 +541,7 @@ func TestClaudeCodeHookStoreLocked(t *testing.T) {
 	}
 
 	// The lock is gone: the next turn's hooks catch up.
-	lines = e.claude("MAIN PROMPT: again.", "--resume", session)
+	e.claude("MAIN PROMPT: again.", "--resume", session)
 	// Claude Code shows a hook's systemMessage and records it in the
 	// transcript as a hook_system_message attachment (SessionStart's
 	// included, which stream-json reports only as the hook's output).
@@ -664,7 +664,7 @@ func TestClaudeCodeHookService(t *testing.T) {
 			t.Errorf("mid-session, %s: %q", key, got)
 		}
 	}
-	mainT, subs := e.transcripts(session)
+	mainT, _ := e.transcripts(session)
 	vias := hookVias(t, mainT)
 	if len(vias) < 4 || slices.ContainsFunc(vias, func(v string) bool { return v != "service" }) {
 		t.Errorf("with the service up, the hooks went to %q, want the service every time", vias)
@@ -681,7 +681,7 @@ func TestClaudeCodeHookService(t *testing.T) {
 	if len(vias) < 2 || slices.ContainsFunc(vias, func(v string) bool { return v != "store" }) {
 		t.Errorf("with the service down, the hooks went to %q, want the store every time", vias)
 	}
-	mainT, subs = e.transcripts(session)
+	mainT, subs := e.transcripts(session)
 	for _, p := range append([]string{mainT}, subs...) {
 		fc, err := readChain(t, storePath, p)
 		b, _ := os.ReadFile(p)

@@ -287,7 +287,6 @@ func TestClaudeCodeProxy(t *testing.T) {
 		}
 		return code, stdout.String(), stderr.String()
 	}
-	before = len(readRequestLog(t, log))
 	viaRun := func(base string) {
 		t.Helper()
 		before := len(readRequestLog(t, log))

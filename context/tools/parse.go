@@ -86,12 +86,9 @@ func ParseGrep(out string) []string {
 // space and shell operators, quotes are dropped, and options, variables
 // and globs are skipped. Callers check which exist.
 func BashCandidates(command, output string) []string {
-	var names []string
-	for _, w := range strings.FieldsFunc(command, func(r rune) bool {
+	names := strings.FieldsFunc(command, func(r rune) bool {
 		return strings.ContainsRune(" \t\n;|&<>()`'\"", r)
-	}) {
-		names = append(names, w)
-	}
+	})
 	for _, line := range strings.Split(output, "\n") {
 		line = strings.TrimSpace(line)
 		names = append(names, line)

@@ -3,7 +3,6 @@ package inspect
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
@@ -234,5 +233,3 @@ func lists(ctx context.Context, in *Inspector, sid string, n int) (prev, cur []a
 	}
 	return prev, list, nil
 }
-
-func sameItem(a, b assemble.ItemDoc) bool { return reflect.DeepEqual(a, b) }

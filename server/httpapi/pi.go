@@ -57,19 +57,14 @@ type PiOutMessage struct {
 	Timestamp  int64     `json:"timestamp"`
 }
 
-// toPi renders assembled messages in Pi's shape. Every block becomes a text
-// block except tool calls; a content block is framed as in the assembled
-// bytes ("<<content id=… version=…>>" … "<</content>>"), so the model reads
-// which object and version it is. Timestamps are 0: the context must be a
-// function of the assembled messages only, so that consecutive calls
-// extend each other byte for byte.
-func toPi(ms []assemble.Message, lg *pi.Converter) []PiOutMessage {
-	return toPiFrom(ms, lg, func() []assemble.Message { return ms })
-}
-
-// toPiFrom converts the messages ms, the end of a context; a tool name the
-// converter does not know is looked up in ms, else in all of the
-// context's messages (all, called only then).
+// toPiFrom renders the messages ms, the end of a context, in Pi's shape.
+// Every block becomes a text block except tool calls; a content block is
+// framed as in the assembled bytes ("<<content id=… version=…>>" …
+// "<</content>>"), so the model reads which object and version it is.
+// Timestamps are 0: the context must be a function of the assembled
+// messages only, so that consecutive calls extend each other byte for
+// byte. A tool name the converter does not know is looked up in ms, else
+// in all of the context's messages (all, called only then).
 func toPiFrom(ms []assemble.Message, lg *pi.Converter, all func() []assemble.Message) []PiOutMessage {
 	out := make([]PiOutMessage, 0, len(ms))
 	var whole []assemble.Message
