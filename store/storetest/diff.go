@@ -49,7 +49,8 @@ func (c DiffConfig) withDefaults() DiffConfig {
 // and compares what the stores answer: TxCommitted of every transaction,
 // every entity's full history in both orders with and without corrections
 // (with documents), Entity and EntityTx at many (valid time, tx) bases,
-// bounded histories and queries.
+// bounded histories, queries, and the tx log (whole and in pages, with
+// which documents were evicted).
 //
 // The transactions mix puts and deletes with and without valid ranges,
 // matches that hold and that fail, evicts and later re-puts, several ops

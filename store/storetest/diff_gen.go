@@ -220,7 +220,8 @@ func generate(r *rand.Rand, cfg DiffConfig) ([]gTx, error) {
 // of every entity, in both orders, with and without corrections; Entity
 // and EntityTx of every entity at every read time at the latest tx; every
 // query template at the latest tx (the range template with every
-// comparison of diffRanges); and at BasisPoints random (valid time,
+// comparison of diffRanges); the tx log of the run, whole and in pages;
+// and at BasisPoints random (valid time,
 // tx) bases, Entity and EntityTx of every entity, a bounded history and a
 // query.
 func plan(r *rand.Rand, cfg DiffConfig) []readSpec {
@@ -257,6 +258,11 @@ func plan(r *rand.Rand, cfg DiffConfig) []readSpec {
 			return -1
 		}
 		return r.IntN(cfg.Txs)
+	}
+	// The tx log, whole and in pages (an evict after a page's end is
+	// found differently from one within it).
+	for _, page := range []int{0, 1, 7} {
+		specs = append(specs, readSpec{kind: readTxLog, q: page})
 	}
 	for range cfg.BasisPoints {
 		tx, vt := r.IntN(cfg.Txs), readTime()

@@ -20,6 +20,7 @@ const (
 	readEntity
 	readEntityTx
 	readQuery
+	readTxLog // the run's transactions in the tx log, q at a time (0: all)
 )
 
 // readSpec is one read of the differential test. Tx references are indexes
@@ -126,6 +127,10 @@ func (x *execution) bound(i, orig int) *int64 {
 // if the read does not apply to this program.
 func (x *execution) read(i int, sp readSpec) (out string, ok bool, err error) {
 	s := x.stores[i]
+	if sp.kind == readTxLog {
+		out, err := x.txLog(i, sp.q)
+		return out, true, err
+	}
 	if sp.kind == readCommitted {
 		p := x.pos(sp.tx)
 		if p < 0 || x.prog[p].orig != sp.tx {
@@ -254,11 +259,62 @@ func (x *execution) query(sp readSpec, b store.Basis) store.Query {
 	return q
 }
 
+// txLog reads the tx log of store i from before the run's first tx, page
+// txs at a time (0: all at once), and renders the run's transactions:
+// position, ops with entity names, valid times, documents without the
+// run's prefix and whether they were evicted.
+func (x *execution) txLog(i, page int) (string, error) {
+	recs := x.recs[i]
+	if len(recs) == 0 {
+		return "no txs", nil
+	}
+	var log []store.LoggedTx
+	for after := recs[0].ID - 1; ; {
+		got, err := x.stores[i].TxLog(x.ctx, after, page)
+		if err != nil {
+			return "", err
+		}
+		log = append(log, got...)
+		if page <= 0 || len(got) < page || got[len(got)-1].ID >= recs[len(recs)-1].ID {
+			break
+		}
+		after = got[len(got)-1].ID
+	}
+	var sb strings.Builder
+	for _, l := range log {
+		ref := x.txRef(i, l.ID)
+		if ref == "foreign-tx" {
+			continue
+		}
+		sb.WriteString(ref + ":")
+		for _, op := range l.Ops {
+			fmt.Fprintf(&sb, " %s %s", op.Kind, strings.TrimPrefix(op.ID, x.pfx))
+			for _, t := range []*time.Time{op.ValidFrom, op.ValidTo} {
+				if t != nil {
+					sb.WriteString(" " + store.FormatTime(*t))
+				}
+			}
+			switch {
+			case op.Evicted:
+				sb.WriteString(" evicted")
+			case op.Doc != nil:
+				sb.WriteString(" " + x.strip(op.Doc))
+			}
+			sb.WriteString(";")
+		}
+		sb.WriteString("\n")
+	}
+	return sb.String(), nil
+}
+
 // describe renders sp as a call, with tx positions of this program.
 func (x *execution) describe(sp readSpec) string {
 	e := fmt.Sprintf("%q", entityName(sp.e))
 	if sp.kind == readCommitted {
 		return fmt.Sprintf("TxCommitted(tx#%d)", x.pos(sp.tx))
+	}
+	if sp.kind == readTxLog {
+		return fmt.Sprintf("TxLog(the run's txs, %d a page)", sp.q)
 	}
 	basis := "vt=" + store.FormatTime(sp.vt)
 	if sp.tx >= 0 {
