@@ -56,6 +56,13 @@ bench:
 replay-bench:
 	GO=$(GO) ./scripts/replay-bench.sh
 
+# The token-economy figures of docs/benchmarks.md: both replay runs (15-30
+# minutes on 2 cores), then the blocks between its figures markers
+# rewritten from their tables (scripts/docs-figures.sh).
+.PHONY: docs-figures
+docs-figures:
+	GO=$(GO) ./scripts/docs-figures.sh
+
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
