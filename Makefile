@@ -15,7 +15,7 @@ BENCHTIME ?= 1x
 P        ?=
 TESTP    := $(if $(P),-p $(P),)
 
-.PHONY: all build test test-short fuzz-short bench lint demo store-demo xtdb clean browser replay-bench
+.PHONY: all build test test-short fuzz-short bench lint demo store-demo xtdb clean browser replay-bench typecheck
 
 all: lint build test
 
@@ -41,6 +41,13 @@ browser:
 test-short:
 	$(GO) test $(TESTP) -short -count=1 $(PKGS)
 
+# tsc --noEmit on the TypeScript integrations (the shared client, the Pi
+# extension, the OpenClaw plugin) with each harness's own declarations, at
+# the versions their package.json files pin, installed from npm into the
+# tests' cache (scripts/typecheck.sh).
+typecheck:
+	./scripts/typecheck.sh
+
 # Every fuzz target for FUZZTIME each (default 5s): the parsers of
 # documents, version logs, EDN answers, objects, Markdown and transcripts.
 FUZZTIME ?= 5s
@@ -55,13 +62,6 @@ bench:
 # REPLAY_OUT, default /tmp/replay-bench).
 replay-bench:
 	GO=$(GO) ./scripts/replay-bench.sh
-
-# The token-economy figures of docs/benchmarks.md: both replay runs (15-30
-# minutes on 2 cores), then the blocks between its figures markers
-# rewritten from their tables (scripts/docs-figures.sh).
-.PHONY: docs-figures
-docs-figures:
-	GO=$(GO) ./scripts/docs-figures.sh
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -5,12 +5,15 @@
 //
 // The engine stays thin, as the Pi extension does (integrations/pi/index.ts): OpenClaw's messages
 // are pi-agent-core AgentMessages, the shape Pi sends, so they go through the one Pi converter of
-// the service (harness/pi); the session is opened with harness "openclaw".
+// the service (harness/pi); the session is opened with harness "openclaw". It talks to the
+// service through ctxstore's TypeScript client (../client: the HTTP client, its errors and the
+// delta protocol, the Pi extension's too), imported by relative path: `plugins install -l` links
+// the plugin where it lies in the checkout, so the sibling folder is there (docs/openclaw.md).
 //
 //   assemble     PUT /v1/sessions/{sid} once per process (cwd: the workspace; no system prompt of
 //                its own; the head, below), then POST /v1/sessions/{sid}/context with the history
-//                OpenClaw hands over, as a delta over the previous call's (base/have_call, as the
-//                Pi extension sends it; the whole log after log_mismatch, a reopen after
+//                OpenClaw hands over, as a delta over the previous call's (the client's Deltas, as
+//                the Pi extension sends it; the whole log after log_mismatch, a reopen after
 //                session_not_open); the answer's messages are the context, its system_prompt
 //                (fixed for the session, so cache-stable: ctxstore's guide under the managed
 //                head, empty under the bare one) the systemPromptAddition. A later assemble of
@@ -25,9 +28,9 @@
 //                a "fork" child's session is forked from the conversation commit of the parent's
 //                last call (POST /v1/commits/{c}/fork), its inherited tool call ids made its own;
 //                spawn and end are harness events of the parent's and the child's next calls.
-//   tools        search, query_session and, under the managed head, activate, deactivate, pin,
-//                unpin, from GET /v1/tools, run through POST /v1/sessions/{sid}/tools/{tool}.
-//                ctxstore's read is not registered: OpenClaw's own read keeps its name, and its
+//   tools        ctxstore's tools from GET /v1/tools, run through POST /v1/sessions/{sid}/tools/{tool}:
+//                the recall tools (search, query_session) and, under the managed head, the
+//                management tools (activate, ...). ctxstore's read (role read) is not registered: OpenClaw's own read keeps its name, and its
 //                output is ingested from the log as any tool output (the service's ingester
 //                knows a spill file by its path: read whole, it activates the output the file
 //                holds; with offset/limit, those lines are the read's output).
@@ -55,17 +58,9 @@
 // CTXSTORE_SERVICE_URL (default http://127.0.0.1:7411), CTXSTORE_TOKEN and CTXSTORE_HEAD;
 // CTXSTORE_TIMEOUT_MS per request (30000).
 
-import { execFileSync } from "node:child_process";
-import { createHash, type Hash } from "node:crypto";
-
-/** The tools registered from the service's definitions (openclaw.plugin.json names them too). */
-const TOOLS = ["activate", "deactivate", "pin", "unpin", "search", "query_session"];
-
-/**
- * The tools that manage the context (the service's tools.Management): never offered under the
- * bare head. search and query_session are recall tools, offered under both heads.
- */
-const MANAGEMENT = new Set(["activate", "deactivate", "pin", "unpin"]);
+import type { OpenClawPluginApi } from "openclaw/plugin-sdk/plugin-entry";
+import { Client, Deltas, reopening } from "../client/index.ts";
+import type { HarnessEvent, Message, ToolDefinition } from "../client/index.ts";
 
 /** A session's head (docs/openclaw.md, "The head"). */
 type Head = "bare" | "managed";
@@ -143,99 +138,6 @@ function agentOf(sessionKey: string | undefined): string {
   return m ? m[1].trim().toLowerCase() : "";
 }
 
-interface ToolDefinition {
-  name: string;
-  description: string;
-  parameters: Record<string, unknown>;
-}
-
-interface ContextResponse {
-  messages?: any[];
-  keep: number;
-  system_prompt: string;
-  call: number;
-  commit_id: string;
-  tokens: number;
-  stable: number;
-}
-
-/** A harness event recorded with the next context commit (docs/service.md, "Harness events"). */
-type HarnessEvent = { type: string } & Record<string, unknown>;
-
-interface ToolResponse {
-  ok: boolean;
-  message: string;
-  id?: string;
-  content?: string;
-}
-
-class ServiceError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/**
- * What the service holds of one session's log and of its last answer, so that a context call
- * sends only the messages that are new and gets back only the messages that changed
- * (docs/service.md, "Deltas"; the Pi extension does the same). OpenClaw hands assemble the
- * whole history every model call; sending it whole would make each call's cost grow with the
- * session. The state lives in the process: the first call of a process sends the whole log.
- */
-class Deltas {
-  private jsons: string[] = []; // the log of the last request, each message as sent
-  private sums: string[] = []; // sums[i]: SHA-256 of jsons[0..i], each followed by "\n"
-  private hash: Hash = createHash("sha256");
-  private held?: { call: number; messages: any[] }; // the last answer, whole
-
-  reset() {
-    this.jsons = [];
-    this.sums = [];
-    this.hash = createHash("sha256");
-    this.held = undefined;
-  }
-
-  /** The request body for the log, and how many of its messages the service already holds. */
-  body(messages: any[], full: boolean, events: HarnessEvent[]): { body: string; jsons: string[]; base: number } {
-    const jsons = messages.map((m) => JSON.stringify(m));
-    let base = 0;
-    if (!full) {
-      const n = Math.min(jsons.length, this.jsons.length);
-      while (base < n && jsons[base] === this.jsons[base]) base++;
-    }
-    const head = base > 0 ? `"base":${base},"base_sha256":"${this.sums[base - 1]}",` : "";
-    const have = !full && this.held ? `"have_call":${this.held.call},` : "";
-    const evs = events.length > 0 ? `"events":${JSON.stringify(events)},` : "";
-    return { body: `{${head}${have}${evs}"messages":[${jsons.slice(base).join(",")}]}`, jsons, base };
-  }
-
-  /** Records a successful call: the log sent, and the answer made whole. */
-  answered(jsons: string[], base: number, r: ContextResponse): any[] {
-    if (base < this.jsons.length) {
-      this.hash = createHash("sha256");
-      this.sums = [];
-      for (const j of jsons.slice(0, base)) this.push(j);
-    }
-    this.jsons = jsons.slice(0, base);
-    for (const j of jsons.slice(base)) {
-      this.push(j);
-      this.jsons.push(j);
-    }
-    const kept = r.keep > 0 && this.held ? this.held.messages.slice(0, r.keep) : [];
-    const messages = kept.concat(r.messages ?? []);
-    this.held = { call: r.call, messages };
-    return messages;
-  }
-
-  private push(json: string) {
-    this.hash.update(json + "\n");
-    this.sums.push(this.hash.copy().digest("hex"));
-  }
-}
 
 // Kept for the process, not by one registration or one load of this module: OpenClaw resolves a
 // context engine of its own for a subagent spawn and for the subagent's end (loading the plugin
@@ -291,11 +193,9 @@ function inheritedIds(messages: any[], child: string, at: number): any[] {
   });
 }
 
-export default function register(api: any) {
+export default function register(api: OpenClawPluginApi) {
   const cfg = (api.pluginConfig ?? {}) as { serviceUrl?: string; token?: string; head?: string };
-  const BASE = (cfg.serviceUrl || process.env.CTXSTORE_SERVICE_URL || "http://127.0.0.1:7411").replace(/\/+$/, "");
-  const TOKEN = cfg.token || process.env.CTXSTORE_TOKEN || "";
-  const TIMEOUT_MS = Number(process.env.CTXSTORE_TIMEOUT_MS || 30000);
+  const client = new Client({ baseUrl: cfg.serviceUrl, token: cfg.token });
   const log = api.logger ?? { info: console.error, warn: console.error, error: console.error };
   // OpenClaw loads the plugin into more than one registry per process: a warning is given once.
   const warnOnce = (msg: string) => {
@@ -330,30 +230,6 @@ export default function register(api: any) {
     log.warn(`[ctxstore] ${(err as Error)?.message ?? err}; OpenClaw uses its legacy context engine for this run`);
   };
 
-  async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const headers: Record<string, string> = { "content-type": "application/json" };
-    if (TOKEN) headers.authorization = `Bearer ${TOKEN}`;
-    let res: Response;
-    try {
-      res = await fetch(BASE + path, {
-        method,
-        headers,
-        body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
-        signal: AbortSignal.timeout(TIMEOUT_MS),
-      });
-    } catch (err: any) {
-      throw new ServiceError(0, "unreachable", `ctxstore at ${BASE} is unreachable: ${err?.cause?.code ?? err?.message ?? err}`);
-    }
-    const text = await res.text();
-    let json: any;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      throw new ServiceError(res.status, "bad_response", `ctxstore answered ${res.status} with a body that is not JSON`);
-    }
-    if (!res.ok) throw new ServiceError(res.status, json.code ?? "error", json.message ?? text);
-    return json as T;
-  }
 
   // Sessions opened by this process, and the log last sent for each (commitTurn extends it).
   const opened = new Map<string, Promise<unknown>>();
@@ -373,7 +249,7 @@ export default function register(api: any) {
     let p = opened.get(sid);
     if (!p) {
       const head = headFor(agents.get(sid) ?? "");
-      p = request<{ spill?: string; state?: string }>("PUT", `/v1/sessions/${encodeURIComponent(sid)}`, {
+      p = client.open(sid, {
         cwd,
         system_prompt: "",
         harness: "openclaw",
@@ -393,17 +269,12 @@ export default function register(api: any) {
     return p;
   };
 
-  const session = async <T>(sid: string, path: string, body: unknown): Promise<T> => {
-    await open(sid);
-    try {
-      return await request<T>("POST", `/v1/sessions/${encodeURIComponent(sid)}${path}`, body);
-    } catch (err) {
-      if (!(err instanceof ServiceError) || err.code !== "session_not_open") throw err;
-      opened.delete(sid); // the server restarted: reopen once
-      await open(sid);
-      return await request<T>("POST", `/v1/sessions/${encodeURIComponent(sid)}${path}`, body);
-    }
-  };
+  /** Calls a session route, reopening once if the server lost the session (a restart). */
+  const session = <T>(sid: string, call: () => Promise<T>): Promise<T> =>
+    reopening((again) => {
+      if (again) opened.delete(sid);
+      return open(sid);
+    }, call);
 
   // Per session: the deltas of its context calls, and harness events for its next call.
   const deltas = new Map<string, Deltas>();
@@ -439,14 +310,15 @@ export default function register(api: any) {
         // The parent's last context call: this process's, else the service's count of calls.
         let tip = calls.get(parent);
         if (!tip) {
-          const info = await request<{ calls: number }>("GET", `/v1/sessions/${encodeURIComponent(parent)}`);
+          const info = await client.session(parent);
           if (info.calls > 0) tip = `ctx-${parent}-${info.calls}`;
         }
         if (!tip) throw new Error("the parent has made no context call");
-        const obj = await request<{ doc?: { conversation_commit?: string } }>("GET", `/v1/objects/${encodeURIComponent(tip)}`);
-        from = obj.doc?.conversation_commit ?? "";
+        const obj = await client.object(tip);
+        const conv = obj.doc?.conversation_commit;
+        from = typeof conv === "string" ? conv : "";
         if (from) {
-          const f = await request<{ commit?: { id?: string } }>("POST", `/v1/commits/${encodeURIComponent(from)}/fork`, {
+          const f = await client.fork(from, {
             session: child,
             harness: "openclaw",
           });
@@ -490,27 +362,13 @@ export default function register(api: any) {
     let d = deltas.get(sid);
     if (!d) deltas.set(sid, (d = new Deltas()));
     const sending = events.get(sid) ?? [];
-    let req = d.body(messages, false, sending);
-    let r: ContextResponse;
-    try {
-      try {
-        r = await session<ContextResponse>(sid, "/context", req.body);
-      } catch (err) {
-        if (!(err instanceof ServiceError) || err.code !== "log_mismatch") throw err;
-        d.reset();
-        req = d.body(messages, true, sending);
-        r = await session<ContextResponse>(sid, "/context", req.body);
-      }
-    } catch (err) {
-      d.reset();
-      throw err;
-    }
+    const r = await d.call(messages, { events: sending }, (body) => session(sid, () => client.context(sid, body)));
     events.set(sid, (events.get(sid) ?? []).slice(sending.length));
-    const answer = d.answered(req.jsons, req.base, r);
+    const answer: Message[] = r.messages ?? [];
     last.set(sid, { log: messages, answer, answerJSON: answer.map((m) => JSON.stringify(m)) });
     calls.set(sid, r.commit_id);
     warned = false;
-    return { ...r, messages: answer };
+    return r;
   };
 
   api.registerContextEngine("ctxstore", (ctx: any) => {
@@ -601,38 +459,33 @@ export default function register(api: any) {
       heads.delete(sid);
       agents.delete(sid);
       try {
-        await request("POST", `/v1/sessions/${encodeURIComponent(sid)}/close`);
+        await client.close(sid);
       } catch (err) {
         log.warn(`[ctxstore] closing session ${sid}: ${(err as Error).message}`);
       }
     });
   }
 
-  // ctxstore's tool definitions are the service's (GET /v1/tools). register is synchronous, so
-  // they are read with one short child process; if the service is unreachable, no tool is
-  // registered (OpenClaw keeps its own tools). A management tool is left out of a run whose
-  // session is bare: the head the service answered for it in this process, else the head its
-  // agent's new sessions get (OpenClaw builds a run's tools before its first assemble).
+  // ctxstore's tool definitions, names included, are the service's (GET /v1/tools). register is
+  // synchronous, so they are read with one short child process (Client.toolsSync); if the
+  // service is unreachable, no tool is registered (OpenClaw keeps its own tools). The tool whose
+  // role is read is left out: OpenClaw's own read keeps its name. A management tool (role
+  // manage) is left out of a run whose session is bare: the head the service answered for it in
+  // this process, else the head its agent's new sessions get (OpenClaw builds a run's tools
+  // before its first assemble). openclaw.plugin.json's contracts.tools must name the tools
+  // registered here (OpenClaw reads it before loading the plugin); tests/plugins_test.go checks
+  // it against the service's definitions.
   let defs: ToolDefinition[] = [];
   try {
-    const script =
-      "const r=await fetch(process.argv[1]+'/v1/tools',{headers:process.argv[2]?{authorization:'Bearer '+process.argv[2]}:{},signal:AbortSignal.timeout(" +
-      TIMEOUT_MS +
-      ")});if(!r.ok)throw new Error('GET /v1/tools: '+r.status);process.stdout.write(await r.text())";
-    const out = execFileSync(process.execPath, ["--input-type=module", "-e", script, BASE, TOKEN], {
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "pipe"],
-      timeout: TIMEOUT_MS + 5000,
-    });
-    defs = (JSON.parse(out).tools as ToolDefinition[]).filter((d) => TOOLS.includes(d.name));
+    defs = client.toolsSync().filter((d) => d.role !== "read");
   } catch (err) {
-    log.warn(`[ctxstore] reading ctxstore's tools from ${BASE}: ${(err as Error).message?.split("\n")[0]}; they are not registered`);
+    log.warn(`[ctxstore] reading ctxstore's tools from ${client.base}: ${(err as Error).message?.split("\n")[0]}; they are not registered`);
   }
   const bareRun = (tc: any) => (heads.get(tc?.sessionId) ?? headFor(String(tc?.agentId ?? "").trim().toLowerCase())) === "bare";
   for (const def of defs) {
     api.registerTool(
       (tc: any) => {
-        if (MANAGEMENT.has(def.name) && bareRun(tc)) return null;
+        if (def.role === "manage" && bareRun(tc)) return null;
         return {
           name: def.name,
           label: `${def.name} (ctxstore)`,
@@ -641,7 +494,9 @@ export default function register(api: any) {
           async execute(toolCallId: string, params: any) {
             const sid = tc?.sessionId;
             if (!sid) throw new Error(`${def.name}: no OpenClaw session id for this run`);
-            const r = await session<ToolResponse>(sid, `/tools/${def.name}`, { tool_call_id: recordedId(toolCallId, def.name, shared.mapped), args: { ...params } });
+            const r = await session(sid, () =>
+              client.tool(sid, def.name, { tool_call_id: recordedId(toolCallId, def.name, shared.mapped), args: { ...params } }),
+            );
             if (!r.ok) throw new Error(r.message);
             return { content: [{ type: "text", text: r.message }], details: { ctxstore: { id: r.id ?? null } } };
           },

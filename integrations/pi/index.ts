@@ -5,6 +5,10 @@
 // `ctxstore serve` (docs/service.md) and applies the answers (docs/pi.md says which Pi events it
 // uses and why).
 //
+// It talks to the service through ctxstore's TypeScript client (../client: the HTTP client, its
+// errors and the delta protocol), imported by relative path: Pi loads the extension where it lies
+// in the checkout, so the sibling folder is there (docs/pi.md, "Layout and type-checking").
+//
 //   before_agent_start   opens the ctxstore session (keyed to Pi's session id) with Pi's system
 //                        prompt and a head (CTXSTORE_HEAD): bare by default (Pi's prompt and
 //                        tools only, for good: an output that collapses or enters as a preview
@@ -58,9 +62,14 @@
 
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { createReadToolDefinition, VERSION as PI_VERSION } from "@earendil-works/pi-coding-agent";
-import { createHash, type Hash } from "node:crypto";
+import { createHash } from "node:crypto";
 import { closeSync, openSync, readSync } from "node:fs";
 import { hostname, userInfo } from "node:os";
+import { Client, Deltas, reopening, ServiceError } from "../client/index.ts";
+import type { HarnessEvent, OpenResponse, ToolDefinition, ToolResponse } from "../client/index.ts";
+
+/** A JSON object as the client's bodies type it (a tool's JSON Schema, a content block). */
+type JSONObject = { [key: string]: unknown };
 
 /** The user name, for the principal of conversation commits ("" when unknown). */
 function userName(): string {
@@ -71,174 +80,8 @@ function userName(): string {
   }
 }
 
-const BASE = (process.env.CTXSTORE_SERVICE_URL || "http://127.0.0.1:7411").replace(/\/+$/, "");
-const TOKEN = process.env.CTXSTORE_TOKEN || "";
-const TIMEOUT_MS = Number(process.env.CTXSTORE_TIMEOUT_MS || 30000);
-
 /** The tools this extension answers through ctxstore (their calls are recorded by the service). */
 const OWN_TOOLS = new Set<string>();
-
-/** One of ctxstore's tools as GET /v1/tools defines it (context/tools: defined once, in Go). */
-interface ToolDefinition {
-  name: string;
-  description: string;
-  parameters: Record<string, unknown>; // a JSON Schema object
-}
-
-/** An error answer of the service: {code, message} with its HTTP status. */
-class ServiceError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-interface OpenResponse {
-  session_id: string;
-  state: "created" | "resumed" | "open";
-  system_prompt: string;
-  calls: number;
-}
-
-interface ContextResponse {
-  messages?: any[];
-  keep: number;
-  system_prompt: string;
-  withheld_tools?: string[];
-  head_ttl_seconds?: number;
-  head_tokens?: number;
-  tokens?: number;
-  call: number;
-  rebased: boolean;
-  stable: number;
-}
-
-/** A harness event recorded with the next context commit (docs/service.md, "Harness events"). */
-type HarnessEvent = { type: string } & Record<string, unknown>;
-
-interface ToolResponse {
-  ok: boolean;
-  message: string;
-  id?: string;
-  content?: string;
-}
-
-/** Sends a request; a string body is sent as it is (already JSON). */
-async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const headers: Record<string, string> = { "content-type": "application/json" };
-  if (TOKEN) headers.authorization = `Bearer ${TOKEN}`;
-  let res: Response;
-  try {
-    res = await fetch(BASE + path, {
-      method,
-      headers,
-      body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
-      signal: AbortSignal.timeout(TIMEOUT_MS),
-    });
-  } catch (err: any) {
-    throw new ServiceError(0, "unreachable", `ctxstore at ${BASE} is unreachable: ${err?.cause?.code ?? err?.message ?? err}`);
-  }
-  const text = await res.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new ServiceError(res.status, "bad_response", `ctxstore answered ${res.status} with a body that is not JSON`);
-  }
-  if (!res.ok) throw new ServiceError(res.status, json.code ?? "error", json.message ?? text);
-  return json as T;
-}
-
-/**
- * What the service holds of this session's log and of its last answer, so that each context
- * call sends only the messages that are new and gets back only the messages that changed
- * (docs/service.md, "deltas"). Pi hands the whole log to every context event; sending it whole
- * would make each call's HTTP and JSON cost grow with the session.
- */
-class Deltas {
-  private jsons: string[] = []; // the log of the last request, each message as sent
-  private keys: string[] = []; // keys[i]: keyOf(message i) of that log
-  private sums: string[] = []; // sums[i]: SHA-256 of jsons[0..i], each followed by "\n"
-  private hash: Hash = createHash("sha256"); // the running hash behind sums
-  private held?: { call: number; messages: any[] }; // the last answer, whole
-
-  reset() {
-    this.jsons = [];
-    this.keys = [];
-    this.sums = [];
-    this.hash = createHash("sha256");
-    this.held = undefined;
-  }
-
-  /** The request body for Pi's messages, and the number of them the service already holds. */
-  body(messages: any[], full = false, events: HarnessEvent[] = [], renewedAt = ""): { body: string; jsons: string[]; keys: string[]; base: number } {
-    // The base is found without serializing the whole log (issue 18): messages are compared by
-    // key (role, Pi's creation timestamp, tool call id), and only the last messages of the common
-    // part, the ones Pi could still be changing, and the new ones are serialized.
-    const keys = messages.map(keyOf);
-    let base = 0;
-    if (!full) {
-      const n = Math.min(keys.length, this.keys.length);
-      while (base < n && keys[base] === this.keys[base]) base++;
-      for (let i = Math.max(0, base - recheck); i < base; i++) {
-        if (JSON.stringify(messages[i]) !== this.jsons[i]) {
-          base = i;
-          break;
-        }
-      }
-    }
-    const jsons = this.jsons.slice(0, base);
-    for (let i = base; i < messages.length; i++) jsons.push(JSON.stringify(messages[i]));
-    const head = base > 0 ? `"base":${base},"base_sha256":"${this.sums[base - 1]}",` : "";
-    const have = !full && this.held ? `"have_call":${this.held.call},` : "";
-    const evs = events.length > 0 ? `"events":${JSON.stringify(events)},` : "";
-    const renewed = renewedAt ? `"cache_renewed_at":${JSON.stringify(renewedAt)},` : "";
-    return { body: `{${head}${have}${evs}${renewed}"messages":[${jsons.slice(base).join(",")}]}`, jsons, keys, base };
-  }
-
-  /** Records a successful call: the log sent, and the answer made whole. */
-  answered(jsons: string[], keys: string[], base: number, r: ContextResponse): any[] {
-    if (base < this.jsons.length) {
-      this.hash = createHash("sha256");
-      this.sums = [];
-      for (const j of jsons.slice(0, base)) this.push(j);
-    }
-    this.keys = keys;
-    this.jsons = jsons.slice(0, base);
-    for (const j of jsons.slice(base)) {
-      this.push(j);
-      this.jsons.push(j);
-    }
-    const kept = r.keep > 0 && this.held ? this.held.messages.slice(0, r.keep) : [];
-    const messages = kept.concat(r.messages ?? []);
-    this.held = { call: r.call, messages };
-    return messages;
-  }
-
-  private push(json: string) {
-    this.hash.update(json + "\n");
-    this.sums.push(this.hash.copy().digest("hex"));
-  }
-}
-
-/** How many messages before the delta's base are still compared whole (Deltas.body). */
-const recheck = 2;
-
-/**
- * What identifies a message of Pi's log without serializing it: its role, the creation time Pi
- * stamps on every message (ms) and its tool call id. Pi's log grows by appending, and a replaced
- * or edited log (a branch switch, a compaction) brings messages made at other times. A message
- * without a numeric timestamp is keyed by its whole JSON. The risk, documented in
- * docs/service.md: a message changed in place, keeping its timestamp, further back than the
- * last `recheck` messages, would not be sent again.
- */
-function keyOf(m: any): string {
-  if (typeof m?.timestamp !== "number") return "json:" + JSON.stringify(m);
-  return `${m.role}\u0000${m.timestamp}\u0000${m.toolCallId ?? ""}`;
-}
 
 /** The session id in the header (first line) of a Pi session file, or "" if it cannot be read. */
 function sessionIdOf(file: string | undefined): string {
@@ -508,6 +351,7 @@ function head(): "bare" | "managed" | "lean" {
 
 export default async function ctxstore(pi: ExtensionAPI) {
   const headMode = head();
+  const client = new Client();
   let sid = "";
   const deltas = new Deltas();
   let opened: Promise<OpenResponse> | undefined;
@@ -559,8 +403,8 @@ export default async function ctxstore(pi: ExtensionAPI) {
       const tools = pi
         .getAllTools()
         .filter((t) => active.has(t.name))
-        .map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
-      opened = request<OpenResponse>("PUT", `/v1/sessions/${encodeURIComponent(sid)}`, {
+        .map((t) => ({ name: t.name, description: t.description, parameters: t.parameters as JSONObject }));
+      opened = client.open(sid, {
         cwd: ctx.cwd,
         system_prompt: prompt ?? ctx.getSystemPrompt(),
         harness: "pi",
@@ -586,17 +430,11 @@ export default async function ctxstore(pi: ExtensionAPI) {
   };
 
   /** Calls a session route, reopening once if the server lost the session (a restart). */
-  const session = async <T>(ctx: ExtensionContext, path: string, body: unknown): Promise<T> => {
-    await open(ctx);
-    try {
-      return await request<T>("POST", `/v1/sessions/${encodeURIComponent(sid)}${path}`, body);
-    } catch (err) {
-      if (!(err instanceof ServiceError) || err.code !== "session_not_open") throw err;
-      opened = undefined;
-      await open(ctx);
-      return await request<T>("POST", `/v1/sessions/${encodeURIComponent(sid)}${path}`, body);
-    }
-  };
+  const session = <T>(ctx: ExtensionContext, call: () => Promise<T>): Promise<T> =>
+    reopening((again) => {
+      if (again) opened = undefined;
+      return open(ctx);
+    }, call);
 
   pi.on("session_start", (event, ctx) => {
     sid = ctx.sessionManager.getSessionId();
@@ -661,18 +499,12 @@ export default async function ctxstore(pi: ExtensionAPI) {
     const sending = events.slice();
     const renewed = renewedAt;
     try {
-      let req = deltas.body(event.messages, false, sending, renewed);
-      let r: ContextResponse;
-      try {
-        r = await session<ContextResponse>(ctx, "/context", req.body);
-      } catch (err) {
-        // The service lost what it held (a restart, another client): send everything.
-        if (!(err instanceof ServiceError) || err.code !== "log_mismatch") throw err;
-        deltas.reset();
-        req = deltas.body(event.messages, true, sending, renewed);
-        r = await session<ContextResponse>(ctx, "/context", req.body);
-      }
-      const messages = deltas.answered(req.jsons, req.keys, req.base, r);
+      // A delta over the previous call's log; the whole log when the service lost what it held
+      // (a restart, another client: log_mismatch).
+      const r = await deltas.call(event.messages, { events: sending, cacheRenewedAt: renewed }, (body) =>
+        session(ctx, () => client.context(sid, body)),
+      );
+      const messages = r.messages ?? [];
       events = events.slice(sending.length);
       if (renewedAt === renewed) renewedAt = "";
       current = {
@@ -686,7 +518,6 @@ export default async function ctxstore(pi: ExtensionAPI) {
       ok(ctx);
       return { messages };
     } catch (err) {
-      deltas.reset();
       failed(ctx, err);
       return undefined; // fail open: Pi sends its own context (the events wait for the next call)
     }
@@ -751,13 +582,13 @@ export default async function ctxstore(pi: ExtensionAPI) {
     try {
       // The result's blocks as Pi gives them: the service's Pi converter makes the text (an
       // image gets the same note as in the context call).
-      await session(ctx, "/observe", {
+      await session(ctx, () => client.observe(sid, {
         tool_call_id: event.toolCallId,
         tool: event.toolName,
         args: event.input,
-        content: event.content,
+        content: event.content.map((b) => ({ ...b })),
         is_error: event.isError,
-      });
+      }));
     } catch (err) {
       failed(ctx, err); // the next context call ingests the result from the log anyway
     }
@@ -771,7 +602,7 @@ export default async function ctxstore(pi: ExtensionAPI) {
   pi.on("session_shutdown", async (_event, ctx) => {
     if (!sid || !healthy) return;
     try {
-      await request("POST", `/v1/sessions/${encodeURIComponent(sid)}/close`);
+      await client.close(sid);
     } catch (err) {
       tell(ctx, `closing the ctxstore session: ${(err as Error).message}`);
     }
@@ -779,7 +610,7 @@ export default async function ctxstore(pi: ExtensionAPI) {
 
   /** Runs one of ctxstore's tools; a failed tool throws, so Pi reports it as an error. */
   const runTool = async (ctx: ExtensionContext, tool: string, toolCallId: string, args: Record<string, unknown>) => {
-    const r = await session<ToolResponse>(ctx, `/tools/${tool}`, { tool_call_id: toolCallId, args });
+    const r = await session(ctx, () => client.tool(sid, tool, { tool_call_id: toolCallId, args }));
     ok(ctx);
     if (!r.ok) throw new Error(r.message);
     return r;
@@ -790,7 +621,7 @@ export default async function ctxstore(pi: ExtensionAPI) {
   // its own context (fail open).
   let defs: ToolDefinition[] = [];
   try {
-    defs = (await request<{ tools: ToolDefinition[] }>("GET", "/v1/tools")).tools;
+    defs = await client.tools();
   } catch (err) {
     console.error(`[ctxstore] ${(err as Error).message}; ctxstore's tools are not registered`);
   }
