@@ -275,10 +275,6 @@ const small = `{
 
 func TestSmall(t *testing.T) {
 	s, info := read(t, []byte(small))
-	type row struct {
-		role                 conversation.Role
-		text, tool, id, line string
-	}
 	var got []string
 	for i, m := range s.Messages {
 		r := string(m.Role) + "|" + m.Text + m.Output + "|" + m.ToolCallID
