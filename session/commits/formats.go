@@ -52,9 +52,10 @@ type Format struct {
 	ForSession func(content []byte, session string) ([]byte, error)
 }
 
-// Registry is a set of formats. Packages on higher floors register the
-// codecs they own (harness/claudecode and harness/pi give claude-code-v1
-// and pi-v3 their Decode and Encode) with Register.
+// Registry is a set of formats. The harness codecs, a floor above, are
+// given to a registry when a program builds it (harness.NewRegistry
+// extends claude-code-v1 and pi-v3 with their Decode and Encode); there is
+// no registry shared by the whole program.
 type Registry struct {
 	mu sync.RWMutex
 	m  map[string]*Format
