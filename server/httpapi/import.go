@@ -84,8 +84,35 @@ func (s *Server) importSessions(q *request) (any, error) {
 		return nil, err
 	}
 	im := importer.New(s.st, importer.Options{As: as})
-	return im.Import(q.ctx, p)
+	res, err := im.Import(q.ctx, p)
+	// The answer names the upload by its name, never by the server's
+	// temporary path.
+	hide := strings.NewReplacer(p, name, dir+string(filepath.Separator), "", dir, "upload").Replace
+	if err != nil {
+		return nil, &hidden{err: err, msg: hide(err.Error())}
+	}
+	for i := range res.Files {
+		f := &res.Files[i]
+		f.Path, f.Error = hide(f.Path), hide(f.Error)
+		for j := range f.Problems {
+			f.Problems[j].Path, f.Problems[j].Msg = hide(f.Problems[j].Path), hide(f.Problems[j].Msg)
+		}
+		if f.Commits == nil {
+			f.Commits = []string{}
+		}
+	}
+	return res, nil
 }
+
+// hidden is err with another message (one that leaves out the server's
+// paths); it still classifies as err.
+type hidden struct {
+	err error
+	msg string
+}
+
+func (h *hidden) Error() string { return h.msg }
+func (h *hidden) Unwrap() error { return h.err }
 
 func importAs(as string) (importer.Harness, error) {
 	switch as {

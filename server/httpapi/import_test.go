@@ -112,3 +112,29 @@ func TestImportFolderSymlinkOutOfRoots(t *testing.T) {
 		t.Fatal("the outside file's content is in the store")
 	}
 }
+
+// An uploaded file's answer, its problems and its errors name it by its
+// name, never by the server's temporary path.
+func TestImportUploadHidesTempPath(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, c := range []struct{ query, body string }{
+		{"?name=up.jsonl&as=claude-code", importLines + "{not json\n"},
+		{"?name=run.traj&as=swe-agent", "{\"trajectory\": 7"},
+		{"?name=x.jsonl&as=pi", "\x00\x01 not a session\n"},
+	} {
+		req, _ := http.NewRequest("POST", e.ts.URL+"/v1/import"+c.query, strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/x-ndjson")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if bytes.Contains(b, []byte("ctxstore-upload")) || bytes.Contains(b, []byte(os.TempDir()+"/")) {
+			t.Errorf("upload %s: the answer shows the server's path: %d %s", c.query, resp.StatusCode, b)
+		}
+		if resp.StatusCode == 500 {
+			t.Errorf("upload %s: %d %s", c.query, resp.StatusCode, b)
+		}
+	}
+}

@@ -355,6 +355,9 @@ func (s *Server) wrap(rt route) http.Handler {
 			if rt.retake {
 				if body, err = io.ReadAll(r.Body); err == nil {
 					r.Body = io.NopCloser(bytes.NewReader(body))
+				} else if mbe := (*http.MaxBytesError)(nil); !errors.As(err, &mbe) {
+					// A body cut short is the client's fault.
+					err = badRequest("reading the request body: %v", err)
 				}
 			}
 			if err == nil && rt.raw != nil {
