@@ -49,29 +49,6 @@ func canonicalNormalized(n any) ([]byte, error) {
 	return out, nil
 }
 
-// CanonicalJSON canonicalises JSON text under the same rules as Canonical.
-// It also rejects what a decoder would silently repair: invalid UTF-8,
-// unpaired surrogate escapes and duplicate object keys.
-func CanonicalJSON(data []byte) ([]byte, error) {
-	if !utf8.Valid(data) {
-		return nil, fieldErr("", ErrInvalidUTF8, "JSON text is not valid UTF-8")
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fieldErr("", ErrInvalid, "decoding JSON: %v", err)
-	}
-	if _, err := normalize(v, "", 0); err != nil {
-		return nil, err
-	}
-	out, err := jcs.Transform(data)
-	if err != nil {
-		return nil, fieldErr("", ErrInvalid, "canonicalising JSON: %v", err)
-	}
-	return out, nil
-}
-
 // HashBytes returns the SHA-256 of b as 64 lowercase hex digits. It is the
 // source_hash of raw source bytes.
 func HashBytes(b []byte) string {

@@ -59,25 +59,3 @@ func NewSession(sessionID string, fields map[string]any) (*Object, error) {
 	}
 	return New(env, Payload{Extra: fields})
 }
-
-// NewNote makes a sealed unsourced note with the given UUIDv7 id (see
-// NewUUIDv7).
-func NewNote(id string, f NoteFields, content *string) (*Object, error) {
-	env, err := NewEnvelope(KindNote, id)
-	if err != nil {
-		return nil, err
-	}
-	return New(env, Payload{Content: content, Note: f})
-}
-
-// NewUser makes a sealed user object with the given UUIDv7 id.
-func NewUser(id string, content *string) (*Object, error) {
-	env, err := NewEnvelope(KindUser, id)
-	if err != nil {
-		return nil, err
-	}
-	return New(env, Payload{Content: content})
-}
-
-// Str returns a pointer to s, for Payload.Content.
-func Str(s string) *string { return &s }

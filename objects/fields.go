@@ -21,13 +21,6 @@ var kindKeys = map[Kind][]string{
 	KindNote:     {"title", "tags", "links", "aliases", "frontmatter"},
 }
 
-// ModeledKeys returns the document keys this package models for kind k, in
-// a fixed order; every other key of a document lands in Payload.Extra.
-func ModeledKeys(k Kind) []string {
-	out := append([]string(nil), commonKeys...)
-	return append(out, kindKeys[k]...)
-}
-
 // isModeled reports whether key is modeled for kind k.
 func isModeled(k Kind, key string) bool {
 	for _, m := range commonKeys {

@@ -105,16 +105,3 @@ func IsUUIDv7(s string) bool {
 	u, err := uuid.Parse(s)
 	return err == nil && u.String() == s && u.Version() == 7 && u.Variant() == uuid.RFC4122
 }
-
-// UUIDv7Time returns the millisecond timestamp embedded in a UUIDv7.
-func UUIDv7Time(s string) (time.Time, bool) {
-	if !IsUUIDv7(s) {
-		return time.Time{}, false
-	}
-	u := uuid.MustParse(s)
-	var ms int64
-	for i := 0; i < 6; i++ {
-		ms = ms<<8 | int64(u[i])
-	}
-	return time.UnixMilli(ms).UTC(), true
-}

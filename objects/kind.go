@@ -23,11 +23,6 @@ const (
 	KindUser Kind = "user"
 )
 
-// Kinds lists every known kind in a fixed order.
-func Kinds() []Kind {
-	return []Kind{KindFile, KindToolcall, KindChat, KindSystemPrompt, KindSession, KindNote, KindUser}
-}
-
 // Valid reports whether k is a known kind.
 func (k Kind) Valid() bool {
 	switch k {

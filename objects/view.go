@@ -22,10 +22,6 @@ var viewKeys = map[Kind][]string{
 	KindUser:         {"id", "type", "char_count", "nickname"},
 }
 
-// ViewKeys returns the keys the default metadata view of kind k may hold, in
-// rendering order.
-func ViewKeys(k Kind) []string { return append([]string(nil), viewKeys[k]...) }
-
 // MetadataView returns o's default metadata view: the compact fields the
 // agent sees while o is inactive, never its content.
 //

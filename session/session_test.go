@@ -130,7 +130,7 @@ func TestSessionsIsolatedShareObjects(t *testing.T) {
 	storetestenv.Run(t, func(t *testing.T, e *storetestenv.Env) {
 		ctx := context.Background()
 		st := e.Store
-		f, err := objects.NewFile(objects.FilesystemSource{FilesystemID: "fs", Path: "/" + e.ID("a") + ".txt"}, objects.Str("hi"), []byte("hi"))
+		f, err := objects.NewFile(objects.FilesystemSource{FilesystemID: "fs", Path: "/" + e.ID("a") + ".txt"}, new("hi"), []byte("hi"))
 		if err != nil {
 			t.Fatal(err)
 		}

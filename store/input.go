@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -72,68 +70,6 @@ const maxSafeInt = jsonnum.MaxSafeInt
 // precision than a 64-bit float keeps (0.1000000000000000000001 would be
 // rounded to 0.1).
 func CheckNumber(s string) error { return jsonnum.Check(s) }
-
-// ValidateValue checks a JSON value (as encoding/json decodes it with
-// UseNumber, or Go scalars) against the input rules and returns a
-// *ValueError naming the path of the first field at fault. Faces that
-// take JSON from elsewhere (HTTP bodies, a harness's tool arguments) call
-// it, or NormalizeValue, before building documents.
-func ValidateValue(v any) error {
-	if err := validateValue(v); err != nil {
-		return err
-	}
-	return nil
-}
-
-// NormalizeValue returns v with every number CheckNumber refuses replaced
-// by its literal as a string, and the paths it changed: for values that
-// must be stored whatever a client sent (a harness's tool arguments), so
-// one odd field does not refuse the whole value. v is not modified.
-// Other faults (invalid UTF-8 in a Go string) are left for ValidateValue.
-func NormalizeValue(v any) (any, []string) {
-	var changed []string
-	out := normalizeValue("", v, &changed)
-	return out, changed
-}
-
-func normalizeValue(path string, v any, changed *[]string) any {
-	switch x := v.(type) {
-	case json.Number:
-		if CheckNumber(string(x)) != nil {
-			*changed = append(*changed, path)
-			return string(x)
-		}
-	case float64:
-		if math.IsInf(x, 0) || math.IsNaN(x) {
-			*changed = append(*changed, path)
-			return strconv.FormatFloat(x, 'g', -1, 64)
-		}
-		if s := strconv.FormatFloat(x, 'g', -1, 64); CheckNumber(s) != nil {
-			*changed = append(*changed, path)
-			return s
-		}
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = normalizeValue(fmt.Sprintf("%s[%d]", path, i), e, changed)
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = normalizeValue(joinPath(path, k), e, changed)
-		}
-		return out
-	}
-	return v
-}
-
-func joinPath(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
 
 // ReservedPrefix starts the ids of the entities ctxstore keeps for itself
 // (the version log's cursors, session bundles' records). Only writers that

@@ -98,7 +98,9 @@ func seedPool(b *testing.B, e *env, n, active int) {
 		id, err := objects.NewUUIDv7(e.now.Add(time.Duration(i)*time.Millisecond), rand.Reader)
 		e.must(err)
 		ids[i] = id
-		o, err := objects.NewUser(ids[i], objects.Str(fmt.Sprintf("pasted text %d\n%s", i, output("p", 3))))
+		ue, err := objects.NewEnvelope(objects.KindUser, ids[i])
+		e.must(err)
+		o, err := objects.New(ue, objects.Payload{Content: new(fmt.Sprintf("pasted text %d\n%s", i, output("p", 3)))})
 		e.must(err)
 		doc, err := o.Doc()
 		e.must(err)

@@ -1,10 +1,9 @@
-// Package expand resolves references into objects and selects what of them
-// to show: the content of given references, every toolcall a chat
-// references, or metadata only. Static references resolve to the version
-// they pin, read as of their transaction, and are checked against the
-// hashes they record. A static reference recording all three hashes is
-// portable: in a store where its transaction id means something else (a
-// session imported from another store), it resolves by its hashes.
+// Package expand resolves references into the object versions they name.
+// Static references resolve to the version they pin, read as of their
+// transaction, and are checked against the hashes they record. A static
+// reference recording all three hashes is portable: in a store where its
+// transaction id means something else (a session imported from another
+// store), it resolves by its hashes.
 package expand
 
 import (
@@ -14,42 +13,8 @@ import (
 	"time"
 
 	"github.com/ctxstore/ctxstore/objects"
-	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
 )
-
-// Mode selects what an expansion returns.
-type Mode int
-
-const (
-	// Content returns each object's content (and its metadata line).
-	Content Mode = iota
-	// Metadata returns only the metadata line.
-	Metadata
-)
-
-// Item is one expanded reference.
-type Item struct {
-	// Ref is the reference expanded.
-	Ref objects.Ref
-	// Object is the resolved version (nil when Err is set).
-	Object *objects.Object
-	// Tx is the transaction that wrote the resolved version.
-	Tx int64
-	// Metadata is the object's metadata line (objects.RenderMetadata).
-	Metadata string
-	// Content is the object's content in Content mode, nil otherwise or
-	// when the content is null.
-	Content *string
-	// Note is set in Content mode when the content is null
-	// (objects.NullContent), so the caller can say so instead of showing
-	// nothing.
-	Note string
-	// Err is why the reference could not be expanded: it wraps
-	// store.ErrNotFound for a missing object or version,
-	// objects.ErrHashMismatch for a static reference whose hashes differ.
-	Err error
-}
 
 // Resolve returns the version ref names and the transaction that wrote it:
 // the latest version for a dynamic reference; for a static one, the
@@ -68,28 +33,21 @@ type Item struct {
 // that passes is the same object; correctness never rests on tx ids. If no
 // version passes, the error is the as-of read's.
 func Resolve(ctx context.Context, st store.Store, ref objects.Ref) (*objects.Object, int64, error) {
-	o, tx, _, err := resolve(ctx, st, ref)
-	return o, tx, err
-}
-
-// resolve is Resolve; byHash reports a static reference resolved by its
-// hashes rather than as of its tx.
-func resolve(ctx context.Context, st store.Store, ref objects.Ref) (o *objects.Object, tx int64, byHash bool, err error) {
 	if err := ref.Validate(); err != nil {
-		return nil, 0, false, fmt.Errorf("expand: reference %q: %w", ref.String(), err)
+		return nil, 0, fmt.Errorf("expand: reference %q: %w", ref.String(), err)
 	}
-	o, tx, err = asOf(ctx, st, ref)
+	o, tx, err := asOf(ctx, st, ref)
 	if err == nil || !portable(ref) || errors.Is(err, store.ErrUnavailable) || ctx.Err() != nil {
-		return o, tx, false, err
+		return o, tx, err
 	}
 	ho, htx, herr := byHashes(ctx, st, ref)
 	switch {
 	case herr != nil:
-		return nil, 0, false, fmt.Errorf("%w (searching its history by hashes: %v)", err, herr)
+		return nil, 0, fmt.Errorf("%w (searching its history by hashes: %v)", err, herr)
 	case ho == nil:
-		return nil, 0, false, err
+		return nil, 0, err
 	}
-	return ho, htx, true, nil
+	return ho, htx, nil
 }
 
 // asOf reads the version ref names by its tx (the latest for a dynamic
@@ -152,69 +110,4 @@ func byHashes(ctx context.Context, st store.Store, ref objects.Ref) (*objects.Ob
 		best, bestTx = o, r.TxID
 	}
 	return best, bestTx, nil
-}
-
-// Refs expands each reference in mode. Failures are reported per item.
-func Refs(ctx context.Context, st store.Store, refs []objects.Ref, mode Mode) []Item {
-	out := make([]Item, len(refs))
-	for i, r := range refs {
-		out[i] = one(ctx, st, r, mode)
-	}
-	return out
-}
-
-// ChatToolcalls expands every toolcall the chat references (its
-// toolcall_refs, in order). When chat is a static reference the toolcalls
-// are read as of the same transaction, so a past chat expands to the
-// toolcall versions it saw (as of the transaction that wrote the chat
-// version, when the chat was found by its hashes; see Resolve). An error means the chat itself could not be
-// resolved; toolcall failures are reported per item.
-func ChatToolcalls(ctx context.Context, st store.Store, chat objects.Ref, mode Mode) (*objects.Object, []Item, error) {
-	c, tx, byHash, err := resolve(ctx, st, chat)
-	if err != nil {
-		return nil, nil, err
-	}
-	if c.Kind() != objects.KindChat {
-		return nil, nil, fmt.Errorf("expand: %s is a %s, not a chat", chat.ID, c.Kind())
-	}
-	// A chat found by its hashes (chat.Tx is another store's) is read as
-	// of the transaction that wrote it here.
-	at := chat.Tx
-	if byHash {
-		at = tx
-	}
-	// The chat's turns (and so its toolcall_refs) are read at the same
-	// basis as its head (session.ExpandChat).
-	b := store.Basis{}
-	if chat.Static {
-		b = store.AtTx(at, time.Time{})
-	}
-	if c, err = session.ExpandChat(ctx, st, c, b); err != nil {
-		return nil, nil, err
-	}
-	refs := make([]objects.Ref, len(c.Chat.ToolcallRefs))
-	for i, id := range c.Chat.ToolcallRefs {
-		refs[i] = objects.DynamicRef(id)
-		if chat.Static {
-			refs[i] = objects.Ref{ID: id, Static: true, Tx: at}
-		}
-	}
-	return c, Refs(ctx, st, refs, mode), nil
-}
-
-func one(ctx context.Context, st store.Store, r objects.Ref, mode Mode) Item {
-	o, tx, err := Resolve(ctx, st, r)
-	if err != nil {
-		return Item{Ref: r, Err: err}
-	}
-	it := Item{Ref: r, Object: o, Tx: tx, Metadata: objects.RenderMetadata(o)}
-	if mode == Content {
-		if note, null := objects.NullContent(o); null {
-			it.Note = note
-		} else {
-			s := *o.Content
-			it.Content = &s
-		}
-	}
-	return it
 }

@@ -36,7 +36,7 @@ func toolcall(t *testing.T, id, out string) *objects.Object {
 
 func TestMain(m *testing.M) { storetestenv.Main(m) }
 
-func TestExpand(t *testing.T) {
+func TestResolve(t *testing.T) {
 	storetestenv.Run(t, func(t *testing.T, e *storetestenv.Env) {
 		ctx := context.Background()
 		st := e.Store
@@ -44,27 +44,16 @@ func TestExpand(t *testing.T) {
 		tc1 := toolcall(t, e.ID("toolu_1"), "one")
 		tx1 := put(t, st, tc1)
 		static1 := objects.StaticRef(tc1, tx1)
-		put(t, st, toolcall(t, e.ID("toolu_1"), "one, edited"))
-		bin, _ := objects.NewFile(objects.FilesystemSource{FilesystemID: "fs", Path: "/" + e.ID("x") + ".png"}, nil, []byte{0})
-		put(t, st, bin)
+		tx2 := put(t, st, toolcall(t, e.ID("toolu_1"), "one, edited"))
 
-		items := Refs(ctx, st, []objects.Ref{static1, objects.DynamicRef(e.ID("toolu_1")), objects.DynamicRef(bin.ID()), objects.DynamicRef(e.ID("missing"))}, Content)
-		if items[0].Err != nil || *items[0].Content != "one" || items[0].Tx != tx1 {
-			t.Fatalf("static ref: %+v", items[0])
+		if o, tx, err := Resolve(ctx, st, static1); err != nil || *o.Content != "one" || tx != tx1 {
+			t.Fatalf("static ref: %v %d %v", o, tx, err)
 		}
-		if items[1].Err != nil || *items[1].Content != "one, edited" {
-			t.Fatalf("dynamic ref: %+v", items[1])
+		if o, tx, err := Resolve(ctx, st, objects.DynamicRef(e.ID("toolu_1"))); err != nil || *o.Content != "one, edited" || tx != tx2 {
+			t.Fatalf("dynamic ref: %v %d %v", o, tx, err)
 		}
-		if items[2].Err != nil || items[2].Content != nil || items[2].Note == "" {
-			t.Fatalf("null content: %+v", items[2])
-		}
-		if !errors.Is(items[3].Err, store.ErrNotFound) {
-			t.Fatalf("missing: %+v", items[3])
-		}
-
-		meta := Refs(ctx, st, []objects.Ref{static1}, Metadata)
-		if meta[0].Content != nil || meta[0].Metadata == "" {
-			t.Fatalf("metadata only: %+v", meta[0])
+		if _, _, err := Resolve(ctx, st, objects.DynamicRef(e.ID("missing"))); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("missing: %v", err)
 		}
 
 		// A static ref whose recorded hash does not match fails verification.
@@ -72,33 +61,6 @@ func TestExpand(t *testing.T) {
 		bad.ContentHash = objects.HashBytes([]byte("other"))
 		if _, _, err := Resolve(ctx, st, bad); !errors.Is(err, objects.ErrHashMismatch) {
 			t.Fatalf("bad hash: %v", err)
-		}
-	})
-}
-
-func TestExpandChatToolcalls(t *testing.T) {
-	storetestenv.Run(t, func(t *testing.T, e *storetestenv.Env) {
-		ctx := context.Background()
-		st := e.Store
-		put(t, st, toolcall(t, e.ID("toolu_a"), "A1"))
-		put(t, st, toolcall(t, e.ID("toolu_b"), "B1"))
-		chat, err := objects.NewChat(e.ID("s"), []objects.Turn{{ToolcallIDs: []string{e.ID("toolu_a"), e.ID("toolu_b")}}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx1 := put(t, st, chat)
-		put(t, st, toolcall(t, e.ID("toolu_a"), "A2"))
-
-		_, now, err := ChatToolcalls(ctx, st, objects.DynamicRef(chat.ID()), Content)
-		if err != nil || len(now) != 2 || *now[0].Content != "A2" || *now[1].Content != "B1" {
-			t.Fatalf("dynamic chat: %+v %v", now, err)
-		}
-		_, then, err := ChatToolcalls(ctx, st, objects.StaticRef(chat, ctx1), Content)
-		if err != nil || len(then) != 2 || *then[0].Content != "A1" {
-			t.Fatalf("static chat: %+v %v", then, err)
-		}
-		if _, _, err := ChatToolcalls(ctx, st, objects.DynamicRef(e.ID("toolu_a")), Content); err == nil {
-			t.Fatal("a toolcall expanded as a chat")
 		}
 	})
 }
@@ -172,30 +134,5 @@ func TestResolvePortable(t *testing.T) {
 	missing := objects.StaticRef(toolcall(t, "toolu_none", "x"), 0)
 	if _, _, err := Resolve(ctx, dst, missing); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("missing entity: %v", err)
-	}
-}
-
-// A static chat reference from another store expands to the toolcalls as
-// of the transaction that wrote that chat version in this store.
-func TestChatToolcallsPortable(t *testing.T) {
-	ctx := context.Background()
-	src, dst := openStore(t, "src.db"), openStore(t, "dst.db")
-	chat, err := objects.NewChat("s", []objects.Turn{{ToolcallIDs: []string{"toolu_a"}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, st := range []store.Store{src, dst} {
-		if st == src {
-			put(t, src, toolcall(t, "filler", "x"))
-			put(t, src, toolcall(t, "filler", "y"))
-		}
-		put(t, st, toolcall(t, "toolu_a", "A1"))
-		put(t, st, chat)
-		put(t, st, toolcall(t, "toolu_a", "A2"))
-	}
-	ref := objects.StaticRef(chat, 3) // the chat's tx in src
-	_, then, err := ChatToolcalls(ctx, dst, ref, Content)
-	if err != nil || len(then) != 1 || then[0].Err != nil || *then[0].Content != "A1" {
-		t.Fatalf("static chat from another store: %+v %v", then, err)
 	}
 }

@@ -101,7 +101,7 @@ func TestIndexReadsOnlyNewTurns(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if f := OfflineFields(msgs); !reflect.DeepEqual(got.fields(), f) {
+					if f := offlineFields(msgs); !reflect.DeepEqual(got.fields(), f) {
 						t.Errorf("step %d: fields %+v, the whole conversation's %+v", i, got.fields(), f)
 					}
 					if c.set != nil {
@@ -159,7 +159,7 @@ func TestIndexResumedByANewIndexer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := OfflineFields(msgs)
+			f := offlineFields(msgs)
 			users, last := 0, 0
 			for _, m := range msgs {
 				last = max(last, m.Turn+1)
@@ -192,4 +192,18 @@ func TestIndexerKeepsFewDigests(t *testing.T) {
 			t.Errorf("%d digests kept (the first session's: %v), want the last %d", len(ix.digests), ix.digests[ids[0]] != nil, maxDigests)
 		}
 	})
+}
+
+// offlineFields is the offline generator (no provider configured): an
+// extractive, deterministic index of a conversation. The name and tags are
+// the words the user used most (ties: first used), stop words and short
+// words left out; the description is the first user message's first
+// sentence; the summary quotes the first request, the latest requests and
+// the last answer.
+func offlineFields(msgs []Message) Fields {
+	d := newDigest(0)
+	for _, m := range msgs {
+		d.add(m)
+	}
+	return d.fields()
 }

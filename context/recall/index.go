@@ -150,27 +150,6 @@ func (a Attempt) doc(id string) store.Doc {
 	return d
 }
 
-// Attempts lists a session's recorded generation attempts, oldest first.
-func Attempts(ctx context.Context, st store.Store, sessionID string) ([]Attempt, error) {
-	docs, err := st.Query(ctx, store.Query{Where: []store.Pred{
-		{Field: "type", Op: store.Eq, Value: AttemptType},
-		{Field: "session_id", Op: store.Eq, Value: sessionID},
-	}, OrderBy: []store.Order{{Field: "at"}, {Field: "attempt"}}})
-	if err != nil {
-		return nil, err
-	}
-	var out []Attempt
-	for _, d := range docs {
-		raw, _ := json.Marshal(d)
-		var a Attempt
-		if err := json.Unmarshal(raw, &a); err != nil {
-			return nil, fmt.Errorf("attempt %v: %w", d[store.IDKey], err)
-		}
-		out = append(out, a)
-	}
-	return out, nil
-}
-
 // Indexer generates and stores session metadata.
 type Indexer struct {
 	st  store.Store

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -131,7 +132,7 @@ func TestOfflineIndexAndVersions(t *testing.T) {
 		if err != nil || len(hits) != 1 || hits[0].Session != s.ID() {
 			t.Errorf("search session_meta: %+v %v", hits, err)
 		}
-		as, err := Attempts(ctx, e.Store, s.ID())
+		as, err := attempts(ctx, e.Store, s.ID())
 		if err != nil || len(as) < 3 || !as[0].Success || as[0].Generator != "offline" {
 			t.Errorf("attempts %+v %v", as, err)
 		}
@@ -211,7 +212,7 @@ func TestGenerationContract(t *testing.T) {
 					if srv.calls != c.attempts {
 						t.Errorf("%d calls, want %d", srv.calls, c.attempts)
 					}
-					as, aerr := Attempts(ctx, e.Store, s.ID())
+					as, aerr := attempts(ctx, e.Store, s.ID())
 					if aerr != nil || len(as) != c.attempts {
 						t.Fatalf("recorded attempts %+v %v, want %d", as, aerr, c.attempts)
 					}
@@ -306,4 +307,25 @@ func TestDueGrowsWithTheSession(t *testing.T) {
 	if indexes > 40 {
 		t.Fatalf("%d indexes over 10,000 user messages", indexes)
 	}
+}
+
+// attempts lists a session's recorded generation attempts, oldest first.
+func attempts(ctx context.Context, st store.Store, sessionID string) ([]Attempt, error) {
+	docs, err := st.Query(ctx, store.Query{Where: []store.Pred{
+		{Field: "type", Op: store.Eq, Value: AttemptType},
+		{Field: "session_id", Op: store.Eq, Value: sessionID},
+	}, OrderBy: []store.Order{{Field: "at"}, {Field: "attempt"}}})
+	if err != nil {
+		return nil, err
+	}
+	var out []Attempt
+	for _, d := range docs {
+		raw, _ := json.Marshal(d)
+		var a Attempt
+		if err := json.Unmarshal(raw, &a); err != nil {
+			return nil, fmt.Errorf("attempt %v: %w", d[store.IDKey], err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }

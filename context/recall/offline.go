@@ -5,20 +5,6 @@ import (
 	"strings"
 )
 
-// OfflineFields is the offline generator (no provider configured): an
-// extractive, deterministic index of a conversation. The name and tags are
-// the words the user used most (ties: first used), stop words and short
-// words left out; the description is the first user message's first
-// sentence; the summary quotes the first request, the latest requests and
-// the last answer.
-func OfflineFields(msgs []Message) Fields {
-	d := newDigest(0)
-	for _, m := range msgs {
-		d.add(m)
-	}
-	return d.fields()
-}
-
 var wordRe = regexp.MustCompile(`[\p{L}][\p{L}\p{N}_]{2,}`)
 
 func firstSentence(s string) string {

@@ -44,9 +44,9 @@ func TestTrackedReadSeesExternalEdits(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		items := expand.Refs(e.ctx, e.st, []objects.Ref{r.Ref}, expand.Content)
-		if items[0].Err != nil || *items[0].Content != "v1" {
-			t.Fatalf("static ref of the read: %+v", items[0])
+		o, _, err := expand.Resolve(e.ctx, e.st, r.Ref)
+		if err != nil || *o.Content != "v1" {
+			t.Fatalf("static ref of the read: %v %v", o, err)
 		}
 		if err := os.Remove(p); err != nil {
 			t.Fatal(err)

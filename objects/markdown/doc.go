@@ -9,9 +9,9 @@
 // inside a code span, a fenced or indented code block or raw HTML counts as
 // a link, a tag or a block id.
 //
-// [Parse] returns a [Note]. [Resolve] turns link targets into object ids with
-// a lookup the caller supplies (by path, nickname or alias), keeping
-// dangling links. [ToNoteFields] maps a Note onto [objects.NoteFields]; its
+// [Parse] returns a [Note]; [ResolvedLink] is a link with the object id it
+// resolves to, which the caller looks up (by path, nickname or alias),
+// keeping dangling links. [ToNoteFields] maps a Note onto [objects.NoteFields]; its
 // links are targets as written, not ids (see its documentation for why).
 //
 // docs/notes.md describes exactly what is parsed, with examples, and what is

@@ -24,18 +24,11 @@ Goals are in [[Roadmap#Goals|the roadmap]]; see ![[arch.png]] and [spec](specs/s
 	for _, l := range n.Links {
 		fmt.Printf("%s %q heading=%q label=%q embed=%v line=%d\n", l.Kind, l.Target, l.Heading, l.Label, l.Embed, l.Line)
 	}
-	ids := map[string]string{"Roadmap": "019c8012-0000-7000-8000-000000000001"}
-	for _, r := range markdown.Resolve(n.Links, func(t string) (string, bool) { id, ok := ids[t]; return id, ok }) {
-		fmt.Printf("%s -> id=%q dangling=%v\n", r.Target, r.ID, r.Dangling)
-	}
 	fmt.Println(markdown.ToNoteFields(n).Links)
 	// Output:
 	// Project plan [Plan] [project/ctxstore draft] [p1]
 	// wikilink "Roadmap" heading="Goals" label="the roadmap" embed=false line=7
 	// wikilink "arch.png" heading="" label="" embed=true line=7
 	// markdown "specs/store.md" heading="" label="spec" embed=false line=7
-	// Roadmap -> id="019c8012-0000-7000-8000-000000000001" dangling=false
-	// arch.png -> id="" dangling=true
-	// specs/store.md -> id="" dangling=true
 	// [Roadmap arch.png specs/store.md]
 }

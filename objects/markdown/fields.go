@@ -66,11 +66,11 @@ func stringList(v any) []string {
 // first appearance, links into the same note left out. Keeping targets
 // makes a note object a function of its bytes alone: its hashes do not
 // change when some other object appears, is renamed or is given an alias,
-// and a dangling link needs no special value. Resolution to ids (with
-// Resolve and a lookup by path, nickname or alias) happens when the links
+// and a dangling link needs no special value. Resolution to ids (a lookup
+// by path, nickname or alias, into ResolvedLink) happens when the links
 // are followed or indexed.
 //
-// The result always passes the object model's validation (objects.NewNote).
+// The result always passes the object model's validation (objects.New).
 // A nil note gives zero fields.
 func ToNoteFields(n *Note) objects.NoteFields {
 	if n == nil {

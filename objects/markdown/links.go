@@ -82,50 +82,6 @@ type ResolvedLink struct {
 	Dangling bool
 }
 
-// Resolve resolves links with lookup, which maps a target as written
-// (Link.Target) to an object id. Whether lookup matches by path, by
-// nickname, by alias or by file name is up to the caller; Markdown link
-// targets are relative to the note's directory, so a caller that resolves
-// paths should join them with it.
-//
-// The result has one entry per link, in the same order. A link whose
-// lookup fails (ok false or an empty id) is kept as dangling: Target set,
-// ID empty, Dangling true. Links into the same note (Link.Self) are not
-// looked up: ID stays empty and Dangling false; the caller knows the note's
-// own id. lookup is called at most once per distinct target; a nil lookup
-// leaves every link dangling.
-func Resolve(links []Link, lookup func(target string) (id string, ok bool)) []ResolvedLink {
-	if len(links) == 0 {
-		return nil
-	}
-	type result struct {
-		id string
-		ok bool
-	}
-	seen := make(map[string]result)
-	out := make([]ResolvedLink, len(links))
-	for i, l := range links {
-		out[i].Link = l
-		if l.Self() {
-			continue
-		}
-		r, done := seen[l.Target]
-		if !done {
-			if lookup != nil {
-				r.id, r.ok = lookup(l.Target)
-			}
-			r.ok = r.ok && r.id != ""
-			seen[l.Target] = r
-		}
-		if r.ok {
-			out[i].ID = r.id
-		} else {
-			out[i].Dangling = true
-		}
-	}
-	return out
-}
-
 // splitWikilink splits the inside of a wikilink before any '|' into its
 // target and fragment. Obsidian's target ends at the first '#'.
 func splitWikilink(inner string) (target, heading, block string) {

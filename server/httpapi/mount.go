@@ -9,9 +9,6 @@ type Grant struct {
 	Sessions []string
 }
 
-// Allows reports whether the grant covers session id.
-func (g Grant) Allows(id string) bool { return grant{all: g.All, sessions: g.Sessions}.session(id) }
-
 // Authorize checks r's bearer token with the server's token rules (none
 // configured: everything is granted) and returns what it grants; an error
 // means no or an unknown token. Other faces mounted on the server (the web

@@ -76,12 +76,6 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// RateLimited reports whether err is a 429 answer.
-func RateLimited(err error) bool {
-	var pe *Error
-	return errors.As(err, &pe) && pe.Status == http.StatusTooManyRequests
-}
-
 // Config configures one provider (one entry of the recall config file).
 type Config struct {
 	// Name identifies the provider in the config's "use" list.

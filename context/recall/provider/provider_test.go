@@ -123,7 +123,7 @@ func TestClients(t *testing.T) {
 				}
 			}
 			_, err = p.Complete(context.Background(), Request{Prompt: "again"})
-			if !RateLimited(err) || !strings.Contains(err.Error(), "slow down") {
+			if !rateLimited(err) || !strings.Contains(err.Error(), "slow down") {
 				t.Errorf("429: %v", err)
 			}
 		})
@@ -164,4 +164,10 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
 		}
 	}
+}
+
+// rateLimited reports whether err is a 429 answer.
+func rateLimited(err error) bool {
+	var pe *Error
+	return errors.As(err, &pe) && pe.Status == http.StatusTooManyRequests
 }
