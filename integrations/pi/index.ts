@@ -616,9 +616,10 @@ export default async function ctxstore(pi: ExtensionAPI) {
     return r;
   };
 
-  // ctxstore's tools are the service's (GET /v1/tools), read once when Pi loads the extension.
-  // If the service is unreachable then, none is registered: Pi keeps its own read, as it keeps
-  // its own context (fail open).
+  // ctxstore's tools are the service's (GET /v1/tools), names included, read once when Pi loads
+  // the extension. The one whose role is read stands in for Pi's own read (same name), and falls
+  // back to it when the service fails. If the service is unreachable at load, none is
+  // registered: Pi keeps its own read, as it keeps its own context (fail open).
   let defs: ToolDefinition[] = [];
   try {
     defs = await client.tools();
@@ -633,13 +634,13 @@ export default async function ctxstore(pi: ExtensionAPI) {
       description: def.description,
       parameters: def.parameters as any,
       async execute(toolCallId, params: any, signal, onUpdate, ctx) {
-        if (def.name !== "read") {
+        if (def.role !== "read") {
           const r = await runTool(ctx, def.name, toolCallId, { ...params });
           return { content: [{ type: "text", text: r.message }], details: { ctxstore: { id: r.id } } };
         }
         let r: ToolResponse;
         try {
-          r = await runTool(ctx, "read", toolCallId, { path: params.path, offset: params.offset, limit: params.limit });
+          r = await runTool(ctx, def.name, toolCallId, { path: params.path, offset: params.offset, limit: params.limit });
         } catch (err) {
           if (!(err instanceof ServiceError)) throw err;
           failed(ctx, err); // fall back to Pi's own read
