@@ -473,7 +473,7 @@ export default function register(api: OpenClawPluginApi) {
   // manage) is left out of a run whose session is bare: the head the service answered for it in
   // this process, else the head its agent's new sessions get (OpenClaw builds a run's tools
   // before its first assemble). openclaw.plugin.json's contracts.tools must name the tools
-  // registered here (OpenClaw reads it before loading the plugin); tests/plugins_test.go checks
+  // registered here (OpenClaw reads it before loading the plugin); TestPluginPackages checks
   // it against the service's definitions.
   let defs: ToolDefinition[] = [];
   try {
