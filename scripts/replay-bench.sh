@@ -5,7 +5,7 @@
 # /tmp/replay-bench): tables.md (the Markdown tables the doc quotes;
 # tables-other.md for the small Claude Code fixtures and the SWE-agent
 # trajectories),
-# chart-N-SESSION.png (one chart per session: context per call and
+# chart-N-SESSION.svg (one chart per session: context per call and
 # cumulative cost, one line per strategy) and, with REPLAY_JSON=1, all.json
 # (every call of every strategy). Build output, never committed.
 #
@@ -49,7 +49,7 @@ MAIN=
 for f in "$DATA"/claude-code/*.jsonl "$DATA"/pi/*.jsonl; do MAIN="${MAIN:+$MAIN,}$f"; done
 set -- "$DATA"/claude-code/*.jsonl "$DATA"/pi/*.jsonl
 echo "replay-bench: $# files, strategies $STRATEGIES, cache model $CACHE_MODEL, warming $WARM${PROXY:+, Claude Code through the proxy warming $PROXY}, into $OUT" >&2
-"$OUT/ctxstore" replay --markdown --cache-model "$CACHE_MODEL" --warm "$WARM" ${PROXY:+--claude-code-proxy "$PROXY"} ${OTHER:+--check-also "$OTHER"} --chart "$OUT/chart.png" --strategies "$STRATEGIES" "$@" >"$OUT/tables.md"
+"$OUT/ctxstore" replay --markdown --cache-model "$CACHE_MODEL" --warm "$WARM" ${PROXY:+--claude-code-proxy "$PROXY"} ${OTHER:+--check-also "$OTHER"} --chart "$OUT/chart.svg" --strategies "$STRATEGIES" "$@" >"$OUT/tables.md"
 if [ "${REPLAY_JSON:-}" = 1 ]; then
 	"$OUT/ctxstore" replay --json --per-call --cache-model "$CACHE_MODEL" --warm "$WARM" ${PROXY:+--claude-code-proxy "$PROXY"} --strategies "$STRATEGIES" "$@" >"$OUT/all.json"
 fi

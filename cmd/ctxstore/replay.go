@@ -24,7 +24,7 @@ type replayCmd struct {
 	Sessions      []string      `arg:"" name:"SESSION" type:"existingfile" help:"Transcripts to replay: Claude Code or Pi session JSONL files (the format is detected)."`
 	Strategies    []string      `name:"strategies" sep:"," placeholder:"NAME,..." help:"Strategies to replay, in order (default: naive, clear_tool_uses, clear_tool_uses_20k, recorded, ctxstore_stream, ctxstore_literal; also clear_tool_uses_batched, clear_tool_uses_20k_batched)."`
 	PerCall       bool          `name:"per-call" help:"Also print every call of every strategy (and include the calls in --json)."`
-	Chart         string        `name:"chart" placeholder:"FILE.png" help:"Write a PNG chart of context size and cumulative cost per call, one line per strategy; with several sessions, one file per session (FILE-NAME.png)."`
+	Chart         string        `name:"chart" placeholder:"FILE.svg" help:"Write an SVG chart of context size and cumulative cost per call, one line per strategy; with several sessions, one file per session (FILE-N-NAME.svg)."`
 	Tokenizer     string        `name:"tokenizer" default:"o200k_base" enum:"o200k_base,cl100k_base,bytes" help:"Token counter: a BPE encoding, or bytes (one token per 4 bytes)."`
 	TTL           time.Duration `name:"ttl" default:"5m" help:"Prompt-cache lifetime: a longer gap between calls makes the cache cold."`
 	HeadTTL       time.Duration `name:"head-ttl" default:"1h" env:"CTXSTORE_REPLAY_HEAD_TTL" help:"Where ctxstore places the breakpoints (its Pi extension), the lifetime it asks for on the head's once a session has paused past --ttl (as serve --head-ttl; no longer than --ttl: never)."`

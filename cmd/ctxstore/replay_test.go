@@ -16,7 +16,7 @@ import (
 // --json on stdout, progress on stderr, a chart file, the per-call table.
 func TestReplayCommand(t *testing.T) {
 	path := filepath.Join(datasetdir.Dir(t), "claude-code", "raw", "claude-reliability__hello-world-script.jsonl")
-	chart := filepath.Join(t.TempDir(), "c.png")
+	chart := filepath.Join(t.TempDir(), "c.svg")
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"replay", "--json", "--tokenizer", "bytes", "--chart", chart,
 		"--strategies", "naive,recorded,ctxstore_stream", path}, strings.NewReader(""), &out, &errb)
@@ -34,7 +34,7 @@ func TestReplayCommand(t *testing.T) {
 		t.Fatalf("stderr %s", errb.String())
 	}
 	b, err := os.ReadFile(chart)
-	if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+	if err != nil || !bytes.HasPrefix(b, []byte("<svg ")) {
 		t.Fatalf("chart: %v", err)
 	}
 

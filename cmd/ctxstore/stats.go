@@ -16,7 +16,7 @@ type statsCmd struct {
 	IdleGap  time.Duration `name:"idle-gap" default:"5m" help:"The shortest pause between two events of a session that counts as idle."`
 	Bins     int           `name:"bins" default:"24" help:"Time windows of a session profile."`
 	TZ       string        `name:"tz" default:"UTC" placeholder:"ZONE" help:"The time zone of the hour and weekday counts (an IANA name, or Local)."`
-	Charts   string        `name:"charts" placeholder:"DIR" help:"Also write the charts as PNG images into DIR (timeline, activity, tools, compaction)."`
+	Charts   string        `name:"charts" placeholder:"DIR" help:"Also write the charts as SVG images into DIR (timeline, activity, tools, compaction)."`
 }
 
 // Run implements stats.

@@ -73,7 +73,7 @@ func TestStatsCommand(t *testing.T) {
 	if code, _, errs = stat("stats", "--charts", charts); code != 0 || !strings.Contains(errs, "chart written to") {
 		t.Fatalf("--charts: exit %d %s", code, errs)
 	}
-	if b, err := os.ReadFile(filepath.Join(charts, stats.ChartActivity)); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+	if b, err := os.ReadFile(filepath.Join(charts, stats.ChartActivity)); err != nil || !bytes.HasPrefix(b, []byte("<svg ")) {
 		t.Fatalf("activity chart: %v", err)
 	}
 	for _, bad := range [][]string{{"stats", "--tz", "Mars/Olympus"}, {"stats", "--bins", "0"}, {"stats", "--from", "2026-03-08", "--to", "2026-03-07"}} {

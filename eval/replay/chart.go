@@ -2,81 +2,65 @@ package replay
 
 import (
 	"fmt"
-	"image/color"
 	"io"
 	"path/filepath"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
+	"github.com/ctxstore/ctxstore/internal/svgplot"
 )
 
 // palette gives each strategy a distinct, stable color.
-var palette = []color.RGBA{
-	{0x22, 0x22, 0x22, 0xff}, // black
-	{0xe6, 0x9f, 0x00, 0xff}, // orange
-	{0x88, 0x44, 0xaa, 0xff}, // purple
-	{0x56, 0xb4, 0xe9, 0xff}, // sky blue
-	{0x00, 0x9e, 0x73, 0xff}, // green
-	{0xcc, 0x22, 0x22, 0xff}, // red
-	{0x00, 0x44, 0xaa, 0xff}, // dark blue
-	{0x99, 0x99, 0x99, 0xff}, // grey
+var palette = []string{
+	"#222222", // black
+	"#e69f00", // orange
+	"#8844aa", // purple
+	"#56b4e9", // sky blue
+	"#009e73", // green
+	"#cc2222", // red
+	"#0044aa", // dark blue
+	"#999999", // grey
 }
 
-// WriteChart draws a report as a PNG: context tokens per call (top) and
-// cumulative effective cost per call (bottom), one line per strategy.
+// WriteChart draws a report as an SVG image: context tokens per call (top)
+// and cumulative effective cost per call (bottom), one line per strategy
+// (every other one dashed, so that lines on top of each other stay
+// visible).
 func WriteChart(w io.Writer, rep *Report) error {
-	top := plot.New()
-	top.Title.Text = fmt.Sprintf("%s: context per call", filepath.Base(rep.Session))
-	top.X.Label.Text = "call"
-	top.Y.Label.Text = "context tokens"
-	bottom := plot.New()
-	bottom.Title.Text = fmt.Sprintf("cumulative effective cost under the %s cache model (base-input tokens: written x write price + cached x 0.1 + uncached)", rep.CacheModel)
-	bottom.X.Label.Text = "call"
-	bottom.Y.Label.Text = "cost"
-	for _, p := range []*plot.Plot{top, bottom} {
-		p.Add(plotter.NewGrid())
-		p.Legend.Top = true
-		p.Legend.Left = true
+	top := &svgplot.Plot{
+		Title:  fmt.Sprintf("%s: context per call", filepath.Base(rep.Session)),
+		XLabel: "call", YLabel: "context tokens", Grid: true,
+	}
+	bottom := &svgplot.Plot{
+		Title:  fmt.Sprintf("cumulative effective cost under the %s cache model (base-input tokens: written x write price + cached x 0.1 + uncached)", rep.CacheModel),
+		XLabel: "call", YLabel: "cost", Grid: true,
 	}
 	for i, r := range rep.Results {
-		ctxPts := make(plotter.XYs, len(r.Calls))
-		costPts := make(plotter.XYs, len(r.Calls))
+		ctx := svgplot.Line{Name: r.Strategy, Color: palette[i%len(palette)], Dashed: i%2 == 1}
+		cost := ctx
+		ctx.XYs = make([]svgplot.XY, len(r.Calls))
+		cost.XYs = make([]svgplot.XY, len(r.Calls))
 		for j, c := range r.Calls {
-			ctxPts[j] = plotter.XY{X: float64(c.N), Y: float64(c.Context)}
-			costPts[j] = plotter.XY{X: float64(c.N), Y: c.CumCost}
+			ctx.XYs[j] = svgplot.XY{X: float64(c.N), Y: float64(c.Context)}
+			cost.XYs[j] = svgplot.XY{X: float64(c.N), Y: c.CumCost}
 		}
-		col := palette[i%len(palette)]
-		for _, pair := range []struct {
-			p   *plot.Plot
-			pts plotter.XYs
-		}{{top, ctxPts}, {bottom, costPts}} {
-			l, err := plotter.NewLine(pair.pts)
-			if err != nil {
-				return fmt.Errorf("replay chart: %w", err)
-			}
-			l.Color = col
-			l.Width = vg.Points(1.2)
-			if i%2 == 1 {
-				l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-			}
-			pair.p.Add(l)
-			pair.p.Legend.Add(r.Strategy, l)
-		}
+		top.Lines = append(top.Lines, ctx)
+		bottom.Lines = append(bottom.Lines, cost)
 	}
-	const width, height = 30 * vg.Centimeter, 32 * vg.Centimeter
-	img := vgimg.New(width, height)
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 2, Cols: 1, PadTop: vg.Millimeter * 3, PadBottom: vg.Millimeter * 3,
-		PadLeft: vg.Millimeter * 3, PadRight: vg.Millimeter * 3, PadY: vg.Millimeter * 6}
-	canvases := plot.Align([][]*plot.Plot{{top}, {bottom}}, tiles, dc)
-	top.Draw(canvases[0][0])
-	bottom.Draw(canvases[1][0])
-	png := vgimg.PngCanvas{Canvas: img}
-	if _, err := png.WriteTo(w); err != nil {
+	for _, p := range []*svgplot.Plot{top, bottom} {
+		p.Y.Min, p.Y.Max = 0, maxY(p.Lines)*1.02
+	}
+	if _, err := (svgplot.Figure{Width: 1130, Height: 1200, Panels: []*svgplot.Plot{top, bottom}}).WriteTo(w); err != nil {
 		return fmt.Errorf("replay chart: %w", err)
 	}
 	return nil
+}
+
+// maxY is the largest y of the lines (0 when there is none).
+func maxY(ls []svgplot.Line) float64 {
+	m := 0.0
+	for _, l := range ls {
+		for _, q := range l.XYs {
+			m = max(m, q.Y)
+		}
+	}
+	return m
 }

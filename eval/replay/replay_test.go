@@ -3,8 +3,9 @@ package replay
 import (
 	"bytes"
 	"context"
+	"encoding/xml"
 	"fmt"
-	"image/png"
+	"io"
 	"math"
 	"math/rand"
 	"path/filepath"
@@ -446,7 +447,8 @@ func TestNeeds(t *testing.T) {
 	}
 }
 
-// TestChart writes a chart and decodes it as a PNG.
+// TestChart writes a chart and reads it back as SVG: two panels with a
+// line per strategy in each, named in the legends.
 func TestChart(t *testing.T) {
 	rep, err := Run(context.Background(), synth(8, 600), Options{Tokenizer: assemble.BytesTokenizer{}, Dir: t.TempDir(), OpenStore: openSQLite,
 		Strategies: []Strategy{&Naive{}, &ClearToolUses{Trigger: 1000}, Recorded{}}})
@@ -457,15 +459,26 @@ func TestChart(t *testing.T) {
 	if err := WriteChart(&buf, rep); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.HasPrefix(buf.Bytes(), []byte("\x89PNG\r\n\x1a\n")) {
-		t.Fatal("not a PNG signature")
+	lines := 0
+	d := xml.NewDecoder(bytes.NewReader(buf.Bytes()))
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("not well-formed SVG: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "polyline" {
+			lines++
+		}
 	}
-	img, err := png.Decode(&buf)
-	if err != nil {
-		t.Fatal(err)
+	if lines != 2*len(rep.Results) {
+		t.Errorf("%d lines, want %d (two panels, %d strategies)", lines, 2*len(rep.Results), len(rep.Results))
 	}
-	if b := img.Bounds(); b.Dx() < 500 || b.Dy() < 500 {
-		t.Fatalf("image %v", b)
+	for _, r := range rep.Results {
+		if n := strings.Count(buf.String(), ">"+r.Strategy+"</text>"); n != 2 {
+			t.Errorf("strategy %s is named %d times in the legends, want 2", r.Strategy, n)
+		}
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -292,8 +294,15 @@ func TestOutputs(t *testing.T) {
 		}
 		for _, p := range paths {
 			b, err := os.ReadFile(p)
-			if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) || len(b) < 5000 {
+			if err != nil || !bytes.HasPrefix(b, []byte("<svg ")) || len(b) < 2000 {
 				t.Fatalf("chart %s: %v, %d bytes", p, err, len(b))
+			}
+			for d := xml.NewDecoder(bytes.NewReader(b)); ; {
+				if _, err := d.Token(); err == io.EOF {
+					break
+				} else if err != nil {
+					t.Fatalf("chart %s is not well-formed: %v", p, err)
+				}
 			}
 		}
 	}
