@@ -63,10 +63,24 @@ bench:
 replay-bench:
 	GO=$(GO) ./scripts/replay-bench.sh
 
+# The token-economy figures of docs/benchmarks.md: both replay runs (15-30
+# minutes on 2 cores), then the blocks between its figures markers
+# rewritten from their tables (scripts/docs-figures.sh).
+.PHONY: docs-figures
+docs-figures:
+	GO=$(GO) ./scripts/docs-figures.sh
+
+# gofmt, go vet, staticcheck (any finding fails) and the dead-code check
+# of the binary (scripts/deadcode.sh). The two tools are pinned here and
+# built by go run from the module proxy on first use (then cached).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+DEADCODE    ?= golang.org/x/tools/cmd/deadcode@v0.53.0
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
+	GO=$(GO) DEADCODE=$(DEADCODE) ./scripts/deadcode.sh
 
 # A short agent session, offline, with ctxstore managing its context (on
 # the embedded SQLite store .ctxstore/demo.db), then what the model saw.
