@@ -29,9 +29,10 @@ type ccProxyOptions struct {
 	Warm     string        `name:"warm" default:"running" enum:"off,running,idle" help:"Warm requests: running (while a tool runs, or Claude Code waits for its approval), idle (while Claude Code waits for the person too) or off; each pause warms while its warms cost no more than the rewrite they save, at most an hour running, 30 minutes idle."`
 }
 
-// start makes the proxy and listens on addr; fallback is the upstream when
-// --upstream is not given; log gets the proxy's lines (nil: none).
-func (o ccProxyOptions) start(addr, fallback string, log io.Writer) (*ccproxy.Proxy, *http.Server, net.Listener, *url.URL, error) {
+// start makes the proxy and listens on addr (off loopback only with
+// remote); fallback is the upstream when --upstream is not given; log gets
+// the proxy's lines (nil: none).
+func (o ccProxyOptions) start(addr, fallback string, remote bool, log io.Writer) (*ccproxy.Proxy, *http.Server, net.Listener, *url.URL, error) {
 	raw := o.Upstream
 	if raw == "" {
 		raw = fallback
@@ -51,6 +52,13 @@ func (o ccProxyOptions) start(addr, fallback string, log io.Writer) (*ccproxy.Pr
 	c := ccproxy.Config{Upstream: up, CacheTTL: o.CacheTTL, HeadTTL: head, Warm: o.Warm}
 	if ta, ok := ln.Addr().(*net.TCPAddr); ok && ta.IP.IsLoopback() {
 		c.LoopbackOnly = true // only this machine's clients, by name too (no DNS rebinding)
+	} else if !remote {
+		// The proxy has no tokens: off loopback it would pass anyone's
+		// requests on to the upstream (an open relay).
+		ln.Close()
+		return nil, nil, nil, nil, usagef("--addr %s is not a loopback address: the proxy has no tokens, so anyone who reaches it can send requests through it; keep it on 127.0.0.1, or pass --allow-remote", addr)
+	} else {
+		c.AddressHostsOnly = true // no DNS rebinding: requests name the proxy by address
 	}
 	if log != nil {
 		c.Log = func(format string, args ...any) {
@@ -101,13 +109,14 @@ func report(w io.Writer, p *ccproxy.Proxy) {
 // ccProxyCmd is `ctxstore claude-code proxy`.
 type ccProxyCmd struct {
 	ccProxyOptions
-	Addr  string        `name:"addr" default:"127.0.0.1:8788" placeholder:"HOST:PORT" help:"Where to listen (port 0: any free port; the URL is printed on stdout)."`
-	Grace time.Duration `name:"grace" default:"10s" help:"How long a stop waits for requests in flight."`
+	Addr   string        `name:"addr" default:"127.0.0.1:8788" placeholder:"HOST:PORT" help:"Where to listen (port 0: any free port; the URL is printed on stdout). Off loopback it needs --allow-remote."`
+	Remote bool          `name:"allow-remote" help:"Allow --addr off loopback: the proxy has no tokens, so anyone who reaches it can send requests (with their own key) through it; requests must then name it by IP address."`
+	Grace  time.Duration `name:"grace" default:"10s" help:"How long a stop waits for requests in flight."`
 }
 
 // Run implements claude-code proxy.
 func (c *ccProxyCmd) Run(a *app) error {
-	p, srv, ln, up, err := c.start(c.Addr, ccproxy.DefaultUpstream, a.stderr)
+	p, srv, ln, up, err := c.start(c.Addr, ccproxy.DefaultUpstream, c.Remote, a.stderr)
 	if err != nil {
 		return err
 	}
@@ -207,7 +216,7 @@ func (c *ccRunCmd) Run(a *app) error {
 		defer f.Close()
 		log = f
 	}
-	p, srv, ln, _, err := c.start("127.0.0.1:0", fallback, log)
+	p, srv, ln, _, err := c.start("127.0.0.1:0", fallback, false, log)
 	if err != nil {
 		return err
 	}

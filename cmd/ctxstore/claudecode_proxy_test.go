@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestProxyLoops(t *testing.T) {
@@ -51,5 +52,22 @@ func TestClaudeCodeProxyCommand(t *testing.T) {
 	code = run(context.Background(), []string{"claude-code", "proxy", "--addr", "127.0.0.1:0", "--upstream", "ftp://x"}, strings.NewReader(""), &out, &errb)
 	if code != exitUsage || !strings.Contains(errb.String(), "ftp://x") {
 		t.Errorf("an ftp upstream: exit %d: %s", code, errb.String())
+	}
+	// Off loopback the proxy (no tokens) would be an open relay: refused
+	// unless --allow-remote says so.
+	for _, addr := range []string{"0.0.0.0:0", ":0"} {
+		errb.Reset()
+		code = run(context.Background(), []string{"claude-code", "proxy", "--addr", addr}, strings.NewReader(""), &out, &errb)
+		if code != exitUsage || !strings.Contains(errb.String(), "--allow-remote") {
+			t.Errorf("--addr %s without --allow-remote: exit %d: %s", addr, code, errb.String())
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	out.Reset()
+	errb.Reset()
+	code = run(ctx, []string{"claude-code", "proxy", "--addr", "0.0.0.0:0", "--allow-remote", "--upstream", "http://127.0.0.1:9"}, strings.NewReader(""), &out, &errb)
+	if code != 0 || !strings.HasPrefix(out.String(), "http://") {
+		t.Errorf("--allow-remote: exit %d: %s %s", code, out.String(), errb.String())
 	}
 }

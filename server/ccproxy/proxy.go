@@ -76,6 +76,11 @@ type Config struct {
 	// LoopbackOnly refuses (403) a request whose Host is not a loopback
 	// name or address: a web page's DNS rebinding cannot use the proxy.
 	LoopbackOnly bool
+	// AddressHostsOnly, for a proxy listening off loopback, refuses (403)
+	// a request whose Host is a name other than a loopback one: an IP
+	// address (the listener's) passes, and no DNS name can be rebound to
+	// the proxy.
+	AddressHostsOnly bool
 	// Transport sends the requests (http.DefaultTransport when nil).
 	Transport http.RoundTripper
 	// Log, when set, is told of each conversation's first long head and
@@ -216,11 +221,23 @@ func loopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// addressHost tells whether a request's Host is an IP address.
+func addressHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return net.ParseIP(strings.Trim(host, "[]")) != nil
+}
+
 // ServeHTTP passes a request on; a Messages request of a Claude Code
 // session's agent loop is read (and its head's lifetime set) first.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p.c.LoopbackOnly && !loopbackHost(r.Host) {
 		writeError(w, http.StatusForbidden, "permission_error", fmt.Sprintf("ctxstore claude-code proxy: host %q is not this machine's loopback", r.Host))
+		return
+	}
+	if p.c.AddressHostsOnly && !loopbackHost(r.Host) && !addressHost(r.Host) {
+		writeError(w, http.StatusForbidden, "permission_error", fmt.Sprintf("ctxstore claude-code proxy: host %q is a name; this proxy answers requests to its IP address only", r.Host))
 		return
 	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {

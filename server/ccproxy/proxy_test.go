@@ -782,6 +782,37 @@ func TestLoopbackOnly(t *testing.T) {
 	}
 }
 
+// TestAddressHostsOnly: a proxy off loopback answers requests naming it
+// by an IP address (or a loopback name), never by another name, which a
+// web page's DNS rebinding could point at it.
+func TestAddressHostsOnly(t *testing.T) {
+	up := newUpstream(t)
+	u, _ := url.Parse(up.srv.URL)
+	p, err := New(Config{Upstream: u, AddressHostsOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, tc := range []struct {
+		host string
+		want int
+	}{
+		{"evil.example:8788", http.StatusForbidden},
+		{"proxy.internal", http.StatusForbidden},
+		{"10.1.2.3:8788", http.StatusOK},
+		{"[fd00::1]:8788", http.StatusOK},
+		{"localhost:8788", http.StatusOK},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/v1/messages/count_tokens", strings.NewReader(`{}`))
+		r.Host = tc.host
+		w := httptest.NewRecorder()
+		p.ServeHTTP(w, r)
+		if w.Code != tc.want {
+			t.Errorf("Host %s: %d %s, want %d", tc.host, w.Code, w.Body, tc.want)
+		}
+	}
+}
+
 // TestCutOff: an answer the client stops reading still counts as a read
 // of the prompt: the next request within the cache's lifetime is warm.
 func TestCutOff(t *testing.T) {
