@@ -15,18 +15,27 @@ import (
 // made from Records, so they cannot read a record two ways.
 type Record struct {
 	envelope
-	AgentID         harness.Str     `json:"agentId"`
-	LeafUUID        harness.Str     `json:"leafUuid"`
-	Summary         harness.Str     `json:"summary"`
+	// AgentID names a sub-agent's records (sidechains).
+	AgentID harness.Str `json:"agentId"`
+	// LeafUUID and Summary: a "summary" record (a title for a leaf).
+	LeafUUID harness.Str `json:"leafUuid"`
+	Summary  harness.Str `json:"summary"`
+	// Content and CompactMetadata: a "system" record's text and a
+	// compaction boundary's details.
 	Content         harness.Str     `json:"content"`
 	CompactMetadata json.RawMessage `json:"compactMetadata"`
-	Result          harness.Str     `json:"result"`
-	DurationMS      harness.Num     `json:"duration_ms"`
-	NumTurns        harness.Num     `json:"num_turns"`
-	TotalCostUSD    json.RawMessage `json:"total_cost_usd"`
-	Usage           json.RawMessage `json:"usage"`
-	ToolUseResult   toolUseResult   `json:"toolUseResult"`
-	Message         json.RawMessage `json:"message"`
+	// A "result" record (`claude -p --output-format stream-json`): the
+	// outcome, its duration, turns, cost and usage.
+	Result       harness.Str     `json:"result"`
+	DurationMS   harness.Num     `json:"duration_ms"`
+	NumTurns     harness.Num     `json:"num_turns"`
+	TotalCostUSD json.RawMessage `json:"total_cost_usd"`
+	Usage        json.RawMessage `json:"usage"`
+	// ToolUseResult is what a user record says of its tool result beyond
+	// the content (only a sub-agent's id is read).
+	ToolUseResult toolUseResult `json:"toolUseResult"`
+	// Message is the record's message as written (Msg decoded).
+	Message json.RawMessage `json:"message"`
 
 	// Line is the record's line in its file or artifact; Data its JSON.
 	Line int             `json:"-"`
