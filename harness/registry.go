@@ -20,7 +20,9 @@ type Codec interface {
 	CommitFormat() string
 	// Commit gives the commit format what the package implements: Decode
 	// (artifacts as neutral events), and Encode and ForSession when it
-	// writes session files the harness resumes.
+	// writes session files the harness resumes. For a commit format that
+	// is not built in, f is new (only its Name set) and Commit also sets
+	// at least its Concat.
 	Commit(f *commits.Format)
 }
 
@@ -33,9 +35,10 @@ type Registry struct {
 
 // NewRegistry returns a registry of codecs, and the commit formats
 // registry of the built-in formats with the codecs' Decode, Encode and
-// ForSession in place. It panics when two codecs have one format or a
-// codec names a commit format that is not built in: both are mistakes in
-// the program, not in its input.
+// ForSession in place (and the commit formats of codecs that are not
+// built in). It panics when two codecs have one format or a codec's
+// commit format does not register: both are mistakes in the program, not
+// in its input.
 func NewRegistry(codecs ...Codec) *Registry {
 	r := &Registry{commits: commits.NewRegistry()}
 	seen := map[Format]bool{}
@@ -45,10 +48,20 @@ func NewRegistry(codecs ...Codec) *Registry {
 		}
 		seen[c.Format()] = true
 		r.codecs = append(r.codecs, c)
-		if name := c.CommitFormat(); name != "" {
-			if err := r.commits.Extend(name, c.Commit); err != nil {
-				panic(fmt.Sprintf("harness: codec of %q: %v", c.Format(), err))
-			}
+		name := c.CommitFormat()
+		if name == "" {
+			continue
+		}
+		var err error
+		if _, ok := r.commits.Lookup(name); ok {
+			err = r.commits.Extend(name, c.Commit)
+		} else {
+			f := &commits.Format{Name: name}
+			c.Commit(f)
+			err = r.commits.Register(f)
+		}
+		if err != nil {
+			panic(fmt.Sprintf("harness: codec of %q: %v", c.Format(), err))
 		}
 	}
 	return r

@@ -1,6 +1,7 @@
 package formats_test
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -40,10 +41,24 @@ func TestRegistry(t *testing.T) {
 		t.Error("a registry without pi.Codec read a Pi file")
 	}
 
+	own := harness.NewRegistry(lineCodec{})
+	if f, ok := own.Commits().Lookup("lines-v1"); !ok || f.Concat == nil || f.Decode != nil {
+		t.Errorf("a codec's own commit format is not registered as it set it: %+v", f)
+	}
+
 	defer func() {
 		if recover() == nil {
 			t.Error("two codecs of one format were accepted")
 		}
 	}()
 	harness.NewRegistry(pi.Codec{}, pi.Codec{})
+}
+
+// lineCodec is a format whose commit format is not built in.
+type lineCodec struct{}
+
+func (lineCodec) Format() harness.Format { return "lines" }
+func (lineCodec) CommitFormat() string   { return "lines-v1" }
+func (lineCodec) Commit(f *commits.Format) {
+	f.Concat = func(parts [][]byte) ([]byte, error) { return bytes.Join(parts, nil), nil }
 }
