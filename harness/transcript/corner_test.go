@@ -466,7 +466,7 @@ func TestDetect(t *testing.T) {
 	if _, err := Read(strings.NewReader(`{"type":"whatever","x":1}`+"\n"), FormatAuto); err == nil {
 		t.Fatal("an unknown format was accepted")
 	}
-	if _, err := Read(strings.NewReader(`{"type":"session"}`+"\n"), "codex"); err == nil {
+	if _, err := Read(strings.NewReader(`{"type":"session"}`+"\n"), "no-such-format"); err == nil {
 		t.Fatal("an unknown format name was accepted")
 	}
 	for in, want := range map[string]Format{
