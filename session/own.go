@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -131,6 +133,11 @@ func digits(s string) bool {
 // CheckID is the namespace half of the rule: whether session sessionID may
 // write id reaching it as o, whatever the store holds. It reads nothing.
 func CheckID(sessionID, id string, o Origin) error {
+	if o == FromClient && strings.ContainsRune(id, utf8.RuneError) {
+		// A lone surrogate escape or a bad byte, decoded: "k\ud800" and
+		// "k\udfff" would be one id.
+		return fmt.Errorf("%w: id %q holds U+FFFD (a lone surrogate escape or an invalid byte, decoded); ids are valid Unicode", objects.ErrInvalid, id)
+	}
 	owner, derived := Namespace(id)
 	switch {
 	case !derived:

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ctxstore/ctxstore/bitemporal"
+	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -68,6 +69,11 @@ func TestCheckID(t *testing.T) {
 		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrForeignID)) {
 			t.Errorf("CheckID(%q, %q, %d) = %v, want ok=%v", c.sid, c.id, c.o, err, c.ok)
 		}
+	}
+	// A client's id decoded from a lone surrogate escape is refused as
+	// invalid (400), not kept as U+FFFD.
+	if err := CheckID("a", "call_\uFFFD", FromClient); !errors.Is(err, objects.ErrInvalid) {
+		t.Errorf("CheckID of an id with U+FFFD: %v", err)
 	}
 }
 

@@ -118,6 +118,34 @@ func TestDecodeLines(t *testing.T) {
 	}
 }
 
+// put refuses the ids the documented limits forbid, naming the field, and
+// a lone surrogate escape (which would make "k\ud800" and "k\udfff" one
+// id), naming the byte; nothing is decoded from such a file.
+func TestPutIDLimits(t *testing.T) {
+	long := strings.Repeat("x", 600)
+	for _, c := range []struct{ doc, want string }{
+		{`{"xt/id":"a\u0000b"}`, `field "xt/id"`},
+		{`{"xt/id":"a\u001bb"}`, `field "xt/id"`},
+		{`{"xt/id":"a\u007f"}`, `field "xt/id"`},
+		{`{"xt/id":"` + long + `"}`, `field "xt/id": the id is 600 bytes`},
+		{`{"xt/id":"k\ud800"}`, `byte 11: the escape \ud800`},
+		{`{"xt/id":"k\udfff"}`, `\udfff`},
+		{`{"xt/id":"k","v":"\ud800x"}`, `\ud800`},
+	} {
+		if _, err := decodeOne("d.json", []byte(c.doc)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("put %.40s: %v, want an error with %q", c.doc, err, c.want)
+		}
+		if _, err := decodeLines("d.jsonl", []byte(`{"xt/id":"ok"}`+"\n"+c.doc+"\n")); err == nil || !strings.Contains(err.Error(), "d.jsonl:2: ") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("put --lines %.40s: %v, want line 2 and %q", c.doc, err, c.want)
+		}
+	}
+	for _, ok := range []string{`{"xt/id":"k\ud83d\ude00"}`, `{"xt/id":"` + long[:512] + `"}`, `{"xt/id":"caf\u00e9 x@y"}`} {
+		if _, err := decodeOne("d.json", []byte(ok)); err != nil {
+			t.Errorf("put %.40s: %v", ok, err)
+		}
+	}
+}
+
 func TestRunExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	st := "--store=" + filepath.Join(dir, "s.db")

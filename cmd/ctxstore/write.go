@@ -10,10 +10,12 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode"
 
 	"golang.org/x/term"
 
 	"github.com/ctxstore/ctxstore/internal/jsonlimit"
+	"github.com/ctxstore/ctxstore/objects"
 
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -208,7 +210,13 @@ func decodeOne(name string, data []byte) (store.Doc, error) {
 	if err := jsonlimit.Depth(data, jsonlimit.MaxDepth); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	if off := jsonlimit.LoneSurrogate(data); off >= 0 {
+		return nil, fmt.Errorf("%s:%d: %w", name, lineOf(data, int64(off)+1), loneSurrogate(data, off))
+	}
 	doc, err := store.DecodeDoc(data)
+	if err == nil {
+		err = checkPutID(doc)
+	}
 	if err == nil {
 		return doc, nil
 	}
@@ -224,6 +232,28 @@ func decodeOne(name string, data []byte) (store.Doc, error) {
 		msg += " (use --lines for many documents, one per line)"
 	}
 	return nil, fmt.Errorf("%s: %s", name, msg)
+}
+
+// loneSurrogate is the error for a lone surrogate escape at byte off of
+// data (jsonlimit.LoneSurrogate).
+func loneSurrogate(data []byte, off int) error {
+	return fmt.Errorf("byte %d: the escape %s is half of a UTF-16 surrogate pair, no Unicode character (encoding/json would turn it into U+FFFD, so two such ids would be one)", off, data[off:off+6])
+}
+
+// checkPutID applies the documented id limits (docs/security.md) to a
+// document put: at most objects.MaxIDLen bytes, no control characters
+// (NUL, ESC, DEL, C1).
+func checkPutID(doc store.Doc) error {
+	id, _ := doc[store.IDKey].(string)
+	if len(id) > objects.MaxIDLen {
+		return fmt.Errorf("field %q: the id is %d bytes, longer than %d", store.IDKey, len(id), objects.MaxIDLen)
+	}
+	for i, r := range id {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("field %q: the id holds the control character %U at byte %d", store.IDKey, r, i)
+		}
+	}
+	return nil
 }
 
 // lineOf returns the 1-based line holding byte offset off (the offset
@@ -252,8 +282,14 @@ func decodeLines(name string, data []byte) ([]store.Doc, error) {
 		if len(bytes.TrimSpace(line)) > 0 {
 			err := jsonlimit.Depth(line, jsonlimit.MaxDepth)
 			var doc store.Doc
+			if off := jsonlimit.LoneSurrogate(line); err == nil && off >= 0 {
+				err = loneSurrogate(line, off)
+			}
 			if err == nil {
 				doc, err = store.DecodeDoc(line)
+			}
+			if err == nil {
+				err = checkPutID(doc)
 			}
 			if err != nil {
 				bad++

@@ -157,3 +157,14 @@ func hostileBundle(tb testing.TB, sid, id string) []byte {
 	}
 	return b.Bytes()
 }
+
+// A tool call id written with a lone surrogate escape is refused (400),
+// not recorded as U+FFFD: "c\ud800" and "c\udfff" would be one toolcall.
+func TestLoneSurrogateCallIDRefused(t *testing.T) {
+	e := newEnv(t, nil)
+	e.open("s1")
+	for _, id := range []string{`c\ud800`, `c\udfff`} {
+		e.fails(400, CodeBadRequest, "POST", "/v1/sessions/s1/observe", `{"tool_call_id":"`+id+`","tool":"bash","args":{},"output":"x"}`)
+		e.fails(400, CodeBadRequest, "POST", "/v1/sessions/s1/tools/read", `{"tool_call_id":"`+id+`","args":{"path":"x"}}`)
+	}
+}
