@@ -60,3 +60,19 @@ func TestDocsIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestArchitectureNamesEveryPackage keeps docs/architecture.md the map of
+// the code: every package of the module has its line there, named in
+// backticks.
+func TestArchitectureNamesEveryPackage(t *testing.T) {
+	arch, err := os.ReadFile(filepath.Join("..", "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range listPackages(t) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		if !strings.Contains(string(arch), "`"+rel+"`") {
+			t.Errorf("docs/architecture.md does not name package %s", rel)
+		}
+	}
+}
