@@ -115,6 +115,17 @@ func (c *importCmd) runSessions(a *app, kind string) error {
 	if res.Failed > 0 {
 		return fmt.Errorf("import: %d of %d files failed", res.Failed, len(res.Files))
 	}
+	// A file stopped part way (a line over the limit) is not imported
+	// whole: the import says which file and line, and fails.
+	var stopped []string
+	for _, f := range res.Files {
+		if f.Error != "" {
+			stopped = append(stopped, fmt.Sprintf("%s: %s", f.Path, f.Error))
+		}
+	}
+	if len(stopped) > 0 {
+		return fmt.Errorf("import: %d of %d files not imported whole:\n%s", len(stopped), len(res.Files), strings.Join(stopped, "\n"))
+	}
 	return nil
 }
 

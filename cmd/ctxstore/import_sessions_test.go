@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxstore/ctxstore/harness"
 	"github.com/ctxstore/ctxstore/internal/datasets"
 )
 
@@ -84,5 +85,30 @@ func TestImportSessionsCLI(t *testing.T) {
 	}
 	if _, _, code := runCLI("import", "--partial", src); code != 2 {
 		t.Fatalf("--partial with sessions: exit %d, want 2", code)
+	}
+}
+
+// A transcript with one line over the per-line limit is not imported
+// whole: the import fails (exit status not 0) naming the file and the
+// line, instead of succeeding with the lines after it dropped.
+func TestImportSessionsLineOverLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 32 MiB line")
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "big.jsonl")
+	var b bytes.Buffer
+	b.WriteString(`{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s-big","timestamp":"2025-01-01T00:00:00Z","message":{"role":"user","content":"hello"}}` + "\n")
+	b.WriteString(`{"type":"user","uuid":"u2","parentUuid":"u1","sessionId":"s-big","timestamp":"2025-01-01T00:00:01Z","message":{"role":"user","content":"`)
+	b.WriteString(strings.Repeat("x", harness.MaxLineBytes))
+	b.WriteString(`"}}` + "\n")
+	b.WriteString(`{"type":"user","uuid":"u3","parentUuid":"u2","sessionId":"s-big","timestamp":"2025-01-01T00:00:02Z","message":{"role":"user","content":"after"}}` + "\n")
+	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"--store", filepath.Join(dir, "s.db"), "import", p}, strings.NewReader(""), &out, &errb)
+	if code == 0 || !strings.Contains(errb.String(), p+": line 2 ") {
+		t.Fatalf("import of a file with a line over the limit: exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
 }
