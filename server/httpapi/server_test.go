@@ -359,7 +359,7 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	e := &env{tb: t, dir: t.TempDir(), spec: loadSpec(t)}
 	res := newResolver(t)
-	srv, err := New(Options{Store: st, Resolver: res})
+	srv, err := New(Options{Store: st, Resolver: res, Roots: []string{e.dir}})
 	if err != nil {
 		t.Fatal(err)
 	}

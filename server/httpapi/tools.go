@@ -114,6 +114,11 @@ func (s *Server) tool(q *request) (any, error) {
 	}
 	defer l.mu.Unlock()
 	t := l.tools
+	// The call's id is checked before the tool writes anything (a read
+	// indexes its file and activates it).
+	if err := t.CheckCallID(q.ctx, req.ToolCallID); err != nil {
+		return nil, err
+	}
 	var r tools.Result
 	offset, limit := tools.IntArg(req.Args, "offset"), tools.IntArg(req.Args, "limit")
 	part := name == "read" && (offset > 0 || limit > 0) && req.ToolCallID != ""
