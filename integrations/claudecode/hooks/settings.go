@@ -200,7 +200,8 @@ func emptied(o object) []byte {
 }
 
 // Apply writes the changes: each file through a temporary file renamed
-// over it (keeping its mode), so a reader sees the old or the new content;
+// over it (keeping its mode; a symbolic link's target, so the link stays
+// one), so a reader sees the old or the new content;
 // a file whose After is nil is removed. It stops at the first error,
 // naming the file.
 func Apply(changes []Change) error {
@@ -214,14 +215,18 @@ func Apply(changes []Change) error {
 			}
 			continue
 		}
+		path := c.Path
+		if real, err := filepath.EvalSymlinks(c.Path); err == nil {
+			path = real // a symlinked settings file stays a link: its target is written
+		}
 		mode := fs.FileMode(0o644)
-		if st, err := os.Stat(c.Path); err == nil {
+		if st, err := os.Stat(path); err == nil {
 			mode = st.Mode().Perm()
 		}
-		if err := os.MkdirAll(filepath.Dir(c.Path), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
 		}
-		tmp, err := os.CreateTemp(filepath.Dir(c.Path), "."+filepath.Base(c.Path)+".ctxstore-*")
+		tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".ctxstore-*")
 		if err != nil {
 			return err
 		}
@@ -236,7 +241,7 @@ func Apply(changes []Change) error {
 			err = cerr
 		}
 		if err == nil {
-			err = os.Rename(tmp.Name(), c.Path)
+			err = os.Rename(tmp.Name(), path)
 		}
 		if err != nil {
 			os.Remove(tmp.Name())

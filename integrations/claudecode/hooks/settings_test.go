@@ -388,3 +388,30 @@ func TestDryRunDiff(t *testing.T) {
 		t.Error("planning wrote .mcp.json")
 	}
 }
+
+// A symlinked settings file (dotfiles kept elsewhere) stays a link through
+// install and uninstall: its target gets the change.
+func TestApplyKeepsSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "dotfiles", "settings.json")
+	write(t, target, "{}\n")
+	link := filepath.Join(dir, "project", ".claude", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, after := range []string{"{\"hooks\":{}}\n", "{}\n"} {
+		before, _ := os.ReadFile(link)
+		if err := Apply([]Change{{Path: link, Before: before, After: []byte(after)}}); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Fatalf("the settings link after Apply: %v %v", fi, err)
+		}
+		if b, _ := os.ReadFile(target); string(b) != after {
+			t.Fatalf("the link's target: %q, want %q", b, after)
+		}
+	}
+}
