@@ -383,11 +383,42 @@ func (r Runner) Run(ctx context.Context, stdin io.Reader) (o Outcome) {
 		defer cancel()
 	}
 	Awaited(ctx, c.AwaitIn, c.Await, AwaitLimit)
-	o.Result, o.Err = r.Importer.Checkpoint(ctx, c)
+	o.Result, o.Err = r.checkpoint(ctx, c)
 	if o.Err != nil {
 		return r.fail(o)
 	}
 	return r.recovered(o)
+}
+
+// checkpoint runs the importer, and gives up when ctx ends even if the
+// importer does not (a store lock waited for once per transaction): the
+// hook never runs past its timeout, which Claude Code's own limit is set
+// a few seconds above. The process exits soon after; a transaction cut off
+// is not committed, and the next hook's incremental import catches up.
+func (r Runner) checkpoint(ctx context.Context, c Checkpoint) (Result, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		return r.Importer.Checkpoint(ctx, c)
+	}
+	type answer struct {
+		res Result
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- answer{err: fmt.Errorf("internal error: %v", p)}
+			}
+		}()
+		res, err := r.Importer.Checkpoint(ctx, c)
+		done <- answer{res, err}
+	}()
+	select {
+	case a := <-done:
+		return a.res, a.err
+	case <-ctx.Done():
+		return Result{}, fmt.Errorf("gave up after %s (--timeout): %w", r.Timeout, ctx.Err())
+	}
 }
 
 // recovered tells the user, once per session, that a session whose

@@ -247,3 +247,24 @@ func TestAwaited(t *testing.T) {
 		t.Error("a missing line was found, or the wait was cut short")
 	}
 }
+
+// stuck is an importer that ignores its context (a store lock waited for
+// once per transaction).
+type stuck struct{ d time.Duration }
+
+func (s stuck) Checkpoint(context.Context, Checkpoint) (Result, error) {
+	time.Sleep(s.d)
+	return Result{}, nil
+}
+
+// The hook never runs past its timeout, whatever the importer does: a
+// store locked for longer makes the run fail in time (the user told once),
+// instead of overrunning the limit Claude Code gives the hook.
+func TestRunKeepsItsTimeout(t *testing.T) {
+	r := Runner{Importer: stuck{3 * time.Second}, StateDir: t.TempDir(), Timeout: 200 * time.Millisecond}
+	start := time.Now()
+	o := r.Run(context.Background(), strings.NewReader(inPostToolUse))
+	if took := time.Since(start); took > time.Second || o.Err == nil || !strings.Contains(o.Err.Error(), "gave up") {
+		t.Fatalf("a stuck importer: %v after %s", o.Err, took)
+	}
+}
