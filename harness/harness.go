@@ -44,6 +44,9 @@ const (
 	// FormatSWEAgent is a SWE-agent trajectory (`.traj`): one JSON document
 	// whose history is the message list sent to the model.
 	FormatSWEAgent Format = "swe-agent"
+	// FormatCodex is the Codex CLI's rollout JSONL
+	// (~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl).
+	FormatCodex Format = "codex"
 )
 
 // Session is a transcript read into messages.

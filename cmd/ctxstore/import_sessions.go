@@ -25,7 +25,8 @@ type sessionImportFlags struct {
 // imports"): --as when given ("sessions" detects each file's harness);
 // stdin is a version log; a folder, or a .traj file, is sessions; a file
 // is sessions when it looks like a SWE-agent trajectory or its first line
-// is a record of a Claude Code transcript or a Pi session file; anything
+// is a record of a Claude Code transcript, a Pi session file or a Codex
+// rollout; anything
 // else (a version log, gzip, an empty or unreadable file) is read as a
 // version log, as import always did.
 func importKind(path, as string) (string, error) {
@@ -34,7 +35,7 @@ func importKind(path, as string) (string, error) {
 		return "versionlog", nil
 	case "sessions":
 		return "", nil
-	case "claude-code", "pi", "swe-agent":
+	case "claude-code", "pi", "codex", "swe-agent":
 		return as, nil
 	}
 	if path == "-" {

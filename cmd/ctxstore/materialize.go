@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ctxstore/ctxstore/harness/claudecode"
+	"github.com/ctxstore/ctxstore/harness/codex"
 	"github.com/ctxstore/ctxstore/objects/events"
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
@@ -22,10 +23,10 @@ import (
 // harness resumes.
 type materializeCmd struct {
 	ID      string `arg:"" placeholder:"CTX" help:"The commit."`
-	Format  string `name:"format" placeholder:"FORMAT" help:"pi, claude-code, or any format of 'commit formats' (default: the commit's own)."`
+	Format  string `name:"format" placeholder:"FORMAT" help:"pi, claude-code, codex, or any format of 'commit formats' (default: the commit's own)."`
 	Stop    string `name:"stop" placeholder:"STOP" help:"compaction (default), root, or an ancestor's id."`
 	Out     string `name:"out" short:"o" placeholder:"FILE" help:"Write the session file to FILE, atomically (default: stdout)."`
-	Place   bool   `name:"place" help:"Write the file where the harness looks for it: Claude Code's ~/.claude/projects/<cwd>/<session>.jsonl (claude --resume SESSION), Pi's ~/.pi/agent/sessions/--<cwd>--/<time>_<session>.jsonl (pi -c, or pi --session FILE)."`
+	Place   bool   `name:"place" help:"Write the file where the harness looks for it: Claude Code's ~/.claude/projects/<cwd>/<session>.jsonl (claude --resume SESSION), Pi's ~/.pi/agent/sessions/--<cwd>--/<time>_<session>.jsonl (pi -c, or pi --session FILE), Codex's $CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<session>.jsonl (codex resume SESSION)."`
 	Cwd     string `name:"cwd" placeholder:"DIR" help:"The working directory the harness will run in (default: the current one): names the placed file's folder and Claude Code records' cwd."`
 	Session string `name:"session" placeholder:"ID" help:"Name the file's session ID (Claude Code: a UUID). Default with --place: a new UUID; otherwise the id derived from the content."`
 	Force   bool   `name:"force" help:"With --place, replace a session file that exists."`
@@ -77,15 +78,15 @@ func (c *materializeCmd) Run(a *app) error {
 		}
 		target = cm.Format
 	}
-	if c.Place && target != commits.FormatClaudeCode && target != commits.FormatPi {
-		return usagef("--place knows where Claude Code and Pi look for sessions, not %s; use --out", target)
+	if c.Place && target != commits.FormatClaudeCode && target != commits.FormatPi && target != commits.FormatCodex {
+		return usagef("--place knows where Claude Code, Pi and Codex look for sessions, not %s; use --out", target)
 	}
 	if session != "" {
 		if f, ok := svc.Registry().Lookup(target); ok && f.ForSession == nil {
 			return usagef("--session: %s files do not name a session", target)
 		}
-		if _, err := uuid.Parse(session); err != nil && target == commits.FormatClaudeCode {
-			return fmt.Errorf("--session %q is not a UUID (Claude Code names sessions by UUID)", session)
+		if _, err := uuid.Parse(session); err != nil && (target == commits.FormatClaudeCode || target == commits.FormatCodex) {
+			return fmt.Errorf("--session %q is not a UUID (Claude Code and Codex name sessions by UUID)", session)
 		}
 	}
 	out := c.Out
@@ -118,6 +119,11 @@ func (c *materializeCmd) Run(a *app) error {
 	}
 	if m.Format == commits.FormatClaudeCode && cwd != "" {
 		if content, err = claudecode.SetCwd(content, cwd); err != nil {
+			return err
+		}
+	}
+	if m.Format == commits.FormatCodex && cwd != "" {
+		if content, err = codex.SetCwd(content, cwd); err != nil {
 			return err
 		}
 	}
@@ -169,6 +175,8 @@ func (c *materializeCmd) Run(a *app) error {
 			fmt.Fprintf(a.stderr, "resume it in %s with: claude --resume %s\n", cwd, session)
 		case commits.FormatPi:
 			fmt.Fprintf(a.stderr, "resume it in %s with: pi -c (or pi --session %s)\n", cwd, out)
+		case commits.FormatCodex:
+			fmt.Fprintf(a.stderr, "resume it in %s with: codex resume %s (or codex exec resume %s PROMPT)\n", cwd, session, session)
 		}
 	}
 	_, err = fmt.Fprintln(a.stdout, out)
@@ -191,6 +199,12 @@ func placedPath(format, cwd, session string) (string, error) {
 		name := "--" + strings.NewReplacer("/", "-", "\\", "-", ":", "-").Replace(trimOneSeparator(cwd)) + "--"
 		stamp := strings.NewReplacer(":", "-", ".", "-").Replace(time.Now().UTC().Format("2006-01-02T15:04:05.000Z"))
 		return filepath.Join(dir, "sessions", name, stamp+"_"+session+".jsonl"), nil
+	case commits.FormatCodex:
+		home, err := codex.Home()
+		if err != nil {
+			return "", err
+		}
+		return codex.SessionPath(home, session, time.Now()), nil
 	}
 	return "", fmt.Errorf("no placement for %s", format)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ctxstore/ctxstore/harness"
 	"github.com/ctxstore/ctxstore/harness/claudecode"
+	"github.com/ctxstore/ctxstore/harness/codex"
 	"github.com/ctxstore/ctxstore/harness/pi"
 	"github.com/ctxstore/ctxstore/harness/sweagent"
 	"github.com/ctxstore/ctxstore/session/commits"
@@ -298,6 +299,8 @@ func (w *walk) add(line []byte) error {
 		info = w.claudeLine(recs, n)
 	case Pi:
 		info = w.piLine(recs, n)
+	case Codex:
+		info = w.codexLine(recs, n)
 	}
 	if err := w.cut(info, int64(len(line))); err != nil {
 		return err
@@ -386,11 +389,15 @@ func (w *walk) known(t string) bool {
 		return true
 	}
 	_, ok := pi.Types[t]
-	return ok || t == "result"
+	_, cx := codex.Types[t]
+	return ok || cx || t == "result"
 }
 
 func detect(recs []harness.Record) Harness {
 	for _, r := range recs {
+		if (codex.Codec{}).Claim(r) == harness.ClaimSure {
+			return Codex
+		}
 		if h, ok := pi.ReadHead(r.Data); ok && h.Type == "session" {
 			return Pi
 		}
@@ -412,6 +419,8 @@ func formatOf(h Harness) string {
 		return commits.FormatClaudeCode
 	case Pi:
 		return commits.FormatPi
+	case Codex:
+		return commits.FormatCodex
 	}
 	return commits.FormatEvents
 }

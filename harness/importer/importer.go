@@ -43,6 +43,7 @@ const (
 	ClaudeCode Harness = "claude-code"
 	Pi         Harness = "pi"
 	SWEAgent   Harness = "swe-agent"
+	Codex      Harness = "codex"
 )
 
 // Options configure an Importer.

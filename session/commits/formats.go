@@ -62,7 +62,7 @@ type Registry struct {
 }
 
 // NewRegistry returns a registry holding the built-in formats: events-v1,
-// conversation-v1, claude-code-v1, pi-v3, narrative-v1 and raw-v1.
+// conversation-v1, claude-code-v1, pi-v3, codex-v1, narrative-v1 and raw-v1.
 func NewRegistry() *Registry {
 	r := &Registry{m: map[string]*Format{}}
 	for _, f := range builtins() {
@@ -148,6 +148,7 @@ var formatAliases = map[string]string{
 	"pi":          FormatPi,
 	"claude-code": FormatClaudeCode,
 	"claude":      FormatClaudeCode,
+	"codex":       FormatCodex,
 	"events":      FormatEvents,
 	"narrative":   FormatNarrative,
 }
@@ -192,6 +193,7 @@ const (
 	FormatConversation = "conversation-v1"
 	FormatClaudeCode   = "claude-code-v1"
 	FormatPi           = "pi-v3"
+	FormatCodex        = "codex-v1"
 	FormatNarrative    = "narrative-v1"
 	FormatRaw          = "raw-v1"
 )
@@ -240,6 +242,12 @@ func builtins() []*Format {
 		{
 			Name:   FormatPi,
 			Doc:    "complete JSONL lines of a Pi v3 session file (header and entries); concatenation is byte append (codec: harness/pi)",
+			Concat: concatBytes,
+			Count:  countLines,
+		},
+		{
+			Name:   FormatCodex,
+			Doc:    "complete JSONL lines of a Codex CLI rollout file (session_meta, response items, events); concatenation is byte append (codec: harness/codex)",
 			Concat: concatBytes,
 			Count:  countLines,
 		},

@@ -1,0 +1,112 @@
+package importer_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ctxstore/ctxstore/harness/importer"
+	"github.com/ctxstore/ctxstore/internal/storetestenv"
+	"github.com/ctxstore/ctxstore/objects/events"
+	"github.com/ctxstore/ctxstore/session/commits"
+)
+
+// TestCodexRollout imports a Codex rollout (harness/codex's hand-written
+// fixture: every line type, a compaction, an unknown type and a cut line)
+// from a ~/.codex/sessions tree: the rollout is found in its day folder,
+// imported as codex-v1 with its damage reported by file and line and
+// kept, materializes to its bytes, decodes to its conversation; lines
+// appended later are imported alone.
+func TestCodexRollout(t *testing.T) {
+	data, err := os.ReadFile("../codex/testdata/rollout.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetestenv.RunParallel(t, func(t *testing.T, e *storetestenv.Env) {
+		ctx := context.Background()
+		root := filepath.Join(t.TempDir(), "sessions")
+		day := filepath.Join(root, "2026", "01", "02")
+		if err := os.MkdirAll(day, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(day, "rollout-2026-01-02T03-04-05-0badc0de-0000-4000-8000-000000000001.jsonl")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		im := importer.New(e.Store, importer.Options{})
+		res, err := im.Import(ctx, root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Files) != 1 {
+			t.Fatalf("files %+v", res.Files)
+		}
+		f := res.Files[0]
+		if f.Status != importer.Imported || f.Format != commits.FormatCodex || f.Path != p || f.Lines != 19 {
+			t.Fatalf("file %+v", f)
+		}
+		want := map[int]string{17: `unknown rollout line type "hologram"`, 18: "invalid JSON"}
+		for line, msg := range want {
+			found := false
+			for _, pr := range f.Problems {
+				found = found || (pr.Line == line && pr.Path == p && strings.Contains(pr.Msg, msg))
+			}
+			if !found {
+				t.Errorf("no problem %q at line %d: %v", msg, line, f.Problems)
+			}
+		}
+		if len(f.Sessions) != 1 {
+			t.Fatalf("sessions %+v", f.Sessions)
+		}
+		s := f.Sessions[0]
+		if s.Session != "0badc0de-0000-4000-8000-000000000001" || s.Harness != "codex 0.171.0" || s.Prompts != 2 || s.Responses != 2 ||
+			s.ToolCalls != 2 || s.ToolResults != 2 || s.Compactions != 1 || s.Unknown["hologram"] != 1 || s.Skipped["event_msg"] != 2 {
+			t.Errorf("session %+v", s)
+		}
+		if got := materialize(t, im, f.Tip, ""); !bytes.Equal(got, data) {
+			t.Fatalf("materialized %d bytes, want the file's %d", len(got), len(data))
+		}
+		evs, err := events.Decode(materialize(t, im, f.Tip, commits.FormatEvents))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var texts []string
+		for _, x := range evs {
+			if x.Type == events.Prompt && x.Source == "user" || x.Type == events.Response {
+				texts = append(texts, x.Text)
+			}
+		}
+		if got := strings.Join(texts, "|"); got != "Q1: what is in notes.txt?|A1: the notes say alpha-note.|Q2: patch it|A2: patched." {
+			t.Errorf("events: %q", got)
+		}
+
+		// The rollout grows: only the new line is imported.
+		more := `{"timestamp":"2026-01-02T03:05:00.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Q3: more"}]}}` + "\n"
+		fh, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fh.WriteString(more); err != nil {
+			t.Fatal(err)
+		}
+		fh.Close()
+		res, err = im.Import(ctx, filepath.Join(root, "2026", "01", "02"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := res.Files[0]
+		if g.Status != importer.Grew || g.NewLines != 1 || len(g.Commits) != 1 || g.Sessions[0].Prompts != 1 {
+			t.Fatalf("after the rollout grew: %+v", g)
+		}
+		if got := materialize(t, im, g.Tip, ""); !bytes.Equal(got, append(append([]byte(nil), data...), more...)) {
+			t.Fatal("the grown chain does not materialize to the file's bytes")
+		}
+		res, err = im.Import(ctx, p)
+		if err != nil || res.Files[0].Status != importer.Unchanged {
+			t.Fatalf("again: %v %+v", err, res)
+		}
+	})
+}
