@@ -353,10 +353,7 @@ func answerPi(q *request, l *live, have int, c *assemble.Assembled, resp *Contex
 	if held {
 		resp.Keep = l.pi.answer.Keep(reuse, n, sums)
 	}
-	resp.Messages = make([]json.RawMessage, 0, n-resp.Keep)
-	for _, b := range enc[resp.Keep-from:] {
-		resp.Messages = append(resp.Messages, b)
-	}
+	resp.Messages = append(make([]json.RawMessage, 0, n-resp.Keep), enc[resp.Keep-from:]...)
 	l.pi.answer.Record(c.N, n, c.Stable, model, reuse, sums)
 	return nil
 }
