@@ -5,11 +5,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
 	"github.com/ctxstore/ctxstore/sync/sessionbundle"
 )
@@ -43,13 +45,19 @@ func propIDs(s, o string) []string {
 // propScript draws the writes of session s (the other is o).
 func propScript(tb testing.TB, r *rand.Rand, s, o string, n int) []propOp {
 	ids := propIDs(s, o)
+	pick := func() string { // half the time one of its own plain ids
+		if r.IntN(2) == 0 {
+			return ids[r.IntN(4)]
+		}
+		return ids[r.IntN(len(ids))]
+	}
 	var ops []propOp
-	if r.IntN(2) == 0 { // a bundle first, while the session does not exist
-		ops = append(ops, propOp{kind: "import", id: ids[r.IntN(len(ids))]})
+	if r.IntN(3) != 0 { // a bundle first, while the session does not exist
+		ops = append(ops, propOp{kind: "import", id: pick()})
 	}
 	ops = append(ops, propOp{kind: "open"})
 	for range n {
-		op := propOp{id: ids[r.IntN(len(ids))]}
+		op := propOp{id: pick()}
 		switch k := r.IntN(10); {
 		case k < 3:
 			op.kind = "observe"
@@ -69,6 +77,11 @@ func propScript(tb testing.TB, r *rand.Rand, s, o string, n int) []propOp {
 			if strings.HasPrefix(ops[i].id, store.ReservedPrefix) {
 				ops[i].id = "ctx-content:00ff" // no store holds a reserved id to export
 			}
+			if owner, _ := session.Namespace(ops[i].id); owner == s {
+				// Its own head, chat or chunk forged would break the
+				// scratch session's export: the other session's instead.
+				ops[i].id = strings.Replace(ops[i].id, s, o, 1)
+			}
 			ops[i].bundle = hostileBundle(tb, s, ops[i].id)
 		}
 	}
@@ -81,6 +94,22 @@ type propRun struct {
 	contexts []string
 	info     SessionInfo
 	entities []string
+}
+
+// fileIDs matches file object ids, which hold the file's path and so
+// differ between the runs' directories.
+var fileIDs = regexp.MustCompile(`\b[0-9a-f]{16}([0-9a-f]{48})?\b`)
+
+// txNumbers matches the store's transaction numbers in rendered text
+// (an object's version): the store's counter, which the other session's
+// writes move on.
+var txNumbers = regexp.MustCompile(`(version[= ])[0-9]+`)
+
+// norm makes a run's text comparable with another run's: its directory,
+// file ids and transaction numbers named alike.
+func (p *propSession) norm(s string) string {
+	s = fileIDs.ReplaceAllString(strings.ReplaceAll(s, p.e.dir, "<dir>"), "<file>")
+	return txNumbers.ReplaceAllString(s, "${1}N")
 }
 
 // propSession plays one session's script step by step.
@@ -120,7 +149,7 @@ func (p *propSession) step() {
 		var ans piAnswer
 		st, eb = e.do("POST", "/v1/sessions/"+p.sid+"/context", p.log.body(), &ans)
 		if st == 200 {
-			p.run.contexts = append(p.run.contexts, flat(ans.Messages))
+			p.run.contexts = append(p.run.contexts, p.norm(flat(ans.Messages)))
 		} else {
 			p.log.msgs = p.log.msgs[:n] // the harness drops what was refused
 		}
@@ -147,6 +176,11 @@ func (p *propSession) finish(tb testing.TB) propRun {
 	e.token = p.token
 	e.ok("GET", "/v1/sessions/"+p.sid, nil, &p.run.info)
 	p.run.info.Tx = 0
+	for _, l := range [][]string{p.run.info.Index, p.run.info.Pool, p.run.info.Active, p.run.info.Pinned} {
+		for i := range l {
+			l[i] = p.norm(l[i])
+		}
+	}
 	e.ok("POST", "/v1/sessions/"+p.sid+"/close", nil, nil)
 	if r := e.open(p.sid); r.State != "resumed" || r.Calls != p.run.info.Calls {
 		tb.Fatalf("%s does not reopen as it was: %+v, want %d calls", p.sid, r, p.run.info.Calls)
@@ -169,7 +203,7 @@ func (p *propSession) finish(tb testing.TB) propRun {
 		if strings.HasPrefix(en.ID, "session-meta:") || strings.HasPrefix(en.ID, "session-index-attempt:") {
 			continue // the recall index, written in the background when it is
 		}
-		p.run.entities = append(p.run.entities, en.ID+" "+string(en.Role))
+		p.run.entities = append(p.run.entities, p.norm(en.ID)+" "+string(en.Role))
 	}
 	slices.Sort(p.run.entities)
 	return p.run
@@ -194,6 +228,14 @@ func TestPropertySessionsDoNotTouchEachOther(t *testing.T) {
 	if testing.Short() {
 		seeds, steps = 3, 10
 	}
+	seen := map[string]int{} // what the writes drew, so the test is not vacuous
+	defer func() {
+		for _, k := range []string{"import 200", "import 403", "observe 200", "observe 403", "context 200", "context 403", "read 200"} {
+			if seen[k] == 0 && !t.Failed() {
+				t.Errorf("no write drew %q: %v", k, seen)
+			}
+		}
+	}()
 	for seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(seed), 38))
@@ -216,6 +258,13 @@ func TestPropertySessionsDoNotTouchEachOther(t *testing.T) {
 				ps[sid].step()
 			}
 			together := map[string]propRun{"sa": ps["sa"].finish(t), "sb": ps["sb"].finish(t)}
+			for _, run := range together {
+				for _, st := range run.statuses {
+					kind, rest, _ := strings.Cut(st, " ")
+					_, code, _ := strings.Cut(rest, ": ")
+					seen[kind+" "+strings.Fields(code)[0]]++
+				}
+			}
 			// Each alone, in a store of its own.
 			for sid, ops := range scripts {
 				alone := &propSession{e: propEnv(t), sid: sid, token: tokens[sid], ops: ops}
@@ -227,7 +276,7 @@ func TestPropertySessionsDoNotTouchEachOther(t *testing.T) {
 					t.Errorf("%s's answers with the other session:\n%s\nalone:\n%s", sid, strings.Join(got.statuses, "\n"), strings.Join(want.statuses, "\n"))
 				}
 				if !slices.Equal(got.contexts, want.contexts) {
-					t.Errorf("%s's contexts differ with the other session", sid)
+					t.Errorf("%s's contexts differ with the other session: %s", sid, firstDiff(got.contexts, want.contexts))
 				}
 				if fmt.Sprint(got.info) != fmt.Sprint(want.info) {
 					t.Errorf("%s's state with the other session: %+v\nalone: %+v", sid, got.info, want.info)
@@ -238,4 +287,20 @@ func TestPropertySessionsDoNotTouchEachOther(t *testing.T) {
 			}
 		})
 	}
+}
+
+// firstDiff shows where two runs' contexts part.
+func firstDiff(a, b []string) string {
+	for i := range min(len(a), len(b)) {
+		if a[i] == b[i] {
+			continue
+		}
+		j := 0
+		for j < min(len(a[i]), len(b[i])) && a[i][j] == b[i][j] {
+			j++
+		}
+		from := max(0, j-80)
+		return fmt.Sprintf("context %d, byte %d:\n%q\nalone:\n%q", i, j, a[i][from:min(len(a[i]), j+120)], b[i][from:min(len(b[i]), j+120)])
+	}
+	return fmt.Sprintf("%d contexts, alone %d", len(a), len(b))
 }
