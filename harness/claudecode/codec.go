@@ -187,13 +187,17 @@ func classifyText(text string, results, blocks int, meta, compact bool) string {
 //   - assistant records: one event per content block (thinking with its
 //     signature, response, tool_call; server tools marked), sharing the
 //     message id; the usage on the first event of each message id in the
-//     artifact; "<synthetic>" messages (local API errors) are error
+//     artifact (with a recorded cache_miss_reason in its Metadata);
+//     "<synthetic>" messages (local API errors) are error
 //     events.
 //   - system records: compact_boundary, api_error (an error event), hook
 //     notices and durations as system events with their subtype.
 //   - summary records: a system/title event (a leaf's title), or a
 //     compaction summary when it names no leaf.
 //   - result records: a metric event (outcome, tokens, cost, turns).
+//   - api-request, api-request-blob and api-request-shape records: an
+//     output event of that subtype naming the request id, model and
+//     hashes (the artifact keeps the record whole).
 //   - other known record types: an output event naming the type; unknown
 //     types: an output event with the record in Raw.
 //
@@ -239,6 +243,8 @@ func recordEvents(out []events.Event, r *Record, usage map[string]bool) []events
 		}
 	case "result":
 		e.result()
+	case "api-request", "api-request-blob", "api-request-shape":
+		e.add(events.Event{Type: events.Output, Subtype: string(r.Type), Metadata: r.Request.metadata()})
 	default:
 		if _, known := Types[string(r.Type)]; known {
 			e.add(events.Event{Type: events.Output, Subtype: string(r.Type)})
@@ -344,6 +350,12 @@ func (e *recordEmitter) assistant(usage map[string]bool) {
 		x.Model, x.MessageID, x.Source = model, id, "assistant"
 		if first && u != nil && model != "<synthetic>" {
 			x.Usage = u
+			if r.CacheMissReason != "" {
+				if x.Metadata == nil {
+					x.Metadata = map[string]any{}
+				}
+				x.Metadata["cache_miss_reason"] = r.CacheMissReason
+			}
 		}
 		first = false
 		e.add(x)

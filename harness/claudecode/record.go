@@ -36,6 +36,12 @@ type Record struct {
 	ToolUseResult toolUseResult `json:"toolUseResult"`
 	// Message is the record's message as written (Msg decoded).
 	Message json.RawMessage `json:"message"`
+	// Diagnostics is a record's own diagnostics object, where Claude Code
+	// writes it beside the message rather than in it.
+	Diagnostics json.RawMessage `json:"diagnostics"`
+	// RequestBody is an api-request record's request when it is nested
+	// under "request" rather than written at the top level.
+	RequestBody json.RawMessage `json:"request"`
 
 	// Line is the record's line in its file or artifact; Data its JSON.
 	Line int             `json:"-"`
@@ -52,6 +58,164 @@ type Record struct {
 	// Problems are the content's damage (blocks that are not objects),
 	// for the reader that reports them.
 	Problems []string `json:"-"`
+
+	// Recorded is an assistant message's recorded usage (nil when it has
+	// none), cache writes split by lifetime where Claude Code says so.
+	Recorded *Usage `json:"-"`
+	// CacheMissReason is the message's diagnostics.cache_miss_reason,
+	// written under Anthropic's cache diagnostics ("" when absent).
+	CacheMissReason string `json:"-"`
+	// Request is what an api-request, api-request-blob or
+	// api-request-shape record says (nil for other records).
+	Request *Request `json:"-"`
+}
+
+// Usage is the usage an assistant record carries, as the API reported it.
+type Usage struct {
+	Input     int64
+	Output    int64
+	CacheRead int64
+	// CacheWrite is every token written to the cache; CacheWrite5m and
+	// CacheWrite1h split it by lifetime when the record has
+	// cache_creation (ephemeral_5m_input_tokens, ephemeral_1h_input_tokens).
+	// Without the split, CacheWrite is taken for 5-minute writes.
+	CacheWrite   int64
+	CacheWrite5m int64
+	CacheWrite1h int64
+}
+
+// Request is what Claude Code (2.1.330 and later) records of a model
+// request: an api-request record holds its parameters, betas, thinking
+// setting, where cache_control markers sit, the content hashes of its
+// messages (each message's bytes in an api-request-blob record) and the
+// hash of its system prompt and tools (in an api-request-shape record).
+// Fields Claude Code leaves out stay empty; the record's bytes stay in
+// Record.Data, so nothing is lost by what is not decoded here.
+type Request struct {
+	// RequestID is the API request id the assistant records of the
+	// response carry as requestId.
+	RequestID string
+	Model     string
+	// Params are the request's other parameters (max_tokens, temperature,
+	// metadata, ...), as written.
+	Params   json.RawMessage
+	Betas    []string
+	Thinking json.RawMessage
+	// CacheControl are the paths of the cache_control markers in the
+	// request (for example "system.1", "messages.12.content.0").
+	CacheControl []string
+	// Messages are the content hashes of the request's messages, in
+	// order; Shape the hash of its system-and-tools shape.
+	Messages []string
+	Shape    string
+	// Hash and Body: an api-request-blob or api-request-shape record's
+	// content hash and the bytes it names.
+	Hash string
+	Body json.RawMessage
+}
+
+// metadata names what the request record says, for its event.
+func (q *Request) metadata() map[string]any {
+	md := map[string]any{}
+	for k, v := range map[string]string{"request_id": q.RequestID, "model": q.Model, "shape": q.Shape, "hash": q.Hash} {
+		if v != "" {
+			md[k] = v
+		}
+	}
+	if len(q.Messages) > 0 {
+		md["messages"] = len(q.Messages)
+	}
+	if len(md) == 0 {
+		return nil
+	}
+	return md
+}
+
+// request is the wire shape of Request, read tolerantly: a field of an
+// unexpected type is left empty rather than failing the record.
+type request struct {
+	RequestID     harness.Str     `json:"requestId"`
+	RequestID2    harness.Str     `json:"request_id"`
+	Model         harness.Str     `json:"model"`
+	Params        json.RawMessage `json:"params"`
+	Betas         json.RawMessage `json:"betas"`
+	Thinking      json.RawMessage `json:"thinking"`
+	CacheControl  json.RawMessage `json:"cacheControlPaths"`
+	CacheControl2 json.RawMessage `json:"cache_control_paths"`
+	Messages      json.RawMessage `json:"messages"`
+	Blobs         json.RawMessage `json:"messageBlobs"`
+	Shape         harness.Str     `json:"shape"`
+	ShapeHash     harness.Str     `json:"shapeHash"`
+	Hash          harness.Str     `json:"hash"`
+	Body          json.RawMessage `json:"body"`
+	Content       json.RawMessage `json:"content"`
+	Data          json.RawMessage `json:"data"`
+}
+
+// decodeRequest reads an api-request* record's request from the object
+// under "request" when there is one, else from the record itself.
+func decodeRequest(r *Record) *Request {
+	raw := bytes.TrimSpace(r.RequestBody)
+	if len(raw) == 0 || raw[0] != '{' {
+		raw = r.Data
+	}
+	var w request
+	if json.Unmarshal(raw, &w) != nil {
+		return &Request{}
+	}
+	q := &Request{RequestID: string(w.RequestID), Model: string(w.Model), Params: w.Params, Thinking: w.Thinking,
+		Betas: strs(w.Betas), CacheControl: strs(w.CacheControl), Messages: strs(w.Messages), Shape: string(w.Shape),
+		Hash: string(w.Hash), Body: w.Body}
+	if q.RequestID == "" {
+		q.RequestID = string(w.RequestID2)
+	}
+	if q.CacheControl == nil {
+		q.CacheControl = strs(w.CacheControl2)
+	}
+	if q.Messages == nil {
+		q.Messages = strs(w.Blobs)
+	}
+	if q.Shape == "" {
+		q.Shape = string(w.ShapeHash)
+	}
+	for _, b := range []json.RawMessage{w.Content, w.Data} {
+		if q.Body == nil && len(b) > 0 {
+			q.Body = b
+		}
+	}
+	return q
+}
+
+// strs reads a list of strings, or of objects naming a hash, path or id;
+// anything else is nil.
+func strs(raw json.RawMessage) []string {
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return nil
+	}
+	var out []string
+	for _, it := range items {
+		var s string
+		if json.Unmarshal(it, &s) == nil {
+			out = append(out, s)
+			continue
+		}
+		var o struct {
+			Hash harness.Str `json:"hash"`
+			Path harness.Str `json:"path"`
+			ID   harness.Str `json:"id"`
+		}
+		if json.Unmarshal(it, &o) != nil {
+			continue
+		}
+		for _, v := range []harness.Str{o.Hash, o.Path, o.ID} {
+			if v != "" {
+				out = append(out, string(v))
+				break
+			}
+		}
+	}
+	return out
 }
 
 // envelope is what every Claude Code record says about itself, whatever
@@ -79,6 +243,8 @@ type Message struct {
 	Model   harness.Str     `json:"model"`
 	Content json.RawMessage `json:"content"`
 	Usage   json.RawMessage `json:"usage"`
+	// Diagnostics: Anthropic's cache diagnostics (cache_miss_reason).
+	Diagnostics json.RawMessage `json:"diagnostics"`
 }
 
 // Block is one content block of a message.
@@ -102,10 +268,54 @@ type Block struct {
 }
 
 type usage struct {
-	Input      harness.Num `json:"input_tokens"`
-	Output     harness.Num `json:"output_tokens"`
-	CacheRead  harness.Num `json:"cache_read_input_tokens"`
-	CacheWrite harness.Num `json:"cache_creation_input_tokens"`
+	Input         harness.Num     `json:"input_tokens"`
+	Output        harness.Num     `json:"output_tokens"`
+	CacheRead     harness.Num     `json:"cache_read_input_tokens"`
+	CacheWrite    harness.Num     `json:"cache_creation_input_tokens"`
+	CacheCreation json.RawMessage `json:"cache_creation"`
+}
+
+type cacheCreation struct {
+	Short harness.Num `json:"ephemeral_5m_input_tokens"`
+	Long  harness.Num `json:"ephemeral_1h_input_tokens"`
+}
+
+// decodeUsage reads a usage object (nil when raw is not one).
+func decodeUsage(raw json.RawMessage) *Usage {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil
+	}
+	var u usage
+	if json.Unmarshal(raw, &u) != nil {
+		return nil
+	}
+	out := &Usage{Input: int64(u.Input), Output: int64(u.Output), CacheRead: int64(u.CacheRead), CacheWrite: int64(u.CacheWrite)}
+	var cc cacheCreation
+	if len(u.CacheCreation) > 0 && u.CacheCreation[0] == '{' && json.Unmarshal(u.CacheCreation, &cc) == nil && cc.Short+cc.Long > 0 {
+		out.CacheWrite5m, out.CacheWrite1h = int64(cc.Short), int64(cc.Long)
+		if out.CacheWrite < out.CacheWrite5m+out.CacheWrite1h {
+			out.CacheWrite = out.CacheWrite5m + out.CacheWrite1h
+		}
+	} else {
+		out.CacheWrite5m = out.CacheWrite
+	}
+	return out
+}
+
+// missReason reads diagnostics.cache_miss_reason ("" when absent).
+func missReason(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return ""
+	}
+	var d struct {
+		Reason harness.Str `json:"cache_miss_reason"`
+	}
+	if json.Unmarshal(raw, &d) != nil {
+		return ""
+	}
+	return string(d.Reason)
 }
 
 // toolUseResult is the part of a record's toolUseResult the importer
@@ -134,6 +344,11 @@ func DecodeRecord(rc harness.Record) (*Record, error) {
 	if err := json.Unmarshal(rc.Data, r); err != nil {
 		return nil, err
 	}
+	switch r.Type {
+	case "api-request", "api-request-blob", "api-request-shape":
+		r.Request = decodeRequest(r)
+	}
+	r.CacheMissReason = missReason(r.Diagnostics)
 	raw := bytes.TrimSpace(r.Message)
 	if len(raw) == 0 || string(raw) == "null" {
 		return r, nil
@@ -145,6 +360,12 @@ func DecodeRecord(rc harness.Record) (*Record, error) {
 	}
 	r.Msg = m
 	r.Text, r.Blocks, r.Raws, r.Problems = decodeContent(m.Content)
+	if r.Type == "assistant" {
+		r.Recorded = decodeUsage(m.Usage)
+		if why := missReason(m.Diagnostics); why != "" {
+			r.CacheMissReason = why
+		}
+	}
 	return r, nil
 }
 
@@ -261,16 +482,13 @@ func (r *Record) UserClass() (class, text string) {
 	return classifyText(text, results, len(r.Blocks), bool(r.IsMeta), bool(r.IsCompactSummary)), text
 }
 
-// usage is the message's usage (nil when it has none).
+// usage is the message's usage as a neutral one (nil when it has none).
 func (r *Record) usage() *conversation.Usage {
-	if r.Msg == nil || len(r.Msg.Usage) == 0 || r.Msg.Usage[0] != '{' {
+	u := r.Recorded
+	if u == nil {
 		return nil
 	}
-	var u usage
-	if json.Unmarshal(r.Msg.Usage, &u) != nil {
-		return nil
-	}
-	return &conversation.Usage{Input: int64(u.Input), Output: int64(u.Output), CacheRead: int64(u.CacheRead), CacheWrite: int64(u.CacheWrite)}
+	return &conversation.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, CacheWrite1h: u.CacheWrite1h}
 }
 
 // known tells the record types of the format (Types, and the "result"

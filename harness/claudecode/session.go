@@ -38,6 +38,17 @@ var Types = map[string]harness.Kind{
 	"agent-setting":         harness.KindSkip,
 	"mode":                  harness.KindSkip,
 	"bridge-session":        harness.KindSkip,
+	// Claude Code 2.1.330 and later: the exact request of each model call
+	// (api-request, its message blobs and its system-and-tools shape,
+	// decoded into Record.Request), and bookkeeping records (atis-latch,
+	// cost-state, tools-used). None of them is context: the request says
+	// what was sent, it adds nothing to it.
+	"api-request":       harness.KindSkip,
+	"api-request-blob":  harness.KindSkip,
+	"api-request-shape": harness.KindSkip,
+	"atis-latch":        harness.KindSkip,
+	"cost-state":        harness.KindSkip,
+	"tools-used":        harness.KindSkip,
 }
 
 // ContinuedPrefix starts the user message that opens a session continued

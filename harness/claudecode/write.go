@@ -105,7 +105,8 @@ type ccRec struct {
 // Encode is SessionFile that also says what was left out or made up.
 func Encode(evs []events.Event) ([]byte, Lost, error) {
 	e := &encoder{called: map[string]bool{}, dropped: map[string]string{}}
-	for _, ev := range evs {
+	// Claude Code has no context edits: the file holds what they leave.
+	for _, ev := range events.ApplyContextEdits(evs) {
 		e.event(ev)
 	}
 	e.answer()

@@ -105,7 +105,9 @@ func (e *Entry) Head() Head {
 // "bash"; custom_message entries prompts with Source "extension" and the
 // custom type as Subtype; compaction entries system/compaction_summary;
 // branch_summary system/branch_summary; model and thinking-level changes
-// system events; other known entries output events; unknown entries output
+// system events; context_edit entries system/context_edit events (Metadata
+// "target" and "action", omit or replace; a replacement's text in Text);
+// other known entries output events; unknown entries output
 // events with the entry in Raw. Damaged lines give output/damaged events.
 func Decode(b []byte) ([]events.Event, error) {
 	var out []events.Event
@@ -200,6 +202,19 @@ func entryEvents(out []events.Event, e *Entry) []events.Event {
 		x := events.Event{Type: events.Prompt, Subtype: string(e.CustomType), Source: "extension", Text: c.content(e.Content, 0, "\n\n"), Meta: true}
 		if string(bytes.TrimSpace(e.Display)) == "false" {
 			x.Metadata = map[string]any{"display": false}
+		}
+		return append(out, ev(x))
+	case "context_edit":
+		ed, ok := e.Edit()
+		if !ok {
+			return append(out, ev(events.Event{Type: events.Output, Subtype: "context_edit", Raw: data}))
+		}
+		md := map[string]any{"target": ed.Target, "action": "omit"}
+		x := events.Event{Type: events.System, Subtype: events.SubtypeContextEdit, Meta: true, Metadata: md}
+		if !ed.Omit {
+			c := Converter{Report: &harness.Report{}}
+			md["action"] = "replace"
+			x.Text = c.content(ed.Replacement.Content, 0, "\n\n")
 		}
 		return append(out, ev(x))
 	case "model_change", "thinking_level_change":

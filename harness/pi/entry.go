@@ -21,6 +21,9 @@ var Types = map[string]harness.Kind{
 	"custom":                harness.KindSkip, // extension state, not in context
 	"label":                 harness.KindSkip,
 	"session_info":          harness.KindSkip,
+	// context_edit (Pi 0.87 and later): a message replaced or omitted in
+	// future model context, history untouched.
+	"context_edit": harness.KindSpecial,
 }
 
 // Entry is one entry of a Pi session file, decoded: the one reading of a
@@ -48,6 +51,12 @@ type Entry struct {
 	FirstKeptEntryID harness.Str     `json:"firstKeptEntryId"`
 	TokensBefore     harness.Num     `json:"tokensBefore"`
 	FromID           harness.Str     `json:"fromId"`
+	// A context_edit entry: the entry whose message it edits, and the
+	// message that replaces it (JSON null: the message is omitted).
+	TargetID      harness.Str     `json:"targetId"`
+	TargetEntryID harness.Str     `json:"targetEntryId"`
+	EntryID       harness.Str     `json:"entryId"`
+	Replacement   json.RawMessage `json:"replacement"`
 
 	// Line is the entry's line in its file or artifact; Data its JSON.
 	Line int             `json:"-"`
@@ -107,3 +116,53 @@ func (e *Entry) AgentMessage() (Message, bool) {
 
 // known tells the entry types of the format, for reading past damage.
 func known(t string) bool { _, ok := Types[t]; return ok }
+
+// Edit is what a context_edit entry says: the entry whose message it
+// edits (Target), and either that the message is left out of future
+// context (Omit) or the message that takes its place (Replacement).
+type Edit struct {
+	Target      string
+	Omit        bool
+	Replacement Message
+}
+
+// Edit returns a context_edit entry's edit; ok is false for any other
+// entry, and for an edit that names no entry.
+func (e *Entry) Edit() (Edit, bool) {
+	if e.Type != "context_edit" {
+		return Edit{}, false
+	}
+	ed := Edit{Target: string(e.TargetID)}
+	for _, alt := range []harness.Str{e.TargetEntryID, e.EntryID} {
+		if ed.Target == "" {
+			ed.Target = string(alt)
+		}
+	}
+	if ed.Target == "" {
+		return Edit{}, false
+	}
+	raw := bytes.TrimSpace(e.Replacement)
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &ed.Replacement) != nil {
+		// null (or absent): omitted; a replacement that does not decode
+		// is taken for an omission, so the edited message stays out.
+		ed.Omit, ed.Replacement = true, Message{}
+	}
+	return ed, true
+}
+
+// Edits returns the context edits of entries, the last one per target.
+func Edits(entries []*Entry) map[string]Edit {
+	var out map[string]Edit
+	for _, e := range entries {
+		if e == nil {
+			continue
+		}
+		if ed, ok := e.Edit(); ok {
+			if out == nil {
+				out = map[string]Edit{}
+			}
+			out[ed.Target] = ed
+		}
+	}
+	return out
+}

@@ -11,7 +11,9 @@ import (
 // a tree: the thread is the path from the root to the last entry of the
 // file, Pi's leaf when it loads a session; entries off that path are
 // counted as OffBranch. A parent missing from the file is reported and the
-// path goes on at the previous entry of the file.
+// path goes on at the previous entry of the file. A context_edit entry on
+// the thread leaves its target's message out of the thread, or puts its
+// replacement in its place.
 func Read(s *harness.Session, recs []harness.Record) {
 	rep := &s.Report
 	entries := make([]*Entry, len(recs))
@@ -60,9 +62,26 @@ func Read(s *harness.Session, recs []harness.Record) {
 	} else {
 		order = piPath(recs, entries, rep)
 	}
-	c := &Converter{Report: rep}
+	// Context edits apply to the thread as Pi's later calls send it: an
+	// omitted message is left out, a replaced one is its replacement.
+	onThread := make([]*Entry, 0, len(order))
 	for _, i := range order {
-		emit(s, c, entries[i])
+		onThread = append(onThread, entries[i])
+	}
+	edits := Edits(onThread)
+	c := &Converter{Report: rep}
+	for _, e := range onThread {
+		if ed, ok := edits[string(e.ID)]; ok && e.ID != "" {
+			if ed.Omit {
+				harness.Count(&rep.Skipped, "context_edit omitted")
+				continue
+			}
+			r := *e
+			r.Type, r.Msg, r.MsgErr = "message", &ed.Replacement, nil
+			emit(s, c, &r)
+			continue
+		}
+		emit(s, c, e)
 	}
 }
 

@@ -26,9 +26,11 @@ var epoch = time.Unix(0, 0).UTC()
 // stop, zero usage unless recorded); tool results become toolResult
 // messages with their image blocks (Claude Code's base64 sources or Pi's own
 // shape) after the text. Metrics, errors and other system events have no
-// Pi message and are left out (docs/crossharness.md).
+// Pi message and are left out (docs/crossharness.md). Context edits
+// (system/context_edit) are applied, not written.
 func SessionFile(evs []events.Event) ([]byte, error) {
-	msgs, err := piMessages(evs)
+	// Context edits are applied: the file holds the messages they leave.
+	msgs, err := piMessages(events.ApplyContextEdits(evs))
 	if err != nil {
 		return nil, err
 	}

@@ -69,6 +69,9 @@ type Usage struct {
 	Output     int64 `json:"output"`
 	CacheRead  int64 `json:"cache_read"`
 	CacheWrite int64 `json:"cache_write"`
+	// CacheWrite1h is the part of CacheWrite written for an hour (priced
+	// higher than a 5-minute write), when the provider says so.
+	CacheWrite1h int64 `json:"cache_write_1h,omitempty"`
 }
 
 // Sent returns the input tokens the call sent: uncached, read from the
