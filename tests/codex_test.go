@@ -1,0 +1,162 @@
+package tests
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ctxstore/ctxstore/harness/claudecode"
+	"github.com/ctxstore/ctxstore/harness/transcript"
+)
+
+// TestCodexCrossHarness: a session moves Claude Code -> Codex -> Pi ->
+// Claude Code through the store, each leg continued by the real CLI,
+// offline. The real Claude Code runs a session with a Bash and a Read
+// call; `ctxstore import` reads its transcript; `ctxstore materialize
+// --format codex --place` writes a rollout where Codex looks, and the
+// real Codex (`codex exec resume ID PROMPT`, against a scripted Responses
+// API endpoint) continues it with a shell command of its own. Codex's
+// rollout is imported (a codex-v1 chain); its native copy, renamed, is
+// resumed by Codex too; materialized for Pi it is continued by the real
+// Pi; Pi's file, materialized for Claude Code, by `claude --resume`. At
+// each step the model's first request of the new leg holds every earlier
+// leg's messages, in order; the last file imported holds them all.
+func TestCodexCrossHarness(t *testing.T) {
+	t.Parallel()
+	codex := codexCLI(t)
+	claudeCLI(t)
+	piCLI(t)
+	c := newCLI(t)
+	storeURL := "sqlite:" + filepath.Join(t.TempDir(), "store.db")
+	root := t.TempDir()
+	work, home, cxHome := filepath.Join(root, "work"), filepath.Join(root, "home"), filepath.Join(root, "codex-home")
+	e := &piEnv{dir: work, agentDir: filepath.Join(root, "pi-agent")}
+	for _, d := range []string{work, home, e.agentDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(work, "notes.txt"), []byte("alpha-note\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(codex, "--version").CombinedOutput(); err != nil || !strings.Contains(string(out), "codex-cli "+codexVersion) {
+		t.Fatalf("codex --version: %v %s", err, out)
+	}
+	messages := xhScript(map[string][]piStep{
+		"CC-Q1": {
+			{Tool: "Bash", Args: map[string]any{"command": "echo hello-from-bash", "description": "Say hello"}, ID: "toolu_cc1"},
+			{Tool: "Read", Args: map[string]any{"file_path": filepath.Join(work, "notes.txt")}, ID: "toolu_cc2"},
+			{Text: "CC-A1: the notes say alpha-note."},
+		},
+		"PI-Q3": {{Text: "PI-A3: Pi saw Codex's turn."}},
+		"CC-Q4": {{Text: "CC-A4: back in Claude Code."}},
+	})
+	responses := cxScript(map[string][]piStep{
+		"CX-Q2": {
+			{Tool: "exec_command", Args: map[string]any{"cmd": "echo codex-was-here"}, ID: "call_cx1"},
+			{Text: "CX-A2: Codex ran its own command."},
+		},
+		"CX-Q0": {{Text: "CX-A0: the native copy."}},
+	})
+
+	// 1. Claude Code, with a Bash and a Read call.
+	log1 := filepath.Join(root, "claude1.jsonl")
+	m1 := startScriptedMessages(t, nil, log1, messages)
+	res := xhRunClaude(t, work, home, m1.srv.URL, "-p", "CC-Q1: please look at the notes.", "--allowedTools", "Bash", "Read")
+	sid1, _ := res["session_id"].(string)
+	ccFile := filepath.Join(home, ".claude", "projects", claudecode.ProjectDir(work), sid1+".jsonl")
+	c1 := xhImport(t, c, storeURL, ccFile)["tip"].(string)
+
+	// 2. Materialized for Codex where Codex looks, resumed by Codex.
+	cxEnv := []string{"CODEX_HOME=" + cxHome}
+	cm := xhMaterialize(t, c, storeURL, cxEnv, c1, "--format", "codex", "--place", "--cwd", work)
+	cxFile, _ := cm["file"].(string)
+	sid2, _ := cm["session"].(string)
+	if cm["format"] != "codex-v1" || cm["tier"] != "field" || !strings.HasPrefix(cxFile, filepath.Join(cxHome, "sessions")+string(filepath.Separator)) ||
+		!strings.HasSuffix(cxFile, "-"+sid2+".jsonl") {
+		t.Fatalf("materialize for Codex: %v", cm)
+	}
+	log2 := filepath.Join(root, "codex2.jsonl")
+	r2 := startScriptedResponses(t, log2, responses)
+	codexHome(t, cxHome, r2.srv.URL)
+	if out := runCodex(t, work, cxHome, home, "resume", sid2, "CX-Q2: run something of your own."); !strings.Contains(out, "CX-A2") {
+		t.Fatalf("codex exec resume: %s", out)
+	}
+	first := cxRequestWith(t, log2, "CX-Q2")
+	xhInOrder(t, "Codex's first request after resuming", first,
+		"user text: CC-Q1: please look at the notes.",
+		`function_call toolu_cc1 exec_command: {"cmd":"echo hello-from-bash"}`, "function_call_output toolu_cc1: hello-from-bash",
+		"function_call toolu_cc2 exec_command: {\"cmd\":\"cat "+filepath.Join(work, "notes.txt"), "function_call_output toolu_cc2:", "alpha-note",
+		"assistant text: CC-A1: the notes say alpha-note.", "user text: CX-Q2: run something of your own.")
+	raw, err := os.ReadFile(cxFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xhInOrder(t, "the resumed rollout", string(raw), "CC-Q1", "hello-from-bash", "CC-A1", "CX-Q2", "codex-was-here", "CX-A2")
+	s, err := transcript.ReadFile(cxFile)
+	if err != nil || s.Format != "codex" || s.ID != sid2 || s.Report.Orphans != 0 {
+		t.Fatalf("the rollout Codex continued, read back: %v %+v", err, s)
+	}
+
+	// 3. Codex's rollout into the store; its native copy, renamed, resumes.
+	imp2 := xhImport(t, c, storeURL, cxFile)
+	c2, _ := imp2["tip"].(string)
+	if imp2["format"] != "codex-v1" {
+		t.Fatalf("import of Codex's rollout: %v", imp2)
+	}
+	if back := xhMaterialize(t, c, storeURL, nil, c2, "--stop", "root"); back["content"] != string(raw) || back["tier"] != "native" {
+		t.Errorf("the imported rollout does not materialize to its bytes (tier %v)", back["tier"])
+	}
+	nm := xhMaterialize(t, c, storeURL, cxEnv, c2, "--format", "codex", "--place", "--cwd", work, "--stop", "root")
+	if nm["tier"] != "native" || nm["session"] == sid2 {
+		t.Fatalf("native materialize for Codex: %v", nm)
+	}
+	if out := runCodex(t, work, cxHome, home, "resume", nm["session"].(string), "CX-Q0: again?"); !strings.Contains(out, "CX-A0") {
+		t.Fatalf("codex exec resume of the native copy: %s", out)
+	}
+	xhInOrder(t, "Codex's first request after resuming the native copy", cxRequestWith(t, log2, "CX-Q0"),
+		"CC-Q1", "hello-from-bash", "CC-A1", "CX-Q2", "function_call call_cx1 exec_command", "codex-was-here", "CX-A2", "CX-Q0: again?")
+	if now, _ := os.ReadFile(cxFile); !bytes.Equal(now, raw) {
+		t.Error("resuming the native copy changed the original rollout")
+	}
+
+	// 4. Materialized for Pi, continued by Pi.
+	pm := xhMaterialize(t, c, storeURL, []string{"PI_CODING_AGENT_DIR=" + e.agentDir}, c2, "--format", "pi", "--place", "--cwd", work)
+	piFile, _ := pm["file"].(string)
+	if pm["format"] != "pi-v3" || pm["tier"] != "field" {
+		t.Fatalf("materialize for Pi: %v", pm)
+	}
+	log3 := filepath.Join(root, "pi3.jsonl")
+	m3 := startScriptedMessages(t, nil, log3, messages)
+	pi := xhStartPi(t, e, m3.srv.URL)
+	pi.prompt("PI-Q3: what did Codex do?")
+	pi.quit()
+	xhInOrder(t, "Pi's first request", xhRequestWith(t, log3, "PI-Q3"),
+		"CC-Q1: please look at the notes.", "hello-from-bash", "alpha-note", "CC-A1",
+		"CX-Q2: run something of your own.", "tool_use call_cx1 exec_command", "tool_result call_cx1:", "codex-was-here",
+		"CX-A2: Codex ran its own command.", "PI-Q3")
+	c3 := xhImport(t, c, storeURL, piFile)["tip"].(string)
+
+	// 5. Materialized for Claude Code, resumed there. The chain holds
+	// Codex's rollout from leg 2 on: the Bash call is Codex's exec_command
+	// now, as Codex's model saw it.
+	ccm := xhMaterialize(t, c, storeURL, []string{"HOME=" + home}, c3, "--format", "claude-code", "--place", "--cwd", work)
+	sid4, _ := ccm["session"].(string)
+	log4 := filepath.Join(root, "claude4.jsonl")
+	m4 := startScriptedMessages(t, nil, log4, messages)
+	if res := xhRunClaude(t, work, home, m4.srv.URL, "-p", "CC-Q4: and now?", "--resume", sid4); !strings.Contains(fmt.Sprint(res["result"]), "CC-A4") {
+		t.Fatalf("claude --resume: %v", res)
+	}
+	xhInOrder(t, "Claude Code's first request after --resume", xhRequestWith(t, log4, "CC-Q4"),
+		"CC-Q1", "tool_use toolu_cc1 exec_command", "hello-from-bash", "alpha-note", "CC-A1", "CX-Q2", "tool_use call_cx1 exec_command",
+		"codex-was-here", "CX-A2", "PI-Q3", "PI-A3", "CC-Q4: and now?")
+
+	// The whole conversation, four legs and three harnesses, in one file.
+	imp4 := xhImport(t, c, storeURL, ccm["file"].(string))
+	ev := xhMaterialize(t, c, storeURL, nil, imp4["tip"].(string), "--format", "events", "--stop", "root")
+	xhInOrder(t, "the last import as events", fmt.Sprint(ev["content"]), "CC-Q1", "CC-A1", "CX-Q2", "codex-was-here", "CX-A2", "PI-Q3", "PI-A3", "CC-Q4", "CC-A4")
+}
