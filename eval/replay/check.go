@@ -203,7 +203,7 @@ func checkCache(ctx context.Context, env *Env, cs []*CallInput, provider string)
 		chk.PredictedRead += int64(read)
 		chk.PredictedWrite += int64(write)
 		chk.PredictedInput += int64(input)
-		chk.RecordedCost += InputPrice*float64(u.Input) + wp*float64(u.CacheWrite) + ReadPrice*float64(u.CacheRead)
+		chk.RecordedCost += recordedCost(u, wp)
 		chk.PredictedCost += InputPrice*input + wp*write + ReadPrice*read
 		rs := float64(u.CacheRead) / float64(u.Sent())
 		ps := ratio(float64(c.Cached), float64(c.Context))

@@ -798,8 +798,9 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 			c.Context = int(u.Sent())
 			c.Cached = int(u.CacheRead)
 			c.Written = int(u.CacheWrite)
+			c.WrittenLong = int(recordedLong(u))
 			c.History = max(c.Context-env.Calibration.Overhead, 0)
-			c.Cost = InputPrice*float64(u.Input) + WritePrice*float64(u.CacheWrite) + ReadPrice*float64(u.CacheRead)
+			c.Cost = recordedCost(u, WritePrice)
 			c.Rebased = i > 0 && !cold && prevRec != nil && u.CacheRead < prevRec.CacheRead+prevRec.CacheWrite
 			prevRec = u
 		} else {
@@ -1192,4 +1193,15 @@ func replayDir(ctx context.Context, dir, session string) (string, func(), error)
 		_ = os.RemoveAll(p)
 		unlock()
 	}, nil
+}
+
+// recordedLong is the part of a recorded call's cache writes the harness
+// recorded as 1-hour writes.
+func recordedLong(u *conversation.Usage) int64 { return min(max(u.CacheWrite1h, 0), u.CacheWrite) }
+
+// recordedCost prices a recorded call in base-input tokens: its 1-hour
+// writes at the hour's price (LongTTLWritePrice), its other writes at wp.
+func recordedCost(u *conversation.Usage, wp float64) float64 {
+	long := recordedLong(u)
+	return InputPrice*float64(u.Input) + wp*float64(u.CacheWrite-long) + LongTTLWritePrice*float64(long) + ReadPrice*float64(u.CacheRead)
 }
