@@ -40,7 +40,7 @@ type cli struct {
 	Calls        callsCmd        `cmd:"" group:"context" help:"One line per model call of a session: tokens, cached share, cost, cache break and what it cost, rebase and reason, what collapsed."`
 	Call         callCmd         `cmd:"" group:"context" help:"The exact context of call N, blocks labelled by kind and object (--raw: the bytes sent; --diff M: against call M)."`
 	Commit       commitCmd       `cmd:"" group:"context" help:"Context commits: checkpoint, show, history, materialize, resolve, update-metadata, fork (docs/commits.md)."`
-	Materialize  materializeCmd  `cmd:"" group:"context" help:"Write the conversation at a commit as a session file Pi or Claude Code resumes (--format pi|claude-code; --place puts it where the harness looks)."`
+	Materialize  materializeCmd  `cmd:"" group:"context" help:"Write the conversation at a commit as a session file Pi, Claude Code or Codex resumes (--format pi|claude-code|codex; --place puts it where the harness looks)."`
 	Search       searchCmd       `cmd:"" group:"context" help:"Full-text search over every object (metadata and snippets, ranked)."`
 	QuerySession querySessionCmd `cmd:"" group:"context" name:"query-session" help:"Ask a question about a session: a model answers from its conversation, or the best-matching passages without one."`
 	Object       objectCmd       `cmd:"" group:"context" help:"An object's versions on both time axes, and which calls showed which version."`
@@ -62,7 +62,7 @@ type cli struct {
 	Log     logCmd     `cmd:"" group:"store" help:"List committed transactions and their operations."`
 	Status  statusCmd  `cmd:"" group:"store" help:"Describe the store and its latest transaction."`
 	Export  exportCmd  `cmd:"" group:"store" help:"Write the store's history (or what follows a tx) as a portable version log."`
-	Import  importCmd  `cmd:"" group:"store" help:"Import agent sessions (Claude Code transcripts, Pi session files, SWE-agent trajectories; a file or a folder) as chains of context commits, only what is new on a second run; or apply a portable version log, resuming where an earlier import of its source stopped."`
+	Import  importCmd  `cmd:"" group:"store" help:"Import agent sessions (Claude Code transcripts, Pi session files, Codex CLI rollouts, SWE-agent trajectories; a file or a folder) as chains of context commits, only what is new on a second run; or apply a portable version log, resuming where an earlier import of its source stopped."`
 	Sync    syncCmd    `cmd:"" group:"store" help:"Bring one store up to date with another, applying only what is new."`
 	XTDB    xtdbCmd    `cmd:"" group:"store" name:"xtdb" help:"Run a real XTDB 1.24.5 server for production or local use."`
 	Help    helpCmd    `cmd:"" group:"help" help:"Show help for ctxstore or one of its commands."`
