@@ -103,14 +103,18 @@ func testForeignEntitiesRefused(t *testing.T, dst store.Store, sb string) {
 // source that would write it again is refused whole, and the other
 // writer's version stays.
 func TestLaterImportKeepsOthersWrites(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { testLaterImportKeepsOthersWrites(t, openSQLite(t, "dst.db"), "sa") })
+	t.Run("xtdb", func(t *testing.T) { testLaterImportKeepsOthersWrites(t, openXTDB(t), uniqueID("sa")) })
+}
+
+func testLaterImportKeepsOthersWrites(t *testing.T, dst store.Store, sid string) {
 	src := openSQLite(t, "src.db")
 	dir := t.TempDir()
-	s := sessionbundletest.New(t, src, "sa", dir)
+	s := sessionbundletest.New(t, src, sid, dir)
 	f := s.File("f.go", "package f\n")
 	s.Read(f)
 	s.Call()
-	b1, _ := exportBytes(t, src, "sa")
-	dst := openSQLite(t, "dst.db")
+	b1, _ := exportBytes(t, src, sid)
 	importBytes(t, dst, b1, ImportOptions{})
 	fid := fileID(t, s, "f.go")
 
@@ -121,7 +125,7 @@ func TestLaterImportKeepsOthersWrites(t *testing.T) {
 	s.File("f.go", "package f // changed\n")
 	s.Read(f)
 	s.Call()
-	b2, _ := exportBytes(t, src, "sa")
+	b2, _ := exportBytes(t, src, sid)
 	before := latestTx(t, dst)
 	_, err := ImportFile(ctx, dst, writeFile(t, b2), ImportOptions{})
 	if !errors.Is(err, ErrForeign) || !strings.Contains(err.Error(), fid) {
