@@ -81,7 +81,7 @@ func (c *demoCmd) Run(a *app) error {
 	clk := &demoClock{t: time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)}
 	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	srv, err := httpapi.New(httpapi.Options{Store: st, Resolver: res, Rebase: assemble.Policy{StaleThreshold: c.Stale},
-		Log: log, Now: clk.now})
+		Log: log, Now: clk.now, Roots: []string{c.Dir}}) // the demo's project is all it reads
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
@@ -285,7 +286,7 @@ func (s *Server) sessionRoots(req OpenRequest) (*tools.Roots, error) {
 		return nil, badRequest("roots: %v", err)
 	}
 	if err := s.roots.Check(req.Cwd); err != nil {
-		return nil, errorf(http.StatusForbidden, CodeForbidden, "cwd: %v: a session's cwd must lie inside the server's roots (serve --root, default the directory serve was started in)", err)
+		return nil, errorf(http.StatusForbidden, CodeForbidden, "cwd %s is outside the server's roots (%s): a session's cwd must lie inside them (serve --root, default the directory serve was started in)", req.Cwd, strings.Join(s.roots.Dirs(), ", "))
 	}
 	if err := s.roots.Within(roots); err != nil {
 		return nil, errorf(http.StatusForbidden, CodeForbidden, "roots: %v: a session's roots must lie inside the server's roots (serve --root, default the directory serve was started in)", err)
