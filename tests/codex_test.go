@@ -11,6 +11,7 @@ import (
 
 	"github.com/ctxstore/ctxstore/harness/claudecode"
 	"github.com/ctxstore/ctxstore/harness/transcript"
+	"github.com/ctxstore/ctxstore/internal/datasets"
 )
 
 // TestCodexCrossHarness: a session moves Claude Code -> Codex -> Pi ->
@@ -76,6 +77,9 @@ func TestCodexCrossHarness(t *testing.T) {
 	cm := xhMaterialize(t, c, storeURL, cxEnv, c1, "--format", "codex", "--place", "--cwd", work)
 	cxFile, _ := cm["file"].(string)
 	sid2, _ := cm["session"].(string)
+	if l, _ := cm["lost"].(map[string]any); l["as_text"] != nil || l["unanswered"] != nil {
+		t.Errorf("Bash and Read have Codex counterparts; lost: %v", cm["lost"])
+	}
 	if cm["format"] != "codex-v1" || cm["tier"] != "field" || !strings.HasPrefix(cxFile, filepath.Join(cxHome, "sessions")+string(filepath.Separator)) ||
 		!strings.HasSuffix(cxFile, "-"+sid2+".jsonl") {
 		t.Fatalf("materialize for Codex: %v", cm)
@@ -159,4 +163,46 @@ func TestCodexCrossHarness(t *testing.T) {
 	imp4 := xhImport(t, c, storeURL, ccm["file"].(string))
 	ev := xhMaterialize(t, c, storeURL, nil, imp4["tip"].(string), "--format", "events", "--stop", "root")
 	xhInOrder(t, "the last import as events", fmt.Sprint(ev["content"]), "CC-Q1", "CC-A1", "CX-Q2", "codex-was-here", "CX-A2", "PI-Q3", "PI-A3", "CC-Q4", "CC-A4")
+}
+
+// TestCodexResumesDataset: a real Claude Code session of the shared
+// datasets (Bash, Read, Edit, Grep, Glob and TodoWrite calls), imported
+// and materialized for Codex, is resumed by the real Codex: its first
+// request holds the session's first prompt, every Bash and Read call as
+// an exec_command call with its output, and the calls Codex has no tool
+// for as text with their results, then the new prompt.
+func TestCodexResumesDataset(t *testing.T) {
+	t.Parallel()
+	codexCLI(t)
+	src := filepath.Join(datasets.Dir(t), "claude-code", "dmux__eef6c282__a9185eb7.jsonl")
+	c := newCLI(t)
+	storeURL := "sqlite:" + filepath.Join(t.TempDir(), "store.db")
+	root := t.TempDir()
+	work, home, cxHome := filepath.Join(root, "work"), filepath.Join(root, "home"), filepath.Join(root, "codex-home")
+	for _, d := range []string{work, home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tip := xhImport(t, c, storeURL, src)["tip"].(string)
+	cm := xhMaterialize(t, c, storeURL, []string{"CODEX_HOME=" + cxHome}, tip, "--format", "codex", "--place", "--cwd", work, "--stop", "root")
+	if l, _ := cm["lost"].(map[string]any); fmt.Sprint(l["as_text"]) != "26" {
+		t.Errorf("lost: %v, want 26 calls as text (10 TodoWrite, 8 Grep, 6 Edit, 2 Glob)", cm["lost"])
+	}
+	log := filepath.Join(root, "codex.jsonl")
+	r := startScriptedResponses(t, log, cxScript(map[string][]piStep{"DS-Q": {{Text: "DS-A: resumed."}}}))
+	codexHome(t, cxHome, r.srv.URL)
+	if out := runCodex(t, work, cxHome, home, "resume", cm["session"].(string), "DS-Q: go on."); !strings.Contains(out, "DS-A") {
+		t.Fatalf("codex exec resume: %s", out)
+	}
+	first := cxRequestWith(t, log, "DS-Q")
+	xhInOrder(t, "Codex's first request", first,
+		"user text: I want claude sessions to optionally start with the --dangerously-skip-permissions flag",
+		"assistant text: [I called the tool TodoWrite", "user text: [Result of the tool call TodoWrite",
+		"function_call ", " exec_command: {\"cmd\":", "function_call_output ",
+		"assistant text: [I called the tool Edit", "user text: [Result of the tool call Edit",
+		"user text: DS-Q: go on.")
+	if calls, outputs := strings.Count(first, "\nfunction_call "), strings.Count(first, "\nfunction_call_output "); calls != 24 || outputs != 24 {
+		t.Errorf("%d function calls and %d outputs, want 24 of each (12 Bash, 12 Read)", calls, outputs)
+	}
 }

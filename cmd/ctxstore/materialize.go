@@ -139,6 +139,10 @@ func (c *materializeCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
+	cxLost, err := codexLost(a, svc, c.ID, c.Stop, m)
+	if err != nil {
+		return err
+	}
 	if out != "" {
 		if err := writeOutput(a.stdout, out, false, "the session file", func(w io.Writer) error {
 			_, err := w.Write(content)
@@ -152,17 +156,26 @@ func (c *materializeCmd) Run(a *app) error {
 		if out == "" {
 			o.Content, o.ContentBase64 = mc.ContentJSON()
 		}
+		var l any
+		if lost != nil {
+			l = lost
+		} else if cxLost != nil {
+			l = cxLost
+		}
 		return a.printJSON(struct {
 			materializedJSON
-			Session string           `json:"session,omitempty"`
-			Cwd     string           `json:"cwd,omitempty"`
-			Lost    *claudecode.Lost `json:"lost,omitempty"`
-		}{o, session, cwd, lost})
+			Session string `json:"session,omitempty"`
+			Cwd     string `json:"cwd,omitempty"`
+			Lost    any    `json:"lost,omitempty"`
+		}{o, session, cwd, l})
 	}
 	fmt.Fprintf(a.stderr, "%s: %d commits, %s, tier %s, %d messages, ~%d tokens%s\n", m.Commit, m.Commits, m.Format, m.Tier,
 		m.MessageCount, m.TokenCount, map[bool]string{true: " (cached)", false: ""}[m.Cached])
 	if lost != nil {
 		fmt.Fprintf(a.stderr, "not representable in Claude Code (docs/crossharness.md): %s\n", lostText(*lost))
+	}
+	if cxLost != nil {
+		fmt.Fprintf(a.stderr, "not representable in Codex as recorded (docs/crossharness.md): %s\n", codexLostText(*cxLost))
 	}
 	if out == "" {
 		_, err := a.stdout.Write(content)
@@ -249,6 +262,42 @@ func claudeCodeLost(a *app, svc *commits.Service, id, stop string, m *commits.Ma
 		return nil, err
 	}
 	return &lost, nil
+}
+
+// codexLost is claudeCodeLost for codex-v1: what a translation into a
+// Codex rollout left out, wrote as text or made up.
+func codexLost(a *app, svc *commits.Service, id, stop string, m *commits.Materialized) (*codex.Lost, error) {
+	if m.Format != commits.FormatCodex || m.Tier == commits.TierNative {
+		return nil, nil
+	}
+	ev, err := svc.Materialize(a.ctx, commits.MaterializeRequest{ID: id, Format: commits.FormatEvents, Stop: stop, NoCache: true})
+	if err != nil {
+		return nil, err
+	}
+	evs, err := events.Decode(ev.Content)
+	if err != nil {
+		return nil, err
+	}
+	_, lost, err := codex.EncodeLost(evs)
+	if err != nil || lost == (codex.Lost{}) {
+		return nil, err
+	}
+	return &lost, nil
+}
+
+func codexLostText(l codex.Lost) string {
+	var parts []string
+	for _, x := range []struct {
+		n    int
+		what string
+	}{{l.Thinking, "thinking blocks of other providers"}, {l.Events, "harness events with no message (system, metrics, errors, raw records)"},
+		{l.Excluded, "sub-agent or out-of-context events"}, {l.AsText, "tool calls Codex has no tool for (written as text, with their results)"},
+		{l.Unanswered, "tool calls without a result (given an output saying so)"}} {
+		if x.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", x.n, x.what))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 func lostText(l claudecode.Lost) string {

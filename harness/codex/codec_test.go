@@ -199,11 +199,15 @@ func TestEncode(t *testing.T) {
 		{Type: events.Thinking, Text: "codex thinks", Metadata: map[string]any{"codex_encrypted_content": "enc"}},
 		{Type: events.System, Subtype: events.SubtypeCompactionSummary, Text: "SUM"},
 		{Type: events.Metric, Usage: &conversation.Usage{Input: 1}},
+		{Type: events.Prompt, Source: "agent", Text: "a sub-agent's task", Metadata: map[string]any{"sidechain": true}},
 		{Type: events.Response, Text: "done"},
 	}
-	b, err := codex.Encode(evs)
+	b, lost, err := codex.EncodeLost(evs)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if want := (codex.Lost{Thinking: 1, Events: 2, Excluded: 1, AsText: 1, Unanswered: 1}); lost != want {
+		t.Errorf("lost %+v, want %+v", lost, want)
 	}
 	var got []string
 	for _, l := range bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n")) {
@@ -291,6 +295,23 @@ func TestSetSession(t *testing.T) {
 	}
 	if !bytes.Contains(b[0], []byte(`"cwd":"/else"`)) || !bytes.Contains(b[0], []byte(`"cli_version":"0.171.0"`)) {
 		t.Errorf("session_meta: %s", b[0])
+	}
+}
+
+// TestSetSessionWithoutMeta: a rollout cut after its session_meta (a
+// chain materialized from a compaction on) gets one when it is named.
+func TestSetSessionWithoutMeta(t *testing.T) {
+	in := []byte(`{"timestamp":"2026-01-02T03:04:10.000Z","type":"compacted","payload":{"message":"S"}}` + "\n")
+	out, err := codex.SetSessionID(in, "11111111-2222-4333-8444-555555555555")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, rep := records(t, out)
+	s := &harness.Session{Report: rep}
+	codex.Read(s, recs)
+	if s.ID != "11111111-2222-4333-8444-555555555555" || !bytes.HasSuffix(out, in) || len(s.Messages) != 1 ||
+		!bytes.Contains(out, []byte(`"timestamp":"2026-01-02T03:04:10.000Z","type":"session_meta"`)) {
+		t.Fatalf("%s", out)
 	}
 }
 

@@ -36,13 +36,42 @@ var epoch = time.Unix(0, 0).UTC()
 // got a result gets one saying so (the Responses API refuses a call
 // without its output). Thinking crosses only when it is Codex's own
 // (its encrypted content kept); metrics, errors and other system events
-// have no rollout item and are left out (docs/crossharness.md).
+// have no rollout item and are left out, as are a sub-agent's events
+// (metadata "sidechain") and those the harness kept out of the model's
+// context ("exclude_from_context") (docs/crossharness.md).
 func Encode(evs []events.Event) ([]byte, error) {
+	b, _, err := EncodeLost(evs)
+	return b, err
+}
+
+// Lost counts what Encode left out, restated or made up.
+type Lost struct {
+	// Thinking blocks of other providers (no Codex encrypted content).
+	Thinking int `json:"thinking,omitempty"`
+	// Events with no rollout item: system events other than compaction
+	// summaries and narratives, metrics, errors, outputs.
+	Events int `json:"events,omitempty"`
+	// Excluded: a sub-agent's events and events kept out of context.
+	Excluded int `json:"excluded,omitempty"`
+	// AsText: tool calls with no Codex counterpart, written as text (with
+	// their results).
+	AsText int `json:"as_text,omitempty"`
+	// Unanswered: tool calls given an output saying none was recorded.
+	Unanswered int `json:"unanswered,omitempty"`
+}
+
+// EncodeLost is Encode, and what it left out or restated.
+func EncodeLost(evs []events.Event) ([]byte, Lost, error) {
+	var lost Lost
 	var items []item
 	calls := map[string]string{} // call id -> how it was written: "function", "custom", "text"
 	names := map[string]string{}
 	for _, e := range evs {
 		at := e.Time
+		if e.Metadata["sidechain"] == true || e.Metadata["exclude_from_context"] == true {
+			lost.Excluded++
+			continue
+		}
 		switch e.Type {
 		case events.Prompt:
 			if e.Source == "system" && e.Meta && Injected(e.Text) {
@@ -55,7 +84,11 @@ func Encode(evs []events.Event) ([]byte, error) {
 				items = append(items, message(at, "user", "input_text", "Summary of the earlier conversation:\n\n"+e.Text))
 			case events.SubtypeNarrative:
 				items = append(items, message(at, "user", "input_text", e.Text))
+			default:
+				lost.Events++
 			}
+		case events.Metric, events.Error, events.Output:
+			lost.Events++
 		case events.Response:
 			if e.Text != "" {
 				items = append(items, message(at, "assistant", "output_text", e.Text))
@@ -63,6 +96,7 @@ func Encode(evs []events.Event) ([]byte, error) {
 		case events.Thinking:
 			enc, _ := e.Metadata["codex_encrypted_content"].(string)
 			if enc == "" {
+				lost.Thinking++
 				continue
 			}
 			summary := []map[string]any{}
@@ -81,6 +115,7 @@ func Encode(evs []events.Event) ([]byte, error) {
 			}
 			name, args, ok := MapTool(e.Tool.Name, e.Tool.Input)
 			if !ok {
+				lost.AsText++
 				calls[e.Tool.ID] = "text"
 				in, _ := json.Marshal(e.Tool.Input)
 				items = append(items, message(at, "assistant", "output_text",
@@ -89,7 +124,7 @@ func Encode(evs []events.Event) ([]byte, error) {
 			}
 			a, err := json.Marshal(args)
 			if err != nil {
-				return nil, fmt.Errorf("tool call %s: %w", e.Tool.ID, err)
+				return nil, lost, fmt.Errorf("tool call %s: %w", e.Tool.ID, err)
 			}
 			calls[e.Tool.ID] = "function"
 			items = append(items, item{at, map[string]any{"type": "function_call", "name": name, "arguments": string(a), "call_id": e.Tool.ID}})
@@ -117,6 +152,11 @@ func Encode(evs []events.Event) ([]byte, error) {
 			delete(calls, e.Tool.ID)
 		}
 	}
+	for _, kind := range calls {
+		if kind != "text" {
+			lost.Unanswered++
+		}
+	}
 	items = answerAll(items, calls)
 
 	var b bytes.Buffer
@@ -130,7 +170,7 @@ func Encode(evs []events.Event) ([]byte, error) {
 	}
 	body, err := json.Marshal(items)
 	if err != nil {
-		return nil, err
+		return nil, lost, err
 	}
 	h := commits.ContentHash(body)
 	id := fmt.Sprintf("%s-%s-4%s-8%s-%s", h[0:8], h[8:12], h[13:16], h[17:20], h[20:32])
@@ -138,16 +178,20 @@ func Encode(evs []events.Event) ([]byte, error) {
 	if len(items) > 0 && !items[0].at.IsZero() {
 		first = items[0].at
 	}
-	if err := line(first, "session_meta", map[string]any{"id": id, "timestamp": stamp(first), "cwd": "", "originator": "ctxstore",
-		"cli_version": CLIVersion, "source": "exec"}); err != nil {
-		return nil, err
+	if err := line(first, "session_meta", meta(id, first)); err != nil {
+		return nil, lost, err
 	}
 	for _, it := range items {
 		if err := line(it.at, "response_item", it.payload); err != nil {
-			return nil, err
+			return nil, lost, err
 		}
 	}
-	return b.Bytes(), nil
+	return b.Bytes(), lost, nil
+}
+
+// meta is the payload of the session_meta line Encode writes.
+func meta(id string, at time.Time) map[string]any {
+	return map[string]any{"id": id, "timestamp": stamp(at), "cwd": "", "originator": "ctxstore", "cli_version": CLIVersion, "source": "exec"}
 }
 
 type item struct {
@@ -259,14 +303,57 @@ func quote(s string) string {
 }
 
 // SetSessionID names the rollout's session: the id (and session_id, when
-// present) of its session_meta lines.
+// present) of its session_meta lines. A rollout without one (a chain
+// materialized from a compaction on) gets one first: Codex resumes no
+// rollout without it.
 func SetSessionID(content []byte, session string) ([]byte, error) {
+	if !hasMeta(content) {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		at := epoch
+		if rc := firstTime(content); !rc.IsZero() {
+			at = rc
+		}
+		if err := enc.Encode(map[string]any{"timestamp": stamp(at), "type": "session_meta", "payload": meta(session, at)}); err != nil {
+			return nil, err
+		}
+		content = append(b.Bytes(), content...)
+	}
 	return editMeta(content, func(p map[string]any) {
 		p["id"] = session
 		if _, ok := p["session_id"]; ok {
 			p["session_id"] = session
 		}
 	})
+}
+
+// hasMeta reports whether content has a session_meta line.
+func hasMeta(content []byte) bool {
+	for _, ln := range bytes.Split(content, []byte("\n")) {
+		var rec struct {
+			Type string `json:"type"`
+		}
+		if bytes.Contains(ln, []byte(`"session_meta"`)) && json.Unmarshal(ln, &rec) == nil && rec.Type == "session_meta" {
+			return true
+		}
+	}
+	return false
+}
+
+// firstTime is the time of content's first line that has one.
+func firstTime(content []byte) time.Time {
+	for _, ln := range bytes.Split(content, []byte("\n")) {
+		var rec struct {
+			Timestamp string `json:"timestamp"`
+		}
+		if json.Unmarshal(ln, &rec) == nil {
+			if t, err := time.Parse(time.RFC3339Nano, rec.Timestamp); err == nil {
+				return t
+			}
+		}
+	}
+	return time.Time{}
 }
 
 // SetCwd sets the working directory of the rollout's session_meta lines.
