@@ -77,9 +77,6 @@ func (l *Log) Check(base int, sum string) error {
 	return nil
 }
 
-// Reset empties the log: the next request must send the whole log.
-func (l *Log) Reset() { *l = Log{} }
-
 // Add appends one message, as sent (its JSON bytes).
 func (l *Log) Add(raw []byte) {
 	if l.h == nil {
@@ -89,15 +86,6 @@ func (l *Log) Add(raw []byte) {
 	l.h.Write([]byte{'\n'})
 	l.h.Sum(l.sum[:0])
 	l.n++
-}
-
-// Sum returns the digest a client names a base of msgs by (base_sha256).
-func Sum(msgs ...[]byte) string {
-	var l Log
-	for _, m := range msgs {
-		l.Add(m)
-	}
-	return l.Sum()
 }
 
 // Answer is what the server keeps of its last answer to a client that
@@ -114,9 +102,6 @@ type Answer struct {
 	from   int        // sums[i] is the digest of message from+i
 	sums   [][32]byte // the encoded messages' SHA-256
 }
-
-// Call is the call number of the answer held (0 for none).
-func (a *Answer) Call() int { return a.call }
 
 // Held reports whether a client that says it holds the answer to call
 // have (have_call) holds the one kept here: the new answer can then be a
