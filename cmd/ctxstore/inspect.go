@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ctxstore/ctxstore/explain/inspect"
+	"github.com/ctxstore/ctxstore/harness/formats"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -23,11 +24,31 @@ type costFlags struct {
 }
 
 func (f costFlags) inspector(st store.Store) *inspect.Inspector {
-	return inspect.New(st, inspect.Options{Prices: inspect.Prices{InputPerMTok: f.Price}, TTL: f.TTL})
+	return inspect.New(st, inspect.Options{Prices: inspect.Prices{InputPerMTok: f.Price}, TTL: f.TTL, Formats: formats.Commits()})
 }
 
 type sessionsCmd struct {
+	Since   string `name:"since" placeholder:"WHEN" help:"Only sessions active since WHEN: a time (RFC 3339), a date (2026-12-01), or a span back from now (90m, 24h, 7d)."`
+	Project string `name:"project" placeholder:"TEXT" help:"Only sessions whose working directory contains TEXT."`
+	Harness string `name:"harness" placeholder:"NAME" help:"Only sessions of this harness (claude-code, pi, ...)."`
 	costFlags
+}
+
+// since reads --since: a time, a date, or a span back from now.
+func since(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := parseTime(s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	if n, err := strconv.Atoi(strings.TrimSuffix(s, "d")); err == nil && n > 0 && strings.HasSuffix(s, "d") {
+		return now.AddDate(0, 0, -n), nil
+	}
+	return time.Time{}, usagef("--since %q: want a time (RFC 3339), a date (2026-12-01) or a span (90m, 24h, 7d)", s)
 }
 
 // Run implements sessions.
@@ -37,7 +58,11 @@ func (c *sessionsCmd) Run(a *app) error {
 		return err
 	}
 	defer st.Close()
-	ss, err := c.inspector(st).Sessions(a.ctx)
+	from, err := since(c.Since, time.Now())
+	if err != nil {
+		return err
+	}
+	ss, err := c.inspector(st).SessionsWhere(a.ctx, inspect.Filter{Since: from, Project: c.Project, Harness: c.Harness})
 	if err != nil {
 		return err
 	}
@@ -47,23 +72,35 @@ func (c *sessionsCmd) Run(a *app) error {
 		}
 		return a.printJSON(ss)
 	}
-	// A recorded session (imported or captured, never served) has commits
-	// and no calls: its CALLS column says so, the cost columns are "-".
-	t := newTable(a.stdout, "SESSION", "NAME", "HARNESS", "CWD", "STARTED", "LAST CALL", "CALLS", "TOKENS", "CACHED", "COST")
+	// Newest first. A recorded session (imported or captured, never
+	// served) counts the model calls its harness recorded, priced per
+	// model; a model without a price makes its cost "unknown".
+	t := newTable(a.stdout, "SESSION", "NAME", "HARNESS", "PROJECT", "STARTED", "LAST CALL", "CALLS", "TOKENS", "CACHED", "COST")
 	for _, s := range ss {
 		last := "-"
 		if s.LastCall != nil {
 			last = s.LastCall.Local().Format("2006-01-02 15:04")
 		}
-		if s.Recorded {
-			t.row(s.ID, orDash(s.Name), orDash(s.Harness), orDash(s.Cwd), s.Started.Local().Format("2006-01-02 15:04"), last,
-				fmt.Sprintf("recorded (%d commits)", s.Commits), "-", "-", "-")
-			continue
+		calls, tokens, cached, cost := strconv.Itoa(s.Calls), strconv.Itoa(s.TokensSent), pct(s.CachedShare), usd(s.CostUSD)
+		if s.Recorded && s.Calls == 0 {
+			calls, tokens, cached, cost = fmt.Sprintf("recorded (%d commits)", s.Commits), "-", "-", "-"
 		}
-		t.row(s.ID, orDash(s.Name), orDash(s.Harness), orDash(s.Cwd), s.Started.Local().Format("2006-01-02 15:04"), last,
-			strconv.Itoa(s.Calls), strconv.Itoa(s.Tokens), pct(s.CachedShare), usd(s.CostUSD))
+		if s.CostUnknown {
+			cost = "unknown"
+		}
+		t.row(s.ID, orDash(cut(s.Name, 48)), orDash(s.Harness), orDash(project(s.Cwd)), s.Started.Local().Format("2006-01-02 15:04"), last,
+			calls, tokens, cached, cost)
 	}
 	return t.flush()
+}
+
+// project names a working directory by its last element.
+func project(cwd string) string {
+	cwd = strings.TrimRight(cwd, "/")
+	if i := strings.LastIndexByte(cwd, '/'); i >= 0 && i < len(cwd)-1 {
+		return cwd[i+1:]
+	}
+	return cwd
 }
 
 type sessionShowCmd struct {
@@ -101,7 +138,16 @@ func (c *sessionShowCmd) Run(a *app) error {
 		if d.LastCall != nil {
 			fmt.Fprintf(w, "last      %s\n", d.LastCall.Local().Format(time.RFC3339))
 		}
-		fmt.Fprintf(w, "recorded  imported or captured, never served: no calls\n")
+		fmt.Fprintf(w, "recorded  imported or captured, never served\n")
+		if d.Calls > 0 {
+			cost := usd(d.CostUSD)
+			if d.CostUnknown {
+				cost = "unknown (no price for " + strings.Join(d.UnpricedModels, ", ") + ")"
+			}
+			fmt.Fprintf(w, "calls     %d recorded; last context %d tokens; %d tokens sent, %s from the cache\n",
+				d.Calls, d.Tokens, d.TokensSent, pct(d.CachedShare))
+			fmt.Fprintf(w, "cost      %s\n", cost)
+		}
 		fmt.Fprintf(w, "model     %s\n", orDash(d.Model))
 		fmt.Fprintf(w, "source    %s\n", orDash(d.Source))
 		fmt.Fprintf(w, "commits   %d context commits, %d branching\n", d.Commits, d.Branches)

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/objects/prices"
+	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -50,6 +52,12 @@ type Options struct {
 	// Allowed, when set, says which sessions may be read (a token's grant);
 	// any other session is reported as not found, and lists leave it out.
 	Allowed func(sessionID string) bool
+	// Formats decode recorded sessions' commits (harness/formats.Commits):
+	// without them a recorded session shows no calls, tokens or cost.
+	Formats *commits.Registry
+	// PriceTable prices recorded calls per model (default
+	// prices.Default()).
+	PriceTable *prices.Table
 }
 
 // Inspector reads sessions and calls from a store.
@@ -69,6 +77,9 @@ func New(st store.Store, o Options) *Inspector {
 	}
 	if o.Prices.Read <= 0 {
 		o.Prices.Read = d.Read
+	}
+	if o.PriceTable == nil {
+		o.PriceTable = prices.Default()
 	}
 	if o.TTL <= 0 {
 		o.TTL = assemble.DefaultPolicy().CacheTTL

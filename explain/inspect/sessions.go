@@ -53,6 +53,46 @@ type Session struct {
 	// Lost sums the cache breaks by cause (Break.CauseKey), largest loss
 	// first.
 	Lost []CauseTotal `json:"lost,omitempty"`
+	// CostUnknown: a recorded call's model is not in the price table
+	// (UnpricedModels names them), so the session's cost is unknown, not
+	// CostUSD.
+	CostUnknown    bool     `json:"cost_unknown,omitempty"`
+	UnpricedModels []string `json:"unpriced_models,omitempty"`
+}
+
+// Filter narrows Sessions: sessions whose last activity (last call, else
+// start) is at or after Since, whose working directory contains Project,
+// and whose harness is Harness (any version). Zero fields do not filter.
+type Filter struct {
+	Since   time.Time
+	Project string
+	Harness string
+}
+
+func (f Filter) keep(s Session) bool {
+	last := s.Started
+	if s.LastCall != nil && s.LastCall.After(last) {
+		last = *s.LastCall
+	}
+	return (f.Since.IsZero() || !last.Before(f.Since)) &&
+		(f.Project == "" || strings.Contains(s.Cwd, f.Project)) &&
+		(f.Harness == "" || harnessIs(s.Harness, f.Harness))
+}
+
+// harnessIs tells whether a session's harness ("claude-code", or with its
+// version, "claude-code/2.1.330") is the one named.
+func harnessIs(harness, name string) bool {
+	h := strings.ToLower(harness)
+	n := strings.ToLower(name)
+	return h == n || strings.HasPrefix(h, n+"/") || strings.HasPrefix(h, n+" ")
+}
+
+// newest is when a session was last active: its last call, else its start.
+func newest(s Session) time.Time {
+	if s.LastCall != nil && !s.LastCall.IsZero() {
+		return *s.LastCall
+	}
+	return s.Started
 }
 
 // CauseTotal is what one cause of cache breaks cost a session.
@@ -80,18 +120,33 @@ type SessionDetail struct {
 	Paging *Paging `json:"paging,omitempty"`
 }
 
-// Sessions lists the sessions the grant allows, in id order: the sessions
-// ctxstore served, each summarized from its call records (read without
-// their items), and the recorded ones, known only from their context
-// commits (Recorded). The commits are read once, without their content.
+// Sessions lists the sessions the grant allows, newest first (by last
+// call, else start; then by id): the sessions ctxstore served, each
+// summarized from its call records (read without their items), and the
+// recorded ones, known from their context commits (Recorded), whose name,
+// calls, tokens and cost come from the commits' events (recordedUsage).
 func (in *Inspector) Sessions(ctx context.Context) ([]Session, error) {
+	return in.SessionsWhere(ctx, Filter{})
+}
+
+// SessionsWhere is Sessions narrowed by f.
+func (in *Inspector) SessionsWhere(ctx context.Context, f Filter) ([]Session, error) {
 	ids, err := session.List(ctx, in.st)
 	if err != nil {
 		return nil, err
 	}
-	chains, err := commits.New(in.st, commits.Options{}).Chains(ctx, nil)
+	svc := commits.New(in.st, commits.Options{Registry: in.o.Formats})
+	all, err := svc.ListCommits(ctx, nil)
 	if err != nil {
 		return nil, err
+	}
+	chains, err := svc.Chains(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	bySession := map[string][]*commits.Commit{}
+	for _, c := range all {
+		bySession[c.Session] = append(bySession[c.Session], c)
 	}
 	byID := make(map[string]commits.Chain, len(chains))
 	for _, c := range chains {
@@ -112,10 +167,30 @@ func (in *Inspector) Sessions(ctx context.Context) ([]Session, error) {
 	}
 	for _, c := range chains {
 		if _, ok := byID[c.Session]; ok && in.allowed(c.Session) {
-			out = append(out, in.recorded(ctx, c))
+			s := in.recorded(ctx, c)
+			if !(Filter{Project: f.Project, Harness: f.Harness}).keep(s) {
+				continue // its events are not read
+			}
+			if err := in.recordedUsage(ctx, svc, bySession[c.Session], &s); err != nil {
+				return nil, err
+			}
+			out = append(out, s)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	kept := out[:0]
+	for _, s := range out {
+		if f.keep(s) {
+			kept = append(kept, s)
+		}
+	}
+	out = kept
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := newest(out[i]), newest(out[j])
+		if !a.Equal(b) {
+			return a.After(b)
+		}
+		return out[i].ID < out[j].ID
+	})
 	return out, nil
 }
 
@@ -172,6 +247,14 @@ func (in *Inspector) recordedDetail(ctx context.Context, sid string, notFound er
 		return nil, err
 	}
 	d := &SessionDetail{Session: in.recorded(ctx, c)} // Commits: the chain's count, not capped
+	svc := commits.New(in.st, commits.Options{Registry: in.o.Formats})
+	cs, err := svc.ListCommits(ctx, []string{sid})
+	if err != nil {
+		return nil, err
+	}
+	if err := in.recordedUsage(ctx, svc, cs, &d.Session); err != nil {
+		return nil, err
+	}
 	if _, err := in.countCommits(ctx, d); err != nil {
 		return nil, err
 	}

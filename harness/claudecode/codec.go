@@ -193,7 +193,9 @@ func classifyText(text string, results, blocks int, meta, compact bool) string {
 //   - system records: compact_boundary, api_error (an error event), hook
 //     notices and durations as system events with their subtype.
 //   - summary records: a system/title event (a leaf's title), or a
-//     compaction summary when it names no leaf.
+//     compaction summary when it names no leaf; ai-title and
+//     custom-title records a system/title event (Metadata "kind" names
+//     the record type).
 //   - result records: a metric event (outcome, tokens, cost, turns).
 //   - api-request, api-request-blob and api-request-shape records: an
 //     output event of that subtype naming the request id, model and
@@ -243,6 +245,12 @@ func recordEvents(out []events.Event, r *Record, usage map[string]bool) []events
 		}
 	case "result":
 		e.result()
+	case "ai-title", "custom-title":
+		if t := r.SessionTitle(); t != "" {
+			e.add(events.Event{Type: events.System, Subtype: "title", Text: t, Metadata: map[string]any{"kind": string(r.Type)}})
+		} else {
+			e.add(events.Event{Type: events.Output, Subtype: string(r.Type)})
+		}
 	case "api-request", "api-request-blob", "api-request-shape":
 		e.add(events.Event{Type: events.Output, Subtype: string(r.Type), Metadata: r.Request.metadata()})
 	default:

@@ -20,6 +20,11 @@ type Record struct {
 	// LeafUUID and Summary: a "summary" record (a title for a leaf).
 	LeafUUID harness.Str `json:"leafUuid"`
 	Summary  harness.Str `json:"summary"`
+	// AITitle and CustomTitle: the session's title as Claude Code made it
+	// ("ai-title") or as the person set it ("custom-title").
+	AITitle     harness.Str `json:"aiTitle"`
+	CustomTitle harness.Str `json:"customTitle"`
+	Title       harness.Str `json:"title"`
 	// Content and CompactMetadata: a "system" record's text and a
 	// compaction boundary's details.
 	Content         harness.Str     `json:"content"`
@@ -112,6 +117,27 @@ type Request struct {
 	// content hash and the bytes it names.
 	Hash string
 	Body json.RawMessage
+}
+
+// SessionTitle is an ai-title or custom-title record's title ("" for
+// other records).
+func (r *Record) SessionTitle() string {
+	switch r.Type {
+	case "ai-title":
+		return string(firstStr(r.AITitle, r.Title))
+	case "custom-title":
+		return string(firstStr(r.CustomTitle, r.Title))
+	}
+	return ""
+}
+
+func firstStr(ss ...harness.Str) harness.Str {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 // metadata names what the request record says, for its event.

@@ -137,3 +137,19 @@ func TestDecodeNewRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTitleRecords: ai-title and custom-title records are the session's
+// title, as system/title events; one without a title is an output event.
+func TestTitleRecords(t *testing.T) {
+	evs, err := Decode([]byte(`{"type":"ai-title","sessionId":"s","aiTitle":"Fix the cart"}
+{"type":"custom-title","sessionId":"s","customTitle":"Cart bug"}
+{"type":"ai-title","sessionId":"s"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 3 || evs[0].Subtype != "title" || evs[0].Text != "Fix the cart" || evs[0].Metadata["kind"] != "ai-title" ||
+		evs[1].Subtype != "title" || evs[1].Text != "Cart bug" || evs[2].Type != events.Output {
+		t.Fatalf("events %+v", evs)
+	}
+}

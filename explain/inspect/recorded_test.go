@@ -1,0 +1,144 @@
+package inspect_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxstore/ctxstore/explain/inspect"
+	"github.com/ctxstore/ctxstore/harness/formats"
+	"github.com/ctxstore/ctxstore/harness/importer"
+	"github.com/ctxstore/ctxstore/internal/datasets"
+	"github.com/ctxstore/ctxstore/internal/storetestenv"
+)
+
+// fileCalls reads a Claude Code file as the API billed it, independently
+// of the decoders: one call per message id of the main thread's assistant
+// records with usage, and the tokens they sent.
+func fileCalls(t *testing.T, path string) (calls int, sent int64) {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var r struct {
+			Type      string `json:"type"`
+			Sidechain bool   `json:"isSidechain"`
+			Message   struct {
+				ID    string `json:"id"`
+				Model string `json:"model"`
+				Usage *struct {
+					Input int64 `json:"input_tokens"`
+					Read  int64 `json:"cache_read_input_tokens"`
+					Write int64 `json:"cache_creation_input_tokens"`
+				} `json:"usage"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(sc.Bytes(), &r) != nil || r.Type != "assistant" || r.Sidechain || r.Message.Usage == nil ||
+			r.Message.Model == "<synthetic>" || seen[r.Message.ID] {
+			continue
+		}
+		seen[r.Message.ID] = true
+		calls++
+		sent += r.Message.Usage.Input + r.Message.Usage.Read + r.Message.Usage.Write
+	}
+	return calls, sent
+}
+
+// TestRecordedSessionsNamedAndPriced: imported sessions are listed with
+// the name a person recognizes (the harness's title records, else the
+// first prompt), their recorded calls, tokens and cache share, a cost
+// from the price table (unknown for a model it does not list), newest
+// first; the filters narrow the list.
+func TestRecordedSessionsNamedAndPriced(t *testing.T) {
+	se := storetestenv.New(t, storetestenv.SQLite)
+	ctx := context.Background()
+	dir := t.TempDir()
+	small := filepath.Join(datasets.Dir(t), "claude-code/attio-mcp-server__465eb442__8664c04e.jsonl")
+	piFile := filepath.Join(datasets.Dir(t), "pi/pi-mono__before-compaction.jsonl")
+	titled := filepath.Join(dir, "titled.jsonl")
+	lines := []string{
+		`{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"sess-titled","cwd":"/home/a/shop","timestamp":"2030-01-02T10:00:00Z","message":{"role":"user","content":"please fix the cart total"}}`,
+		`{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"sess-titled","cwd":"/home/a/shop","timestamp":"2030-01-02T10:00:05Z","message":{"id":"m1","role":"assistant","model":"claude-mystery-9","content":[{"type":"text","text":"done"}],"usage":{"input_tokens":10,"output_tokens":5,"cache_read_input_tokens":30,"cache_creation_input_tokens":60,"cache_creation":{"ephemeral_1h_input_tokens":60}}}}`,
+		`{"type":"ai-title","sessionId":"sess-titled","aiTitle":"Fix the cart total"}`,
+	}
+	if err := os.WriteFile(titled, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	im := importer.New(se.Store, importer.Options{})
+	for _, p := range []string{small, piFile, titled} {
+		if _, err := im.ImportFile(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := inspect.New(se.Reopen(), inspect.Options{Formats: formats.Commits()})
+	ss, err := in.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ss) != 3 {
+		t.Fatalf("%d sessions: %+v", len(ss), ss)
+	}
+	for i := 1; i < len(ss); i++ {
+		a, b := ss[i-1], ss[i]
+		if a.LastCall == nil || b.LastCall == nil || a.LastCall.Before(*b.LastCall) {
+			t.Errorf("not newest first: %s (%v) before %s (%v)", a.ID, a.LastCall, b.ID, b.LastCall)
+		}
+	}
+	by := map[string]inspect.Session{}
+	for _, s := range ss {
+		by[s.Harness] = s
+		if !s.Recorded || s.Name == "" || s.Calls == 0 || s.TokensSent == 0 {
+			t.Errorf("session %s (%s): %+v", s.ID, s.Harness, s)
+		}
+	}
+	first := ss[0]
+	if first.ID != "sess-titled" || first.Name != "Fix the cart total" || first.Calls != 1 || first.TokensSent != 100 ||
+		math.Abs(first.CachedShare-0.3) > 1e-9 || !first.CostUnknown || first.CostUSD != 0 ||
+		len(first.UnpricedModels) != 1 || first.UnpricedModels[0] != "claude-mystery-9" {
+		t.Errorf("titled session %+v", first)
+	}
+	calls, sent := fileCalls(t, small)
+	cc := by["claude-code"]
+	for _, s := range ss {
+		if strings.HasPrefix(s.Harness, "claude-code") && s.ID != "sess-titled" {
+			cc = s
+		}
+	}
+	if cc.Calls != calls || int64(cc.TokensSent) != sent || cc.CostUnknown || cc.CostUSD <= 0 || cc.CachedShare <= 0 {
+		t.Errorf("claude-code session: %d calls, %d tokens, cost %v (unknown %v); the file has %d calls, %d tokens",
+			cc.Calls, cc.TokensSent, cc.CostUSD, cc.CostUnknown, calls, sent)
+	}
+	if strings.HasPrefix(cc.Name, "<") || cc.Name == "" {
+		t.Errorf("claude-code session named %q", cc.Name)
+	}
+	for _, c := range []struct {
+		f    inspect.Filter
+		want int
+	}{
+		{inspect.Filter{Harness: "pi"}, 1},
+		{inspect.Filter{Harness: "claude-code"}, 2},
+		{inspect.Filter{Project: "shop"}, 1},
+		{inspect.Filter{Since: time.Date(2029, 1, 1, 0, 0, 0, 0, time.UTC)}, 1},
+		{inspect.Filter{Since: time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)}, 0},
+	} {
+		got, err := in.SessionsWhere(ctx, c.f)
+		if err != nil || len(got) != c.want {
+			t.Errorf("filter %+v: %d sessions, %v; want %d", c.f, len(got), err, c.want)
+		}
+	}
+	d, err := in.Session(ctx, "sess-titled")
+	if err != nil || d.Calls != 1 || d.Name != "Fix the cart total" {
+		t.Errorf("session detail %+v, %v", d, err)
+	}
+}
