@@ -165,44 +165,60 @@ func TestCodexCrossHarness(t *testing.T) {
 	xhInOrder(t, "the last import as events", fmt.Sprint(ev["content"]), "CC-Q1", "CC-A1", "CX-Q2", "codex-was-here", "CX-A2", "PI-Q3", "PI-A3", "CC-Q4", "CC-A4")
 }
 
-// TestCodexResumesDataset: a real Claude Code session of the shared
-// datasets (Bash, Read, Edit, Grep, Glob and TodoWrite calls), imported
-// and materialized for Codex, is resumed by the real Codex: its first
-// request holds the session's first prompt, every Bash and Read call as
-// an exec_command call with its output, and the calls Codex has no tool
-// for as text with their results, then the new prompt.
+// TestCodexResumesDataset: real sessions of the shared datasets, one of
+// Claude Code (Bash, Read, Edit, Grep, Glob and TodoWrite calls) and one
+// of Pi (bash, read, edit, write), imported and materialized for Codex,
+// are resumed by the real Codex: its first request holds the session's
+// first prompt, every shell command and file read as an exec_command call
+// with its output, and the calls Codex has no tool for as text with their
+// results, then the new prompt.
 func TestCodexResumesDataset(t *testing.T) {
 	t.Parallel()
 	codexCLI(t)
-	src := filepath.Join(datasets.Dir(t), "claude-code", "dmux__eef6c282__a9185eb7.jsonl")
-	c := newCLI(t)
-	storeURL := "sqlite:" + filepath.Join(t.TempDir(), "store.db")
-	root := t.TempDir()
-	work, home, cxHome := filepath.Join(root, "work"), filepath.Join(root, "home"), filepath.Join(root, "codex-home")
-	for _, d := range []string{work, home} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tip := xhImport(t, c, storeURL, src)["tip"].(string)
-	cm := xhMaterialize(t, c, storeURL, []string{"CODEX_HOME=" + cxHome}, tip, "--format", "codex", "--place", "--cwd", work, "--stop", "root")
-	if l, _ := cm["lost"].(map[string]any); fmt.Sprint(l["as_text"]) != "26" {
-		t.Errorf("lost: %v, want 26 calls as text (10 TodoWrite, 8 Grep, 6 Edit, 2 Glob)", cm["lost"])
-	}
-	log := filepath.Join(root, "codex.jsonl")
-	r := startScriptedResponses(t, log, cxScript(map[string][]piStep{"DS-Q": {{Text: "DS-A: resumed."}}}))
-	codexHome(t, cxHome, r.srv.URL)
-	if out := runCodex(t, work, cxHome, home, "resume", cm["session"].(string), "DS-Q: go on."); !strings.Contains(out, "DS-A") {
-		t.Fatalf("codex exec resume: %s", out)
-	}
-	first := cxRequestWith(t, log, "DS-Q")
-	xhInOrder(t, "Codex's first request", first,
-		"user text: I want claude sessions to optionally start with the --dangerously-skip-permissions flag",
-		"assistant text: [I called the tool TodoWrite", "user text: [Result of the tool call TodoWrite",
-		"function_call ", " exec_command: {\"cmd\":", "function_call_output ",
-		"assistant text: [I called the tool Edit", "user text: [Result of the tool call Edit",
-		"user text: DS-Q: go on.")
-	if calls, outputs := strings.Count(first, "\nfunction_call "), strings.Count(first, "\nfunction_call_output "); calls != 24 || outputs != 24 {
-		t.Errorf("%d function calls and %d outputs, want 24 of each (12 Bash, 12 Read)", calls, outputs)
+	for _, c := range []struct {
+		file   string
+		first  string // the session's first prompt (its start)
+		asText int    // calls written as text
+		text   string // a tool among them
+		calls  int    // calls written as exec_command
+	}{
+		{"claude-code/dmux__eef6c282__a9185eb7.jsonl", "I want claude sessions to optionally start with the --dangerously-skip-permissions flag", 26, "Edit", 24},
+		{"pi/pi-mono__large-session.jsonl", "/mode", 149, "edit", 242},
+	} {
+		t.Run(filepath.Base(c.file), func(t *testing.T) {
+			t.Parallel()
+			src := filepath.Join(datasets.Dir(t), c.file)
+			cl := newCLI(t)
+			storeURL := "sqlite:" + filepath.Join(t.TempDir(), "store.db")
+			root := t.TempDir()
+			work, home, cxHome := filepath.Join(root, "work"), filepath.Join(root, "home"), filepath.Join(root, "codex-home")
+			for _, d := range []string{work, home} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tip := xhImport(t, cl, storeURL, src)["tip"].(string)
+			cm := xhMaterialize(t, cl, storeURL, []string{"CODEX_HOME=" + cxHome}, tip, "--format", "codex", "--place", "--cwd", work, "--stop", "root")
+			if l, _ := cm["lost"].(map[string]any); fmt.Sprint(l["as_text"]) != fmt.Sprint(c.asText) || l["unanswered"] != nil {
+				t.Errorf("lost: %v, want %d calls as text and none unanswered", cm["lost"], c.asText)
+			}
+			log := filepath.Join(root, "codex.jsonl")
+			r := startScriptedResponses(t, log, cxScript(map[string][]piStep{"DS-Q": {{Text: "DS-A: resumed."}}}))
+			codexHome(t, cxHome, r.srv.URL)
+			if out := runCodex(t, work, cxHome, home, "resume", cm["session"].(string), "DS-Q: go on."); !strings.Contains(out, "DS-A") {
+				t.Fatalf("codex exec resume: %s", out)
+			}
+			first := cxRequestWith(t, log, "DS-Q")
+			xhInOrder(t, "Codex's first request", first, "user text: "+c.first,
+				"function_call ", " exec_command: {\"cmd\":", "function_call_output ",
+				"assistant text: [I called the tool "+c.text, "user text: [Result of the tool call "+c.text,
+				"user text: DS-Q: go on.")
+			if calls, outputs := strings.Count(first, "\nfunction_call "), strings.Count(first, "\nfunction_call_output "); calls != c.calls || outputs != c.calls {
+				t.Errorf("%d function calls and %d outputs, want %d of each", calls, outputs, c.calls)
+			}
+			if n := strings.Count(first, "assistant text: [I called the tool "); n != c.asText {
+				t.Errorf("%d calls as text, want %d", n, c.asText)
+			}
+		})
 	}
 }
