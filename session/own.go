@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -155,7 +157,9 @@ func CheckID(sessionID, id string, o Origin) error {
 
 // Claim is the whole rule: CheckID, then, unless mine(id) says the
 // session holds id already, that the store does not hold id (at any valid
-// time) from elsewhere. It writes nothing.
+// time) from elsewhere. A client's id shaped as another session's renamed
+// copy of an id the store holds (RenamedID) is refused too: that session
+// would meet it when its forked log is ingested. It writes nothing.
 func Claim(ctx context.Context, st store.Store, sessionID, id string, o Origin, mine func(string) bool) error {
 	if err := CheckID(sessionID, id, o); err != nil {
 		return err
@@ -163,12 +167,58 @@ func Claim(ctx context.Context, st store.Store, sessionID, id string, o Origin, 
 	if mine != nil && mine(id) {
 		return nil
 	}
-	_, err := st.EntityTx(ctx, id, store.Basis{ValidTime: store.FarFuture})
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil
-	case err != nil:
-		return fmt.Errorf("reading %s: %w", id, err)
+	held := func(id string) (bool, error) {
+		_, err := st.EntityTx(ctx, id, store.Basis{ValidTime: store.FarFuture})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return false, nil
+		case err != nil:
+			return false, fmt.Errorf("reading %s: %w", id, err)
+		}
+		return true, nil
 	}
-	return fmt.Errorf("%w: the store holds %q, and not for this session", ErrForeignID, id)
+	if h, err := held(id); err != nil || h {
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: the store holds %q, and not for this session", ErrForeignID, id)
+	}
+	if base, suffix, ok := splitRenamed(id); ok && o == FromClient && suffix != renameSuffix(sessionID) {
+		if h, err := held(base); err != nil || h {
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: %q has the shape of another session's own copy of %q (RenamedID)", ErrForeignID, id, base)
+		}
+	}
+	return nil
+}
+
+// RenamedID returns the id under which session sessionID records a tool
+// call id that the store holds for another session (a forked log carries
+// its parent's ids): id, "_" and eight hex digits of the SHA-256 of the
+// session id. It is the same in every process, so a resumed session finds
+// its toolcalls again, and it stays within what providers accept in tool
+// call ids ([A-Za-z0-9_-]). Claim keeps every other session from taking
+// it first.
+func RenamedID(sessionID, id string) string { return id + renameSuffix(sessionID) }
+
+func renameSuffix(sessionID string) string {
+	h := sha256.Sum256([]byte(sessionID))
+	return "_" + hex.EncodeToString(h[:4])
+}
+
+// splitRenamed splits an id of RenamedID's shape into the id renamed and
+// the suffix.
+func splitRenamed(id string) (base, suffix string, ok bool) {
+	const n = 9 // "_" and eight hex digits
+	if len(id) <= n || id[len(id)-n] != '_' {
+		return "", "", false
+	}
+	for _, c := range id[len(id)-n+1:] {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return "", "", false
+		}
+	}
+	return id[:len(id)-n], id[len(id)-n:], true
 }

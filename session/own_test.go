@@ -93,7 +93,11 @@ func TestClaim(t *testing.T) {
 	for _, c := range []struct {
 		id string
 		ok bool
-	}{{"call_new", true}, {"call_b", false}, {"call_a", true}, {"ctx-b-3", false}} {
+	}{{"call_new", true}, {"call_b", false}, {"call_a", true}, {"ctx-b-3", false},
+		{RenamedID("z", "call_b"), false},  // session z's copy of call_b (a fork)
+		{RenamedID("a", "call_b"), true},   // a's own
+		{RenamedID("z", "call_new"), true}, // nobody holds call_new: a plain id
+	} {
 		err := Claim(ctx, st, "a", c.id, FromClient, mine)
 		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrForeignID)) {
 			t.Errorf("Claim(%q) = %v, want ok=%v", c.id, err, c.ok)

@@ -2,8 +2,6 @@ package ingest
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -26,10 +24,10 @@ import (
 // harness's bytes); only what the session records and renders is renamed.
 
 // ownID returns the id under which this session records tool call id: id
-// itself when this session already holds it or nobody does, else id with
-// a suffix derived from the session's id (ownSuffix), which is the same on
+// itself when this session already holds it or nobody does, else
+// session.RenamedID (a suffix derived from the session's id, the same on
 // every call and in every process, so a resumed session finds its own
-// toolcalls again.
+// toolcalls again; no other session can take it first).
 func (in *Ingester) ownID(ctx context.Context, id string) (string, error) {
 	s := in.t.Session()
 	if id == "" {
@@ -41,7 +39,7 @@ func (in *Ingester) ownID(ctx context.Context, id string) (string, error) {
 	if s.Indexed(id) {
 		return id, nil
 	}
-	q := id + ownSuffix(s.ID())
+	q := session.RenamedID(s.ID(), id)
 	if s.Indexed(q) {
 		return q, nil
 	}
@@ -75,14 +73,6 @@ func (in *Ingester) checkIDs(msgs []conversation.Message, first int) error {
 		}
 	}
 	return nil
-}
-
-// ownSuffix is what ownID appends for session sid: "_" and eight hex
-// digits of the id's SHA-256 (providers accept [A-Za-z0-9_-] in tool call
-// ids).
-func ownSuffix(sid string) string {
-	h := sha256.Sum256([]byte(sid))
-	return "_" + hex.EncodeToString(h[:4])
 }
 
 // own returns m with its tool call ids as this session records them

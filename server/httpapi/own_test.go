@@ -168,3 +168,32 @@ func TestLoneSurrogateCallIDRefused(t *testing.T) {
 		e.fails(400, CodeBadRequest, "POST", "/v1/sessions/s1/tools/read", `{"tool_call_id":"`+id+`","args":{"path":"x"}}`)
 	}
 }
+
+// The id a forked session records its parent's tool call under
+// (session.RenamedID) is that session's: another session's token cannot
+// take it first, so the fork's context call goes through.
+func TestRenamedIDCannotBeTakenFirst(t *testing.T) {
+	e := newTrustEnv(t)
+	e.token = tokAll
+	e.open("parent")
+	var lg piLogBuilder
+	lg.user("build it")
+	lg.call("call_1", "bash", map[string]any{"command": "make"})
+	lg.result("call_1", "bash", "parent output\n", false)
+	lg.say("built")
+	e.ok("POST", "/v1/sessions/parent/context", lg.body(), nil)
+
+	e.token = tokA
+	e.open("sa")
+	out := "planted"
+	e.fails(403, CodeForbidden, "POST", "/v1/sessions/sa/observe", ObserveRequest{ToolCallID: session.RenamedID("sb", "call_1"), Tool: "bash", Args: map[string]any{}, Output: &out})
+
+	e.token = tokAll
+	e.open("sb")
+	lg.user("and again")
+	var ans piAnswer
+	e.ok("POST", "/v1/sessions/sb/context", lg.body(), &ans)
+	if txt := flat(ans.Messages); !strings.Contains(txt, "parent output") || strings.Contains(txt, "planted") {
+		t.Fatalf("the fork's context: %s", txt)
+	}
+}
