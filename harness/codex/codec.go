@@ -331,13 +331,47 @@ func (d *decoder) item(out []events.Event, ev func(events.Event) events.Event, l
 			body = text(res.Content, nil)
 			isErr = res.Success != nil && !*res.Success
 		}
-		x := events.Event{Type: events.ToolResult, Tool: &events.Tool{ID: string(p.CallID), Name: d.names[string(p.CallID)]}, Result: &events.Result{Content: body, IsError: isErr}}
+		x := events.Event{Type: events.ToolResult, Tool: &events.Tool{ID: string(p.CallID), Name: d.names[string(p.CallID)]}, Result: &events.Result{Content: body, IsError: isErr, Blocks: imageBlocks(p.Output)}}
 		if p.Type != "function_call_output" {
 			x.Metadata = map[string]any{"codex_item": string(p.Type)}
 		}
 		return append(out, ev(x))
 	}
 	return append(out, ev(events.Event{Type: events.Output, Subtype: "response_item/" + string(p.Type), Raw: l.Data}))
+}
+
+// imageBlocks is a tool output's content list as Messages API blocks when
+// it holds an image (nil otherwise): text parts as text blocks, data-URL
+// images as base64 image blocks, other images as recorded.
+func imageBlocks(raw json.RawMessage) []any {
+	var parts []map[string]any
+	if json.Unmarshal(raw, &parts) != nil {
+		return nil
+	}
+	images := false
+	out := make([]any, 0, len(parts))
+	for _, p := range parts {
+		switch p["type"] {
+		case "input_text", "output_text", "text":
+			out = append(out, map[string]any{"type": "text", "text": p["text"]})
+		case "input_image":
+			images = true
+			u, _ := p["image_url"].(string)
+			if rest, ok := strings.CutPrefix(u, "data:"); ok {
+				if i := strings.Index(rest, ";base64,"); i >= 0 {
+					out = append(out, map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": rest[:i], "data": rest[i+len(";base64,"):]}})
+					continue
+				}
+			}
+			out = append(out, p)
+		default:
+			out = append(out, p)
+		}
+	}
+	if !images {
+		return nil
+	}
+	return out
 }
 
 // sanitize turns events that would not validate (a tool call or result

@@ -361,3 +361,47 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestImages: a result's images (Claude Code's base64 source, Pi's
+// {data, mimeType}) become input_image parts after its text, for mapped
+// calls and for calls written as text; decoded, Codex's input_image parts
+// are base64 image blocks again.
+func TestImages(t *testing.T) {
+	png := "iVBORw0KGgo="
+	evs := []events.Event{
+		{Type: events.Prompt, Source: "user", Text: "look"},
+		{Type: events.ToolCall, MessageID: "m", Tool: &events.Tool{ID: "t1", Name: "Read", Input: map[string]any{"file_path": "a.png"}}},
+		{Type: events.ToolCall, MessageID: "m", Tool: &events.Tool{ID: "t2", Name: "screenshot"}},
+		{Type: events.ToolResult, Tool: &events.Tool{ID: "t1"}, Result: &events.Result{Content: "[image]", Blocks: []any{
+			map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": png}}}}},
+		{Type: events.ToolResult, Tool: &events.Tool{ID: "t2"}, Result: &events.Result{Content: "shot", Blocks: []any{
+			map[string]any{"type": "image", "data": png, "mimeType": "image/jpeg"}}}},
+	}
+	b, err := codex.Encode(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`"output":[{"text":"[image]","type":"input_text"},{"image_url":"data:image/png;base64,` + png + `","type":"input_image"}]`,
+		`{"image_url":"data:image/jpeg;base64,` + png + `","type":"input_image"}`,
+	} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("no %s in\n%s", want, b)
+		}
+	}
+	back, err := codex.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range back {
+		if e.Type == events.ToolResult && e.Tool.ID == "t1" && len(e.Result.Blocks) == 2 {
+			img, _ := e.Result.Blocks[1].(map[string]any)
+			src, _ := img["source"].(map[string]any)
+			found = img["type"] == "image" && src["media_type"] == "image/png" && src["data"] == png
+		}
+	}
+	if !found {
+		t.Errorf("decoded: %+v", back)
+	}
+}

@@ -34,7 +34,8 @@ var epoch = time.Unix(0, 0).UTC()
 // result, become text the model reads (an assistant message naming the
 // call and its input, a user message with its result). A call that never
 // got a result gets one saying so (the Responses API refuses a call
-// without its output). Thinking crosses only when it is Codex's own
+// without its output). Images a result recorded (Claude Code's or Pi's
+// image blocks) follow its text as input_image parts, which Codex sends. Thinking crosses only when it is Codex's own
 // (its encrypted content kept); metrics, errors and other system events
 // have no rollout item and are left out, as are a sub-agent's events
 // (metadata "sidechain") and those the harness kept out of the model's
@@ -133,11 +134,16 @@ func EncodeLost(evs []events.Event) ([]byte, Lost, error) {
 			if e.Result != nil {
 				content, isErr = e.Result.Content, e.Result.IsError
 			}
+			images := imageURLs(e.Result)
+			var output any = resultText(content, isErr)
+			if len(images) > 0 {
+				output = withImages(resultText(content, isErr), images)
+			}
 			switch calls[e.Tool.ID] {
 			case "function":
-				items = append(items, item{at, map[string]any{"type": "function_call_output", "call_id": e.Tool.ID, "output": resultText(content, isErr)}})
+				items = append(items, item{at, map[string]any{"type": "function_call_output", "call_id": e.Tool.ID, "output": output}})
 			case "custom":
-				items = append(items, item{at, map[string]any{"type": "custom_tool_call_output", "call_id": e.Tool.ID, "output": resultText(content, isErr)}})
+				items = append(items, item{at, map[string]any{"type": "custom_tool_call_output", "call_id": e.Tool.ID, "output": output}})
 			default:
 				name := names[e.Tool.ID]
 				if name == "" {
@@ -147,7 +153,11 @@ func EncodeLost(evs []events.Event) ([]byte, Lost, error) {
 				if isErr {
 					status = ", an error"
 				}
-				items = append(items, message(at, "user", "input_text", fmt.Sprintf("[Result of the tool call %s (call %s)%s:]\n%s", name, e.Tool.ID, status, content)))
+				it := message(at, "user", "input_text", fmt.Sprintf("[Result of the tool call %s (call %s)%s:]\n%s", name, e.Tool.ID, status, content))
+				if len(images) > 0 {
+					it.payload["content"] = withImages(fmt.Sprintf("[Result of the tool call %s (call %s)%s:]\n%s", name, e.Tool.ID, status, content), images)
+				}
+				items = append(items, it)
 			}
 			delete(calls, e.Tool.ID)
 		}
@@ -210,6 +220,48 @@ func resultText(content string, isErr bool) string {
 		return "[the tool reported an error]\n" + content
 	}
 	return content
+}
+
+// imageURLs are the images of a tool result's recorded blocks, as data
+// URLs: Messages API base64 sources, Pi's {data, mimeType}, or Codex's
+// own input_image URLs.
+func imageURLs(r *events.Result) []string {
+	if r == nil {
+		return nil
+	}
+	var out []string
+	for _, b := range r.Blocks {
+		m, ok := b.(map[string]any)
+		if !ok {
+			continue
+		}
+		switch m["type"] {
+		case "image":
+			data, _ := m["data"].(string)
+			mime, _ := m["mimeType"].(string)
+			if src, ok := m["source"].(map[string]any); ok && src["type"] == "base64" {
+				data, _ = src["data"].(string)
+				mime, _ = src["media_type"].(string)
+			}
+			if data != "" && mime != "" {
+				out = append(out, "data:"+mime+";base64,"+data)
+			}
+		case "input_image":
+			if u, _ := m["image_url"].(string); u != "" {
+				out = append(out, u)
+			}
+		}
+	}
+	return out
+}
+
+// withImages is a content list: the text, then the images.
+func withImages(text string, images []string) []map[string]any {
+	out := []map[string]any{{"type": "input_text", "text": text}}
+	for _, u := range images {
+		out = append(out, map[string]any{"type": "input_image", "image_url": u})
+	}
+	return out
 }
 
 // answerAll gives every function or custom call still open an output
