@@ -116,8 +116,8 @@ func (h *hidden) Unwrap() error { return h.err }
 
 func importAs(as string) (importer.Harness, error) {
 	switch as {
-	case "", "claude-code", "pi", "swe-agent":
+	case "", "claude-code", "pi", "codex", "swe-agent":
 		return importer.Harness(as), nil
 	}
-	return "", badRequest("as: %q is not claude-code, pi or swe-agent", as)
+	return "", badRequest("as: %q is not claude-code, pi, codex or swe-agent", as)
 }
