@@ -81,7 +81,7 @@ func Parse(src []byte) (*Note, error) {
 	if bytes.HasPrefix(src, utf8BOM) {
 		base = len(utf8BOM)
 	}
-	body := src[base:]
+	body := capQuotes(src[base:])
 	md := plain
 	if hasClosedFrontmatter(body) {
 		md = withFrontmatter
@@ -110,6 +110,45 @@ func Parse(src []byte) (*Note, error) {
 		st.note.Title = st.h1
 	}
 	return &st.note, fmErr
+}
+
+// MaxQuoteDepth is the deepest blockquote nesting Parse reads: the parser
+// takes time quadratic in a line's nesting (a 200 KB line of '>' took half
+// a minute), so on a line nested deeper the further markers are read as
+// spaces (the same length: offsets and lines stay those of the note).
+const MaxQuoteDepth = 64
+
+// capQuotes returns src with the blockquote markers past MaxQuoteDepth on
+// each line turned into spaces; src itself when no line nests deeper.
+func capQuotes(src []byte) []byte {
+	out := src
+	for start := 0; start < len(src); {
+		end := bytes.IndexByte(src[start:], '\n')
+		if end < 0 {
+			end = len(src)
+		} else {
+			end += start
+		}
+		i, depth := start, 0
+		for n := 0; n < 3 && i < end && src[i] == ' '; n++ {
+			i++
+		}
+		for i < end && src[i] == '>' {
+			depth++
+			if depth > MaxQuoteDepth {
+				if &out[0] == &src[0] {
+					out = append([]byte(nil), src...)
+				}
+				out[i] = ' '
+			}
+			i++
+			for i < end && (src[i] == ' ' || src[i] == '\t') {
+				i++
+			}
+		}
+		start = end + 1
+	}
+	return out
 }
 
 // state carries one parse.

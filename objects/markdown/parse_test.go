@@ -3,9 +3,11 @@ package markdown
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // dump renders v as indented JSON for failure messages.
@@ -390,5 +392,33 @@ func TestParseDoesNotModifyInput(t *testing.T) {
 	}
 	if !strings.Contains(dailyNote, "[[People/Bob Jones\\|Bob]]") {
 		t.Fatal("fixture lost its escaped pipe")
+	}
+}
+
+// Blockquotes nested past MaxQuoteDepth on a line are read as if their
+// further markers were spaces: a 200 KB line of '>' parses at once (it
+// took half a minute), links within the limit and after the line are
+// found at their own offsets and lines.
+func TestParseDeepBlockquote(t *testing.T) {
+	deep := strings.Repeat(">", 200_000) + " [[Lost]]\n"
+	within := strings.Repeat("> ", MaxQuoteDepth) + "[[Kept]]\n"
+	src := "# Title\n" + deep + within + "after [[Next]]\n"
+	start := time.Now()
+	n, err := Parse([]byte(src))
+	if took := time.Since(start); err != nil || took > 2*time.Second {
+		t.Fatalf("Parse: %v after %s", err, took)
+	}
+	if n.Title != "Title" {
+		t.Errorf("title %q", n.Title)
+	}
+	var got []string
+	for _, l := range n.Links {
+		got = append(got, l.Target)
+		if l.Target == "Next" && (l.Line != 4 || l.Offset != strings.Index(src, "[[Next]]")) {
+			t.Errorf("link after the deep line at line %d offset %d", l.Line, l.Offset)
+		}
+	}
+	if !slices.Contains(got, "Kept") || !slices.Contains(got, "Next") {
+		t.Errorf("links %v", got)
 	}
 }
