@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"time"
 
@@ -76,6 +77,10 @@ type app struct {
 	stdout io.Writer
 	stderr io.Writer
 	cli    *cli
+	// target is the command chosen, whose ref-tagged ids open resolves
+	// once (resolveRefs).
+	target   reflect.Value
+	resolved bool
 }
 
 // usageError is a mistake on the command line; it exits with status 2.
@@ -167,6 +172,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		printError(stderr, err)
 		fmt.Fprintf(stderr, "Run %q for usage.\n", hint)
 		return exitUsage
+	}
+	if n := kctx.Selected(); n != nil {
+		a.target = n.Target
 	}
 	if err := kctx.Run(); err != nil {
 		var st *exitStatus

@@ -92,7 +92,7 @@ func (c *commitCheckpointCmd) Run(a *app) error {
 }
 
 type commitShowCmd struct {
-	ID   string `arg:"" placeholder:"CTX" help:"The commit."`
+	ID   string `arg:"" placeholder:"CTX" ref:"commit" help:"The commit (or a prefix of its id naming one commit)."`
 	TxID *int64 `name:"tx-id" placeholder:"N" help:"Read the metadata as of tx N (earlier summaries)."`
 }
 
@@ -125,7 +125,7 @@ func (c *commitShowCmd) Run(a *app) error {
 }
 
 type commitHistoryCmd struct {
-	ID    string `arg:"" placeholder:"CTX" help:"The commit."`
+	ID    string `arg:"" placeholder:"CTX" ref:"commit" help:"The commit (or a prefix of its id naming one commit)."`
 	Depth int    `name:"depth" short:"n" placeholder:"N" help:"At most N commits (default: all)."`
 }
 
@@ -199,7 +199,7 @@ func (a *app) emitMaterialized(m *commits.Materialized, output string, session *
 }
 
 type commitMaterializeCmd struct {
-	ID string `arg:"" placeholder:"CTX" help:"The commit."`
+	ID string `arg:"" placeholder:"CTX" ref:"commit" help:"The commit (or a prefix of its id naming one commit)."`
 	materializeFlags
 }
 
@@ -245,7 +245,7 @@ func (c *commitResolveCmd) Run(a *app) error {
 }
 
 type commitUpdateCmd struct {
-	ID        string   `arg:"" placeholder:"CTX" help:"The commit."`
+	ID        string   `arg:"" placeholder:"CTX" ref:"commit" help:"The commit (or a prefix of its id naming one commit)."`
 	Summary   *string  `name:"summary" help:"The new summary."`
 	Tags      []string `name:"tag" help:"The new tags (repeatable; replaces the tags)."`
 	ClearTags bool     `name:"clear-tags" help:"Remove every tag."`
@@ -281,7 +281,7 @@ func (c *commitUpdateCmd) Run(a *app) error {
 }
 
 type commitForkCmd struct {
-	ID      string `arg:"" optional:"" placeholder:"CTX" help:"The commit to continue from (none: a fresh start)."`
+	ID      string `arg:"" optional:"" placeholder:"CTX" ref:"commit" help:"The commit to continue from (none: a fresh start)."`
 	Session string `name:"session" placeholder:"ID" help:"The new session's id (default: a new UUID)."`
 	materializeFlags
 	provenanceFlags

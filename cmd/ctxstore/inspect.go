@@ -104,7 +104,7 @@ func project(cwd string) string {
 }
 
 type sessionShowCmd struct {
-	Session string `arg:"" placeholder:"SESSION" help:"The session id."`
+	Session string `arg:"" placeholder:"SESSION" ref:"session" help:"The session id (or a prefix of it naming one session)."`
 	costFlags
 }
 
@@ -174,7 +174,7 @@ func (c *sessionShowCmd) Run(a *app) error {
 }
 
 type callsCmd struct {
-	Session string `arg:"" placeholder:"SESSION" help:"The session id."`
+	Session string `arg:"" placeholder:"SESSION" ref:"session" help:"The session id (or a prefix of it naming one session)."`
 	From    int    `name:"from" default:"1" help:"First call to list."`
 	Limit   int    `name:"limit" default:"0" help:"List at most this many calls (0: all)."`
 	costFlags
@@ -231,7 +231,7 @@ func collapsedText(cs []inspect.Collapsed, stale int) string {
 }
 
 type callCmd struct {
-	Session string `arg:"" placeholder:"SESSION" help:"The session id."`
+	Session string `arg:"" placeholder:"SESSION" ref:"session" help:"The session id (or a prefix of it naming one session)."`
 	N       int    `arg:"" placeholder:"N" help:"The call number (from 1)."`
 	Raw     bool   `name:"raw" help:"Print the exact bytes of the context (the rendering prefix caching is judged on), nothing else."`
 	Diff    int    `name:"diff" placeholder:"M" help:"Compare with call M: the shared prefix, then the blocks added, removed and kept."`
@@ -318,8 +318,8 @@ func printDiff(w io.Writer, d *inspect.Diff, full bool) {
 }
 
 type objectCmd struct {
-	ID      string `arg:"" placeholder:"ID" help:"The object id (a file's 64-hex id, a tool call id, chat:SESSION, ...)."`
-	Session string `name:"session" placeholder:"SESSION" help:"Only look for the calls of this session (default: every session whose index holds the object)."`
+	ID      string `arg:"" placeholder:"ID" ref:"object" help:"The object id (a file's 64-hex id, a tool call id, chat:SESSION, ...; or a prefix of it naming one object)."`
+	Session string `name:"session" placeholder:"SESSION" ref:"session" help:"Only look for the calls of this session (default: every session whose index holds the object)."`
 }
 
 // Run implements object.

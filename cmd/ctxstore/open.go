@@ -106,8 +106,22 @@ func sqliteLocation(path string) (location, error) {
 
 // open opens the store named by the global flags. A command that only
 // reads passes write=false: it then refuses to create a store that does
-// not exist yet.
+// not exist yet. It also resolves the command's shortened ids
+// (resolveRefs), once.
 func (a *app) open(write bool) (store.Store, error) {
+	st, err := a.openStore(write)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.resolveRefs(st); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// openStore opens the store --store names.
+func (a *app) openStore(write bool) (store.Store, error) {
 	loc, err := parseLocation(a.cli.Store)
 	if err != nil {
 		return nil, err

@@ -23,12 +23,12 @@ func (f recallFlags) settings(a *app) *recall.Settings {
 }
 
 type sessionIndexCmd struct {
-	Session string `arg:"" placeholder:"SESSION" help:"The session id."`
+	Session string `arg:"" placeholder:"SESSION" ref:"session" help:"The session id (or a prefix of it naming one session)."`
 	recallFlags
 }
 
 type sessionMetaCmd struct {
-	Session string `arg:"" placeholder:"SESSION" help:"The session id."`
+	Session string `arg:"" placeholder:"SESSION" ref:"session" help:"The session id (or a prefix of it naming one session)."`
 	History bool   `name:"history" help:"Every version, oldest first."`
 	basisFlags
 }

@@ -11,7 +11,7 @@ import (
 type searchCmd struct {
 	Text    []string `arg:"" help:"Words to find (all must occur; word* is a prefix; \"quoted words\" a phrase)."`
 	Kind    []string `name:"kind" placeholder:"KIND" help:"Only objects of this kind (file, toolcall, chat, note, user, system_prompt, session_meta); repeatable."`
-	Session []string `name:"session" placeholder:"ID" help:"Only objects of this session (chat turns, toolcalls, session metadata); repeatable."`
+	Session []string `name:"session" placeholder:"ID" ref:"session" help:"Only objects of this session (chat turns, toolcalls, session metadata); repeatable."`
 	Since   timeFlag `name:"since" placeholder:"TIME" help:"Only versions written at or after TIME."`
 	Until   timeFlag `name:"until" placeholder:"TIME" help:"Only versions written before TIME."`
 	Limit   int      `name:"limit" default:"20" placeholder:"N" help:"At most N hits (1-1000)."`

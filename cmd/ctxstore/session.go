@@ -24,7 +24,7 @@ type sessionCmd struct {
 }
 
 type sessionExportCmd struct {
-	Session string `arg:"" placeholder:"SESSION" help:"The session id."`
+	Session string `arg:"" placeholder:"SESSION" ref:"session" help:"The session id (or a prefix of it naming one session)."`
 	Output  string `name:"output" short:"o" placeholder:"FILE" help:"Write the bundle to FILE, atomically (default: stdout). A name ending in .gz is compressed."`
 	Gzip    bool   `name:"gzip" help:"Compress the bundle with gzip."`
 	StoreID string `name:"store-id" placeholder:"NAME" help:"Name of this store in the bundle, and so in targets' cursors (default: BACKEND:LOCATION)."`
