@@ -6,9 +6,11 @@ import (
 )
 
 // codexLine classifies a Codex rollout line: session_meta gives the
-// session, cwd and Codex version; turn_context the model; a person's
-// message starts a turn; a compacted line is a compaction (complete in
-// one line).
+// session, cwd and Codex version; turn_context the model; a turn starts at
+// Codex's task_started event, or at a person's message when none came
+// before it (so that a turn's commit holds its turn_context, and its
+// events their model); a compacted line is a compaction (complete in one
+// line).
 func (w *walk) codexLine(recs []harness.Record, n int) lineInfo {
 	var info lineInfo
 	var heads []codex.Head
@@ -40,10 +42,16 @@ func (w *walk) codexLine(recs []harness.Record, n int) lineInfo {
 		case "compacted":
 			info.compaction = "summary"
 			info.summary = h.Text
+		case "event_msg":
+			if h.ItemType == "task_started" {
+				info.human = true
+				w.codexTurn = true
+			}
 		case "response_item":
 			info.content = true
 			if h.Prompt {
-				info.human = true
+				info.human = !w.codexTurn
+				w.codexTurn = false
 				info.summary = h.Text
 			}
 		}

@@ -160,6 +160,7 @@ type walk struct {
 	line         int
 	startLine    int
 	branchedFrom string // Pi: the header's branchedFrom
+	codexTurn    bool   // Codex: a turn started (task_started) and its prompt is still to come
 	lastProg     time.Time
 }
 
