@@ -115,6 +115,10 @@ func TestCodexCrossHarness(t *testing.T) {
 	if back := xhMaterialize(t, c, storeURL, nil, c2, "--stop", "root"); back["content"] != string(raw) || back["tier"] != "native" {
 		t.Errorf("the imported rollout does not materialize to its bytes (tier %v)", back["tier"])
 	}
+	// Codex's turn is one commit with its turn_context: its events name the model.
+	cxEvents := fmt.Sprint(xhMaterialize(t, c, storeURL, nil, c2, "--format", "events", "--stop", "root")["content"])
+	xhInOrder(t, "Codex's turn as events", cxEvents, `"text":"CX-Q2: run something of your own."`,
+		`"model":"scripted-1","message_id":"fc_0","tool":{"id":"call_cx1","name":"exec_command"`)
 	nm := xhMaterialize(t, c, storeURL, cxEnv, c2, "--format", "codex", "--place", "--cwd", work, "--stop", "root")
 	if nm["tier"] != "native" || nm["session"] == sid2 {
 		t.Fatalf("native materialize for Codex: %v", nm)
