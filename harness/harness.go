@@ -10,8 +10,9 @@
 // the package makes both views of a file, the replay's messages and the
 // import's neutral events (docs/replay.md, "Replay and import agree").
 // harness/claudecode is Claude Code's session JSONL, harness/pi Pi's
-// agent messages and session files, harness/sweagent SWE-agent
-// trajectories (one JSON document each). harness/formats lists them;
+// agent messages and session files, harness/codex the Codex CLI's
+// rollouts, harness/sweagent SWE-agent trajectories (one JSON document
+// each). harness/formats lists them;
 // harness/transcript detects a file's format and dispatches;
 // harness/importer cuts files into context commits.
 package harness

@@ -248,7 +248,7 @@ func (d *decoder) line(out []events.Event, l *Line) []events.Event {
 	case "token_usage_record":
 		x := events.Event{Type: events.Metric, Subtype: "usage", Model: d.model}
 		if u := p.Usage; u != nil {
-			x.Usage = &conversation.Usage{Input: int64(u.Input) - int64(u.Cached), Output: int64(u.Output), CacheRead: int64(u.Cached), CacheWrite: int64(u.CacheWrit)}
+			x.Usage = &conversation.Usage{Input: int64(u.Input) - int64(u.Cached), Output: int64(u.Output), CacheRead: int64(u.Cached), CacheWrite: int64(u.CacheWrite)}
 			if x.Usage.Input < 0 {
 				x.Usage.Input = 0
 			}

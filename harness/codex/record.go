@@ -84,11 +84,11 @@ type Payload struct {
 
 // TokenUsage is a response's token counts (token_usage_record).
 type TokenUsage struct {
-	Input     harness.Num `json:"input_tokens"`
-	Cached    harness.Num `json:"cached_input_tokens"`
-	CacheWrit harness.Num `json:"cache_write_input_tokens"`
-	Output    harness.Num `json:"output_tokens"`
-	Reasoning harness.Num `json:"reasoning_output_tokens"`
+	Input      harness.Num `json:"input_tokens"`
+	Cached     harness.Num `json:"cached_input_tokens"`
+	CacheWrite harness.Num `json:"cache_write_input_tokens"`
+	Output     harness.Num `json:"output_tokens"`
+	Reasoning  harness.Num `json:"reasoning_output_tokens"`
 }
 
 // DecodeLine reads a record as a rollout line. It fails only when the
