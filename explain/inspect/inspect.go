@@ -36,9 +36,21 @@ type Prices struct {
 	Read  float64 `json:"read"`
 }
 
-// DefaultPrices returns $3.00 per million base input tokens, writes at
-// 1.25x, reads at 0.1x.
-func DefaultPrices() Prices { return Prices{InputPerMTok: 3, Write: 1.25, Read: 0.1} }
+// DefaultModel is the model whose prices price served calls when no
+// other price is given: its entry in the price table (objects/prices)
+// gives $3.00 per million base input tokens, writes at 1.25x, reads at
+// 0.1x.
+const DefaultModel = "claude-sonnet-4-5"
+
+// DefaultPrices returns DefaultModel's prices from the price table, as
+// multiples of its input price.
+func DefaultPrices() Prices {
+	p, ok := prices.Default().Lookup(DefaultModel)
+	if !ok || p.Input <= 0 {
+		panic("inspect: the price table has no " + DefaultModel) // the shipped table has it (tested)
+	}
+	return Prices{InputPerMTok: p.Input, Write: p.CacheWrite5m / p.Input, Read: p.CacheRead / p.Input}
+}
 
 // Dollars converts base-input-token units to dollars.
 func (p Prices) Dollars(units float64) float64 { return units * p.InputPerMTok / 1e6 }

@@ -3,6 +3,7 @@ package inspect_test
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/ctxstore/ctxstore/explain/inspect"
@@ -35,5 +36,15 @@ func TestResolveObject(t *testing.T) {
 	var amb *inspect.AmbiguousError
 	if !errors.As(err, &amb) || len(amb.Candidates) != 2 || amb.Kind != "object" {
 		t.Fatalf("an ambiguous prefix: %v", err)
+	}
+}
+
+// TestDefaultPrices: the inspector's default prices are the price
+// table's for DefaultModel: $3 per million input tokens, writes 1.25x,
+// reads 0.1x.
+func TestDefaultPrices(t *testing.T) {
+	p := inspect.DefaultPrices()
+	if math.Abs(p.InputPerMTok-3) > 1e-9 || math.Abs(p.Write-1.25) > 1e-9 || math.Abs(p.Read-0.1) > 1e-9 {
+		t.Fatalf("default prices %+v", p)
 	}
 }
