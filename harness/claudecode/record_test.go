@@ -153,3 +153,31 @@ func TestTitleRecords(t *testing.T) {
 		t.Fatalf("events %+v", evs)
 	}
 }
+
+// TestOneHourWritesRoundTrip: a usage with 1-hour writes is written with
+// cache_creation and reads back the same.
+func TestOneHourWritesRoundTrip(t *testing.T) {
+	evs, err := Decode([]byte(`{"type":"user","uuid":"u","message":{"role":"user","content":"hi"}}
+{"type":"assistant","uuid":"a","parentUuid":"u","message":{"id":"m","model":"claude-x","content":[{"type":"text","text":"yo"}],"usage":{"input_tokens":1,"cache_creation_input_tokens":30,"cache_creation":{"ephemeral_5m_input_tokens":10,"ephemeral_1h_input_tokens":20}}}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := SessionFile(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range back {
+		if e.Usage != nil {
+			if e.Usage.CacheWrite != 30 || e.Usage.CacheWrite1h != 20 {
+				t.Fatalf("usage read back %+v from\n%s", *e.Usage, file)
+			}
+			return
+		}
+	}
+	t.Fatalf("no usage read back from\n%s", file)
+}

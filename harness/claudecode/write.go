@@ -204,6 +204,10 @@ func (e *encoder) model(ev events.Event) {
 	if ev.Usage != nil && cur.usage == nil {
 		cur.usage = map[string]any{"input_tokens": ev.Usage.Input, "output_tokens": ev.Usage.Output,
 			"cache_read_input_tokens": ev.Usage.CacheRead, "cache_creation_input_tokens": ev.Usage.CacheWrite}
+		if long := min(max(ev.Usage.CacheWrite1h, 0), ev.Usage.CacheWrite); long > 0 {
+			// The lifetimes apart, as the API reports them.
+			cur.usage["cache_creation"] = map[string]any{"ephemeral_5m_input_tokens": ev.Usage.CacheWrite - long, "ephemeral_1h_input_tokens": long}
+		}
 	}
 	switch ev.Type {
 	case events.Thinking:
