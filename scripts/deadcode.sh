@@ -12,11 +12,13 @@ GO=${GO:-go}
 DEADCODE=${DEADCODE:-golang.org/x/tools/cmd/deadcode@v0.53.0}
 
 # package-path.Function or package-path.Type.Method, one a line; lines
-# starting with # say why the entries below them stay.
+# starting with # say why the entries below them stay (no single quotes:
+# the list is one single-quoted string).
 ALLOW='
-# The store contract'"'"'s op constructors for valid-time ranges, beside
-# Put, PutAt and Delete; the contract suite (store/storetest) and the
-# backends'"'"' tests write with them, the CLI builds its ops from flags.
+# The op constructors of the store contract for valid-time ranges,
+# beside Put, PutAt and Delete; the contract suite (store/storetest) and
+# the tests of the backends write with them; the CLI builds its ops from
+# flags.
 github.com/ctxstore/ctxstore/store.PutRange
 github.com/ctxstore/ctxstore/store.DeleteRange
 # The read side of the sync cursor (source tx -> target tx, what XTDB
@@ -25,8 +27,9 @@ github.com/ctxstore/ctxstore/sync/versionlog.Mappings
 # Kills the XTDB node as a crash would; the crash and outage tests in
 # tests/ use it on nodes the binary started.
 github.com/ctxstore/ctxstore/xtdb/xtdbserver.Server.Kill
-# What the server keeps of a Pi session's deltas; httpapi's retention
-# test checks with them that it keeps counts and digests, not messages.
+# What the server keeps of the deltas of a Pi session; the retention
+# test of httpapi checks with them that it keeps counts and digests, not
+# messages.
 github.com/ctxstore/ctxstore/server/delta.Log.Len
 github.com/ctxstore/ctxstore/server/delta.Answer.Len
 github.com/ctxstore/ctxstore/server/delta.Answer.Digests
