@@ -206,6 +206,9 @@ func setField(body []byte, name string, raw json.RawMessage) ([]byte, error) {
 	if err := json.Unmarshal(body, &top); err != nil {
 		return nil, err
 	}
+	if top == nil {
+		return nil, fmt.Errorf("the body is null, not a JSON object")
+	}
 	top[name] = raw
 	return jsontext.Marshal(top)
 }
