@@ -28,10 +28,10 @@ func (in *Inspector) recordedUsage(ctx context.Context, svc *commits.Service, cs
 	if in.o.Formats == nil {
 		return nil
 	}
-	var title, prompt string
-	seen := map[string]bool{}
-	unpriced := map[string]bool{}
-	table := in.o.PriceTable
+	// The events that matter here, kept apart for the main thread and for
+	// sub-agents' records (sidechains): a sub-agent's lane is a session
+	// whose records are all sidechain.
+	var main, side []events.Event
 	for _, c := range cs {
 		if c.SnapshotOf != "" || (c.Type == commits.Snapshot && c.Parent != "") || c.Type == commits.Compaction ||
 			slices.Contains(c.Tags, branchTag) {
@@ -50,39 +50,54 @@ func (in *Inspector) recordedUsage(ctx context.Context, svc *commits.Service, cs
 			return fmt.Errorf("session %s: commit %s (%s): %w", s.ID, c.ID, c.Format, err)
 		}
 		for _, e := range evs {
+			if e.Usage == nil && e.Type != events.System && e.Type != events.Prompt {
+				continue
+			}
 			if sub, _ := e.Metadata["sidechain"].(bool); sub {
-				continue
-			}
-			switch {
-			case e.Type == events.System && e.Subtype == "title" && strings.TrimSpace(e.Text) != "":
-				title = e.Text
-			case e.Type == events.Prompt && e.Source == "user" && prompt == "" && strings.TrimSpace(e.Text) != "":
-				prompt = e.Text
-			}
-			u := e.Usage
-			if u == nil || e.Model == "<synthetic>" {
-				continue
-			}
-			if e.MessageID != "" {
-				if seen[e.MessageID] {
-					continue
-				}
-				seen[e.MessageID] = true
-			}
-			s.Calls++
-			sent := int(u.Sent())
-			s.Tokens = sent
-			s.TokensSent += sent
-			s.CachedTokens += int(u.CacheRead)
-			if !e.Time.IsZero() {
-				t := e.Time
-				s.LastCall = &t
-			}
-			if cost, ok := table.Cost(e.Model, *u); ok {
-				s.CostUSD += cost
+				side = append(side, e)
 			} else {
-				unpriced[e.Model] = true
+				main = append(main, e)
 			}
+		}
+	}
+	evs := main
+	if !hasUsage(main) {
+		evs = side
+	}
+	var title, prompt string
+	seen := map[string]bool{}
+	unpriced := map[string]bool{}
+	table := in.o.PriceTable
+	for _, e := range evs {
+		switch {
+		case e.Type == events.System && e.Subtype == "title" && strings.TrimSpace(e.Text) != "":
+			title = e.Text
+		case e.Type == events.Prompt && (e.Source == "user" || e.Source == "agent") && prompt == "" && strings.TrimSpace(e.Text) != "":
+			prompt = e.Text
+		}
+		u := e.Usage
+		if u == nil || e.Model == "<synthetic>" {
+			continue
+		}
+		if e.MessageID != "" {
+			if seen[e.MessageID] {
+				continue
+			}
+			seen[e.MessageID] = true
+		}
+		s.Calls++
+		sent := int(u.Sent())
+		s.Tokens = sent
+		s.TokensSent += sent
+		s.CachedTokens += int(u.CacheRead)
+		if !e.Time.IsZero() {
+			t := e.Time
+			s.LastCall = &t
+		}
+		if cost, ok := table.Cost(e.Model, *u); ok {
+			s.CostUSD += cost
+		} else {
+			unpriced[e.Model] = true
 		}
 	}
 	switch {
@@ -103,4 +118,13 @@ func (in *Inspector) recordedUsage(ctx context.Context, svc *commits.Service, cs
 		s.CostUSD, s.CostUnknown = 0, true
 	}
 	return nil
+}
+
+func hasUsage(evs []events.Event) bool {
+	for _, e := range evs {
+		if e.Usage != nil {
+			return true
+		}
+	}
+	return false
 }
