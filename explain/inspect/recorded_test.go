@@ -142,3 +142,45 @@ func TestRecordedSessionsNamedAndPriced(t *testing.T) {
 		t.Errorf("session detail %+v, %v", d, err)
 	}
 }
+
+// TestRecordedSubAgentLane: a sub-agent's records, imported as a lane of
+// their own, count there (named by the agent's task), not in the
+// parent's calls.
+func TestRecordedSubAgentLane(t *testing.T) {
+	se := storetestenv.New(t, storetestenv.SQLite)
+	ctx := context.Background()
+	p := filepath.Join(t.TempDir(), "lane.jsonl")
+	lines := []string{
+		`{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"sess-lane","timestamp":"2030-01-02T10:00:00Z","message":{"role":"user","content":"audit the repo"}}`,
+		`{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"sess-lane","timestamp":"2030-01-02T10:00:01Z","message":{"id":"m1","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"t1","name":"Task","input":{"prompt":"list the files"}}],"usage":{"input_tokens":100,"output_tokens":5}}}`,
+		`{"type":"user","uuid":"s1","parentUuid":null,"isSidechain":true,"sessionId":"sess-lane","timestamp":"2030-01-02T10:00:02Z","message":{"role":"user","content":"list the files"}}`,
+		`{"type":"assistant","uuid":"s2","parentUuid":"s1","isSidechain":true,"sessionId":"sess-lane","timestamp":"2030-01-02T10:00:03Z","message":{"id":"m2","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"a, b"}],"usage":{"input_tokens":40,"output_tokens":3}}}`,
+		`{"type":"user","uuid":"u2","parentUuid":"a1","sessionId":"sess-lane","timestamp":"2030-01-02T10:00:04Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a, b"}]}}`,
+		`{"type":"assistant","uuid":"a2","parentUuid":"u2","sessionId":"sess-lane","timestamp":"2030-01-02T10:00:05Z","message":{"id":"m3","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"two files"}],"usage":{"input_tokens":120,"output_tokens":4}}}`,
+	}
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := importer.New(se.Store, importer.Options{}).ImportFile(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := inspect.New(se.Reopen(), inspect.Options{Formats: formats.Commits()}).Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parent, lane *inspect.Session
+	for i := range ss {
+		switch {
+		case ss[i].ID == "sess-lane":
+			parent = &ss[i]
+		case strings.HasPrefix(ss[i].ID, "sess-lane/"):
+			lane = &ss[i]
+		}
+	}
+	if parent == nil || parent.Calls != 2 || parent.TokensSent != 220 || parent.Name != "audit the repo" {
+		t.Errorf("parent %+v", parent)
+	}
+	if lane == nil || lane.Calls != 1 || lane.TokensSent != 40 || lane.Name != "list the files" || lane.CostUSD <= 0 {
+		t.Errorf("lane %+v (sessions %+v)", lane, ss)
+	}
+}
