@@ -206,15 +206,18 @@ var activationHelp = map[string]string{
 }
 
 // Handler serves the MCP server over streamable HTTP (one server for every
-// client session).
+// client session). A batch of more than MaxBatch messages is answered with
+// an error and not run.
 func Handler(s *sdk.Server) http.Handler {
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil)
+	return capBatches(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
 }
 
 // RunIO serves one client over r and w (stdin and stdout: the stdio
-// transport) until it disconnects or ctx ends.
+// transport) until it disconnects or ctx ends. A batch of more than
+// MaxBatch messages is answered with an error and not run.
 func RunIO(ctx context.Context, s *sdk.Server, r io.Reader, w io.Writer) error {
-	return s.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(r), Writer: nopWriteCloser{w}})
+	lw := &lockedWriter{w: w}
+	return s.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(capBatchesIO(r, lw)), Writer: nopWriteCloser{lw}})
 }
 
 type nopWriteCloser struct{ io.Writer }
