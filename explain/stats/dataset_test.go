@@ -90,7 +90,7 @@ func TestDatasetChains(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			extra = append(extra, sweagent.Read(&harness.Session{}, b).Metric())
+			extra = append(extra, metric(sweagent.Read(&harness.Session{}, b)))
 		}
 		readerChain(t, svc, s, id, extra...)
 		var c stats.Counts
@@ -167,4 +167,27 @@ func containsInt(s []int, x int) bool {
 		}
 	}
 	return false
+}
+
+// metric is a SWE-agent run's outcome and totals as a neutral metric event
+// (subtype "result"): Status is the exit status ("submitted",
+// "exit_cost", ...), with the tokens, cost and API calls of model_stats;
+// submission, model and environment in Metadata: what the reader chain
+// appends to a trajectory's events so that stats count its outcome.
+func metric(i sweagent.Info) events.Event {
+	md := map[string]any{}
+	if i.Submission != "" {
+		md["submission"] = i.Submission
+	}
+	if i.Model != "" {
+		md["model"] = i.Model
+	}
+	if i.Environment != "" {
+		md["environment"] = i.Environment
+	}
+	if len(md) == 0 {
+		md = nil
+	}
+	return events.Event{Type: events.Metric, Subtype: "result", Model: i.Model, Metadata: md, Metric: &events.MetricData{
+		InputTokens: i.TokensSent, OutputTokens: i.TokensReceived, CostUSD: i.Cost, Turns: i.APICalls, Status: i.ExitStatus}}
 }

@@ -62,7 +62,6 @@ import (
 	"github.com/ctxstore/ctxstore/harness"
 	"github.com/ctxstore/ctxstore/internal/jsonlimit"
 	"github.com/ctxstore/ctxstore/objects/conversation"
-	"github.com/ctxstore/ctxstore/objects/events"
 )
 
 // MaxBytes bounds a trajectory: a larger document is refused (reported)
@@ -88,29 +87,6 @@ type Info struct {
 	Environment string `json:"environment,omitempty"`
 	// Steps is the number of trajectory steps.
 	Steps int `json:"steps"`
-}
-
-// Metric is the run's outcome and totals as a neutral metric event
-// (subtype "result"): Status is the exit status ("submitted",
-// "exit_cost", ...), with the tokens, cost and API calls of model_stats;
-// submission, model and environment in Metadata. An importer appends it
-// to the session's events, so analytics (explain/stats) see the outcome.
-func (i Info) Metric() events.Event {
-	md := map[string]any{}
-	if i.Submission != "" {
-		md["submission"] = i.Submission
-	}
-	if i.Model != "" {
-		md["model"] = i.Model
-	}
-	if i.Environment != "" {
-		md["environment"] = i.Environment
-	}
-	if len(md) == 0 {
-		md = nil
-	}
-	return events.Event{Type: events.Metric, Subtype: "result", Model: i.Model, Metadata: md, Metric: &events.MetricData{
-		InputTokens: i.TokensSent, OutputTokens: i.TokensReceived, CostUSD: i.Cost, Turns: i.APICalls, Status: i.ExitStatus}}
 }
 
 // Looks tells whether head (the first bytes of a file) is the start of a

@@ -11,7 +11,6 @@ import (
 	"github.com/ctxstore/ctxstore/harness"
 	datasetdir "github.com/ctxstore/ctxstore/internal/datasets"
 	"github.com/ctxstore/ctxstore/objects/conversation"
-	"github.com/ctxstore/ctxstore/objects/events"
 )
 
 func read(t testing.TB, data []byte) (*harness.Session, Info) {
@@ -293,9 +292,8 @@ func TestSmall(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("messages\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if m := info.Metric(); m.Type != events.Metric || m.Metric.Status != "submitted" || m.Metric.InputTokens != 10 || m.Metric.Turns != 2 ||
-		m.Metadata["submission"] != "diff" || m.Validate() != nil {
-		t.Fatalf("metric %+v", m)
+	if info.ExitStatus != "submitted" || info.Submission != "diff" {
+		t.Fatalf("outcome %+v", info)
 	}
 	if s.SystemPrompt == "" || s.Cwd != "/repo/sub" || s.Version != "1.0.1" || info.Model != "gpt-4o" || info.TokensSent != 10 ||
 		info.APICalls != 2 || info.Environment != "swe_main" || s.Report.Lines != 16 || len(s.Report.Problems) != 0 {
