@@ -56,6 +56,10 @@ type Options struct {
 	// before the next Call. LayoutStream only; the service turns it on
 	// (SetRelease) once a client says which answer it holds.
 	Release bool
+	// Render is the rendering version of a new session, 1 to
+	// RenderVersion; 0 means RenderVersion. Only comparisons and tests of
+	// older renderings set it; a resumed session keeps its first commit's.
+	Render int
 }
 
 // Assembler assembles the contexts of one session. It reads the session's
@@ -192,6 +196,12 @@ func newAssembler(o Options, s *session.Session) (*Assembler, error) {
 	if o.Layout != LayoutStream {
 		o.Lean = nil
 	}
+	if o.Render == 0 {
+		o.Render = RenderVersion
+	}
+	if o.Render < 1 || o.Render > RenderVersion {
+		return nil, fmt.Errorf("assemble: unknown rendering version %d", o.Render)
+	}
 	if o.Tokenizer == nil {
 		o.Tokenizer = BytesTokenizer{}
 	}
@@ -211,7 +221,7 @@ func newAssembler(o Options, s *session.Session) (*Assembler, error) {
 	}
 	return &Assembler{s: s, st: s.Store(), o: o, pol: o.Policy.withDefaults(), tok: o.Tokenizer,
 		listed: map[string]bool{}, latest: map[string]*version{}, shown: map[string]int{}, rebaseAt: -1,
-		callAt: map[string]int{}, inputs: map[string]*input{}, rv: RenderVersion, mv: objects.MetadataVersion, paths: o.Paths, same: map[string]int64{},
+		callAt: map[string]int{}, inputs: map[string]*input{}, rv: o.Render, mv: objects.MetadataVersion, paths: o.Paths, same: map[string]int64{},
 		held: map[string]*version{}, patches: map[string][]int{}, edits: map[string][]pendingEdit{}, previewed: map[string]bool{},
 		lean: o.Lean, managed: o.Lean == nil, spill: spillDir(o.Lean), hashed: sha256.New()}, nil
 }

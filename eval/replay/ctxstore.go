@@ -73,6 +73,9 @@ type Ctxstore struct {
 	// bareSpillRoot/<session id> as the service names them by default
 	// (its user's cache directory). Implies LeanHead.
 	BareHead bool
+	// Render is the rendering version of the sessions (assemble.Options.Render;
+	// 0 is the current one).
+	Render int
 
 	env     *Env
 	st      store.Store
@@ -235,8 +238,8 @@ func (c *Ctxstore) Begin(ctx context.Context, env *Env) error {
 		Indexer: files.NewIndexer(c.st, res, 0),
 		Assemble: assemble.Options{
 			Layout: c.Layout, Tools: ManagementTools, Policy: pol, Tokenizer: env.Counter.Tokenizer(),
-			Lean: c.lean(),
-			Now:  func() time.Time { return c.now },
+			Lean: c.lean(), Render: c.Render,
+			Now: func() time.Time { return c.now },
 		},
 		Ingest: ingest.Options{Cwd: cwd, Files: ingest.Mirror(filepath.Join(env.Dir, "files"))},
 	})
