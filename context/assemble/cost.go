@@ -44,7 +44,7 @@ type Policy struct {
 	// current turn, then the turns expected before the cache goes cold.
 	Horizon int
 	// Breakpoints is where the harness asks the provider to cache, which
-	// decides what a rebase rewrites (issue 17 item 2): BreakpointsPrefix
+	// decides what a rebase rewrites: BreakpointsPrefix
 	// (the default: any prefix shared with the previous call is read, as
 	// OpenAI's automatic cache does), BreakpointsStable (the end of the
 	// stable messages, Assembled.Stable, as ctxstore's Pi and OpenClaw
@@ -154,9 +154,9 @@ type Shape struct {
 	// Rebases counts the session's rebases so far (0 in commits written
 	// before it was kept).
 	Rebases int
-	// Previews counts the outputs that entered as a preview so far (kept
-	// in commits since session 12; a resume of older ones counts the
-	// previews their items still show). Faulted are those the model read
+	// Previews counts the outputs that entered as a preview so far (a
+	// resume of a commit without it counts the previews its items still
+	// show). Faulted are those the model read
 	// back whole while shown (an activate naming it, a whole read of its
 	// spill file), each once; PreviewDoublings how many times that made
 	// the session's preview size double (Assembler.previewTokens).

@@ -1,34 +1,67 @@
 // Package assemble builds, for every model call of a session, exactly what
-// the model sees (000 §21, 004 §4; issue 5 item 7), in an order that keeps
-// provider prefix caches warm, and records each call as a context commit so
-// that any past call's context can be rebuilt byte for byte from the store.
+// the model sees, in an order that keeps provider prefix caches warm, and
+// records each call as a context commit so that any past call's context
+// can be rebuilt byte for byte from the store.
 //
 // # Layouts
 //
 // LayoutStream (the default): the fixed system prompt and tool list, then a
 // snapshot of the metadata pool and the active content taken when the
 // Assembler starts, then one append-only stream in which chat messages (tool
-// results as one-line toolcall_ref metadata, never their output), a metadata
+// results as one-line references, or the live output itself), a metadata
 // entry for each newly discovered object and each active content block appear
 // where they happen. Deactivations (by the agent or the auto-collapse
 // policy) do not rewrite anything at once: an appended note tells the model,
 // and the stale content stays rendered until a rebase, which a small cost
 // model (Decide) schedules in batches. A rebase keeps every item before the
 // first stale content block and rewrites the stream from there, each stale
-// block becoming a one-line "collapsed:" reference.
+// block becoming a one-line "collapsed:" reference or leaving the stream.
 //
-// LayoutLiteral: the spec's literal order, kept for comparison: a metadata
-// pool block, the chat, then an active-content block, re-rendered each call.
+// LayoutLiteral: the plain order, kept for comparison: a metadata pool
+// block, the chat, then an active-content block, re-rendered each call.
+//
+// # Parts
+//
+// An Assembler is a session (session.Session) and its store, and these
+// parts, each owning its state:
+//
+//   - stream: the items and their rendering (head, bytes, offsets, tokens,
+//     stale tokens). Only push appends and only a rebase rewrites, so between
+//     rebases each call's bytes extend the previous call's.
+//   - headState: the system prompt and, for a LeanHead, whether the managed
+//     head (guide and every tool) replaced the lean one.
+//   - frozenPrefix: the leading items no later call can change, hashed once
+//     and, with Options.Release, dropped from memory (the commits hold them).
+//   - holdings: what the model holds of each object: which ids are listed,
+//     which content is live and at which version, the patches shown since.
+//   - toolCalls: where each tool call was made, which wait for their result,
+//     and the large inputs that can collapse (input).
+//   - paging: outputs entered as a preview, ids offered to fit the window,
+//     and a bare head's spill files.
+//   - rhythm: the calls so far (count, clock, Shape) the cost model reads.
+//   - recorder: what the next context commit records beyond the items.
+//
+// How items render is a style, fixed when a session opens: its rendering
+// (one value per rendering version: the text of each kind of item and the
+// stream rules that version has), its metadata line version, its Paths and
+// a bare head's spill directory. A new session takes RenderVersion; a
+// resumed or rebuilt one takes its root commit's, so an old session renders
+// as it was sent by construction, not by comparing version numbers.
+//
+// Call assembles a call and writes its commit (commit.go); Resume rebuilds
+// an Assembler from the commits and Rebuild any past call's context;
+// ReadCommit reads a commit as stored.
 //
 // # Guarantees
 //
-// In LayoutStream, between rebases the bytes of each call (Call.Bytes) are a
-// byte-exact extension of the previous call's; a rebase changes bytes only
-// from the offset of the first collapsed item (Call.RebaseOffset). Every
-// call writes a context commit "ctx-{session}-{n}" holding static references
-// (id, tx, hashes) to every object it rendered, the chat items it added,
-// the layout and the rebase boundary; Rebuild re-renders the same bytes from
-// any store handle and checks them against the SHA-256 the commit records.
+// In LayoutStream, between rebases the bytes of each call (Assembled.Bytes)
+// are a byte-exact extension of the previous call's; a rebase changes bytes
+// only from the offset of the first rewritten item (Assembled.RebaseOffset).
+// Every call writes a context commit "ctx-{session}-{n}" holding static
+// references (id, tx, hashes) to every object it rendered, the chat items
+// it added, the layout and the rebase boundary; Rebuild re-renders the same
+// bytes from any store handle and checks them against the SHA-256 the
+// commit records.
 //
 // # Cost
 //

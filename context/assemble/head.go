@@ -3,14 +3,24 @@ package assemble
 import (
 	"fmt"
 	"slices"
-	"strings"
 
-	"github.com/ctxstore/ctxstore/context/tools"
+	"github.com/ctxstore/ctxstore/objects"
 )
 
+// headState is the session's head: its system prompt and, for a lean
+// head (LeanHead), whether it is the managed one yet. The head's bytes
+// are the stream's first.
+type headState struct {
+	sys    *objects.Object
+	sysRef objects.Ref
+
+	lean     *LeanHead // Options.Lean, or the session's first commit's
+	managed  bool      // the head is the managed one (always, without lean)
+	needHead bool      // the stream needs the managed head from the next call
+}
+
 // LeanHead keeps a session's head lean until its context has something to
-// manage (issue 17 item 2: ctxstore adds nothing until collapsing can
-// pay). While lean, the system prompt goes without Guide and the tools
+// manage: ctxstore adds nothing until collapsing can pay. While lean, the system prompt goes without Guide and the tools
 // without those named in Withheld; from the first call whose context
 // leaves out something the model saw or needs ctxstore's tools for (a
 // rebase, a deactivation to fit the window, a metadata line of an object
@@ -28,7 +38,7 @@ type LeanHead struct {
 	Guide string `json:"guide,omitempty"`
 	// Withheld names the tools of Options.Tools offered only once managed.
 	Withheld []string `json:"withheld,omitempty"`
-	// Bare keeps the head lean for the whole session (issue 17): it never
+	// Bare keeps the head lean for the whole session: it never
 	// switches, so the cost model prices a rebase as with a fixed head,
 	// and what the model would load with the withheld tools it loads with
 	// the harness's own read instead: a note at the first collapse
@@ -38,49 +48,6 @@ type LeanHead struct {
 	Bare bool `json:"bare,omitempty"`
 	// Spill is the directory of a bare head's spill files.
 	Spill string `json:"spill,omitempty"`
-}
-
-// spillPath is the file a bare head's text names for a tool call's
-// output: dir/tools.SpillName(call id).
-func spillPath(dir, callID string) string {
-	return strings.TrimSuffix(dir, "/") + "/" + tools.SpillName(callID)
-}
-
-// SpillFile is a tool call's output that a bare head's context names by
-// its spill file (Assembled.Spill): the harness integration writes Content
-// to LeanHead.Spill/tools.SpillName(CallID).
-type SpillFile struct {
-	CallID  string
-	Content string
-}
-
-// spillOut lists tool result it, with its output, for its spill file when
-// a bare head's text names that file for it: a preview, or a line an
-// output collapsed to.
-func (a *Assembler) spillOut(it *item) {
-	if a.spill == "" || it.kind != kToolRef || it.obj == nil || it.obj.Content == nil {
-		return
-	}
-	a.toSpill = append(a.toSpill, SpillFile{CallID: it.ref.ID, Content: *it.obj.Content})
-}
-
-// spillPattern is how the text of a bare head names spill files in
-// general: dir/<placeholder>.txt, the placeholder as it is.
-func spillPattern(dir, placeholder string) string {
-	return strings.TrimSuffix(dir, "/") + "/" + placeholder + ".txt"
-}
-
-// SpillDir is the directory a bare head's text names for the session's
-// spill files (its root commit's, after Resume), "" for any other head.
-func (a *Assembler) SpillDir() string { return a.spill }
-
-// spillDir is the spill directory a session's items name: a bare head's,
-// or "" (they name activate).
-func spillDir(lh *LeanHead) string {
-	if lh == nil || !lh.Bare {
-		return ""
-	}
-	return lh.Spill
 }
 
 // headOf returns the system prompt text and tools of a head: system and
@@ -123,11 +90,11 @@ func withheld(tools []ToolSpec, lh *LeanHead, lean bool) []string {
 }
 
 // isLean reports whether the head is lean now.
-func (a *Assembler) isLean() bool { return a.lean != nil && !a.managed }
+func (h *headState) isLean() bool { return h.lean != nil && !h.managed }
 
 // switches reports whether the head is lean now and will switch once the
 // context needs it: a lean head that is not bare.
-func (a *Assembler) switches() bool { return a.isLean() && !a.lean.Bare }
+func (h *headState) switches() bool { return h.isLean() && !h.lean.Bare }
 
 // needsHead notes that the context now holds something only the managed
 // head explains (see LeanHead); the next call switches. A bare head never
@@ -137,19 +104,10 @@ func (a *Assembler) needsHead() {
 	switch {
 	case a.switches():
 		a.needHead = true
-	case a.spill != "" && !a.told:
+	case a.style.spill != "" && !a.told:
 		a.told = true
-		a.push(&item{kind: kNote, text: spillNote(a.spill)})
+		a.push(&item{kind: kNote, text: spillNote(a.style.spill)})
 	}
-}
-
-// spillNote is what a bare head's session is told once, at its first
-// collapse, instead of the guide: where a collapsed or cut output is
-// whole. A collapsed output's own line stays as short as with the guide
-// (a path in each would cost more than the guide: docs/benchmarks.md).
-func spillNote(dir string) string {
-	return ctxPrefix + "older tool outputs collapse to a line, and a very long one shows only its start and end; each is whole in " +
-		spillPattern(dir, "<its call id>") + " for read to load"
 }
 
 // manage switches a lean head to the managed one: the head is rendered
@@ -160,24 +118,13 @@ func (a *Assembler) manage() error {
 		// released before the head is final.
 		return fmt.Errorf("the frozen prefix moved while the head was lean")
 	}
-	oldLen, oldTok := len(a.head), a.tok.Count(string(a.head))
 	a.managed, a.needHead = true, false
 	sys, tools := a.headText()
 	head, err := renderHead(sys, tools)
 	if err != nil {
 		return err
 	}
-	buf := make([]byte, 0, len(a.buf)-oldLen+len(head)+4096)
-	buf = append(append(buf, head...), a.buf[oldLen:]...)
-	d := len(head) - oldLen
-	for i := range a.offs {
-		a.offs[i] += d
-	}
-	a.buf, a.head = buf, head // earlier Assembled values keep the old buffer
-	a.headTok = a.tok.Count(string(head))
-	dt := a.headTok - oldTok
-	a.tokens += dt
-	a.frozenTok += dt // the head is part of the frozen prefix's tokens
+	a.frozenTok += a.replaceHead(head) // the head is part of the frozen prefix's tokens
 	return nil
 }
 

@@ -7,7 +7,16 @@ import (
 	"github.com/ctxstore/ctxstore/objects"
 )
 
-// Tool inputs collapse too (issue 7 item 3): a tool call whose arguments
+// toolCalls are the tool calls of the stream: where each was made, which
+// still wait for their result, and the inputs that can collapse.
+type toolCalls struct {
+	pending  map[string]bool   // tool calls of the last assistant message without a result yet
+	deferred map[string]bool   // toolcalls recorded before a Resume whose results are not in the stream yet
+	callAt   map[string]int    // tool-call id -> index of the assistant item that made it
+	inputs   map[string]*input // collapsible tool inputs by tool-call id
+}
+
+// Tool inputs collapse too: a tool call whose arguments
 // are large (a write's content, an edit's replacement text) and whose
 // result is a file version keeps its arguments in the stream while the
 // call is active. When the call collapses, its large arguments become

@@ -189,19 +189,3 @@ func appendMessage(out []Message, n, k int, prev, f *frag) ([]Message, int) {
 	}
 	return out, n + 1
 }
-
-// messages groups fragments into messages with the same rule as appendFrag.
-func messages(frags []*frag) []Message {
-	var out []Message
-	var prev *frag
-	for _, f := range frags {
-		if f.joins(prev) {
-			last := &out[len(out)-1]
-			last.Blocks = append(last.Blocks, f.blocks...)
-		} else {
-			out = append(out, Message{Role: f.role, ToolCallID: f.callID, Blocks: append([]Block(nil), f.blocks...)})
-		}
-		prev = f
-	}
-	return out
-}

@@ -8,7 +8,7 @@ import (
 	"github.com/ctxstore/ctxstore/objects"
 )
 
-// Patches (rendering version 3; issue 17 item 3). When an object whose
+// Patches (renderings with liveOutputs). When an object whose
 // content is shown gets a new version, the model already holds the old one:
 // the new version is rendered as what changed against it, not as a new full
 // copy. When the change is exactly the model's own write or edit (the calls'
@@ -55,8 +55,8 @@ func (a *Assembler) patchFor(id string, held, cur *version) *item {
 			for i, c := range calls {
 				ids[i] = c.ID
 			}
-			if a.rv >= 5 && a.spill != "" {
-				// A bare head: the edit result said it all (rendering 5).
+			if a.style.r.silentOwnEdits && a.style.spill != "" {
+				// A bare head: the edit result said it all.
 				return &item{kind: kPatch, ref: cur.ref, obj: cur.obj, calls: calls}
 			}
 			// One edit of this file since the version above is named by

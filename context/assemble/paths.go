@@ -43,12 +43,3 @@ func under(path, dir string) (string, bool) {
 }
 
 func (p Paths) zero() bool { return p.Root == "" && p.Mount == "" }
-
-// pathView is the path mapping the item renders with: none before
-// rendering version 4.
-func (it *item) pathView() func(string) string {
-	if it.rv < 4 || it.paths.zero() {
-		return nil
-	}
-	return it.paths.Display
-}

@@ -94,9 +94,11 @@ func Resume(ctx context.Context, s *session.Session, o Options) (*Assembler, err
 	if err != nil {
 		return nil, err
 	}
-	a.rv, a.mv, a.paths, a.spill = root.Render, root.Metadata, root.Paths, spillDir(root.LeanHead)
+	if a.style, err = newStyle(root.Render, root.Metadata, root.Paths, root.LeanHead); err != nil {
+		return nil, fmt.Errorf("assemble: resuming %s: %w", s.ID(), err)
+	}
 	a.managed = a.lean == nil || !last.Lean
-	r := &resolver{ctx: ctx, st: a.st, cache: map[string]*objects.Object{}, rv: root.Render, mv: root.Metadata, paths: root.Paths, spill: spillDir(root.LeanHead)}
+	r := &resolver{ctx: ctx, st: a.st, cache: map[string]*objects.Object{}, style: a.style}
 	if err := a.setSystem(ctx, r, last.SystemRef); err != nil {
 		return nil, err
 	}
@@ -111,7 +113,7 @@ func Resume(ctx context.Context, s *session.Session, o Options) (*Assembler, err
 			a.spillOut(it)
 		}
 		a.push(it)
-		a.told = a.told || (a.spill != "" && it.kind == kNote && it.text == spillNote(a.spill))
+		a.told = a.told || (a.style.spill != "" && it.kind == kNote && it.text == spillNote(a.style.spill))
 	}
 	if a.o.Layout == LayoutStream && (len(a.buf) != last.ByteLen || digest(a.buf) != last.BytesSHA256) {
 		return nil, fmt.Errorf("assemble: resuming %s: the stream rebuilt to %d bytes that do not match the %d recorded", last.ID, len(a.buf), last.ByteLen)
@@ -138,7 +140,7 @@ func Resume(ctx context.Context, s *session.Session, o Options) (*Assembler, err
 	a.prevLen, a.prevTok = last.ByteLen, last.Tokens
 	a.shape = last.Shape
 	if a.shape.Previews < a.previews {
-		a.shape.Previews = a.previews // commits from before Shape.Previews was kept
+		a.shape.Previews = a.previews // a commit without shape.previews
 	}
 	a.prevStableTok = a.stableTokens()
 	return a, nil

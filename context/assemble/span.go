@@ -62,15 +62,3 @@ func (it *item) span(start, end int) Span {
 	}
 	return s
 }
-
-// literalItems orders the literal layout's items as literalFrags orders
-// their fragments: pool, chat, active.
-func literalItems(items, pool, active []*item) []*item {
-	out := append([]*item(nil), pool...)
-	for _, it := range items {
-		if it.kind.chatItem() {
-			out = append(out, it)
-		}
-	}
-	return append(out, active...)
-}
