@@ -69,7 +69,7 @@ func (s *Server) importSession(q *request) (any, error) {
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	if err := spool(f, q.r.Body, s.o.MaxImport); err != nil {
+	if err := spool(f, q.r.Body, s.o.MaxImport, q.lease); err != nil {
 		return nil, err
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
@@ -91,8 +91,9 @@ func (s *Server) importSession(q *request) (any, error) {
 
 // spool copies a bundle body to f, decompressing a gzip body on the way
 // and refusing (413) one that decompresses to more than max bytes: a
-// small compressed body must not expand without bound.
-func spool(f io.Writer, body io.Reader, max int64) error {
+// small compressed body must not expand without bound. The decompressed
+// bytes count into the request's body budget (l) as the body's own do.
+func spool(f io.Writer, body io.Reader, max int64, l *lease) error {
 	br := bufio.NewReader(body)
 	var r io.Reader = br
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
@@ -101,7 +102,7 @@ func spool(f io.Writer, body io.Reader, max int64) error {
 			return badRequest("bundle: gzip: %v", err)
 		}
 		defer zr.Close()
-		r = zr
+		r = &counted{r: zr, l: l}
 	}
 	n, err := io.Copy(f, io.LimitReader(r, max+1))
 	if err != nil {

@@ -76,7 +76,7 @@ func (s *Server) importSessions(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = spool(f, q.r.Body, s.o.MaxImport)
+	err = spool(f, q.r.Body, s.o.MaxImport, q.lease)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -60,6 +60,7 @@ func TestSecurityLimitsTable(t *testing.T) {
 	for _, c := range []struct{ row, want string }{
 		{"every HTTP request", "body " + docSize(o.MaxBody) + " (`Options.MaxBody`)"},
 		{"every HTTP request", fmt.Sprintf("%d levels", jsonlimit.MaxDepth)},
+		{"every HTTP request", "budget " + docSize(o.BodyBudget) + " (`Options.BodyBudget`)"},
 		{"every HTTP request", "within " + fmt.Sprint(o.ReadTimeout.Round(time.Minute).Minutes()) + " min"},
 		{"context request (`POST …/context`)", docSize(int64(o.Limits.MaxMessageBytes)) + " per message"},
 		{"context request (`POST …/context`)", docCount(o.Limits.MaxMessages) + " messages in the log"},

@@ -84,6 +84,11 @@ type Options struct {
 	// imported bundle decompresses to (default 1 GiB).
 	MaxBody   int64
 	MaxImport int64
+	// BodyBudget bounds the bytes of large request bodies held at once,
+	// server-wide: each body's bytes beyond its first MiB, what a gzip
+	// body decompresses to included (default 256 MiB). A request that does
+	// not fit is answered 503 with Retry-After; one alone always fits.
+	BodyBudget int64
 	// ReadTimeout bounds reading a whole request, body included (default
 	// 2 min); IdleTimeout closes idle keep-alive connections (default
 	// 2 min). Serve uses them.
@@ -123,6 +128,8 @@ type Server struct {
 	notes tools.NoteLinks
 	mux   *http.ServeMux
 	log   *slog.Logger
+	// bodies is the budget of large request bodies (budget.go).
+	bodies *bodyBudget
 
 	mu       sync.Mutex
 	sessions map[string]*live
@@ -140,6 +147,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.MaxImport <= 0 {
 		o.MaxImport = 1 << 30
+	}
+	if o.BodyBudget <= 0 {
+		o.BodyBudget = 256 << 20
 	}
 	if o.ReadTimeout <= 0 {
 		o.ReadTimeout = 2 * time.Minute
@@ -184,7 +194,7 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("httpapi: %w", err)
 	}
 	s := &Server{roots: roots, o: o, st: o.Store, ix: files.NewIndexer(o.Store, o.Resolver, 0), auth: newAuth(o.Tokens),
-		log: o.Log, sessions: map[string]*live{}}
+		log: o.Log, sessions: map[string]*live{}, bodies: &bodyBudget{max: o.BodyBudget}}
 	if o.Notes != nil {
 		s.ix = o.Notes.Indexer(s.ix)
 		s.notes = o.Notes
@@ -282,6 +292,9 @@ type request struct {
 	sid string
 	// timing, if set, is sent as the Server-Timing header.
 	timing string
+	// lease is the request's share of the body budget: the body counts
+	// into it as it is read, and spool counts what a gzip body decodes to.
+	lease *lease
 }
 
 // decode reads the JSON body into v. Unknown fields are ignored: Pi's
@@ -350,7 +363,18 @@ func (s *Server) wrap(rt route) http.Handler {
 		}
 		var v any
 		if err == nil {
-			r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxBody)
+			q.lease = s.bodies.lease()
+			defer q.lease.release()
+			if r.ContentLength > 0 && r.ContentLength <= s.o.MaxBody && !q.lease.need(r.ContentLength) {
+				err = q.lease.busy() // refused before reading a byte
+			}
+		}
+		if err == nil {
+			mbr := http.MaxBytesReader(w, r.Body, s.o.MaxBody)
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{&counted{r: mbr, l: q.lease}, mbr}
 			var body []byte
 			if rt.retake {
 				if body, err = io.ReadAll(r.Body); err == nil {
@@ -369,6 +393,11 @@ func (s *Server) wrap(rt route) http.Handler {
 					v, err = rt.h(q)
 				}
 			}
+		}
+		if err != nil && q.lease != nil && q.lease.refused {
+			// However the handler wrapped it, the budget refused the body.
+			err = q.lease.busy()
+			w.Header().Set("Retry-After", retryAfter)
 		}
 		if err != nil {
 			ae := classify(err)
