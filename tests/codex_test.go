@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/ctxstore/ctxstore/harness/claudecode"
-	"github.com/ctxstore/ctxstore/harness/transcript"
+	"github.com/ctxstore/ctxstore/harness/transcript/transcripttest"
 	"github.com/ctxstore/ctxstore/internal/datasets"
 )
 
@@ -101,7 +101,7 @@ func TestCodexCrossHarness(t *testing.T) {
 		t.Fatal(err)
 	}
 	xhInOrder(t, "the resumed rollout", string(raw), "CC-Q1", "hello-from-bash", "CC-A1", "CX-Q2", "codex-was-here", "CX-A2")
-	s, err := transcript.ReadFile(cxFile)
+	s, err := transcripttest.ReadFile(cxFile)
 	if err != nil || s.Format != "codex" || s.ID != sid2 || s.Report.Orphans != 0 {
 		t.Fatalf("the rollout Codex continued, read back: %v %+v", err, s)
 	}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/ctxstore/ctxstore/harness/claudecode"
-	"github.com/ctxstore/ctxstore/harness/transcript"
+	"github.com/ctxstore/ctxstore/harness/transcript/transcripttest"
 	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
 )
 
@@ -298,7 +298,7 @@ func crossHarnessScenario(t *testing.T, storeURL string) {
 	if pm["format"] != "pi-v3" || pm["tier"] != "field" || !strings.HasPrefix(piFile, filepath.Join(e.agentDir, "sessions")+string(filepath.Separator)) {
 		t.Fatalf("materialize for Pi: %v", pm)
 	}
-	before, err := transcript.ReadFile(piFile)
+	before, err := transcripttest.ReadFile(piFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +397,7 @@ func TestMaterializeCLI(t *testing.T) {
 	if stdout.code != 0 || stdout.stdout != string(first) || !strings.Contains(stdout.stderr, "tier field") {
 		t.Fatalf("materialize to stdout: %+v", stdout)
 	}
-	s, err := transcript.ReadFile(c.path("cc.jsonl"))
+	s, err := transcripttest.ReadFile(c.path("cc.jsonl"))
 	if err != nil || len(s.Messages) != 4 || s.Messages[1].ToolCalls[0].Name != "Bash" || s.Messages[3].Text != "Three." {
 		t.Fatalf("the Claude Code file reads back as %+v (%v)", s, err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ctxstore/ctxstore/context/recall"
-	"github.com/ctxstore/ctxstore/harness/transcript"
+	"github.com/ctxstore/ctxstore/harness/transcript/transcripttest"
 	datasetdir "github.com/ctxstore/ctxstore/internal/datasets"
 	"github.com/ctxstore/ctxstore/internal/storetestenv"
 	"github.com/ctxstore/ctxstore/objects"
@@ -53,7 +53,7 @@ func loadDataset(t *testing.T, e *storetestenv.Env) map[string]string {
 	names := map[string]string{} // session id -> dataset name
 	for _, p := range paths {
 		name := strings.TrimSuffix(filepath.Base(p), ".jsonl")
-		tr, err := transcript.ReadFile(p)
+		tr, err := transcripttest.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/tokens"
 	"github.com/ctxstore/ctxstore/harness/transcript"
+	"github.com/ctxstore/ctxstore/harness/transcript/transcripttest"
 	"github.com/ctxstore/ctxstore/objects/conversation"
 	"github.com/ctxstore/ctxstore/session"
 )
@@ -418,7 +419,7 @@ func TestDeterministic(t *testing.T) {
 	path := filepath.Join(datasets(t), "claude-code", "raw", "claude-reliability__coverage-test-fix.jsonl")
 	dir := t.TempDir() // the mirrored files' paths show in the contexts
 	try := func() ([]byte, error) {
-		s, err := transcript.ReadFile(path)
+		s, err := transcripttest.ReadFile(path)
 		if err != nil {
 			return nil, err
 		}
@@ -477,7 +478,7 @@ func TestDeterministic(t *testing.T) {
 	}
 	// A strategy's numbers do not depend on the strategies beside it (its
 	// session id, which shows in the contexts, is its name, not its place).
-	s, err := transcript.ReadFile(path)
+	s, err := transcripttest.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -571,7 +572,7 @@ func TestCacheCheckDatasets(t *testing.T) {
 		files = append(files, fs...)
 	}
 	for _, f := range files {
-		s, err := transcript.ReadFile(f)
+		s, err := transcripttest.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -607,7 +608,7 @@ func TestCacheCheckDatasets(t *testing.T) {
 func TestReplayShowsRecordedPaths(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(datasets(t), "claude-code", "raw", "claude-reliability__coverage-test-fix.jsonl")
-	s, err := transcript.ReadFile(path)
+	s, err := transcripttest.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/harness/transcript"
+	"github.com/ctxstore/ctxstore/harness/transcript/transcripttest"
 	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -133,7 +134,7 @@ func TestRenderingGolden(t *testing.T) {
 		record("synthetic", synth(40, 3000))
 	}
 	for _, rel := range rels {
-		s, err := transcript.ReadFile(filepath.Join(dir, rel))
+		s, err := transcripttest.ReadFile(filepath.Join(dir, rel))
 		if err != nil {
 			t.Fatal(err)
 		}

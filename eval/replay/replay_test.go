@@ -20,6 +20,7 @@ import (
 	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/harness/transcript"
+	"github.com/ctxstore/ctxstore/harness/transcript/transcripttest"
 	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -35,7 +36,7 @@ func datasets(t testing.TB) string {
 // ctxstore's on a real SQLite store, and checks the accounting invariants.
 func TestReplayRealSession(t *testing.T) {
 	path := filepath.Join(datasets(t), "claude-code", "raw", "claude-reliability__coverage-test-fix.jsonl")
-	s, err := transcript.ReadFile(path)
+	s, err := transcripttest.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/ctxstore/ctxstore/harness"
 	"github.com/ctxstore/ctxstore/harness/sweagent"
 	"github.com/ctxstore/ctxstore/harness/transcript"
+	"github.com/ctxstore/ctxstore/harness/transcript/transcripttest"
 	datasetdir "github.com/ctxstore/ctxstore/internal/datasets"
 	"github.com/ctxstore/ctxstore/objects/conversation"
 	"github.com/ctxstore/ctxstore/objects/events"
@@ -78,7 +79,7 @@ func TestDatasetChains(t *testing.T) {
 	svc := commits.New(st, commits.Options{})
 	want := map[string]stats.Counts{}
 	for _, p := range files {
-		s, err := transcript.ReadFile(p)
+		s, err := transcripttest.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}

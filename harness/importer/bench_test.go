@@ -16,7 +16,7 @@ import (
 
 	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/harness/importer"
-	"github.com/ctxstore/ctxstore/harness/transcript"
+	"github.com/ctxstore/ctxstore/harness/transcript/transcripttest"
 	"github.com/ctxstore/ctxstore/internal/datasets"
 )
 
@@ -66,7 +66,7 @@ func BenchmarkImport(b *testing.B) {
 			peak := watchHeap()
 			cpu := cpuTime()
 			for i := 0; i < b.N; i++ {
-				if _, err := transcript.ReadFile(path); err != nil {
+				if _, err := transcripttest.ReadFile(path); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -80,45 +80,15 @@ type Reader struct {
 	Formats *harness.Registry
 }
 
-// ReadFile reads the transcript at path, detecting its format.
-func ReadFile(path string) (*Session, error) { return Reader{formats.Registry()}.ReadFile(path) }
-
-// Read reads a transcript in the given format (FormatAuto detects it).
-func Read(r io.Reader, format Format) (*Session, error) {
-	return Reader{formats.Registry()}.Read(r, format)
-}
-
 // ReadAllFile reads every conversation of the transcript at path.
 func ReadAllFile(path string) ([]*Session, error) {
 	return Reader{formats.Registry()}.ReadAllFile(path)
 }
 
-// ReadAll reads every conversation of a transcript.
-func ReadAll(r io.Reader, format Format) ([]*Session, error) {
-	return Reader{formats.Registry()}.ReadAll(r, format)
-}
-
-// ReadFile reads the transcript at path, detecting its format.
-func (rd Reader) ReadFile(path string) (*Session, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("transcript: %w", err)
-	}
-	defer f.Close()
-	s, err := rd.Read(f, FormatAuto)
-	if s != nil {
-		named(s, path)
-	}
-	if err != nil {
-		return s, fmt.Errorf("transcript: %s: %w", path, err)
-	}
-	return s, nil
-}
-
-// named sets the file a session was read from, and the id of a
+// Named sets the file a session was read from, and the id of a
 // SWE-agent trajectory: it has none, and SWE-agent names the file after
 // the instance it ran.
-func named(s *Session, path string) {
+func Named(s *Session, path string) {
 	s.Path = path
 	if s.Format == FormatSWEAgent && s.ID == "" {
 		s.ID = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
@@ -159,7 +129,7 @@ func (rd Reader) ReadAllFile(path string) ([]*Session, error) {
 	defer f.Close()
 	ss, err := rd.ReadAll(f, FormatAuto)
 	for _, s := range ss {
-		named(s, path)
+		Named(s, path)
 	}
 	if err != nil {
 		return ss, fmt.Errorf("transcript: %s: %w", path, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/ingest"
 	"github.com/ctxstore/ctxstore/context/runtime"
 	"github.com/ctxstore/ctxstore/harness/transcript"
+	"github.com/ctxstore/ctxstore/harness/transcript/transcripttest"
 	"github.com/ctxstore/ctxstore/session"
 )
 
@@ -110,7 +111,7 @@ func TestPiServiceAndReaderAgree(t *testing.T) {
 	}
 	serviceLog := append([]transcript.Message(nil), converted.Messages...)
 
-	read, err := transcript.Read(strings.NewReader(piSessionFile(t, e.dir, msgs)), transcript.FormatAuto)
+	read, err := transcripttest.Read(strings.NewReader(piSessionFile(t, e.dir, msgs)), transcript.FormatAuto)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/eval/replay"
-	"github.com/ctxstore/ctxstore/harness/transcript"
+	"github.com/ctxstore/ctxstore/harness/transcript/transcripttest"
 	"github.com/ctxstore/ctxstore/internal/datasets"
 	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
@@ -35,7 +35,7 @@ const Small = "claude-code/attio-mcp-server__465eb442__8664c04e.jsonl"
 func Replay(tb testing.TB, st store.Store, rel string, strategies ...string) []string {
 	tb.Helper()
 	path := filepath.Join(datasets.Dir(tb), rel)
-	s, err := transcript.ReadFile(path)
+	s, err := transcripttest.ReadFile(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
