@@ -76,7 +76,7 @@ type Message = conversation.Message
 // Reader reads transcripts of the formats of a registry.
 type Reader struct {
 	// Formats are the formats read (their LineReader and DocumentReader
-	// codecs); the package functions read formats.Registry().
+	// codecs); ReadAllFile reads formats.Registry().
 	Formats *harness.Registry
 }
 
