@@ -179,7 +179,7 @@ func TestPatchInShortSession(t *testing.T) {
 			p := e.file("notes.txt", "alpha\n"+lines.String())
 			e.turn("Edit notes.txt.")
 			e.read(p)
-			c := e.call()
+			e.call()
 			if rebased {
 				e.a.shape.Rebases = 1
 			}
@@ -195,7 +195,7 @@ func TestPatchInShortSession(t *testing.T) {
 			r, err := e.tools.Edit(e.ctx, tools.Call{ID: id, Tool: "edit", Args: args, Output: &out}, p)
 			e.must(err)
 			e.must(e.a.ToolResult(e.ctx, r))
-			c = e.call()
+			c := e.call()
 			text := string(c.Bytes)
 			patched := strings.Contains(text, ": your edit applied to the version above")
 			copies := strings.Count(text, "<<content id=")
