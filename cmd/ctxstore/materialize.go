@@ -242,19 +242,25 @@ func trimOneSeparator(p string) string {
 	return p
 }
 
-// claudeCodeLost says what a translation into claude-code-v1 left out or
-// made up (nil for other formats, the native tier, or nothing lost): the
-// chain's events encoded again, without touching the cache.
-func claudeCodeLost(a *app, svc *commits.Service, id, stop string, m *commits.Materialized) (*claudecode.Lost, error) {
-	if m.Format != commits.FormatClaudeCode || m.Tier == commits.TierNative {
+// translated returns the chain's events when m is a translation into
+// format (not the native tier): they are encoded again, without touching
+// the cache, to say what the translation left out or made up.
+func translated(a *app, svc *commits.Service, id, stop, format string, m *commits.Materialized) ([]events.Event, error) {
+	if m.Format != format || m.Tier == commits.TierNative {
 		return nil, nil
 	}
 	ev, err := svc.Materialize(a.ctx, commits.MaterializeRequest{ID: id, Format: commits.FormatEvents, Stop: stop, NoCache: true})
 	if err != nil {
 		return nil, err
 	}
-	evs, err := events.Decode(ev.Content)
-	if err != nil {
+	return events.Decode(ev.Content)
+}
+
+// claudeCodeLost says what a translation into claude-code-v1 left out or
+// made up (nil for other formats, the native tier, or nothing lost).
+func claudeCodeLost(a *app, svc *commits.Service, id, stop string, m *commits.Materialized) (*claudecode.Lost, error) {
+	evs, err := translated(a, svc, id, stop, commits.FormatClaudeCode, m)
+	if err != nil || evs == nil {
 		return nil, err
 	}
 	_, lost, err := claudecode.Encode(evs)
@@ -267,15 +273,8 @@ func claudeCodeLost(a *app, svc *commits.Service, id, stop string, m *commits.Ma
 // codexLost is claudeCodeLost for codex-v1: what a translation into a
 // Codex rollout left out, wrote as text or made up.
 func codexLost(a *app, svc *commits.Service, id, stop string, m *commits.Materialized) (*codex.Lost, error) {
-	if m.Format != commits.FormatCodex || m.Tier == commits.TierNative {
-		return nil, nil
-	}
-	ev, err := svc.Materialize(a.ctx, commits.MaterializeRequest{ID: id, Format: commits.FormatEvents, Stop: stop, NoCache: true})
-	if err != nil {
-		return nil, err
-	}
-	evs, err := events.Decode(ev.Content)
-	if err != nil {
+	evs, err := translated(a, svc, id, stop, commits.FormatCodex, m)
+	if err != nil || evs == nil {
 		return nil, err
 	}
 	_, lost, err := codex.EncodeLost(evs)
