@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -196,22 +195,7 @@ func cxRequestText(t *testing.T, line []byte) string {
 // request that holds marker.
 func cxRequestWith(t *testing.T, log, marker string) string {
 	t.Helper()
-	f, err := os.Open(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 64<<20)
-	n := 0
-	for sc.Scan() {
-		n++
-		if text := cxRequestText(t, sc.Bytes()); strings.Contains(text, marker) {
-			return text
-		}
-	}
-	t.Fatalf("%s: none of %d requests holds %q (%v)", log, n, marker, sc.Err())
-	return ""
+	return requestWith(t, log, marker, cxRequestText)
 }
 
 // codexHome makes a CODEX_HOME whose config points Codex at endpoint (a

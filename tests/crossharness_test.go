@@ -115,6 +115,13 @@ func xhRequestText(t *testing.T, line []byte) string {
 // leg's first model call, whatever side requests a harness makes.
 func xhRequestWith(t *testing.T, log, marker string) string {
 	t.Helper()
+	return requestWith(t, log, marker, xhRequestText)
+}
+
+// requestWith returns text of the first request in a scripted endpoint's
+// log (one JSON request a line) whose text holds marker.
+func requestWith(t *testing.T, log, marker string, text func(*testing.T, []byte) string) string {
+	t.Helper()
 	f, err := os.Open(log)
 	if err != nil {
 		t.Fatal(err)
@@ -125,8 +132,8 @@ func xhRequestWith(t *testing.T, log, marker string) string {
 	n := 0
 	for sc.Scan() {
 		n++
-		if text := xhRequestText(t, sc.Bytes()); strings.Contains(text, marker) {
-			return text
+		if s := text(t, sc.Bytes()); strings.Contains(s, marker) {
+			return s
 		}
 	}
 	t.Fatalf("%s: none of %d requests holds %q (%v)", log, n, marker, sc.Err())
