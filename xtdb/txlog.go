@@ -172,9 +172,44 @@ func (s *Store) markEvicted(ctx context.Context, raw []rawTx) error {
 	for k, c := range checks {
 		if gone[k] {
 			evict(pending[c.hash])
+			continue
+		}
+		// A put whose valid time range is empty wrote no point: the
+		// last op's point may be of a later tx, so such a put is kept
+		// only if the entity had a point of its tx or earlier.
+		for _, p := range pending[c.hash] {
+			r, op := raw[p.tx], &raw[p.tx].ops[p.op]
+			if op.Kind != store.OpPut || op.ValidTo == nil {
+				continue
+			}
+			from := r.Time
+			if op.ValidFrom != nil {
+				from = *op.ValidFrom
+			}
+			if op.ValidTo.After(from) {
+				continue
+			}
+			none, err := s.noPointBy(ctx, op.ID, r.ID)
+			if err != nil {
+				return err
+			}
+			if none {
+				op.Doc, op.Evicted = nil, true
+			}
 		}
 	}
 	return nil
+}
+
+// noPointBy reports whether entity id has no point of tx txID or earlier.
+func (s *Store) noPointBy(ctx context.Context, id string, txID int64) (bool, error) {
+	end := txID + 1
+	rows, err := s.history(ctx, url.Values{"eid": {id}}, id, store.HistoryOptions{Order: store.Asc, WithCorrections: true, EndTxID: &end,
+		Basis: store.Basis{ValidTime: store.FarFuture}})
+	if err != nil {
+		return false, err
+	}
+	return len(rows) == 0, nil
 }
 
 // evictedAfter reports whether entity id was evicted after tx txID, given
@@ -187,13 +222,7 @@ func (s *Store) evictedAfter(ctx context.Context, id string, txID int64, vt time
 	if !errors.Is(err, store.ErrNotFound) {
 		return false, err
 	}
-	end := txID + 1
-	rows, err := s.history(ctx, url.Values{"eid": {id}}, id, store.HistoryOptions{Order: store.Asc, WithCorrections: true, EndTxID: &end,
-		Basis: store.Basis{ValidTime: store.FarFuture}})
-	if err != nil {
-		return false, err
-	}
-	return len(rows) == 0, nil
+	return s.noPointBy(ctx, id, txID)
 }
 
 // parallel runs f(0..n-1), resolveWorkers at a time, and returns the

@@ -376,15 +376,18 @@ func testEvictedContentStaysOut(e *env) {
 	// whose valid time range is empty (it writes no point) on an entity
 	// with an earlier point. On an entity without one, such a put leaves
 	// nothing the store can tell from an evicted entity's put: the log
-	// gives back no document for it.
+	// gives back no document for it, even once a later tx writes a point.
 	gone := e.doc("gone", "v", 1)
 	e.submit(store.PutAt(e.doc("empty", "v", 0), inst("2019-01-01")))
 	empty := e.doc("empty", "v", 1)
 	nothing := e.doc("nothing", "v", 1)
 	tx6 := e.submit(store.PutAt(gone, inst("2020-01-01")), store.DeleteRange(e.id("gone"), inst("2020-01-01"), nil),
 		store.PutRange(empty, inst("2020-01-01"), inst("2020-01-01")),
-		store.PutRange(nothing, inst("2020-01-01"), inst("2020-01-01")))
-	e.increasing(tx0, tx1, tx2, tx3, tx4, tx5, tx6)
+		store.PutRange(nothing, inst("2020-01-01"), inst("2020-01-01")),
+		store.PutRange(e.doc("later", "v", 1), inst("2020-03-01"), inst("2020-03-01")))
+	later := e.doc("later", "v", 2)
+	tx7 := e.submit(store.PutAt(later, inst("2019-01-01")))
+	e.increasing(tx0, tx1, tx2, tx3, tx4, tx5, tx6, tx7)
 
 	type want struct {
 		tx      store.Tx
@@ -403,6 +406,8 @@ func testEvictedContentStaysOut(e *env) {
 		{tx6, 0, gone, false},
 		{tx6, 2, empty, false},
 		{tx6, 3, nil, true},
+		{tx6, 4, nil, true},
+		{tx7, 0, later, false},
 	}
 	check := func(what string, txs []store.LoggedTx, docs func(i, j int) store.Doc) {
 		e.t.Helper()
@@ -435,7 +440,7 @@ func testEvictedContentStaysOut(e *env) {
 	check("TxLog", log, func(i, j int) store.Doc { return log[i].Ops[j].Doc })
 	// Page by page, one tx a page: the same answer.
 	var paged []store.LoggedTx
-	for after := tx0.ID - 1; after < tx6.ID; {
+	for after := tx0.ID - 1; after < tx7.ID; {
 		page, err := e.s.TxLog(e.ctx, after, 1)
 		if err != nil {
 			e.t.Fatalf("TxLog(%d, 1): %v", after, err)
