@@ -122,11 +122,13 @@ func TestCLIDocumentText(t *testing.T) {
 }
 
 // TestCLIEscapesTerminalControls: log and query text output shows control
-// characters escaped, never raw; --json keeps the exact strings.
+// characters escaped, never raw; --json keeps the exact strings. Ids may
+// not hold C0 or C1 controls (put refuses them), but may hold a
+// direction override; values hold anything.
 func TestCLIEscapesTerminalControls(t *testing.T) {
 	c := newCLI(t)
-	id := "evil\u001b]0;pwned\u0007\u009b2J\u202e"
-	doc, _ := json.Marshal(map[string]any{"xt/id": id, "t": "x\u001b[2Jy\ttab"})
+	id := "evil\u202e"
+	doc, _ := json.Marshal(map[string]any{"xt/id": id, "t": "x\u001b]0;pwned\u0007\u009b2J\u001b[2Jy\ttab"})
 	c.ok(string(doc), "--store", "s.db", "put")
 	for _, args := range [][]string{{"log"}, {"query", "--find", "t"}, {"query"}, {"get", id}, {"history", id}} {
 		out := c.ok("", append([]string{"--store", "s.db"}, args...)...)
@@ -135,13 +137,13 @@ func TestCLIEscapesTerminalControls(t *testing.T) {
 				t.Errorf("ctxstore %s printed %q raw:\n%q", args[0], raw, out)
 			}
 		}
-		if args[0] == "log" && !strings.Contains(out, `\u001b`) {
-			t.Errorf("ctxstore log does not show the escape as \\u001b:\n%q", out)
+		if args[0] == "log" && !strings.Contains(out, `\u202e`) {
+			t.Errorf("ctxstore log does not show the override as \\u202e:\n%q", out)
 		}
 	}
 	var got []map[string]any
 	c.jsonOut(&got, "", "--store", "s.db", "query")
-	if len(got) != 1 || got[0]["xt/id"] != id || got[0]["t"] != "x\u001b[2Jy\ttab" {
+	if len(got) != 1 || got[0]["xt/id"] != id || got[0]["t"] != "x\u001b]0;pwned\u0007\u009b2J\u001b[2Jy\ttab" {
 		t.Errorf("query --json = %q, want the exact strings", got)
 	}
 }
