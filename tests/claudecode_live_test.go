@@ -474,10 +474,10 @@ func compactions(fc *fileChain) int {
 	return n
 }
 
-// TestClaudeCodeHookStoreLocked (item 5): while another process holds the
-// store's write lock, every hook fails (after its one-second timeout);
-// Claude Code finishes the session as usual, the user is told once (one
-// notice in the output, one hook_system_message in the transcript), the
+// TestClaudeCodeHookStoreLocked: while another process holds the store's
+// write lock, every hook fails (within its one-second timeout); Claude
+// Code finishes the session as usual, the user is told once (one
+// hook_system_message in the transcript, shown in the output), the
 // model is never sent it. Once the lock is gone the next session turn's
 // hooks catch up: the store holds the whole transcript, and the user is
 // told once that recording resumed.
@@ -515,9 +515,18 @@ func TestClaudeCodeHookStoreLocked(t *testing.T) {
 	if result != "MAIN DONE" {
 		t.Errorf("the session's result %q, want MAIN DONE (the hooks must not break it)", result)
 	}
-	notices := ctxstoreNotices(lines)
-	if len(notices) != 1 || !strings.Contains(notices[0], "ctxstore is not recording this session") {
-		t.Errorf("notices %q, want one failure notice", notices)
+	// The first hook that fails tells the user; with every hook giving
+	// up within its timeout that is SessionStart's, which stream-json
+	// reports only as the hook's output (the transcript check below
+	// counts the notices the user was shown).
+	shown := 0
+	for _, l := range lines {
+		if b, _ := json.Marshal(l); bytes.Contains(b, []byte("ctxstore is not recording this session")) {
+			shown++
+		}
+	}
+	if shown == 0 {
+		t.Errorf("no line of Claude Code's output shows the failure notice")
 	}
 	mainT, lockedSubs := e.transcripts(session)
 	tb, _ := os.ReadFile(mainT)
