@@ -123,7 +123,7 @@ func TestRenderingGolden(t *testing.T) {
 	}
 	got := map[string]string{}
 	var mu sync.Mutex
-	record := func(rel string, s *transcript.Session) {
+	record := func(t *testing.T, rel string, s *transcript.Session) {
 		for k, v := range renderingDigests(t, rel, s) {
 			mu.Lock()
 			got[k] = v
@@ -131,14 +131,24 @@ func TestRenderingGolden(t *testing.T) {
 		}
 	}
 	if strings.Contains("synthetic", *renderingOnly) {
-		record("synthetic", synth(40, 3000))
+		record(t, "synthetic", synth(40, 3000))
 	}
-	for _, rel := range rels {
-		s, err := transcripttest.ReadFile(filepath.Join(dir, rel))
-		if err != nil {
-			t.Fatal(err)
+	// Sessions replay side by side (go test's -parallel, GOMAXPROCS by
+	// default): each has its own stores and its own locked directory.
+	t.Run("sessions", func(t *testing.T) {
+		for _, rel := range rels {
+			t.Run(rel, func(t *testing.T) {
+				t.Parallel()
+				s, err := transcripttest.ReadFile(filepath.Join(dir, rel))
+				if err != nil {
+					t.Fatal(err)
+				}
+				record(t, rel, s)
+			})
 		}
-		record(rel, s)
+	})
+	if t.Failed() {
+		return
 	}
 	keys := slices.Sorted(func(yield func(string) bool) {
 		for k := range got {
