@@ -89,7 +89,7 @@ func Normalize(ops []Op) ([]Op, error) {
 			return nil, err
 		}
 		if at, ok := evicted[n.ID]; ok {
-			// XTDB 1.x loses such ops (xtdb/xtdb#1337); refuse them on
+			// XTDB 1.x loses such ops (docs/xtdb-semantics.md, "evict + put in one tx"); refuse them on
 			// every backend rather than diverge.
 			return nil, &Error{Op: "submit", Kind: ErrInvalid, OpIndex: i + 1, ID: n.ID, Field: "op",
 				Msg: fmt.Sprintf("%s after evict (op %d) of the same entity in one transaction; submit it in a later transaction", n.Kind, at)}
