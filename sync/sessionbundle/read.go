@@ -210,6 +210,9 @@ func scan(r io.Reader, progress versionlog.ProgressFunc, each func(m *manifest, 
 			if op.ID == head && op.Kind == store.OpPut && !op.Evicted {
 				sawHead = true
 			}
+			if err := verifyObject(i, op); err != nil {
+				return nil, m, &versionlog.LineError{Line: tx.Line + off, TxID: tx.ID, Err: err}
+			}
 		}
 		if each != nil {
 			if err := each(m, tx); err != nil {
