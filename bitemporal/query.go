@@ -29,8 +29,18 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 	}
 	var conds []string
 	var args []any
+	driver, dargs, err := s.driver(ctx, q.Where, vt, tx)
+	if err != nil {
+		return nil, err
+	}
+	if driver != "" {
+		conds, args = append(conds, fieldsPrefix+driver+")"), append(args, dargs...)
+	}
 	for _, p := range q.Where {
 		c, a := predSQL(p, vt, tx, s.indexed)
+		if driver != "" && fieldsCandidates(c) != "" {
+			c, a = jsonPredSQL(p, vt, tx) // checked on the driver's candidates
+		}
 		conds = append(conds, c)
 		args = append(args, a...)
 	}
@@ -94,6 +104,71 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 		out = append(out, doc)
 	}
 	return out, dbErr("query", "", rows.Err())
+}
+
+// fieldsPrefix starts predSQL's rendering of a predicate the field index
+// answers alone: its candidates are the documents of the rows it selects.
+const fieldsPrefix = "d.id IN (SELECT f.doc FROM fields f WHERE "
+
+// fieldsCandidates returns the condition on field-index rows f of a
+// predicate predSQL rendered as fieldsPrefix + condition + ")", else "".
+func fieldsCandidates(c string) string {
+	if !strings.HasPrefix(c, fieldsPrefix) || !strings.HasSuffix(c, ")") {
+		return ""
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(c, fieldsPrefix), ")")
+}
+
+// probeRows is the first bound of driver's row counts.
+const probeRows = 256
+
+// driver chooses the candidates of a query whose predicates could give
+// them several ways: SQLite would build the full candidate set of every
+// field-index predicate and intersect them, so a page of one session's
+// 500,000 commits (session = S, depth among the page's) cost as much as
+// reading them all. The field-index predicate with the fewest rows drives:
+// rows are counted up to a bound that doubles while every count reaches
+// it, so choosing costs a few times the driver's own rows, which the
+// query reads anyway. It returns the driver's condition on rows f with its
+// arguments; the query checks every field-index predicate on the driver's
+// candidates' documents (jsonPredSQL: the same answer, each predicate on
+// its own, as an array field needs). "": leave the query as it is (an
+// equality or In on the id, whose candidates are the ids, or fewer than
+// two field-index predicates).
+func (s *Store) driver(ctx context.Context, where []store.Pred, vt, tx int64) (string, []any, error) {
+	type way struct {
+		cond string
+		args []any
+		rows int
+	}
+	var ways []way
+	for _, p := range where {
+		if p.Field == store.IDKey && (p.Op == store.Eq || p.Op == store.In) {
+			return "", nil, nil
+		}
+		c, a := predSQL(p, vt, tx, s.indexed)
+		if f := fieldsCandidates(c); f != "" {
+			ways = append(ways, way{cond: f, args: a})
+		}
+	}
+	if len(ways) < 2 {
+		return "", nil, nil
+	}
+	for bound := probeRows; ; bound *= 2 {
+		best := -1
+		for i := range ways {
+			w := &ways[i]
+			if err := s.r.GetContext(ctx, &w.rows, "SELECT count(*) FROM (SELECT 1 FROM fields f WHERE "+w.cond+fmt.Sprintf(" LIMIT %d)", bound), w.args...); err != nil {
+				return "", nil, dbErr("query", "", err)
+			}
+			if w.rows < bound && (best < 0 || w.rows < ways[best].rows) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			return ways[best].cond, ways[best].args, nil
+		}
+	}
 }
 
 // projectedJSON assembles the JSON text of a projected result from the id
