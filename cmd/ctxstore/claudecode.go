@@ -232,7 +232,7 @@ func ccStoreURL(raw, dir string, user bool) (string, location, error) {
 		return "", loc, err
 	}
 	switch {
-	case loc.backend == backendXTDB:
+	case loc.backend == backendXTDB, loc.backend == backendPostgres:
 		return loc.url, loc, nil
 	case loc.path == ":memory:":
 		return "", loc, usagef("--store :memory: cannot be shared by Claude Code's hooks")

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ctxstore/ctxstore/bitemporal"
+	"github.com/ctxstore/ctxstore/bitemporal/postgres"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -24,6 +25,7 @@ type backend int
 const (
 	backendSQLite backend = iota
 	backendXTDB
+	backendPostgres
 )
 
 // location is a parsed store URL.
@@ -31,7 +33,7 @@ type location struct {
 	backend backend
 	// path is the SQLite file (absolute), or ":memory:".
 	path string
-	// url is the XTDB server's base URL.
+	// url is the XTDB server's base URL, or the PostgreSQL database's URL.
 	url string
 	// isDefault is set when no store was named, so the default directory
 	// may be created.
@@ -39,7 +41,7 @@ type location struct {
 }
 
 // storeForms lists the accepted store URL forms, for error messages.
-const storeForms = "want sqlite:PATH, file:PATH, a path ending in .db, :memory: or http(s)://HOST:PORT"
+const storeForms = "want sqlite:PATH, file:PATH, a path ending in .db, :memory: http(s)://HOST:PORT or postgres://USER@HOST:PORT/DB"
 
 // parseLocation parses a --store URL; "" selects the default store.
 func parseLocation(raw string) (location, error) {
@@ -66,6 +68,15 @@ func parseLocation(raw string) (location, error) {
 			return bad("the URL has no host")
 		}
 		return location{backend: backendXTDB, url: strings.TrimRight(raw, "/")}, nil
+	case strings.HasPrefix(lower, "postgres://"), strings.HasPrefix(lower, "postgresql://"):
+		u, err := url.Parse(raw)
+		if err != nil {
+			return bad(err.Error())
+		}
+		if u.Host == "" && u.Query().Get("host") == "" {
+			return bad("the URL has no host")
+		}
+		return location{backend: backendPostgres, url: raw}, nil
 	case strings.HasPrefix(lower, "sqlite:"), strings.HasPrefix(lower, "file:"):
 		rest := raw[strings.IndexByte(raw, ':')+1:]
 		if strings.HasPrefix(rest, "//") { // sqlite:///abs/path.db, file://localhost/abs/path.db
@@ -131,8 +142,17 @@ func (a *app) openStore(write bool) (store.Store, error) {
 		return openXTDB(a.ctx, loc.url, a.cli.XTDBTimeout)
 	case backendSQLite:
 		return openSQLite(a.ctx, loc, write, a.cli.Durable)
+	case backendPostgres:
+		return openPostgres(a.ctx, loc.url, write)
 	}
 	return nil, fmt.Errorf("store %q: unknown backend", a.cli.Store)
+}
+
+// openPostgres opens the PostgreSQL store at url (docs/postgres.md). A
+// command that writes creates its tables in a database that has none yet;
+// one that only reads refuses such a database.
+func openPostgres(ctx context.Context, url string, write bool) (store.Store, error) {
+	return postgres.Open(ctx, url, postgres.Options{MustExist: !write})
 }
 
 // openSQLite opens the SQLite store at loc; durable sets synchronous=FULL.

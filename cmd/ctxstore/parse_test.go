@@ -76,24 +76,26 @@ func TestParseLocation(t *testing.T) {
 		return a
 	}
 	good := map[string]location{
-		"":                        {backend: backendSQLite, path: abs(".ctxstore/store.db"), isDefault: true},
-		":memory:":                {backend: backendSQLite, path: ":memory:"},
-		"sqlite::memory:":         {backend: backendSQLite, path: ":memory:"},
-		"x.db":                    {backend: backendSQLite, path: abs("x.db")},
-		"dir/X.DB":                {backend: backendSQLite, path: abs("dir/X.DB")},
-		"sqlite:rel/s.sqlite":     {backend: backendSQLite, path: abs("rel/s.sqlite")},
-		"file:/abs/s":             {backend: backendSQLite, path: "/abs/s"},
-		"file:///abs/s.db":        {backend: backendSQLite, path: "/abs/s.db"},
-		"sqlite://localhost/a.db": {backend: backendSQLite, path: "/a.db"},
-		"http://localhost:3000/":  {backend: backendXTDB, url: "http://localhost:3000"},
-		"HTTPS://xt.example:443":  {backend: backendXTDB, url: "HTTPS://xt.example:443"},
+		"":                                       {backend: backendSQLite, path: abs(".ctxstore/store.db"), isDefault: true},
+		":memory:":                               {backend: backendSQLite, path: ":memory:"},
+		"sqlite::memory:":                        {backend: backendSQLite, path: ":memory:"},
+		"x.db":                                   {backend: backendSQLite, path: abs("x.db")},
+		"dir/X.DB":                               {backend: backendSQLite, path: abs("dir/X.DB")},
+		"sqlite:rel/s.sqlite":                    {backend: backendSQLite, path: abs("rel/s.sqlite")},
+		"file:/abs/s":                            {backend: backendSQLite, path: "/abs/s"},
+		"file:///abs/s.db":                       {backend: backendSQLite, path: "/abs/s.db"},
+		"sqlite://localhost/a.db":                {backend: backendSQLite, path: "/a.db"},
+		"http://localhost:3000/":                 {backend: backendXTDB, url: "http://localhost:3000"},
+		"postgres://u@db:5432/ctx":               {backend: backendPostgres, url: "postgres://u@db:5432/ctx"},
+		"postgresql:///ctx?host=/run/postgresql": {backend: backendPostgres, url: "postgresql:///ctx?host=/run/postgresql"},
+		"HTTPS://xt.example:443":                 {backend: backendXTDB, url: "HTTPS://xt.example:443"},
 	}
 	for in, want := range good {
 		if got, err := parseLocation(in); err != nil || got != want {
 			t.Errorf("parseLocation(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"store", "x.sqlite", "ftp://h/x.db", "sqlite:", "file://remote/x.db", "sqlite:x.db?mode=ro", "http://"} {
+	for _, in := range []string{"store", "x.sqlite", "ftp://h/x.db", "sqlite:", "file://remote/x.db", "sqlite:x.db?mode=ro", "http://", "postgres:///ctx"} {
 		_, err := parseLocation(in)
 		var ue *usageError
 		if !errors.As(err, &ue) {

@@ -66,8 +66,11 @@ func (a *app) openURL(raw string, write bool) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if loc.backend == backendXTDB {
+	switch loc.backend {
+	case backendXTDB:
 		return openXTDB(a.ctx, loc.url, a.cli.XTDBTimeout)
+	case backendPostgres:
+		return openPostgres(a.ctx, loc.url, write)
 	}
 	return openSQLite(a.ctx, loc, write, a.cli.Durable)
 }

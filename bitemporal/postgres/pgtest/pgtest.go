@@ -1,0 +1,159 @@
+// Package pgtest gives tests a PostgreSQL database for the PostgreSQL
+// backend (tests only): CTXSTORE_POSTGRES_URL, or a server started in a
+// temporary directory on a loopback port the way the XTDB cluster tests
+// start theirs (xtdbtest.StartPostgres, scripts/ensure-postgres.sh).
+// Each store a test opens lives in a new schema, so tests never see each
+// other's data. Without a server a test is skipped, unless CI=true, where
+// it fails: CI runs every test.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	"github.com/jmoiron/sqlx"
+
+	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
+)
+
+// Server is a PostgreSQL database tests use.
+type Server struct {
+	// URL is the database's URL.
+	URL string
+	pg  *xtdbtest.Postgres // nil: CTXSTORE_POSTGRES_URL
+}
+
+// Start returns CTXSTORE_POSTGRES_URL's database, or starts a server.
+// Stop it with Stop.
+func Start(ctx context.Context) (*Server, error) {
+	if u := os.Getenv("CTXSTORE_POSTGRES_URL"); u != "" {
+		return &Server{URL: u}, nil
+	}
+	pg, err := xtdbtest.StartPostgres(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{URL: pg.URL(), pg: pg}, nil
+}
+
+// Restart stops the server (open connections are cut) and starts it again
+// on the same port and data; a server the tests did not start cannot be.
+func (s *Server) Restart(ctx context.Context) error {
+	if s.pg == nil {
+		return fmt.Errorf("pgtest: the server at CTXSTORE_POSTGRES_URL is not the tests' to restart")
+	}
+	return s.pg.Restart(ctx)
+}
+
+// Stop stops a server Start started.
+func (s *Server) Stop() error {
+	if s == nil || s.pg == nil {
+		return nil
+	}
+	return s.pg.Stop()
+}
+
+// ForTest returns a server for t alone, stopped when t ends; skipped or
+// failed (CI=true) when none can be had.
+func ForTest(t testing.TB) *Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	s, err := Start(ctx)
+	if err != nil {
+		missing(t, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Errorf("stopping PostgreSQL: %v", err)
+		}
+	})
+	return s
+}
+
+var (
+	shared    *Server
+	sharedErr error
+	sharedMu  sync.Mutex
+)
+
+// Shared returns the server of this test process, starting it on first
+// use; the package's TestMain stops it with StopShared.
+func Shared(t testing.TB) *Server {
+	t.Helper()
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if shared == nil && sharedErr == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		shared, sharedErr = Start(ctx)
+		cancel()
+	}
+	if sharedErr != nil {
+		missing(t, sharedErr)
+	}
+	return shared
+}
+
+// StopShared stops the server Shared started, if any.
+func StopShared() error {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	err := shared.Stop()
+	shared = nil
+	return err
+}
+
+func missing(t testing.TB, err error) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("pgtest: no PostgreSQL server: %v", err)
+	}
+	t.Skipf("pgtest: no PostgreSQL server (set CI=true to fail instead): %v", err)
+}
+
+// Schema creates an empty schema, dropped when t ends, and returns the
+// URL of a store in it.
+func (s *Server) Schema(t testing.TB) string {
+	t.Helper()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "t_" + hex.EncodeToString(b[:])
+	db, err := sqlx.Open("pgx", s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE SCHEMA " + name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db, err := sqlx.Open("pgx", s.URL)
+		if err != nil {
+			return
+		}
+		defer db.Close()
+		_, _ = db.Exec("DROP SCHEMA " + name + " CASCADE")
+	})
+	return WithParam(t, s.URL, "search_path", name)
+}
+
+// WithParam returns raw with query parameter key set to value.
+func WithParam(t testing.TB, raw, key, value string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set(key, value)
+	u.RawQuery = q.Encode()
+	return u.String()
+}

@@ -1,0 +1,365 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// unboundedTx is a tx bound above every tx id (with room for +1).
+const unboundedTx = int64(1) << 62
+
+// resolve turns a basis into a valid time and a tx id (-1: before any
+// transaction), checking the basis is not beyond the latest transaction.
+func (s *Store) resolve(ctx context.Context, op string, b store.Basis) (vt, tx int64, err error) {
+	if err := s.check(op); err != nil {
+		return 0, 0, err
+	}
+	vt = ms(s.now())
+	if !b.ValidTime.IsZero() {
+		vt = ms(b.ValidTime)
+	}
+	switch {
+	case b.TxID != nil:
+		last, err := latest(ctx, s.db)
+		if err != nil {
+			return 0, 0, dbErr(op, "", err)
+		}
+		latestID := int64(-1)
+		if last != nil {
+			latestID = last.ID
+		}
+		if *b.TxID > latestID {
+			return 0, 0, store.Errorf(op, store.ErrInvalid, "", fmt.Sprintf("basis tx %d is after the latest transaction (%d)", *b.TxID, latestID))
+		}
+		return vt, *b.TxID, nil
+	case b.TxTime != nil:
+		last, err := latest(ctx, s.db)
+		if err != nil {
+			return 0, 0, dbErr(op, "", err)
+		}
+		t := ms(*b.TxTime)
+		if last == nil || t > ms(last.Time) {
+			return 0, 0, store.Errorf(op, store.ErrInvalid, "", fmt.Sprintf("basis tx time %s is after the latest transaction", store.FormatTime(*b.TxTime)))
+		}
+		var id sql.NullInt64
+		if err := s.db.GetContext(ctx, &id, "SELECT max(tx_id) FROM txs WHERE tx_time <= $1", t); err != nil {
+			return 0, 0, dbErr(op, "", err)
+		}
+		if !id.Valid {
+			return vt, -1, nil
+		}
+		return vt, id.Int64, nil
+	}
+	// The latest basis: every point was written by a committed tx, so no
+	// tx bound is needed.
+	return vt, unboundedTx, nil
+}
+
+// AwaitTx implements store.Store: transactions are indexed when they
+// commit, so it only checks that txID was submitted.
+func (s *Store) AwaitTx(ctx context.Context, txID int64, timeout time.Duration) (store.Tx, error) {
+	if err := s.check("await"); err != nil {
+		return store.Tx{}, err
+	}
+	last, err := latest(ctx, s.db)
+	if err != nil {
+		return store.Tx{}, dbErr("await", "", err)
+	}
+	if last == nil || last.ID < txID {
+		return store.Tx{}, store.Errorf("await", store.ErrUnavailable, "", fmt.Sprintf("transaction %d has not been submitted", txID))
+	}
+	return *last, nil
+}
+
+// TxCommitted implements store.Store.
+func (s *Store) TxCommitted(ctx context.Context, txID int64) (bool, error) {
+	if err := s.check("tx-committed"); err != nil {
+		return false, err
+	}
+	var ok bool
+	err := s.db.GetContext(ctx, &ok, "SELECT committed FROM txs WHERE tx_id = $1", txID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, store.Errorf("tx-committed", store.ErrNotFound, "", fmt.Sprintf("no transaction %d", txID))
+	}
+	return ok, dbErr("tx-committed", "", err)
+}
+
+const entitySQL = `SELECT d.body FROM points p LEFT JOIN docs d ON d.id = p.doc
+	WHERE p.ent = $1 AND p.vt <= $2 AND p.tx_id <= $3 ORDER BY p.vt DESC, p.tx_id DESC LIMIT 1`
+
+// Entity implements store.Store.
+func (s *Store) Entity(ctx context.Context, id string, b store.Basis) (store.Doc, error) {
+	if err := store.CheckReadID("entity", id); err != nil {
+		return nil, err
+	}
+	vt, tx, err := s.resolve(ctx, "entity", b)
+	if err != nil {
+		return nil, err
+	}
+	var raw sql.NullString
+	err = s.db.GetContext(ctx, &raw, entitySQL, []byte(id), vt, tx)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && !raw.Valid) {
+		return nil, store.Errorf("entity", store.ErrNotFound, id, "no document at this basis")
+	}
+	if err != nil {
+		return nil, dbErr("entity", id, err)
+	}
+	return decodeStored(raw.String, id)
+}
+
+func decodeStored(raw, id string) (store.Doc, error) {
+	doc, err := store.DecodeStored([]byte(raw))
+	if err != nil {
+		return nil, &store.Error{Op: "read", Kind: store.ErrInvalid, ID: id, Msg: "stored document is corrupt", Err: err}
+	}
+	return doc, nil
+}
+
+// EntityTx implements store.Store.
+func (s *Store) EntityTx(ctx context.Context, id string, b store.Basis) (store.EntityTx, error) {
+	if err := store.CheckReadID("entity-tx", id); err != nil {
+		return store.EntityTx{}, err
+	}
+	vt, tx, err := s.resolve(ctx, "entity-tx", b)
+	if err != nil {
+		return store.EntityTx{}, err
+	}
+	p, err := visiblePoint(ctx, s.db, id, vt, tx)
+	if err != nil {
+		return store.EntityTx{}, dbErr("entity-tx", id, err)
+	}
+	if p == nil {
+		return store.EntityTx{}, store.Errorf("entity-tx", store.ErrNotFound, id, "no point at this basis")
+	}
+	return store.EntityTx{ID: id, ValidTime: fromMS(p.VT), TxID: p.TxID, TxTime: fromMS(p.TT), ContentHash: str(p.Hash), Deleted: p.Hash == nil}, nil
+}
+
+// History implements store.Store with XTDB's bounds (see store.Store).
+func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) ([]store.HistoryEntry, error) {
+	if err := store.CheckReadID("history", id); err != nil {
+		return nil, err
+	}
+	vt, tx, err := s.resolve(ctx, "history", o.Basis)
+	if err != nil {
+		return nil, err
+	}
+	desc := o.Order == store.Desc
+	args := []any{[]byte(id)}
+	var where string
+	add := func(cond string, v int64) {
+		args = append(args, v)
+		where += fmt.Sprintf(" AND "+cond, len(args))
+	}
+	if desc {
+		add("p.vt <= $%d", min(optMSv(o.StartValidTime, vt), vt))
+		add("p.tx_id <= $%d", min(optInt(o.StartTxID, tx), tx))
+		if o.EndValidTime != nil {
+			add("p.vt > $%d", ms(*o.EndValidTime))
+		}
+		if o.EndTxID != nil {
+			add("p.tx_id > $%d", *o.EndTxID)
+		}
+	} else {
+		add("p.vt < $%d", min(optMSv(o.EndValidTime, vt+1), vt+1))
+		add("p.tx_id < $%d", min(optInt(o.EndTxID, tx+1), tx+1))
+		if o.StartValidTime != nil {
+			add("p.vt >= $%d", ms(*o.StartValidTime))
+		}
+		if o.StartTxID != nil {
+			add("p.tx_id >= $%d", *o.StartTxID)
+		}
+	}
+	dir := "ASC"
+	if desc {
+		dir = "DESC"
+	}
+	body := "NULL"
+	if o.WithDocs {
+		body = "h.body"
+	}
+	q := fmt.Sprintf("SELECT "+pointColsBody+" WHERE p.ent = $1%s ORDER BY p.vt %s, p.tx_id %s", body, where, dir, dir)
+	var rows []struct {
+		pointRow
+		Body *string `db:"body"`
+	}
+	if err := s.db.SelectContext(ctx, &rows, q, args...); err != nil {
+		return nil, dbErr("history", id, err)
+	}
+	var out []store.HistoryEntry
+	for _, r := range rows {
+		e := store.HistoryEntry{ValidTime: fromMS(r.VT), TxID: r.TxID, TxTime: fromMS(r.TT), ContentHash: str(r.Hash), Deleted: r.Hash == nil}
+		if r.Body != nil {
+			if e.Doc, err = decodeStored(*r.Body, id); err != nil {
+				return nil, err
+			}
+		}
+		if !o.WithCorrections && len(out) > 0 && out[len(out)-1].ValidTime.Equal(e.ValidTime) {
+			if !desc { // ascending keeps the latest tx of each valid time
+				out[len(out)-1] = e
+			}
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func optMSv(t *time.Time, def int64) int64 {
+	if t == nil {
+		return def
+	}
+	return ms(*t)
+}
+
+func optInt(t *int64, def int64) int64 {
+	if t == nil {
+		return def
+	}
+	return *t
+}
+
+// TxLog implements store.Store.
+func (s *Store) TxLog(ctx context.Context, after int64, limit int) ([]store.LoggedTx, error) {
+	txs, docs, err := s.txLog(ctx, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	for i := range txs {
+		for j := range txs[i].Ops {
+			if raw := docs[i][j]; raw != nil {
+				if txs[i].Ops[j].Doc, err = decodeStored(string(raw), txs[i].Ops[j].ID); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return txs, nil
+}
+
+// TxLogCanonical implements store.CanonicalTxLogger: documents are kept as
+// their canonical JSON (docs.body), handed out as they are.
+func (s *Store) TxLogCanonical(ctx context.Context, after int64, limit int) ([]store.LoggedTx, [][]json.RawMessage, error) {
+	return s.txLog(ctx, after, limit)
+}
+
+// txLogChunk bounds the hashes looked up by one query.
+const txLogChunk = 500
+
+// docRef is op `op` of the page's tx `tx`, which names document hash.
+type docRef struct {
+	tx, op int
+	hash   string
+}
+
+// txLog reads a page of the log and its documents in one REPEATABLE READ
+// transaction, so an evict committed in between cannot split the page.
+func (s *Store) txLog(ctx context.Context, after int64, limit int) ([]store.LoggedTx, [][]json.RawMessage, error) {
+	if err := s.check("tx-log"); err != nil {
+		return nil, nil, err
+	}
+	rtx, err := s.db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
+	if err != nil {
+		return nil, nil, dbErr("tx-log", "", err)
+	}
+	defer rtx.Rollback()
+	q := "SELECT tx_id, tx_time, ops FROM txs WHERE tx_id > $1 AND committed ORDER BY tx_id"
+	args := []any{after}
+	if limit > 0 {
+		q += " LIMIT $2"
+		args = append(args, limit)
+	}
+	var rows []struct {
+		ID   int64  `db:"tx_id"`
+		Time int64  `db:"tx_time"`
+		Ops  string `db:"ops"`
+	}
+	if err := rtx.SelectContext(ctx, &rows, q, args...); err != nil {
+		return nil, nil, dbErr("tx-log", "", err)
+	}
+	out := make([]store.LoggedTx, len(rows))
+	docs := make([][]json.RawMessage, len(rows))
+	byHash := map[string]json.RawMessage{}
+	var hashes []string
+	var refs []docRef
+	for i, r := range rows {
+		var logged []loggedOp
+		if err := json.Unmarshal([]byte(r.Ops), &logged); err != nil {
+			return nil, nil, &store.Error{Op: "tx-log", Kind: store.ErrInvalid, Msg: fmt.Sprintf("tx %d: stored ops are corrupt", r.ID), Err: err}
+		}
+		out[i] = store.LoggedTx{Tx: store.Tx{ID: r.ID, Time: fromMS(r.Time)}, Ops: make([]store.Op, len(logged))}
+		docs[i] = make([]json.RawMessage, len(logged))
+		for j, l := range logged {
+			op := store.Op{Kind: l.Kind, ID: l.ID}
+			if l.ValidFrom != nil {
+				t := fromMS(*l.ValidFrom)
+				op.ValidFrom = &t
+			}
+			if l.ValidTo != nil {
+				t := fromMS(*l.ValidTo)
+				op.ValidTo = &t
+			}
+			if l.Hash != "" {
+				refs = append(refs, docRef{i, j, l.Hash})
+				if _, ok := byHash[l.Hash]; !ok {
+					byHash[l.Hash] = nil
+					hashes = append(hashes, l.Hash)
+				}
+			}
+			out[i].Ops[j] = op
+		}
+	}
+	for len(hashes) > 0 {
+		n := min(len(hashes), txLogChunk)
+		list, err := json.Marshal(hashes[:n])
+		if err != nil {
+			return nil, nil, err
+		}
+		hashes = hashes[n:]
+		var found []struct {
+			Hash string `db:"hash"`
+			Body string `db:"body"`
+		}
+		err = rtx.SelectContext(ctx, &found, `SELECT encode(d.hash, 'hex') AS hash, d.body FROM docs d
+			WHERE d.hash IN (SELECT decode(h, 'hex') FROM jsonb_array_elements_text($1::jsonb) AS h)`, string(list))
+		if err != nil {
+			return nil, nil, dbErr("tx-log", "", err)
+		}
+		for _, f := range found {
+			byHash[f.Hash] = json.RawMessage(f.Body)
+		}
+	}
+	for _, r := range refs {
+		// A hash with no document left was evicted: the op gets none.
+		if docs[r.tx][r.op] = byHash[r.hash]; docs[r.tx][r.op] == nil {
+			out[r.tx].Ops[r.op].Evicted = true
+		}
+	}
+	// An op's document is evicted when its entity was evicted after it (by
+	// a later tx, or later in its own): the store contract (store.TxLog),
+	// told by the entity's points as the SQLite store tells it.
+	first := map[string]sql.NullInt64{} // per entity: the least tx of its points
+	for i := range out {
+		for j, op := range out[i].Ops {
+			if (op.Kind != store.OpMatch && op.Kind != store.OpPut) || docs[i][j] == nil {
+				continue
+			}
+			f, ok := first[op.ID]
+			if !ok {
+				if err := rtx.GetContext(ctx, &f, "SELECT min(tx_id) FROM points WHERE ent = $1", []byte(op.ID)); err != nil {
+					return nil, nil, dbErr("tx-log", op.ID, err)
+				}
+				first[op.ID] = f
+			}
+			if !f.Valid || f.Int64 > out[i].ID {
+				docs[i][j], out[i].Ops[j].Evicted = nil, true
+			}
+		}
+	}
+	return out, docs, rtx.Commit()
+}
