@@ -14,81 +14,134 @@ import (
 // static reference as of its transaction (checking its hashes) and renders
 // with the commit's layout. The result must have the SHA-256 and length the
 // commit recorded, or Rebuild fails; so a successful Rebuild returns exactly
-// the bytes the call sent. It costs reads proportional to the session up to n.
+// the bytes the call sent. It costs reads proportional to the session up to
+// n; a Rebuilder rebuilds every call of a session in one pass.
 func Rebuild(ctx context.Context, st store.Store, sessionID string, n int) (*Assembled, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("assemble: call numbers start at 1, got %d", n)
 	}
-	list, last, err := replay(ctx, st, sessionID, n)
-	if err != nil {
-		return nil, err
-	}
-	root := last
-	if n > 1 {
-		if root, err = ReadCommit(ctx, st, sessionID, 1); err != nil {
+	b := NewRebuilder(st, sessionID)
+	for b.n < n {
+		if _, err := b.Next(ctx); err != nil {
 			return nil, err
 		}
 	}
-	sty, err := newStyle(root.Render, root.Metadata, root.Paths, root.LeanHead)
-	if err != nil {
-		return nil, fmt.Errorf("assemble: %s: %w", root.ID, err)
+	return b.Context(ctx)
+}
+
+// A Rebuilder rebuilds the calls of a session in order, each from the
+// store alone and checked like Rebuild, in one forward pass: it reads each
+// commit once, resolves each static reference once and renders each stream
+// item again only when a rebase or a head switch rewrote it. Rebuilding
+// every call of a session costs about what the session's commits and
+// objects take to read, plus hashing each call's bytes.
+type Rebuilder struct {
+	st      store.Store
+	session string
+	n       int       // the calls read
+	root    *Commit   // call 1's commit: the session's style, tools and lean head
+	last    *Commit   // call n's commit
+	list    []ItemDoc // call n's items
+	r       *resolver
+
+	// The rendering of the stream's first valid items as call n's
+	// Context last rendered them (LayoutStream): items, their bytes after
+	// the head in buf, ends[i] where item i's bytes end.
+	items  []*item
+	valid  int
+	buf    []byte
+	ends   []int
+	lit    []byte // LayoutLiteral: the last call's bytes (rendered whole each call)
+	head   []byte
+	system string
+	tools  []ToolSpec
+	headOf struct {
+		sys  string // the system prompt's reference the head was rendered with
+		lean bool
 	}
-	r := &resolver{ctx: ctx, st: st, cache: map[string]*objects.Object{}, style: sty}
-	sys, err := r.get(last.SystemRef)
+}
+
+// NewRebuilder returns a Rebuilder of session sessionID before its first
+// call.
+func NewRebuilder(st store.Store, sessionID string) *Rebuilder {
+	return &Rebuilder{st: st, session: sessionID}
+}
+
+// Next reads the commit of the next call (1 first) and returns it as
+// ReadCommitAfter does; Context then rebuilds that call.
+func (b *Rebuilder) Next(ctx context.Context) (*Commit, error) {
+	c, err := ReadCommitAfter(ctx, b.st, b.session, b.n+1, b.last)
 	if err != nil {
 		return nil, err
 	}
-	system := ""
-	if sys.Content != nil {
-		system = *sys.Content
+	if c.Base > len(b.list) {
+		return nil, fmt.Errorf("assemble: %s keeps %d items, its parent has %d", c.ID, c.Base, len(b.list))
 	}
-	system, tools := headOf(system, root.Tools, root.LeanHead, last.Lean)
-	head, err := renderHead(system, tools)
-	if err != nil {
-		return nil, err
+	b.list = append(b.list[:c.Base:c.Base], c.Items...)
+	if len(b.list) != c.ItemCount {
+		return nil, fmt.Errorf("assemble: %s: replayed %d items, the commit says %d", c.ID, len(b.list), c.ItemCount)
 	}
-	items := make([]*item, len(list))
-	for i, d := range list {
-		if items[i], err = r.item(d); err != nil {
-			return nil, fmt.Errorf("assemble: %s item %d: %w", last.ID, i, err)
+	if c.N == 1 {
+		sty, err := newStyle(c.Render, c.Metadata, c.Paths, c.LeanHead)
+		if err != nil {
+			return nil, fmt.Errorf("assemble: %s: %w", c.ID, err)
 		}
+		b.root = c
+		b.r = &resolver{ctx: ctx, st: b.st, cache: map[string]*objects.Object{}, style: sty}
 	}
-	c := &Assembled{N: n, CommitID: last.ID, Layout: last.Layout, Rebased: last.RebaseFrom >= 0, Reason: last.Reason,
+	b.valid = min(b.valid, c.Base)
+	b.n, b.last = c.N, c
+	return c, nil
+}
+
+// Context rebuilds the call whose commit Next read last, and fails unless
+// its bytes have the length and SHA-256 the commit recorded. The result's
+// Bytes are the Rebuilder's: they hold until the next call of Next.
+func (b *Rebuilder) Context(ctx context.Context) (*Assembled, error) {
+	last, root := b.last, b.root
+	if last == nil {
+		return nil, fmt.Errorf("assemble: rebuilding %s: no call read yet", b.session)
+	}
+	b.r.ctx = ctx
+	if err := b.setHead(); err != nil {
+		return nil, err
+	}
+	c := &Assembled{N: last.N, CommitID: last.ID, Layout: last.Layout, Rebased: last.RebaseFrom >= 0, Reason: last.Reason,
 		RebaseOffset: -1, SessionTx: last.SessionTx, Tokens: last.Tokens, StaleTokens: last.StaleTokens,
 		PrefixBytes: last.PrefixBytes, PrefixTokens: last.PrefixTokens,
-		system: system, tools: tools, withheld: withheld(root.Tools, root.LeanHead, last.Lean)}
-	c.spans = headSpans(system, len(head))
+		system: b.system, tools: b.tools, withheld: withheld(root.Tools, root.LeanHead, last.Lean)}
+	c.spans = headSpans(b.system, len(b.head))
+	if err := b.render(); err != nil {
+		return nil, err
+	}
 	switch last.Layout {
 	case LayoutStream:
-		c.frags = make([]*frag, len(items))
-		var prev *frag
-		c.Bytes = head
-		for i, it := range items {
+		c.frags = make([]*frag, len(b.items))
+		c.Bytes = b.buf
+		start := len(b.head)
+		for i, it := range b.items {
 			if i == last.RebaseFrom {
-				c.RebaseOffset = len(c.Bytes)
+				c.RebaseOffset = start
 			}
 			c.frags[i] = it.f
-			it.f.follow(prev)
-			start := len(c.Bytes)
-			c.Bytes = appendFrag(c.Bytes, prev, it.f)
 			if !it.f.silent { // nothing to label
-				c.spans = append(c.spans, it.span(start, len(c.Bytes)))
+				c.spans = append(c.spans, it.span(start, b.ends[i]))
 			}
-			prev = it.f
+			start = b.ends[i]
 		}
 	case LayoutLiteral:
-		pool, err := r.items(kMeta, last.Pool)
+		pool, err := b.r.items(kMeta, last.Pool)
 		if err != nil {
 			return nil, err
 		}
-		active, err := r.items(kContent, last.Active)
+		active, err := b.r.items(kContent, last.Active)
 		if err != nil {
 			return nil, err
 		}
-		c.frags = literalFrags(items, pool, active)
-		c.Bytes = head
+		c.frags = literalFrags(b.items, pool, active)
+		c.Bytes = append(b.lit[:0], b.head...)
 		var prev *frag
-		for _, it := range literalItems(items, pool, active) {
+		for _, it := range literalItems(b.items, pool, active) {
 			start := len(c.Bytes)
 			c.Bytes = appendFrag(c.Bytes, prev, it.f)
 			c.spans = append(c.spans, it.span(start, len(c.Bytes)))
@@ -97,10 +150,70 @@ func Rebuild(ctx context.Context, st store.Store, sessionID string, n int) (*Ass
 	default:
 		return nil, fmt.Errorf("assemble: %s: unknown layout %q", last.ID, last.Layout)
 	}
+	if last.Layout == LayoutLiteral {
+		b.lit = c.Bytes
+	}
 	if len(c.Bytes) != last.ByteLen || digest(c.Bytes) != last.BytesSHA256 {
 		return nil, fmt.Errorf("assemble: %s: rebuilt %d bytes that do not match the %d recorded", last.ID, len(c.Bytes), last.ByteLen)
 	}
 	return c, nil
+}
+
+// setHead renders the head of the call read last, unless the previous
+// rendering had the same one; a new head invalidates the stream's bytes.
+func (b *Rebuilder) setHead() error {
+	last, root := b.last, b.root
+	if b.head != nil && b.headOf.sys == last.SystemRef.String() && b.headOf.lean == last.Lean {
+		return nil
+	}
+	sys, err := b.r.get(last.SystemRef)
+	if err != nil {
+		return err
+	}
+	system := ""
+	if sys.Content != nil {
+		system = *sys.Content
+	}
+	system, tools := headOf(system, root.Tools, root.LeanHead, last.Lean)
+	head, err := renderHead(system, tools)
+	if err != nil {
+		return err
+	}
+	b.head, b.system, b.tools = head, system, tools
+	b.headOf.sys, b.headOf.lean = last.SystemRef.String(), last.Lean
+	b.valid = 0
+	return nil
+}
+
+// render brings items (and, in LayoutStream, buf and ends) up to the item
+// list of the call read last: the items from the first one a commit since
+// the previous rendering rewrote are resolved and rendered again.
+func (b *Rebuilder) render() error {
+	b.items, b.ends = b.items[:b.valid], b.ends[:b.valid]
+	stream := b.last.Layout == LayoutStream
+	if b.valid == 0 {
+		b.buf = append(b.buf[:0], b.head...)
+	} else {
+		b.buf = b.buf[:b.ends[b.valid-1]]
+	}
+	for i := b.valid; i < len(b.list); i++ {
+		it, err := b.r.item(b.list[i])
+		if err != nil {
+			return fmt.Errorf("assemble: %s item %d: %w", b.last.ID, i, err)
+		}
+		if stream {
+			var prev *frag
+			if i > 0 {
+				prev = b.items[i-1].f
+			}
+			it.f.follow(prev)
+			b.buf = appendFrag(b.buf, prev, it.f)
+		}
+		b.items = append(b.items, it)
+		b.ends = append(b.ends, len(b.buf))
+	}
+	b.valid = len(b.items)
+	return nil
 }
 
 // replay reads commits 1..n of a session and returns the item list of

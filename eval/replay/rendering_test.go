@@ -76,9 +76,8 @@ func (keptStore) Close() error { return nil }
 // synthetic one, through the ctxstore strategies (renderingStrategies:
 // every rendering version) and compares, per session, a digest of the
 // bytes of every call, as the live calls recorded them in their context
-// commits, with testdata/rendering.golden; Rebuild of the calls a later
-// one rewrites, of every tenth and of the last must give those bytes back
-// (it fails otherwise). A change to the assembler that changes any byte
+// commits, with testdata/rendering.golden; rebuilding every call from
+// the store (Rebuilder) must give those bytes back (it fails otherwise). A change to the assembler that changes any byte
 // any session was sent at any rendering version fails here. The bytes
 // also follow how transcripts are read and ingested and what the tools
 // record: a change there that is meant to change what the model sees
@@ -234,24 +233,23 @@ func renderingDigests(t *testing.T, rel string, s *transcript.Session) map[strin
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Every call's bytes as the live call recorded them; Rebuild of the
-		// calls whose items a later one drops or rewrites (the call before a
-		// rebase or a head switch), of every tenth and of the last, which
-		// fails unless it gives those bytes back.
+		// Every call's bytes as the live call recorded them, and every call
+		// rebuilt from the store in one forward pass (Rebuilder), which
+		// fails unless it gives those bytes back; Rebuild of the last call
+		// on its own too.
 		h := sha256.New()
-		var prev *assemble.Commit
+		b := assemble.NewRebuilder(st, ids[0])
 		for k := 1; k <= n; k++ {
-			c, err := assemble.ReadCommitAfter(ctx, st, ids[0], k, prev)
+			c, err := b.Next(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			h.Write([]byte(c.BytesSHA256 + "\n"))
-			if *renderingRebuild && prev != nil && (c.RebaseFrom >= 0 || c.Lean != prev.Lean || k%10 == 0) {
-				if _, err := assemble.Rebuild(ctx, st, ids[0], k-1); err != nil {
+			if *renderingRebuild {
+				if _, err := b.Context(ctx); err != nil {
 					t.Fatalf("%s %s: %v", rel, name, err)
 				}
 			}
-			prev = c
 		}
 		if _, err := assemble.Rebuild(ctx, st, ids[0], n); *renderingRebuild && err != nil {
 			t.Fatalf("%s %s: %v", rel, name, err)
