@@ -346,6 +346,12 @@ func (c *objectCmd) Run(a *app) error {
 		fmt.Fprint(w, ")")
 	}
 	fmt.Fprintf(w, ": %d versions; used by %d sessions\n", len(o.Versions), len(o.Sessions))
+	if o.Invalid != "" {
+		fmt.Fprintf(w, "not a valid object: %s\n", o.Invalid)
+	}
+	for _, u := range o.Unreadable {
+		fmt.Fprintf(w, "session %s left out, its state is unreadable: %s\n", u.Session, u.Error)
+	}
 	t := newTable(w, "TX", "TX TIME", "VALID FROM", "CONTENT", "SHOWN")
 	for _, v := range o.Versions {
 		h := shortID(v.ContentHash)

@@ -24,6 +24,21 @@ type Object struct {
 	// Sessions are the sessions searched (those whose index holds the
 	// object, among the ones the grant allows).
 	Sessions []string `json:"sessions"`
+	// Invalid says why the object's current document is not a valid
+	// object (an object kind whose identity, content or metadata view
+	// hash does not match its fields), empty when it is or when it is not
+	// an object: the page shows its history all the same.
+	Invalid string `json:"invalid,omitempty"`
+	// Unreadable lists the sessions whose state could not be read (a
+	// damaged session object): they are left out of Sessions and the
+	// page says so, rather than failing for every object.
+	Unreadable []Unreadable `json:"unreadable,omitempty"`
+}
+
+// Unreadable is a session a page could not read, and why.
+type Unreadable struct {
+	Session string `json:"session_id"`
+	Error   string `json:"error"`
 }
 
 // Version is one version of an object.
@@ -75,6 +90,15 @@ func (in *Inspector) Object(ctx context.Context, id, only string) (*Object, erro
 		if src, ok := doc["source"].(map[string]any); ok && o.Nickname == "" {
 			o.Nickname = asString(src["path"]) // a file: its path
 		}
+		if objects.Kind(o.Kind).Valid() {
+			ob, err := objects.FromDoc(doc)
+			if err == nil {
+				err = ob.VerifyHashes()
+			}
+			if err != nil {
+				o.Invalid = err.Error()
+			}
+		}
 	}
 	for _, e := range h {
 		o.Versions = append(o.Versions, Version{Tx: e.TxID, TxTime: e.TxTime, ValidTime: e.ValidTime, ContentHash: e.ContentHash, Deleted: e.Deleted})
@@ -92,7 +116,13 @@ func (in *Inspector) Object(ctx context.Context, id, only string) (*Object, erro
 		}
 		_, st, err := session.ReadState(ctx, in.st, sid, store.Basis{})
 		if err != nil {
-			return nil, err
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			// One damaged session never fails the page of an object
+			// others use: it is named, and the rest is read.
+			o.Unreadable = append(o.Unreadable, Unreadable{Session: sid, Error: err.Error()})
+			continue
 		}
 		if !st.Indexed(id) {
 			continue

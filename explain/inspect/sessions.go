@@ -118,6 +118,9 @@ type SessionDetail struct {
 	// caller asked for it: it reads every call record's items, which
 	// Session does not.
 	Paging *Paging `json:"paging,omitempty"`
+	// StateError says why the session's state (Turn to Pinned) could not
+	// be read (a damaged session object); the rest is shown all the same.
+	StateError string `json:"state_error,omitempty"`
 }
 
 // Sessions lists the sessions the grant allows, newest first (by last
@@ -223,14 +226,19 @@ func (in *Inspector) Session(ctx context.Context, sid string) (*SessionDetail, e
 	if err != nil {
 		return nil, err
 	}
+	d := &SessionDetail{Session: s}
 	info, st, err := session.ReadState(ctx, in.st, sid, store.Basis{})
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
 		return nil, err
+	case err != nil:
+		d.StateError = err.Error()
+	default:
+		if d.Harness == "" {
+			d.Harness = info.Harness
+		}
+		d.Turn, d.Index, d.Pool, d.Active, d.Pinned = st.Turn, len(st.Index), len(st.Pool), len(st.Active), len(st.Pinned)
 	}
-	if s.Harness == "" {
-		s.Harness = info.Harness
-	}
-	d := &SessionDetail{Session: s, Turn: st.Turn, Index: len(st.Index), Pool: len(st.Pool), Active: len(st.Active), Pinned: len(st.Pinned)}
 	n, err := in.countCommits(ctx, d)
 	if err != nil {
 		return nil, err

@@ -21,6 +21,7 @@ import (
 	"github.com/ctxstore/ctxstore/eval/replay"
 	"github.com/ctxstore/ctxstore/harness/transcript/transcripttest"
 	"github.com/ctxstore/ctxstore/internal/datasets"
+	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -231,5 +232,23 @@ func Big(tb testing.TB, st store.Store, sid string, tokens int) *Live {
 		if c := l.Call(10 * time.Second); c.Tokens >= tokens {
 			return l
 		}
+	}
+}
+
+// BreakSessionObject overwrites session sid's session object in st with
+// one whose identity_hash does not match its fields, as a bundle imported
+// without verification could leave it: the session's state can no longer
+// be read.
+func BreakSessionObject(tb testing.TB, st store.Store, sid string) {
+	tb.Helper()
+	ctx := context.Background()
+	head := objects.SessionObjectID(sid)
+	doc, err := st.Entity(ctx, head, store.Basis{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	doc["identity_hash"] = strings.Repeat("0", 64)
+	if _, err := store.SubmitWait(ctx, st, []store.Op{store.Put(doc)}); err != nil {
+		tb.Fatal(err)
 	}
 }
