@@ -15,6 +15,10 @@ import (
 // The tests share one PostgreSQL server per process (pgtest.Shared); every
 // store lives in a schema of its own.
 func TestMain(m *testing.M) {
+	// The many-writers test re-executes this binary as writer processes.
+	if u := os.Getenv(writerEnv); u != "" {
+		os.Exit(writerChild(u))
+	}
 	code := m.Run()
 	if err := pgtest.StopShared(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping PostgreSQL:", err)
