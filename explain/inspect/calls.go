@@ -58,6 +58,24 @@ type Call struct {
 	// Break is the cache-break attribution against the previous call.
 	Break Break `json:"break"`
 
+	// A recorded session's call (Layout "recorded", harness/recorded): a
+	// request the harness sent, with the model, the conversation (Lane:
+	// "" for the main thread), the API's message and request ids, the
+	// usage the provider reported (Usage; Estimated when none was
+	// recorded and Tokens is estimated from the bytes), and whether the
+	// request is the one recorded (Exact) or rebuilt from the
+	// conversation. CostUnknown: the model has no price, or no usage was
+	// recorded.
+	Recorded    bool           `json:"recorded,omitempty"`
+	Model       string         `json:"model,omitempty"`
+	Lane        string         `json:"lane,omitempty"`
+	MessageID   string         `json:"message_id,omitempty"`
+	RequestID   string         `json:"request_id,omitempty"`
+	Usage       *RecordedUsage `json:"usage,omitempty"`
+	Exact       bool           `json:"exact,omitempty"`
+	Estimated   bool           `json:"estimated,omitempty"`
+	CostUnknown bool           `json:"cost_unknown,omitempty"`
+
 	systemRef  string
 	systemCall int // the call whose record holds systemRef (0: this one)
 }
@@ -193,12 +211,11 @@ func (in *Inspector) calls(ctx context.Context, sid string, p Page, withCollapse
 			return nil, err
 		}
 	}
-	if len(out) == 0 && p.From == 1 {
+	if len(docs) == 0 {
 		if err := in.exists(ctx, sid); errors.Is(err, store.ErrNotFound) {
-			// A recorded session (commits only) has no calls.
-			if _, rerr := in.chain(ctx, sid, err); rerr != nil {
-				return nil, rerr
-			}
+			// A recorded session (commits only): the requests its
+			// harness recorded.
+			return in.recordedCalls(ctx, sid, p)
 		} else if err != nil {
 			return nil, err
 		}

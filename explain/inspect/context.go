@@ -63,6 +63,9 @@ func (in *Inspector) Call(ctx context.Context, sid string, n int) (*CallView, er
 	if err != nil {
 		return nil, err
 	}
+	if len(cs) == 1 && cs[0].Recorded {
+		return in.recordedView(ctx, sid, n)
+	}
 	if len(cs) == 0 {
 		if err := in.exists(ctx, sid); err != nil {
 			return nil, err

@@ -256,7 +256,7 @@ func TestRecordedSessions(t *testing.T) {
 			t.Fatalf("sessions %+v, want the served %s and the recorded %s", ss, served, rec)
 		}
 		r, ok := got[rec]
-		if !ok || !r.Recorded || r.Calls != 0 || !strings.HasPrefix(r.Harness, "claude-code") || r.Cwd == "" || r.Started.IsZero() ||
+		if !ok || !r.Recorded || r.Calls != got[served].Calls || !strings.HasPrefix(r.Harness, "claude-code") || r.Cwd == "" || r.Started.IsZero() ||
 			r.LastCall == nil || r.LastCall.Before(r.Started) || r.Commits < res.Sessions[0].Commits || r.Source == "" {
 			t.Fatalf("recorded session summary %+v (import said %+v)", r, res.Sessions[0])
 		}
@@ -267,7 +267,8 @@ func TestRecordedSessions(t *testing.T) {
 		if !d.Recorded || d.Commits != r.Commits || d.Turn != 0 {
 			t.Fatalf("recorded session detail %+v", d)
 		}
-		if cs, err := in.Calls(ctx, rec, inspect.Page{}); err != nil || len(cs) != 0 {
+		// The calls its harness recorded, stored at import.
+		if cs, err := in.Calls(ctx, rec, inspect.Page{}); err != nil || len(cs) != r.Calls || !cs[0].Recorded || cs[0].Usage == nil {
 			t.Fatalf("calls of a recorded session: %d, %v", len(cs), err)
 		}
 		if _, err := in.Session(ctx, "no-such-session"); !errors.Is(err, store.ErrNotFound) {

@@ -3,102 +3,193 @@ package inspect
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
-	"strings"
 
-	"github.com/ctxstore/ctxstore/objects/events"
+	"github.com/ctxstore/ctxstore/harness/recorded"
 	"github.com/ctxstore/ctxstore/session/commits"
 )
 
-// branchTag marks commits that repeat lines of their session's file chain
-// (an import's sub-agent and abandoned-branch views): read once, through
-// the file chain (harness/importer.Counted and explain/stats agree).
-const branchTag = "branch"
+// LayoutRecorded is the Layout of a recorded session's call: a request
+// the harness sent, derived from its transcript (harness/recorded).
+const LayoutRecorded = "recorded"
 
-// recordedUsage fills a recorded session's name, calls, tokens and cost
-// from its commits' events, decoded with the Inspector's formats: the
-// name is the harness's own title (Claude Code's ai-title, custom-title
-// and summary records; the last one wins), else s.Name (the session
-// index's), else the first prompt a person wrote; one call per model
-// message with recorded usage (a message id counted once), priced per
-// model with the price table. A call whose model the table does not know
-// makes the session's cost unknown. cs are the session's commits.
-func (in *Inspector) recordedUsage(ctx context.Context, svc *commits.Service, cs []*commits.Commit, s *Session) error {
+// RecordedUsage is a recorded call's usage as the provider reported it:
+// uncached input, cache reads, cache writes for 5 minutes and for an hour,
+// and output.
+type RecordedUsage struct {
+	Input        int64 `json:"input"`
+	CacheRead    int64 `json:"cache_read"`
+	CacheWrite5m int64 `json:"cache_write_5m"`
+	CacheWrite1h int64 `json:"cache_write_1h"`
+	Output       int64 `json:"output"`
+}
+
+// recordedCalls returns calls of a recorded session: the stored ones
+// (harness/recorded.Update, run by each import) when they are current,
+// else derived from its commits now.
+func (in *Inspector) recordedCalls(ctx context.Context, sid string, p Page) ([]Call, error) {
+	rc, err := in.recordedPage(ctx, sid, p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Call, 0, len(rc))
+	for _, c := range rc {
+		out = append(out, in.recordedCall(sid, c))
+	}
+	return out, nil
+}
+
+// recordedPage reads a page of recorded calls: stored, else derived.
+func (in *Inspector) recordedPage(ctx context.Context, sid string, p Page) ([]recorded.Call, error) {
+	if p.From < 1 {
+		p.From = 1
+	}
+	c, err := in.chain(ctx, sid, fmt.Errorf("session %s: %w", sid, ErrNotFound))
+	if err != nil {
+		return nil, err
+	}
+	if _, ok, err := recorded.ReadState(ctx, in.st, sid, c.Commits); err != nil {
+		return nil, err
+	} else if ok {
+		return recorded.Page(ctx, in.st, sid, p.From, p.Limit)
+	}
+	d, err := in.derive(ctx, sid)
+	if err != nil {
+		return nil, err
+	}
+	all := d.Calls
+	if p.From > len(all) {
+		return nil, nil
+	}
+	all = all[p.From-1:]
+	if p.Limit > 0 && len(all) > p.Limit {
+		all = all[:p.Limit]
+	}
+	return all, nil
+}
+
+// derive derives a recorded session's calls from its commits.
+func (in *Inspector) derive(ctx context.Context, sid string) (*recorded.Derived, error) {
 	if in.o.Formats == nil {
-		return nil
+		return &recorded.Derived{Session: sid}, nil
 	}
-	// The events that matter here, kept apart for the main thread and for
-	// sub-agents' records (sidechains): a sub-agent's lane is a session
-	// whose records are all sidechain.
-	var main, side []events.Event
-	for _, c := range cs {
-		if c.SnapshotOf != "" || (c.Type == commits.Snapshot && c.Parent != "") || c.Type == commits.Compaction ||
-			slices.Contains(c.Tags, branchTag) {
-			continue
+	return recorded.Derive(ctx, commits.New(in.st, commits.Options{Registry: in.o.Formats}), sid)
+}
+
+// recordedCall is a recorded call as a Call: its recorded usage priced
+// with the price table for its model (Cost in base input tokens at the
+// Inspector's input price, so that sums over a session add up), its
+// cache break as harness/recorded attributed it.
+func (in *Inspector) recordedCall(sid string, c recorded.Call) Call {
+	x := Call{N: c.N, Time: c.Time, GapSeconds: c.GapSeconds, IdleSeconds: c.GapSeconds,
+		Layout: LayoutRecorded, Tokens: c.Sent(), Bytes: c.Bytes, Items: c.Messages, RebaseFrom: -1,
+		Recorded: true, Model: c.Model, Lane: c.Lane, MessageID: c.MessageID, RequestID: c.RequestID, Exact: c.Exact}
+	price, priced := in.o.PriceTable.Lookup(c.Model)
+	if u := c.Usage; u != nil {
+		x.Usage = &RecordedUsage{Input: u.Input, CacheRead: u.CacheRead, CacheWrite5m: u.CacheWrite - min(u.CacheWrite1h, u.CacheWrite),
+			CacheWrite1h: min(u.CacheWrite1h, u.CacheWrite), Output: u.Output}
+		x.CachedTokens, x.WrittenTokens = int(u.CacheRead), int(u.CacheWrite)
+		if priced {
+			x.CostUSD = price.Cost(*u)
 		}
-		f, ok := in.o.Formats.Lookup(c.Format)
-		if !ok || f.Decode == nil {
-			continue
-		}
-		b, err := svc.Content(ctx, c)
-		if err != nil {
-			return fmt.Errorf("session %s: %w", s.ID, err)
-		}
-		evs, err := f.Decode(b)
-		if err != nil {
-			return fmt.Errorf("session %s: commit %s (%s): %w", s.ID, c.ID, c.Format, err)
-		}
-		for _, e := range evs {
-			if e.Usage == nil && e.Type != events.System && e.Type != events.Prompt {
-				continue
-			}
-			if sub, _ := e.Metadata["sidechain"].(bool); sub {
-				side = append(side, e)
-			} else {
-				main = append(main, e)
-			}
-		}
+	} else {
+		x.Estimated = true
 	}
-	evs := main
-	if !hasUsage(main) {
-		evs = side
+	x.CostUnknown = !priced || c.Usage == nil
+	if x.Tokens > 0 {
+		x.CachedShare = float64(x.CachedTokens) / float64(x.Tokens)
 	}
+	x.Cost = in.units(x.CostUSD)
+	b := &x.Break
+	b.Cause, b.Reason, b.Detail, b.FirstItem = c.Cause, c.MissReason, c.Detail, -1
+	b.PrefixBytes, b.PrefixTokens = c.PrefixBytes, -1
+	if c.PrefixBytes >= 0 && c.Bytes > 0 {
+		b.PrefixTokens = int(float64(x.Tokens) * float64(c.PrefixBytes) / float64(c.Bytes))
+		b.Estimated = true
+	}
+	if c.Cause != recorded.CauseNone && c.Cause != recorded.CauseFirst && c.PrefixMessages >= 0 && c.PrefixMessages < c.Messages {
+		b.FirstItem = c.PrefixMessages
+	}
+	b.RewrittenTokens = c.RewrittenTokens
+	if priced && c.RewrittenTokens > 0 {
+		write := price.CacheWrite5m
+		if c.Usage != nil && c.Usage.CacheWrite1h > 0 {
+			write = price.CacheWrite1h
+		}
+		b.LostUSD = float64(c.RewrittenTokens) * (write - price.CacheRead) / 1e6
+		b.LostCost = in.units(b.LostUSD)
+	}
+	return x
+}
+
+// units converts dollars to base input tokens at the Inspector's price.
+func (in *Inspector) units(usd float64) float64 {
+	if in.o.Prices.InputPerMTok <= 0 {
+		return 0
+	}
+	return usd * 1e6 / in.o.Prices.InputPerMTok
+}
+
+// recordedView rebuilds call n of a recorded session: the request the
+// harness sent (harness/recorded.Request: recorded by Claude Code's
+// api-request records, else rebuilt from the conversation), its parts
+// labelled.
+func (in *Inspector) recordedView(ctx context.Context, sid string, n int) (*CallView, error) {
+	d, err := in.derive(ctx, sid)
+	if err != nil {
+		return nil, err
+	}
+	if n > len(d.Calls) {
+		return nil, fmt.Errorf("session %s has no call %d (it has %d): %w", sid, n, len(d.Calls), ErrNotFound)
+	}
+	r, err := d.Request(n)
+	if err != nil {
+		return nil, err
+	}
+	c := in.recordedCall(sid, r.Call)
+	v := &CallView{Call: c, Raw: r.Body}
+	for i, sp := range r.Spans {
+		b := Block{Index: i, Kind: sp.Kind, Role: sp.Role, Start: sp.Start, End: sp.End, Text: string(r.Body[sp.Start:sp.End])}
+		if len(r.Body) > 0 {
+			b.Tokens = int(float64(c.Tokens) * float64(sp.End-sp.Start) / float64(len(r.Body)))
+		}
+		b.Cached = c.Break.PrefixBytes >= 0 && sp.End <= c.Break.PrefixBytes
+		b.Label = KindLabel(b.Kind)
+		if c.Break.FirstItem >= 0 && b.Kind != "system" && b.Kind != "tools" && c.Break.FirstKind == "" && !b.Cached {
+			c.Break.FirstKind = b.Kind
+		}
+		v.Blocks = append(v.Blocks, b)
+	}
+	v.Call.Break.FirstKind = c.Break.FirstKind
+	return v, nil
+}
+
+// recordedSummary fills a recorded session's name, calls, tokens, cost
+// and cache breaks from its recorded calls: the name is the harness's own
+// title, else s.Name (the session index's), else the first prompt a
+// person wrote; each call is priced for its model with the price table,
+// and a call whose model the table does not know makes the session's cost
+// unknown (UnpricedModels names the models).
+func (in *Inspector) recordedSummary(ctx context.Context, s *Session) error {
 	var title, prompt string
-	seen := map[string]bool{}
-	unpriced := map[string]bool{}
-	table := in.o.PriceTable
-	for _, e := range evs {
-		switch {
-		case e.Type == events.System && e.Subtype == "title" && strings.TrimSpace(e.Text) != "":
-			title = e.Text
-		case e.Type == events.Prompt && (e.Source == "user" || e.Source == "agent") && prompt == "" && strings.TrimSpace(e.Text) != "":
-			prompt = e.Text
+	var rc []recorded.Call
+	st, ok, err := recorded.ReadState(ctx, in.st, s.ID, s.Commits)
+	if err != nil {
+		return err
+	}
+	if ok {
+		title, prompt = st.Title, st.Prompt
+		if rc, err = recorded.Page(ctx, in.st, s.ID, 1, 0); err != nil {
+			return err
 		}
-		u := e.Usage
-		if u == nil || e.Model == "<synthetic>" {
-			continue
+	} else if in.o.Formats == nil {
+		return nil // nothing stored, nothing to decode the commits with
+	} else {
+		d, err := in.derive(ctx, s.ID)
+		if err != nil {
+			return err
 		}
-		if e.MessageID != "" {
-			if seen[e.MessageID] {
-				continue
-			}
-			seen[e.MessageID] = true
-		}
-		s.Calls++
-		sent := int(u.Sent())
-		s.Tokens = sent
-		s.TokensSent += sent
-		s.CachedTokens += int(u.CacheRead)
-		if !e.Time.IsZero() {
-			t := e.Time
-			s.LastCall = &t
-		}
-		if cost, ok := table.Cost(e.Model, *u); ok {
-			s.CostUSD += cost
-		} else {
-			unpriced[e.Model] = true
-		}
+		title, prompt, rc = d.Title, d.Prompt, d.Calls
 	}
 	switch {
 	case title != "":
@@ -107,6 +198,38 @@ func (in *Inspector) recordedUsage(ctx context.Context, svc *commits.Service, cs
 	case prompt != "":
 		s.Name = firstLine(prompt, 80)
 	}
+	unpriced := map[string]bool{}
+	unrecorded := 0
+	lost := map[string]*CauseTotal{}
+	for _, r := range rc {
+		c := in.recordedCall(s.ID, r)
+		s.Calls++
+		s.Tokens = c.Tokens
+		s.TokensSent += c.Tokens
+		s.CachedTokens += c.CachedTokens
+		if !c.Time.IsZero() {
+			t := c.Time
+			s.LastCall = &t
+		}
+		if _, ok := in.o.PriceTable.Lookup(r.Model); !ok {
+			unpriced[r.Model] = true
+		}
+		if r.Usage == nil {
+			unrecorded++
+		}
+		s.CostUSD += c.CostUSD
+		if k := c.Break.Cause; k != CauseNone && k != CauseFirst {
+			t := lost[k]
+			if t == nil {
+				t = &CauseTotal{Cause: k}
+				lost[k] = t
+			}
+			t.Calls++
+			t.RewrittenTokens += c.Break.RewrittenTokens
+			t.LostUSD += c.Break.LostUSD
+			t.LostCost += c.Break.LostCost
+		}
+	}
 	if s.TokensSent > 0 {
 		s.CachedShare = float64(s.CachedTokens) / float64(s.TokensSent)
 	}
@@ -114,17 +237,18 @@ func (in *Inspector) recordedUsage(ctx context.Context, svc *commits.Service, cs
 		s.UnpricedModels = append(s.UnpricedModels, m)
 	}
 	sort.Strings(s.UnpricedModels)
-	if len(unpriced) > 0 {
+	if len(unpriced) > 0 || unrecorded > 0 {
 		s.CostUSD, s.CostUnknown = 0, true
 	}
-	return nil
-}
-
-func hasUsage(evs []events.Event) bool {
-	for _, e := range evs {
-		if e.Usage != nil {
-			return true
-		}
+	s.Cost = in.units(s.CostUSD)
+	for _, t := range lost {
+		s.Lost = append(s.Lost, *t)
 	}
-	return false
+	sort.Slice(s.Lost, func(i, j int) bool {
+		if s.Lost[i].LostUSD != s.Lost[j].LostUSD {
+			return s.Lost[i].LostUSD > s.Lost[j].LostUSD
+		}
+		return s.Lost[i].Cause < s.Lost[j].Cause
+	})
+	return nil
 }

@@ -127,7 +127,7 @@ type SessionDetail struct {
 // call, else start; then by id): the sessions ctxstore served, each
 // summarized from its call records (read without their items), and the
 // recorded ones, known from their context commits (Recorded), whose name,
-// calls, tokens and cost come from the commits' events (recordedUsage).
+// calls, tokens and cost come from their recorded calls (recordedSummary).
 func (in *Inspector) Sessions(ctx context.Context) ([]Session, error) {
 	return in.SessionsWhere(ctx, Filter{})
 }
@@ -139,17 +139,9 @@ func (in *Inspector) SessionsWhere(ctx context.Context, f Filter) ([]Session, er
 		return nil, err
 	}
 	svc := commits.New(in.st, commits.Options{Registry: in.o.Formats})
-	all, err := svc.ListCommits(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
 	chains, err := svc.Chains(ctx, nil)
 	if err != nil {
 		return nil, err
-	}
-	bySession := map[string][]*commits.Commit{}
-	for _, c := range all {
-		bySession[c.Session] = append(bySession[c.Session], c)
 	}
 	byID := make(map[string]commits.Chain, len(chains))
 	for _, c := range chains {
@@ -174,7 +166,7 @@ func (in *Inspector) SessionsWhere(ctx context.Context, f Filter) ([]Session, er
 			if !(Filter{Project: f.Project, Harness: f.Harness}).keep(s) {
 				continue // its events are not read
 			}
-			if err := in.recordedUsage(ctx, svc, bySession[c.Session], &s); err != nil {
+			if err := in.recordedSummary(ctx, &s); err != nil {
 				return nil, err
 			}
 			out = append(out, s)
@@ -255,12 +247,7 @@ func (in *Inspector) recordedDetail(ctx context.Context, sid string, notFound er
 		return nil, err
 	}
 	d := &SessionDetail{Session: in.recorded(ctx, c)} // Commits: the chain's count, not capped
-	svc := commits.New(in.st, commits.Options{Registry: in.o.Formats})
-	cs, err := svc.ListCommits(ctx, []string{sid})
-	if err != nil {
-		return nil, err
-	}
-	if err := in.recordedUsage(ctx, svc, cs, &d.Session); err != nil {
+	if err := in.recordedSummary(ctx, &d.Session); err != nil {
 		return nil, err
 	}
 	if _, err := in.countCommits(ctx, d); err != nil {

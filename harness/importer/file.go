@@ -47,6 +47,9 @@ func (im *Importer) ImportFile(ctx context.Context, path string) (*FileResult, e
 		if errors.Is(err, store.ErrConflict) && attempt < 3 {
 			continue // another import of the same file moved the cursor first
 		}
+		if err == nil {
+			im.deriveCalls(ctx, res)
+		}
 		return res, err
 	}
 }

@@ -1,0 +1,220 @@
+package recorded
+
+import (
+	"bytes"
+	"crypto/sha256"
+
+	"github.com/ctxstore/ctxstore/internal/jsontext"
+	"github.com/ctxstore/ctxstore/objects/events"
+)
+
+// A rebuilt request is an Anthropic Messages body: {"model": ...,
+// "system": ..., "messages": [...]}, each message {"role": ..., "content":
+// [blocks]}, consecutive blocks of one role in one message, as Claude Code
+// and Pi send them. What the transcript does not hold (the system prompt
+// and tool list of Claude Code and Pi, the request's parameters) is left
+// out; an api-request record's request is used whole instead (exact).
+
+// block is one content block of a rebuilt request.
+type block struct {
+	role string // "user", "assistant" or "system"
+	kind string // the inspector's block kind: user, assistant, toolref, system
+	json []byte
+	sum  [12]byte
+}
+
+// renderer renders events to blocks once each.
+type renderer struct {
+	evs    []events.Event
+	blocks map[int]*block
+}
+
+func newRenderer(evs []events.Event) *renderer {
+	return &renderer{evs: evs, blocks: map[int]*block{}}
+}
+
+// block renders event i (nil: the event is not sent to the model).
+func (r *renderer) block(i int) *block {
+	if b, ok := r.blocks[i]; ok {
+		return b
+	}
+	e := r.evs[i]
+	var role, kind string
+	var v any
+	switch e.Type {
+	case events.Prompt:
+		role, kind, v = "user", "user", map[string]any{"type": "text", "text": e.Text}
+	case events.System:
+		switch e.Subtype {
+		case events.SubtypeCompactionSummary:
+			role, kind, v = "user", "user", map[string]any{"type": "text", "text": e.Text}
+		case events.SubtypeSystemPrompt:
+			role, kind, v = "system", "system", map[string]any{"type": "text", "text": e.Text}
+		}
+	case events.ToolResult:
+		if e.Tool != nil && e.Result != nil {
+			m := map[string]any{"type": "tool_result", "tool_use_id": e.Tool.ID, "content": e.Result.Content}
+			if len(e.Result.Blocks) > 0 {
+				m["content"] = e.Result.Blocks
+			}
+			if e.Result.IsError {
+				m["is_error"] = true
+			}
+			role, kind, v = "user", "toolref", m
+		}
+	case events.Response:
+		if e.Text != "" {
+			role, kind, v = "assistant", "assistant", map[string]any{"type": "text", "text": e.Text}
+		}
+	case events.Thinking:
+		m := map[string]any{"type": "thinking", "thinking": e.Text}
+		if e.Signature != "" {
+			m["signature"] = e.Signature
+		}
+		role, kind, v = "assistant", "assistant", m
+	case events.ToolCall:
+		if e.Tool != nil {
+			in := e.Tool.Input
+			if in == nil {
+				in = map[string]any{}
+			}
+			role, kind, v = "assistant", "assistant", map[string]any{"type": "tool_use", "id": e.Tool.ID, "name": e.Tool.Name, "input": in}
+		}
+	}
+	var b *block
+	if v != nil {
+		j, err := jsontext.Marshal(v)
+		if err == nil {
+			b = &block{role: role, kind: kind, json: j}
+			h := sha256.Sum256(j)
+			copy(b.sum[:], h[:12])
+		}
+	}
+	r.blocks[i] = b
+	return b
+}
+
+// message is one message of a rebuilt request.
+type message struct {
+	role   string
+	blocks []*block
+}
+
+// messages groups the blocks of the events idx into the system prompt's
+// blocks and messages.
+func (r *renderer) messages(idx []int) (system []*block, msgs []message) {
+	for _, i := range idx {
+		b := r.block(i)
+		if b == nil {
+			continue
+		}
+		if b.role == "system" {
+			system = append(system, b)
+			continue
+		}
+		if n := len(msgs); n > 0 && msgs[n-1].role == b.role {
+			msgs[n-1].blocks = append(msgs[n-1].blocks, b)
+			continue
+		}
+		msgs = append(msgs, message{role: b.role, blocks: []*block{b}})
+	}
+	return system, msgs
+}
+
+// digest returns the digests of the request's messages (the system
+// prompt's first), where each ends in the body Request writes, and the
+// body's size: the positions write gives, computed without writing.
+func (r *renderer) digest(idx []int) ([]string, []int, int) {
+	system, msgs := r.messages(idx)
+	var out []string
+	var ends []int
+	pos := len(`{`)
+	if len(system) > 0 {
+		h := sha256.New()
+		pos += len(`"system":[`)
+		for k, b := range system {
+			h.Write(b.sum[:])
+			if k > 0 {
+				pos++
+			}
+			pos += len(b.json)
+		}
+		out = append(out, "s"+string(h.Sum(nil)[:12]))
+		ends = append(ends, pos)
+		pos += len(`],`)
+	}
+	pos += len(`"messages":[`)
+	for k, m := range msgs {
+		h := sha256.New()
+		h.Write([]byte(m.role))
+		if k > 0 {
+			pos++
+		}
+		pos += len(`{"role":"","content":[`) + len(m.role)
+		for j, b := range m.blocks {
+			h.Write(b.sum[:])
+			if j > 0 {
+				pos++
+			}
+			pos += len(b.json)
+		}
+		pos += len(`]}`)
+		out = append(out, string(h.Sum(nil)[:12]))
+		ends = append(ends, pos)
+	}
+	pos += len(`]}`)
+	return out, ends, pos
+}
+
+// Span is one labelled part of a request's bytes: the system prompt, the
+// tool list or a message (Kind: system, tools, user, assistant, toolref
+// for a message of tool results).
+type Span struct {
+	Kind  string
+	Role  string
+	Start int
+	End   int
+}
+
+// write renders the request body of the events idx, with the spans of
+// its parts. model, when set, is written first.
+func (r *renderer) write(idx []int) ([]byte, []Span) {
+	system, msgs := r.messages(idx)
+	var buf bytes.Buffer
+	var spans []Span
+	buf.WriteString(`{`)
+	if len(system) > 0 {
+		buf.WriteString(`"system":[`)
+		start := buf.Len()
+		for k, b := range system {
+			if k > 0 {
+				buf.WriteByte(',')
+			}
+			buf.Write(b.json)
+		}
+		spans = append(spans, Span{Kind: "system", Role: "system", Start: start, End: buf.Len()})
+		buf.WriteString(`],`)
+	}
+	buf.WriteString(`"messages":[`)
+	for k, m := range msgs {
+		if k > 0 {
+			buf.WriteByte(',')
+		}
+		start := buf.Len()
+		buf.WriteString(`{"role":"` + m.role + `","content":[`)
+		kind := m.role
+		for j, b := range m.blocks {
+			if j > 0 {
+				buf.WriteByte(',')
+			}
+			buf.Write(b.json)
+			if b.kind == "toolref" && kind == "user" {
+				kind = "toolref"
+			}
+		}
+		buf.WriteString(`]}`)
+		spans = append(spans, Span{Kind: kind, Role: m.role, Start: start, End: buf.Len()})
+	}
+	buf.WriteString(`]}`)
+	return buf.Bytes(), spans
+}

@@ -1,0 +1,213 @@
+package recorded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/ctxstore/ctxstore/objects"
+	"github.com/ctxstore/ctxstore/objects/conversation"
+	"github.com/ctxstore/ctxstore/session"
+	"github.com/ctxstore/ctxstore/session/commits"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// The documents Update writes (docs/inspector.md, "Recorded sessions").
+const (
+	// CallType is a recorded call's document, "recorded-call:{session}:{n}".
+	CallType = "recorded_call"
+	// StateType is a session's "recorded-calls:{session}": the commits
+	// and derivation version its calls were derived from, and how many
+	// calls and chat turns were written.
+	StateType = "recorded_calls"
+)
+
+// CallID is the id of call n's document.
+func CallID(sid string, n int) string { return "recorded-call:" + sid + ":" + strconv.Itoa(n) }
+
+// StateID is the id of a session's state document.
+func StateID(sid string) string { return "recorded-calls:" + sid }
+
+// batch bounds the documents one transaction writes.
+const batch = 500
+
+// Update derives session sid's calls and turns and stores what changed
+// since the last Update: the calls from the last one stored on (the last
+// may have grown), the chat turns from the last one on, and the state
+// document. A derivation of another version, or of a chain that was
+// imported again from scratch, is stored whole. It returns the derivation.
+func Update(ctx context.Context, svc *commits.Service, sid string) (*Derived, error) {
+	st := svc.Store()
+	d, err := Derive(ctx, svc, sid)
+	if err != nil {
+		return nil, err
+	}
+	old, err := st.Entity(ctx, StateID(sid), store.Basis{})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	fromCall, fromTurn, oldCalls := 1, 0, 0
+	if old != nil && asInt(old["version"]) == Version && asInt(old["commits"]) <= d.Commits {
+		oldCalls = asInt(old["calls"])
+		fromCall = max(1, min(oldCalls, len(d.Calls)+1))
+		fromTurn = max(0, min(asInt(old["turns"])-1, len(d.Turns)))
+	} else if old != nil {
+		oldCalls = asInt(old["calls"])
+	}
+	var ops []store.Op
+	flush := func() error {
+		if len(ops) == 0 {
+			return nil
+		}
+		_, err := store.SubmitWait(ctx, st, ops)
+		ops = nil
+		return err
+	}
+	for _, c := range d.Calls[fromCall-1:] {
+		ops = append(ops, store.Put(callDoc(sid, c)))
+		if len(ops) >= batch {
+			if err := flush(); err != nil {
+				return nil, fmt.Errorf("session %s: storing recorded calls: %w", sid, err)
+			}
+		}
+	}
+	for n := len(d.Calls) + 1; n <= oldCalls; n++ {
+		ops = append(ops, store.Delete(CallID(sid, n)))
+	}
+	if err := flush(); err != nil {
+		return nil, fmt.Errorf("session %s: storing recorded calls: %w", sid, err)
+	}
+	if len(d.Turns) > fromTurn {
+		turns := make([]objects.Turn, 0, len(d.Turns)-fromTurn)
+		for _, t := range d.Turns[fromTurn:] {
+			var as []map[string]any
+			for _, a := range t.Assistant {
+				as = append(as, map[string]any{"type": "text", "text": a})
+			}
+			turns = append(turns, objects.Turn{User: t.User, Assistant: as})
+		}
+		for len(turns) > 0 {
+			k := min(len(turns), batch)
+			if err := session.PutRecordedChat(ctx, st, sid, fromTurn, turns[:k]); err != nil {
+				return nil, err
+			}
+			fromTurn += k
+			turns = turns[k:]
+		}
+	}
+	state := store.Doc{store.IDKey: StateID(sid), "type": StateType, "session_id": sid, "version": int64(Version),
+		"commits": int64(d.Commits), "tip": d.Tip, "calls": int64(len(d.Calls)), "turns": int64(len(d.Turns)),
+		"title": d.Title, "prompt": clip(d.Prompt, 400)}
+	if _, err := store.SubmitWait(ctx, st, []store.Op{store.Put(state)}); err != nil {
+		return nil, fmt.Errorf("session %s: storing recorded calls: %w", sid, err)
+	}
+	return d, nil
+}
+
+func callDoc(sid string, c Call) store.Doc {
+	d := store.Doc{store.IDKey: CallID(sid, c.N), "type": CallType, "session_id": sid, "call": int64(c.N),
+		"lane": c.Lane, "message_id": c.MessageID, "request_id": c.RequestID, "model": c.Model,
+		"messages": int64(c.Messages), "bytes": int64(c.Bytes), "exact": c.Exact,
+		"prefix_messages": int64(c.PrefixMessages), "prefix_bytes": int64(c.PrefixBytes), "prev": int64(c.Prev),
+		"gap_ms": int64(c.GapSeconds * 1000), "cause": c.Cause, "miss_reason": c.MissReason, "detail": c.Detail,
+		"rewritten_tokens": int64(c.RewrittenTokens), "shape": c.Shape}
+	if !c.Time.IsZero() {
+		d["time"] = store.FormatTime(c.Time)
+	}
+	if u := c.Usage; u != nil {
+		d["usage"] = map[string]any{"input": u.Input, "output": u.Output, "cache_read": u.CacheRead,
+			"cache_write": u.CacheWrite, "cache_write_1h": u.CacheWrite1h}
+	}
+	return d
+}
+
+func callFromDoc(d store.Doc) (Call, error) {
+	c := Call{N: asInt(d["call"]), Lane: asString(d["lane"]), MessageID: asString(d["message_id"]),
+		RequestID: asString(d["request_id"]), Model: asString(d["model"]), Messages: asInt(d["messages"]),
+		Bytes: asInt(d["bytes"]), PrefixMessages: asInt(d["prefix_messages"]), PrefixBytes: asInt(d["prefix_bytes"]),
+		Prev: asInt(d["prev"]), GapSeconds: float64(asInt(d["gap_ms"])) / 1000, Cause: asString(d["cause"]),
+		MissReason: asString(d["miss_reason"]), Detail: asString(d["detail"]), RewrittenTokens: asInt(d["rewritten_tokens"]),
+		Shape: asString(d["shape"])}
+	c.Exact, _ = d["exact"].(bool)
+	if t := asString(d["time"]); t != "" {
+		tm, err := store.ParseTime(t)
+		if err != nil {
+			return c, fmt.Errorf("%v: time %q: %w", d[store.IDKey], t, err)
+		}
+		c.Time = tm
+	}
+	if u, ok := d["usage"].(map[string]any); ok {
+		c.Usage = &conversation.Usage{Input: int64(asInt(u["input"])), Output: int64(asInt(u["output"])),
+			CacheRead: int64(asInt(u["cache_read"])), CacheWrite: int64(asInt(u["cache_write"])),
+			CacheWrite1h: int64(asInt(u["cache_write_1h"]))}
+	}
+	return c, nil
+}
+
+// State is what a session's state document says.
+type State struct {
+	Commits int
+	Calls   int
+	Title   string
+	Prompt  string
+}
+
+// ReadState reads session sid's state document; ok is false when its
+// calls were never derived, or were derived by another version or from
+// another number of commits than commits (the chain's, when it is known;
+// -1 not to compare).
+func ReadState(ctx context.Context, st store.Store, sid string, commits int) (s State, ok bool, err error) {
+	d, err := st.Entity(ctx, StateID(sid), store.Basis{})
+	if errors.Is(err, store.ErrNotFound) {
+		return s, false, nil
+	}
+	if err != nil {
+		return s, false, err
+	}
+	s = State{Commits: asInt(d["commits"]), Calls: asInt(d["calls"]), Title: asString(d["title"]), Prompt: asString(d["prompt"])}
+	return s, asInt(d["version"]) == Version && (commits < 0 || s.Commits == commits), nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+// Page reads calls from..from+limit-1 (limit 0: all from from on) of
+// session sid from the store, in order.
+func Page(ctx context.Context, st store.Store, sid string, from, limit int) ([]Call, error) {
+	where := []store.Pred{store.Where("type", CallType), store.Where("session_id", sid),
+		{Field: "call", Op: store.Gte, Value: int64(from)}}
+	if limit > 0 {
+		where = append(where, store.Pred{Field: "call", Op: store.Lte, Value: int64(from + limit - 1)})
+	}
+	docs, err := st.Query(ctx, store.Query{Where: where, OrderBy: []store.Order{{Field: "call"}}})
+	if err != nil {
+		return nil, fmt.Errorf("session %s: reading recorded calls: %w", sid, err)
+	}
+	out := make([]Call, 0, len(docs))
+	for _, d := range docs {
+		c, err := callFromDoc(d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func asInt(v any) int {
+	f, _ := store.Num(v)
+	return int(f)
+}
+
+func asString(v any) string {
+	s, _ := v.(string)
+	return s
+}
