@@ -73,7 +73,7 @@ func TestConformance(t *testing.T) {
 				return s
 			},
 			SetClock:         clock.set,
-			Capabilities:     []string{"TxTimeSubmitter", "CanonicalTxLogger", "Searcher"},
+			Capabilities:     []string{"TxTimeSubmitter", "CanonicalTxLogger", "Searcher", "ValueLister"},
 			LongStringRanges: true,
 		})
 	}

@@ -27,25 +27,10 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 	if err != nil {
 		return nil, err
 	}
-	var conds []string
-	var args []any
-	driver, dargs, err := s.driver(ctx, q.Where, vt, tx)
+	conds, args, err := s.whereSQL(ctx, q.Where, vt, tx)
 	if err != nil {
 		return nil, err
 	}
-	if driver != "" {
-		conds, args = append(conds, fieldsPrefix+driver+")"), append(args, dargs...)
-	}
-	for _, p := range q.Where {
-		c, a := predSQL(p, vt, tx, s.indexed)
-		if driver != "" && fieldsCandidates(c) != "" {
-			c, a = jsonPredSQL(p, vt, tx) // checked on the driver's candidates
-		}
-		conds = append(conds, c)
-		args = append(args, a...)
-	}
-	conds = append(conds, "d.id = "+fmt.Sprintf(visibleDocSQL, "d.ent"))
-	args = append(args, vt, tx)
 	var order []string
 	for _, o := range q.OrderBy {
 		path := jsonPath(o.Field)
@@ -169,6 +154,32 @@ func (s *Store) driver(ctx context.Context, where []store.Pred, vt, tx int64) (s
 			return ways[best].cond, ways[best].args, nil
 		}
 	}
+}
+
+// whereSQL renders where as conditions on documents d (their candidates
+// from the driver, when one is chosen) and keeps only the visible version
+// of each entity at vt and tx.
+func (s *Store) whereSQL(ctx context.Context, where []store.Pred, vt, tx int64) ([]string, []any, error) {
+	var conds []string
+	var args []any
+	driver, dargs, err := s.driver(ctx, where, vt, tx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if driver != "" {
+		conds, args = append(conds, fieldsPrefix+driver+")"), append(args, dargs...)
+	}
+	for _, p := range where {
+		c, a := predSQL(p, vt, tx, s.indexed)
+		if driver != "" && fieldsCandidates(c) != "" {
+			c, a = jsonPredSQL(p, vt, tx) // checked on the driver's candidates
+		}
+		conds = append(conds, c)
+		args = append(args, a...)
+	}
+	conds = append(conds, "d.id = "+fmt.Sprintf(visibleDocSQL, "d.ent"))
+	args = append(args, vt, tx)
+	return conds, args, nil
 }
 
 // projectedJSON assembles the JSON text of a projected result from the id

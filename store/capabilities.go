@@ -15,7 +15,8 @@ import (
 // The capabilities: TxTimeSubmitter and CanonicalTxLogger (below), and
 // Searcher (search.go: full-text search; fallback when absent: none, the
 // caller reports search as unavailable, as context/recall does with
-// ErrUnavailable).
+// ErrUnavailable), and ValueLister (values.go: a field's distinct values a
+// page at a time; fallback: ValuesByQuery).
 
 // TxTimeSubmitter is a store that can log a transaction with a given
 // transaction time: importers use it to keep a source's tx times.

@@ -35,7 +35,7 @@ func open(t *testing.T) *xtdb.Store {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, storetest.Harness{Name: "xtdb", New: func(t *testing.T) store.Store { return open(t) }, Capabilities: []string{"Searcher"}})
+	storetest.Run(t, storetest.Harness{Name: "xtdb", New: func(t *testing.T) store.Store { return open(t) }, Capabilities: []string{"Searcher", "ValueLister"}})
 }
 
 // TestDifferential runs the same generated transactions on SQLite and on the

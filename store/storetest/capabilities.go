@@ -30,6 +30,9 @@ func capabilities() []capability {
 		{"CanonicalTxLogger", func(s store.Store) bool { _, ok := s.(store.CanonicalTxLogger); return ok }, []testCase{
 			{"canonical-tx-log-is-tx-log", testCanonicalTxLog},
 		}},
+		{"ValueLister", func(s store.Store) bool { _, ok := s.(store.ValueLister); return ok }, []testCase{
+			{"values", testValues},
+		}},
 		{"Searcher", func(s store.Store) bool { _, ok := s.(store.Searcher); return ok }, []testCase{
 			{"search", func(e *env) { RunSearch(e.t, e.h) }},
 		}},
@@ -213,5 +216,54 @@ func testCanonicalTxLog(e *env) {
 	_, _, err = cl.TxLogCanonical(e.ctx, last.ID, 0)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		e.t.Errorf("TxLogCanonical after the latest tx: %v", err)
+	}
+}
+
+// testValues: ValueLister.Values lists the distinct strings a field holds
+// in the documents a query matches, visible at the basis (a deleted
+// document's at a basis before the delete; an evicted one's never), an
+// array's string elements each, past after, cut to limit, ascending, as
+// store.ValuesByQuery reads them from the documents; also once the field
+// holds a string longer than the index keeps whole.
+func testValues(e *env) {
+	vl := e.s.(store.ValueLister)
+	typ := e.pfx + "valued"
+	p := func(s string) string { return e.pfx + s }
+	e.submit(store.Put(e.doc("c1", "type", typ, "session", p("a"))), store.Put(e.doc("c2", "type", typ, "session", p("a"))),
+		store.Put(e.doc("c3", "type", typ, "session", p("b"))),
+		store.Put(e.doc("c4", "type", typ, "session", []any{p("c"), p("d"), json.Number("7")})),
+		store.Put(e.doc("c5", "type", e.pfx+"other", "session", p("e"))), store.Put(e.doc("c6", "type", typ, "session", json.Number("5"))),
+		store.Put(e.doc("c7", "type", typ, "session", p("f"))))
+	before := e.submit(store.Evict(e.id("c7")))
+	e.submit(store.Delete(e.id("c3")))
+	q := store.Query{Where: []store.Pred{store.Where("type", typ)}}
+	old := q
+	old.Basis = store.AtTx(before.ID, time.Time{})
+	check := func(q store.Query, after string, limit int, want []string) {
+		e.t.Helper()
+		got, err := vl.Values(e.ctx, q, "session", after, limit)
+		if err != nil {
+			e.t.Fatalf("Values(after %q, limit %d): %v", after, limit, err)
+		}
+		ref, err := store.ValuesByQuery(e.ctx, e.s, q, "session", after, limit)
+		if err != nil {
+			e.t.Fatalf("ValuesByQuery: %v", err)
+		}
+		if !slices.Equal(got, want) || !slices.Equal(ref, want) {
+			e.t.Errorf("values after %q, limit %d: got %q, ValuesByQuery %q, want %q", after, limit, got, ref, want)
+		}
+	}
+	check(q, "", 0, []string{p("a"), p("c"), p("d")})
+	check(q, p("a"), 0, []string{p("c"), p("d")})
+	check(q, "", 2, []string{p("a"), p("c")})
+	check(old, "", 0, []string{p("a"), p("b"), p("c"), p("d")})
+	check(old, p("a"), 1, []string{p("b")})
+	check(store.Query{Where: []store.Pred{store.Where("type", e.pfx+"nothing")}}, "", 0, nil)
+	long := p("g") + strings.Repeat("x", 2100)
+	e.submit(store.Put(e.doc("c8", "type", typ, "session", long)))
+	check(q, "", 0, []string{p("a"), p("c"), p("d"), long})
+	check(q, p("d"), 5, []string{long})
+	if _, err := vl.Values(e.ctx, q, "bad field", "", 0); !errors.Is(err, store.ErrInvalid) {
+		e.t.Errorf("Values of an invalid field name: %v, want ErrInvalid", err)
 	}
 }
