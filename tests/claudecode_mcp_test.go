@@ -16,7 +16,7 @@ import (
 
 // claudeCodeVersion is the Claude Code CLI the MCP test runs
 // (@anthropic-ai/claude-code from the npm registry, a native binary).
-const claudeCodeVersion = "2.1.330"
+const claudeCodeVersion = "2.1.332"
 
 // claudeCLI returns the claude executable, installed by npmTool into the
 // cache's claude-code-<version>.

@@ -53,9 +53,10 @@ func (s ccScope) scope() (hooks.Scope, string, error) {
 
 type ccInstallCmd struct {
 	ccScope
-	Service string        `name:"service" placeholder:"URL" help:"A running ctxstore serve the hook posts to first (the store is the fallback when it does not answer); also given to the MCP server for activation."`
-	NoMCP   bool          `name:"no-mcp" help:"Do not add the ctxstore MCP server."`
-	Timeout time.Duration `name:"hook-timeout" default:"5s" help:"How long one hook run may take before it gives up (it then tells the user once, and Claude Code goes on); Claude Code's own limit is set a few seconds above."`
+	Service    string        `name:"service" placeholder:"URL" help:"A running ctxstore serve the hook posts to first (the store is the fallback when it does not answer); also given to the MCP server for activation."`
+	NoMCP      bool          `name:"no-mcp" help:"Do not add the ctxstore MCP server."`
+	Timeout    time.Duration `name:"hook-timeout" default:"5s" help:"How long one hook run may take before it gives up (it then tells the user once, and Claude Code goes on); Claude Code's own limit is set a few seconds above."`
+	NoPreviews bool          `name:"no-previews" help:"Let every tool output reach the model whole (by default one past the preview size enters as a preview naming the spill file that holds it whole)."`
 }
 
 // Run implements claude-code install.
@@ -79,6 +80,11 @@ func (c *ccInstallCmd) Run(a *app) error {
 		return usagef("--service %q: want the http(s) URL of a running ctxstore serve", c.Service)
 	}
 	args := []string{"--store", storeURL, "claude-code", "hook", "--timeout", c.Timeout.String()}
+	if !c.NoPreviews {
+		// Beside the store: inside the project, so that Claude Code's Read
+		// of a spill file needs no permission (~/.ctxstore for --user).
+		args = append(args, "--spill-dir", filepath.Join(dir, ".ctxstore", "spill"))
+	}
 	if c.Service != "" {
 		args = append(args, "--service", c.Service)
 	}
@@ -260,6 +266,8 @@ type ccHookCmd struct {
 	Token    string        `env:"CTXSTORE_TOKEN" placeholder:"TOKEN" help:"The bearer token of --service, if it has tokens; prefer the environment variable."`
 	Timeout  time.Duration `name:"timeout" default:"5s" help:"Give up a checkpoint after this long (the store's lock wait included)."`
 	StateDir string        `name:"state-dir" env:"CTXSTORE_HOOK_STATE" placeholder:"DIR" help:"Where the per-session failure log and told-once marks live (default: the user cache directory's ctxstore/claude-code)."`
+	SpillDir string        `name:"spill-dir" placeholder:"DIR" help:"Replace a PostToolUse output past --preview-chars with a preview naming its spill file, DIR/<session>/<tool call id>.txt, which holds it whole (install sets it; unset: outputs pass whole)."`
+	Preview  int           `name:"preview-chars" default:"16000" help:"The size, in characters, from which an output enters as a preview (with --spill-dir)."`
 	JSONOut  bool          `name:"report" env:"CTXSTORE_HOOK_REPORT" help:"Also print what the run did as JSON on stderr (for tests and debugging; Claude Code keeps a hook's stderr in the transcript's hook attachments)."`
 }
 
@@ -278,16 +286,19 @@ func (c *ccHookCmd) Run(a *app) error {
 		chain = append(chain, serviceImporter{url: strings.TrimRight(c.Service, "/"), token: c.Token})
 	}
 	chain = append(chain, storeImporter{a: a, timeout: c.Timeout})
-	r := hooks.Runner{Importer: chain, StateDir: dir, Timeout: c.Timeout}
+	r := hooks.Runner{Importer: chain, StateDir: dir, Timeout: c.Timeout, Spill: hooks.Spill{Root: c.SpillDir, Chars: c.Preview}}
 	o := r.Run(a.ctx, a.stdin)
 	if err := o.Output.Write(a.stdout); err != nil {
 		fmt.Fprintf(a.stderr, "ctxstore: %v\n", err)
 	}
 	if c.JSONOut {
 		rep := map[string]any{"event": o.Checkpoint.Event, "session": o.Checkpoint.Session, "agent": o.Checkpoint.Agent,
-			"result": o.Result, "notified": o.Notified, "ms": time.Since(start).Milliseconds(), "at": start.UTC().Format(time.RFC3339Nano)}
+			"result": o.Result, "notified": o.Notified, "await_missed": o.AwaitMissed, "preview": o.Preview, "ms": time.Since(start).Milliseconds(), "at": start.UTC().Format(time.RFC3339Nano)}
 		if o.Err != nil {
 			rep["error"] = o.Err.Error()
+		}
+		if o.PreviewErr != nil {
+			rep["preview_error"] = o.PreviewErr.Error()
 		}
 		json.NewEncoder(a.stderr).Encode(rep)
 	}

@@ -46,6 +46,10 @@ type Input struct {
 	Trigger   string `json:"trigger"`
 	ToolName  string `json:"tool_name"`
 	ToolUseID string `json:"tool_use_id"`
+	// ToolInput and ToolResponse are PostToolUse's call arguments and the
+	// tool's output, in the tool's own shape (what a preview keeps).
+	ToolInput    json.RawMessage `json:"tool_input"`
+	ToolResponse json.RawMessage `json:"tool_response"`
 	// LastAssistantMessage is Stop's and SubagentStop's final answer.
 	LastAssistantMessage string `json:"last_assistant_message"`
 }
@@ -223,16 +227,26 @@ func needle(text string) string {
 	return string(enc[1 : len(enc)-1])
 }
 
-// Awaited waits until the file at path holds s (in its last MiB), at most
-// limit; it says whether it found it.
+// awaitWindow bounds how far back from the end of the file Awaited looks
+// for its line at first: a tool call's line is usually among the last, but
+// a session whose background agents or parallel tools write in between can
+// put it megabytes before the end (seen: 1.3 MB in a dataset session).
+const awaitWindow = 16 << 20
+
+// Awaited waits until the file at path holds s (in its last awaitWindow
+// bytes at the first look, then in what the file gained), at most limit; it
+// says whether it found it.
 func Awaited(ctx context.Context, path, s string, limit time.Duration) bool {
 	if s == "" || path == "" {
 		return true
 	}
 	deadline := time.Now().Add(limit)
+	var seen int64 = -1
 	for {
-		if tailHolds(path, s) {
+		if found, size := holdsSince(path, s, seen); found {
 			return true
+		} else if size >= 0 {
+			seen = size
 		}
 		if time.Now().After(deadline) {
 			return false
@@ -245,22 +259,32 @@ func Awaited(ctx context.Context, path, s string, limit time.Duration) bool {
 	}
 }
 
-func tailHolds(path, s string) bool {
+// holdsSince says whether the file at path holds s after offset from (the
+// last awaitWindow bytes when from is negative; a match may begin up to
+// len(s) before from), and the file's size (-1 when it cannot be read).
+func holdsSince(path, s string, from int64) (bool, int64) {
 	f, err := os.Open(path)
 	if err != nil {
-		return false
+		return false, -1
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return false
+		return false, -1
 	}
-	off := max(st.Size()-1<<20, 0)
-	b := make([]byte, st.Size()-off)
+	size := st.Size()
+	off := max(size-awaitWindow, 0)
+	if from >= 0 {
+		off = max(from-int64(len(s)), 0)
+	}
+	if off >= size {
+		return false, size
+	}
+	b := make([]byte, size-off)
 	if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
-		return false
+		return false, -1
 	}
-	return strings.Contains(string(b), s)
+	return strings.Contains(string(b), s), size
 }
 
 // SubagentDir is where Claude Code 2.1 writes the subagent transcripts of
@@ -324,14 +348,24 @@ type Runner struct {
 	// Timeout bounds one checkpoint (0: no bound of its own).
 	Timeout time.Duration
 	Now     func() time.Time
+	// Spill, when its Root is set, makes PostToolUse answer a large
+	// output's preview (preview.go).
+	Spill Spill
 }
 
 // Output is what the hook prints on stdout for Claude Code: nothing on
 // success; on the first failure of a session a systemMessage, which Claude
 // Code shows the user ("<event> says: …") and does not send the model.
 type Output struct {
-	SystemMessage  string `json:"systemMessage,omitempty"`
-	SuppressOutput bool   `json:"suppressOutput,omitempty"`
+	SystemMessage      string              `json:"systemMessage,omitempty"`
+	SuppressOutput     bool                `json:"suppressOutput,omitempty"`
+	HookSpecificOutput *HookSpecificOutput `json:"hookSpecificOutput,omitempty"`
+}
+
+// HookSpecificOutput is PostToolUse's replacement of the tool's output.
+type HookSpecificOutput struct {
+	HookEventName     string          `json:"hookEventName"`
+	UpdatedToolOutput json.RawMessage `json:"updatedToolOutput"`
 }
 
 // Outcome is one run's result: what to print, and what happened.
@@ -345,6 +379,14 @@ type Outcome struct {
 	// Notified says the user was told in this run (the session's first
 	// failure, or its first success after that).
 	Notified bool
+	// Preview is what the preview step did (PostToolUse with a Spill).
+	Preview PreviewResult
+	// PreviewErr is why no preview was made of a large output (the
+	// output passed unchanged; logged, not told).
+	PreviewErr error
+	// AwaitMissed says the line the checkpoint waited for (Checkpoint.Await)
+	// did not come within AwaitLimit: the run waited the whole limit.
+	AwaitMissed bool
 }
 
 // Run reads one hook input from stdin and checkpoints it. It never fails:
@@ -373,6 +415,17 @@ func (r Runner) Run(ctx context.Context, stdin io.Reader) (o Outcome) {
 		o.Err = err
 		return r.fail(o)
 	}
+	defer func() {
+		// The preview goes out whatever the checkpoint did: the spill
+		// file holds the output whole even when the store is unreachable.
+		if o.Preview.Updated != nil {
+			o.Output.HookSpecificOutput = &HookSpecificOutput{HookEventName: "PostToolUse", UpdatedToolOutput: o.Preview.Updated}
+		}
+	}()
+	o.Preview, o.PreviewErr = r.Spill.Preview(in)
+	if o.PreviewErr != nil {
+		r.log(c.Session, c.Event, fmt.Errorf("no preview (the output passed whole): %w", o.PreviewErr))
+	}
 	if r.Importer == nil {
 		o.Err = errors.New("no importer configured")
 		return r.fail(o)
@@ -382,7 +435,7 @@ func (r Runner) Run(ctx context.Context, stdin io.Reader) (o Outcome) {
 		ctx, cancel = context.WithTimeout(ctx, r.Timeout)
 		defer cancel()
 	}
-	Awaited(ctx, c.AwaitIn, c.Await, AwaitLimit)
+	o.AwaitMissed = !Awaited(ctx, c.AwaitIn, c.Await, AwaitLimit)
 	o.Result, o.Err = r.checkpoint(ctx, c)
 	if o.Err != nil {
 		return r.fail(o)
@@ -496,9 +549,24 @@ func orUnknown(s string) string {
 	return s
 }
 
+// log appends err to session's log under StateDir, if any.
+func (r Runner) log(session, event string, err error) {
+	if r.StateDir == "" || !isID(session) || os.MkdirAll(r.StateDir, 0o700) != nil {
+		return
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	if f, ferr := os.OpenFile(filepath.Join(r.StateDir, session+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); ferr == nil {
+		fmt.Fprintf(f, "%s %s: %v\n", now().UTC().Format(time.RFC3339Nano), orUnknown(event), err)
+		f.Close()
+	}
+}
+
 // Write prints o for Claude Code: nothing, or one JSON object.
 func (o Output) Write(w io.Writer) error {
-	if o.SystemMessage == "" {
+	if o.SystemMessage == "" && o.HookSpecificOutput == nil {
 		return nil
 	}
 	b, err := json.Marshal(o)

@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -245,6 +246,28 @@ func TestAwaited(t *testing.T) {
 	start = time.Now()
 	if Awaited(context.Background(), p, "never", 100*time.Millisecond) || time.Since(start) < 100*time.Millisecond {
 		t.Error("a missing line was found, or the wait was cut short")
+	}
+
+	// A tool call's line 2 MiB before the end (background agents wrote
+	// after it) is found at once, not after the whole limit.
+	far := filepath.Join(t.TempDir(), "far.jsonl")
+	os.WriteFile(far, append([]byte(`{"id":"toolu_far"}`+"\n"), bytes.Repeat([]byte(`{"x":"`+strings.Repeat("y", 1000)+`"}`+"\n"), 2100)...), 0o644)
+	start = time.Now()
+	if !Awaited(context.Background(), far, `"id":"toolu_far"`, time.Second) || time.Since(start) > 300*time.Millisecond {
+		t.Errorf("a line 2 MiB before the end was not found at once (%v)", time.Since(start))
+	}
+	// A line written in two pieces, the second after the first look:
+	// found across the boundary of what was already read.
+	split := filepath.Join(t.TempDir(), "split.jsonl")
+	os.WriteFile(split, []byte(`{"id":"toolu_sp`), 0o644)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		f, _ := os.OpenFile(split, os.O_APPEND|os.O_WRONLY, 0)
+		f.WriteString(`lit"}` + "\n")
+		f.Close()
+	}()
+	if !Awaited(context.Background(), split, `"id":"toolu_split"`, time.Second) {
+		t.Error("a line completed after the first look was not found")
 	}
 }
 

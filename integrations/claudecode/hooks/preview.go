@@ -1,0 +1,342 @@
+package hooks
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ctxstore/ctxstore/context/tools"
+)
+
+// Previews: a PostToolUse hook may answer
+// hookSpecificOutput.updatedToolOutput, which replaces the tool's output
+// before Claude Code's model sees it (and in the transcript). The value must
+// have the tool's own output shape (the tool_response the hook was given):
+// anything else Claude Code drops silently (a plain string for Bash, seen
+// under --debug as schema_invalid). So a large output is replaced by the same
+// shape with its text cut to a preview that names the spill file holding it
+// whole, and every tool whose shape is not known here passes unchanged.
+
+// DefaultPreviewChars is the size (in characters of the output's text) from
+// which an output enters as a preview: the Pi extension's 4,000 tokens
+// (assemble.Policy.PreviewTokens) at four characters a token.
+const DefaultPreviewChars = 16000
+
+// maxSpill bounds what one spill file holds: an output past it passes
+// through unchanged (Claude Code cuts its own large outputs before then).
+const maxSpill = 64 << 20
+
+// Preview sizes: the start and the end of a large output shown, as the Pi
+// extension shows them.
+const (
+	previewHead = 2400
+	previewTail = 1200
+)
+
+// Spill says where a session's outputs are whole: Root holds one directory
+// per session, named by its id, and each output is
+// Root/<session>/tools.SpillName(<tool_use_id>) (the text the model reads)
+// with the tool's original response beside it (the same name with .json
+// for .txt), for an import to restore the output exactly.
+type Spill struct {
+	Root string
+	// Chars is the preview size (0: DefaultPreviewChars).
+	Chars int
+}
+
+// Dir is session's spill directory.
+func (s Spill) Dir(session string) string { return filepath.Join(s.Root, session) }
+
+// PreviewResult is what the preview step did for one PostToolUse.
+type PreviewResult struct {
+	// Updated is the replacement output (nil: the output passes unchanged).
+	Updated json.RawMessage `json:"-"`
+	// File is the spill file the preview names.
+	File string `json:"file,omitempty"`
+	// Whole and Shown are the output's size and the preview's, in chars.
+	Whole int `json:"whole,omitempty"`
+	Shown int `json:"shown,omitempty"`
+	// Activated is set when the tool was the model's Read of one of the
+	// session's spill files: the call id whose output it read back.
+	Activated string `json:"activated,omitempty"`
+	// Refused names another session's spill file the model tried to read.
+	Refused string `json:"refused,omitempty"`
+}
+
+// Preview decides the PostToolUse answer for in: a preview of a large
+// output (its spill files written first), a refusal of another session's
+// spill file, or nothing.
+func (s Spill) Preview(in Input) (PreviewResult, error) {
+	if s.Root == "" || in.Event != "PostToolUse" || !isID(in.SessionID) || len(in.ToolResponse) == 0 {
+		return PreviewResult{}, nil
+	}
+	root, err := filepath.Abs(s.Root)
+	if err != nil {
+		return PreviewResult{}, err
+	}
+	dir := filepath.Join(root, in.SessionID)
+	if in.ToolName == "Read" {
+		var args struct {
+			Path string `json:"file_path"`
+		}
+		json.Unmarshal(in.ToolInput, &args)
+		if args.Path != "" {
+			p := filepath.Clean(args.Path)
+			if rel, err := filepath.Rel(root, p); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+				if filepath.Dir(p) == dir {
+					id, _ := tools.SpillCallID(filepath.Base(p))
+					return PreviewResult{Activated: id}, nil // read back whole: never cut again
+				}
+				up, err := refusal(in.ToolResponse)
+				if err != nil {
+					return PreviewResult{}, nil
+				}
+				return PreviewResult{Updated: up, Refused: p}, nil
+			}
+		}
+	}
+	if !isToolUseID(in.ToolUseID) {
+		return PreviewResult{}, nil
+	}
+	limit := s.Chars
+	if limit <= 0 {
+		limit = DefaultPreviewChars
+	}
+	file := filepath.Join(dir, tools.SpillName(in.ToolUseID))
+	load := "Read " + file + " for the output whole"
+	up, whole, shown, ok := cut(in.ToolName, in.ToolResponse, limit, load)
+	if !ok {
+		return PreviewResult{}, nil
+	}
+	if len(whole) > maxSpill {
+		return PreviewResult{}, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return PreviewResult{}, err
+	}
+	if err := writeFile(strings.TrimSuffix(file, ".txt")+".json", in.ToolResponse); err != nil {
+		return PreviewResult{}, err
+	}
+	if err := writeFile(file, []byte(whole)); err != nil {
+		return PreviewResult{}, err
+	}
+	return PreviewResult{Updated: up, File: file, Whole: utf8.RuneCountInString(whole), Shown: shown}, nil
+}
+
+// writeFile writes b to path through a temporary file and a rename, so a
+// reader never sees half of it.
+func writeFile(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".spill-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// refusal is a Read's response with its content replaced by a refusal:
+// another session's outputs are not this session's to read.
+func refusal(resp json.RawMessage) (json.RawMessage, error) {
+	o, err := subObject(resp, "Read response")
+	if err != nil {
+		return nil, err
+	}
+	if t, _ := o.get("type"); string(t) != `"text"` {
+		return nil, errors.New("not a text read")
+	}
+	fraw, ok := o.get("file")
+	if !ok {
+		return nil, errors.New("no file")
+	}
+	f, err := subObject(fraw, "Read file")
+	if err != nil {
+		return nil, err
+	}
+	f = f.set("content", encode("[ctxstore] refused: this is another session's spill file")).set("numLines", encode(1))
+	return o.set("file", f.raw()).raw(), nil
+}
+
+// cut returns resp with its text cut to a preview naming load, the whole
+// text, and the preview's size in chars; ok is false when resp passes
+// unchanged (small, or a shape not known here).
+func cut(tool string, resp json.RawMessage, limit int, load string) (up json.RawMessage, whole string, shown int, ok bool) {
+	str := func(o object, key string) (string, bool) {
+		raw, ok := o.get(key)
+		if !ok {
+			return "", false
+		}
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return "", false
+		}
+		return s, true
+	}
+	big := func(s string) bool { return len(s) > limit && utf8.RuneCountInString(s) > limit }
+	switch {
+	case tool == "Bash":
+		o, err := subObject(resp, tool)
+		if err != nil {
+			return nil, "", 0, false
+		}
+		if img, _ := o.get("isImage"); string(img) == "true" {
+			return nil, "", 0, false
+		}
+		out, ok1 := str(o, "stdout")
+		errOut, ok2 := str(o, "stderr")
+		if !ok1 || !ok2 {
+			return nil, "", 0, false
+		}
+		whole = out
+		if errOut != "" {
+			whole = strings.TrimSuffix(out, "\n") + "\n" + errOut
+			if out == "" {
+				whole = errOut
+			}
+		}
+		if !big(whole) {
+			return nil, "", 0, false
+		}
+		p := previewText(whole, load)
+		return o.set("stdout", encode(p)).set("stderr", encode("")).raw(), whole, utf8.RuneCountInString(p), true
+	case tool == "Read":
+		o, err := subObject(resp, tool)
+		if err != nil {
+			return nil, "", 0, false
+		}
+		if t, _ := o.get("type"); string(t) != `"text"` {
+			return nil, "", 0, false
+		}
+		fraw, _ := o.get("file")
+		f, err := subObject(fraw, "Read file")
+		if err != nil {
+			return nil, "", 0, false
+		}
+		content, ok := str(f, "content")
+		if !ok || !big(content) {
+			return nil, "", 0, false
+		}
+		// Claude Code numbers a Read's lines from startLine: the preview
+		// keeps only the start, so that every number shown stays true.
+		p := headText(content, load)
+		f = f.set("content", encode(p)).set("numLines", encode(strings.Count(p, "\n")+1))
+		return o.set("file", f.raw()).raw(), content, utf8.RuneCountInString(p), true
+	case tool == "Grep" || tool == "Glob":
+		o, err := subObject(resp, tool)
+		if err != nil {
+			return nil, "", 0, false
+		}
+		if content, ok := str(o, "content"); ok && big(content) {
+			p := previewText(content, load)
+			return o.set("content", encode(p)).raw(), content, utf8.RuneCountInString(p), true
+		}
+		raw, ok := o.get("filenames")
+		var names []string
+		if !ok || json.Unmarshal(raw, &names) != nil {
+			return nil, "", 0, false
+		}
+		whole = strings.Join(names, "\n")
+		if !big(whole) {
+			return nil, "", 0, false
+		}
+		head := strings.Split(strings.TrimSuffix(headText(whole, load), "\n"), "\n")
+		return o.set("filenames", encode(head)).raw(), whole, utf8.RuneCountInString(strings.Join(head, "\n")), true
+	case tool == "WebFetch":
+		o, err := subObject(resp, tool)
+		if err != nil {
+			return nil, "", 0, false
+		}
+		result, ok := str(o, "result")
+		if !ok || !big(result) {
+			return nil, "", 0, false
+		}
+		p := previewText(result, load)
+		return o.set("result", encode(p)).raw(), result, utf8.RuneCountInString(p), true
+	case strings.HasPrefix(tool, "mcp__"):
+		// An MCP tool's result: its content blocks. Only all-text results
+		// are cut (an image or a resource passes whole).
+		var blocks []struct {
+			Type string  `json:"type"`
+			Text *string `json:"text"`
+		}
+		if json.Unmarshal(resp, &blocks) != nil || len(blocks) == 0 {
+			return nil, "", 0, false
+		}
+		var b strings.Builder
+		for i, bl := range blocks {
+			if bl.Type != "text" || bl.Text == nil {
+				return nil, "", 0, false
+			}
+			if i > 0 {
+				b.WriteString("\n")
+			}
+			b.WriteString(*bl.Text)
+		}
+		whole = b.String()
+		if !big(whole) {
+			return nil, "", 0, false
+		}
+		p := previewText(whole, load)
+		return encode([]map[string]string{{"type": "text", "text": p}}), whole, utf8.RuneCountInString(p), true
+	}
+	return nil, "", 0, false
+}
+
+// headText is the start of s (previewHead+previewTail chars, cut at a line
+// end) and a line saying what was left out and how to see it whole.
+func headText(s, load string) string {
+	h := min(len(s), previewHead+previewTail)
+	for h > 0 && h < len(s) && !utf8.RuneStart(s[h]) {
+		h--
+	}
+	head := s[:h]
+	if i := strings.LastIndexByte(head, '\n'); i > 0 {
+		head = head[:i+1]
+	}
+	if !strings.HasSuffix(head, "\n") {
+		head += "\n"
+	}
+	omitted := s[min(len(head), len(s)):]
+	return fmt.Sprintf("%s[ctxstore] %d of %d chars (%d lines) left out here; %s",
+		head, utf8.RuneCountInString(omitted), utf8.RuneCountInString(s), strings.Count(omitted, "\n"), load)
+}
+
+// previewText is a large output as it enters: its first and last lines, cut
+// at line ends, and a line between them saying what was left out and how to
+// see it whole (load), as the Pi extension's previews read.
+func previewText(s, load string) string {
+	h := min(len(s), previewHead)
+	for h < len(s) && h > 0 && !utf8.RuneStart(s[h]) {
+		h--
+	}
+	head := s[:h]
+	if i := strings.LastIndexByte(head, '\n'); i > 0 {
+		head = head[:i+1]
+	}
+	t := max(len(head), len(s)-previewTail)
+	for t < len(s) && !utf8.RuneStart(s[t]) {
+		t++
+	}
+	tail := s[t:]
+	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)-1 {
+		tail = tail[i+1:]
+	}
+	omitted := s[len(head) : len(s)-len(tail)]
+	if !strings.HasSuffix(head, "\n") {
+		head += "\n"
+	}
+	return fmt.Sprintf("%s[ctxstore] %d of %d chars (%d lines) left out here; %s\n%s",
+		head, utf8.RuneCountInString(omitted), utf8.RuneCountInString(s), strings.Count(omitted, "\n"), load, tail)
+}
