@@ -104,6 +104,9 @@ func report(w io.Writer, p *ccproxy.Proxy) {
 	st := p.Stats()
 	fmt.Fprintf(w, "ctxstore claude-code proxy: stopped after %d agent requests of Claude Code sessions (%d with the head cached for the hour), %d warm requests answered, %d failed\n",
 		st.Requests, st.LongHeads, st.Warms, st.WarmsFailed)
+	if st.Threads > 0 {
+		fmt.Fprintf(w, "ctxstore claude-code proxy: %d requests in message-thread form passed on untouched (never warmed, the head not cached for the hour)\n", st.Threads)
+	}
 }
 
 // ccProxyCmd is `ctxstore claude-code proxy`.

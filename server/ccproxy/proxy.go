@@ -95,6 +95,7 @@ type Stats struct {
 	LongHeads   int `json:"long_heads"`   // of them, sent with the system prompt cached for the hour
 	Warms       int `json:"warms"`        // warm requests answered
 	WarmsFailed int `json:"warms_failed"` // warm requests refused or lost (the pause stops warming)
+	Threads     int `json:"threads"`      // thread-form requests, passed on untouched
 }
 
 // Proxy is the Claude Code proxy; it is an http.Handler.
@@ -107,6 +108,10 @@ type Proxy struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	// threaded holds the sessions that sent a thread-form request: the
+	// proxy leaves every request of theirs alone from then on.
+	threaded map[string]bool
+	saidOdd  bool // a request not understood was said in the log
 	pruned   time.Time
 	stats    Stats
 	wg       sync.WaitGroup
@@ -166,7 +171,7 @@ func New(c Config) (*Proxy, error) {
 	if c.Log == nil {
 		c.Log = func(string, ...any) {}
 	}
-	p := &Proxy{c: c, sessions: map[string]*session{}, limit: cachewarm.Limit}
+	p := &Proxy{c: c, sessions: map[string]*session{}, threaded: map[string]bool{}, limit: cachewarm.Limit}
 	p.ctx, p.stop = context.WithCancel(context.Background())
 	up := c.Upstream
 	p.rp = &httputil.ReverseProxy{
@@ -259,9 +264,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		sid = sessionOf(r.Header, req)
 	}
-	if sid == "" || !req.agent() {
+	if err == nil && req.threaded() {
+		p.thread(sid)
+		p.forward(w, r, body, nil, nil)
+		return
+	}
+	if sid == "" || !req.agent() || p.isThreaded(sid) {
 		// Not a session's agent request (or not JSON: the API answers
-		// that): passed on as it came.
+		// that), or a session in thread form: passed on as it came.
 		p.forward(w, r, body, nil, nil)
 		return
 	}
@@ -274,8 +284,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if long {
 		nb, changed, err := longHead(body, req)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "ctxstore claude-code proxy: "+err.Error())
-			return
+			// Not understood: the request goes on as Claude Code wrote it
+			// (the API judges it), and the log says why, once.
+			p.mu.Lock()
+			say := !p.saidOdd
+			p.saidOdd = true
+			p.mu.Unlock()
+			if say {
+				p.c.Log("session %s: a system prompt the proxy does not understand (%v): passed on unchanged; said once", s.name(), err)
+			}
+			changed = false
 		}
 		if changed {
 			body = nb
@@ -297,6 +315,52 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.forward(w, r, body, func() { p.touched(s, sent) }, func(o outcome) {
 		p.answered(s, gen, sent, ttl, o, body, path, header, replayable)
 	})
+}
+
+// maxThreaded bounds the sessions remembered as threaded (a long-running
+// proxy forgets them all past it, and the next thread request of each is
+// noted again).
+const maxThreaded = 10000
+
+// thread notes a thread-form request of session sid (any session when sid
+// is ""): its messages are not the conversation, so nothing the proxy does
+// for whole requests applies. The session's warming stops at once (a warm
+// would send the thread's last new messages again, and its previous whole
+// request's warms would run on past the turn), and every later request of
+// the session passes untouched: never warmed, the head never asked for
+// the hour. Said in the log the first time only.
+func (p *Proxy) thread(sid string) {
+	p.mu.Lock()
+	p.stats.Threads++
+	first := p.stats.Threads == 1
+	if sid != "" {
+		if len(p.threaded) >= maxThreaded {
+			clear(p.threaded)
+		}
+		p.threaded[sid] = true
+	}
+	for k, s := range p.sessions {
+		if sid == "" || s.id == sid {
+			if s.timer != nil {
+				s.timer.Stop()
+				s.timer = nil
+			}
+			s.gen++
+			s.body, s.header = nil, nil
+			delete(p.sessions, k)
+		}
+	}
+	p.mu.Unlock()
+	if first {
+		p.c.Log("a request in message-thread form (a thread field): passed on untouched, never warmed; the sessions that send them are left alone (Claude Code sends them to Anthropic's own address only, or with CLAUDE_CODE_TETHER_LIVE=1)")
+	}
+}
+
+// isThreaded tells whether session sid has sent a thread-form request.
+func (p *Proxy) isThreaded(sid string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.threaded[sid]
 }
 
 // forward passes the request on with body; read, when set, is told that

@@ -867,3 +867,106 @@ func TestRequestTTL(t *testing.T) {
 		}
 	}
 }
+
+// A request in message-thread form (only the new messages and a thread
+// field) passes byte for byte and is never warmed; it stops its session's
+// warming at once, and the session's later requests pass untouched too.
+// Another session's warming goes on. The log says so once.
+func TestThreads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for warm requests (seconds)")
+	}
+	up := newUpstream(t)
+	up.answer = func(map[string]any) (usage, string) { return usage{Input: 1000}, "end_turn" }
+	var logged []string
+	var mu sync.Mutex
+	px := newProxy(t, up, Config{CacheTTL: 12 * time.Second, Warm: "idle", Log: func(f string, a ...any) {
+		mu.Lock()
+		logged = append(logged, fmt.Sprintf(f, a...))
+		mu.Unlock()
+	}})
+	post(t, px.URL, "/v1/messages", agentBody("t", true, ""), nil)
+	post(t, px.URL, "/v1/messages", agentBody("other", true, ""), nil)
+	thread := agentBody("t", true, `,"thread":{"id":"thr_1"}`)
+	post(t, px.URL, "/v1/messages", thread, nil)
+	post(t, px.URL, "/v1/messages", thread, nil)
+	time.Sleep(2500 * time.Millisecond)
+	got := up.received()
+	var tWarms, otherWarms int
+	for _, r := range got {
+		if !bytes.Contains(r.body, []byte(`"max_tokens":1,`)) && !bytes.HasSuffix(r.body, []byte(`"max_tokens":1}`)) {
+			continue
+		}
+		if bytes.Contains(r.body, []byte(`session_id\":\"t\"`)) {
+			tWarms++
+		} else {
+			otherWarms++
+		}
+	}
+	if tWarms != 0 || otherWarms != 1 {
+		t.Errorf("warm requests: %d of the threaded session (want 0), %d of the other (want 1)", tWarms, otherWarms)
+	}
+	if len(got) < 4 || string(got[2].body) != thread || string(got[3].body) != thread {
+		t.Errorf("the thread requests did not pass byte for byte")
+	}
+	// The session's next whole request, after a pause past the cache:
+	// untouched (no hour), not warmed.
+	n := len(up.received())
+	post(t, px.URL, "/v1/messages", agentBody("t", true, ""), nil)
+	time.Sleep(2500 * time.Millisecond)
+	after := up.received()[n:]
+	for _, r := range after {
+		if bytes.Contains(r.body, []byte(`session_id\":\"t\"`)) && (string(r.body) != agentBody("t", true, "")) {
+			t.Errorf("a request of the threaded session was changed or warmed: %.200s", r.body)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	said := 0
+	for _, l := range logged {
+		if strings.Contains(l, "message-thread form") {
+			said++
+		}
+	}
+	if said != 1 {
+		t.Errorf("the log said %d times that thread requests pass untouched, want once: %q", said, logged)
+	}
+}
+
+// A request the proxy does not understand where it would change it (a
+// system breakpoint that is not an object, once the session has paused)
+// goes on unchanged; the log says so once.
+func TestNotUnderstoodPassesOn(t *testing.T) {
+	up := newUpstream(t)
+	up.answer = func(map[string]any) (usage, string) { return usage{Input: 10}, "end_turn" }
+	var logged []string
+	var mu sync.Mutex
+	px := newProxy(t, up, Config{CacheTTL: 300 * time.Millisecond, Warm: "off", Log: func(f string, a ...any) {
+		mu.Lock()
+		logged = append(logged, fmt.Sprintf(f, a...))
+		mu.Unlock()
+	}})
+	odd := strings.Replace(agentBody("odd", false, ""), `"cache_control":{"type":"ephemeral"}}],"tools"`, `"cache_control":"ephemeral"}],"tools"`, 1)
+	for i := 0; i < 3; i++ {
+		if code, body, _ := post(t, px.URL, "/v1/messages", odd, nil); code != http.StatusOK {
+			t.Fatalf("request %d: %d %s", i, code, body)
+		}
+		time.Sleep(400 * time.Millisecond) // past the cache: the next one would ask for the hour
+	}
+	for i, r := range up.received() {
+		if string(r.body) != odd {
+			t.Errorf("request %d was changed: %.300s", i, r.body)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	n := 0
+	for _, l := range logged {
+		if strings.Contains(l, "does not understand") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("said %d times, want once: %q", n, logged)
+	}
+}

@@ -34,6 +34,16 @@ type request struct {
 	Metadata *struct {
 		UserID string `json:"user_id"`
 	} `json:"metadata"`
+	// Thread is set on a message-thread request: only the new messages,
+	// the rest of the conversation held by the API under the thread.
+	Thread json.RawMessage `json:"thread"`
+}
+
+// threaded tells whether the request is in thread form (a thread field
+// that is not null): its messages are not the whole conversation.
+func (r *request) threaded() bool {
+	t := bytes.TrimSpace(r.Thread)
+	return len(t) > 0 && !bytes.Equal(t, []byte("null"))
 }
 
 // parseRequest reads a Messages request body.
