@@ -18,12 +18,12 @@ func (a *sqlArgs) add(v any) string {
 	return fmt.Sprintf("$%d", len(*a))
 }
 
-// Query implements store.Store as one SQL statement on the jsonb copies of
+// query is Query, one attempt: one SQL statement on the jsonb copies of
 // the documents: each document is kept only if it is its entity's visible
 // version at the basis, and is filtered and ordered in SQL (equality
 // through the GIN index on docs.doc); results are cut to the limit in SQL
 // and projected from the canonical text.
-func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
+func (s *Store) query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
 	}

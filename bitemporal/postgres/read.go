@@ -61,9 +61,8 @@ func (s *Store) resolve(ctx context.Context, op string, b store.Basis) (vt, tx i
 	return vt, unboundedTx, nil
 }
 
-// AwaitTx implements store.Store: transactions are indexed when they
-// commit, so it only checks that txID was submitted.
-func (s *Store) AwaitTx(ctx context.Context, txID int64, timeout time.Duration) (store.Tx, error) {
+// awaitTx is AwaitTx, one attempt.
+func (s *Store) awaitTx(ctx context.Context, txID int64, timeout time.Duration) (store.Tx, error) {
 	if err := s.check("await"); err != nil {
 		return store.Tx{}, err
 	}
@@ -77,8 +76,8 @@ func (s *Store) AwaitTx(ctx context.Context, txID int64, timeout time.Duration) 
 	return *last, nil
 }
 
-// TxCommitted implements store.Store.
-func (s *Store) TxCommitted(ctx context.Context, txID int64) (bool, error) {
+// txCommitted is TxCommitted, one attempt.
+func (s *Store) txCommitted(ctx context.Context, txID int64) (bool, error) {
 	if err := s.check("tx-committed"); err != nil {
 		return false, err
 	}
@@ -93,8 +92,8 @@ func (s *Store) TxCommitted(ctx context.Context, txID int64) (bool, error) {
 const entitySQL = `SELECT d.body FROM points p LEFT JOIN docs d ON d.id = p.doc
 	WHERE p.ent = $1 AND p.vt <= $2 AND p.tx_id <= $3 ORDER BY p.vt DESC, p.tx_id DESC LIMIT 1`
 
-// Entity implements store.Store.
-func (s *Store) Entity(ctx context.Context, id string, b store.Basis) (store.Doc, error) {
+// entity is Entity, one attempt.
+func (s *Store) entity(ctx context.Context, id string, b store.Basis) (store.Doc, error) {
 	if err := store.CheckReadID("entity", id); err != nil {
 		return nil, err
 	}
@@ -121,8 +120,8 @@ func decodeStored(raw, id string) (store.Doc, error) {
 	return doc, nil
 }
 
-// EntityTx implements store.Store.
-func (s *Store) EntityTx(ctx context.Context, id string, b store.Basis) (store.EntityTx, error) {
+// entityTx is EntityTx, one attempt.
+func (s *Store) entityTx(ctx context.Context, id string, b store.Basis) (store.EntityTx, error) {
 	if err := store.CheckReadID("entity-tx", id); err != nil {
 		return store.EntityTx{}, err
 	}
@@ -140,8 +139,8 @@ func (s *Store) EntityTx(ctx context.Context, id string, b store.Basis) (store.E
 	return store.EntityTx{ID: id, ValidTime: fromMS(p.VT), TxID: p.TxID, TxTime: fromMS(p.TT), ContentHash: str(p.Hash), Deleted: p.Hash == nil}, nil
 }
 
-// History implements store.Store with XTDB's bounds (see store.Store).
-func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) ([]store.HistoryEntry, error) {
+// history is History, one attempt, with XTDB's bounds (see store.Store).
+func (s *Store) history(ctx context.Context, id string, o store.HistoryOptions) ([]store.HistoryEntry, error) {
 	if err := store.CheckReadID("history", id); err != nil {
 		return nil, err
 	}
@@ -257,9 +256,9 @@ type docRef struct {
 	hash   string
 }
 
-// txLog reads a page of the log and its documents in one REPEATABLE READ
-// transaction, so an evict committed in between cannot split the page.
-func (s *Store) txLog(ctx context.Context, after int64, limit int) ([]store.LoggedTx, [][]json.RawMessage, error) {
+// txLogOnce reads a page of the log and its documents in one REPEATABLE
+// READ transaction, so an evict committed in between cannot split the page.
+func (s *Store) txLogOnce(ctx context.Context, after int64, limit int) ([]store.LoggedTx, [][]json.RawMessage, error) {
 	if err := s.check("tx-log"); err != nil {
 		return nil, nil, err
 	}

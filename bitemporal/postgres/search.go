@@ -202,11 +202,11 @@ func tsQuery(terms []store.SearchTerm) string {
 	return strings.Join(parts, " & ")
 }
 
-// Search implements store.Searcher. Hits are ranked by ts_rank, a title
+// search is Search, one attempt. Hits are ranked by ts_rank, a title
 // match worth twice a body match; among the units of the versions visible
 // at the basis (for a chat turn: the chat's visible version is the turn's
 // or a later one).
-func (s *Store) Search(ctx context.Context, q store.SearchQuery) ([]store.SearchHit, error) {
+func (s *Store) search(ctx context.Context, q store.SearchQuery) ([]store.SearchHit, error) {
 	q, err := q.Normalize()
 	if err != nil {
 		return nil, err

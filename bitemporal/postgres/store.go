@@ -207,8 +207,8 @@ func (s *Store) check(op string) error {
 	return nil
 }
 
-// Status implements store.Store.
-func (s *Store) Status(ctx context.Context) (store.Status, error) {
+// status is Status, one attempt.
+func (s *Store) status(ctx context.Context) (store.Status, error) {
 	if err := s.check("status"); err != nil {
 		return store.Status{}, err
 	}

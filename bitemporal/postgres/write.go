@@ -120,9 +120,36 @@ func (s *Store) submit(ctx context.Context, ops []store.Op, at *time.Time) (stor
 	if err != nil {
 		return store.Tx{}, err
 	}
+	for i := 1; ; i++ {
+		receipt, sent, err := s.submitOnce(ctx, prep, logged, at)
+		if err == nil {
+			return receipt, nil
+		}
+		if !retryable(ctx, err) {
+			return store.Tx{}, err
+		}
+		if sent { // the COMMIT went out and its answer was lost
+			ok, cerr := s.committedAs(ctx, receipt, logged)
+			if cerr == nil && ok {
+				return receipt, nil
+			}
+			if cerr != nil {
+				return store.Tx{}, err
+			}
+		}
+		if i == attempts || !pause(ctx, i) {
+			return store.Tx{}, err
+		}
+	}
+}
+
+// submitOnce applies prep in one SQL transaction and logs it as logged.
+// sent reports that the COMMIT was sent: an error then leaves the outcome
+// unknown.
+func (s *Store) submitOnce(ctx context.Context, prep []prepared, logged []byte, at *time.Time) (receipt store.Tx, sent bool, err error) {
 	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
-		return store.Tx{}, dbErr("submit", "", err)
+		return store.Tx{}, false, dbErr("submit", "", err)
 	}
 	defer tx.Rollback()
 	// The clock row first: every writer waits here for the one before it
@@ -132,15 +159,15 @@ func (s *Store) submit(ctx context.Context, ops []store.Op, at *time.Time) (stor
 		Time int64 `db:"tx_time"`
 	}
 	if err := tx.GetContext(ctx, &clock, "SELECT tx_id, tx_time FROM tx_clock FOR UPDATE"); err != nil {
-		return store.Tx{}, dbErr("submit", "", err)
+		return store.Tx{}, false, dbErr("submit", "", err)
 	}
-	receipt := store.Tx{ID: clock.ID + 1, Time: store.MS(s.now())}
+	receipt = store.Tx{ID: clock.ID + 1, Time: store.MS(s.now())}
 	if at != nil {
 		receipt.Time = *at
 	}
 	if clock.ID >= 0 && ms(receipt.Time) < clock.Time {
 		if at != nil {
-			return store.Tx{}, store.Errorf("submit", store.ErrInvalid, "", fmt.Sprintf("tx time %s is before the latest transaction's (%s)", store.FormatTime(*at), store.FormatTime(fromMS(clock.Time))))
+			return store.Tx{}, false, store.Errorf("submit", store.ErrInvalid, "", fmt.Sprintf("tx time %s is before the latest transaction's (%s)", store.FormatTime(*at), store.FormatTime(fromMS(clock.Time))))
 		}
 		receipt.Time = fromMS(clock.Time)
 	}
@@ -156,7 +183,7 @@ func (s *Store) submit(ctx context.Context, ops []store.Op, at *time.Time) (stor
 	}
 	if needSavepoint {
 		if _, err := tx.ExecContext(ctx, "SAVEPOINT ops"); err != nil {
-			return store.Tx{}, dbErr("submit", "", err)
+			return store.Tx{}, false, dbErr("submit", "", err)
 		}
 	}
 	a := applier{ctx: ctx, tx: tx, txID: receipt.ID, tt: ms(receipt.Time)}
@@ -164,7 +191,7 @@ func (s *Store) submit(ctx context.Context, ops []store.Op, at *time.Time) (stor
 	for i, p := range prep {
 		ok, err := a.apply(p)
 		if err != nil {
-			return store.Tx{}, dbErr("submit", p.op.ID, fmt.Errorf("op %d (%s): %w", i+1, p.op.Kind, err))
+			return store.Tx{}, false, dbErr("submit", p.op.ID, fmt.Errorf("op %d (%s): %w", i+1, p.op.Kind, err))
 		}
 		if !ok {
 			committed = false
@@ -177,20 +204,20 @@ func (s *Store) submit(ctx context.Context, ops []store.Op, at *time.Time) (stor
 			q = "ROLLBACK TO SAVEPOINT ops"
 		}
 		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return store.Tx{}, dbErr("submit", "", err)
+			return store.Tx{}, false, dbErr("submit", "", err)
 		}
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO txs (tx_id, tx_time, committed, ops) VALUES ($1, $2, $3, $4)",
 		receipt.ID, ms(receipt.Time), committed, string(logged)); err != nil {
-		return store.Tx{}, dbErr("submit", "", err)
+		return store.Tx{}, false, dbErr("submit", "", err)
 	}
 	if _, err := tx.ExecContext(ctx, "UPDATE tx_clock SET tx_id = $1, tx_time = $2", receipt.ID, ms(receipt.Time)); err != nil {
-		return store.Tx{}, dbErr("submit", "", err)
+		return store.Tx{}, false, dbErr("submit", "", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return store.Tx{}, dbErr("submit", "", err)
+		return receipt, true, dbErr("submit", "", err)
 	}
-	return receipt, nil
+	return receipt, true, nil
 }
 
 // applier applies the ops of one transaction inside its SQL transaction.
