@@ -12,7 +12,7 @@ import (
 
 // A session imported from its transcript (commits only, never served) is
 // listed by `sessions` as recorded, in text and --json, and `session show`
-// and `calls` describe it instead of failing.
+// and `calls` describe it (its calls the requests its harness recorded).
 func TestCLIRecordedSessions(t *testing.T) {
 	c := newCLI(t)
 	db := c.path("s.db")
@@ -40,7 +40,10 @@ func TestCLIRecordedSessions(t *testing.T) {
 			t.Fatalf("session show lacks %q:\n%s", want, out)
 		}
 	}
-	if out := c.ok("", "--store", db, "--json", "calls", s.ID); strings.TrimSpace(out) != "[]" {
+	var calls []struct {
+		Recorded bool `json:"recorded"`
+	}
+	if out := c.ok("", "--store", db, "--json", "calls", s.ID); json.Unmarshal([]byte(out), &calls) != nil || len(calls) != s.Calls || !calls[0].Recorded {
 		t.Fatalf("calls of a recorded session: %q", out)
 	}
 	if r := c.run("", "--store", db, "session", "show", "no-such-session"); r.code == 0 || !strings.Contains(r.stderr, "no-such-session") {

@@ -151,7 +151,7 @@ func (c *sessionShowCmd) Run(a *app) error {
 		fmt.Fprintf(w, "model     %s\n", orDash(d.Model))
 		fmt.Fprintf(w, "source    %s\n", orDash(d.Source))
 		fmt.Fprintf(w, "commits   %d context commits, %d branching\n", d.Commits, d.Branches)
-		return nil
+		return printLost(w, d.Lost)
 	}
 	if d.LastCall != nil {
 		fmt.Fprintf(w, "last call %s\n", d.LastCall.Local().Format(time.RFC3339))
@@ -162,15 +162,20 @@ func (c *sessionShowCmd) Run(a *app) error {
 	fmt.Fprintf(w, "cost      %s (%.0f base input tokens)\n", usd(d.CostUSD), d.Cost)
 	fmt.Fprintf(w, "commits   %d context commits, %d branching\n", d.Commits, d.Branches)
 	fmt.Fprintf(w, "paging    %s\n", pagingLine(d.Paging))
-	if len(d.Lost) > 0 {
-		fmt.Fprintln(w, "cache breaks by cause:")
-		t := newTable(w, "  CAUSE", "CALLS", "REWRITTEN TOKENS", "LOST")
-		for _, l := range d.Lost {
-			t.row("  "+l.Cause, strconv.Itoa(l.Calls), strconv.Itoa(l.RewrittenTokens), usd(l.LostUSD))
-		}
-		return t.flush()
+	return printLost(w, d.Lost)
+}
+
+// printLost prints what cache breaks cost a session, by cause.
+func printLost(w io.Writer, lost []inspect.CauseTotal) error {
+	if len(lost) == 0 {
+		return nil
 	}
-	return nil
+	fmt.Fprintln(w, "cache breaks by cause:")
+	t := newTable(w, "  CAUSE", "CALLS", "REWRITTEN TOKENS", "LOST")
+	for _, l := range lost {
+		t.row("  "+l.Cause, strconv.Itoa(l.Calls), strconv.Itoa(l.RewrittenTokens), usd(l.LostUSD))
+	}
+	return t.flush()
 }
 
 type callsCmd struct {
@@ -200,6 +205,9 @@ func (c *callsCmd) Run(a *app) error {
 		}
 		return a.printJSON(cs)
 	}
+	if len(cs) > 0 && cs[0].Recorded {
+		return recordedCalls(a, cs)
+	}
 	t := newTable(a.stdout, "CALL", "TIME", "TOKENS", "CACHED", "COST", "BREAK", "REWRITTEN", "LOST", "REBASE", "COLLAPSED")
 	for _, x := range cs {
 		rebase := "-"
@@ -208,6 +216,28 @@ func (c *callsCmd) Run(a *app) error {
 		}
 		t.row(strconv.Itoa(x.N), x.Time.Local().Format("15:04:05"), strconv.Itoa(x.Tokens), pct(x.CachedShare), usd(x.CostUSD),
 			x.Break.CauseKey(), strconv.Itoa(x.Break.RewrittenTokens), usd(x.Break.LostUSD), rebase, collapsedText(x.Collapsed, x.StaleTokens))
+	}
+	return t.flush()
+}
+
+// recordedCalls prints a recorded session's calls: per request its lane
+// (a sub-agent's), model, the usage the provider reported (uncached
+// input, cache read, 5-minute and 1-hour cache writes, output), its cost
+// for its model, and why the cache broke.
+func recordedCalls(a *app, cs []inspect.Call) error {
+	t := newTable(a.stdout, "CALL", "TIME", "LANE", "MODEL", "INPUT", "CACHE READ", "WRITE 5M", "WRITE 1H", "OUTPUT", "COST", "BREAK", "REWRITTEN", "LOST")
+	for _, x := range cs {
+		in, read, w5, w1, out := "-", "-", "-", "-", "-"
+		if u := x.Usage; u != nil {
+			in, read, w5, w1, out = strconv.FormatInt(u.Input, 10), strconv.FormatInt(u.CacheRead, 10), strconv.FormatInt(u.CacheWrite5m, 10),
+				strconv.FormatInt(u.CacheWrite1h, 10), strconv.FormatInt(u.Output, 10)
+		}
+		cost, lost := usd(x.CostUSD), usd(x.Break.LostUSD)
+		if x.CostUnknown {
+			cost, lost = "unknown", "-"
+		}
+		t.row(strconv.Itoa(x.N), x.Time.Local().Format("15:04:05"), orDash(x.Lane), orDash(x.Model), in, read, w5, w1, out,
+			cost, x.Break.Cause, strconv.Itoa(x.Break.RewrittenTokens), lost)
 	}
 	return t.flush()
 }
@@ -277,9 +307,13 @@ func (c *callCmd) Run(a *app) error {
 	}
 	w := a.textOut()
 	x := v.Call
-	fmt.Fprintf(w, "call %d of session %s at %s: %d tokens (%d stale), %d bytes, %d blocks\n",
-		x.N, c.Session, x.Time.Local().Format(time.RFC3339), x.Tokens, x.StaleTokens, x.Bytes, len(v.Blocks))
-	fmt.Fprintf(w, "cache: %d tokens read (%s), %d written; cost %s\n", x.CachedTokens, pct(x.CachedShare), x.WrittenTokens, usd(x.CostUSD))
+	if x.Recorded {
+		printRecordedCall(w, c.Session, v)
+	} else {
+		fmt.Fprintf(w, "call %d of session %s at %s: %d tokens (%d stale), %d bytes, %d blocks\n",
+			x.N, c.Session, x.Time.Local().Format(time.RFC3339), x.Tokens, x.StaleTokens, x.Bytes, len(v.Blocks))
+		fmt.Fprintf(w, "cache: %d tokens read (%s), %d written; cost %s\n", x.CachedTokens, pct(x.CachedShare), x.WrittenTokens, usd(x.CostUSD))
+	}
 	fmt.Fprintf(w, "break: %s — %s\n", x.Break.CauseKey(), x.Break.Detail)
 	if x.Break.RewrittenTokens > 0 {
 		fmt.Fprintf(w, "       %d tokens written again, %s lost\n", x.Break.RewrittenTokens, usd(x.Break.LostUSD))
@@ -289,6 +323,33 @@ func (c *callCmd) Run(a *app) error {
 		printBlock(w, " ", b, c.Full)
 	}
 	return nil
+}
+
+// printRecordedCall heads a recorded session's call: the request its
+// harness sent (as recorded, or rebuilt from the conversation), the
+// usage the provider reported and its cost for the model.
+func printRecordedCall(w io.Writer, sid string, v *inspect.CallView) {
+	x := v.Call
+	how := "rebuilt from the conversation (the transcript does not hold the system prompt and tools)"
+	if x.Exact {
+		how = "as Claude Code recorded it (api-request)"
+	}
+	lane := ""
+	if x.Lane != "" {
+		lane = ", sub-agent " + x.Lane
+	}
+	fmt.Fprintf(w, "call %d of session %s%s at %s: %s, %d messages, %d bytes; the request %s\n",
+		x.N, sid, lane, x.Time.Local().Format(time.RFC3339), orDash(x.Model), x.Items, x.Bytes, how)
+	cost := usd(x.CostUSD)
+	if x.CostUnknown {
+		cost = "unknown"
+	}
+	if u := x.Usage; u != nil {
+		fmt.Fprintf(w, "usage: %d input, %d read from the cache (%s), %d written for 5 minutes, %d for an hour, %d output; cost %s\n",
+			u.Input, u.CacheRead, pct(x.CachedShare), u.CacheWrite5m, u.CacheWrite1h, u.Output, cost)
+	} else {
+		fmt.Fprintf(w, "usage: not recorded; about %d tokens (from the bytes); cost %s\n", x.Tokens, cost)
+	}
 }
 
 func printBlock(w io.Writer, mark string, b inspect.Block, full bool) {

@@ -37,7 +37,8 @@ func (e *AmbiguousError) Error() string {
 }
 
 // Resolve finds the session ref names, in this order: an exact
-// session id, then a case-insensitive name of the session index, then a
+// session id (a served session's, or a recorded one's that has a chat),
+// then a case-insensitive name of the session index, then a
 // fuzzy name match (the reference's words all in the name, or within two
 // edits of it); several fuzzy matches are an *AmbiguousError listing them.
 // sc limits the sessions considered.
@@ -48,10 +49,14 @@ func Resolve(ctx context.Context, st store.Store, ref string, sc Scope) (string,
 	}
 	allowed := func(id string) bool { return !sc.Restricted || slices.Contains(sc.Sessions, id) }
 	if allowed(ref) {
-		if _, err := st.EntityTx(ctx, objects.SessionObjectID(ref), store.Basis{}); err == nil {
-			return ref, nil
-		} else if store.KindOf(err) != store.ErrNotFound {
-			return "", err
+		// A served session has its session object; a recorded one
+		// (imported or captured) only its chat (harness/recorded).
+		for _, id := range []string{objects.SessionObjectID(ref), objects.ChatObjectID(ref)} {
+			if _, err := st.EntityTx(ctx, id, store.Basis{}); err == nil {
+				return ref, nil
+			} else if store.KindOf(err) != store.ErrNotFound {
+				return "", err
+			}
 		}
 	}
 	docs, err := st.Query(ctx, store.Query{Where: []store.Pred{{Field: "type", Op: store.Eq, Value: MetaType}},

@@ -150,9 +150,10 @@ func (in *Inspector) recordedView(ctx context.Context, sid string, n int) (*Call
 	v := &CallView{Call: c, Raw: r.Body}
 	for i, sp := range r.Spans {
 		b := Block{Index: i, Kind: sp.Kind, Role: sp.Role, Start: sp.Start, End: sp.End, Text: string(r.Body[sp.Start:sp.End])}
-		if len(r.Body) > 0 {
-			b.Tokens = int(float64(c.Tokens) * float64(sp.End-sp.Start) / float64(len(r.Body)))
-		}
+		// A rebuilt request lacks what the transcript does not hold (the
+		// system prompt and tools), which the recorded tokens count: a
+		// block's tokens are estimated from its bytes, 4 a token.
+		b.Tokens = (sp.End - sp.Start) / 4
 		b.Cached = c.Break.PrefixBytes >= 0 && sp.End <= c.Break.PrefixBytes
 		b.Label = KindLabel(b.Kind)
 		if c.Break.FirstItem >= 0 && b.Kind != "system" && b.Kind != "tools" && c.Break.FirstKind == "" && !b.Cached {

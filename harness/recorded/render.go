@@ -43,42 +43,35 @@ func (r *renderer) block(i int) *block {
 	var v any
 	switch e.Type {
 	case events.Prompt:
-		role, kind, v = "user", "user", map[string]any{"type": "text", "text": e.Text}
+		role, kind, v = "user", "user", textBlock{"text", e.Text}
 	case events.System:
 		switch e.Subtype {
 		case events.SubtypeCompactionSummary:
-			role, kind, v = "user", "user", map[string]any{"type": "text", "text": e.Text}
+			role, kind, v = "user", "user", textBlock{"text", e.Text}
 		case events.SubtypeSystemPrompt:
-			role, kind, v = "system", "system", map[string]any{"type": "text", "text": e.Text}
+			role, kind, v = "system", "system", textBlock{"text", e.Text}
 		}
 	case events.ToolResult:
 		if e.Tool != nil && e.Result != nil {
-			m := map[string]any{"type": "tool_result", "tool_use_id": e.Tool.ID, "content": e.Result.Content}
+			r := resultBlock{Type: "tool_result", ToolUseID: e.Tool.ID, Content: e.Result.Content, IsError: e.Result.IsError}
 			if len(e.Result.Blocks) > 0 {
-				m["content"] = e.Result.Blocks
+				r.Content = e.Result.Blocks
 			}
-			if e.Result.IsError {
-				m["is_error"] = true
-			}
-			role, kind, v = "user", "toolref", m
+			role, kind, v = "user", "toolref", r
 		}
 	case events.Response:
 		if e.Text != "" {
-			role, kind, v = "assistant", "assistant", map[string]any{"type": "text", "text": e.Text}
+			role, kind, v = "assistant", "assistant", textBlock{"text", e.Text}
 		}
 	case events.Thinking:
-		m := map[string]any{"type": "thinking", "thinking": e.Text}
-		if e.Signature != "" {
-			m["signature"] = e.Signature
-		}
-		role, kind, v = "assistant", "assistant", m
+		role, kind, v = "assistant", "assistant", thinkingBlock{"thinking", e.Text, e.Signature}
 	case events.ToolCall:
 		if e.Tool != nil {
 			in := e.Tool.Input
 			if in == nil {
 				in = map[string]any{}
 			}
-			role, kind, v = "assistant", "assistant", map[string]any{"type": "tool_use", "id": e.Tool.ID, "name": e.Tool.Name, "input": in}
+			role, kind, v = "assistant", "assistant", toolUseBlock{"tool_use", e.Tool.ID, e.Tool.Name, in}
 		}
 	}
 	var b *block
@@ -92,6 +85,33 @@ func (r *renderer) block(i int) *block {
 	}
 	r.blocks[i] = b
 	return b
+}
+
+// The content blocks of a rebuilt request, their fields in the order the
+// Messages API writes them.
+type textBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type thinkingBlock struct {
+	Type      string `json:"type"`
+	Thinking  string `json:"thinking"`
+	Signature string `json:"signature,omitempty"`
+}
+
+type toolUseBlock struct {
+	Type  string         `json:"type"`
+	ID    string         `json:"id"`
+	Name  string         `json:"name"`
+	Input map[string]any `json:"input"`
+}
+
+type resultBlock struct {
+	Type      string `json:"type"`
+	ToolUseID string `json:"tool_use_id"`
+	Content   any    `json:"content"`
+	IsError   bool   `json:"is_error,omitempty"`
 }
 
 // message is one message of a rebuilt request.

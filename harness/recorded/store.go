@@ -211,3 +211,26 @@ func asString(v any) string {
 	s, _ := v.(string)
 	return s
 }
+
+// Calls returns session sid's calls: the stored ones when they are
+// current (derived by this version from the chain as it is now), else
+// derived from its commits now (svc's registry decodes them).
+func Calls(ctx context.Context, svc *commits.Service, sid string) ([]Call, error) {
+	chains, err := svc.Chains(ctx, []string{sid})
+	if err != nil {
+		return nil, err
+	}
+	if len(chains) != 1 {
+		return nil, nil
+	}
+	if _, ok, err := ReadState(ctx, svc.Store(), sid, chains[0].Commits); err != nil {
+		return nil, err
+	} else if ok {
+		return Page(ctx, svc.Store(), sid, 1, 0)
+	}
+	d, err := Derive(ctx, svc, sid)
+	if err != nil {
+		return nil, err
+	}
+	return d.Calls, nil
+}

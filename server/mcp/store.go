@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/recall"
 	"github.com/ctxstore/ctxstore/harness/formats"
+	"github.com/ctxstore/ctxstore/harness/recorded"
+	"github.com/ctxstore/ctxstore/objects/conversation"
 	"github.com/ctxstore/ctxstore/objects/events"
 	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/session/commits"
@@ -40,7 +43,8 @@ type SessionSummary struct {
 	// transcript imported or captured (ctxstore import, Claude Code hooks),
 	// never served live. Its Commits, Compactions, Cwd, Model, Source and
 	// Tip come from the commits (session/commits.Chain); Turns counts its
-	// person's prompts; it has no calls, active set or pool.
+	// person's prompts; Calls the requests its harness recorded
+	// (harness/recorded, derived at import); it has no active set or pool.
 	Recorded    bool   `json:"recorded,omitempty"`
 	Commits     int    `json:"commits,omitempty"`
 	Compactions int    `json:"compactions,omitempty"`
@@ -101,7 +105,7 @@ func (s StoreSessions) List(ctx context.Context) ([]SessionSummary, error) {
 	out := make([]SessionSummary, 0, len(ids))
 	for _, id := range ids {
 		if c, ok := recorded[id]; ok {
-			out = append(out, chainSummary(c)) // prompts only in Get: they need the content
+			out = append(out, s.recordedSummary(ctx, c)) // prompts only in Get: they need the content
 			continue
 		}
 		d, err := s.Get(ctx, id)
@@ -118,10 +122,20 @@ func chainSummary(c commits.Chain) SessionSummary {
 		Cwd: c.Cwd, Model: c.Model, Source: c.Source, Tip: c.Tip}
 }
 
+// recordedSummary is a recorded session's summary with the number of
+// calls derived at import (harness/recorded), when they were.
+func (s StoreSessions) recordedSummary(ctx context.Context, c commits.Chain) SessionSummary {
+	sum := chainSummary(c)
+	if st, ok, err := recorded.ReadState(ctx, s.Store, c.Session, c.Commits); err == nil && ok {
+		sum.Calls = st.Calls
+	}
+	return sum
+}
+
 // recordedDetail describes a recorded session from its tip's conversation
 // (the main thread from its root, as neutral events): a person's prompts.
 func (s StoreSessions) recordedDetail(ctx context.Context, c commits.Chain) (SessionDetail, error) {
-	d := SessionDetail{SessionSummary: chainSummary(c), Prompts: []string{}, ActiveIDs: []string{}, Pinned: []string{}}
+	d := SessionDetail{SessionSummary: s.recordedSummary(ctx, c), Prompts: []string{}, ActiveIDs: []string{}, Pinned: []string{}}
 	d.Name, d.Description = recallMeta(ctx, s.Store, c.Session)
 	m, err := commits.New(s.Store, commits.Options{Registry: formats.Commits()}).Materialize(ctx, commits.MaterializeRequest{ID: c.Tip, Format: commits.FormatEvents, Stop: "root", NoCache: true})
 	if err != nil {
@@ -260,6 +274,15 @@ type CallSummary struct {
 	// Events are the harness events recorded with the call (a fork, a tree
 	// navigation, a compaction).
 	Events []any `json:"events,omitempty"`
+	// A recorded session's call (harness/recorded: a request its harness
+	// made, ID its message id): the model, the usage the provider
+	// reported and why the prompt cache broke against the previous call
+	// (docs/inspector.md, "Recorded sessions").
+	Recorded bool                `json:"recorded,omitempty"`
+	Model    string              `json:"model,omitempty"`
+	Usage    *conversation.Usage `json:"usage,omitempty"`
+	Cause    string              `json:"cause,omitempty"`
+	Detail   string              `json:"detail,omitempty"`
 }
 
 // CallDetail is one call record.
@@ -282,6 +305,10 @@ type CallContext struct {
 	Tools    []string           `json:"tools"`
 	Messages []assemble.Message `json:"messages"`
 	Bytes    int                `json:"bytes"`
+	// Request is a recorded session's call as its harness sent it (an
+	// Anthropic Messages body: recorded, or rebuilt from the
+	// conversation); System, Tools and Messages are then empty.
+	Request json.RawMessage `json:"request,omitempty"`
 }
 
 // StoreCalls is Calls over the call records the assembler writes
@@ -313,6 +340,42 @@ func (c StoreCalls) pick(ctx context.Context, session string, n int) (int, error
 	return n, nil
 }
 
+// recorded picks call n (0: the last) of a session without call records
+// (ok false when it has call records, or no recorded calls either).
+func (c StoreCalls) recorded(ctx context.Context, session string, n int) (recorded.Call, bool, error) {
+	k, err := c.count(ctx, session)
+	if err != nil || k > 0 {
+		return recorded.Call{}, false, err
+	}
+	return c.recordedCall(ctx, session, n)
+}
+
+// recordedCalls are the calls of a session without call records: a
+// recorded session's (harness/recorded), none for another.
+func (c StoreCalls) recordedCalls(ctx context.Context, session string) ([]recorded.Call, error) {
+	return recorded.Calls(ctx, commits.New(c.Store, commits.Options{Registry: formats.Commits()}), session)
+}
+
+func recordedSummary(r recorded.Call) CallSummary {
+	return CallSummary{N: r.N, ID: r.MessageID, Bytes: r.Bytes, Tokens: r.Sent(), RebaseFrom: -1, Recorded: true,
+		Model: r.Model, Usage: r.Usage, Cause: r.Cause, Detail: r.Detail}
+}
+
+// recordedCall picks call n (0: the last) of a recorded session.
+func (c StoreCalls) recordedCall(ctx context.Context, session string, n int) (recorded.Call, bool, error) {
+	rc, err := c.recordedCalls(ctx, session)
+	if err != nil || len(rc) == 0 {
+		return recorded.Call{}, false, err
+	}
+	if n <= 0 {
+		n = len(rc)
+	}
+	if n > len(rc) {
+		return recorded.Call{}, false, fmt.Errorf("session %s: n %d: the session has %d calls", session, n, len(rc))
+	}
+	return rc[n-1], true, nil
+}
+
 func summary(k *assemble.Commit) CallSummary {
 	s := CallSummary{N: k.N, ID: k.ID, Parent: k.Parent, Bytes: k.ByteLen, Tokens: k.Tokens, StaleTokens: k.StaleTokens,
 		RebaseFrom: k.RebaseFrom, Reason: k.Reason}
@@ -328,6 +391,17 @@ func (c StoreCalls) List(ctx context.Context, session string) ([]CallSummary, er
 	if err != nil {
 		return nil, err
 	}
+	if n == 0 {
+		rc, err := c.recordedCalls(ctx, session)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]CallSummary, 0, len(rc))
+		for _, r := range rc {
+			out = append(out, recordedSummary(r))
+		}
+		return out, nil
+	}
 	out := make([]CallSummary, 0, n)
 	for i := 1; i <= n; i++ {
 		k, err := assemble.ReadCommit(ctx, c.Store, session, i)
@@ -341,6 +415,9 @@ func (c StoreCalls) List(ctx context.Context, session string) ([]CallSummary, er
 
 // Show implements Commits.
 func (c StoreCalls) Show(ctx context.Context, session string, n int) (CallDetail, error) {
+	if r, ok, err := c.recorded(ctx, session, n); err != nil || ok {
+		return CallDetail{CallSummary: recordedSummary(r), Session: session, Layout: "recorded", Items: []assemble.ItemDoc{}}, err
+	}
 	n, err := c.pick(ctx, session, n)
 	if err != nil {
 		return CallDetail{}, err
@@ -355,6 +432,19 @@ func (c StoreCalls) Show(ctx context.Context, session string, n int) (CallDetail
 
 // Materialize implements Commits.
 func (c StoreCalls) Materialize(ctx context.Context, session string, n int) (CallContext, error) {
+	if r, ok, err := c.recorded(ctx, session, n); err != nil {
+		return CallContext{}, err
+	} else if ok {
+		d, err := recorded.Derive(ctx, commits.New(c.Store, commits.Options{Registry: formats.Commits()}), session)
+		if err != nil {
+			return CallContext{}, err
+		}
+		q, err := d.Request(r.N)
+		if err != nil {
+			return CallContext{}, err
+		}
+		return CallContext{Session: session, N: r.N, Tools: []string{}, Messages: []assemble.Message{}, Bytes: len(q.Body), Request: q.Body}, nil
+	}
 	n, err := c.pick(ctx, session, n)
 	if err != nil {
 		return CallContext{}, err
