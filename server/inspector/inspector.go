@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/ctxstore/ctxstore/explain/inspect"
+	"github.com/ctxstore/ctxstore/harness/formats"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -184,7 +185,10 @@ func (h *Handler) guard(fn func(http.ResponseWriter, *req)) http.HandlerFunc {
 				return
 			}
 		}
-		o := inspect.Options{Prices: h.o.Prices, TTL: h.o.TTL}
+		// The formats decode recorded sessions' commits: their calls are
+		// derived from them when the import's stored ones are missing,
+		// and a call's request is rebuilt from them.
+		o := inspect.Options{Prices: h.o.Prices, TTL: h.o.TTL, Formats: formats.Commits()}
 		if !g.All {
 			allowed := map[string]bool{}
 			for _, s := range g.Sessions {

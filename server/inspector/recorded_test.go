@@ -16,7 +16,8 @@ import (
 )
 
 // A session imported from its transcript (commits only) is listed as
-// recorded and its page shows its commits, not calls.
+// recorded and its page shows its commits and the calls its harness
+// recorded.
 func TestRecordedSessionPages(t *testing.T) {
 	se := storetestenv.New(t, storetestenv.SQLite)
 	res, err := importer.New(se.Store, importer.Options{}).ImportFile(context.Background(), filepath.Join(datasets.Dir(t), inspecttest.Small))
@@ -40,5 +41,18 @@ func TestRecordedSessionPages(t *testing.T) {
 	if code != 200 || !strings.Contains(body, `id="recorded"`) || !strings.Contains(body, `id="commit-count"`) ||
 		strings.Contains(body, `id="calls"`) || strings.Count(body, `class="commit-row`) != res.Sessions[0].Commits {
 		t.Fatalf("recorded session page: %d\n%s", code, body)
+	}
+	// Its calls: the 30 requests the transcript recorded, with their
+	// usage and cost; a call's page shows the request and its usage.
+	if !strings.Contains(body, `id="recorded-calls"`) || strings.Count(body, `class="call-link"`) != 30 || !strings.Contains(body, "claude-sonnet-4") {
+		t.Fatalf("recorded session page lacks its calls:\n%s", body)
+	}
+	code, _, body = get(t, s, "", "/inspect/s/"+sid+"/c/3")
+	if code != 200 || !strings.Contains(body, `id="call-usage"`) || !strings.Contains(body, "read from the cache") || !strings.Contains(body, "user message") {
+		t.Fatalf("recorded call page: %d\n%s", code, body)
+	}
+	code, _, body = get(t, s, "", "/inspect/s/"+sid+"/c/3/raw")
+	if code != 200 || !strings.HasPrefix(body, `{"messages":[{"role":"user"`) {
+		t.Fatalf("recorded call's bytes: %d\n%.300s", code, body)
 	}
 }
