@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ctxstore/ctxstore/harness/recorded"
+	"github.com/ctxstore/ctxstore/internal/datasets"
 )
 
 // ccFile writes a Claude Code transcript: each step a user prompt (or a
@@ -124,5 +126,40 @@ func TestAttribution(t *testing.T) {
 	}
 	if c := d.Calls[8]; c.Messages != 1 {
 		t.Errorf("after a compaction the request holds %d messages, want the summary alone", c.Messages)
+	}
+}
+
+// TestDatasetBreaks: the cache breaks of two real Claude Code sessions,
+// from their recorded usage: a pause past the cache's lifetime and a
+// compaction in one; pauses and misses nothing recorded explains in the
+// other. Every break rewrote tokens; no other call did.
+func TestDatasetBreaks(t *testing.T) {
+	dir := datasets.Dir(t)
+	files := []string{filepath.Join(dir, "claude-code/templar__35fb9f94__ee2ab929.jsonl"),
+		filepath.Join(dir, "claude-code/attio-mcp-server__1ff6f4ee__c7428042.jsonl")}
+	want := []map[string]int{
+		{recorded.CauseFirst: 1, recorded.CauseNone: 161, recorded.CauseExpired: 1, recorded.CauseCompact: 1},
+		{recorded.CauseFirst: 1, recorded.CauseNone: 43, recorded.CauseExpired: 4, recorded.CauseUnknown: 2},
+	}
+	svc, sids := importFiles(t, files...)
+	for i := range files {
+		d, err := recorded.Derive(context.Background(), svc, sids[i][0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for _, c := range d.Calls {
+			got[c.Cause]++
+			broke := c.Cause != recorded.CauseNone && c.Cause != recorded.CauseFirst
+			if broke != (c.RewrittenTokens > 0) {
+				t.Errorf("%s call %d (%s): %d tokens rewritten", filepath.Base(files[i]), c.N, c.Cause, c.RewrittenTokens)
+			}
+			if c.Cause == recorded.CauseExpired && (c.GapSeconds < 300 || !strings.Contains(c.Detail, "pause of")) {
+				t.Errorf("%s call %d: expired after %.0f s: %s", filepath.Base(files[i]), c.N, c.GapSeconds, c.Detail)
+			}
+		}
+		if !reflect.DeepEqual(got, want[i]) {
+			t.Errorf("%s: causes %v, want %v", filepath.Base(files[i]), got, want[i])
+		}
 	}
 }
