@@ -12,7 +12,8 @@
 // harness/claudecode is Claude Code's session JSONL, harness/pi Pi's
 // agent messages and session files, harness/codex the Codex CLI's
 // rollouts, harness/sweagent SWE-agent trajectories (one JSON document
-// each). harness/formats lists them;
+// each), harness/opencode opencode's SQLite sessions (a DatabaseReader:
+// rows as JSON lines). harness/formats lists them;
 // harness/transcript detects a file's format and dispatches;
 // harness/importer cuts files into context commits.
 package harness
@@ -48,6 +49,9 @@ const (
 	// FormatCodex is the Codex CLI's rollout JSONL
 	// (~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl).
 	FormatCodex Format = "codex"
+	// FormatOpencode is opencode's SQLite database (opencode.db: its
+	// session, message and part tables), imported as rows.
+	FormatOpencode Format = "opencode"
 )
 
 // Session is a transcript read into messages.

@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/ctxstore/ctxstore/session/commits"
 )
@@ -167,6 +168,86 @@ func (r *Registry) Detect(recs []Record) Format {
 func (r *Registry) Document(head []byte) (DocumentReader, bool) {
 	for _, c := range r.codecs {
 		if d, ok := c.(DocumentReader); ok && d.Looks(head) {
+			return d, true
+		}
+	}
+	return nil, false
+}
+
+// DatabaseReader is a Codec of a harness that keeps its sessions in a
+// database rather than in files (opencode's SQLite). The importer reads
+// it through this interface alone: each session's rows come as JSON
+// lines of the codec's commit format, in the order the harness resumes
+// them, each with a key (table and row id) and what the importer cuts
+// commits at.
+type DatabaseReader interface {
+	Codec
+	// LooksDB reports whether the file at path, whose first bytes are
+	// head, is the harness's database.
+	LooksDB(path string, head []byte) bool
+	// ReadDB reads every session of the database at path, without
+	// writing to it (the harness may be running).
+	ReadDB(path string) ([]DBSession, error)
+}
+
+// DBSession is one session of a database, read by a DatabaseReader.
+type DBSession struct {
+	// ID is the session's id; Cwd, Version and Model what the harness
+	// recorded; Parent the session it was spawned from (a sub-agent's).
+	ID, Cwd, Version, Model, Parent string
+	// Rows are the session's rows, in resume order; a row that is still
+	// being written (a response in progress) is left out until it is
+	// complete, and so are the rows after it.
+	Rows []DBRow
+	// Problems are damaged rows (kept in Rows as read).
+	Problems []RowProblem
+}
+
+// DBRow is one row as a line of the codec's commit format.
+type DBRow struct {
+	// Key names the row ("message:msg_..."); Line is the row as one JSON
+	// line (with its newline); the importer appends a row again when its
+	// line changed.
+	Key  string
+	Line []byte
+	// Update is the line that records a later version of the row (the
+	// row changed after an import took it).
+	Update []byte
+	Time   time.Time
+	// Group is the key of the row that groups it (a part's message): a
+	// commit holds a group whole.
+	Group string
+	// Human marks a person's prompt (a turn starts at its group);
+	// Compaction a compaction summary's group; Summary the text a
+	// commit's summary takes; Model the model of a response.
+	Human, Compaction bool
+	Summary, Model    string
+	// What the row holds, for the import's counts: model responses, tool
+	// calls and their results, content the harness injected.
+	Responses, ToolCalls, ToolResults, Injected int
+}
+
+// RowProblem is a damaged row: its table and id.
+type RowProblem struct {
+	Table, ID, Msg string
+}
+
+func (p RowProblem) String() string { return fmt.Sprintf("%s %s: %s", p.Table, p.ID, p.Msg) }
+
+// CommitFormatOf returns the commit format a harness name stands for
+// (the codec's CommitFormat: "opencode" -> "opencode-v1"), or name
+// itself.
+func (r *Registry) CommitFormatOf(name string) string {
+	if c, ok := r.Codec(Format(name)); ok && c.CommitFormat() != "" {
+		return c.CommitFormat()
+	}
+	return name
+}
+
+// Database returns the database format of the file at path.
+func (r *Registry) Database(path string, head []byte) (DatabaseReader, bool) {
+	for _, c := range r.codecs {
+		if d, ok := c.(DatabaseReader); ok && d.LooksDB(path, head) {
 			return d, true
 		}
 	}

@@ -10,9 +10,9 @@ import (
 )
 
 type importCmd struct {
-	File    string `arg:"" placeholder:"PATH" help:"What to import: a version log (gzip or not; - reads stdin, spooled to a temporary file, so that it too is checked whole before anything is applied), or agent sessions: a Claude Code transcript, a Pi session file, a Codex CLI rollout, a SWE-agent .traj file, or a folder of them (a project folder, all of ~/.claude/projects or ~/.codex/sessions). Detected from the path and its first line; --as decides."`
+	File    string `arg:"" placeholder:"PATH" help:"What to import: a version log (gzip or not; - reads stdin, spooled to a temporary file, so that it too is checked whole before anything is applied), or agent sessions: a Claude Code transcript, a Pi session file, a Codex CLI rollout, a SWE-agent .traj file, opencode's database (opencode.db, read-only), or a folder of them (a project folder, all of ~/.claude/projects or ~/.codex/sessions). Detected from the path and its first line; --as decides."`
 	Partial bool   `name:"partial" help:"Version logs: accept a log exported with --after into a store that holds nothing from its source yet (it gets the history from there on only)."`
-	As      string `name:"as" placeholder:"KIND" enum:",versionlog,sessions,claude-code,pi,codex,swe-agent" default:"" help:"What PATH is: versionlog, or sessions (each file's harness detected), or one harness: claude-code, pi, codex, swe-agent (docs/import.md)."`
+	As      string `name:"as" placeholder:"KIND" enum:",versionlog,sessions,claude-code,pi,codex,swe-agent,opencode" default:"" help:"What PATH is: versionlog, or sessions (each file's harness detected), or one harness: claude-code, pi, codex, swe-agent, opencode (docs/import.md)."`
 	sessionImportFlags
 }
 

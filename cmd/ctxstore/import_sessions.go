@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxstore/ctxstore/harness/formats"
 	"github.com/ctxstore/ctxstore/harness/importer"
 	"github.com/ctxstore/ctxstore/harness/sweagent"
 	"github.com/ctxstore/ctxstore/sync/versionlog"
@@ -24,7 +25,8 @@ type sessionImportFlags struct {
 // importKind decides what import reads (docs/import.md "One command, two
 // imports"): --as when given ("sessions" detects each file's harness);
 // stdin is a version log; a folder, or a .traj file, is sessions; a file
-// is sessions when it looks like a SWE-agent trajectory or its first line
+// is sessions when it looks like a SWE-agent trajectory or a harness's
+// database (opencode's SQLite), or its first line
 // is a record of a Claude Code transcript, a Pi session file or a Codex
 // rollout; anything
 // else (a version log, gzip, an empty or unreadable file) is read as a
@@ -35,7 +37,7 @@ func importKind(path, as string) (string, error) {
 		return "versionlog", nil
 	case "sessions":
 		return "", nil
-	case "claude-code", "pi", "codex", "swe-agent":
+	case "claude-code", "pi", "codex", "swe-agent", "opencode":
 		return as, nil
 	}
 	if path == "-" {
@@ -57,6 +59,9 @@ func importKind(path, as string) (string, error) {
 	head, _ := br.Peek(512)
 	if sweagent.Looks(head) {
 		return "", nil
+	}
+	if _, ok := formats.Registry().Database(path, head); ok {
+		return "", nil // a harness's database (opencode.db)
 	}
 	first, _ := br.ReadSlice('\n')
 	if bytes.Contains(first, []byte(`"t":"header"`)) && bytes.Contains(first, []byte(`"`+versionlog.FormatName+`"`)) {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/ctxstore/ctxstore/harness/claudecode"
 	"github.com/ctxstore/ctxstore/harness/codex"
+	"github.com/ctxstore/ctxstore/harness/formats"
+	"github.com/ctxstore/ctxstore/harness/opencode"
 	"github.com/ctxstore/ctxstore/objects/events"
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
@@ -23,10 +25,10 @@ import (
 // harness resumes.
 type materializeCmd struct {
 	ID      string `arg:"" placeholder:"CTX" help:"The commit."`
-	Format  string `name:"format" placeholder:"FORMAT" help:"pi, claude-code, codex, or any format of 'commit formats' (default: the commit's own)."`
+	Format  string `name:"format" placeholder:"FORMAT" help:"pi, claude-code, codex, opencode, or any format of 'commit formats' (default: the commit's own)."`
 	Stop    string `name:"stop" placeholder:"STOP" help:"compaction (default), root, or an ancestor's id."`
 	Out     string `name:"out" short:"o" placeholder:"FILE" help:"Write the session file to FILE, atomically (default: stdout)."`
-	Place   bool   `name:"place" help:"Write the file where the harness looks for it: Claude Code's ~/.claude/projects/<cwd>/<session>.jsonl (claude --resume SESSION), Pi's ~/.pi/agent/sessions/--<cwd>--/<time>_<session>.jsonl (pi -c, or pi --session FILE), Codex's $CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<session>.jsonl (codex resume SESSION)."`
+	Place   bool   `name:"place" help:"Write the file where the harness looks for it: Claude Code's ~/.claude/projects/<cwd>/<session>.jsonl (claude --resume SESSION), Pi's ~/.pi/agent/sessions/--<cwd>--/<time>_<session>.jsonl (pi -c, or pi --session FILE), Codex's $CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<session>.jsonl (codex resume SESSION), opencode's database ~/.local/share/opencode/opencode.db (opencode --session SESSION)."`
 	Cwd     string `name:"cwd" placeholder:"DIR" help:"The working directory the harness will run in (default: the current one): names the placed file's folder and Claude Code records' cwd."`
 	Session string `name:"session" placeholder:"ID" help:"Name the file's session ID (Claude Code: a UUID). Default with --place: a new UUID; otherwise the id derived from the content."`
 	Force   bool   `name:"force" help:"With --place, replace a session file that exists."`
@@ -34,7 +36,9 @@ type materializeCmd struct {
 }
 
 // resolveFormat turns a harness name into a format name.
-func resolveFormat(f string) string { return commits.CanonicalFormat(f) }
+func resolveFormat(f string) string {
+	return formats.Registry().CommitFormatOf(commits.CanonicalFormat(f))
+}
 
 // Run implements materialize.
 func (c *materializeCmd) Run(a *app) error {
@@ -60,6 +64,9 @@ func (c *materializeCmd) Run(a *app) error {
 	session := c.Session
 	if session == "" && c.Place {
 		session = uuid.NewString()
+		if format == opencode.FormatName {
+			session = opencode.NewSessionID(time.Now(), session)
+		}
 	}
 	s, err := a.open(true)
 	if err != nil {
@@ -78,8 +85,11 @@ func (c *materializeCmd) Run(a *app) error {
 		}
 		target = cm.Format
 	}
-	if c.Place && target != commits.FormatClaudeCode && target != commits.FormatPi && target != commits.FormatCodex {
-		return usagef("--place knows where Claude Code, Pi and Codex look for sessions, not %s; use --out", target)
+	if c.Place && target != commits.FormatClaudeCode && target != commits.FormatPi && target != commits.FormatCodex && target != opencode.FormatName {
+		return usagef("--place knows where Claude Code, Pi, Codex and opencode look for sessions, not %s; use --out", target)
+	}
+	if session != "" && target == opencode.FormatName && !strings.HasPrefix(session, "ses_") {
+		return fmt.Errorf("--session %q is not an opencode session id (ses_...)", session)
 	}
 	if session != "" {
 		if f, ok := svc.Registry().Lookup(target); ok && f.ForSession == nil {
@@ -90,7 +100,14 @@ func (c *materializeCmd) Run(a *app) error {
 		}
 	}
 	out := c.Out
-	if c.Place {
+	if c.Place && target == opencode.FormatName {
+		if out, err = opencode.DBPath(); err != nil {
+			return err
+		}
+		if _, err := os.Stat(out); err != nil {
+			return fmt.Errorf("opencode's database %s: %w (run opencode once to make it)", out, err)
+		}
+	} else if c.Place {
 		if out, err = placedPath(target, cwd, session); err != nil {
 			return err
 		}
@@ -127,7 +144,12 @@ func (c *materializeCmd) Run(a *app) error {
 			return err
 		}
 	}
-	if c.Place {
+	if m.Format == opencode.FormatName && cwd != "" {
+		if content, err = opencode.SetCwd(content, cwd); err != nil {
+			return err
+		}
+	}
+	if c.Place && m.Format != opencode.FormatName {
 		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 			return fmt.Errorf("creating the harness's session folder: %w", err)
 		}
@@ -143,7 +165,17 @@ func (c *materializeCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	if out != "" {
+	ocLost, err := opencodeLost(a, svc, c.ID, c.Stop, m)
+	if err != nil {
+		return err
+	}
+	if c.Place && m.Format == opencode.FormatName {
+		// opencode keeps sessions in its SQLite database: the rows go
+		// there, in one transaction (docs/opencode.md).
+		if _, err := opencode.Place(a.ctx, out, content, c.Force); err != nil {
+			return err
+		}
+	} else if out != "" {
 		if err := writeOutput(a.stdout, out, false, "the session file", func(w io.Writer) error {
 			_, err := w.Write(content)
 			return err
@@ -161,6 +193,8 @@ func (c *materializeCmd) Run(a *app) error {
 			l = lost
 		} else if cxLost != nil {
 			l = cxLost
+		} else if ocLost != nil {
+			l = ocLost
 		}
 		return a.printJSON(struct {
 			materializedJSON
@@ -175,7 +209,10 @@ func (c *materializeCmd) Run(a *app) error {
 		fmt.Fprintf(a.stderr, "not representable in Claude Code (docs/crossharness.md): %s\n", lostText(*lost))
 	}
 	if cxLost != nil {
-		fmt.Fprintf(a.stderr, "not representable in Codex as recorded (docs/crossharness.md): %s\n", codexLostText(*cxLost))
+		fmt.Fprintf(a.stderr, "not representable in Codex as recorded (docs/crossharness.md): %s\n", lostAsText(*cxLost, "Codex"))
+	}
+	if ocLost != nil {
+		fmt.Fprintf(a.stderr, "not representable in opencode as recorded (docs/crossharness.md): %s\n", lostAsText(codex.Lost(*ocLost), "opencode"))
 	}
 	if out == "" {
 		_, err := a.stdout.Write(content)
@@ -190,6 +227,8 @@ func (c *materializeCmd) Run(a *app) error {
 			fmt.Fprintf(a.stderr, "resume it in %s with: pi -c (or pi --session %s)\n", cwd, out)
 		case commits.FormatCodex:
 			fmt.Fprintf(a.stderr, "resume it in %s with: codex resume %s (or codex exec resume %s PROMPT)\n", cwd, session, session)
+		case opencode.FormatName:
+			fmt.Fprintf(a.stderr, "resume it in %s with: opencode --session %s (or opencode run --session %s PROMPT)\n", cwd, session, session)
 		}
 	}
 	_, err = fmt.Fprintln(a.stdout, out)
@@ -284,13 +323,28 @@ func codexLost(a *app, svc *commits.Service, id, stop string, m *commits.Materia
 	return &lost, nil
 }
 
-func codexLostText(l codex.Lost) string {
+// opencodeLost is codexLost for opencode-v1.
+func opencodeLost(a *app, svc *commits.Service, id, stop string, m *commits.Materialized) (*opencode.Lost, error) {
+	evs, err := translated(a, svc, id, stop, opencode.FormatName, m)
+	if err != nil || evs == nil {
+		return nil, err
+	}
+	_, lost, err := opencode.EncodeLost(evs)
+	if err != nil || lost == (opencode.Lost{}) {
+		return nil, err
+	}
+	return &lost, nil
+}
+
+// lostAsText says what a translation into a harness that writes
+// unmapped calls as text (Codex, opencode) left out or restated.
+func lostAsText(l codex.Lost, harness string) string {
 	var parts []string
 	for _, x := range []struct {
 		n    int
 		what string
 	}{{l.Thinking, "thinking blocks of other providers"}, {l.Events, "harness events with no message (system, metrics, errors, raw records)"},
-		{l.Excluded, "sub-agent or out-of-context events"}, {l.AsText, "tool calls Codex has no tool for (written as text, with their results)"},
+		{l.Excluded, "sub-agent or out-of-context events"}, {l.AsText, "tool calls " + harness + " has no tool for (written as text, with their results)"},
 		{l.Unanswered, "tool calls without a result (given an output saying so)"}} {
 		if x.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", x.n, x.what))

@@ -8,6 +8,7 @@ import (
 	"github.com/ctxstore/ctxstore/harness"
 	"github.com/ctxstore/ctxstore/harness/claudecode"
 	"github.com/ctxstore/ctxstore/harness/codex"
+	"github.com/ctxstore/ctxstore/harness/opencode"
 	"github.com/ctxstore/ctxstore/harness/pi"
 	"github.com/ctxstore/ctxstore/harness/sweagent"
 	"github.com/ctxstore/ctxstore/session/commits"
@@ -15,7 +16,7 @@ import (
 
 // Registry returns a new registry of every harness format.
 func Registry() *harness.Registry {
-	return harness.NewRegistry(claudecode.Codec{}, pi.Codec{}, sweagent.Codec{}, codex.Codec{})
+	return harness.NewRegistry(claudecode.Codec{}, pi.Codec{}, sweagent.Codec{}, codex.Codec{}, opencode.Codec{})
 }
 
 // Commits returns a new commit formats registry with every harness

@@ -78,6 +78,9 @@ func (im *Importer) importFile(ctx context.Context, path string) (*FileResult, e
 	}
 	head := make([]byte, 512)
 	n, _ := f.ReadAt(head, 0)
+	if db, ok := im.opts.Formats.Database(abs, head[:n]); ok && (im.opts.As == Auto || string(im.opts.As) == string(db.Format())) {
+		return im.importDatabase(ctx, abs, fi.Size(), db)
+	}
 	if strings.HasSuffix(abs, ".traj") || im.opts.As == SWEAgent || (im.opts.As == Auto && sweagent.Looks(head[:n])) {
 		return im.importTraj(ctx, abs, f, fi.Size())
 	}

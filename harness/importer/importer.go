@@ -44,6 +44,7 @@ const (
 	Pi         Harness = "pi"
 	SWEAgent   Harness = "swe-agent"
 	Codex      Harness = "codex"
+	Opencode   Harness = "opencode"
 )
 
 // Options configure an Importer.
@@ -61,7 +62,11 @@ type Options struct {
 	// turn is cut into several commits (trigger tool_call). It also bounds
 	// the memory an import holds, whatever the file's size.
 	MaxCommitBytes int
-	// Registry is the commit format registry (default formats.Commits(),
+	// Formats are the harness formats the importer knows (default
+	// formats.Registry()): a database format's codec
+	// (harness.DatabaseReader) reads its sessions.
+	Formats *harness.Registry
+	// Registry is the commit format registry (default Formats.Commits(),
 	// every harness format's codec).
 	Registry *commits.Registry
 	// Now is the clock of cursor documents (default time.Now).
@@ -94,8 +99,11 @@ func New(st store.Store, o Options) *Importer {
 	if o.MaxCommitBytes <= 0 {
 		o.MaxCommitBytes = 1 << 20
 	}
+	if o.Formats == nil {
+		o.Formats = formats.Registry()
+	}
 	if o.Registry == nil {
-		o.Registry = formats.Commits()
+		o.Registry = o.Formats.Commits()
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -129,7 +137,12 @@ type Problem struct {
 	Msg  string `json:"msg"`
 }
 
-func (p Problem) String() string { return fmt.Sprintf("%s:%d: %s", p.Path, p.Line, p.Msg) }
+func (p Problem) String() string {
+	if p.Line == 0 {
+		return fmt.Sprintf("%s: %s", p.Path, p.Msg) // a database's row (table and id in Msg), or the file as a whole
+	}
+	return fmt.Sprintf("%s:%d: %s", p.Path, p.Line, p.Msg)
+}
 
 // SessionSummary says what an import did with one source session.
 type SessionSummary struct {
@@ -259,7 +272,7 @@ func (im *Importer) Import(ctx context.Context, path string) (*Result, error) {
 		res.add(*f)
 		return res, nil
 	}
-	files, ignored, err := sessionFiles(path)
+	files, ignored, err := sessionFiles(path, im.isDatabase)
 	if err != nil {
 		return nil, err
 	}
@@ -281,10 +294,24 @@ func (im *Importer) Import(ctx context.Context, path string) (*Result, error) {
 	return res, nil
 }
 
-// sessionFiles lists the session files under dir: *.jsonl and *.traj, in
+// isDatabase reports whether the file at path is a harness database.
+func (im *Importer) isDatabase(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 512)
+	n, _ := f.ReadAt(head, 0)
+	_, ok := im.opts.Formats.Database(path, head[:n])
+	return ok
+}
+
+// sessionFiles lists the session files under dir: *.jsonl and *.traj (and
+// *.db files that are a harness's database, isDB), in
 // path order, except that a Claude Code session's sub-agent files come
 // right after their session's file (so their fork point exists).
-func sessionFiles(dir string) (files, ignored []string, err error) {
+func sessionFiles(dir string, isDB func(string) bool) (files, ignored []string, err error) {
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -299,6 +326,8 @@ func sessionFiles(dir string) (files, ignored []string, err error) {
 		case strings.HasSuffix(p, ".jsonl"), strings.HasSuffix(p, ".traj"):
 			files = append(files, p)
 		case strings.HasSuffix(p, ".meta.json"):
+		case strings.HasSuffix(p, ".db") && isDB(p):
+			files = append(files, p)
 		default:
 			ignored = append(ignored, p)
 		}
