@@ -328,6 +328,8 @@ func sessionFiles(dir string, isDB func(string) bool) (files, ignored []string, 
 		case strings.HasSuffix(p, ".meta.json"):
 		case strings.HasSuffix(p, ".db") && isDB(p):
 			files = append(files, p)
+		case strings.HasSuffix(p, ".db-wal"), strings.HasSuffix(p, ".db-shm"), strings.HasSuffix(p, ".db-journal"):
+			// An SQLite database's companions: read with it.
 		default:
 			ignored = append(ignored, p)
 		}
