@@ -59,6 +59,12 @@ const (
 	// splitMin is the payload size from which a top-level string member
 	// leaves the skeleton of a packSplit document.
 	splitMin = 512
+	// deltaMax is the largest document, and the largest stored base, a
+	// delta is tried for. DEFLATE looks back 32 KiB, so a delta saves at
+	// most that much of a document's start; past deltaMax the saving is
+	// a sliver, while the base would be inflated whole on every write (a
+	// write's memory would grow with the base, not with the write).
+	deltaMax = 1 << 20
 )
 
 // The SQL names of the functions.
@@ -118,7 +124,15 @@ func registerFuncs() error {
 				if !ok {
 					return args[0], nil
 				}
-				return packAgainst(b, baseArg(args, 1))
+				base := baseArg(args, 1)
+				out, err := packAgainst(b, base)
+				if err == nil && isPacked(out) && len(b) >= splitMin {
+					// The statement that packs a document goes on to
+					// read it (the search triggers): from the cache, not
+					// by inflating what was just deflated.
+					remember(out, base, bytes.Clone(b))
+				}
+				return out, err
 			})),
 			registerLogFuncs(),
 			registerEntFuncs(),
@@ -197,7 +211,7 @@ func pack(jsonb []byte) []byte {
 // the documents instead of staying the first one forever.
 func packAgainst(jsonb, base []byte) ([]byte, error) {
 	out := pack(jsonb)
-	if base == nil || len(jsonb) < packMin || isPacked(jsonb) || (isPacked(out) && out[1] == packSplit) ||
+	if base == nil || len(jsonb) < packMin || len(jsonb) > deltaMax || len(base) > deltaMax || isPacked(jsonb) || (isPacked(out) && out[1] == packSplit) ||
 		(isPacked(base) && base[1] == packDelta) {
 		return out, nil
 	}
@@ -376,7 +390,7 @@ func unsplit(b []byte) ([]byte, error) {
 	if !ok {
 		return nil, errors.New("skeleton is not a JSONB object")
 	}
-	var body []byte
+	body := make([]byte, 0, len(f.skeleton)+len(long)) // the skeleton's nulls give way to the values
 	k := 0
 	for _, m := range members {
 		if k < len(f.keys) && m.val.typ == jNull && bytes.Equal(m.key.payload(f.skeleton), f.keys[k]) {
@@ -403,9 +417,10 @@ func unsplit(b []byte) ([]byte, error) {
 // query its predicates, order and projection), each through ctxs_doc.
 var unpackCache struct {
 	sync.Mutex
-	keys [8]string
-	vals [8][]byte
-	next int
+	keys  [8][]byte // the packed form
+	bases [8][]byte // and its base (nil for none)
+	vals  [8][]byte
+	next  int
 }
 
 func unpackCached(b, base []byte) ([]byte, error) {
@@ -415,11 +430,12 @@ func unpackCached(b, base []byte) ([]byte, error) {
 	if b[1] != packDelta {
 		base = nil // not part of the document
 	}
-	key := string(b) + string(base)
 	c := &unpackCache
 	c.Lock()
 	for i, k := range c.keys {
-		if k == key && c.vals[i] != nil {
+		// Compared in place: a key is copied once, when it is stored,
+		// not on every lookup (a trigger reads one document ~15 times).
+		if c.vals[i] != nil && bytes.Equal(k, b) && bytes.Equal(c.bases[i], base) {
 			v := c.vals[i]
 			c.Unlock()
 			return v, nil
@@ -430,11 +446,21 @@ func unpackCached(b, base []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	remember(b, base, v)
+	return v, nil
+}
+
+// remember caches v as the unpacked form of packed form b (with base,
+// for a packDelta form).
+func remember(b, base, v []byte) {
+	if !isPacked(b) || b[1] != packDelta {
+		base = nil
+	}
+	c := &unpackCache
 	c.Lock()
-	c.keys[c.next], c.vals[c.next] = key, v
+	c.keys[c.next], c.bases[c.next], c.vals[c.next] = bytes.Clone(b), bytes.Clone(base), v
 	c.next = (c.next + 1) % len(c.keys)
 	c.Unlock()
-	return v, nil
 }
 
 // JSONB (https://sqlite.org/jsonb.html): each element is a header, whose

@@ -53,12 +53,11 @@ func prepare(ops []store.Op, indexed indexSet) ([]prepared, []loggedOp, error) {
 	for i, op := range ops {
 		p := prepared{op: op}
 		if op.Doc != nil {
-			c, err := store.Canonical(op.Doc)
+			c, err := store.CanonicalString(op.Doc)
 			if err != nil {
 				return nil, nil, &store.Error{Op: "submit", Kind: store.ErrInvalid, OpIndex: i + 1, ID: op.ID, Field: "doc", Err: err}
 			}
-			sum := sha256.Sum256(c)
-			p.hash, p.canon = hex.EncodeToString(sum[:]), string(c)
+			p.hash, p.canon = hashString(c), c
 			p.family, _ = op.Doc["type"].(string)
 			if op.Kind == store.OpPut {
 				p.fields = indexed.filter(fieldRows(op.Doc))
@@ -73,6 +72,19 @@ func prepare(ops []store.Op, indexed indexSet) ([]prepared, []loggedOp, error) {
 		logged[i].Hash = p.hash
 	}
 	return out, logged, nil
+}
+
+// hashString is the SHA-256 of s in hex, s hashed in pieces rather than
+// copied whole into a byte slice.
+func hashString(s string) string {
+	h := sha256.New()
+	buf := make([]byte, min(len(s), 32<<10))
+	for len(s) > 0 {
+		n := copy(buf, s)
+		h.Write(buf[:n])
+		s = s[n:]
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func optMS(t *time.Time) *int64 {

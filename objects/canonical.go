@@ -1,7 +1,6 @@
 package objects
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,7 +8,7 @@ import (
 	"reflect"
 	"unicode/utf8"
 
-	"github.com/gowebpki/jcs"
+	"github.com/ctxstore/ctxstore/internal/canonjson"
 )
 
 // maxDepth bounds the nesting of JSON values this package accepts.
@@ -36,17 +35,21 @@ func Canonical(v any) ([]byte, error) {
 
 // canonicalNormalized canonicalises a value already produced by normalize.
 func canonicalNormalized(n any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(n); err != nil {
-		return nil, fieldErr("", ErrInvalid, "encoding JSON: %v", err)
-	}
-	out, err := jcs.Transform(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	out, err := canonjson.Append(nil, n)
 	if err != nil {
 		return nil, fieldErr("", ErrInvalid, "canonicalising JSON: %v", err)
 	}
 	return out, nil
+}
+
+// hashNormalized is HashBytes of canonicalNormalized(n), the canonical JSON
+// streamed into the hash rather than held whole.
+func hashNormalized(n any) (string, error) {
+	h := sha256.New()
+	if err := canonjson.Write(h, n); err != nil {
+		return "", fieldErr("", ErrInvalid, "canonicalising JSON: %v", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // HashBytes returns the SHA-256 of b as 64 lowercase hex digits. It is the
@@ -58,11 +61,11 @@ func HashBytes(b []byte) string {
 
 // HashValue returns HashBytes(Canonical(v)).
 func HashValue(v any) (string, error) {
-	c, err := Canonical(v)
+	n, err := normalize(v, "", 0)
 	if err != nil {
 		return "", err
 	}
-	return HashBytes(c), nil
+	return hashNormalized(n)
 }
 
 // isHash reports whether s has the form of a hash: 64 lowercase hex digits.

@@ -18,11 +18,14 @@ func (o *Object) ContentHashInput() ([]byte, error) {
 
 // ComputeContentHash returns the content hash o's payload gives now.
 func (o *Object) ComputeContentHash() (string, error) {
-	in, err := o.ContentHashInput()
+	if err := o.validate(false); err != nil {
+		return "", err
+	}
+	d, err := o.payloadDoc()
 	if err != nil {
 		return "", err
 	}
-	return HashBytes(in), nil
+	return hashNormalized(d)
 }
 
 // ComputeMetadataViewHash returns SHA-256 of the canonical JSON of

@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"unicode/utf8"
 
-	"github.com/gowebpki/jcs"
+	"github.com/ctxstore/ctxstore/internal/canonjson"
 )
 
 // DecodeDoc parses one JSON object (numbers kept as json.Number) under the
@@ -56,6 +57,13 @@ func DecodeStored(data []byte) (Doc, error) {
 }
 
 func decodeObject(data []byte) (Doc, error) {
+	if json.Valid(data) && utf8.Valid(data) {
+		// The common case, decoded in place (parseValid); the decoder
+		// below says what is wrong with the rest.
+		if doc, ok := parseValid(data).(map[string]any); ok {
+			return doc, nil
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any
@@ -75,11 +83,13 @@ func decodeObject(data []byte) (Doc, error) {
 // Canonical returns doc in RFC 8785 canonical JSON: the form both backends
 // are compared in and the SQLite backend hashes and stores.
 func Canonical(doc Doc) ([]byte, error) {
-	raw, err := json.Marshal(doc)
-	if err != nil {
-		return nil, err
-	}
-	return jcs.Transform(raw)
+	return canonjson.Append(nil, doc)
+}
+
+// CanonicalString is Canonical as a string, built without a copy of the
+// whole: a backend that stores the text and hashes it holds it once.
+func CanonicalString(doc Doc) (string, error) {
+	return canonjson.String(doc)
 }
 
 // SameDoc reports whether a and b are the same JSON value (numbers compared

@@ -18,7 +18,7 @@ var floors = []struct {
 	name     string
 	prefixes []string
 }{
-	{"object model", []string{"objects", "internal/datasets", "internal/jsonlimit", "internal/jsontext", "internal/filelock", "internal/svgplot"}},
+	{"object model", []string{"objects", "internal/canonjson", "internal/datasets", "internal/jsonlimit", "internal/jsontext", "internal/filelock", "internal/svgplot"}},
 	{"store contract", []string{"store"}},
 	{"backends", []string{"bitemporal", "migrations", "xtdb", "internal/storetestenv"}},
 	{"sessions and context commits", []string{"session"}},

@@ -99,12 +99,23 @@ func BashCandidates(command, output string) []string {
 	return clean(names)
 }
 
+// MaxCandidates is how many names one tool output may offer (clean): each
+// is checked against the roots and the disk, and bash's also against the
+// store, so an output of millions of lines would cost that many lookups.
+// An output naming files names them early; MaxDiscovered caps the files
+// indexed anyway.
+const MaxCandidates = 1000
+
 // clean drops empty names, options, variables, globs, "." and "..", and
-// duplicates, keeping the first occurrence.
+// duplicates, keeping the first occurrence, and keeps at most
+// MaxCandidates names.
 func clean(names []string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, n := range names {
+		if len(out) == MaxCandidates {
+			break
+		}
 		if n == "" || n == "." || n == ".." || seen[n] || len(n) > 4096 ||
 			strings.HasPrefix(n, "-") || strings.ContainsAny(n, "$*?\x00") {
 			continue

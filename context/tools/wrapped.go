@@ -59,7 +59,23 @@ func (t *Tools) Grep(ctx context.Context, c Call, cwd string) (Result, error) {
 // files the session knows that a command word names but that are gone get
 // a deletion version (as after rm).
 func (t *Tools) Bash(ctx context.Context, c Call, cwd, command string) (Result, error) {
-	return t.touch(ctx, c, cwd, BashCandidates(command, outputOf(c)), false)
+	words := map[string]bool{}
+	for _, w := range BashCandidates(command, "") {
+		words[w] = true
+	}
+	// A name only the output gives counts if it is on disk: a gone file
+	// is marked deleted when a command word names it, and checking every
+	// line of a long output against the roots and the store would cost
+	// far more than the output itself.
+	var paths []string
+	for _, n := range BashCandidates(command, outputOf(c)) {
+		if words[n] {
+			paths = append(paths, n)
+		} else if _, err := os.Lstat(join(cwd, n)); err == nil {
+			paths = append(paths, n)
+		}
+	}
+	return t.touch(ctx, c, cwd, paths, false)
 }
 
 func outputOf(c Call) string {

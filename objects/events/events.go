@@ -197,10 +197,10 @@ func Encode(evs []Event) ([]byte, error) {
 // Decode parses events-v1 bytes. An element that is not an event, or an
 // event that does not validate, is an error naming its index.
 func Decode(data []byte) ([]Event, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
+	// Unmarshal splits the array in place (a Decoder would first copy
+	// the whole of data into a buffer it grows by doubling).
 	var raw []json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
+	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, fmt.Errorf("events-v1: not a JSON array of events: %w", err)
 	}
 	out := make([]Event, len(raw))

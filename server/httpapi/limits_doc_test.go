@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/ctxstore/ctxstore/context/files"
+	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/harness"
 	"github.com/ctxstore/ctxstore/harness/sweagent"
 	"github.com/ctxstore/ctxstore/internal/jsonlimit"
 	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/objects/markdown"
+	"github.com/ctxstore/ctxstore/server/mcp"
 	"github.com/ctxstore/ctxstore/sync/versionlog"
 )
 
@@ -71,6 +73,8 @@ func TestSecurityLimitsTable(t *testing.T) {
 		{"session import (`import PATH`, `POST /v1/import`)", "a line over " + docSize(harness.MaxLineBytes)},
 		{"session import (`import PATH`, `POST /v1/import`)", "a `.traj` document at most " + docSize(sweagent.MaxBytes)},
 		{"files indexed", "content stored up to " + docSize(files.DefaultMaxTextBytes)},
+		{"files indexed", "first " + docCount(tools.MaxCandidates) + " distinct names (`tools.MaxCandidates`)"},
+		{"MCP server (`ctxstore mcp`, stdio and `--http`)", fmt.Sprintf("at most %d messages (`mcp.MaxBatch`)", mcp.MaxBatch)},
 		{"documents (`put`, `put --lines`)", fmt.Sprintf("at most %d bytes", objects.MaxIDLen)},
 		{"ids", fmt.Sprintf("object ids at most %d bytes", objects.MaxIDLen)},
 		{"Markdown notes", fmt.Sprintf("nested %d deep", markdown.MaxQuoteDepth)},

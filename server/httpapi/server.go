@@ -295,18 +295,41 @@ type request struct {
 	// lease is the request's share of the body budget: the body counts
 	// into it as it is read, and spool counts what a gzip body decodes to.
 	lease *lease
+	// body is the request's JSON body once read (readBody): read once,
+	// into one buffer of its declared size, and decoded from there however
+	// often the request runs (a retake decodes it again).
+	body    []byte
+	hasBody bool
+}
+
+// readBody reads the request's body once: into a buffer of the declared
+// length when there is one (no growing copies), else grown as it comes.
+func (q *request) readBody() ([]byte, error) {
+	if q.hasBody {
+		return q.body, nil
+	}
+	var buf bytes.Buffer
+	if n := q.r.ContentLength; n > 0 {
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(q.r.Body); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) || (q.lease != nil && q.lease.refused) {
+			return nil, err
+		}
+		// A body cut short is the client's fault.
+		return nil, badRequest("reading the request body: %v", err)
+	}
+	q.body, q.hasBody = buf.Bytes(), true
+	return q.body, nil
 }
 
 // decode reads the JSON body into v. Unknown fields are ignored: Pi's
 // messages carry more than ctxstore reads.
 func (q *request) decode(v any) error {
-	body, err := io.ReadAll(q.r.Body)
+	body, err := q.readBody()
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
-		return badRequest("reading the request body: %v", err)
+		return err
 	}
 	if err := jsonlimit.Depth(body, jsonlimit.MaxDepth); err != nil {
 		return badRequest("request body: %v", err)
@@ -375,21 +398,16 @@ func (s *Server) wrap(rt route) http.Handler {
 				io.Reader
 				io.Closer
 			}{&counted{r: mbr, l: q.lease}, mbr}
-			var body []byte
 			if rt.retake {
-				if body, err = io.ReadAll(r.Body); err == nil {
-					r.Body = io.NopCloser(bytes.NewReader(body))
-				} else if mbe := (*http.MaxBytesError)(nil); !errors.As(err, &mbe) {
-					// A body cut short is the client's fault.
-					err = badRequest("reading the request body: %v", err)
-				}
+				// The whole body before the session is touched: a retake
+				// decodes it again from q.body.
+				_, err = q.readBody()
 			}
 			if err == nil && rt.raw != nil {
 				err = rt.raw(w, q)
 			} else if err == nil {
 				v, err = rt.h(q)
 				if rt.retake && store.KindOf(err) == store.ErrConflict && s.takeOver(q.ctx, q.sid) {
-					r.Body = io.NopCloser(bytes.NewReader(body))
 					v, err = rt.h(q)
 				}
 			}
