@@ -161,6 +161,7 @@ func TestMapTool(t *testing.T) {
 		{"Read", `{"file_path":"/w/notes.txt"}`, `exec_command {"cmd":"cat /w/notes.txt"}`},
 		{"Read", `{"file_path":"/w/my notes.txt","offset":10,"limit":5}`, `exec_command {"cmd":"sed -n '10,14p' '/w/my notes.txt'"}`},
 		{"read", `{"path":"it's.txt","offset":3}`, `exec_command {"cmd":"sed -n '3,$p' 'it'\\''s.txt'"}`},
+		{"read", `{"filePath":"/w/notes.txt","limit":2}`, `exec_command {"cmd":"sed -n '1,2p' /w/notes.txt"}`},
 		{"exec_command", `{"cmd":"pwd","workdir":"/w"}`, `exec_command {"cmd":"pwd","workdir":"/w"}`},
 		{"shell", `{"command":["bash","-lc","ls"]}`, `shell {"command":["bash","-lc","ls"]}`},
 		{"Bash", `{}`, ""},

@@ -289,8 +289,9 @@ func answerAll(items []item, open map[string]string) []item {
 }
 
 // MapTool maps a tool call of any harness to a Codex tool: Codex's own
-// shell tools stay as they are; Claude Code's Bash and Pi's bash become
-// exec_command with the command; Claude Code's Read and Pi's read become
+// shell tools stay as they are; Claude Code's Bash and Pi's and opencode's
+// bash become exec_command with the command; Claude Code's Read and Pi's
+// and opencode's read become
 // exec_command reading the file (cat, or sed -n for a range of lines).
 // ok is false when Codex has no counterpart (the call then crosses as
 // text).
@@ -312,6 +313,9 @@ func MapTool(name string, in map[string]any) (string, map[string]any, bool) {
 		path := str("file_path")
 		if path == "" {
 			path = str("path")
+		}
+		if path == "" {
+			path = str("filePath") // opencode's read
 		}
 		if path == "" {
 			return "", nil, false
