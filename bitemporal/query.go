@@ -105,7 +105,7 @@ func fieldsCandidates(c string) string {
 }
 
 // probeRows is the first bound of driver's row counts.
-const probeRows = 256
+const probeRows = 64
 
 // driver chooses the candidates of a query whose predicates could give
 // them several ways: SQLite would build the full candidate set of every

@@ -170,10 +170,18 @@ func (in *Inspector) calls(ctx context.Context, sid string, p Page, withCollapse
 	if p.Limit < 0 {
 		return nil, fmt.Errorf("page size %d: %w", p.Limit, ErrInvalid)
 	}
-	where := []store.Pred{store.Where("type", assemble.CommitType), store.Where("session_id", sid),
-		{Field: "call", Op: store.Gte, Value: int64(p.From - 1)}}
+	where := []store.Pred{store.Where("type", assemble.CommitType), store.Where("session_id", sid)}
 	if p.Limit > 0 {
-		where = append(where, store.Pred{Field: "call", Op: store.Lte, Value: int64(p.From + p.Limit - 1)})
+		// The page's call numbers, listed: the field index then gives
+		// the page's records alone, wherever the page is in the session
+		// (a range bounds the call numbers of every session).
+		ns := make([]any, 0, p.Limit+1)
+		for n := p.From - 1; n <= p.From+p.Limit-1; n++ {
+			ns = append(ns, int64(n))
+		}
+		where = append(where, store.Pred{Field: "call", Op: store.In, Values: ns})
+	} else {
+		where = append(where, store.Pred{Field: "call", Op: store.Gte, Value: int64(p.From - 1)})
 	}
 	docs, err := in.st.Query(ctx, store.Query{Where: where, Find: commitFields, OrderBy: []store.Order{{Field: "call"}}})
 	if err != nil {

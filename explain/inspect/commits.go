@@ -39,10 +39,43 @@ const MaxCommits = 2000
 // Commits returns the context commits whose provenance names the session,
 // parents before children (by depth, then time), with lanes assigned so
 // that each branch has its own; a parent outside the session comes first
-// as an External node. One query, without the commits' content.
+// as an External node. One query, without the commits' content. A chain
+// at least MaxWhole deep and rooted in the session gives the commits of
+// its CommitsPerPage deepest depths, read by depth (its deepest found by
+// probing), never the whole chain: CommitsPage pages through the rest.
 func (in *Inspector) Commits(ctx context.Context, sid string) ([]CommitNode, error) {
 	if err := in.check(sid); err != nil {
 		return nil, err
+	}
+	deep, err := in.hasDepth(ctx, sid, MaxWhole)
+	if err != nil {
+		return nil, err
+	}
+	var roots []store.Doc
+	if deep {
+		if roots, err = in.atDepths(ctx, sid, []int64{0}); err != nil {
+			return nil, err
+		}
+	}
+	if len(roots) > 0 {
+		max, err := in.maxDepth(ctx, sid, MaxWhole)
+		if err != nil {
+			return nil, err
+		}
+		depths := make([]int64, 0, CommitsPerPage)
+		for d := max - CommitsPerPage + 1; d <= max; d++ {
+			depths = append(depths, d)
+		}
+		docs, err := in.atDepths(ctx, sid, depths)
+		if err != nil {
+			return nil, err
+		}
+		ns := nodes(docs)
+		sortNodes(ns)
+		if len(ns) > MaxCommits {
+			ns = ns[len(ns)-MaxCommits:]
+		}
+		return lanes(ns), nil
 	}
 	docs, err := in.st.Query(ctx, store.Query{
 		Where: []store.Pred{store.Where("type", commits.DocCommit), store.Where("session", sid)},

@@ -14,6 +14,7 @@ package inspect
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
@@ -72,10 +73,16 @@ type Options struct {
 	PriceTable *prices.Table
 }
 
-// Inspector reads sessions and calls from a store.
+// Inspector reads sessions and calls from a store. It remembers the
+// ends of the long commit chains it has probed (chain.go), which a page
+// reads several times: make one per request or command, as the web
+// inspector and the command line do, so that it sees new commits.
 type Inspector struct {
 	st store.Store
 	o  Options
+
+	mu     sync.Mutex
+	depths map[string]int64 // session -> its deepest commit's depth
 }
 
 // New returns an Inspector over st.

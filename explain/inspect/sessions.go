@@ -58,6 +58,10 @@ type Session struct {
 	// CostUSD.
 	CostUnknown    bool     `json:"cost_unknown,omitempty"`
 	UnpricedModels []string `json:"unpriced_models,omitempty"`
+	// TotalsOmitted: the recorded session has more than MaxTotalled calls,
+	// so a list or page, which never reads them all, leaves its tokens,
+	// cached share, cost and cache breaks out (Calls is its count).
+	TotalsOmitted bool `json:"totals_omitted,omitempty"`
 }
 
 // Filter narrows Sessions: sessions whose last activity (last call, else
@@ -138,10 +142,25 @@ func (in *Inspector) SessionsWhere(ctx context.Context, f Filter) ([]Session, er
 	if err != nil {
 		return nil, err
 	}
-	svc := commits.New(in.st, commits.Options{Registry: in.o.Formats})
-	chains, err := svc.Chains(ctx, nil)
+	// The sessions that have context commits, one index seek each, and
+	// each one's chain (summarized from its ends when it is long): never
+	// every commit of the store.
+	withCommits, err := store.Values(ctx, in.st, store.Query{Where: []store.Pred{store.Where("type", commits.DocCommit)}}, "session", "", 0)
 	if err != nil {
 		return nil, err
+	}
+	var chains []commits.Chain
+	for _, sid := range withCommits {
+		if !in.allowed(sid) {
+			continue
+		}
+		c, err := in.chain(ctx, sid, nil)
+		if err != nil {
+			return nil, err
+		}
+		if c.Session != "" {
+			chains = append(chains, c)
+		}
 	}
 	byID := make(map[string]commits.Chain, len(chains))
 	for _, c := range chains {
@@ -166,7 +185,7 @@ func (in *Inspector) SessionsWhere(ctx context.Context, f Filter) ([]Session, er
 			if !(Filter{Project: f.Project, Harness: f.Harness}).keep(s) {
 				continue // its events are not read
 			}
-			if err := in.recordedSummary(ctx, &s); err != nil {
+			if err := in.summarizeRecorded(ctx, &s); err != nil {
 				return nil, err
 			}
 			out = append(out, s)
@@ -247,7 +266,7 @@ func (in *Inspector) recordedDetail(ctx context.Context, sid string, notFound er
 		return nil, err
 	}
 	d := &SessionDetail{Session: in.recorded(ctx, c)} // Commits: the chain's count, not capped
-	if err := in.recordedSummary(ctx, &d.Session); err != nil {
+	if err := in.summarizeRecorded(ctx, &d.Session); err != nil {
 		return nil, err
 	}
 	if _, err := in.countCommits(ctx, d); err != nil {
@@ -256,8 +275,12 @@ func (in *Inspector) recordedDetail(ctx context.Context, sid string, notFound er
 	return d, nil
 }
 
-// chain returns the commit chain of sid, or notFound when it has none.
+// chain returns the commit chain of sid, or notFound when it has none: a
+// long one summarized from its ends (longChain), else read whole.
 func (in *Inspector) chain(ctx context.Context, sid string, notFound error) (commits.Chain, error) {
+	if c, ok, err := in.longChain(ctx, sid); err != nil || ok {
+		return c, err
+	}
 	chains, err := commits.New(in.st, commits.Options{}).Chains(ctx, []string{sid})
 	if err != nil {
 		return commits.Chain{}, err

@@ -3,10 +3,16 @@ package inspector_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/explain/inspect"
 	"github.com/ctxstore/ctxstore/explain/inspect/inspecttest"
 	"github.com/ctxstore/ctxstore/internal/storetestenv"
 	"github.com/ctxstore/ctxstore/server/inspector"
@@ -91,4 +97,87 @@ func BenchmarkPagingPage(b *testing.B) {
 	b.ReportMetric(float64(paging.Milliseconds())/k, "paging_ms")
 	b.ReportMetric(float64(session.Milliseconds())/k, "session_ms")
 	b.ReportMetric(float64(paging)/float64(session), "x-session")
+}
+
+// BenchmarkRecordedPages500k renders, over one recorded session of
+// 500,000 context commits (inspecttest.Recorded: one call each, stored as
+// an import stores them; CTXSTORE_BENCH_COMMITS sets another size), the
+// sessions page, the session's first page and a page deep in it:
+// index_ms, session_ms and deep_ms per page, and peak_rss_mb, the
+// process's peak resident memory while the pages render (the peak is
+// reset after building). docs/benchmarks.md records the figures.
+func BenchmarkRecordedPages500k(b *testing.B) {
+	n := 500000
+	if v, err := strconv.Atoi(os.Getenv("CTXSTORE_BENCH_COMMITS")); err == nil && v > 0 {
+		n = v
+	}
+	se := storetestenv.New(b, storetestenv.SQLite)
+	t0 := time.Now()
+	inspecttest.Recorded(b, se.Store, "big", n, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	b.Logf("built %d commits in %v", n, time.Since(t0).Round(time.Second))
+	h, err := inspector.New(inspector.Options{Store: se.Store})
+	if err != nil {
+		b.Fatal(err)
+	}
+	deep := fmt.Sprintf("/inspect/s/big?page=%d", n/inspect.CommitsPerPage/2)
+	runtime.GC()
+	resetPeakRSS(b)
+	b.ResetTimer()
+	var index, first, mid, cpu time.Duration
+	for b.Loop() {
+		for _, p := range []struct {
+			path string
+			d    *time.Duration
+		}{{"/inspect/", &index}, {"/inspect/s/big", &first}, {deep, &mid}} {
+			t, c := time.Now(), cpuTime(b)
+			if r := httptestGet(h, p.path); r.code != 200 {
+				b.Fatalf("%s: %d", p.path, r.code)
+			}
+			*p.d += time.Since(t)
+			cpu += cpuTime(b) - c
+		}
+	}
+	k := float64(b.N)
+	b.ReportMetric(float64(index.Milliseconds())/k, "index_ms")
+	b.ReportMetric(float64(first.Milliseconds())/k, "session_ms")
+	b.ReportMetric(float64(mid.Milliseconds())/k, "deep_ms")
+	b.ReportMetric(float64(cpu.Milliseconds())/k/3, "cpu_ms/page")
+	b.ReportMetric(peakRSSMB(b), "peak_rss_mb")
+}
+
+// cpuTime is the CPU time the process has used (user and system): a
+// page's cost on a machine other work shares.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// resetPeakRSS resets the process's peak resident set size (Linux:
+// writing 5 to /proc/self/clear_refs).
+func resetPeakRSS(b *testing.B) {
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		b.Skipf("cannot reset the peak RSS here: %v", err)
+	}
+}
+
+// peakRSSMB reads the process's peak resident set size (VmHWM) in MB.
+func peakRSSMB(b *testing.B) float64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for l := range strings.SplitSeq(string(raw), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "VmHWM:" {
+			kb, err := strconv.ParseFloat(f[1], 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb / 1024
+		}
+	}
+	b.Fatal("no VmHWM in /proc/self/status")
+	return 0
 }

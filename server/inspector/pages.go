@@ -41,13 +41,30 @@ func (h *Handler) funcs() template.FuncMap {
 	}
 }
 
-// sessions: the sessions page.
+// SessionsPerPage is how many sessions the sessions page lists.
+const SessionsPerPage = 100
+
+// sessionsBody is the sessions page's data: one page of the list.
+type sessionsBody struct {
+	Sessions           []inspect.Session
+	Page, Pages, Total int
+}
+
+// sessions: the sessions page, ?page=N (from 1) of SessionsPerPage.
 func (h *Handler) sessions(q *req) (string, pageData, error) {
+	page, err := intArg("page", q.r.URL.Query().Get("page"), 1)
+	if err != nil {
+		return "", pageData{}, err
+	}
 	ss, err := q.in.Sessions(q.ctx)
 	if err != nil {
 		return "", pageData{}, err
 	}
-	return "sessions.html", pageData{Title: "Sessions", Body: ss}, nil
+	b := sessionsBody{Page: page, Total: len(ss), Pages: max(1, (len(ss)+SessionsPerPage-1)/SessionsPerPage)}
+	if page <= b.Pages {
+		b.Sessions = ss[min(len(ss), (page-1)*SessionsPerPage):min(len(ss), page*SessionsPerPage)]
+	}
+	return "sessions.html", pageData{Title: "Sessions", Body: b}, nil
 }
 
 // sessionBody is the session page's data.
@@ -63,11 +80,23 @@ type sessionBody struct {
 	Chain   chain
 	Commits []inspect.CommitNode
 	Graph   chain
+	// Page is the page asked for (?page=): of the calls (From..To, unless
+	// ?from= chose them) and of the commit graph; Pages the larger of the
+	// two lists' page counts.
+	Page, Pages int
+	// CommitPages is the number of pages of the commit graph.
+	CommitPages int
+	// FirstDepth and LastDepth are the depths of the commit graph's page.
+	FirstDepth, LastDepth int
 }
 
+// session: a session's page. ?page=N (from 1) shows the Nth page of
+// calls (Options.PageSize each, or ?limit=) and of the commit graph
+// (inspect.CommitsPerPage depths each); ?from= starts the calls at a
+// call instead. Either way the page reads what it shows.
 func (h *Handler) session(q *req) (string, pageData, error) {
 	sid := q.r.PathValue("sid")
-	from, err := intArg("from", q.r.URL.Query().Get("from"), 1)
+	page, err := intArg("page", q.r.URL.Query().Get("page"), 1)
 	if err != nil {
 		return "", pageData{}, err
 	}
@@ -76,6 +105,13 @@ func (h *Handler) session(q *req) (string, pageData, error) {
 		return "", pageData{}, err
 	}
 	limit = min(limit, 1000)
+	if page > (math.MaxInt32-1)/limit {
+		return "", pageData{}, badRequest("page %d: past any session's calls", page)
+	}
+	from, err := intArg("from", q.r.URL.Query().Get("from"), (page-1)*limit+1)
+	if err != nil {
+		return "", pageData{}, err
+	}
 	d, err := q.in.Session(q.ctx, sid)
 	if err != nil {
 		return "", pageData{}, err
@@ -84,12 +120,13 @@ func (h *Handler) session(q *req) (string, pageData, error) {
 	if err != nil {
 		return "", pageData{}, err
 	}
-	cm, err := q.in.Commits(q.ctx, sid)
+	cp, err := q.in.CommitsPage(q.ctx, sid, page)
 	if err != nil {
 		return "", pageData{}, err
 	}
 	b := sessionBody{S: d, Calls: cs, From: from, To: from + len(cs) - 1, Limit: limit, Chart: timeline(cs), Chain: chainOf(cs),
-		Commits: cm, Graph: commitGraph(cm)}
+		Commits: cp.Nodes, Graph: commitGraph(cp.Nodes), Page: page, Pages: max(cp.Pages, (d.Calls+limit-1)/limit), CommitPages: cp.Pages,
+		FirstDepth: (page - 1) * inspect.CommitsPerPage, LastDepth: page*inspect.CommitsPerPage - 1}
 	if from > 1 {
 		b.Prev = max(1, from-limit)
 	}

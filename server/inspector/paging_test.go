@@ -1,0 +1,104 @@
+package inspector_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ctxstore/ctxstore/explain/inspect"
+	"github.com/ctxstore/ctxstore/explain/inspect/inspecttest"
+	"github.com/ctxstore/ctxstore/internal/storetestenv"
+	"github.com/ctxstore/ctxstore/server/inspector"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// counting is a store that counts the reads made through it and the
+// documents they return.
+type counting struct {
+	store.Store
+	reads, docs atomic.Int64
+}
+
+func (c *counting) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
+	docs, err := c.Store.Query(ctx, q)
+	c.reads.Add(1)
+	c.docs.Add(int64(len(docs)))
+	return docs, err
+}
+
+func (c *counting) Entity(ctx context.Context, id string, b store.Basis) (store.Doc, error) {
+	c.reads.Add(1)
+	c.docs.Add(1)
+	return c.Store.Entity(ctx, id, b)
+}
+
+func (c *counting) History(ctx context.Context, id string, o store.HistoryOptions) ([]store.HistoryEntry, error) {
+	h, err := c.Store.History(ctx, id, o)
+	c.reads.Add(1)
+	c.docs.Add(int64(len(h)))
+	return h, err
+}
+
+func (c *counting) Values(ctx context.Context, q store.Query, field, after string, limit int) ([]string, error) {
+	vs, err := store.Values(ctx, c.Store, q, field, after, limit)
+	c.reads.Add(1)
+	c.docs.Add(int64(len(vs)))
+	return vs, err
+}
+
+// The sessions page and a recorded session's pages read what they show,
+// not the session: rendering them over a session of 4,200 commits (and
+// calls) reads as many documents as over one of 2,100, give or take the
+// probes that find the chain's deepest commit (a few more per doubling);
+// the old pages read every commit. ?page= pages the commit graph.
+func TestPageWorkDoesNotGrow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds sessions of 2,100 and 4,200 recorded commits (about 15 s)")
+	}
+	pages := []string{"/inspect/", "/inspect/s/big", "/inspect/s/big?page=5"}
+	measure := func(n int) (reads, docs int64, bodies []string) {
+		se := storetestenv.New(t, storetestenv.SQLite)
+		inspecttest.Recorded(t, se.Store, "big", n, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+		inspecttest.Recorded(t, se.Store, "small", 3, time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
+		c := &counting{Store: se.Store}
+		h, err := inspector.New(inspector.Options{Store: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pages {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest("GET", p, nil))
+			if w.Code != 200 {
+				t.Fatalf("%d commits, %s: %d\n%s", n, p, w.Code, w.Body)
+			}
+			bodies = append(bodies, w.Body.String())
+		}
+		return c.reads.Load(), c.docs.Load(), bodies
+	}
+	r1, d1, b1 := measure(2100)
+	r2, d2, b2 := measure(4200)
+	t.Logf("2,100 commits: %d reads, %d documents; 4,200: %d reads, %d documents", r1, d1, r2, d2)
+	if d2 > d1+40 || r2 > r1+40 || d1 > 1500 {
+		t.Errorf("page work grows with the session: 2,100 commits %d reads, %d documents; 4,200: %d reads, %d documents", r1, d1, r2, d2)
+	}
+	for _, b := range [][]string{b1, b2} {
+		if !strings.Contains(b[0], `href="/inspect/s/big"`) || !strings.Contains(b[0], `href="/inspect/s/small"`) {
+			t.Errorf("sessions page lacks a session:\n%s", b[0])
+		}
+		if n := strings.Count(b[1], `class="commit-row`); n != inspect.CommitsPerPage {
+			t.Errorf("first page: %d commit rows, want %d", n, inspect.CommitsPerPage)
+		}
+		if !strings.Contains(b[2], fmt.Sprintf("commits at depths %d to %d", 4*inspect.CommitsPerPage, 5*inspect.CommitsPerPage-1)) ||
+			strings.Count(b[2], `class="commit-row`) != inspect.CommitsPerPage+1 { // and the parent on the page before
+			t.Errorf("page 5 is not the fifth page of commits:\n%s", b[2])
+		}
+	}
+	if !strings.Contains(b2[1], `id="commit-count">4200 `) || !strings.Contains(b2[1], "Page 1 of 21") {
+		i := strings.Index(b2[1], `id="session-facts"`)
+		t.Errorf("the session page of 4,200 commits:\n%s", b2[1][i:i+1500])
+	}
+}
