@@ -1,12 +1,16 @@
 package tests
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestClaudeCodePreviews: with ctxstore's hooks installed (previews on by
@@ -18,55 +22,138 @@ import (
 func TestClaudeCodePreviews(t *testing.T) {
 	t.Parallel()
 	e := newCCLive(t, "")
-	const bashID, readID = "toolu_prev_bash", "toolu_prev_read"
 	spillDir := filepath.Join(e.dir, ".ctxstore", "spill")
-	result := func(req messagesRequest, id string) (string, bool) {
-		for _, msg := range req.Messages {
-			bs, _ := messagesBlocks(msg.Content)
-			for _, b := range bs {
-				if b.Type == "tool_result" && b.ToolUseID == id {
-					var s string
-					if json.Unmarshal(b.Content, &s) != nil {
-						inner, _ := messagesBlocks(b.Content)
-						for _, x := range inner {
-							s += x.Text
-						}
-					}
-					return s, true
-				}
-			}
-		}
-		return "", false
-	}
 	var spillFile string
-	e.model = startScriptedMessages(t, nil, filepath.Join(t.TempDir(), "requests.jsonl"), func(req messagesRequest) piStep {
-		if len(req.Tools) == 0 {
-			return piStep{Text: "ok"} // Claude Code's side requests (titles)
-		}
-		if _, ok := result(req, readID); ok {
-			return piStep{Text: "Done."}
-		}
-		if s, ok := result(req, bashID); ok {
-			i := strings.Index(s, "Read "+spillDir+"/")
-			if i < 0 {
-				return piStep{Text: "no preview"}
-			}
-			f := strings.Fields(s[i+len("Read "):])[0]
-			spillFile = f
-			return piStep{Tool: "Read", Args: map[string]any{"file_path": f}, ID: readID}
-		}
-		return piStep{Tool: "Bash", Args: map[string]any{"command": "seq 1 5000", "description": "count"}, ID: bashID}
-	})
+	e.model = startScriptedMessages(t, nil, filepath.Join(t.TempDir(), "requests.jsonl"), previewScript(spillDir, &spillFile))
 	out := e.claude("Count to 5000.", "--allowedTools", "Read")
 	if last := out[len(out)-1]; last["result"] != "Done." {
 		t.Fatalf("claude's result: %v", last)
 	}
+	checkPreviews(t, e.model.log, spillDir, spillFile)
+	// The hook said the Read was the output's activation (its report is
+	// in the transcript's hook attachments).
+	sid, _ := out[len(out)-1]["session_id"].(string)
+	transcript, _ := e.transcripts(sid)
+	tb, _ := os.ReadFile(transcript)
+	if !strings.Contains(string(tb), `\"activated\":\"`+previewBashID+`\"`) {
+		t.Errorf("no hook reported the Read as the activation of %s", previewBashID)
+	}
+	// The transcript records the preview (what the model saw).
+	if !strings.Contains(string(tb), "left out here; Read "+spillFile) {
+		t.Error("the transcript does not record the preview")
+	}
+}
 
+// TestClaudeCodeRunPreviews: `ctxstore claude-code run` in a project with
+// no install gives its Claude Code process the hooks: the large output
+// enters as a preview whose spill file (under ~/.ctxstore/spill, made one
+// of Claude Code's working directories) the model reads without a
+// permission, and the session is recorded in ~/.ctxstore/store.db.
+// With --no-hooks the output reaches the model whole.
+func TestClaudeCodeRunPreviews(t *testing.T) {
+	t.Parallel()
+	cli := claudeCLI(t)
+	home, work := t.TempDir(), t.TempDir()
+	spillDir := filepath.Join(home, ".ctxstore", "spill")
+	var spillFile string
+	m := startScriptedMessages(t, nil, filepath.Join(t.TempDir(), "requests.jsonl"), previewScript(spillDir, &spillFile))
+	run := func(flags ...string) map[string]any {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		args := append(append([]string{"claude-code", "run", "--claude", cli}, flags...), "--", "-p", "Count to 5000.", "--allowedTools", "Bash", "--output-format", "json")
+		cmd := exec.CommandContext(ctx, ctxstoreBin, args...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "HOME="+home, "ANTHROPIC_BASE_URL="+m.srv.URL, "ANTHROPIC_API_KEY=sk-ant-offline-test",
+			"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "CTXSTORE_CLAUDE_CODE_UPSTREAM=",
+			"CTXSTORE_URL=", "CTXSTORE_SERVICE_URL=", "CTXSTORE_TOKEN=", "XDG_CACHE_HOME="+filepath.Join(home, ".cache"))
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("claude-code run: %v\n%s\n%s", err, stdout.String(), stderr.String())
+		}
+		var res map[string]any
+		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+			t.Fatalf("claude's output %q: %v", stdout.String(), err)
+		}
+		return res
+	}
+	res := run()
+	if res["result"] != "Done." {
+		t.Fatalf("claude's result through run: %v", res)
+	}
+	checkPreviews(t, m.log, spillDir, spillFile)
+	sid, _ := res["session_id"].(string)
+	transcripts, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", sid+".jsonl"))
+	if len(transcripts) != 1 {
+		t.Fatalf("the session's transcript: %v", transcripts)
+	}
+	fc, err := readChain(t, filepath.Join(home, ".ctxstore", "store.db"), transcripts[0])
+	if err != nil || len(fc.content) == 0 || !strings.Contains(string(fc.content), "left out here; Read "+spillFile) {
+		t.Errorf("the store does not hold the session run recorded: %v", err)
+	}
+
+	if res := run("--no-hooks"); res["result"] != "no preview" {
+		t.Errorf("with --no-hooks, the model was not sent the output whole: %v", res)
+	}
+}
+
+const previewBashID, previewReadID = "toolu_prev_bash", "toolu_prev_read"
+
+// previewResult returns the text of tool call id's result in req.
+func previewResult(req messagesRequest, id string) (string, bool) {
+	for _, msg := range req.Messages {
+		bs, _ := messagesBlocks(msg.Content)
+		for _, b := range bs {
+			if b.Type == "tool_result" && b.ToolUseID == id {
+				var s string
+				if json.Unmarshal(b.Content, &s) != nil {
+					inner, _ := messagesBlocks(b.Content)
+					for _, x := range inner {
+						s += x.Text
+					}
+				}
+				return s, true
+			}
+		}
+	}
+	return "", false
+}
+
+// previewScript is the scripted model of the preview tests: Bash `seq 1
+// 5000` (23,893 characters), then a Read of the spill file the preview
+// names (its path in *spillFile), then "Done."; "no preview" when the
+// output came whole.
+func previewScript(spillDir string, spillFile *string) func(messagesRequest) piStep {
+	return func(req messagesRequest) piStep {
+		if len(req.Tools) == 0 {
+			return piStep{Text: "ok"} // Claude Code's side requests (titles)
+		}
+		if _, ok := previewResult(req, previewReadID); ok {
+			return piStep{Text: "Done."}
+		}
+		if s, ok := previewResult(req, previewBashID); ok {
+			i := strings.Index(s, "Read "+spillDir+"/")
+			if i < 0 {
+				return piStep{Text: "no preview"}
+			}
+			*spillFile = strings.Fields(s[i+len("Read "):])[0]
+			return piStep{Tool: "Read", Args: map[string]any{"file_path": *spillFile}, ID: previewReadID}
+		}
+		return piStep{Tool: "Bash", Args: map[string]any{"command": "seq 1 5000", "description": "count"}, ID: previewBashID}
+	}
+}
+
+// checkPreviews reads the scripted endpoint's log: the Bash output was sent
+// as a preview naming spillFile, in spillDir; the Read of it sent the
+// whole output; the spill file holds it.
+func checkPreviews(t *testing.T, log, spillDir, spillFile string) {
+	t.Helper()
 	var whole strings.Builder
 	for i := 1; i <= 5000; i++ {
 		fmt.Fprintf(&whole, "%d\n", i)
 	}
-	raw, err := os.ReadFile(e.model.log)
+	raw, err := os.ReadFile(log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,14 +163,14 @@ func TestClaudeCodePreviews(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &req); err != nil {
 			t.Fatal(err)
 		}
-		if s, ok := result(req, bashID); ok {
+		if s, ok := previewResult(req, previewBashID); ok {
 			sawPreview = true
 			if len(s) > 4500 || strings.Contains(s, "\n2500\n") || !strings.HasPrefix(s, "1\n2\n3\n") || !strings.HasSuffix(strings.TrimSpace(s), "4999\n5000") ||
-				!strings.Contains(s, "left out here; Read "+filepath.Join(spillDir)) {
+				!strings.Contains(s, "left out here; Read "+spillDir) {
 				t.Errorf("the Bash output the model was sent (%d bytes) is not a preview naming the spill file: %.300q…%.200q", len(s), s, s[max(0, len(s)-200):])
 			}
 		}
-		if s, ok := result(req, readID); ok {
+		if s, ok := previewResult(req, previewReadID); ok {
 			// Claude Code's Read numbers the lines: "     N\tN".
 			sawWhole = true
 			for _, n := range []int{1, 2500, 4321, 5000} {
@@ -102,21 +189,9 @@ func TestClaudeCodePreviews(t *testing.T) {
 	}
 	// Claude Code gives Bash's stdout without its last newline.
 	if b, err := os.ReadFile(spillFile); err != nil || string(b) != strings.TrimSuffix(whole.String(), "\n") {
-		t.Errorf("the spill file %s: %v (%d bytes, want %d)", spillFile, err, len(b), whole.Len())
+		t.Errorf("the spill file %s: %v (%d bytes, want %d)", spillFile, err, len(b), whole.Len()-1)
 	}
-	if !strings.HasPrefix(spillFile, spillDir+string(filepath.Separator)) || filepath.Base(spillFile) != bashID+".txt" {
-		t.Errorf("spill file %s, want %s/<session>/%s.txt", spillFile, spillDir, bashID)
-	}
-	// The hook said the Read was the output's activation (its report is
-	// in the transcript's hook attachments).
-	sid, _ := out[len(out)-1]["session_id"].(string)
-	transcript, _ := e.transcripts(sid)
-	tb, _ := os.ReadFile(transcript)
-	if !strings.Contains(string(tb), `\"activated\":\"`+bashID+`\"`) {
-		t.Errorf("no hook reported the Read as the activation of %s", bashID)
-	}
-	// The transcript records the preview (what the model saw).
-	if !strings.Contains(string(tb), "left out here; Read "+spillFile) {
-		t.Error("the transcript does not record the preview")
+	if !strings.HasPrefix(spillFile, spillDir+string(filepath.Separator)) || filepath.Base(spillFile) != previewBashID+".txt" {
+		t.Errorf("spill file %s, want %s/<session>/%s.txt", spillFile, spillDir, previewBashID)
 	}
 }

@@ -177,7 +177,9 @@ func TestClaudeCodeProxy(t *testing.T) {
 	// command.
 	px := startCCProxy(t, m.srv.URL, "--cache-ttl", "12s")
 	command = "sleep 5; echo step%d"
+	began := time.Now()
 	res := claude(px.url, "-p", "Run the slow build once.")
+	took := time.Since(began)
 	command = "echo step%d"
 	sid, _ := res["session_id"].(string)
 	time.Sleep(4600 * time.Millisecond) // the turn has ended: no warm while Claude Code waits
@@ -200,8 +202,12 @@ func TestClaudeCodeProxy(t *testing.T) {
 			warms = append(warms, r)
 		}
 	}
-	if len(warms) != 2 {
-		t.Fatalf("%d warm requests during the 5 s tool run, want 2 (every 2 s)", len(warms))
+	// Two warms (at 2 s and 4 s) for the 5 s command; on a loaded machine
+	// the run around it (Claude Code's start, its hooks) can stretch the
+	// wait past 6 s, and a warm every 2 s then makes one more: the whole
+	// run's time bounds how many.
+	if most := max(2, int(took/(2*time.Second))-1); len(warms) < 2 || len(warms) > most {
+		t.Fatalf("%d warm requests during the 5 s tool run (the run took %s), want 2 (every 2 s), at most %d", len(warms), took.Round(time.Millisecond), most)
 	}
 	asked := reqs[agents[0]] // the request whose answer asked for the tool
 	for i, w := range warms {
@@ -223,7 +229,7 @@ func TestClaudeCodeProxy(t *testing.T) {
 		}
 	}
 	stderr := px.stop(t)
-	if !strings.Contains(stderr, "warm request 2 of ") || !strings.Contains(stderr, "0 with the head cached for the hour") || !strings.Contains(stderr, "2 warm requests answered, 0 failed") {
+	if !strings.Contains(stderr, "warm request 2 of ") || !strings.Contains(stderr, "0 with the head cached for the hour") || !strings.Contains(stderr, fmt.Sprintf("%d warm requests answered, 0 failed", len(warms))) {
 		t.Errorf("the proxy's report:\n%s", stderr)
 	}
 

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ctxstore/ctxstore/integrations/claudecode/hooks"
 	"github.com/ctxstore/ctxstore/server/ccproxy"
 )
 
@@ -151,9 +152,10 @@ func (c *ccProxyCmd) Run(a *app) error {
 // lives as long as it does.
 type ccRunCmd struct {
 	ccProxyOptions
-	Claude string   `name:"claude" default:"claude" env:"CTXSTORE_CLAUDE" placeholder:"PATH" help:"The Claude Code command."`
-	Log    string   `name:"log" placeholder:"FILE" help:"Append the proxy's lines (warm requests, heads cached for the hour) to FILE; by default they are not written, Claude Code having the terminal."`
-	Args   []string `arg:"" optional:"" passthrough:"" help:"Claude Code's arguments (after --)."`
+	Claude  string   `name:"claude" default:"claude" env:"CTXSTORE_CLAUDE" placeholder:"PATH" help:"The Claude Code command."`
+	Log     string   `name:"log" placeholder:"FILE" help:"Append the proxy's lines (warm requests, heads cached for the hour) to FILE; by default they are not written, Claude Code having the terminal."`
+	NoHooks bool     `name:"no-hooks" help:"Do not give this Claude Code process ctxstore's hooks (by default, when no install put them in its settings, run adds them for this process: the session recorded in --store, default ~/.ctxstore/store.db, and large outputs entering as previews)."`
+	Args    []string `arg:"" optional:"" passthrough:"" help:"Claude Code's arguments (after --)."`
 }
 
 // claudeBaseURL returns the ANTHROPIC_BASE_URL Claude Code would use
@@ -182,6 +184,43 @@ func claudeBaseURL() string {
 		}
 	}
 	return strings.TrimSpace(os.Getenv("ANTHROPIC_BASE_URL"))
+}
+
+// runHooks adds to set (a --settings value) install's hooks for this
+// Claude Code process, unless an install put them in the settings files it
+// reads here: the store is --store or ~/.ctxstore/store.db, the spill
+// directory ~/.ctxstore/spill, whose files the settings allow Claude Code
+// to Read without asking.
+func (c *ccRunCmd) runHooks(a *app, set map[string]any) error {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil // nowhere to keep them: run as before
+	}
+	files := []string{filepath.Join(home, ".claude", "settings.json")}
+	if wd, err := os.Getwd(); err == nil {
+		files = append(files, filepath.Join(wd, ".claude", "settings.json"), filepath.Join(wd, ".claude", "settings.local.json"))
+	}
+	if hooks.Installed(files...) {
+		return nil
+	}
+	bin, err := selfPath()
+	if err != nil {
+		return fmt.Errorf("finding the ctxstore binary: %w", err)
+	}
+	storeURL, _, err := ccStoreURL(a.cli.Store, home, true)
+	if err != nil {
+		return err
+	}
+	spill := filepath.Join(home, ".ctxstore", "spill")
+	raw, err := hooks.RunHooks(hooks.Config{Timeout: 10, Command: shellJoin([]string{bin, "--store", storeURL, "claude-code", "hook",
+		"--timeout", "5s", "--spill-dir", spill})})
+	if err != nil {
+		return err
+	}
+	set["hooks"] = raw
+	// A Read rule: "//" begins an absolute path in Claude Code's rules.
+	set["permissions"] = map[string]any{"allow": []string{"Read(/" + filepath.ToSlash(spill) + "/**)"}}
+	return nil
 }
 
 // exitStatus makes run exit with a status of its own, saying nothing
@@ -230,7 +269,13 @@ func (c *ccRunCmd) Run(a *app) error {
 	if own {
 		// Claude Code's settings files may set ANTHROPIC_BASE_URL in their
 		// env, which wins over the environment; --settings wins over them.
-		b, _ := json.Marshal(map[string]any{"env": map[string]string{"ANTHROPIC_BASE_URL": u}})
+		set := map[string]any{"env": map[string]string{"ANTHROPIC_BASE_URL": u}}
+		if !c.NoHooks {
+			if err := c.runHooks(a, set); err != nil {
+				return err
+			}
+		}
+		b, _ := json.Marshal(set)
 		args = append([]string{"--settings", string(b)}, args...)
 	}
 	cmd := exec.Command(bin, args...)

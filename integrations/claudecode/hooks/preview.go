@@ -81,15 +81,21 @@ func (s Spill) Preview(in Input) (PreviewResult, error) {
 	dir := filepath.Join(root, in.SessionID)
 	if in.ToolName == "Read" {
 		var args struct {
-			Path string `json:"file_path"`
+			Path   string          `json:"file_path"`
+			Offset json.RawMessage `json:"offset"`
+			Limit  json.RawMessage `json:"limit"`
 		}
 		json.Unmarshal(in.ToolInput, &args)
 		if args.Path != "" {
 			p := filepath.Clean(args.Path)
 			if rel, err := filepath.Rel(root, p); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
 				if filepath.Dir(p) == dir {
-					id, _ := tools.SpillCallID(filepath.Base(p))
-					return PreviewResult{Activated: id}, nil // read back whole: never cut again
+					// Read back: never cut again. Whole (no offset or
+					// limit), it is the output's activation; a part is not.
+					if id, ok := tools.SpillCallID(filepath.Base(p)); ok && isNull(args.Offset) && isNull(args.Limit) {
+						return PreviewResult{Activated: id}, nil
+					}
+					return PreviewResult{}, nil
 				}
 				up, err := refusal(in.ToolResponse)
 				if err != nil {
@@ -125,6 +131,12 @@ func (s Spill) Preview(in Input) (PreviewResult, error) {
 		return PreviewResult{}, err
 	}
 	return PreviewResult{Updated: up, File: file, Whole: utf8.RuneCountInString(whole), Shown: shown}, nil
+}
+
+// isNull says an optional argument is absent.
+func isNull(raw json.RawMessage) bool {
+	t := strings.TrimSpace(string(raw))
+	return t == "" || t == "null"
 }
 
 // writeFile writes b to path through a temporary file and a rename, so a

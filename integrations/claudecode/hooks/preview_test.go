@@ -171,6 +171,11 @@ func TestPreviewSpillReads(t *testing.T) {
 	if err != nil || r.Updated != nil || r.Activated != "toolu_01A" {
 		t.Errorf("the session's own spill file: %+v %v", r, err)
 	}
+	// A part of it (offset, limit) passes too, but is no activation.
+	in = postToolUse(t, "Read", map[string]any{"file_path": own, "offset": 10, "limit": 20}, resp(own))
+	if r, err := s.Preview(in); err != nil || r.Updated != nil || r.Activated != "" {
+		t.Errorf("a part of the session's own spill file: %+v %v", r, err)
+	}
 	other := filepath.Join(root, "sess-2", "toolu_09Z.txt")
 	r, err = s.Preview(postToolUse(t, "Read", map[string]any{"file_path": other}, resp(other)))
 	if err != nil || r.Refused != other || strings.Contains(string(r.Updated), "line yyy") || !strings.Contains(string(r.Updated), "refused") {

@@ -484,3 +484,29 @@ func dropEnabled(settings object, file string) (object, bool, error) {
 	}
 	return settings.set("enabledMcpjsonServers", rawArray(kept)), true, nil
 }
+
+// RunHooks is the "hooks" object of a --settings value that gives one
+// Claude Code process install's hooks for c (`claude-code run` with no
+// install), nothing written to any file.
+func RunHooks(c Config) (json.RawMessage, error) {
+	if strings.TrimSpace(c.Command) == "" {
+		return nil, errors.New("no hook command")
+	}
+	o, err := addHooks(object{}, "--settings", c)
+	if err != nil {
+		return nil, err
+	}
+	raw, _ := o.get("hooks")
+	return raw, nil
+}
+
+// Installed says whether any of the files holds a hook install wrote
+// (files that cannot be read hold none).
+func Installed(files ...string) bool {
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte(Marker)) {
+			return true
+		}
+	}
+	return false
+}

@@ -415,3 +415,33 @@ func TestApplyKeepsSymlink(t *testing.T) {
 		}
 	}
 }
+
+// RunHooks is install's hooks object, for a --settings value; Installed
+// finds an install's mark in settings files.
+func TestRunHooks(t *testing.T) {
+	raw, err := RunHooks(Config{Command: "/bin/ctxstore claude-code hook", Timeout: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h map[string][]struct {
+		Matcher string `json:"matcher"`
+		Hooks   []struct {
+			Command string `json:"command"`
+			Timeout int    `json:"timeout"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal(raw, &h); err != nil || len(h) != len(Events) || h["PostToolUse"][0].Matcher != "*" ||
+		h["Stop"][0].Hooks[0].Command != "/bin/ctxstore claude-code hook "+Marker || h["Stop"][0].Hooks[0].Timeout != 10 {
+		t.Errorf("RunHooks: %v %s", err, raw)
+	}
+	if _, err := RunHooks(Config{}); err == nil {
+		t.Error("RunHooks with no command")
+	}
+	dir := t.TempDir()
+	plain, marked := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
+	os.WriteFile(plain, []byte(`{"hooks":{}}`), 0o644)
+	os.WriteFile(marked, []byte(`{"hooks":{"Stop":[{"hooks":[{"command":"x `+Marker+`"}]}]}}`), 0o644)
+	if Installed(plain, filepath.Join(dir, "none.json")) || !Installed(plain, marked) {
+		t.Error("Installed")
+	}
+}
