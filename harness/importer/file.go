@@ -298,7 +298,7 @@ func (w *walk) add(line []byte) error {
 		w.cur.Harness = detect(recs)
 	}
 	if w.format == "" && w.cur.Harness != Auto {
-		w.format = formatOf(w.cur.Harness)
+		w.format = w.im.formatOf(w.cur.Harness)
 	}
 	var info lineInfo
 	switch w.cur.Harness {
@@ -391,14 +391,9 @@ func (w *walk) cut(info lineInfo, n int64) error {
 	return w.flushSegment()
 }
 
-func (w *walk) known(t string) bool {
-	if _, ok := claudecode.Types[t]; ok {
-		return true
-	}
-	_, ok := pi.Types[t]
-	_, cx := codex.Types[t]
-	return ok || cx || t == "result"
-}
+// known reports whether t is a record type of a line format the
+// importer's registry knows (for reading past damage).
+func (w *walk) known(t string) bool { return w.im.opts.Formats.Known(t) }
 
 func detect(recs []harness.Record) Harness {
 	for _, r := range recs {
@@ -420,14 +415,11 @@ func detect(recs []harness.Record) Harness {
 	return Auto
 }
 
-func formatOf(h Harness) string {
-	switch h {
-	case ClaudeCode:
-		return commits.FormatClaudeCode
-	case Pi:
-		return commits.FormatPi
-	case Codex:
-		return commits.FormatCodex
+// formatOf is the commit format of a harness's imports: its codec's
+// (events-v1 for a harness whose imports are neutral events).
+func (im *Importer) formatOf(h Harness) string {
+	if c, ok := im.opts.Formats.Codec(harness.Format(h)); ok && c.CommitFormat() != "" {
+		return c.CommitFormat()
 	}
 	return commits.FormatEvents
 }
@@ -604,7 +596,7 @@ func (w *walk) writeBatch() error {
 func (w *walk) finishResult() {
 	r := w.res
 	r.Harness = string(w.cur.Harness)
-	r.Format = formatOf(w.cur.Harness)
+	r.Format = w.im.formatOf(w.cur.Harness)
 	r.Offset, r.Lines, r.Tip, r.Root, r.Parent = w.cur.Offset, w.cur.Lines, w.cur.Tip, w.cur.Root, w.cur.Parent
 	if len(w.cur.Lanes) > 0 {
 		r.Lanes = map[string]string{}
