@@ -421,6 +421,16 @@ func (r Runner) Run(ctx context.Context, stdin io.Reader) (o Outcome) {
 		if o.Preview.Updated != nil {
 			o.Output.HookSpecificOutput = &HookSpecificOutput{HookEventName: "PostToolUse", UpdatedToolOutput: o.Preview.Updated}
 		}
+		// A preview that failed is told once per session too (its own
+		// mark): the output reached the model whole, which costs.
+		if o.PreviewErr != nil && r.firstTime(c.Session, "preview-notified") {
+			msg := fmt.Sprintf("ctxstore could not make a preview of a large tool output: %v. The output reached the model whole; Claude Code is unaffected. This is said once per session.", o.PreviewErr)
+			if o.Output.SystemMessage != "" {
+				msg = o.Output.SystemMessage + " " + msg
+			}
+			o.Output.SystemMessage, o.Output.SuppressOutput = msg, true
+			o.Notified = true
+		}
 	}()
 	o.Preview, o.PreviewErr = r.Spill.Preview(in)
 	if o.PreviewErr != nil {
@@ -547,6 +557,23 @@ func orUnknown(s string) string {
 		return "hook"
 	}
 	return s
+}
+
+// firstTime creates the session's mark file <session>.<mark> under
+// StateDir and says whether this run made it (no StateDir: always).
+func (r Runner) firstTime(session, mark string) bool {
+	if r.StateDir == "" {
+		return true
+	}
+	if !isID(session) || os.MkdirAll(r.StateDir, 0o700) != nil {
+		return false
+	}
+	f, err := os.OpenFile(filepath.Join(r.StateDir, session+"."+mark), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
 }
 
 // log appends err to session's log under StateDir, if any.

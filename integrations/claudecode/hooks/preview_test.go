@@ -199,3 +199,29 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// A spill directory that cannot be written: the output passes whole, the
+// user is told once per session, the failure is logged each time.
+func TestPreviewFailureToldOnce(t *testing.T) {
+	dir := t.TempDir()
+	blocked := filepath.Join(dir, "file")
+	os.WriteFile(blocked, nil, 0o644) // a file where the spill root's directory would be
+	state := filepath.Join(dir, "state")
+	r := Runner{Importer: stuck{}, StateDir: state, Spill: Spill{Root: filepath.Join(blocked, "spill")}}
+	in := mustJSON(t, map[string]any{"session_id": "sess-9", "transcript_path": "/t/sess-9.jsonl", "hook_event_name": "PostToolUse",
+		"tool_name": "WebFetch", "tool_use_id": "toolu_9", "tool_response": map[string]any{"result": numbered(2000)}})
+	var told int
+	for i := 0; i < 3; i++ {
+		o := r.Run(context.Background(), strings.NewReader(in))
+		if o.Output.HookSpecificOutput != nil || o.PreviewErr == nil {
+			t.Fatalf("run %d: a preview without its spill file: %+v", i, o.Output)
+		}
+		if strings.Contains(o.Output.SystemMessage, "could not make a preview") {
+			told++
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(state, "sess-9.log"))
+	if told != 1 || strings.Count(string(b), "no preview") != 3 {
+		t.Errorf("told %d times (want 1); log:\n%s", told, b)
+	}
+}
