@@ -100,8 +100,9 @@ func BenchmarkPagingPage(b *testing.B) {
 }
 
 // BenchmarkRecordedPages500k renders, over one recorded session of
-// 500,000 context commits (inspecttest.Recorded: one call each, stored as
-// an import stores them; CTXSTORE_BENCH_COMMITS sets another size), the
+// 500,000 context commits (inspecttest.Recorded: a call every 5, 100,000
+// calls stored as an import stores them; CTXSTORE_BENCH_COMMITS sets
+// another size), the
 // sessions page, the session's first page and a page deep in it:
 // index_ms, session_ms and deep_ms per page, and peak_rss_mb, the
 // process's peak resident memory while the pages render (the peak is
@@ -113,7 +114,7 @@ func BenchmarkRecordedPages500k(b *testing.B) {
 	}
 	se := storetestenv.New(b, storetestenv.SQLite)
 	t0 := time.Now()
-	inspecttest.Recorded(b, se.Store, "big", n, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	inspecttest.Recorded(b, se.Store, "big", n, 5, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	b.Logf("built %d commits in %v", n, time.Since(t0).Round(time.Second))
 	h, err := inspector.New(inspector.Options{Store: se.Store})
 	if err != nil {

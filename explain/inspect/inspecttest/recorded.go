@@ -16,11 +16,12 @@ import (
 
 // Recorded writes a recorded session sid of n context commits into st, as
 // an import would (one linear chain of events-v1 deltas a second apart
-// from start, each a model reply with usage: one call each, and a prompt
-// every 50), through the fastest path the commit service has: batches of
-// 5,000 commits, one transaction each. Its calls are then derived and stored, as an
+// from start, each a record of a model reply with usage, perCall records
+// a call as a streamed reply's are, and a prompt every 50), through the
+// fastest path the commit service has: batches of 5,000 commits, one
+// transaction each. Its calls are then derived and stored, as an
 // import does (harness/recorded.Update). It returns the chain's commits' ids, root first.
-func Recorded(tb testing.TB, st store.Store, sid string, n int, start time.Time) []string {
+func Recorded(tb testing.TB, st store.Store, sid string, n, perCall int, start time.Time) []string {
 	tb.Helper()
 	ctx := context.Background()
 	svc := commits.New(st, commits.Options{})
@@ -33,7 +34,7 @@ func Recorded(tb testing.TB, st store.Store, sid string, n int, start time.Time)
 		if i%50 == 0 {
 			evs = append(evs, events.Event{Type: events.Prompt, Source: "user", Text: fmt.Sprintf("step %d", i/50)})
 		}
-		evs = append(evs, events.Event{Type: events.Response, Text: "done", Model: "claude-sonnet-4-5", MessageID: fmt.Sprintf("m%d", i),
+		evs = append(evs, events.Event{Type: events.Response, Text: "done", Model: "claude-sonnet-4-5", MessageID: fmt.Sprintf("m%d", i/perCall),
 			Usage: &conversation.Usage{Input: 10, CacheRead: 100, CacheWrite: 20}})
 		c, err := b.Add(ctx, commits.CheckpointRequest{Parent: parent, Events: evs, Created: at,
 			Provenance: commits.Provenance{Session: sid, Trigger: commits.ImportTrigger, Harness: "claude-code", Cwd: "/work/" + sid,
