@@ -48,3 +48,42 @@ func FuzzParseInput(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCut drives the preview's cut with arbitrary tool names and
+// responses: no panic; a cut answer is valid JSON of the response's own
+// kind (an object stays an object, with the same members; content blocks
+// stay an array), and the whole text it returns is longer than the limit.
+func FuzzCut(f *testing.F) {
+	long := strings.Repeat("line of output\n", 40)
+	for _, c := range [][2]string{
+		{"Bash", `{"stdout":` + strconvQuote(long) + `,"stderr":"e","interrupted":false,"isImage":false}`},
+		{"Read", `{"type":"text","file":{"filePath":"/a","content":` + strconvQuote(long) + `,"numLines":40,"startLine":1,"totalLines":40}}`},
+		{"Grep", `{"mode":"files_with_matches","filenames":["a","b"],"numFiles":2}`},
+		{"Glob", `{"filenames":` + strings.Repeat(`["x"]`, 1) + `}`},
+		{"WebFetch", `{"result":` + strconvQuote(long) + `}`},
+		{"mcp__s__t", `[{"type":"text","text":` + strconvQuote(long) + `}]`},
+		{"Bash", `"plain"`}, {"Read", `{"file":null}`}, {"Grep", `{"content":7}`},
+	} {
+		f.Add(c[0], []byte(c[1]))
+	}
+	f.Fuzz(func(t *testing.T, tool string, resp []byte) {
+		if !json.Valid(resp) {
+			return
+		}
+		up, whole, _, ok := cut(tool, resp, 100, "Read /s/x.txt for the output whole")
+		if !ok {
+			return
+		}
+		if !json.Valid(up) || len([]rune(whole)) <= 100 {
+			t.Fatalf("cut %s: valid %v, whole %d chars", tool, json.Valid(up), len([]rune(whole)))
+		}
+		if (bytes.TrimSpace(resp)[0] == '{') != (bytes.TrimSpace(up)[0] == '{') {
+			t.Fatalf("cut %s changed the response's kind: %s", tool, up)
+		}
+	})
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
