@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,7 +15,9 @@ import (
 // served ones: `calls` lists one row per recorded request with its usage
 // and cost, `call N` labels the request's parts, `--raw` prints it and
 // `--diff` compares two; `sessions --json` carries name, tokens and cost;
-// `session show` sums the cache breaks by cause; `search` and
+// `session show` sums the cache breaks by cause and, once `--replay` has
+// computed and stored it, what the session would have cost with
+// ctxstore; `search` and
 // `query-session` find a word that only an imported session holds.
 func TestCLIRecordedCalls(t *testing.T) {
 	c := newCLI(t)
@@ -75,6 +78,29 @@ func TestCLIRecordedCalls(t *testing.T) {
 		if !strings.Contains(show, want) {
 			t.Errorf("session show lacks %q:\n%s", want, show)
 		}
+	}
+	if out := c.ok("", "--store", db, "session", "show", small); !strings.Contains(out, "not computed yet (session show --replay)") {
+		t.Errorf("session show before a replay:\n%s", out)
+	}
+	if out := c.ok("", "--store", db, "session", "show", small, "--replay"); !strings.Contains(out, "of what it did with ctxstore managing its context: $") {
+		t.Errorf("session show --replay:\n%s", out)
+	}
+	var shown struct {
+		CostUSD   float64 `json:"cost_usd"`
+		WouldCost *struct {
+			Ratio    float64 `json:"ratio"`
+			CostUSD  float64 `json:"cost_usd"`
+			WouldUSD float64 `json:"would_usd"`
+			Calls    int     `json:"calls"`
+			Stale    bool    `json:"stale"`
+		} `json:"would_cost"`
+	}
+	if err := json.Unmarshal([]byte(c.ok("", "--store", db, "--json", "session", "show", small)), &shown); err != nil {
+		t.Fatal(err)
+	}
+	if w := shown.WouldCost; w == nil || w.Calls != 30 || w.Ratio <= 0 || w.Ratio > 2 || w.Stale || w.CostUSD != shown.CostUSD ||
+		math.Abs(w.WouldUSD-w.CostUSD*w.Ratio) > 1e-9 {
+		t.Errorf("the stored replay, read back: %+v (the session cost $%v)", w, shown.CostUSD)
 	}
 	found := c.ok("", "--store", db, "search", "Overcome")
 	if !strings.Contains(found, small) || !strings.Contains(found, "chat") {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ctxstore/ctxstore/explain/inspect"
 	"github.com/ctxstore/ctxstore/harness/formats"
+	"github.com/ctxstore/ctxstore/harness/recorded"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -105,7 +106,15 @@ func project(cwd string) string {
 
 type sessionShowCmd struct {
 	Session string `arg:"" placeholder:"SESSION" ref:"session" help:"The session id (or a prefix of it naming one session)."`
+	Replay  bool   `name:"replay" help:"A recorded session: replay it to find what it would have cost with ctxstore managing its context (seconds per hundred calls), and store the answer for later views."`
 	costFlags
+}
+
+// sessionShowJSON is session show --json: the session, and for a
+// recorded one what it would have cost with ctxstore (when computed).
+type sessionShowJSON struct {
+	*inspect.SessionDetail
+	WouldCost *inspect.WouldCost `json:"would_cost,omitempty"`
 }
 
 // Run implements session show.
@@ -125,8 +134,23 @@ func (c *sessionShowCmd) Run(a *app) error {
 			return err
 		}
 	}
+	var would *inspect.WouldCost
+	if d.Recorded {
+		if c.Replay {
+			r, err := in.Replay(a.ctx, d.ID, "")
+			if err != nil {
+				return fmt.Errorf("replaying session %s: %w", d.ID, err)
+			}
+			if err := recorded.PutReplay(a.ctx, st, d.ID, *r); err != nil {
+				return err
+			}
+		}
+		if would, err = in.StoredWouldCost(a.ctx, d); err != nil {
+			return err
+		}
+	}
 	if a.cli.JSON {
-		return a.printJSON(d)
+		return a.printJSON(sessionShowJSON{SessionDetail: d, WouldCost: would})
 	}
 	w := a.textOut()
 	fmt.Fprintf(w, "session   %s\n", d.ID)
@@ -151,6 +175,7 @@ func (c *sessionShowCmd) Run(a *app) error {
 		fmt.Fprintf(w, "model     %s\n", orDash(d.Model))
 		fmt.Fprintf(w, "source    %s\n", orDash(d.Source))
 		fmt.Fprintf(w, "commits   %d context commits, %d branching\n", d.Commits, d.Branches)
+		fmt.Fprintf(w, "ctxstore  %s\n", wouldLine(would))
 		return printLost(w, d.Lost)
 	}
 	if d.LastCall != nil {
@@ -163,6 +188,27 @@ func (c *sessionShowCmd) Run(a *app) error {
 	fmt.Fprintf(w, "commits   %d context commits, %d branching\n", d.Commits, d.Branches)
 	fmt.Fprintf(w, "paging    %s\n", pagingLine(d.Paging))
 	return printLost(w, d.Lost)
+}
+
+// wouldLine says what a recorded session would have cost with ctxstore
+// managing its context.
+func wouldLine(w *inspect.WouldCost) string {
+	if w == nil {
+		return "what it would have cost with ctxstore: not computed yet (session show --replay)"
+	}
+	if w.RecordedCost <= 0 {
+		return "what it would have cost with ctxstore: unknown (the transcript records no usage to compare with)"
+	}
+	stale := ""
+	if w.Stale {
+		stale = " (computed before the session grew: session show --replay)"
+	}
+	cost := "its recorded cost is unknown"
+	if !w.CostUnknown {
+		cost = fmt.Sprintf("%s instead of %s", usd(w.WouldUSD), usd(w.CostUSD))
+	}
+	return fmt.Sprintf("would have cost %.0f%% of what it did with ctxstore managing its context: %s; %d tokens sent instead of %d, %s from the cache%s",
+		100*w.Ratio, cost, w.Context, w.RecordedContext, pct(w.CacheShare), stale)
 }
 
 // printLost prints what cache breaks cost a session, by cause.
