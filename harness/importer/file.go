@@ -17,9 +17,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/ctxstore/ctxstore/harness"
-	"github.com/ctxstore/ctxstore/harness/claudecode"
-	"github.com/ctxstore/ctxstore/harness/codex"
-	"github.com/ctxstore/ctxstore/harness/pi"
 	"github.com/ctxstore/ctxstore/harness/sweagent"
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
@@ -295,7 +292,7 @@ func (w *walk) add(line []byte) error {
 		// Detected from the first record of a known harness; lines before
 		// it go into the first commit (a file with none fails at its
 		// first commit, flushSegment).
-		w.cur.Harness = detect(recs)
+		w.cur.Harness = w.im.detect(recs)
 	}
 	if w.format == "" && w.cur.Harness != Auto {
 		w.format = w.im.formatOf(w.cur.Harness)
@@ -395,24 +392,10 @@ func (w *walk) cut(info lineInfo, n int64) error {
 // importer's registry knows (for reading past damage).
 func (w *walk) known(t string) bool { return w.im.opts.Formats.Known(t) }
 
-func detect(recs []harness.Record) Harness {
-	for _, r := range recs {
-		if (codex.Codec{}).Claim(r) == harness.ClaimSure {
-			return Codex
-		}
-		if h, ok := pi.ReadHead(r.Data); ok && h.Type == "session" {
-			return Pi
-		}
-		if h, ok := claudecode.ReadHead(r.Data); ok {
-			if _, known := claudecode.Types[h.Type]; known || h.SessionID != "" || h.UUID != "" {
-				return ClaudeCode
-			}
-			if _, known := pi.Types[h.Type]; known {
-				return Pi
-			}
-		}
-	}
-	return Auto
+// detect returns the harness of the first records that tell
+// (harness.Registry.Detect over the importer's line formats).
+func (im *Importer) detect(recs []harness.Record) Harness {
+	return Harness(im.opts.Formats.Detect(recs))
 }
 
 // formatOf is the commit format of a harness's imports: its codec's

@@ -509,5 +509,5 @@ func laneKey(k string) string {
 func LooksLikeSession(line []byte) bool {
 	var rep harness.Report
 	recs := harness.LineRecords(line, 1, &rep, nil)
-	return len(recs) > 0 && detect(recs) != Auto
+	return len(recs) > 0 && formats.Registry().Detect(recs) != harness.FormatAuto
 }
