@@ -56,6 +56,9 @@ type Options struct {
 	Prefix string
 	// PageSize is the number of calls on a session page (default 100).
 	PageSize int
+	// SessionsPerPage is the number of sessions on the sessions page
+	// (default 100).
+	SessionsPerPage int
 	// Log receives one line per failed request (default: discard).
 	Log *slog.Logger
 }
@@ -81,6 +84,9 @@ func New(o Options) (*Handler, error) {
 	o.Prefix = strings.TrimRight(o.Prefix, "/")
 	if o.PageSize <= 0 {
 		o.PageSize = 100
+	}
+	if o.SessionsPerPage <= 0 {
+		o.SessionsPerPage = 100
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)

@@ -41,16 +41,13 @@ func (h *Handler) funcs() template.FuncMap {
 	}
 }
 
-// SessionsPerPage is how many sessions the sessions page lists.
-const SessionsPerPage = 100
-
 // sessionsBody is the sessions page's data: one page of the list.
 type sessionsBody struct {
 	Sessions           []inspect.Session
 	Page, Pages, Total int
 }
 
-// sessions: the sessions page, ?page=N (from 1) of SessionsPerPage.
+// sessions: the sessions page, ?page=N (from 1) of Options.SessionsPerPage.
 func (h *Handler) sessions(q *req) (string, pageData, error) {
 	page, err := intArg("page", q.r.URL.Query().Get("page"), 1)
 	if err != nil {
@@ -60,9 +57,10 @@ func (h *Handler) sessions(q *req) (string, pageData, error) {
 	if err != nil {
 		return "", pageData{}, err
 	}
-	b := sessionsBody{Page: page, Total: len(ss), Pages: max(1, (len(ss)+SessionsPerPage-1)/SessionsPerPage)}
+	per := h.o.SessionsPerPage
+	b := sessionsBody{Page: page, Total: len(ss), Pages: max(1, (len(ss)+per-1)/per)}
 	if page <= b.Pages {
-		b.Sessions = ss[min(len(ss), (page-1)*SessionsPerPage):min(len(ss), page*SessionsPerPage)]
+		b.Sessions = ss[(page-1)*per : min(len(ss), page*per)]
 	}
 	return "sessions.html", pageData{Title: "Sessions", Body: b}, nil
 }

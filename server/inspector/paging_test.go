@@ -102,3 +102,46 @@ func TestPageWorkDoesNotGrow(t *testing.T) {
 		t.Errorf("the session page of 4,200 commits:\n%s", b2[1][i:i+1500])
 	}
 }
+
+// ?page= pages the sessions page: three sessions two a page, newest
+// first, with links between the pages; a page past the last lists none,
+// and a page that is not a positive whole number answers 400.
+func TestSessionsPages(t *testing.T) {
+	se := storetestenv.New(t, storetestenv.SQLite)
+	for i, sid := range []string{"s-old", "s-mid", "s-new"} {
+		inspecttest.Recorded(t, se.Store, sid, 2, 1, time.Date(2030, 1, 1+i, 0, 0, 0, 0, time.UTC))
+	}
+	h, err := inspector.New(inspector.Options{Store: se.Store, SessionsPerPage: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(p string) (int, string) {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", p, nil))
+		return w.Code, w.Body.String()
+	}
+	for p, want := range map[string][]string{
+		"/inspect/":        {"s-new", "s-mid", "Page 1 of 2 (3 sessions)", `href="?page=2"`},
+		"/inspect/?page=2": {"s-old", "Page 2 of 2", `href="?page=1"`},
+		"/inspect/?page=3": {"Page 3 of 2"},
+	} {
+		code, body := get(p)
+		if code != 200 {
+			t.Fatalf("%s: %d", p, code)
+		}
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				t.Errorf("%s: no %q in\n%s", p, w, body)
+			}
+		}
+		if n, all := strings.Count(body, `class="session-link"`), map[string]int{"/inspect/": 2, "/inspect/?page=2": 1, "/inspect/?page=3": 0}[p]; n != all {
+			t.Errorf("%s: %d sessions listed, want %d", p, n, all)
+		}
+	}
+	if code, _ := get("/inspect/?page=0"); code != 400 {
+		t.Errorf("page 0: %d, want 400", code)
+	}
+	if code, _ := get("/inspect/s/s-new?page=x"); code != 400 {
+		t.Errorf("session page x: %d, want 400", code)
+	}
+}
