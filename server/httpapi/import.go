@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -76,12 +78,19 @@ func (s *Server) importSessions(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = spool(f, q.r.Body, s.o.MaxImport, q.lease)
+	lines := &lineCounter{w: f}
+	err = spool(lines, q.r.Body, s.o.MaxImport, q.lease)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return nil, err
+	}
+	if lines.n > int64(s.o.MaxImportLines) {
+		// Importing costs about a millisecond of CPU per record: a small
+		// gzip upload of many short records would hold the server for
+		// minutes. Refused before anything is written.
+		return nil, tooLarge("the upload holds %d lines, over the limit of %d per request (Options.MaxImportLines): split it, or import it by path from under the server's roots (ctxstore import), which continues where it stopped", lines.n, s.o.MaxImportLines)
 	}
 	im := importer.New(s.st, importer.Options{As: as})
 	res, err := im.Import(q.ctx, p)
@@ -120,4 +129,16 @@ func importAs(as string) (importer.Harness, error) {
 		return importer.Harness(as), nil
 	}
 	return "", badRequest("as: %q is not claude-code, pi, codex or swe-agent", as)
+}
+
+// lineCounter counts the newlines written through it.
+type lineCounter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *lineCounter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(bytes.Count(p[:n], []byte{'\n'}))
+	return n, err
 }

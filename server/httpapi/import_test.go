@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/ctxstore/ctxstore/harness/importer"
+	"github.com/ctxstore/ctxstore/session/commits"
+	"github.com/ctxstore/ctxstore/store"
 )
 
 const importLines = `{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s-http","timestamp":"2025-01-01T00:00:00Z","message":{"role":"user","content":"hello"}}
@@ -136,5 +139,47 @@ func TestImportUploadHidesTempPath(t *testing.T) {
 		if resp.StatusCode == 500 {
 			t.Errorf("upload %s: %d %s", c.query, resp.StatusCode, b)
 		}
+	}
+}
+
+// An upload of more lines than MaxImportLines is refused (413 naming the
+// count and the limit), gzip or not, before anything is written; one at
+// the limit is imported.
+func TestImportUploadLineBudget(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.MaxImportLines = 2 })
+	upload := func(body []byte, ct string) (int, string) {
+		req, _ := http.NewRequest("POST", e.ts.URL+"/v1/import?name=up.jsonl&as=claude-code", bytes.NewReader(body))
+		req.Header.Set("Content-Type", ct)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	three := importLines + strings.Replace(strings.SplitAfter(importLines, "\n")[0], `"u1"`, `"u0"`, 1)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(three))
+	zw.Close()
+	for _, c := range []struct {
+		body []byte
+		ct   string
+	}{{[]byte(three), "application/x-ndjson"}, {gz.Bytes(), "application/gzip"}} {
+		code, body := upload(c.body, c.ct)
+		if code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "holds 3 lines, over the limit of 2") {
+			t.Fatalf("%s upload of 3 lines: %d %s", c.ct, code, body)
+		}
+	}
+	docs, err := e.st.Query(context.Background(), store.Query{Where: []store.Pred{store.Where("type", commits.DocCommit)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != 0 {
+		t.Fatalf("a refused upload wrote %d commits", len(docs))
+	}
+	if code, body := upload([]byte(importLines), "application/x-ndjson"); code != 200 {
+		t.Fatalf("upload of 2 lines: %d %s", code, body)
 	}
 }

@@ -72,6 +72,7 @@ func TestSecurityLimitsTable(t *testing.T) {
 		{"transcripts (`replay`, the harness readers)", docSize(harness.MaxLineBytes) + " per line"},
 		{"session import (`import PATH`, `POST /v1/import`)", "a line over " + docSize(harness.MaxLineBytes)},
 		{"session import (`import PATH`, `POST /v1/import`)", "a `.traj` document at most " + docSize(sweagent.MaxBytes)},
+		{"session import (`import PATH`, `POST /v1/import`)", "at most " + docCount(o.MaxImportLines) + " lines (`Options.MaxImportLines`"},
 		{"files indexed", "content stored up to " + docSize(files.DefaultMaxTextBytes)},
 		{"files indexed", "first " + docCount(tools.MaxCandidates) + " distinct names (`tools.MaxCandidates`)"},
 		{"MCP server (`ctxstore mcp`, stdio and `--http`)", fmt.Sprintf("at most %d messages (`mcp.MaxBatch`)", mcp.MaxBatch)},
