@@ -8,16 +8,21 @@ import (
 	"unicode/utf8"
 
 	"github.com/ctxstore/ctxstore/internal/canonjson"
+	"github.com/ctxstore/ctxstore/internal/jsonlimit"
 )
 
 // DecodeDoc parses one JSON object (numbers kept as json.Number) under the
 // store's input rules: valid UTF-8 (the error names the byte offset of a
 // bad byte), no key repeated in an object (the error names the key, its
 // path and byte offset), a string id, values ValidateDoc accepts, and
-// nothing after the object.
+// nothing after the object, no lone surrogate escape (\ud800 alone; the
+// error names its byte offset).
 func DecodeDoc(data []byte) (Doc, error) {
 	if err := checkText(data); err != nil {
 		return nil, err
+	}
+	if off := jsonlimit.LoneSurrogate(data); off >= 0 {
+		return nil, fmt.Errorf("byte %d: the escape %s is half of a UTF-16 surrogate pair, no Unicode character (encoding/json would turn it into U+FFFD, so two such ids would be one)", off, data[off:off+6])
 	}
 	doc, err := decodeObject(data)
 	if err != nil {

@@ -107,6 +107,11 @@ func (r *Reader) readLine() ([]byte, error) {
 	if err := jsonlimit.Depth(b, jsonlimit.MaxDepth); err != nil {
 		return nil, &LineError{Line: r.line, TxID: -1, Err: fmt.Errorf("%w: %v", ErrCorrupt, err)}
 	}
+	// encoding/json would decode a lone surrogate escape as U+FFFD, so
+	// "k\ud800" and "k\udfff" would be one id, one document.
+	if off := jsonlimit.LoneSurrogate(b); off >= 0 {
+		return nil, &LineError{Line: r.line, TxID: -1, Err: fmt.Errorf("%w: byte %d of line %d: the escape %s is half of a UTF-16 surrogate pair, no Unicode character", ErrCorrupt, off, r.line, b[off:off+6])}
+	}
 	return b, nil
 }
 
