@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -728,8 +729,13 @@ func BenchmarkClaudeCodeHook(b *testing.B) {
 	// with that result's tool call id and recorded response.
 	type step struct {
 		lines    []byte
-		id       string
+		id, tool string
 		response json.RawMessage
+	}
+	// Each call's tool name, from its tool_use block.
+	tools := map[string]string{}
+	for _, m := range regexp.MustCompile(`"type":"tool_use","id":"([^"]+)","name":"([^"]+)"`).FindAllSubmatch(raw, -1) {
+		tools[string(m[1])] = string(m[2])
 	}
 	var steps []step
 	start := 0
@@ -762,7 +768,7 @@ func BenchmarkClaudeCodeHook(b *testing.B) {
 			if id == "" || !bytes.Contains(raw[:i], []byte(`"id":"`+id+`"`)) {
 				b.Fatalf("tool result %q: its call's line is not before it", id)
 			}
-			steps = append(steps, step{raw[start:i], id, rec.ToolUseResult})
+			steps = append(steps, step{raw[start:i], id, tools[id], rec.ToolUseResult})
 			start = i
 		}
 		i += j + 1
@@ -774,7 +780,9 @@ func BenchmarkClaudeCodeHook(b *testing.B) {
 			storePath := filepath.Join(dir, "store.db")
 			state := filepath.Join(dir, "state")
 			os.MkdirAll(projects, 0o755)
-			args := []string{"--store", "sqlite:" + storePath, "claude-code", "hook", "--state-dir", state, "--report"}
+			// As install writes it: previews on.
+			args := []string{"--store", "sqlite:" + storePath, "claude-code", "hook", "--state-dir", state, "--report",
+				"--spill-dir", filepath.Join(dir, "spill")}
 			if mode == "serve" {
 				// Straight to the server, not through the test proxy.
 				srv := startServe(b, "sqlite:"+storePath, "--root", projects, "--log-level", "warn")
@@ -785,7 +793,7 @@ func BenchmarkClaudeCodeHook(b *testing.B) {
 				args = []string{"--version"}
 			}
 			var lat, cpu []time.Duration
-			missed := 0
+			missed, previews := 0, 0
 			var f *os.File
 			var transcript string
 			var size int64
@@ -809,8 +817,8 @@ func BenchmarkClaudeCodeHook(b *testing.B) {
 				}
 				size += int64(len(st.lines))
 				in, _ := json.Marshal(map[string]any{"session_id": strings.TrimSuffix(filepath.Base(transcript), ".jsonl"),
-					"transcript_path": transcript, "cwd": dir, "hook_event_name": "PostToolUse", "tool_name": "Bash",
-					"tool_input": map[string]any{"command": "true"}, "tool_response": st.response, "tool_use_id": st.id})
+					"transcript_path": transcript, "cwd": dir, "hook_event_name": "PostToolUse", "tool_name": st.tool,
+					"tool_input": map[string]any{}, "tool_response": st.response, "tool_use_id": st.id})
 				cmd := exec.Command(ctxstoreBin, args...)
 				cmd.Stdin = bytes.NewReader(in)
 				cmd.Env = append(os.Environ(), "CTXSTORE_SERVICE_URL=", "CTXSTORE_URL=")
@@ -823,19 +831,26 @@ func BenchmarkClaudeCodeHook(b *testing.B) {
 				if cmd.ProcessState != nil {
 					cpu = append(cpu, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
 				}
-				if err != nil || (len(out) > 0 && mode != "process") {
+				// A preview's answer is the only stdout a hook that succeeds prints.
+				if err != nil || (len(out) > 0 && mode != "process" && !bytes.HasPrefix(out, []byte(`{"hookSpecificOutput":`))) {
 					b.Fatalf("hook: %v %s %s", err, out, stderr.Bytes())
 				}
 				if mode != "process" {
 					var rep struct {
 						AwaitMissed bool   `json:"await_missed"`
 						Error       string `json:"error"`
+						Preview     struct {
+							File string `json:"file"`
+						} `json:"preview"`
 					}
 					if err := json.Unmarshal(stderr.Bytes(), &rep); err != nil || rep.Error != "" {
 						b.Fatalf("hook report: %v %s", err, stderr.Bytes())
 					}
 					if rep.AwaitMissed {
 						missed++
+					}
+					if rep.Preview.File != "" {
+						previews++
 					}
 				}
 			}
@@ -863,6 +878,7 @@ func BenchmarkClaudeCodeHook(b *testing.B) {
 			b.ReportMetric(ms(cpu, 0.99), "cpu-p99-ms")
 			b.ReportMetric(float64(size)/1e6, "final-MB")
 			b.ReportMetric(float64(missed), "waited-500ms")
+			b.ReportMetric(float64(previews), "previews")
 			if missed > 0 {
 				b.Errorf("%d hooks waited the whole limit for a tool call's line that is in the transcript", missed)
 			}
