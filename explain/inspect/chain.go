@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/ctxstore/ctxstore/harness/recorded"
+	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -25,11 +26,43 @@ const (
 	// from its ends rather than read whole (below it, reading every
 	// commit costs no more than a page).
 	MaxWhole = 2000
-	// MaxTotalled is the number of recorded calls above which a session's
-	// list entry and page leave out its totals (tokens, cached share,
-	// cost, cache breaks), which would read every call: TotalsOmitted.
+	// MaxTotalled is the number of calls (recorded, or served call
+	// records) above which a session's list entry and page leave out its
+	// totals (tokens, cached share, cost, cache breaks), which would read
+	// every call: TotalsOmitted.
 	MaxTotalled = 2000
 )
+
+// maxTotalled is MaxTotalled, a variable for the tests.
+var maxTotalled = MaxTotalled
+
+// longSummary summarizes a served session of n calls, more than
+// MaxTotalled, from its first and last call records (found by probing,
+// assemble.Calls): its harness, name, cwd, start (its first call's time:
+// the session object's first version would need its whole history), last
+// call and last context's size, and its call count, without totals
+// (TotalsOmitted), which would read every record.
+func (in *Inspector) longSummary(ctx context.Context, sid string, n int) (Session, error) {
+	s := Session{ID: sid, Calls: n, TotalsOmitted: true}
+	if head, err := in.st.Entity(ctx, objects.SessionObjectID(sid), store.Basis{}); err == nil {
+		s.Harness = asString(head["harness"])
+	}
+	first, err := in.calls(ctx, sid, Page{From: 1, Limit: 1}, false)
+	if err != nil {
+		return s, err
+	}
+	last, err := in.calls(ctx, sid, Page{From: n, Limit: 1}, false)
+	if err != nil {
+		return s, err
+	}
+	if len(first) == 0 || len(last) == 0 {
+		return s, fmt.Errorf("session %s: no record of call 1 or %d: %w", sid, n, store.ErrNotFound)
+	}
+	s.Started, s.Tokens = first[0].Time, last[0].Tokens
+	t := last[0].Time
+	s.LastCall = &t
+	return s, in.firstCall(ctx, sid, &s)
+}
 
 // commitFind are the commit fields a graph node needs: never the content.
 var commitFind = []string{"parent", "commit_type", "format", "created", "depth", "meta"}
@@ -269,7 +302,7 @@ func (in *Inspector) summarizeRecorded(ctx context.Context, s *Session) error {
 // no current state says.
 func (in *Inspector) recordedCounts(ctx context.Context, s *Session) (ok bool, err error) {
 	st, current, err := recorded.ReadState(ctx, in.st, s.ID, s.Commits)
-	if err != nil || !current || st.Calls <= MaxTotalled {
+	if err != nil || !current || st.Calls <= maxTotalled {
 		return false, err
 	}
 	s.Calls, s.TotalsOmitted = st.Calls, true

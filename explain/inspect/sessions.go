@@ -58,9 +58,10 @@ type Session struct {
 	// CostUSD.
 	CostUnknown    bool     `json:"cost_unknown,omitempty"`
 	UnpricedModels []string `json:"unpriced_models,omitempty"`
-	// TotalsOmitted: the recorded session has more than MaxTotalled calls,
-	// so a list or page, which never reads them all, leaves its tokens,
-	// cached share, cost and cache breaks out (Calls is its count).
+	// TotalsOmitted: the session has more than MaxTotalled calls, so a
+	// list or page, which never reads them all, leaves its tokens sent,
+	// cached share, cost, rebases and cache breaks out (Calls is its
+	// count; a served session's Tokens its last context's).
 	TotalsOmitted bool `json:"totals_omitted,omitempty"`
 }
 
@@ -311,6 +312,11 @@ func (in *Inspector) countCommits(ctx context.Context, d *SessionDetail) (int, e
 }
 
 func (in *Inspector) summary(ctx context.Context, sid string) (Session, error) {
+	if n, err := assemble.Calls(ctx, in.st, sid); err != nil {
+		return Session{ID: sid}, err
+	} else if n > maxTotalled {
+		return in.longSummary(ctx, sid, n)
+	}
 	s := Session{ID: sid}
 	h, err := in.st.History(ctx, objects.SessionObjectID(sid), store.HistoryOptions{Order: store.Asc})
 	if err != nil {
