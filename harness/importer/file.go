@@ -156,15 +156,13 @@ type walk struct {
 	batch    *commits.Batch
 	format   string
 
-	seg          segment
-	sessions     map[string]*SessionSummary
-	order        []string
-	offset       int64 // bytes read and hashed
-	line         int
-	startLine    int
-	branchedFrom string // Pi: the header's branchedFrom
-	codexTurn    bool   // Codex: a turn started (task_started) and its prompt is still to come
-	lastProg     time.Time
+	seg       segment
+	sessions  map[string]*SessionSummary
+	order     []string
+	offset    int64 // bytes read and hashed
+	line      int
+	startLine int
+	lastProg  time.Time
 }
 
 // segment is the lines of the commit being made.
@@ -190,22 +188,6 @@ type segment struct {
 type entryLine struct {
 	id string
 	k  int
-}
-
-// lineInfo is what a line's records say about cutting.
-type lineInfo struct {
-	human      bool   // a person's prompt: a turn starts here
-	compaction string // "boundary" (more may follow), "summary" (complete), "" none
-	lane       string
-	session    string
-	time       time.Time
-	summary    string
-	content    bool
-	model      string
-	entries    []string // Pi trees: the ids of the line's entries
-	tasks      []string
-	results    [][2]string
-	count      func(*SessionSummary)
 }
 
 func (w *walk) run(r *bufio.Reader, size int64) error {
@@ -297,65 +279,63 @@ func (w *walk) add(line []byte) error {
 	if w.format == "" && w.cur.Harness != Auto {
 		w.format = w.im.formatOf(w.cur.Harness)
 	}
-	var info lineInfo
-	switch w.cur.Harness {
-	case ClaudeCode:
-		info = w.claudeLine(recs, n)
-	case Pi:
-		info = w.piLine(recs, n)
-	case Codex:
-		info = w.codexLine(recs, n)
+	var info harness.LineInfo
+	if c, ok := w.im.opts.Formats.Codec(harness.Format(w.cur.Harness)); ok {
+		if li, ok := c.(harness.LineImporter); ok {
+			w.cur.Problem, w.cur.Lane = w.problem, w.piLane
+			info = li.ImportLine(&w.cur.ImportState, recs, n)
+		}
 	}
 	if err := w.cut(info, int64(len(line))); err != nil {
 		return err
 	}
-	if info.compaction == "boundary" {
+	if info.Compaction == "boundary" {
 		w.cur.Pending = "boundary"
 	}
 	s := &w.seg
 	if s.lines == 0 {
 		s.start = w.offset
-		s.lane = info.lane
-		s.session = info.session
+		s.lane = info.Lane
+		s.session = info.Session
 		if s.trigger == "" {
 			s.trigger = commits.ImportTrigger
-			if info.human {
+			if info.Human {
 				s.trigger = commits.TurnBoundary
 			}
 		}
 	}
 	if s.session == "" {
-		s.session = info.session
+		s.session = info.Session
 	}
-	if s.created.IsZero() && !info.time.IsZero() {
-		s.created = info.time
+	if s.created.IsZero() && !info.Time.IsZero() {
+		s.created = info.Time
 	}
-	if s.summary == "" && info.summary != "" {
-		s.summary = info.summary
+	if s.summary == "" && info.Summary != "" {
+		s.summary = info.Summary
 	}
 	if s.model == "" {
-		s.model = info.model
+		s.model = info.Model
 	}
-	s.content = s.content || info.content || info.human
-	s.compaction = info.compaction != ""
+	s.content = s.content || info.Content || info.Human
+	s.compaction = info.Compaction != ""
 	s.buf = append(s.buf, line...)
 	s.lines++
-	for _, id := range info.entries {
+	for _, id := range info.Entries {
 		s.entries = append(s.entries, entryLine{id: id, k: s.lines})
 	}
-	s.tasks = append(s.tasks, info.tasks...)
-	s.results = append(s.results, info.results...)
+	s.tasks = append(s.tasks, info.Tasks...)
+	s.results = append(s.results, info.Results...)
 	s.records += len(recs)
 	w.h.Write(line)
 	w.offset += int64(len(line))
 	s.end = w.offset
-	if !info.time.IsZero() && info.time.After(w.cur.Last) {
-		w.cur.Last = info.time
+	if !info.Time.IsZero() && info.Time.After(w.cur.Last) {
+		w.cur.Last = info.Time
 	}
-	if info.count != nil {
-		info.count(w.summary(s.session, info.lane))
+	if info.Count != nil {
+		info.Count(&w.summary(s.session, info.Lane).ImportCounts)
 	}
-	if info.compaction == "summary" {
+	if info.Compaction == "summary" {
 		return w.flushSegment()
 	}
 	return nil
@@ -363,19 +343,19 @@ func (w *walk) add(line []byte) error {
 
 // cut closes the open segment before a line when the line must start a new
 // one.
-func (w *walk) cut(info lineInfo, n int64) error {
+func (w *walk) cut(info harness.LineInfo, n int64) error {
 	s := &w.seg
 	if s.lines == 0 {
 		return nil
 	}
 	switch {
-	case s.compaction && info.compaction != "boundary" && info.compaction != "summary":
+	case s.compaction && info.Compaction != "boundary" && info.Compaction != "summary":
 		// A compaction segment ends at the first line that is not part of it.
-	case s.compaction && info.compaction == "summary" && w.cur.Pending == "boundary":
+	case s.compaction && info.Compaction == "summary" && w.cur.Pending == "boundary":
 		return nil // the summary that follows its boundary
-	case info.compaction != "":
-	case info.lane != s.lane:
-	case info.human && s.content:
+	case info.Compaction != "":
+	case info.Lane != s.lane:
+	case info.Human && s.content:
 	case len(s.buf)+int(n) > w.im.opts.MaxCommitBytes:
 		if err := w.flushSegment(); err != nil {
 			return err
@@ -459,14 +439,14 @@ func (w *walk) flushSegment() error {
 		prov.Trigger = commits.CompactionTrigger
 	}
 	tags := []string{"import"}
-	if w.cur.Root == "" && w.branchedFrom != "" {
+	if w.cur.Root == "" && w.cur.BranchedFrom != "" {
 		// A Pi session branched from another file holds its own copy of the
 		// path it branched at: the link is a tag, not a parent.
-		tags = append(tags, "branched-from:"+w.branchedFrom)
-		if bc, err := w.im.readCursor(w.ctx, CursorID(w.branchedFrom)); err == nil && bc != nil && bc.Tip != "" {
+		tags = append(tags, "branched-from:"+w.cur.BranchedFrom)
+		if bc, err := w.im.readCursor(w.ctx, CursorID(w.cur.BranchedFrom)); err == nil && bc != nil && bc.Tip != "" {
 			tags = append(tags, "branched-from-commit:"+bc.Tip)
 		}
-		w.res.BranchedFrom = w.branchedFrom
+		w.res.BranchedFrom = w.cur.BranchedFrom
 	}
 	if s.lane != "" {
 		tags = append(tags, "sidechain")

@@ -151,25 +151,10 @@ type SessionSummary struct {
 	// Commits made for this session (file-chain commits and branch views).
 	Commits     int `json:"commits"`
 	Compactions int `json:"compactions"`
-	// Records imported as conversation (lines' records in its commits).
-	Records int `json:"records"`
-	// Prompts counts a person's prompts; Injected system-injected user
-	// content; ToolCalls and ToolResults; Responses model answers (merged
-	// by message id).
-	Prompts     int `json:"prompts"`
-	Injected    int `json:"injected"`
-	ToolCalls   int `json:"tool_calls"`
-	ToolResults int `json:"tool_results"`
-	Responses   int `json:"responses"`
-	// Skipped counts records of known types that carry no conversation
-	// (kept in the commits' bytes, not counted above), by type.
-	Skipped map[string]int `json:"skipped,omitempty"`
-	// SetAside counts records kept but not on the session's main thread:
-	// sidechain (sub-agent) records, records copied in from other
-	// sessions, records of abandoned branches.
-	SetAside map[string]int `json:"set_aside,omitempty"`
-	// Unknown counts records of unknown types (kept raw).
-	Unknown map[string]int `json:"unknown,omitempty"`
+	// What the session's records hold (records, prompts, injected
+	// content, tool calls and results, responses; skipped, set aside and
+	// unknown records by type).
+	harness.ImportCounts
 	// Branches counts the branches forked (sub-agents, Pi branches).
 	Branches int `json:"branches,omitempty"`
 	// Tip is the session's last file-chain commit after this import.
@@ -374,22 +359,17 @@ type cursor struct {
 	Tip     string // the file chain's last commit
 	Root    string // the file chain's first commit
 	Parent  string // the commit the chain is forked from
-	// State of the walk, to go on where it stopped.
-	Session  string
-	Version  string
-	Cwd      string
-	Model    string
+	// State of the walk, to go on where it stopped: what the lines told
+	// of the session (the codec's state), and the importer's own.
+	harness.ImportState
 	Last     time.Time         // the latest record time seen
 	MainTip  string            // the last commit of the main lane
 	Lanes    map[string]string // branch lane -> its last view commit
-	LaneOf   map[string]string // Claude Code sidechain record uuid -> lane
 	Pending  string            // a compaction segment's state ("boundary")
-	Header   bool              // Pi: the header was read
 	SideRoot map[string]string // lane -> the commit it forked from
 	// Pi trees: the previous entry in file order, each lane's last entry,
 	// the entry a new lane forks at, and where each entry is on its lane
 	// (LaneOf: entry id -> "commit k", its line in that commit).
-	Tree      bool
 	LastEntry string
 	LaneEnd   map[string]string
 	ForkAt    map[string]string
@@ -465,8 +445,9 @@ func cursorFromDoc(d store.Doc) (*cursor, error) {
 	st, _ := d["state"].(map[string]any)
 	c := &cursor{Path: str(d, "path"), Harness: Harness(str(d, "harness")), Offset: num(d, "offset"), Lines: int(num(d, "lines")),
 		Prefix: str(d, "prefix_sha256"), Tip: str(d, "tip"), Root: str(d, "root"), Parent: str(d, "parent"),
-		Session: str(st, "session"), Version: str(st, "harness_version"), Cwd: str(st, "cwd"), Model: str(st, "model"),
-		MainTip: str(st, "main_tip"), Lanes: strs(st, "lanes"), LaneOf: strs(st, "lane_of"), Pending: str(st, "pending"),
+		ImportState: harness.ImportState{Session: str(st, "session"), Version: str(st, "harness_version"), Cwd: str(st, "cwd"), Model: str(st, "model"),
+			LaneOf: strs(st, "lane_of")},
+		MainTip: str(st, "main_tip"), Lanes: strs(st, "lanes"), Pending: str(st, "pending"),
 		SideRoot: strs(st, "side_root"), LastEntry: str(st, "last_entry"), LaneEnd: strs(st, "lane_end"), ForkAt: strs(st, "fork_at"),
 		Tasks: strs(st, "tasks"), Spawns: strs(st, "spawns"), Template: str(st, "template"), doc: d}
 	c.Header, _ = st["header"].(bool)

@@ -158,7 +158,7 @@ func (im *Importer) importTraj(ctx context.Context, path string, f *os.File, siz
 		Metadata: trajMeta(info)}}
 	// The cursor is written with the commits.
 	res, err := im.importSession(ctx, s, string(SWEAgent), path, tail, func(tip, root string, lines int) []store.Op {
-		nc := &cursor{Path: path, Harness: SWEAgent, Offset: int64(len(data)), Lines: lines, Prefix: hash, Session: s.ID, Tip: tip, Root: root}
+		nc := &cursor{Path: path, Harness: SWEAgent, Offset: int64(len(data)), Lines: lines, Prefix: hash, ImportState: harness.ImportState{Session: s.ID}, Tip: tip, Root: root}
 		return []store.Op{storeMatch(id, cur), storePut(nc.toDoc(id, im.opts.Now().UTC()))}
 	})
 	if err != nil {

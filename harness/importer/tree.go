@@ -130,3 +130,10 @@ func (w *walk) commitEndingAt(id string) (string, error) {
 	w.res.Commits = append(w.res.Commits, sp.ID)
 	return sp.ID, nil
 }
+
+func short(s string) string {
+	if len(s) > 8 {
+		return s[:8]
+	}
+	return s
+}

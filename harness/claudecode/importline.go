@@ -1,120 +1,121 @@
-package importer
+package claudecode
 
 import (
 	"github.com/ctxstore/ctxstore/harness"
-	"github.com/ctxstore/ctxstore/harness/claudecode"
 )
 
-// claudeLine classifies a Claude Code transcript line (docs/import.md):
+var _ harness.LineImporter = Codec{}
+
+// ImportLine classifies a Claude Code transcript line (docs/import.md):
 // a person's prompt starts a turn; a compact_boundary, an isCompactSummary
 // (or "This session is being continued ...") user record, or a summary
 // record that names no leaf is a compaction; sidechain records go to
 // their sub-agent's lane (the agentId, or the uuid of the lane's first
 // record, found through parentUuid).
-func (w *walk) claudeLine(recs []harness.Record, n int) lineInfo {
-	var info lineInfo
-	var heads []claudecode.Head
+func (Codec) ImportLine(st *harness.ImportState, recs []harness.Record, n int) harness.LineInfo {
+	var info harness.LineInfo
+	var heads []Head
 	for _, r := range recs {
-		h, ok := claudecode.ReadHead(r.Data)
+		h, ok := ReadHead(r.Data)
 		if !ok {
-			w.problem(n, "record does not decode; kept as read")
+			st.Problem(n, "record does not decode; kept as read")
 			continue
 		}
 		heads = append(heads, h)
-		if t := harness.ParseTime(h.Timestamp); !t.IsZero() && info.time.IsZero() {
-			info.time = t
+		if t := harness.ParseTime(h.Timestamp); !t.IsZero() && info.Time.IsZero() {
+			info.Time = t
 		}
 		if h.Cwd != "" {
-			w.cur.Cwd = h.Cwd
+			st.Cwd = h.Cwd
 		}
 		if h.Version != "" {
-			w.cur.Version = h.Version
+			st.Version = h.Version
 		}
 		if h.Model != "" && h.Model != "<synthetic>" {
-			w.cur.Model, info.model = h.Model, h.Model
+			st.Model, info.Model = h.Model, h.Model
 		}
 		if h.Sidechain {
 			lane := h.AgentID
 			if lane == "" {
-				lane = w.cur.LaneOf[h.ParentUUID]
+				lane = st.LaneOf[h.ParentUUID]
 			}
 			if lane == "" {
 				lane = "agent-" + short(h.UUID)
 			}
 			if h.UUID != "" {
-				w.cur.LaneOf[h.UUID] = lane
+				st.LaneOf[h.UUID] = lane
 			}
-			info.lane = lane
+			info.Lane = lane
 		}
 		if h.SessionID != "" && !h.Sidechain {
-			if info.session == "" || h.Type == "user" || h.Type == "assistant" {
-				info.session = h.SessionID
+			if info.Session == "" || h.Type == "user" || h.Type == "assistant" {
+				info.Session = h.SessionID
 			}
-			if w.cur.Session == "" {
-				w.cur.Session = h.SessionID
+			if st.Session == "" {
+				st.Session = h.SessionID
 			}
 		}
 		switch h.Type {
 		case "user":
 			switch h.Class {
-			case claudecode.ClassHuman:
+			case ClassHuman:
 				if !h.Sidechain {
-					info.human = true
-					info.summary = h.Text
+					info.Human = true
+					info.Summary = h.Text
 				}
-			case claudecode.ClassCompaction:
+			case ClassCompaction:
 				if !h.Sidechain {
-					info.compaction = "summary"
-					info.summary = h.Text
+					info.Compaction = "summary"
+					info.Summary = h.Text
 				}
 			}
-			info.content = true
+			info.Content = true
 			if h.ResultAgentID != "" && !h.Sidechain {
 				for _, id := range h.Results {
-					info.results = append(info.results, [2]string{id, h.ResultAgentID})
+					info.Results = append(info.Results, [2]string{id, h.ResultAgentID})
 				}
 			}
 		case "assistant":
-			info.content = true
+			info.Content = true
 			if !h.Sidechain {
 				for i, name := range h.ToolNames {
 					if name == "Task" || name == "Agent" {
-						info.tasks = append(info.tasks, h.ToolUses[i])
+						info.Tasks = append(info.Tasks, h.ToolUses[i])
 					}
 				}
 			}
 		case "system":
 			if (h.Subtype == "compact_boundary" || h.Subtype == "microcompact_boundary") && !h.Sidechain {
-				info.compaction = "boundary"
+				info.Compaction = "boundary"
 			}
 		case "summary":
 			if h.LeafUUID == "" && !h.Sidechain {
-				info.compaction = "summary"
+				info.Compaction = "summary"
 			}
 		}
 	}
-	if info.lane != "" {
-		info.human = false
+	if info.Lane != "" {
+		info.Human = false
 	}
-	session := info.session
-	info.count = func(s *SessionSummary) {
+	session := info.Session
+	info.Count = func(s *harness.ImportCounts) {
 		for _, h := range heads {
 			s.Records++
 			if h.Sidechain {
-				count(&s.SetAside, "sidechain")
-			} else if h.SessionID != "" && session != "" && h.SessionID != session && h.SessionID != w.cur.Session {
-				count(&s.SetAside, "copied")
+				harness.Count(&s.SetAside, "sidechain")
+			} else if h.SessionID != "" && session != "" && h.SessionID != session && h.SessionID != st.Session {
+				harness.Count(&s.SetAside, "copied")
 			}
 			switch h.Type {
 			case "user":
 				switch h.Class {
-				case claudecode.ClassHuman:
+				case ClassHuman:
 					if !h.Sidechain {
 						s.Prompts++
 					}
-				case claudecode.ClassToolResult:
+				case ClassToolResult:
 					s.ToolResults++
-				case claudecode.ClassCompaction, claudecode.ClassEmpty:
+				case ClassCompaction, ClassEmpty:
 				default:
 					s.Injected++
 				}
@@ -122,12 +123,12 @@ func (w *walk) claudeLine(recs []harness.Record, n int) lineInfo {
 				s.ToolCalls += len(h.ToolUses)
 			case "system", "summary", "result":
 			default:
-				if _, known := claudecode.Types[h.Type]; known {
-					count(&s.Skipped, h.Type)
+				if _, known := Types[h.Type]; known {
+					harness.Count(&s.Skipped, h.Type)
 				} else {
 					// Kept raw and counted, not damage: harnesses
 					// keep adding record types.
-					count(&s.Unknown, h.Type)
+					harness.Count(&s.Unknown, h.Type)
 				}
 			}
 		}

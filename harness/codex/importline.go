@@ -1,63 +1,64 @@
-package importer
+package codex
 
 import (
 	"github.com/ctxstore/ctxstore/harness"
-	"github.com/ctxstore/ctxstore/harness/codex"
 )
 
-// codexLine classifies a Codex rollout line: session_meta gives the
+var _ harness.LineImporter = Codec{}
+
+// ImportLine classifies a Codex rollout line: session_meta gives the
 // session, cwd and Codex version; turn_context the model; a turn starts at
 // Codex's task_started event, or at a person's message when none came
 // before it (so that a turn's commit holds its turn_context, and its
 // events their model); a compacted line is a compaction (complete in one
 // line).
-func (w *walk) codexLine(recs []harness.Record, n int) lineInfo {
-	var info lineInfo
-	var heads []codex.Head
+func (Codec) ImportLine(st *harness.ImportState, recs []harness.Record, n int) harness.LineInfo {
+	var info harness.LineInfo
+	var heads []Head
 	for _, r := range recs {
-		h, ok := codex.ReadHead(r.Data)
+		h, ok := ReadHead(r.Data)
 		if !ok {
-			w.problem(n, "rollout line does not decode; kept as read")
+			st.Problem(n, "rollout line does not decode; kept as read")
 			continue
 		}
 		heads = append(heads, h)
-		if t := harness.ParseTime(h.Timestamp); !t.IsZero() && info.time.IsZero() {
-			info.time = t
+		if t := harness.ParseTime(h.Timestamp); !t.IsZero() && info.Time.IsZero() {
+			info.Time = t
 		}
 		switch h.Type {
 		case "session_meta":
-			if w.cur.Session == "" {
-				w.cur.Session, w.cur.Cwd = h.Session, h.Cwd
+			if st.Session == "" {
+				st.Session, st.Cwd = h.Session, h.Cwd
 				if h.Version != "" {
-					w.cur.Version = h.Version
+					st.Version = h.Version
 				}
 			}
 		case "turn_context":
 			if h.Model != "" {
-				w.cur.Model, info.model = h.Model, h.Model
+				st.Model, info.Model = h.Model, h.Model
 			}
 			if h.Cwd != "" {
-				w.cur.Cwd = h.Cwd
+				st.Cwd = h.Cwd
 			}
 		case "compacted":
-			info.compaction = "summary"
-			info.summary = h.Text
+			info.Compaction = "summary"
+			info.Summary = h.Text
 		case "event_msg":
 			if h.ItemType == "task_started" {
-				info.human = true
-				w.codexTurn = true
+				info.Human = true
+				st.Turn = true
 			}
 		case "response_item":
-			info.content = true
+			info.Content = true
 			if h.Prompt {
-				info.human = !w.codexTurn
-				w.codexTurn = false
-				info.summary = h.Text
+				info.Human = !st.Turn
+				st.Turn = false
+				info.Summary = h.Text
 			}
 		}
 	}
-	info.session = w.cur.Session
-	info.count = func(s *SessionSummary) {
+	info.Session = st.Session
+	info.Count = func(s *harness.ImportCounts) {
 		for _, h := range heads {
 			s.Records++
 			switch h.Type {
@@ -77,15 +78,15 @@ func (w *walk) codexLine(recs []harness.Record, n int) lineInfo {
 				case "function_call_output", "custom_tool_call_output":
 					s.ToolResults++
 				default:
-					count(&s.Skipped, "response_item/"+h.ItemType)
+					harness.Count(&s.Skipped, "response_item/"+h.ItemType)
 				}
 			case "session_meta", "compacted":
 			default:
-				if _, known := codex.Types[h.Type]; known {
-					count(&s.Skipped, h.Type)
+				if _, known := Types[h.Type]; known {
+					harness.Count(&s.Skipped, h.Type)
 				} else {
-					count(&s.Unknown, h.Type)
-					w.problem(n, "unknown rollout line type %q; kept raw", h.Type)
+					harness.Count(&s.Unknown, h.Type)
+					st.Problem(n, "unknown rollout line type %q; kept raw", h.Type)
 				}
 			}
 		}
