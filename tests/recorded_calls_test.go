@@ -102,6 +102,9 @@ func TestCLIRecordedCalls(t *testing.T) {
 		math.Abs(w.WouldUSD-w.CostUSD*w.Ratio) > 1e-9 {
 		t.Errorf("the stored replay, read back: %+v (the session cost $%v)", w, shown.CostUSD)
 	}
+	if out := c.ok("", "--store", db, "session", "list"); !strings.Contains(out, small) || !strings.Contains(out, "recorded: ") {
+		t.Errorf("session list:\n%s", out)
+	}
 	found := c.ok("", "--store", db, "search", "Overcome")
 	if !strings.Contains(found, small) || !strings.Contains(found, "chat") {
 		t.Errorf("search Overcome:\n%s", found)

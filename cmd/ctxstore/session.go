@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/harness/recorded"
 	"github.com/ctxstore/ctxstore/session"
+	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
 	"github.com/ctxstore/ctxstore/sync/sessionbundle"
 )
@@ -15,7 +18,7 @@ import (
 // sessionCmd groups the commands on agent sessions.
 type sessionCmd struct {
 	Show   sessionShowCmd   `cmd:"" help:"One session: name, harness, cwd, times, state, calls, tokens, cached share, cost, and the cost of cache breaks by cause."`
-	List   sessionListCmd   `cmd:"" help:"List the sessions in the store: turn, objects, calls, and where an imported one came from."`
+	List   sessionListCmd   `cmd:"" help:"List the sessions in the store: turn, objects, calls, and where an imported one came from (a recorded transcript's calls are the requests its harness made)."`
 	Export sessionExportCmd `cmd:"" help:"Write one session as a portable bundle: the session, its chat and system prompt, its context commits and every object it uses, with their history."`
 	Import sessionImportCmd `cmd:"" help:"Load a session bundle into the store; every past call of the session rebuilds byte for byte."`
 	Verify sessionVerifyCmd `cmd:"" help:"Check a session bundle without a store."`
@@ -174,6 +177,12 @@ type sessionListJSON struct {
 	Active   int                      `json:"active"`
 	Calls    int                      `json:"calls"`
 	Imported []sessionbundle.Imported `json:"imported"`
+	// Recorded marks a session known only from its context commits (an
+	// imported or captured transcript): Turn counts its prompts, Calls
+	// the requests its harness recorded (harness/recorded), Source the
+	// transcript it came from.
+	Recorded bool   `json:"recorded,omitempty"`
+	Source   string `json:"source,omitempty"`
 }
 
 // Run implements session list.
@@ -211,6 +220,22 @@ func (c *sessionListCmd) Run(a *app) error {
 		}
 		out = append(out, row)
 	}
+	chains, err := commits.New(s, commits.Options{}).Chains(a.ctx, nil)
+	if err != nil {
+		return err
+	}
+	for _, ch := range chains {
+		if slices.Contains(ids, ch.Session) {
+			continue
+		}
+		row := sessionListJSON{Session: ch.Session, Harness: ch.Harness, Imported: []sessionbundle.Imported{}, Recorded: true, Source: ch.Source}
+		if st, ok, err := recorded.ReadState(a.ctx, s, ch.Session, ch.Commits); err != nil {
+			return err
+		} else if ok {
+			row.Turn, row.Calls = st.Turns, st.Calls
+		}
+		out = append(out, row)
+	}
 	if a.cli.JSON {
 		return a.printJSON(out)
 	}
@@ -227,6 +252,9 @@ func (c *sessionListCmd) Run(a *app) error {
 		}
 		if len(parts) > 0 {
 			from = strings.Join(parts, ", ")
+		}
+		if r.Recorded {
+			from = "recorded: " + orDash(r.Source)
 		}
 		t.row(r.Session, r.Turn, r.Index, r.Pool, r.Active, r.Calls, from)
 	}

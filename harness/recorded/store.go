@@ -149,6 +149,7 @@ func callFromDoc(d store.Doc) (Call, error) {
 type State struct {
 	Commits int
 	Calls   int
+	Turns   int
 	Title   string
 	Prompt  string
 }
@@ -165,7 +166,7 @@ func ReadState(ctx context.Context, st store.Store, sid string, commits int) (s 
 	if err != nil {
 		return s, false, err
 	}
-	s = State{Commits: asInt(d["commits"]), Calls: asInt(d["calls"]), Title: asString(d["title"]), Prompt: asString(d["prompt"])}
+	s = State{Commits: asInt(d["commits"]), Calls: asInt(d["calls"]), Turns: asInt(d["turns"]), Title: asString(d["title"]), Prompt: asString(d["prompt"])}
 	return s, asInt(d["version"]) == Version && (commits < 0 || s.Commits == commits), nil
 }
 
