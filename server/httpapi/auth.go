@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -15,15 +16,28 @@ import (
 // Token is a bearer token the server accepts. A token with no Sessions
 // grants every session and the store reads; one with Sessions grants only
 // those sessions (a request for any other session, or for a store read, is
-// refused with 403).
+// refused with 403). Name is the principal the server records for what
+// the token's requests write (commit provenance, imports); empty means
+// "token-" and the first 8 hex digits of the secret's SHA-256.
 type Token struct {
 	Secret   string
 	Sessions []string
+	Name     string
+}
+
+// principal is the name recorded for t's requests.
+func (t Token) principal() string {
+	if t.Name != "" {
+		return t.Name
+	}
+	sum := sha256.Sum256([]byte(t.Secret))
+	return "token-" + hex.EncodeToString(sum[:4])
 }
 
 // ParseTokens reads a token file: one token per line, optionally followed
-// by the session ids it is limited to, separated by white space; blank
-// lines and lines starting with # are ignored.
+// by the session ids it is limited to and name=NAME (the principal its
+// requests are recorded under), separated by white space; blank lines and
+// lines starting with # are ignored.
 func ParseTokens(r io.Reader) ([]Token, error) {
 	var out []Token
 	sc := bufio.NewScanner(r)
@@ -37,14 +51,19 @@ func ParseTokens(r io.Reader) ([]Token, error) {
 		if len(f[0]) < 16 {
 			return nil, fmt.Errorf("token file line %d: a token must have at least 16 characters", n)
 		}
+		t := Token{Secret: f[0]}
 		for _, s := range f[1:] {
+			if name, ok := strings.CutPrefix(s, "name="); ok {
+				if name == "" || t.Name != "" {
+					return nil, fmt.Errorf("token file line %d: name= takes one non-empty name", n)
+				}
+				t.Name = name
+				continue
+			}
 			if err := checkSessionID(s); err != nil {
 				return nil, fmt.Errorf("token file line %d: %v", n, err)
 			}
-		}
-		t := Token{Secret: f[0]}
-		if len(f) > 1 {
-			t.Sessions = f[1:]
+			t.Sessions = append(t.Sessions, s)
 		}
 		out = append(out, t)
 	}
@@ -82,25 +101,29 @@ func IsLoopback(host string) bool {
 // lookup compares fixed-size digests in constant time.
 type auth struct {
 	tokens []authToken
+	// local is the principal of every request when there are no tokens.
+	local string
 }
 
 type authToken struct {
-	sum      [32]byte
-	sessions []string // nil: all
+	sum       [32]byte
+	sessions  []string // nil: all
+	principal string
 }
 
-func newAuth(ts []Token) *auth {
-	a := &auth{}
+func newAuth(ts []Token, local string) *auth {
+	a := &auth{local: local}
 	for _, t := range ts {
-		a.tokens = append(a.tokens, authToken{sum: sha256.Sum256([]byte(t.Secret)), sessions: t.Sessions})
+		a.tokens = append(a.tokens, authToken{sum: sha256.Sum256([]byte(t.Secret)), sessions: t.Sessions, principal: t.principal()})
 	}
 	return a
 }
 
-// grant is what a request's token allows.
+// grant is what a request's token allows, and who it is.
 type grant struct {
-	all      bool
-	sessions []string
+	all       bool
+	sessions  []string
+	principal string
 }
 
 func (g grant) session(id string) bool { return g.all || slices.Contains(g.sessions, id) }
@@ -109,7 +132,7 @@ func (g grant) session(id string) bool { return g.all || slices.Contains(g.sessi
 // everything is granted (the server is then bound to loopback).
 func (a *auth) check(r *http.Request) (grant, error) {
 	if len(a.tokens) == 0 {
-		return grant{all: true}, nil
+		return grant{all: true, principal: a.local}, nil
 	}
 	h := r.Header.Get("Authorization")
 	secret, ok := strings.CutPrefix(h, "Bearer ")
@@ -126,5 +149,5 @@ func (a *auth) check(r *http.Request) (grant, error) {
 	if found == nil {
 		return grant{}, errorf(http.StatusUnauthorized, CodeUnauthorized, "unknown bearer token")
 	}
-	return grant{all: len(found.sessions) == 0, sessions: found.sessions}, nil
+	return grant{all: len(found.sessions) == 0, sessions: found.sessions, principal: found.principal}, nil
 }

@@ -69,6 +69,7 @@ func (s *Server) checkpoint(q *request) (any, error) {
 	if err := q.decode(&b); err != nil {
 		return nil, err
 	}
+	b.Provenance.Principal = q.principal // the request's token, never the body's word
 	r := commits.CheckpointRequest{Parent: b.Parent, Type: commits.Type(b.Type), Format: b.Format, Events: b.Events,
 		Provenance: b.Provenance, Summary: b.Summary, Tags: b.Tags, MessageCount: b.MessageCount, TokenCount: b.TokenCount, Created: b.Created}
 	n := 0
@@ -184,6 +185,7 @@ func (s *Server) forkCommit(q *request) (any, error) {
 	if err := q.decode(&b); err != nil {
 		return nil, err
 	}
+	b.Provenance.Principal = q.principal
 	f, err := s.commits().Fork(q.ctx, commits.ForkRequest{From: q.r.PathValue("ctx"), Session: b.Session, Format: b.Format, Stop: b.Stop, Provenance: b.Provenance})
 	if err != nil {
 		return nil, err

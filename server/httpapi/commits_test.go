@@ -12,7 +12,9 @@ import (
 // TestCommitRoutes drives every context-commit route, each exchange checked
 // against docs/openapi.yaml.
 func TestCommitRoutes(t *testing.T) {
-	e := newEnv(t, nil)
+	// The commits are recorded as by the server's principal (no tokens),
+	// which the bodies' "alice" matches.
+	e := newEnv(t, func(o *Options) { o.Principal = "alice" })
 	var c1, c2, cp commits.Commit
 	e.ok("POST", "/v1/commits", map[string]any{"events": []map[string]any{{"type": "prompt", "source": "user", "text": "hello"}},
 		"session": "s1", "principal": "alice", "trigger": "turn_boundary", "created": "2026-01-01T00:00:00Z"}, &c1)

@@ -16,7 +16,8 @@ import (
 var importTypes = []string{"application/json", "application/x-ndjson", "application/octet-stream", "application/gzip"}
 
 // ImportBody is POST /v1/import with a JSON body: a path under the
-// server's roots.
+// server's roots. Principal is ignored: the commits are recorded as by
+// the request's token (Options.Principal without tokens).
 type ImportBody struct {
 	Path      string `json:"path"`
 	As        string `json:"as,omitempty"`
@@ -49,7 +50,9 @@ func (s *Server) importSessions(q *request) (any, error) {
 		// Every file the importer opens (each of a folder, a sub-agent's
 		// parent) is checked again, symlinks resolved: a link in the
 		// folder never leads out of the roots.
-		im := importer.New(s.st, importer.Options{As: as, Principal: b.Principal, Machine: b.Machine, Allow: s.roots.Check})
+		// The commits are by the request's token (its name), whatever
+		// principal the body names.
+		im := importer.New(s.st, importer.Options{As: as, Principal: q.principal, Machine: b.Machine, Allow: s.roots.Check})
 		res, err := im.Import(q.ctx, b.Path)
 		if res != nil {
 			for i := range res.Files {
@@ -92,7 +95,7 @@ func (s *Server) importSessions(q *request) (any, error) {
 		// minutes. Refused before anything is written.
 		return nil, tooLarge("the upload holds %d lines, over the limit of %d per request (Options.MaxImportLines): split it, or import it by path from under the server's roots (ctxstore import), which continues where it stopped", lines.n, s.o.MaxImportLines)
 	}
-	im := importer.New(s.st, importer.Options{As: as})
+	im := importer.New(s.st, importer.Options{As: as, Principal: q.principal})
 	res, err := im.Import(q.ctx, p)
 	// The answer names the upload by its name, never by the server's
 	// temporary path.

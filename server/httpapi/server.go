@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -58,6 +59,12 @@ type Options struct {
 	// Tokens are the accepted bearer tokens; none means no authentication
 	// (CheckBind allows that on loopback only).
 	Tokens []Token
+	// Principal is who the server records as the author of what requests
+	// write (commit provenance, imports) when there are no Tokens: the
+	// user who started the server (default: the process's user name). With
+	// tokens each token's name is recorded (Token.Name). A principal a
+	// client sends is never recorded.
+	Principal string
 	// Policy is the auto-collapse window; zero means collapse.Default().
 	Policy collapse.Config
 	// Layout, Rebase and Tokenizer configure each session's assembler.
@@ -140,8 +147,12 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[string]*live
-	closed   bool
-	rc       recallState // recall.go
+	// rootsOf are the roots each session was last opened with in this
+	// server, kept after it closes: a re-opening may narrow them, never
+	// widen them.
+	rootsOf map[string]*tools.Roots
+	closed  bool
+	rc      recallState // recall.go
 }
 
 // New returns a Server over o.Store.
@@ -203,8 +214,11 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: %w", err)
 	}
-	s := &Server{roots: roots, o: o, st: o.Store, ix: files.NewIndexer(o.Store, o.Resolver, 0), auth: newAuth(o.Tokens),
-		log: o.Log, sessions: map[string]*live{}, bodies: &bodyBudget{max: o.BodyBudget}}
+	if o.Principal == "" {
+		o.Principal = localUser()
+	}
+	s := &Server{roots: roots, o: o, st: o.Store, ix: files.NewIndexer(o.Store, o.Resolver, 0), auth: newAuth(o.Tokens, o.Principal),
+		log: o.Log, sessions: map[string]*live{}, rootsOf: map[string]*tools.Roots{}, bodies: &bodyBudget{max: o.BodyBudget}}
 	if o.Notes != nil {
 		s.ix = o.Notes.Indexer(s.ix)
 		s.notes = o.Notes
@@ -241,6 +255,18 @@ func New(o Options) (*Server, error) {
 		writeError(w, errorf(http.StatusNotFound, CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
 	return s, nil
+}
+
+// localUser is the name of the user running the process ("local" when
+// there is none to find).
+func localUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if n := os.Getenv("USER"); n != "" {
+		return n
+	}
+	return "local"
 }
 
 // Handler returns the API's HTTP handler.
@@ -305,6 +331,10 @@ type request struct {
 	// lease is the request's share of the body budget: the body counts
 	// into it as it is read, and spool counts what a gzip body decodes to.
 	lease *lease
+	// principal is who the request is (its token's name, or the server's
+	// Options.Principal without tokens): what it writes is recorded as by
+	// them, whatever the body says.
+	principal string
 	// body is the request's JSON body once read (readBody): read once,
 	// into one buffer of its declared size, and decoded from there however
 	// often the request runs (a retake decodes it again).
@@ -392,7 +422,7 @@ func (s *Server) wrap(rt route) http.Handler {
 		q.ctx = context.WithoutCancel(r.Context())
 		err := s.guard(r, rt)
 		if err == nil {
-			err = s.authorize(r, rt.scope, q.sid)
+			err = s.authorize(q, rt.scope)
 		}
 		var v any
 		if err == nil {
@@ -443,7 +473,8 @@ func (s *Server) wrap(rt route) http.Handler {
 	})
 }
 
-func (s *Server) authorize(r *http.Request, sc scope, sid string) error {
+func (s *Server) authorize(q *request, sc scope) error {
+	r, sid := q.r, q.sid
 	if sc == scopePublic {
 		return nil
 	}
@@ -451,6 +482,7 @@ func (s *Server) authorize(r *http.Request, sc scope, sid string) error {
 	if err != nil {
 		return err
 	}
+	q.principal = g.principal
 	switch sc {
 	case scopeSession:
 		if err := checkSessionID(sid); err != nil {

@@ -139,6 +139,14 @@ func (s *Server) open(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The conversation commits are by whoever the request's token is, not
+	// by a principal the body names.
+	prov := commits.Provenance{}
+	if req.Provenance != nil {
+		prov = *req.Provenance
+	}
+	prov.Principal = q.principal
+	req.Provenance = &prov
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -149,6 +157,16 @@ func (s *Server) open(q *request) (any, error) {
 		l = &live{id: q.sid}
 		s.sessions[q.sid] = l
 	}
+	// Re-opening a session, open or closed since, may narrow its roots,
+	// never widen them: they stay within those of its first opening in
+	// this server (a close does not forget them).
+	if was := s.rootsOf[q.sid]; was != nil {
+		if err := was.Within(roots); err != nil {
+			s.mu.Unlock()
+			return nil, errorf(http.StatusForbidden, CodeForbidden, "roots: %v: re-opening a session never widens its roots", err)
+		}
+	}
+	s.rootsOf[q.sid] = roots
 	s.mu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -162,11 +180,7 @@ func (s *Server) open(q *request) (any, error) {
 			return nil, err
 		}
 	} else {
-		// Re-opening an open session may narrow its roots, never widen
-		// them.
-		if err := l.roots.Within(roots); err != nil {
-			return nil, errorf(http.StatusForbidden, CodeForbidden, "roots: %v: re-opening a session never widens its roots", err)
-		}
+		// Narrower or the same (checked above).
 		l.req, l.roots = req, roots
 		l.tools.SetRoots(roots)
 	}
