@@ -244,7 +244,7 @@ func (d *decoder) line(out []events.Event, l *Line) []events.Event {
 		}
 		return append(out, ev(events.Event{Type: events.System, Subtype: "turn_context", Model: string(p.Model), Metadata: md}))
 	case "compacted":
-		return append(out, ev(events.Event{Type: events.System, Subtype: events.SubtypeCompactionSummary, Text: string(p.Message), Meta: true}))
+		return d.compacted(out, ev, l)
 	case "token_usage_record":
 		x := events.Event{Type: events.Metric, Subtype: "usage", Model: d.model}
 		if u := p.Usage; u != nil {
@@ -266,6 +266,52 @@ func (d *decoder) line(out []events.Event, l *Line) []events.Event {
 		return append(out, ev(events.Event{Type: events.Output, Subtype: t}))
 	}
 	return append(out, ev(events.Event{Type: events.Output, Subtype: "unknown/" + t, Raw: l.Data}))
+}
+
+// compacted decodes a compacted line: its summary as a compaction
+// summary; with a replacement history (Codex's local compaction: the
+// items it resumes with instead of what came before), those items as
+// events marked "codex_replacement_history", the user message holding
+// the summary read as the summary itself (Codex puts it there).
+func (d *decoder) compacted(out []events.Event, ev func(events.Event) events.Event, l *Line) []events.Event {
+	p := &l.P
+	summary := events.Event{Type: events.System, Subtype: events.SubtypeCompactionSummary, Text: string(p.Message), Meta: true}
+	items := p.Replacement()
+	if len(items) == 0 {
+		return append(out, ev(summary))
+	}
+	inHistory := false
+	for i := range items {
+		if items[i].Type == "message" && items[i].Role == "user" && p.Message != "" && strings.Contains(text(items[i].Content, nil), string(p.Message)) {
+			inHistory = true
+		}
+	}
+	if !inHistory {
+		out = append(out, ev(summary))
+	}
+	mark := func(x events.Event) events.Event {
+		if x.Metadata == nil {
+			x.Metadata = map[string]any{}
+		}
+		x.Metadata["codex_replacement_history"] = true
+		return ev(x)
+	}
+	for i := range items {
+		it := &items[i]
+		if it.Type == "message" && it.Role == "user" && p.Message != "" && strings.Contains(text(it.Content, nil), string(p.Message)) {
+			s := summary
+			s.Text = text(it.Content, nil)
+			out = append(out, mark(s))
+			continue
+		}
+		raw, _ := json.Marshal(it)
+		if !assistantSide(it) {
+			d.msgID = ""
+		}
+		out = d.item(out, mark, &Line{Timestamp: l.Timestamp, Type: "response_item", P: *it, Data: raw})
+	}
+	d.msgID = ""
+	return out
 }
 
 func (d *decoder) item(out []events.Event, ev func(events.Event) events.Event, l *Line) []events.Event {

@@ -406,3 +406,52 @@ func TestImages(t *testing.T) {
 		t.Errorf("decoded: %+v", back)
 	}
 }
+
+// TestCompactedReplacementHistory: a compacted line with a replacement
+// history (Codex's local compaction) decodes to the items Codex resumes
+// with, the summary once: as the user message Codex put it in, or first
+// when no item holds it.
+func TestCompactedReplacementHistory(t *testing.T) {
+	line := func(history string) []byte {
+		return []byte(`{"timestamp":"2026-01-02T03:04:10.000Z","type":"compacted","payload":{"message":"S1: the notes say alpha.","replacement_history":` + history + `}}` + "\n")
+	}
+	env := `{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"}]}`
+	ask := `{"type":"message","role":"user","content":[{"type":"input_text","text":"Q1: read the notes"}]}`
+	sum := `{"type":"message","role":"user","content":[{"type":"input_text","text":"Another model summarized the conversation:\nS1: the notes say alpha."}]}`
+	call := `{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"ls\"}","call_id":"c1"}`
+	out := `{"type":"function_call_output","call_id":"c1","output":"notes.txt"}`
+	for _, c := range []struct {
+		history string
+		want    string
+	}{
+		{`[` + env + `,` + ask + `,` + sum + `]`, "prompt system <environment_context>|prompt user Q1: read the notes|system compaction_summary Another model summarized the conversation:\nS1: the notes say alpha."},
+		{`[` + ask + `,` + call + `,` + out + `]`, "system compaction_summary S1: the notes say alpha.|prompt user Q1: read the notes|tool_call  c1 exec_command|tool_result  c1 exec_command notes.txt"},
+		{`"not a list"`, "system compaction_summary S1: the notes say alpha."},
+		{`[1, "x"]`, "system compaction_summary S1: the notes say alpha."},
+	} {
+		evs, err := codex.Decode(line(c.history))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range evs {
+			s := string(e.Type) + " " + e.Subtype + " " + e.Text
+			if e.Type == events.Prompt {
+				s = string(e.Type) + " " + e.Source + " " + strings.SplitN(e.Text, "\n", 2)[0]
+			}
+			if e.Tool != nil {
+				s += e.Tool.ID + " " + e.Tool.Name
+			}
+			if e.Result != nil {
+				s += " " + e.Result.Content
+			}
+			if len(evs) > 1 && e.Metadata["codex_replacement_history"] != true && e.Subtype != events.SubtypeCompactionSummary {
+				t.Errorf("%s: not marked as replacement history", s)
+			}
+			got = append(got, s)
+		}
+		if strings.Join(got, "|") != c.want {
+			t.Errorf("history %s:\n%s\nwant\n%s", c.history, strings.Join(got, "|"), c.want)
+		}
+	}
+}

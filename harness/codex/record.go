@@ -78,6 +78,9 @@ type Payload struct {
 	EncryptedContent harness.Str     `json:"encrypted_content"`
 	// compacted; event_msg error.
 	Message harness.Str `json:"message"`
+	// compacted: the items Codex resumes with after a local compaction
+	// (read leniently: anything but a list of objects is no history).
+	ReplacementHistory json.RawMessage `json:"replacement_history"`
 	// token_usage_record.
 	Usage *TokenUsage `json:"usage"`
 }
@@ -107,6 +110,23 @@ func DecodeLine(rc harness.Record) (*Line, error) {
 	}
 	l.Data = rc.Data
 	return &l, nil
+}
+
+// Replacement returns a compacted line's replacement history: its items
+// as payloads (an item that is not an object is left out).
+func (p *Payload) Replacement() []Payload {
+	var raw []json.RawMessage
+	if json.Unmarshal(p.ReplacementHistory, &raw) != nil {
+		return nil
+	}
+	var out []Payload
+	for _, r := range raw {
+		var it Payload
+		if len(r) > 0 && r[0] == '{' && json.Unmarshal(r, &it) == nil {
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 // contentPart is an item of a message's content (input_text,
