@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -217,7 +218,10 @@ func storeOps(tx Tx) ([]store.Op, int64, error) {
 
 // checkOps checks that every op of tx is one a store accepts (its
 // document decodes under the store's input rules, store.Normalize passes),
-// so that a log that verifies is not refused half-way through an import.
+// so that a log that verifies is not refused half-way through an import,
+// and that every object a put writes describes itself truly
+// (objects.VerifyDoc: its identity, content and metadata view hashes),
+// which no store checks again and readers trust.
 func checkOps(tx Tx) error {
 	ops, _, err := storeOps(tx)
 	if err == nil && len(ops) > 0 {
@@ -225,6 +229,15 @@ func checkOps(tx Tx) error {
 	}
 	if err != nil {
 		return &LineError{Line: tx.Line, TxID: tx.ID, Err: fmt.Errorf("a store would refuse this transaction: %w", err)}
+	}
+	for i, op := range ops {
+		if op.Kind != store.OpPut {
+			continue
+		}
+		if err := objects.VerifyDoc(op.Doc); err != nil {
+			return &LineError{Line: tx.Line, TxID: tx.ID, Err: fmt.Errorf("%w: op %d puts %v object %s whose %s does not hold: %v",
+				ErrCorrupt, i+1, op.Doc["type"], op.ID, objects.ErrorField(err), err)}
+		}
 	}
 	return nil
 }
