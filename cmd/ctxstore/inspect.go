@@ -20,7 +20,7 @@ import (
 
 // costFlags are the cost model's flags, shared by the inspection commands.
 type costFlags struct {
-	Price float64       `name:"price" default:"3" placeholder:"USD" help:"Dollars per million base input tokens (cache writes cost 1.25x, cache reads 0.1x)."`
+	Price float64       `name:"price" default:"0" placeholder:"USD" help:"Dollars per million base input tokens of a served session's calls (default: the price table's claude-sonnet-4-5, whose cache writes cost 1.25x and reads 0.1x). A recorded session's calls are priced per model from the table."`
 	TTL   time.Duration `name:"ttl" default:"5m" help:"Prompt-cache lifetime: a call after a longer gap reads nothing from the cache."`
 }
 

@@ -54,6 +54,17 @@ func pick(kind, prefix string, ids []string) (string, error) {
 		return c[0], nil
 	}
 	sort.Strings(c)
+	// A session and its sub-agents' lanes ("S/agent-…") share S's
+	// prefixes: the prefix names S.
+	if kind == "session" && !strings.Contains(c[0], "/") {
+		lanes := true
+		for _, id := range c[1:] {
+			lanes = lanes && strings.HasPrefix(id, c[0]+"/")
+		}
+		if lanes {
+			return c[0], nil
+		}
+	}
 	e := &AmbiguousError{Kind: kind, Prefix: prefix, Candidates: c}
 	if len(c) > maxCandidates {
 		e.Candidates, e.More = c[:maxCandidates], len(c)-maxCandidates
