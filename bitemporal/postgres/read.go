@@ -26,16 +26,17 @@ func (s *Store) resolve(ctx context.Context, op string, b store.Basis) (vt, tx i
 	}
 	switch {
 	case b.TxID != nil:
-		last, err := latest(ctx, s.db)
-		if err != nil {
-			return 0, 0, dbErr(op, "", err)
-		}
-		latestID := int64(-1)
-		if last != nil {
-			latestID = last.ID
-		}
-		if *b.TxID > latestID {
-			return 0, 0, store.Errorf(op, store.ErrInvalid, "", fmt.Sprintf("basis tx %d is after the latest transaction (%d)", *b.TxID, latestID))
+		if *b.TxID > s.latestID.Load() {
+			last, err := latest(ctx, s.db)
+			if err != nil {
+				return 0, 0, dbErr(op, "", err)
+			}
+			if last != nil {
+				s.noteLatest(last.ID)
+			}
+			if latestID := s.latestID.Load(); *b.TxID > latestID {
+				return 0, 0, store.Errorf(op, store.ErrInvalid, "", fmt.Sprintf("basis tx %d is after the latest transaction (%d)", *b.TxID, latestID))
+			}
 		}
 		return vt, *b.TxID, nil
 	case b.TxTime != nil:
@@ -59,6 +60,16 @@ func (s *Store) resolve(ctx context.Context, op string, b store.Basis) (vt, tx i
 	// The latest basis: every point was written by a committed tx, so no
 	// tx bound is needed.
 	return vt, unboundedTx, nil
+}
+
+// noteLatest records that tx id exists.
+func (s *Store) noteLatest(id int64) {
+	for {
+		cur := s.latestID.Load()
+		if id <= cur || s.latestID.CompareAndSwap(cur, id) {
+			return
+		}
+	}
 }
 
 // awaitTx is AwaitTx, one attempt.

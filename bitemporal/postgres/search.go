@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -16,7 +15,7 @@ var _ store.Searcher = (*Store)(nil)
 // Full-text search on PostgreSQL's own text search (docs/recall.md): a new
 // document's search units (the same units the SQLite store's triggers
 // write: one per whole document of a searchable kind, one per chat turn)
-// are written in the writing transaction, each with a tsvector of its
+// are written with it in the writing transaction (ctxs_put_doc), each with a tsvector of its
 // title (weight A) and body (weight D) under the 'simple' configuration;
 // an evict removes them with the documents. Text is reduced to words of
 // letters and digits, lower-cased, in Go (store.SearchTerms reads queries
@@ -40,10 +39,11 @@ type unit struct {
 	title, body        string
 }
 
-// indexDoc writes the search units of document docID of entity eid.
-func (a *applier) indexDoc(docID int64, eid string, doc store.Doc) error {
+// unitsOf is the search units of document doc of entity eid. For a chat
+// (chat true) it is one unit per turn; the store keeps those its previous
+// stored version did not have (ctxs_put_doc).
+func unitsOf(eid string, doc store.Doc) (units []unit, chat bool) {
 	kind, _ := doc["type"].(string)
-	var units []unit
 	switch {
 	case wholeKinds[kind]:
 		u := unit{ent: eid, kind: kind, part: -1, title: titleOf(doc), body: textOf(doc["content"])}
@@ -57,19 +57,12 @@ func (a *applier) indexDoc(docID int64, eid string, doc store.Doc) error {
 		}
 		units = append(units, u)
 	case kind == "chat":
-		// One unit per turn the previous stored version did not have
-		// (chats grow by appending turns).
-		var prev []byte
-		err := a.tx.GetContext(a.ctx, &prev, "SELECT coalesce((SELECT doc -> 'turn_count' FROM docs WHERE ent = $1 AND id < $2 ORDER BY id DESC LIMIT 1), '0'::jsonb)::text", []byte(eid), docID)
-		if err != nil {
-			return err
-		}
-		from, _ := strconv.Atoi(string(prev))
 		turns, _ := doc["turns"].([]any)
-		for k := from; k < len(turns); k++ {
-			t, _ := turns[k].(map[string]any)
+		for k, t := range turns {
+			t, _ := t.(map[string]any)
 			units = append(units, unit{ent: eid, kind: "chat", session: strings.TrimPrefix(eid, "chat:"), part: k, body: turnText(t)})
 		}
+		return units, true
 	case kind == "chat_turn":
 		// A chat stored one document per turn: the turn is a unit of its
 		// chat ("chat:{session}"), visible once the chat's head is.
@@ -81,20 +74,7 @@ func (a *applier) indexDoc(docID int64, eid string, doc store.Doc) error {
 		t, _ := doc["turn"].(map[string]any)
 		units = append(units, unit{ent: "chat:" + sid, kind: "chat", session: sid, part: int(n), body: turnText(t)})
 	}
-	for _, u := range units {
-		var session *string
-		if u.session != "" {
-			s := clean(u.session)
-			session = &s
-		}
-		_, err := a.tx.ExecContext(a.ctx, `INSERT INTO search_units (doc, ent, kind, session, part, title, body, tsv)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, setweight(to_tsvector('simple', $8), 'A') || setweight(to_tsvector('simple', $9), 'D'))`,
-			docID, []byte(u.ent), u.kind, session, u.part, clean(u.title), clean(u.body), indexText(u.title), indexText(u.body))
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return units, false
 }
 
 // clean removes U+0000, which PostgreSQL's text cannot hold.

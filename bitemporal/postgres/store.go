@@ -58,6 +58,10 @@ type Store struct {
 	location string // the URL without its password
 	now      func() time.Time
 	closed   atomic.Bool
+	// latestID caches the latest tx id known to exist (-1: none). Tx ids
+	// only grow, whichever process writes them, so it never claims a tx
+	// that does not exist and a basis at or below it needs no look-up.
+	latestID atomic.Int64
 }
 
 var _ store.Store = (*Store)(nil)
@@ -86,6 +90,7 @@ func Open(ctx context.Context, rawURL string, o Options) (*Store, error) {
 	db.SetMaxIdleConns(o.MaxConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	s := &Store{db: db, location: loc, now: o.Clock}
+	s.latestID.Store(-1)
 	if err := s.init(ctx, o.MustExist); err != nil {
 		db.Close()
 		return nil, err

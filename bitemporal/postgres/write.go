@@ -131,6 +131,7 @@ func (s *Store) submit(ctx context.Context, ops []store.Op, at *time.Time) (stor
 		if sent { // the COMMIT went out and its answer was lost
 			ok, cerr := s.committedAs(ctx, receipt, logged)
 			if cerr == nil && ok {
+				s.noteLatest(receipt.ID)
 				return receipt, nil
 			}
 			if cerr != nil {
@@ -217,6 +218,7 @@ func (s *Store) submitOnce(ctx context.Context, prep []prepared, logged []byte, 
 	if err := tx.Commit(); err != nil {
 		return receipt, true, dbErr("submit", "", err)
 	}
+	s.noteLatest(receipt.ID)
 	return receipt, true, nil
 }
 
@@ -238,14 +240,10 @@ const (
 )
 
 const (
-	visibleSQL      = "SELECT " + pointCols + " WHERE p.ent = $1 AND p.vt <= $2 AND p.tx_id <= $3 ORDER BY p.vt DESC, p.tx_id DESC LIMIT 1"
-	continuationSQL = "SELECT " + pointCols + " WHERE p.ent = $1 AND p.vt > $2 ORDER BY p.vt, p.tx_id DESC"
-	rangeSQL        = "SELECT " + pointCols + " WHERE p.ent = $1 AND p.vt <= $2 ORDER BY p.vt DESC, p.tx_id DESC"
-	insertPointSQL  = `INSERT INTO points (ent, vt, tx_id, tx_time, doc) VALUES ($1, $2, $3, $4, $5)
+	visibleSQL     = "SELECT " + pointCols + " WHERE p.ent = $1 AND p.vt <= $2 AND p.tx_id <= $3 ORDER BY p.vt DESC, p.tx_id DESC LIMIT 1"
+	rangeSQL       = "SELECT " + pointCols + " WHERE p.ent = $1 AND p.vt <= $2 ORDER BY p.vt DESC, p.tx_id DESC"
+	insertPointSQL = `INSERT INTO points (ent, vt, tx_id, tx_time, doc) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (ent, vt, tx_id) DO UPDATE SET tx_time = EXCLUDED.tx_time, doc = EXCLUDED.doc`
-	insertDocSQL = `INSERT INTO docs (hash, ent, body, doc) VALUES (decode($1, 'hex'), $2, $3, $4::jsonb)
-		ON CONFLICT (hash) DO NOTHING RETURNING id`
-	docIDSQL = "SELECT id FROM docs WHERE hash = decode($1, 'hex')"
 )
 
 type pointRow struct {
@@ -254,10 +252,6 @@ type pointRow struct {
 	TT   int64   `db:"tx_time"`
 	Hash *string `db:"hash"`
 	Doc  *int64  `db:"doc"`
-}
-
-func (p pointRow) same(q pointRow) bool {
-	return p.TxID == q.TxID && p.TT == q.TT && str(p.Hash) == str(q.Hash)
 }
 
 func str(p *string) string {
@@ -287,20 +281,27 @@ func (a *applier) apply(p prepared) (bool, error) {
 	op := p.op
 	switch op.Kind {
 	case store.OpPut, store.OpDelete:
-		var doc *int64 // a tombstone unless a put
-		if op.Kind == store.OpPut {
-			id, err := a.putDoc(p)
-			if err != nil {
-				return false, err
-			}
-			doc = &id
-		}
 		start := a.tt
 		if op.ValidFrom != nil {
 			start = ms(*op.ValidFrom)
 		}
+		// An open-ended write is one statement: the document stored if it
+		// is new, then the points (migration 00002's functions).
+		docSQL, args := "NULL", []any{[]byte(op.ID), start, a.txID, a.tt}
+		if op.Kind == store.OpPut {
+			docSQL, args = putDocSQL(5), append(args, putDocArgs(p)...)
+		}
 		if op.ValidTo == nil {
-			return true, a.writeOpen(op.ID, start, doc)
+			_, err := a.tx.ExecContext(a.ctx, "SELECT ctxs_write_open($1, $2, $3, $4, "+docSQL+")", args...)
+			return true, err
+		}
+		var doc *int64 // a tombstone unless a put
+		if op.Kind == store.OpPut {
+			var id int64
+			if err := a.tx.GetContext(a.ctx, &id, "SELECT "+putDocSQL(1), args[4:]...); err != nil {
+				return false, err
+			}
+			doc = &id
 		}
 		return true, a.writeRange(op.ID, start, ms(*op.ValidTo), doc)
 	case store.OpMatch:
@@ -330,52 +331,41 @@ func (a *applier) apply(p prepared) (bool, error) {
 	return false, fmt.Errorf("unknown op %q", op.Kind)
 }
 
-// putDoc stores p's document unless its hash is stored already, with its
-// search units, and returns its docs.id.
-func (a *applier) putDoc(p prepared) (int64, error) {
-	var id int64
-	err := a.tx.GetContext(a.ctx, &id, insertDocSQL, p.hash, []byte(p.op.ID), p.canon, p.jsonb)
-	if errors.Is(err, sql.ErrNoRows) { // stored already
-		return id, a.tx.GetContext(a.ctx, &id, docIDSQL, p.hash)
+// putDocSQL calls ctxs_put_doc with the arguments putDocArgs gives, from
+// placeholder $n on.
+func putDocSQL(n int) string {
+	ph := make([]string, 13)
+	for i := range ph {
+		ph[i] = fmt.Sprintf("$%d", n+i)
 	}
-	if err != nil {
-		return 0, err
+	return "ctxs_put_doc(decode(" + ph[0] + ", 'hex'), " + strings.Join(ph[1:3], ", ") + ", " + ph[3] + "::jsonb, " + strings.Join(ph[4:], ", ") + ")"
+}
+
+// putDocArgs are ctxs_put_doc's arguments for p's document: its hash,
+// entity, canonical text and jsonb text, and its search units.
+func putDocArgs(p prepared) []any {
+	units, chat := unitsOf(p.op.ID, p.op.Doc)
+	var (
+		ents                                      [][]byte
+		parts                                     []int64
+		kinds, sessions, titles, bodies, tws, bws []string
+	)
+	for _, u := range units {
+		ents = append(ents, []byte(u.ent))
+		kinds = append(kinds, u.kind)
+		sessions = append(sessions, clean(u.session))
+		parts = append(parts, int64(u.part))
+		titles = append(titles, clean(u.title))
+		bodies = append(bodies, clean(u.body))
+		tws = append(tws, indexText(u.title))
+		bws = append(bws, indexText(u.body))
 	}
-	return id, a.indexDoc(id, p.op.ID, p.op.Doc)
+	return []any{p.hash, []byte(p.op.ID), p.canon, p.jsonb, chat, ents, kinds, sessions, parts, titles, bodies, tws, bws}
 }
 
 func (a *applier) point(eid string, vt, txID, tt int64, doc *int64) error {
 	_, err := a.tx.ExecContext(a.ctx, insertPointSQL, []byte(eid), vt, txID, tt, doc)
 	return err
-}
-
-// writeOpen writes from start until the next different version: at start,
-// and at every later point that continues the version visible at start
-// (same tx and content; a tombstone has no continuation).
-func (a *applier) writeOpen(eid string, start int64, doc *int64) error {
-	vts := []int64{start}
-	vis, err := visiblePoint(a.ctx, a.tx, eid, start, a.txID)
-	if err != nil {
-		return err
-	}
-	if vis != nil && vis.Hash != nil {
-		err = a.winners(continuationSQL, []any{[]byte(eid), start}, func(r pointRow) bool {
-			if !r.same(*vis) {
-				return false
-			}
-			vts = append(vts, r.VT)
-			return true
-		})
-		if err != nil {
-			return err
-		}
-	}
-	for _, vt := range vts {
-		if err := a.point(eid, vt, a.txID, a.tt, doc); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // winners runs q (ordered by valid time, latest tx first within one) and

@@ -17,8 +17,11 @@
 // -short it is skipped. Every test of a process shares that XTDB database,
 // so ids a test chooses must come from Env.ID, which makes them unique.
 //
-// CTXSTORE_TEST_BACKENDS (a comma-separated list of "sqlite", "xtdb")
-// restricts the backends, for quick local runs.
+// CTXSTORE_TEST_BACKENDS (a comma-separated list of "sqlite", "xtdb",
+// "postgres") restricts the backends, for quick local runs. PostgreSQL is
+// run only when named there: a schema per Env on the process's server
+// (bitemporal/postgres/pgtest), to check the packages above the store on
+// it (docs/postgres.md).
 package storetestenv
 
 import (
@@ -33,6 +36,8 @@ import (
 	"time"
 
 	"github.com/ctxstore/ctxstore/bitemporal"
+	"github.com/ctxstore/ctxstore/bitemporal/postgres"
+	"github.com/ctxstore/ctxstore/bitemporal/postgres/pgtest"
 	"github.com/ctxstore/ctxstore/store"
 	"github.com/ctxstore/ctxstore/xtdb"
 	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
@@ -40,13 +45,14 @@ import (
 
 // The backends.
 const (
-	SQLite = "sqlite"
-	XTDB   = "xtdb"
+	SQLite   = "sqlite"
+	XTDB     = "xtdb"
+	Postgres = "postgres"
 )
 
 // Env is one test's database on one backend.
 type Env struct {
-	// Backend is SQLite or XTDB.
+	// Backend is SQLite, XTDB or Postgres.
 	Backend string
 	// Store is a handle on the database, closed when the test ends.
 	Store store.Store
@@ -56,8 +62,8 @@ type Env struct {
 	suffix string
 }
 
-// Backends returns the backends tests run on: both, unless
-// CTXSTORE_TEST_BACKENDS names fewer.
+// Backends returns the backends tests run on: SQLite and XTDB, unless
+// CTXSTORE_TEST_BACKENDS names others.
 func Backends() []string {
 	all := []string{SQLite, XTDB}
 	v := strings.TrimSpace(os.Getenv("CTXSTORE_TEST_BACKENDS"))
@@ -66,7 +72,7 @@ func Backends() []string {
 	}
 	var out []string
 	for _, b := range strings.Split(v, ",") {
-		if b = strings.TrimSpace(b); slices.Contains(all, b) {
+		if b = strings.TrimSpace(b); slices.Contains(all, b) || b == Postgres {
 			out = append(out, b)
 		}
 	}
@@ -114,6 +120,11 @@ func New(tb testing.TB, backend string) *Env {
 		e.open = func() (store.Store, error) {
 			return xtdb.Open(context.Background(), base, xtdb.Options{})
 		}
+	case Postgres:
+		u := pgtest.Shared(tb).Schema(tb)
+		e.open = func() (store.Store, error) {
+			return postgres.Open(context.Background(), u, postgres.Options{})
+		}
 	default:
 		tb.Fatalf("storetestenv: unknown backend %q", backend)
 	}
@@ -148,11 +159,14 @@ func uniqueSuffix() string {
 
 var start = time.Now()
 
-// Main runs the tests of a package and stops the XTDB server ForTest
-// started, if any. Call it from TestMain.
+// Main runs the tests of a package and stops the XTDB and PostgreSQL
+// servers the tests started, if any. Call it from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
 	if err := xtdbtest.StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "storetestenv:", err)
+	}
+	if err := pgtest.StopShared(); err != nil {
 		fmt.Fprintln(os.Stderr, "storetestenv:", err)
 	}
 	os.Exit(code)

@@ -3,8 +3,9 @@
 // temporary directory on a loopback port the way the XTDB cluster tests
 // start theirs (xtdbtest.StartPostgres, scripts/ensure-postgres.sh).
 // Each store a test opens lives in a new schema, so tests never see each
-// other's data. Without a server a test is skipped, unless CI=true, where
-// it fails: CI runs every test.
+// other's data. Under -short no server is started and the test is skipped
+// (unless CTXSTORE_POSTGRES_URL names one), as with XTDB; without a server
+// a test is skipped, unless CI=true, where it fails: CI runs every test.
 package pgtest
 
 import (
@@ -65,6 +66,7 @@ func (s *Server) Stop() error {
 // failed (CI=true) when none can be had.
 func ForTest(t testing.TB) *Server {
 	t.Helper()
+	skipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	s, err := Start(ctx)
@@ -89,6 +91,7 @@ var (
 // use; the package's TestMain stops it with StopShared.
 func Shared(t testing.TB) *Server {
 	t.Helper()
+	skipShort(t)
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
 	if shared == nil && sharedErr == nil {
@@ -109,6 +112,14 @@ func StopShared() error {
 	err := shared.Stop()
 	shared = nil
 	return err
+}
+
+// skipShort skips t under -short when no server is named.
+func skipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() && os.Getenv("CTXSTORE_POSTGRES_URL") == "" {
+		t.Skip("pgtest: -short starts no PostgreSQL server (CTXSTORE_POSTGRES_URL names one)")
+	}
 }
 
 func missing(t testing.TB, err error) {
