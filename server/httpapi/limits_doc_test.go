@@ -59,11 +59,17 @@ func TestSecurityLimitsTable(t *testing.T) {
 		rows[strings.TrimPrefix(cells[0], "| ")] = l
 	}
 	o := newEnv(t, nil).srv.o // the defaults
+	if checkSessionID(strings.Repeat("s", maxSessionID)) != nil || checkSessionID(strings.Repeat("s", maxSessionID+1)) == nil {
+		t.Errorf("session ids are not 1-%d bytes", maxSessionID)
+	}
 	for _, c := range []struct{ row, want string }{
 		{"every HTTP request", "body " + docSize(o.MaxBody) + " (`Options.MaxBody`)"},
 		{"every HTTP request", fmt.Sprintf("%d levels", jsonlimit.MaxDepth)},
 		{"every HTTP request", "budget " + docSize(o.BodyBudget) + " (`Options.BodyBudget`)"},
 		{"every HTTP request", "within " + fmt.Sprint(o.ReadTimeout.Round(time.Minute).Minutes()) + " min"},
+		{"every HTTP request", fmt.Sprintf("headers within %d s", int(readHeaderTimeout.Seconds()))},
+		{"every HTTP request", "closed after " + fmt.Sprint(o.IdleTimeout.Round(time.Minute).Minutes()) + " min (`IdleTimeout`)"},
+		{"ids", fmt.Sprintf("session ids 1-%d of", maxSessionID)},
 		{"context request (`POST …/context`)", docSize(int64(o.Limits.MaxMessageBytes)) + " per message"},
 		{"context request (`POST …/context`)", docCount(o.Limits.MaxMessages) + " messages in the log"},
 		{"context request (`POST …/context`)", docCount(o.Limits.MaxNewMessages) + " new ones per request"},

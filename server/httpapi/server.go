@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -403,7 +404,13 @@ func (q *request) decode(v any) error {
 	return nil
 }
 
-var sessionIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+// readHeaderTimeout bounds reading a request's headers (Serve).
+const readHeaderTimeout = 10 * time.Second
+
+// maxSessionID is the longest session id, in bytes.
+const maxSessionID = 128
+
+var sessionIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,` + strconv.Itoa(maxSessionID-1) + `}$`)
 
 func checkSessionID(id string) error {
 	if !sessionIDRe.MatchString(id) {
@@ -512,7 +519,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		// Slow or idle clients cannot hold connections: headers
 		// within 10 s, a whole body within ReadTimeout, an idle keep-alive
 		// connection closed after IdleTimeout.
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       s.o.ReadTimeout,
 		IdleTimeout:       s.o.IdleTimeout,
 		// Handlers must not see the shutdown signal: they finish their work.
