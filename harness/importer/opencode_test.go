@@ -117,7 +117,7 @@ func TestOpencodeDatabase(t *testing.T) {
 		}
 		svc := im.Service()
 		m, err := svc.Materialize(ctx, commits.MaterializeRequest{ID: s.Tip, Stop: "root"})
-		if err != nil || !bytes.Equal(m.Content, rows) || m.Format != opencode.FormatName {
+		if err != nil || !bytes.Equal(m.Content, rows) || m.Format != opencode.FormatName || m.MessageCount < 4 {
 			t.Fatalf("the chain does not materialize to the rows: %v\n%s", err, m.Content)
 		}
 		tip, err := svc.Show(ctx, s.Tip, store.Basis{})

@@ -42,6 +42,17 @@ func (Codec) Commit(f *commits.Format) {
 	f.Concat = func(parts [][]byte) ([]byte, error) { return bytes.Join(parts, nil), nil }
 	f.Validate = validate
 	f.Decode, f.Encode, f.ForSession = Decode, Encode, SetSessionID
+	f.Count = func(b []byte) int64 {
+		evs, _ := Decode(b)
+		n := int64(0)
+		for _, e := range evs {
+			if e.IsMessage() {
+				n++
+			}
+		}
+		return n
+	}
+	f.Text = Text
 }
 
 // LooksDB reports whether path is an opencode database.
