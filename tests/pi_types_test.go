@@ -33,7 +33,7 @@ func TestPiScriptedModelTypes(t *testing.T) {
 				"typebox":           []string{filepath.Join(piModules, "typebox")},
 			},
 		},
-		"files": []string{repoPath(t, "tests/testdata/pi/scripted-model.ts")},
+		"files": []string{repoPath(t, "tests/testdata/pi/scripted-model.ts"), repoPath(t, "tests/testdata/pi/redact.ts")},
 	}
 	dir := t.TempDir()
 	b, _ := json.Marshal(cfg)

@@ -214,7 +214,7 @@ func entryEvents(out []events.Event, e *Entry) []events.Event {
 		if !ed.Omit {
 			c := Converter{Report: &harness.Report{}}
 			md["action"] = "replace"
-			x.Text = c.content(ed.Replacement.Content, 0, "\n\n")
+			x.Text = c.content(ed.Content, 0, "\n\n")
 		}
 		return append(out, ev(x))
 	case "model_change", "thinking_level_change":

@@ -29,8 +29,11 @@ func TestEdit(t *testing.T) {
 	}{
 		{`{"type":"context_edit","targetId":"e4","replacement":null}`, true, "e4", "", true},
 		{`{"type":"context_edit","targetId":"e4"}`, true, "e4", "", true},
-		{`{"type":"context_edit","entryId":"e3","replacement":{"role":"toolResult","toolCallId":"t1","content":[{"type":"text","text":"[redacted]"}]}}`, true, "e3", "[redacted]", false},
+		{`{"type":"context_edit","targetId":"e3","replacement":{"content":[{"type":"text","text":"[redacted]"}]}}`, true, "e3", "[redacted]", false},
+		{`{"type":"context_edit","targetId":"e1","replacement":{"content":"say hello"}}`, true, "e1", "say hello", false},
 		{`{"type":"context_edit","targetId":"e3","replacement":"x"}`, true, "e3", "", true},
+		{`{"type":"context_edit","targetId":"e3","replacement":{"content":null}}`, true, "e3", "", true},
+		{`{"type":"context_edit","entryId":"e3","replacement":null}`, false, "", "", false},
 		{`{"type":"context_edit","replacement":null}`, false, "", "", false},
 		{`{"type":"message","targetId":"e4"}`, false, "", "", false},
 	}
@@ -40,7 +43,7 @@ func TestEdit(t *testing.T) {
 			t.Fatal(err)
 		}
 		ed, ok := e.Edit()
-		if ok != c.ok || ed.Target != c.target || ed.Omit != c.omit || ContentText(ed.Replacement.Content) != c.text {
+		if ok != c.ok || ed.Target != c.target || ed.Omit != c.omit || ContentText(ed.Content) != c.text {
 			t.Errorf("%s: got %+v %v", c.line, ed, ok)
 		}
 	}
@@ -52,7 +55,7 @@ func TestEdit(t *testing.T) {
 func TestReadHonoursEdits(t *testing.T) {
 	file := editBase +
 		`{"type":"context_edit","id":"e5","parentId":"e4","targetId":"e4","replacement":null}
-{"type":"context_edit","id":"e6","parentId":"e5","targetId":"e3","replacement":{"role":"toolResult","toolCallId":"t1","toolName":"read","content":[{"type":"text","text":"KEY=[redacted]"}]}}
+{"type":"context_edit","id":"e6","parentId":"e5","targetId":"e3","replacement":{"content":[{"type":"text","text":"KEY=[redacted]"}]}}
 `
 	s := &harness.Session{Report: harness.Report{Types: map[string]int{}}}
 	recs, err := harness.ReadRecords(strings.NewReader(file), &s.Report, known)
@@ -82,7 +85,7 @@ func TestReadHonoursEdits(t *testing.T) {
 func TestEditsMaterialize(t *testing.T) {
 	file := editBase +
 		`{"type":"context_edit","id":"e5","parentId":"e4","targetId":"e4","replacement":null}
-{"type":"context_edit","id":"e6","parentId":"e5","targetId":"e3","replacement":{"role":"toolResult","toolCallId":"t1","content":[{"type":"text","text":"KEY=[redacted]"}]}}
+{"type":"context_edit","id":"e6","parentId":"e5","targetId":"e3","replacement":{"content":[{"type":"text","text":"KEY=[redacted]"}]}}
 `
 	evs, err := Decode([]byte(file))
 	if err != nil {

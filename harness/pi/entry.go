@@ -51,12 +51,12 @@ type Entry struct {
 	FirstKeptEntryID harness.Str     `json:"firstKeptEntryId"`
 	TokensBefore     harness.Num     `json:"tokensBefore"`
 	FromID           harness.Str     `json:"fromId"`
-	// A context_edit entry: the entry whose message it edits, and the
-	// message that replaces it (JSON null: the message is omitted).
-	TargetID      harness.Str     `json:"targetId"`
-	TargetEntryID harness.Str     `json:"targetEntryId"`
-	EntryID       harness.Str     `json:"entryId"`
-	Replacement   json.RawMessage `json:"replacement"`
+	// A context_edit entry (Pi's ContextEditEntry): the entry whose
+	// message it edits, and {"content": ...}, the content that replaces
+	// the message's own (its role, tool call id and other fields stay),
+	// or JSON null: the message is omitted.
+	TargetID    harness.Str     `json:"targetId"`
+	Replacement json.RawMessage `json:"replacement"`
 
 	// Line is the entry's line in its file or artifact; Data its JSON.
 	Line int             `json:"-"`
@@ -119,34 +119,35 @@ func known(t string) bool { _, ok := Types[t]; return ok }
 
 // Edit is what a context_edit entry says: the entry whose message it
 // edits (Target), and either that the message is left out of future
-// context (Omit) or the message that takes its place (Replacement).
+// context (Omit) or the content that takes the place of the message's own
+// (Content: a string or a list of blocks, as a message's content).
 type Edit struct {
-	Target      string
-	Omit        bool
-	Replacement Message
+	Target  string
+	Omit    bool
+	Content json.RawMessage
 }
 
 // Edit returns a context_edit entry's edit; ok is false for any other
-// entry, and for an edit that names no entry.
+// entry, and for an edit that names no entry. A replacement that is not
+// an object with a content (Pi never writes one) is taken for an
+// omission, so the edited message stays out rather than coming back.
 func (e *Entry) Edit() (Edit, bool) {
-	if e.Type != "context_edit" {
+	if e.Type != "context_edit" || e.TargetID == "" {
 		return Edit{}, false
 	}
 	ed := Edit{Target: string(e.TargetID)}
-	for _, alt := range []harness.Str{e.TargetEntryID, e.EntryID} {
-		if ed.Target == "" {
-			ed.Target = string(alt)
-		}
+	var r struct {
+		Content json.RawMessage `json:"content"`
 	}
-	if ed.Target == "" {
-		return Edit{}, false
+	var c []byte
+	if raw := bytes.TrimSpace(e.Replacement); len(raw) > 0 && raw[0] == '{' && json.Unmarshal(raw, &r) == nil {
+		c = bytes.TrimSpace(r.Content)
 	}
-	raw := bytes.TrimSpace(e.Replacement)
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &ed.Replacement) != nil {
-		// null (or absent): omitted; a replacement that does not decode
-		// is taken for an omission, so the edited message stays out.
-		ed.Omit, ed.Replacement = true, Message{}
+	if len(c) == 0 || (c[0] != '"' && c[0] != '[') {
+		ed.Omit = true
+		return ed, true
 	}
+	ed.Content = c
 	return ed, true
 }
 

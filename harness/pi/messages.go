@@ -203,6 +203,11 @@ func (c *Converter) Add(m Message, line int) bool {
 		return meta(CompactionPrefix + string(m.Summary) + CompactionSuffix)
 	case "branchSummary":
 		return meta(BranchPrefix + string(m.Summary) + BranchSuffix)
+	case "system":
+		// Pi 1.x records its system prompt and tool loadout as system
+		// messages (the prompt it sends, not a turn of the conversation).
+		count(&rep.Skipped, "system")
+		return false
 	default:
 		count(&rep.Unknown, "message/"+string(m.Role))
 		rep.Problem(line, "message role %q unknown; skipped", m.Role)

@@ -76,8 +76,17 @@ func Read(s *harness.Session, recs []harness.Record) {
 				harness.Count(&rep.Skipped, "context_edit omitted")
 				continue
 			}
+			// Pi replaces the content and keeps the rest of the message
+			// (its role, tool call id, time): projectContextEntry.
 			r := *e
-			r.Type, r.Msg, r.MsgErr = "message", &ed.Replacement, nil
+			switch {
+			case e.Type == "message" && e.Msg != nil:
+				m := *e.Msg
+				m.Content = ed.Content
+				r.Msg = &m
+			case e.Type == "custom_message":
+				r.Content = ed.Content
+			}
 			emit(s, c, &r)
 			continue
 		}

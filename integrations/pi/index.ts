@@ -1,5 +1,5 @@
 // ctxstore's Pi extension: `pi -e /path/to/ctxstore/integrations/pi/index.ts` (Pi, the package
-// @earendil-works/pi-coding-agent; tested on 0.87.1, written against the 1.x API; no build step).
+// @earendil-works/pi-coding-agent; tested on 1.6.0; no build step).
 //
 // ctxstore decides what the model sees. The extension stays thin: it forwards Pi's events to
 // `ctxstore serve` (docs/service.md) and applies the answers (docs/pi.md says which Pi events it
@@ -29,12 +29,15 @@
 //                        same prompt with a one-token cap) gets the same changes, so it reads
 //                        the cache entry the first one wrote;
 //   cache_warming_decision
-//                        ski rental: warm while this pause's warms cost no more than the
-//                        rewrite they would save (Pi's own limits still apply);
+//                        while the agent runs, ski rental: warm while this pause's warms cost
+//                        no more than the rewrite they would save; while Pi waits for the user,
+//                        Pi's own decision (Pi's limits apply in both);
 //   after_provider_response
 //                        a warm request answered: the next context call says when
 //                        (cache_renewed_at), so a warmed pause is not taken for a cold cache;
-//   tool_result          the tools Pi runs (bash, edit, write, ls, find, grep, ...) are observed;
+//                        Pi's context edits (context_edit entries: a result replaced or omitted in
+//                        future context) stand in the answer; the tools Pi runs (bash, edit, write,
+//                        ls, find, grep, ...) reach the service only in the log, edits applied;
 //   read                 replaced by ctxstore's read (the file joins the active content; offset and
 //                        limit load lines of it; a spill file loads the output it holds);
 //   activate, deactivate, pin, unpin, search, query_session
@@ -79,9 +82,6 @@ function userName(): string {
     return "";
   }
 }
-
-/** The tools this extension answers through ctxstore (their calls are recorded by the service). */
-const OWN_TOOLS = new Set<string>();
 
 /** The session id in the header (first line) of a Pi session file, or "" if it cannot be read. */
 function sessionIdOf(file: string | undefined): string {
@@ -274,6 +274,102 @@ export function withholdTools(payload: any, names: string[]): any | undefined {
   return payload;
 }
 
+/**
+ * Pi's context edits of tool results on the session's branch (context_edit entries, Pi 0.87 and
+ * later: an extension's redaction, or Pi's own omission when it recovers from an overflow), the
+ * last per target: the tool call id of the edited result, its original text, and its replacement
+ * (the content blocks that take its place) or null (omitted from future context).
+ */
+export interface ResultEdit {
+  original: string;
+  replacement: any[] | null;
+}
+
+/** The text of a message's content (a string, or its text blocks joined). */
+const textOf = (content: any): string =>
+  typeof content === "string"
+    ? content
+    : Array.isArray(content)
+      ? content.map((b: any) => (b?.type === "text" && typeof b.text === "string" ? b.text : "")).join("")
+      : "";
+
+export function resultEdits(branch: any[]): Map<string, ResultEdit> {
+  const byId = new Map<string, any>();
+  const out = new Map<string, ResultEdit>();
+  for (const e of branch) {
+    if (e?.id) byId.set(e.id, e);
+    if (e?.type !== "context_edit") continue;
+    const target = byId.get(e.targetId);
+    const m = target?.type === "message" ? target.message : undefined;
+    if (m?.role !== "toolResult" || typeof m.toolCallId !== "string") continue;
+    const r = e.replacement;
+    const replacement =
+      r === null || r === undefined
+        ? null
+        : typeof r.content === "string"
+          ? [{ type: "text", text: r.content }]
+          : Array.isArray(r.content)
+            ? r.content
+            : null;
+    out.set(m.toolCallId, { original: textOf(m.content), replacement });
+  }
+  return out;
+}
+
+/** What an omitted output's text becomes where ctxstore's answer quotes it. */
+export const OMITTED = "[output omitted from context]";
+
+/**
+ * ctxstore's answer with Pi's context edits of tool results applied, as Pi applies them to its own
+ * context: an edited result is its replacement, an omitted one is left out (pi-ai then sends the
+ * call with a synthetic empty result, as without ctxstore), and wherever the answer quotes an
+ * edited output's original text (a content block, an activated output) it quotes the replacement
+ * or OMITTED instead. The service only ever receives the edited log (the extension sends it no
+ * tool output of its own), so this matters for an edit made after the service recorded the
+ * output: an extension editing an older result. The answer is not changed in place (the delta
+ * state holds it); without edits it is returned as it is.
+ */
+export function honourEdits(messages: any[], edits: Map<string, ResultEdit>): any[] {
+  if (edits.size === 0) return messages;
+  const quotes: [string, string][] = [];
+  for (const ed of edits.values()) {
+    // A short original (an empty output, "ok") would match unrelated text: it is not searched for.
+    if (ed.original.trim().length >= 8) quotes.push([ed.original, ed.replacement === null ? OMITTED : textOf(ed.replacement)]);
+  }
+  const requote = (text: string) => quotes.reduce((t, [from, to]) => t.split(from).join(to), text);
+  const out: any[] = [];
+  for (const m of messages) {
+    const ed = m?.role === "toolResult" ? edits.get(m.toolCallId) : undefined;
+    if (ed) {
+      if (ed.replacement !== null) out.push({ ...m, content: ed.replacement.map((b) => ({ ...b })) });
+      continue;
+    }
+    if (quotes.length === 0 || !m) {
+      out.push(m);
+      continue;
+    }
+    if (typeof m.content === "string") {
+      const t = requote(m.content);
+      out.push(t === m.content ? m : { ...m, content: t });
+      continue;
+    }
+    if (!Array.isArray(m.content)) {
+      out.push(m);
+      continue;
+    }
+    let changed = false;
+    const content = m.content.map((b: any) => {
+      if (b?.type !== "text" || typeof b.text !== "string") return b;
+      const t = requote(b.text);
+      if (t === b.text) return b;
+      changed = true;
+      return { ...b, text: t };
+    });
+    out.push(changed ? { ...m, content } : m);
+  }
+  return out;
+}
+
 /** ctxstore's answer to one context call, applied to the request it is sent in. */
 interface Answer {
   messages: any[];
@@ -362,7 +458,7 @@ export default async function ctxstore(pi: ExtensionAPI) {
   // of the same LLM call apply it, then it is dropped.
   let current: Answer | undefined;
   // The last request sent with an answer applied: its prompt key (promptKey of Pi's payload) and
-  // the answer. Pi 0.87 keeps a prompt's cache entry warm by sending the same request again with
+  // the answer. Pi keeps a prompt's cache entry warm by sending the same request again with
   // a one-token output cap (its cache warming), through before_provider_request but with no
   // context call: that request gets the same answer applied, so it reads the entry the real
   // request wrote instead of writing another (docs/pi.md, "Cache warming").
@@ -504,7 +600,8 @@ export default async function ctxstore(pi: ExtensionAPI) {
       const r = await deltas.call(event.messages, { events: sending, cacheRenewedAt: renewed }, (body) =>
         session(ctx, () => client.context(sid, body)),
       );
-      const messages = r.messages ?? [];
+      // Pi's context edits stand: what an extension or Pi itself took out of the context stays out.
+      const messages = honourEdits(r.messages ?? [], resultEdits(ctx.sessionManager.getBranch()));
       events = events.slice(sending.length);
       if (renewedAt === renewed) renewedAt = "";
       current = {
@@ -555,17 +652,21 @@ export default async function ctxstore(pi: ExtensionAPI) {
     return longHead(placed ?? event.payload, c.headTTL) ?? placed;
   });
 
-  // Pi's cache warming (0.87: while the agent runs by default, also while idle when the user's
-  // settings say "idle") asks before each warm request; ctxstore answers by ski rental: warm
-  // while this pause's warms, this one included, cost no more than the rewrite they would save
-  // (never more than twice the cost of the best choice in hindsight). Pi's own rule adds a
-  // $0.05 floor on the expected saving, which turns warming off for prompts of the size ctxstore
-  // keeps (docs/pi.md, "Cache warming"). Pi's own limits (its mode, an hour while running, 30
-  // minutes idle) still apply; without prices Pi's decision stands.
-  // A head cached for the hour is read after the pause all the same: only the rest is a rewrite.
-  pi.on("cache_warming_decision", (event) => {
+  // Pi's cache warming asks before each warm request. Warming is decided once (docs/pi.md, "Cache
+  // warming"): while the agent runs (a long tool, a slow model), ctxstore answers by ski rental:
+  // warm while this pause's warms, this one included, cost no more than the rewrite they would
+  // save (never more than twice the cost of the best choice in hindsight), where Pi's own rule
+  // adds a $0.05 floor on the expected saving that turns warming off for prompts of the size
+  // ctxstore keeps. While Pi waits for the user (its "idle" mode, the default since Pi 1.5.1),
+  // Pi's own decision stands: ctxstore's bound would warm after every finished turn, and the
+  // replay measured that to cost more than it saves. Pi's own limits (its mode, an hour while
+  // running, 30 minutes idle) still apply; without prices Pi's decision stands. A head cached for
+  // the hour is read after the pause all the same: only the rest is a rewrite, and a pause with
+  // nothing else to save is not warmed in either phase.
+  pi.on("cache_warming_decision", (event, ctx) => {
     const miss = missWithLongHead(event.missCost, sent?.answer.headShare ?? 0);
     if (event.missCost > 0 && !(miss > 0)) return { action: "stop" };
+    if (ctx.isIdle() || event.continuationProbability < 1) return undefined;
     return { action: warmOrStop(warms, event.warmCost, miss) ?? event.action };
   });
 
@@ -575,24 +676,6 @@ export default async function ctxstore(pi: ExtensionAPI) {
     if (!warming) return;
     warming = false;
     if (event.status >= 200 && event.status < 300) renewedAt = new Date().toISOString();
-  });
-
-  pi.on("tool_result", async (event, ctx) => {
-    if (OWN_TOOLS.has(event.toolName) || !healthy) return undefined;
-    try {
-      // The result's blocks as Pi gives them: the service's Pi converter makes the text (an
-      // image gets the same note as in the context call).
-      await session(ctx, () => client.observe(sid, {
-        tool_call_id: event.toolCallId,
-        tool: event.toolName,
-        args: event.input,
-        content: event.content.map((b) => ({ ...b })),
-        is_error: event.isError,
-      }));
-    } catch (err) {
-      failed(ctx, err); // the next context call ingests the result from the log anyway
-    }
-    return undefined;
   });
 
   // ctxstore bounds the context (collapses, rebases), so Pi's compaction is cancelled; a provider
@@ -627,7 +710,6 @@ export default async function ctxstore(pi: ExtensionAPI) {
     console.error(`[ctxstore] ${(err as Error).message}; ctxstore's tools are not registered`);
   }
   for (const def of defs) {
-    OWN_TOOLS.add(def.name);
     pi.registerTool({
       name: def.name,
       label: `${def.name} (ctxstore)`,

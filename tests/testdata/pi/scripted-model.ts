@@ -41,4 +41,25 @@ export default function scriptedModel(pi: ExtensionAPI) {
       },
     ],
   });
+  // Provider "scripted-threads": scripted-1 (the endpoint answers as that model) with Anthropic's
+  // message threads, which pi-ai uses by default only on api.anthropic.com: after a reply, a request
+  // whose messages extend the previous request's and that reply is sent as a `continue` of the
+  // thread, with the new messages only.
+  pi.registerProvider("scripted-threads", {
+    baseUrl,
+    apiKey: "offline",
+    api: "anthropic-messages",
+    models: [
+      {
+        id: "scripted-1",
+        name: "Scripted, message threads (offline)",
+        reasoning: false,
+        input: ["text"],
+        cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+        contextWindow: 200000,
+        maxTokens: 4096,
+        compat: { supportsMessageThreads: true },
+      },
+    ],
+  });
 }
