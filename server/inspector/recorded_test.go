@@ -45,7 +45,7 @@ func TestRecordedSessionPages(t *testing.T) {
 	// Its calls: the 30 requests the transcript recorded, with their
 	// usage and cost; a call's page shows the request and its usage.
 	if !strings.Contains(body, `id="recorded-calls"`) || strings.Count(body, `class="call-link"`) != 30 || !strings.Contains(body, "claude-sonnet-4") ||
-		!strings.Contains(body, `id="recorded-timeline"`) || strings.Count(body, `<g class="bar"`) != 30 {
+		!strings.Contains(body, `id="recorded-timeline"`) || strings.Count(body, `<g class="bar"`) != 30 || strings.Contains(body, `id="chain"`) {
 		t.Fatalf("recorded session page lacks its calls:\n%s", body)
 	}
 	code, _, body = get(t, s, "", "/inspect/s/"+sid+"/c/3")
