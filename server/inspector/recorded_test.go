@@ -34,7 +34,8 @@ func TestRecordedSessionPages(t *testing.T) {
 	t.Cleanup(ts.Close)
 	s := &site{url: ts.URL}
 	code, _, body := get(t, s, "", "/inspect/")
-	if code != 200 || strings.Count(body, `class="session-link"`) != 1 || !strings.Contains(body, sid) || !strings.Contains(body, "recorded: ") {
+	if code != 200 || strings.Count(body, `class="session-link"`) != 1 || !strings.Contains(body, sid) || !strings.Contains(body, "recorded: ") ||
+		!strings.Contains(body, `<td class="num recorded" title="recorded: `) || !strings.Contains(body, ">30</td>") {
 		t.Fatalf("sessions: %d\n%s", code, body)
 	}
 	code, _, body = get(t, s, "", "/inspect/s/"+sid)
