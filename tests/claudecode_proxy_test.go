@@ -223,13 +223,21 @@ func TestClaudeCodeProxy(t *testing.T) {
 	before := len(reqs)
 	claude(px.url, "-p", "Run echo once more.", "--resume", sid)
 	reqs = readRequestLog(t, log)
+	stderr := px.stop(t)
+	// The resumed session comes back within the 12 s cache on a machine
+	// that starts Claude Code in a few seconds: its head must not ask for
+	// the hour. A machine so loaded that the restart took longer makes the
+	// pause real, which the proxy then says; the check needs the warm case.
+	cold := strings.Contains(stderr, "past its 12s cache")
 	for _, r := range reqs[before:] {
-		if r.agent && !r.warm && strings.Contains(r.system, `"ttl":"1h"`) {
-			t.Errorf("a request of a session the proxy kept warm asks for the hour: %s", r.system)
+		if !cold && r.agent && !r.warm && strings.Contains(r.system, `"ttl":"1h"`) {
+			t.Errorf("a request of a session the proxy kept warm asks for the hour: %.300s", r.system)
 		}
 	}
-	stderr := px.stop(t)
-	if !strings.Contains(stderr, "warm request 2 of ") || !strings.Contains(stderr, "0 with the head cached for the hour") || !strings.Contains(stderr, fmt.Sprintf("%d warm requests answered, 0 failed", len(warms))) {
+	if cold {
+		t.Logf("the resumed session came back past the 12 s cache (a loaded machine): the no-hour check did not apply")
+	}
+	if !strings.Contains(stderr, "warm request 2 of ") || !cold && !strings.Contains(stderr, "0 with the head cached for the hour") || !strings.Contains(stderr, fmt.Sprintf("%d warm requests answered, 0 failed", len(warms))) {
 		t.Errorf("the proxy's report:\n%s", stderr)
 	}
 
