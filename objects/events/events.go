@@ -9,7 +9,9 @@ package events
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -197,24 +199,47 @@ func Encode(evs []Event) ([]byte, error) {
 // Decode parses events-v1 bytes. An element that is not an event, or an
 // event that does not validate, is an error naming its index.
 func Decode(data []byte) ([]Event, error) {
-	// Unmarshal splits the array in place (a Decoder would first copy
-	// the whole of data into a buffer it grows by doubling).
-	var raw []json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return nil, fmt.Errorf("events-v1: not a JSON array of events: %w", err)
+	// One decoder reads the array an event at a time: it holds one event
+	// at once, not a copy of the whole (nor one copy per event).
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	notArray := func(err error) error { return fmt.Errorf("events-v1: not a JSON array of events: %w", err) }
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, notArray(err)
 	}
-	out := make([]Event, len(raw))
-	for i, r := range raw {
-		d := json.NewDecoder(bytes.NewReader(r))
-		d.UseNumber()
-		if err := d.Decode(&out[i]); err != nil {
+	if tok == nil { // null: no events
+		return []Event{}, rest(dec, notArray)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return nil, notArray(fmt.Errorf("got %v", tok))
+	}
+	var out []Event
+	for i := 0; dec.More(); i++ {
+		var e Event
+		if err := dec.Decode(&e); err != nil {
 			return nil, fmt.Errorf("events-v1: event %d: %w", i, err)
 		}
-		if err := out[i].Validate(); err != nil {
+		if err := e.Validate(); err != nil {
 			return nil, fmt.Errorf("events-v1: event %d: %w", i, err)
 		}
+		out = append(out, e)
 	}
-	return out, nil
+	if _, err := dec.Token(); err != nil { // the closing bracket
+		return nil, notArray(err)
+	}
+	if out == nil {
+		out = []Event{}
+	}
+	return out, rest(dec, notArray)
+}
+
+// rest says whether anything but white space follows the value dec read.
+func rest(dec *json.Decoder, wrap func(error) error) error {
+	if _, err := dec.Token(); err != io.EOF {
+		return wrap(errors.New("data after the array"))
+	}
+	return nil
 }
 
 // IsMessage tells whether e counts as a conversation message (the
