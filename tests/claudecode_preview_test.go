@@ -38,9 +38,13 @@ func TestClaudeCodePreviews(t *testing.T) {
 	if !strings.Contains(string(tb), `\"activated\":\"`+previewBashID+`\"`) {
 		t.Errorf("no hook reported the Read as the activation of %s", previewBashID)
 	}
-	// The transcript records the preview (what the model saw).
+	// The transcript records the preview (what the model saw), and the
+	// hooks brought the transcript into the store byte for byte.
 	if !strings.Contains(string(tb), "left out here; Read "+spillFile) {
 		t.Error("the transcript does not record the preview")
+	}
+	if fc, err := readChain(t, e.store, transcript); err != nil || !bytes.Equal(fc.content, tb) {
+		t.Errorf("the store's chain is not the transcript: %v", err)
 	}
 }
 
