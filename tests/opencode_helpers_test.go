@@ -41,6 +41,9 @@ func opencodeConfig(t testing.TB, dir, endpoint string) {
 		}},
 		"model": "scripted/scripted-1", "small_model": "scripted/scripted-1",
 		"autoupdate": false, "share": "disabled",
+		// No git snapshot of the folder at each step, no language servers
+		// or formatters: nothing the test reads, and each costs seconds.
+		"snapshot": false, "lsp": false, "formatter": false,
 	}
 	b, _ := json.MarshalIndent(cfg, "", "  ")
 	if err := os.WriteFile(filepath.Join(dir, "opencode.json"), b, 0o644); err != nil {
@@ -76,10 +79,12 @@ func runOpencode(t *testing.T, dir, home string, args ...string) string {
 	cmd.Stdin = strings.NewReader("")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	start := time.Now()
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("opencode run %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, out, stderr.String())
 	}
+	t.Logf("opencode run %s: %s", args[len(args)-1], time.Since(start).Round(time.Millisecond))
 	return string(out) + stderr.String()
 }
 
