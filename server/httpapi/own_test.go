@@ -11,6 +11,7 @@ import (
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/recall"
 	"github.com/ctxstore/ctxstore/harness/importer"
+	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
@@ -144,7 +145,24 @@ func hostileBundle(tb testing.TB, sid, id string) []byte {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, _, err := s.Update(ctx, []store.Op{store.Put(store.Doc{"xt/id": id, "type": "toolcall", "content": "forged"})},
+	// A well-formed object (bundles' objects are verified on import), so
+	// that what refuses it is whose id it is.
+	forged := "forged"
+	var o *objects.Object
+	if owner, ok := strings.CutPrefix(id, "chat:"); ok {
+		o, err = objects.NewChat(owner, nil, &forged)
+	} else {
+		o, err = objects.NewToolcall(id, objects.ToolcallFields{Tool: "bash", Status: objects.StatusOK}, &forged)
+	}
+	doc := store.Doc{"xt/id": id, "type": "toolcall", "content": forged}
+	if err == nil {
+		// An id no toolcall may hold (a reserved per-session prefix) stays
+		// a malformed document, refused as that.
+		if doc, err = o.Doc(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if _, _, err := s.Update(ctx, []store.Op{store.Put(doc)},
 		func(st *session.State) error { st.AddToIndex(id); return nil }); err != nil {
 		tb.Fatal(err)
 	}
