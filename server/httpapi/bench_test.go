@@ -26,12 +26,14 @@ func benchTurns() int {
 
 // benchStore is the store BenchmarkContextCall's server runs on:
 // CTXSTORE_BENCH_BACKEND=xtdb runs it on an XTDB node (started as the
-// tests start one), anything else on the SQLite file newEnv opens.
+// tests start one), =postgres on a PostgreSQL server (likewise), anything
+// else on the SQLite file newEnv opens.
 func benchStore(b *testing.B) func(*Options) {
-	if os.Getenv("CTXSTORE_BENCH_BACKEND") != storetestenv.XTDB {
+	backend := os.Getenv("CTXSTORE_BENCH_BACKEND")
+	if backend != storetestenv.XTDB && backend != storetestenv.Postgres {
 		return nil
 	}
-	st := storetestenv.New(b, storetestenv.XTDB).Store
+	st := storetestenv.New(b, backend).Store
 	return func(o *Options) { o.Store = st }
 }
 
