@@ -115,8 +115,8 @@ func (s Spill) Preview(in Input) (PreviewResult, error) {
 	file := filepath.Join(dir, tools.SpillName(in.ToolUseID))
 	load := "Read " + file + " for the output whole"
 	up, whole, shown, ok := cut(in.ToolName, in.ToolResponse, limit, load)
-	if !ok {
-		return PreviewResult{}, nil
+	if !ok || shown >= utf8.RuneCountInString(whole) {
+		return PreviewResult{}, nil // small enough, or a preview no shorter than the output
 	}
 	if len(whole) > maxSpill {
 		return PreviewResult{}, nil
@@ -277,8 +277,21 @@ func cut(tool string, resp json.RawMessage, limit int, load string) (up json.Raw
 		p := previewText(result, load)
 		return o.set("result", encode(p)).raw(), result, utf8.RuneCountInString(p), true
 	case strings.HasPrefix(tool, "mcp__"):
-		// An MCP tool's result: its content blocks. Only all-text results
-		// are cut (an image or a resource passes whole).
+		// An MCP tool's result: a string when it is one text block (what
+		// Claude Code 2.1.332 gives the hook then), else its content
+		// blocks. The answer is a list of text blocks either way: Claude
+		// Code 2.1.332 ignores a string in updatedToolOutput for an MCP
+		// tool without a word, and sends a list of blocks (seen at the
+		// scripted endpoint). Only all-text results are cut (an image or a
+		// resource passes whole).
+		var text string
+		if json.Unmarshal(resp, &text) == nil {
+			if !big(text) {
+				return nil, "", 0, false
+			}
+			p := previewText(text, load)
+			return encode([]map[string]string{{"type": "text", "text": p}}), text, utf8.RuneCountInString(p), true
+		}
 		var blocks []struct {
 			Type string  `json:"type"`
 			Text *string `json:"text"`

@@ -123,6 +123,14 @@ func TestPreviewShapes(t *testing.T) {
 		t.Errorf("MCP: %v %.300s", err, r.Updated)
 	}
 
+	// One text block comes as a string; the answer is a list of blocks
+	// (Claude Code ignores a string there).
+	r, err = s.Preview(postToolUse(t, "mcp__srv__dump", map[string]any{}, big))
+	blocks = nil
+	if err != nil || json.Unmarshal(r.Updated, &blocks) != nil || len(blocks) != 1 || !strings.Contains(blocks[0].Text, file) {
+		t.Errorf("MCP string: %v %.300s", err, r.Updated)
+	}
+
 	// Passed unchanged: small outputs, unknown tools and shapes, images,
 	// an MCP image block, bad ids, no spill directory.
 	for name, in := range map[string]Input{
@@ -146,6 +154,10 @@ func TestPreviewShapes(t *testing.T) {
 		if r, err := s.Preview(in); err != nil || r.Updated != nil {
 			t.Errorf("%s: %v %.100s", name, err, r.Updated)
 		}
+	}
+	// A low preview size: an output the preview would not shorten passes.
+	if r, err := (Spill{Root: root, Chars: 100}).Preview(postToolUse(t, "WebFetch", nil, map[string]any{"result": numbered(20)})); err != nil || r.Updated != nil {
+		t.Errorf("a preview no shorter than the output: %v %.100s", err, r.Updated)
 	}
 	if r, _ := (Spill{}).Preview(postToolUse(t, "WebFetch", nil, map[string]any{"result": big})); r.Updated != nil {
 		t.Error("a preview with no spill directory")
