@@ -302,8 +302,8 @@ func (in *Inspector) summarizeRecorded(ctx context.Context, s *Session) error {
 // no current state says.
 func (in *Inspector) recordedCounts(ctx context.Context, s *Session) (ok bool, err error) {
 	st, current, err := recorded.ReadState(ctx, in.st, s.ID, s.Commits)
-	if err != nil || !current || st.Calls <= maxTotalled {
-		return false, err
+	if err != nil || !current || st.Calls <= maxTotalled || st.Totals != nil {
+		return false, err // a state with totals totals any session (recordedSummary)
 	}
 	s.Calls, s.TotalsOmitted = st.Calls, true
 	switch {

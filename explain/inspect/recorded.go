@@ -178,6 +178,11 @@ func (in *Inspector) recordedSummary(ctx context.Context, s *Session) error {
 	if err != nil {
 		return err
 	}
+	if ok && st.Totals != nil {
+		// The totals stored with the calls: no call is read.
+		in.summaryFromTotals(s, st)
+		return nil
+	}
 	if ok {
 		title, prompt = st.Title, st.Prompt
 		if rc, err = recorded.Page(ctx, in.st, s.ID, 1, 0); err != nil {
@@ -192,6 +197,12 @@ func (in *Inspector) recordedSummary(ctx context.Context, s *Session) error {
 		}
 		title, prompt, rc = d.Title, d.Prompt, d.Calls
 	}
+	in.summaryFromCalls(s, title, prompt, rc)
+	return nil
+}
+
+// summaryFromCalls is recordedSummary from the session's calls.
+func (in *Inspector) summaryFromCalls(s *Session, title, prompt string, rc []recorded.Call) {
 	switch {
 	case title != "":
 		s.Name = firstLine(title, 80)
@@ -251,5 +262,66 @@ func (in *Inspector) recordedSummary(ctx context.Context, s *Session) error {
 		}
 		return s.Lost[i].Cause < s.Lost[j].Cause
 	})
-	return nil
+}
+
+// summaryFromTotals is recordedSummary from a state's totals: the same
+// figures, priced per model with the price table, without reading a call.
+func (in *Inspector) summaryFromTotals(s *Session, st recorded.State) {
+	switch {
+	case st.Title != "":
+		s.Name = firstLine(st.Title, 80)
+	case s.Name != "":
+	case st.Prompt != "":
+		s.Name = firstLine(st.Prompt, 80)
+	}
+	t := st.Totals
+	s.Calls, s.Tokens, s.TokensSent, s.CachedTokens = st.Calls, t.LastTokens, int(t.TokensSent), int(t.CachedTokens)
+	if !t.LastTime.IsZero() {
+		last := t.LastTime
+		s.LastCall = &last
+	}
+	unknown := false
+	for model, m := range t.ByModel {
+		if model == recorded.NoModel {
+			model = ""
+		}
+		p, ok := in.o.PriceTable.Lookup(model)
+		if !ok {
+			s.UnpricedModels = append(s.UnpricedModels, model)
+		}
+		if !ok || m.Unrecorded > 0 {
+			unknown = true
+			continue
+		}
+		s.CostUSD += p.Cost(m.Usage)
+	}
+	sort.Strings(s.UnpricedModels)
+	if unknown {
+		s.CostUSD, s.CostUnknown = 0, true
+	}
+	s.Cost = in.units(s.CostUSD)
+	if s.TokensSent > 0 {
+		s.CachedShare = float64(s.CachedTokens) / float64(s.TokensSent)
+	}
+	for cause, byModel := range t.Lost {
+		ct := CauseTotal{Cause: cause}
+		for model, l := range byModel {
+			if model == recorded.NoModel {
+				model = ""
+			}
+			ct.Calls += l.Calls
+			ct.RewrittenTokens += int(l.Rewritten + l.Rewritten1h)
+			if p, ok := in.o.PriceTable.Lookup(model); ok {
+				ct.LostUSD += (float64(l.Rewritten)*(p.CacheWrite5m-p.CacheRead) + float64(l.Rewritten1h)*(p.CacheWrite1h-p.CacheRead)) / 1e6
+			}
+		}
+		ct.LostCost = in.units(ct.LostUSD)
+		s.Lost = append(s.Lost, ct)
+	}
+	sort.Slice(s.Lost, func(i, j int) bool {
+		if s.Lost[i].LostUSD != s.Lost[j].LostUSD {
+			return s.Lost[i].LostUSD > s.Lost[j].LostUSD
+		}
+		return s.Lost[i].Cause < s.Lost[j].Cause
+	})
 }

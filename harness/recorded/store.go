@@ -2,9 +2,11 @@ package recorded
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/objects/conversation"
@@ -98,7 +100,7 @@ func Update(ctx context.Context, svc *commits.Service, sid string) (*Derived, er
 	}
 	state := store.Doc{store.IDKey: StateID(sid), "type": StateType, "session_id": sid, "version": int64(Version),
 		"commits": int64(d.Commits), "tip": d.Tip, "calls": int64(len(d.Calls)), "turns": int64(len(d.Turns)),
-		"title": d.Title, "prompt": clip(d.Prompt, 400)}
+		"title": d.Title, "prompt": clip(d.Prompt, 400), "totals": totalsOf(d.Calls).doc()}
 	if _, err := store.SubmitWait(ctx, st, []store.Op{store.Put(state)}); err != nil {
 		return nil, fmt.Errorf("session %s: storing recorded calls: %w", sid, err)
 	}
@@ -152,6 +154,101 @@ type State struct {
 	Turns   int
 	Title   string
 	Prompt  string
+	// Totals sum the calls (nil in a state written without them).
+	Totals *Totals
+}
+
+// Totals sum a session's calls, so that a list of sessions prices them
+// without reading every call: per model the recorded usage, and per
+// cause of a cache break and model the tokens written again (at the
+// 5-minute and at the 1-hour write price apart). Calls without a model
+// count under NoModel.
+type Totals struct {
+	ByModel map[string]*ModelTotals           `json:"by_model"`
+	Lost    map[string]map[string]*LostTotals `json:"lost"`
+	// LastTime and LastTokens are the last call's; TokensSent sums every
+	// call's input tokens (estimated without usage), CachedTokens the
+	// cache reads.
+	LastTime     time.Time `json:"last_time"`
+	LastTokens   int       `json:"last_tokens"`
+	TokensSent   int64     `json:"tokens_sent"`
+	CachedTokens int64     `json:"cached_tokens"`
+}
+
+// ModelTotals is one model's calls and usage; Unrecorded counts its
+// calls without usage.
+type ModelTotals struct {
+	Calls      int                `json:"calls"`
+	Unrecorded int                `json:"unrecorded"`
+	Usage      conversation.Usage `json:"usage"`
+}
+
+// LostTotals is one cause's breaks of one model's calls.
+type LostTotals struct {
+	Calls       int   `json:"calls"`
+	Rewritten   int64 `json:"rewritten"`
+	Rewritten1h int64 `json:"rewritten_1h"`
+}
+
+// NoModel is the key of the calls that name no model in Totals (a store
+// refuses empty keys).
+const NoModel = "-"
+
+func totalsOf(cs []Call) *Totals {
+	t := &Totals{ByModel: map[string]*ModelTotals{}, Lost: map[string]map[string]*LostTotals{}}
+	for _, c := range cs {
+		key := c.Model
+		if key == "" {
+			key = NoModel
+		}
+		m := t.ByModel[key]
+		if m == nil {
+			m = &ModelTotals{}
+			t.ByModel[key] = m
+		}
+		m.Calls++
+		if u := c.Usage; u != nil {
+			m.Usage.Input += u.Input
+			m.Usage.Output += u.Output
+			m.Usage.CacheRead += u.CacheRead
+			m.Usage.CacheWrite += u.CacheWrite
+			m.Usage.CacheWrite1h += u.CacheWrite1h
+			t.CachedTokens += u.CacheRead
+		} else {
+			m.Unrecorded++
+		}
+		t.TokensSent += int64(c.Sent())
+		t.LastTokens = c.Sent()
+		if !c.Time.IsZero() {
+			t.LastTime = c.Time
+		}
+		if c.Cause != CauseNone && c.Cause != CauseFirst {
+			byModel := t.Lost[c.Cause]
+			if byModel == nil {
+				byModel = map[string]*LostTotals{}
+				t.Lost[c.Cause] = byModel
+			}
+			l := byModel[key]
+			if l == nil {
+				l = &LostTotals{}
+				byModel[key] = l
+			}
+			l.Calls++
+			if c.Usage != nil && c.Usage.CacheWrite1h > 0 {
+				l.Rewritten1h += int64(c.RewrittenTokens)
+			} else {
+				l.Rewritten += int64(c.RewrittenTokens)
+			}
+		}
+	}
+	return t
+}
+
+func (t *Totals) doc() map[string]any {
+	b, _ := json.Marshal(t)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return m
 }
 
 // ReadState reads session sid's state document; ok is false when its
@@ -167,6 +264,15 @@ func ReadState(ctx context.Context, st store.Store, sid string, commits int) (s 
 		return s, false, err
 	}
 	s = State{Commits: asInt(d["commits"]), Calls: asInt(d["calls"]), Turns: asInt(d["turns"]), Title: asString(d["title"]), Prompt: asString(d["prompt"])}
+	if m, ok := d["totals"].(map[string]any); ok {
+		b, err := json.Marshal(m)
+		if err == nil {
+			var t Totals
+			if json.Unmarshal(b, &t) == nil {
+				s.Totals = &t
+			}
+		}
+	}
 	return s, asInt(d["version"]) == Version && (commits < 0 || s.Commits == commits), nil
 }
 
