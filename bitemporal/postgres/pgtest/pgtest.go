@@ -15,7 +15,10 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
+	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,8 +31,9 @@ import (
 // Server is a PostgreSQL database tests use.
 type Server struct {
 	// URL is the database's URL.
-	URL string
-	pg  *xtdbtest.Postgres // nil: CTXSTORE_POSTGRES_URL
+	URL      string
+	pg       *xtdbtest.Postgres // nil: CTXSTORE_POSTGRES_URL
+	watchdog *exec.Cmd
 }
 
 // Start returns CTXSTORE_POSTGRES_URL's database, or starts a server.
@@ -42,7 +46,24 @@ func Start(ctx context.Context) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{URL: pg.URL(), pg: pg}, nil
+	s := &Server{URL: pg.URL(), pg: pg}
+	s.watch()
+	return s, nil
+}
+
+// watch starts a process that stops the server once this test process has
+// ended, whatever way it ended: pg_ctl runs the server as a daemon, and a
+// test binary without a TestMain that calls StopShared (or one killed by
+// go test's timeout) would leave it running. Stop ends the watchdog.
+func (s *Server) watch() {
+	script := `while kill -0 "$1" 2>/dev/null; do sleep 1; done
+pid=$(head -n 1 "$2/data/postmaster.pid" 2>/dev/null) && kill -INT "$pid"
+sleep 5; rm -rf "$2"`
+	cmd := exec.Command("sh", "-c", script, "pgtest-watchdog", strconv.Itoa(os.Getpid()), s.pg.Dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if cmd.Start() == nil {
+		s.watchdog = cmd
+	}
 }
 
 // Restart stops the server (open connections are cut) and starts it again
@@ -58,6 +79,11 @@ func (s *Server) Restart(ctx context.Context) error {
 func (s *Server) Stop() error {
 	if s == nil || s.pg == nil {
 		return nil
+	}
+	if s.watchdog != nil {
+		_ = s.watchdog.Process.Kill()
+		_ = s.watchdog.Wait()
+		s.watchdog = nil
 	}
 	return s.pg.Stop()
 }
