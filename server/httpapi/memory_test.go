@@ -117,6 +117,7 @@ var memRoutes = []struct {
 	{"tool", memTool},
 	{"context", memContext},
 	{"import", memImport},
+	{"bundle", memBundle},
 }
 
 // memObserve reports one bash call whose output is the body.
@@ -187,6 +188,29 @@ func memImport(tb testing.TB, size int) memUse {
 	req := httptest.NewRequest("POST", "http://127.0.0.1/v1/import?name=mem.jsonl&as=claude-code", bytes.NewReader(b.Bytes()))
 	req.Header.Set("Content-Type", "application/x-ndjson")
 	return measureRequest(tb, e, req, b.Len())
+}
+
+// memBundle imports a session bundle (POST /v1/sessions/{sid}/import) of
+// about size bytes: a session of bash calls with 256 KB outputs, exported
+// from one server and imported into a fresh one.
+func memBundle(tb testing.TB, size int) memUse {
+	src := newEnv(tb, nil)
+	src.check = false
+	src.open("m")
+	for i := 0; i*(256<<10) < size; i++ {
+		out := proseText(256<<10, uint64(i))
+		src.ok("POST", "/v1/sessions/m/observe", ObserveRequest{ToolCallID: fmt.Sprintf("call-%d", i), Tool: "bash", Args: map[string]any{"command": "make"}, Output: &out}, nil)
+	}
+	src.ok("POST", "/v1/sessions/m/close", nil, nil)
+	st, _, bundle := src.raw("GET", "/v1/sessions/m/export", "", nil)
+	if st != http.StatusOK {
+		tb.Fatalf("export: %d %s", st, truncate(bundle))
+	}
+	e := newEnv(tb, nil)
+	e.check = false
+	req := httptest.NewRequest("POST", "http://127.0.0.1/v1/sessions/m/import", bytes.NewReader(bundle))
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	return measureRequest(tb, e, req, len(bundle))
 }
 
 // memBenchSize is the body size of the benchmarks: CTXSTORE_BENCH_BODY
