@@ -23,14 +23,16 @@ type block struct {
 	sum  [12]byte
 }
 
-// renderer renders events to blocks once each.
+// renderer renders events to blocks once each, and digests each message
+// (a run of events) once.
 type renderer struct {
 	evs    []events.Event
 	blocks map[int]*block
+	digs   map[[3]int]string
 }
 
 func newRenderer(evs []events.Event) *renderer {
-	return &renderer{evs: evs, blocks: map[int]*block{}}
+	return &renderer{evs: evs, blocks: map[int]*block{}, digs: map[[3]int]string{}}
 }
 
 // block renders event i (nil: the event is not sent to the model).
@@ -114,10 +116,12 @@ type resultBlock struct {
 	IsError   bool   `json:"is_error,omitempty"`
 }
 
-// message is one message of a rebuilt request.
+// message is one message of a rebuilt request: its blocks, from the
+// events first to last.
 type message struct {
-	role   string
-	blocks []*block
+	role        string
+	blocks      []*block
+	first, last int
 }
 
 // messages groups the blocks of the events idx into the system prompt's
@@ -134,9 +138,10 @@ func (r *renderer) messages(idx []int) (system []*block, msgs []message) {
 		}
 		if n := len(msgs); n > 0 && msgs[n-1].role == b.role {
 			msgs[n-1].blocks = append(msgs[n-1].blocks, b)
+			msgs[n-1].last = i
 			continue
 		}
-		msgs = append(msgs, message{role: b.role, blocks: []*block{b}})
+		msgs = append(msgs, message{role: b.role, blocks: []*block{b}, first: i, last: i})
 	}
 	return system, msgs
 }
@@ -165,21 +170,31 @@ func (r *renderer) digest(idx []int) ([]string, []int, int) {
 	}
 	pos += len(`"messages":[`)
 	for k, m := range msgs {
-		h := sha256.New()
-		h.Write([]byte(m.role))
 		if k > 0 {
 			pos++
 		}
 		pos += len(`{"role":"","content":[`) + len(m.role)
 		for j, b := range m.blocks {
-			h.Write(b.sum[:])
 			if j > 0 {
 				pos++
 			}
 			pos += len(b.json)
 		}
 		pos += len(`]}`)
-		out = append(out, string(h.Sum(nil)[:12]))
+		// The same run of events is the same message in every request
+		// that holds it: digested once.
+		key := [3]int{m.first, m.last, len(m.blocks)}
+		d, ok := r.digs[key]
+		if !ok {
+			h := sha256.New()
+			h.Write([]byte(m.role))
+			for _, b := range m.blocks {
+				h.Write(b.sum[:])
+			}
+			d = string(h.Sum(nil)[:12])
+			r.digs[key] = d
+		}
+		out = append(out, d)
 		ends = append(ends, pos)
 	}
 	pos += len(`]}`)
