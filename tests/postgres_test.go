@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,10 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/bitemporal/postgres"
 	"github.com/ctxstore/ctxstore/bitemporal/postgres/pgtest"
 	"github.com/ctxstore/ctxstore/objects/conversation"
 	"github.com/ctxstore/ctxstore/store"
+	"github.com/ctxstore/ctxstore/sync/versionlog"
 )
 
 // TestPostgresServers runs docs/postgres.md's setup: several ctxstore
@@ -25,8 +28,10 @@ import (
 // postgres:// URL; two `ctxstore serve` take a session over from each
 // other; a serve killed with SIGKILL mid-session loses nothing it
 // acknowledged and another takes over; PostgreSQL restarted under a
-// writer loses nothing acknowledged, the errors in between are
-// ErrUnavailable, and a serve recovers by itself.
+// writer, down for seconds (connections refused) or restarted in the
+// middle of an import loses nothing acknowledged, the errors in between
+// are ErrUnavailable, a serve recovers by itself and the import finishes
+// when run again.
 func TestPostgresServers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: no PostgreSQL server")
@@ -37,6 +42,8 @@ func TestPostgresServers(t *testing.T) {
 	t.Run("session-across-servers", func(t *testing.T) { testPostgresSessionAcrossServers(t, url) })
 	t.Run("kill-9", func(t *testing.T) { testPostgresKillServe(t, url) })
 	t.Run("postgres-restart", func(t *testing.T) { testPostgresServerRestart(t, pg, url) })
+	t.Run("connections-refused", func(t *testing.T) { testPostgresConnectionsRefused(t, pg, url) })
+	t.Run("restart-mid-import", func(t *testing.T) { testPostgresRestartMidImport(t, pg, pg.Schema(t)) })
 }
 
 func testPostgresCLI(t *testing.T, url string) {
@@ -257,4 +264,131 @@ func postJSON(t *testing.T, url string, body any) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// testPostgresConnectionsRefused: PostgreSQL is down for 5 s, longer than
+// a call's retries: writes fail with ErrUnavailable and serve answers 503
+// while it is down; nothing acknowledged is lost, and both recover by
+// themselves once it is back.
+func testPostgresConnectionsRefused(t *testing.T, pg *pgtest.Server, url string) {
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	srv := startServe(t, url, "--no-track")
+	p := newPGSession(t)
+	p.open(srv)
+	p.call(srv)
+	w := startWriter(s, fmt.Sprintf("cut-%d-", time.Now().UnixNano()))
+	w.waitFor(t, 5)
+	before := w.count()
+	down := make(chan error, 1)
+	go func() { down <- pg.Down(ctx, 5*time.Second) }()
+	time.Sleep(time.Second)
+	p.turn(1)
+	status, answer := postJSON(t, srv.url+"/v1/sessions/"+p.sid+"/context", map[string]any{"log": p.log})
+	if status != http.StatusServiceUnavailable || !strings.Contains(answer, "unavailable") {
+		t.Errorf("a context call while PostgreSQL is down: %d %s, want 503 unavailable", status, tail(answer, 300))
+	}
+	if err := <-down; err != nil {
+		t.Fatal(err)
+	}
+	w.waitFor(t, before+10)
+	w.finish()
+	t.Logf("%d writes acknowledged, %d failed while PostgreSQL was down; errors: %v", len(w.acked), w.failed.Load(), w.errs)
+	if w.failed.Load() == 0 {
+		t.Error("no write failed while PostgreSQL was down for 5 s: the outage was not felt")
+	}
+	for _, err := range w.errs {
+		if !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("a write while PostgreSQL was down failed with %v, want ErrUnavailable", err)
+		}
+	}
+	checkAcked(t, "after the outage", s, w)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		status, answer := postJSON(t, srv.url+"/v1/sessions/"+p.sid+"/context", map[string]any{"log": p.log})
+		if status == http.StatusOK {
+			if !strings.Contains(answer, "answer 1") {
+				t.Fatalf("the call after the outage: %s", tail(answer, 500))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not recover within 30 s of the outage: %d %s", status, answer)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// testPostgresRestartMidImport: PostgreSQL restarts while a version log is
+// imported into it. The import either finishes or fails with
+// ErrUnavailable; run again, it applies what is left (its cursor is
+// written with each transaction), and the store then holds the source's
+// documents and histories; a third run applies nothing.
+func testPostgresRestartMidImport(t *testing.T, pg *pgtest.Server, url string) {
+	ctx := context.Background()
+	src, err := bitemporal.Open(ctx, filepath.Join(t.TempDir(), "src.db"), bitemporal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	prefix := fmt.Sprintf("imp-%d-", time.Now().UnixNano())
+	for _, ops := range sampleOps(prefix, 400) {
+		if _, err := store.SubmitWait(ctx, src, ops); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var log bytes.Buffer
+	if _, err := versionlog.Export(ctx, src, &log, versionlog.ExportOptions{After: -1}); err != nil {
+		t.Fatal(err)
+	}
+	target, err := postgres.Open(ctx, url, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := versionlog.Import(ctx, target, bytes.NewReader(log.Bytes()), versionlog.ImportOptions{})
+		done <- err
+	}()
+	for {
+		st, err := target.Status(ctx)
+		if err == nil && st.LatestCompleted != nil && st.LatestCompleted.ID >= 30 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := pg.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Logf("the import met the restart: %v", err)
+		if !errors.Is(err, store.ErrUnavailable) {
+			t.Fatalf("the import failed with %v, want ErrUnavailable", err)
+		}
+		if _, err := versionlog.Import(ctx, target, bytes.NewReader(log.Bytes()), versionlog.ImportOptions{}); err != nil {
+			t.Fatalf("the import run again: %v", err)
+		}
+	}
+	for i := 0; i < 7; i++ {
+		id := fmt.Sprintf("%s%d", prefix, i)
+		want, werr := src.Entity(ctx, id, store.Basis{})
+		got, gerr := target.Entity(ctx, id, store.Basis{})
+		if (werr == nil) != (gerr == nil) || (werr == nil && !store.SameDoc(got, want)) {
+			t.Errorf("%s = %v (%v), the source has %v (%v)", id, got, gerr, want, werr)
+		}
+		hs, _ := src.History(ctx, id, store.HistoryOptions{Order: store.Asc, WithCorrections: true})
+		ht, _ := target.History(ctx, id, store.HistoryOptions{Order: store.Asc, WithCorrections: true})
+		if len(hs) != len(ht) {
+			t.Errorf("%s: %d history points in the source, %d after the import", id, len(hs), len(ht))
+		}
+	}
+	sum, err := versionlog.Import(ctx, target, bytes.NewReader(log.Bytes()), versionlog.ImportOptions{})
+	if err != nil || sum.Applied != 0 {
+		t.Errorf("a third import: %+v, %v; want nothing applied", sum, err)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -73,6 +74,28 @@ func (s *Server) Restart(ctx context.Context) error {
 		return fmt.Errorf("pgtest: the server at CTXSTORE_POSTGRES_URL is not the tests' to restart")
 	}
 	return s.pg.Restart(ctx)
+}
+
+// Down stops the server (fast: open connections are cut) and starts it
+// again after d, on the same port and data: for d, connections are
+// refused.
+func (s *Server) Down(ctx context.Context, d time.Duration) error {
+	if s.pg == nil {
+		return fmt.Errorf("pgtest: the server at CTXSTORE_POSTGRES_URL is not the tests' to stop")
+	}
+	bin, err := xtdbtest.EnsurePostgres(ctx)
+	if err != nil {
+		return err
+	}
+	args := []string{filepath.Join(bin, "pg_ctl"), "-D", filepath.Join(s.pg.Dir, "data"), "-w", "-m", "fast", "stop"}
+	if os.Geteuid() == 0 { // the server runs as postgres (xtdbtest.StartPostgres)
+		args = append([]string{"runuser", "-u", "postgres", "--"}, args...)
+	}
+	if out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput(); err != nil {
+		return fmt.Errorf("pgtest: stopping the server: %v\n%s", err, out)
+	}
+	time.Sleep(d)
+	return s.pg.Start(ctx)
 }
 
 // Stop stops a server Start started.
