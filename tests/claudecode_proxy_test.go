@@ -237,7 +237,15 @@ func TestClaudeCodeProxy(t *testing.T) {
 	if cold {
 		t.Logf("the resumed session came back past the 12 s cache (a loaded machine): the no-hour check did not apply")
 	}
-	if !strings.Contains(stderr, "warm request 2 of ") || !cold && !strings.Contains(stderr, "0 with the head cached for the hour") || !strings.Contains(stderr, fmt.Sprintf("%d warm requests answered, 0 failed", len(warms))) {
+	// Every warm the endpoint saw is counted (on a loaded machine the
+	// resumed turn's quick tool can outlast 2 s and be warmed too).
+	allWarms := 0
+	for _, r := range reqs {
+		if r.warm {
+			allWarms++
+		}
+	}
+	if !strings.Contains(stderr, "warm request 2 of ") || !cold && !strings.Contains(stderr, "0 with the head cached for the hour") || !strings.Contains(stderr, fmt.Sprintf("%d warm requests answered, 0 failed", allWarms)) {
 		t.Errorf("the proxy's report:\n%s", stderr)
 	}
 
