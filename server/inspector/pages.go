@@ -86,6 +86,9 @@ type sessionBody struct {
 	CommitPages int
 	// FirstDepth and LastDepth are the depths of the commit graph's page.
 	FirstDepth, LastDepth int
+	// Would is what a recorded session would have cost with ctxstore,
+	// when `session show --replay` computed it (nil otherwise).
+	Would *inspect.WouldCost
 }
 
 // session: a session's page. ?page=N (from 1) shows the Nth page of
@@ -125,6 +128,11 @@ func (h *Handler) session(q *req) (string, pageData, error) {
 	b := sessionBody{S: d, Calls: cs, From: from, To: from + len(cs) - 1, Limit: limit, Chart: timeline(cs), Chain: chainOf(cs),
 		Commits: cp.Nodes, Graph: commitGraph(cp.Nodes), Page: page, Pages: max(cp.Pages, (d.Calls+limit-1)/limit), CommitPages: cp.Pages,
 		FirstDepth: (page - 1) * inspect.CommitsPerPage, LastDepth: page*inspect.CommitsPerPage - 1}
+	if d.Recorded {
+		if b.Would, err = q.in.StoredWouldCost(q.ctx, d); err != nil {
+			return "", pageData{}, err
+		}
+	}
 	if from > 1 {
 		b.Prev = max(1, from-limit)
 	}

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ctxstore/ctxstore/explain/inspect"
 	"github.com/ctxstore/ctxstore/explain/inspect/inspecttest"
 	"github.com/ctxstore/ctxstore/harness/importer"
+	recordedcalls "github.com/ctxstore/ctxstore/harness/recorded"
 	"github.com/ctxstore/ctxstore/internal/datasets"
 	"github.com/ctxstore/ctxstore/internal/storetestenv"
 	"github.com/ctxstore/ctxstore/server/inspector"
@@ -48,6 +50,22 @@ func TestRecordedSessionPages(t *testing.T) {
 	if !strings.Contains(body, `id="recorded-calls"`) || strings.Count(body, `class="call-link"`) != 30 || !strings.Contains(body, "claude-sonnet-4") ||
 		!strings.Contains(body, `id="recorded-timeline"`) || strings.Count(body, `<g class="bar"`) != 30 || strings.Contains(body, `id="chain"`) {
 		t.Fatalf("recorded session page lacks its calls:\n%s", body)
+	}
+	if !strings.Contains(body, `id="would-cost">not computed yet`) {
+		t.Fatalf("recorded session page before a replay:\n%s", body)
+	}
+	// Once `session show --replay` stored what ctxstore would have cost.
+	d, err := inspect.New(se.Store, inspect.Options{}).Session(context.Background(), sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := recordedcalls.PutReplay(context.Background(), se.Store, sid, recordedcalls.Replay{Commits: d.Commits, Strategy: inspect.WouldCostStrategy,
+		RecordedCost: 100, Cost: 60, RecordedContext: 1000, Context: 700}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, body = get(t, s, "", "/inspect/s/"+sid); !strings.Contains(body, "would have cost 60.0% of what it did with ctxstore managing its context: $") ||
+		!strings.Contains(body, "700 tokens sent instead of 1000") {
+		t.Fatalf("recorded session page after a replay:\n%s", body)
 	}
 	code, _, body = get(t, s, "", "/inspect/s/"+sid+"/c/3")
 	if code != 200 || !strings.Contains(body, `id="call-usage"`) || !strings.Contains(body, "read from the cache") || !strings.Contains(body, "user message") {
