@@ -99,6 +99,8 @@ type Ctxstore struct {
 	// same calls. msgs are the session's messages so renamed.
 	suffix string
 	msgs   []conversation.Message
+	// sent is the log the previous call gave the ingester.
+	sent []conversation.Message
 }
 
 // lean is the strategy's lean head: nil for a fixed one.
@@ -159,7 +161,7 @@ func (c *Ctxstore) Name() string {
 func (c *Ctxstore) Begin(ctx context.Context, env *Env) error {
 	c.env, c.reasons, c.skipped, c.probs, c.first, c.resets, c.headLen, c.last = env, map[string]int{}, map[string]int{}, 0, "", 0, -1, nil
 	c.comp, c.callIDs = composition{}, map[string]bool{}
-	c.suffix, c.msgs = "", nil
+	c.suffix, c.msgs, c.sent = "", nil, nil
 	if env.Store != nil {
 		sum := sha256.Sum256([]byte(env.SessionID))
 		c.suffix = "-" + hex.EncodeToString(sum[:4])
@@ -260,7 +262,16 @@ func (c *Ctxstore) Step(ctx context.Context, in *CallInput) (*Step, error) {
 	if c.msgs != nil && len(msgs) <= len(c.msgs) {
 		msgs = c.msgs[:len(msgs):len(msgs)]
 	}
-	a, rep, err := c.in.Context(ctx, msgs)
+	// The calls' logs are prefixes of one slice of the session's
+	// messages: a log that begins where the previous one did holds it
+	// unchanged, and the ingester checks only what follows (ContextSince),
+	// not the whole log again at each call.
+	same := 0
+	if len(c.sent) > 0 && len(msgs) >= len(c.sent) && &msgs[0] == &c.sent[0] {
+		same = len(c.sent)
+	}
+	a, rep, err := c.in.ContextSince(ctx, msgs, same, nil)
+	c.sent = msgs
 	if err != nil {
 		return nil, fmt.Errorf("%s: call %d: %w", c.Name(), in.N, err)
 	}
