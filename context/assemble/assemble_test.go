@@ -123,6 +123,7 @@ func TestStreamStabilityAndRebuild(t *testing.T) {
 		if _, err := Rebuild(e.ctx, st2, e.sid, len(got)+1); err == nil {
 			t.Fatal("rebuilding a call that never happened")
 		}
+		rebuildAll(t, e.ctx, st2, e.sid, got)
 	})
 }
 
@@ -214,6 +215,7 @@ func TestLiteralLayout(t *testing.T) {
 				t.Fatalf("rebuild literal call %d: %v", c.N, err)
 			}
 		}
+		rebuildAll(t, e.ctx, e.st, e.sid, []*Assembled{c1, c2})
 	})
 }
 

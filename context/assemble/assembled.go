@@ -87,7 +87,8 @@ type Assembled struct {
 	withheld []string
 	items    []*item // LayoutStream: the stream, shared with the Assembler (append-only view)
 	frags    []*frag // LayoutLiteral, and rebuilt contexts
-	spans    []Span  // rebuilt contexts
+	spans    []Span  // rebuilt contexts (LayoutLiteral; LayoutStream: from spanEnds, at the first Spans)
+	spanEnds []int   // a rebuilt stream's: where each item's bytes end
 
 	// frozen and frozenMsgs: items[:frozen] are the first frozenMsgs
 	// messages, whole; items[:gone], the first goneMsgs, were dropped

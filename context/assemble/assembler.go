@@ -112,7 +112,7 @@ func newAssembler(o Options, s *session.Session) (*Assembler, error) {
 	if o.Render == 0 {
 		o.Render = RenderVersion
 	}
-	sty, err := newStyle(o.Render, objects.MetadataVersion, o.Paths, o.Lean)
+	sty, err := newStyle(o.Layout, o.Render, objects.MetadataVersion, o.Paths, o.Lean)
 	if err != nil {
 		return nil, fmt.Errorf("assemble: %w", err)
 	}
@@ -179,8 +179,13 @@ func (a *Assembler) setSystem(ctx context.Context, r *resolver, ref objects.Ref)
 func (a *Assembler) Renewed(t time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if t.After(a.lastCall) && t.After(a.renewed) {
-		a.renewed = t
+	a.rhythm.renew(t)
+}
+
+// renew records a renewal of the cache entry at t (Renewed).
+func (r *rhythm) renew(t time.Time) {
+	if t.After(r.lastCall) && t.After(r.renewed) {
+		r.renewed = t
 	}
 }
 
@@ -202,13 +207,19 @@ func (a *Assembler) User(ctx context.Context, text string) error {
 		return err
 	}
 	a.push(&item{kind: kUser, text: text})
-	if a.shape.Current > 0 {
-		a.shape.Turns++
-		a.shape.TurnCalls += a.shape.Current
-		a.shape.Current = 0
-	}
-	a.newTurn = true
+	a.rhythm.userTurn()
 	return nil
+}
+
+// userTurn counts a user message: a new turn begins, and the turn before
+// it, if it made calls, ends.
+func (r *rhythm) userTurn() {
+	if r.shape.Current > 0 {
+		r.shape.Turns++
+		r.shape.TurnCalls += r.shape.Current
+		r.shape.Current = 0
+	}
+	r.newTurn = true
 }
 
 // Note appends a context note, a one-line user-side text such as
@@ -273,7 +284,7 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 		if a.noteInput(r.ID, target) {
 			it.input = &target.ref
 		}
-		if r.Change != "" && a.style.r.liveOutputs {
+		if r.Change != "" && a.style.rules.namesWrites() {
 			// The files a write or edit pools need no metadata line: the
 			// call's path names them, and activate and read take a path.
 			for _, f := range r.Files {
@@ -283,7 +294,7 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 				}
 			}
 		}
-		if r.Change != "" && len(r.Files) == 1 && a.style.r.liveOutputs {
+		if r.Change != "" && len(r.Files) == 1 && a.style.rules.namesWrites() {
 			if _, ok := a.shown[r.Files[0]]; ok {
 				a.edits[r.Files[0]] = append(a.edits[r.Files[0]], pendingEdit{call: r.ID, change: r.Change})
 			}
@@ -291,7 +302,7 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 	}
 	// A live output is rendered in its own tool result, not as a content
 	// block after the results.
-	if a.o.Layout == LayoutStream && a.style.r.liveOutputs && r.Object.Content != nil && a.s.IsActive(r.ID) {
+	if a.style.rules.inlineOutputs() && r.Object.Content != nil && a.s.IsActive(r.ID) {
 		if _, ok := a.shown[r.ID]; !ok {
 			it.out = true
 			a.shown[r.ID] = len(a.items)
@@ -304,7 +315,7 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 				a.previewed[r.ID] = true
 				a.previews++
 				a.shape.Previews++
-				a.spillOut(it)
+				a.paging.spillOut(a.style.spill, it)
 			}
 		}
 	}

@@ -46,22 +46,8 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 	now := a.o.Now()
 	c := &Assembled{N: a.calls + 1, Layout: a.o.Layout, RebaseOffset: -1, SessionTx: a.s.Tx()}
 	c.CommitID = CommitID(a.s.ID(), c.N)
-	since := a.since(now)
-	if a.calls > 0 {
-		c.Idle = now.Sub(since)
-		if since != a.lastCall {
-			c.Renewed = since
-		}
-	}
+	since := a.rhythm.startCall(c, now, a.pol.CacheTTL)
 	var pool, active []*item
-	if a.newTurn && a.calls > 0 {
-		if now.Sub(since) >= a.pol.CacheTTL {
-			a.shape.ColdStarts++
-		} else {
-			a.shape.WarmStarts++
-		}
-	}
-	a.newTurn = false
 	if a.shape.ColdStarts > 0 && a.pol.HeadTTL > a.pol.CacheTTL {
 		c.HeadTTL = a.pol.HeadTTL
 	}
@@ -126,8 +112,8 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 		c.items = a.items[:len(a.items):len(a.items)]
 		c.frozen, c.frozenMsgs, c.gone, c.goneMsgs = a.frozen, a.frozenMsgs, a.gone, a.goneMsgs
 		c.st, c.session = a.st, a.s.ID()
-		c.Stable = a.stableMessages()
-		a.prevStableTok = a.stableTokens()
+		c.Stable = a.frozenPrefix.stableMessages(&a.stream, a.rewritable)
+		a.prevStableTok = a.frozenPrefix.stableTokens(&a.stream, a.rewritable)
 	case LayoutLiteral:
 		var err error
 		if pool, active, err = a.literalBlocks(ctx); err != nil {
@@ -161,14 +147,42 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 		return nil, err
 	}
 	a.toSpill = nil
-	a.calls++
-	a.lastCall, a.renewed = now, time.Time{}
+	a.rhythm.endCall(c, now)
 	a.overflow = nil
 	if a.o.Layout == LayoutStream {
-		a.nextFrozen = a.frozenBoundary()
+		a.nextFrozen = a.frozenPrefix.boundary(&a.stream, func(it *item) bool { return a.rewritable(it) || a.unanswered(it) })
 	}
-	a.prevLen, a.prevTok = c.Len(), c.Tokens
 	return c, nil
+}
+
+// startCall starts call c at now: its idle time since the previous call or a
+// renewal after it (since, which it returns) and, when a turn began since
+// the previous call, whether the turn started with the cache warm (idle
+// under ttl) or cold.
+func (r *rhythm) startCall(c *Assembled, now time.Time, ttl time.Duration) time.Time {
+	since := r.since(now)
+	if r.calls > 0 {
+		c.Idle = now.Sub(since)
+		if since != r.lastCall {
+			c.Renewed = since
+		}
+	}
+	if r.newTurn && r.calls > 0 {
+		if now.Sub(since) >= ttl {
+			r.shape.ColdStarts++
+		} else {
+			r.shape.WarmStarts++
+		}
+	}
+	r.newTurn = false
+	return since
+}
+
+// endCall counts call c, made at now and committed.
+func (r *rhythm) endCall(c *Assembled, now time.Time) {
+	r.calls++
+	r.lastCall, r.renewed = now, time.Time{}
+	r.prevLen, r.prevTok = c.Len(), c.Tokens
 }
 
 // sysContent is the text of the session's system prompt object (the head

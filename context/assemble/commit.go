@@ -44,10 +44,7 @@ func digest(b []byte) string {
 // rebase) since the previous commit, guarded so that an existing commit of
 // the same number is never overwritten.
 func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*item, meta map[string]any) error {
-	base := a.committed
-	if a.rebaseAt >= 0 && a.rebaseAt < base {
-		base = a.rebaseAt
-	}
+	base := a.recorder.base()
 	docs := make([]ItemDoc, 0, len(a.items)-base)
 	for _, it := range a.items[base:] {
 		docs = append(docs, it.doc())
@@ -100,51 +97,17 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 		}
 	}
 	if c.Rebased {
-		doc["rebase_from"] = int64(a.rebaseAt)
-		doc["rebase_reason"] = c.Reason
-		if len(a.dropped) > 0 {
-			// What the rebase left out (a collapsed file the stream names),
-			// for the record: the items list alone rebuilds the bytes.
-			d := make([]any, len(a.dropped))
-			for i, r := range a.dropped {
-				d[i] = r
-			}
-			doc["dropped"] = d
-		}
+		a.recorder.rebaseFields(doc, c.Reason)
 	}
 	if c.Layout == LayoutLiteral {
 		doc["pool"], doc["active"] = refStrings(pool), refStrings(active)
 	}
-	// The system prompt's reference, a few hundred bytes, is recorded by
-	// the commit of the first call that has it; the commits after it name
-	// that call.
-	if a.sysRefCall > 0 && a.sysRefCall < c.N && a.sysRef == a.committedSys {
-		doc["system_ref_call"] = int64(a.sysRefCall)
-	} else {
-		doc["system_ref"] = a.sysRef.String()
-	}
+	k, v := a.recorder.systemField(c.N, a.sysRef)
+	doc[k] = v
 	for k, v := range shownFields(a.committedShown, a.shown) {
 		doc[k] = v
 	}
-	shape := map[string]any{"turns": int64(a.shape.Turns), "turn_calls": int64(a.shape.TurnCalls),
-		"current": int64(a.shape.Current), "warm_starts": int64(a.shape.WarmStarts), "cold_starts": int64(a.shape.ColdStarts)}
-	if a.shape.Rebases > 0 {
-		shape["rebases"] = int64(a.shape.Rebases) // absent when 0, as in commits that predate the field
-	}
-	if a.shape.Previews > 0 {
-		shape["previews"] = int64(a.shape.Previews)
-	}
-	if len(a.shape.Faulted) > 0 {
-		f := make([]any, len(a.shape.Faulted))
-		for i, id := range a.shape.Faulted {
-			f[i] = id
-		}
-		shape["faulted"] = f
-	}
-	if a.shape.PreviewDoublings > 0 {
-		shape["preview_doublings"] = int64(a.shape.PreviewDoublings)
-	}
-	doc["shape"] = shape
+	doc["shape"] = a.shape.doc()
 	if meta != nil {
 		m, err := toJSONValue(meta)
 		if err != nil {
@@ -162,15 +125,89 @@ func (a *Assembler) commit(ctx context.Context, c *Assembled, pool, active []*it
 	if _, err := store.SubmitWait(ctx, a.st, []store.Op{store.Match(c.CommitID, nil), store.Put(doc)}); err != nil {
 		return fmt.Errorf("assemble: writing context commit %s: %w", c.CommitID, err)
 	}
-	a.committed = len(a.items)
-	a.committedShown = maps.Clone(a.shown)
-	if _, ok := doc["system_ref"]; ok {
-		a.sysRefCall, a.committedSys = c.N, a.sysRef
-	}
-	a.rebaseAt = -1
-	a.dropped = nil
-	a.last = nil
+	a.recorder.recorded(c.N, len(a.items), a.shown, a.sysRef, k == "system_ref")
 	return nil
+}
+
+// base is the first item the next commit stores: the first added since
+// the last commit, or the first a rebase rewrote since.
+func (r *recorder) base() int {
+	if r.rebaseAt >= 0 && r.rebaseAt < r.committed {
+		return r.rebaseAt
+	}
+	return r.committed
+}
+
+// rewrote notes that a rebase rewrote the stream from item p on.
+func (r *recorder) rewrote(p int) {
+	if r.rebaseAt < 0 || p < r.rebaseAt {
+		r.rebaseAt = p
+	}
+}
+
+// rebaseFields adds a rebasing call's fields to its commit's doc: where
+// the rewrite began, why, and what the rebases since the last commit left
+// out (a collapsed file the stream names), for the record: the items list
+// alone rebuilds the bytes.
+func (r *recorder) rebaseFields(doc store.Doc, reason string) {
+	doc["rebase_from"] = int64(r.rebaseAt)
+	doc["rebase_reason"] = reason
+	if len(r.dropped) > 0 {
+		d := make([]any, len(r.dropped))
+		for i, ref := range r.dropped {
+			d[i] = ref
+		}
+		doc["dropped"] = d
+	}
+}
+
+// systemField is the field with which call n's commit records the system
+// prompt's reference ref: the reference itself, a few hundred bytes, in
+// the commit of the first call that has it, and in the commits after it
+// that call's number.
+func (r *recorder) systemField(n int, ref objects.Ref) (string, any) {
+	if r.sysRefCall > 0 && r.sysRefCall < n && ref == r.committedSys {
+		return "system_ref_call", int64(r.sysRefCall)
+	}
+	return "system_ref", ref.String()
+}
+
+// recorded notes that call n's commit was written, holding items items,
+// the live blocks shown and, when withSys, the system prompt's reference
+// sys.
+func (r *recorder) recorded(n, items int, shown map[string]int, sys objects.Ref, withSys bool) {
+	r.committed = items
+	r.committedShown = maps.Clone(shown)
+	if withSys {
+		r.sysRefCall, r.committedSys = n, sys
+	}
+	r.rebaseAt = -1
+	r.dropped = nil
+	r.last = nil
+}
+
+// doc is the shape as a commit records it ("shape"): a field that is 0
+// is absent, as in the commits written before it was recorded.
+func (s Shape) doc() map[string]any {
+	shape := map[string]any{"turns": int64(s.Turns), "turn_calls": int64(s.TurnCalls),
+		"current": int64(s.Current), "warm_starts": int64(s.WarmStarts), "cold_starts": int64(s.ColdStarts)}
+	if s.Rebases > 0 {
+		shape["rebases"] = int64(s.Rebases)
+	}
+	if s.Previews > 0 {
+		shape["previews"] = int64(s.Previews)
+	}
+	if len(s.Faulted) > 0 {
+		f := make([]any, len(s.Faulted))
+		for i, id := range s.Faulted {
+			f[i] = id
+		}
+		shape["faulted"] = f
+	}
+	if s.PreviewDoublings > 0 {
+		shape["preview_doublings"] = int64(s.PreviewDoublings)
+	}
+	return shape
 }
 
 // shownFields are the fields a commit records its shown map with: the whole map ("shown") when the previous commit's is unknown (the
@@ -219,3 +256,12 @@ func refStrings(items []*item) []any {
 
 // CommitType is the "type" of context commit documents.
 const CommitType = "context_commit"
+
+// bytesDigest returns the SHA-256, in hex, of c's bytes: in LayoutStream,
+// where they are the stream's, the frozen prefix hashed its bytes once.
+func (a *Assembler) bytesDigest(c *Assembled) string {
+	if c.Layout != LayoutStream {
+		return digest(c.Bytes)
+	}
+	return a.frozenPrefix.digest(&a.stream)
+}

@@ -22,35 +22,52 @@
 //
 // # Parts
 //
-// An Assembler is a session (session.Session) and its store, and these
-// parts, each owning its state:
+// An Assembler is a session (session.Session), its store and its options,
+// and these parts, each owning its state (and the methods that use only
+// it, or it and the stream):
 //
-//   - stream: the items and their rendering (head, bytes, offsets, tokens,
-//     stale tokens). Only push appends and only a rebase rewrites, so between
-//     rebases each call's bytes extend the previous call's.
-//   - headState: the system prompt and, for a LeanHead, whether the managed
-//     head (guide and every tool) replaced the lean one.
-//   - frozenPrefix: the leading items no later call can change, hashed once
-//     and, with Options.Release, dropped from memory (the commits hold them).
-//   - holdings: what the model holds of each object: which ids are listed,
-//     which content is live and at which version, the patches shown since.
-//   - toolCalls: where each tool call was made, which wait for their result,
-//     and the large inputs that can collapse (input).
-//   - paging: outputs entered as a preview, ids offered to fit the window,
-//     and a bare head's spill files.
-//   - rhythm: the calls so far (count, clock, Shape) the cost model reads.
-//   - recorder: what the next context commit records beyond the items.
+//   - stream (stream.go): the items and their rendering: head, bytes,
+//     offsets, tokens, stale tokens. Only push appends and only cut (a
+//     rebase) truncates, so between rebases each call's bytes extend the
+//     previous call's.
+//   - headState (head.go): the system prompt and, for a LeanHead, whether
+//     the managed head (guide and every tool) replaced the lean one.
+//   - frozenPrefix (frozen.go): the leading items no later call can
+//     change: their messages and tokens counted and their bytes hashed
+//     once (advance, digest), where the stable messages end
+//     (stableMessages) and, with Options.Release, what left memory.
+//   - holdings (sync.go): what the model holds of each object: which ids
+//     are listed, which content is live and at which version, the patches
+//     shown since, and the versions read from the store (resolve).
+//   - toolCalls (inputs.go): where each tool call was made, which wait for
+//     their result, and the large inputs that can collapse (input).
+//   - paging (paging.go): outputs entered as a preview, ids offered to fit
+//     the window, and a bare head's spill files.
+//   - rhythm (call.go): the calls so far, their clock and the Shape the
+//     cost model reads (userTurn, startCall, endCall).
+//   - recorder (commit.go): what the next context commit records beyond
+//     the items: from which item it stores them (base, rewrote), the
+//     shown map as changes, the system prompt's reference once.
 //
-// How items render is a style, fixed when a session opens: its rendering
-// (one value per rendering version: the text of each kind of item and the
-// stream rules that version has), its metadata line version, its Paths and
-// a bare head's spill directory. A new session takes RenderVersion; a
-// resumed or rebuilt one takes its root commit's, so an old session renders
-// as it was sent by construction, not by comparing version numbers.
+// The Assembler's own methods are the events (User, Assistant, ToolResult,
+// Call) and the steps that read several parts: sync (the stream brought
+// up to date with the session), rebase, patches, collapsible inputs,
+// commit.
 //
-// Call assembles a call and writes its commit (commit.go); Resume rebuilds
-// an Assembler from the commits and Rebuild any past call's context;
-// ReadCommit reads a commit as stored.
+// How items render and which stream rules apply is a style, fixed when a
+// session opens: its rendering (one value per rendering version: the text
+// of each kind of item), its rules (rules.go: an interface with one
+// implementation for each version that changed them, each the previous
+// one with what it changed; the literal layout keeps only those that are
+// not about the stream), its metadata line version, its Paths and a bare head's
+// spill directory. A new session takes RenderVersion; a resumed or rebuilt
+// one takes its root commit's, so an old session renders as it was sent
+// by construction: no code compares version numbers.
+//
+// Call assembles a call and writes its commit (call.go, commit.go);
+// Resume rebuilds an Assembler from the commits; a Rebuilder rebuilds a
+// session's past calls from the store in one pass, and Rebuild one call
+// (rebuild.go); ReadCommit reads a commit as stored.
 //
 // # Guarantees
 //

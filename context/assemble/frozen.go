@@ -26,14 +26,14 @@ type frozenPrefix struct {
 	hashedOff          int // bytes of the rendering written to hashed
 }
 
-// stableMessages counts the messages before the first item a rebase could
-// rewrite (see Assembled.Stable); a message that item continues is not
-// counted.
-func (a *Assembler) stableMessages() int {
-	n := a.frozenMsgs
-	prev := a.frozenLast
-	for _, it := range a.items[a.frozen:] {
-		if a.rewritable(it) {
+// stableMessages counts the messages of s before the first item a rebase
+// could rewrite (see Assembled.Stable); a message that item continues is
+// not counted.
+func (f *frozenPrefix) stableMessages(s *stream, rewritable func(*item) bool) int {
+	n := f.frozenMsgs
+	prev := f.frozenLast
+	for _, it := range s.items[f.frozen:] {
+		if rewritable(it) {
 			if it.f.joins(prev) {
 				n--
 			}
@@ -47,40 +47,91 @@ func (a *Assembler) stableMessages() int {
 	return n
 }
 
-// stableTokens is the tokens before the first item a rebase could
+// stableTokens is the tokens of s before the first item a rebase could
 // rewrite: where a breakpoint at the end of the stable messages caches up
 // to (approximately: a message that item continues is counted whole).
-func (a *Assembler) stableTokens() int {
-	n := a.frozenTok
-	for _, it := range a.items[a.frozen:] {
-		if a.rewritable(it) {
+func (f *frozenPrefix) stableTokens(s *stream, rewritable func(*item) bool) int {
+	n := f.frozenTok
+	for _, it := range s.items[f.frozen:] {
+		if rewritable(it) {
 			return n
 		}
 		n += it.tokens
 	}
-	return a.tokens
+	return s.tokens
 }
 
-// frozenBoundary returns where the frozen prefix can end after this call:
-// the start of the message holding the last item before the first one a
-// rebase could rewrite or an assistant message with a tool call not
-// listed yet (its result may make its input collapsible). Items before it
-// never change, and neither does where their messages end: an item a
-// rebase writes at the first rewritable item's place may join the message
-// before it, which is not frozen.
-func (a *Assembler) frozenBoundary() int {
-	r := len(a.items)
-	for i := a.frozen; i < len(a.items); i++ {
-		if it := a.items[i]; a.rewritable(it) || a.unanswered(it) {
+// boundary returns where the frozen prefix of s can end after this call:
+// the start of the message holding the last item before the first one
+// that can change (open: one a rebase could rewrite, or an assistant
+// message with a tool call not listed yet, whose result may make its input
+// collapsible). Items before it never change, and neither does where their
+// messages end: an item a rebase writes at the first open item's place
+// may join the message before it, which is not frozen.
+func (f *frozenPrefix) boundary(s *stream, open func(*item) bool) int {
+	r := len(s.items)
+	for i := f.frozen; i < len(s.items); i++ {
+		if open(s.items[i]) {
 			r = i
 			break
 		}
 	}
 	g := r - 1
-	for g > a.frozen && a.items[g].f.joins(a.items[g-1].f) {
+	for g > f.frozen && s.items[g].f.joins(s.items[g-1].f) {
 		g--
 	}
-	return max(g, a.frozen)
+	return max(g, f.frozen)
+}
+
+// advance moves the frozen prefix of s to nextFrozen: it counts the
+// messages and tokens it adds, hashes their bytes and, with release,
+// drops the items from memory (forget is told of each first) and the
+// released bytes once they are half the buffer.
+func (f *frozenPrefix) advance(s *stream, release bool, forget func(i int, it *item)) {
+	g := min(f.nextFrozen, len(s.items))
+	if g <= f.frozen {
+		return
+	}
+	for i := f.frozen; i < g; i++ {
+		it := s.items[i]
+		if !it.f.joins(f.frozenLast) {
+			f.frozenMsgs++
+		}
+		f.frozenTok += it.tokens
+		f.frozenLast = it.f
+		if release {
+			forget(i, it)
+			s.items[i] = nil
+		}
+	}
+	f.frozen = g
+	if release {
+		f.gone, f.goneMsgs = f.frozen, f.frozenMsgs
+	}
+	end := s.bufBase + len(s.buf)
+	if g < len(s.offs) {
+		end = s.offs[g]
+	}
+	f.hashed.Write(s.buf[f.hashedOff-s.bufBase : end-s.bufBase])
+	f.hashedOff = end
+	// The released bytes leave memory once they are half the buffer (a
+	// copy of what follows them; the rendering's offsets stay absolute).
+	if drop := end - s.bufBase; release && drop > 0 && drop >= cap(s.buf)/2 {
+		s.buf = append(make([]byte, 0, len(s.buf)-drop+4096), s.buf[drop:]...)
+		s.bufBase = end
+	}
+}
+
+// digest returns the SHA-256, in hex, of the bytes of s: the frozen
+// prefix's bytes were hashed once (advance), and only the rest is hashed
+// here.
+func (f *frozenPrefix) digest(s *stream) string {
+	h, err := f.hashed.(hash.Cloner).Clone()
+	if err != nil {
+		return digest(s.buf) // unreachable: SHA-256 clones, and nothing is released without it
+	}
+	h.Write(s.buf[f.hashedOff-s.bufBase:])
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // unanswered reports whether it is an assistant message with a tool call
@@ -97,60 +148,19 @@ func (a *Assembler) unanswered(it *item) bool {
 	return false
 }
 
-// advanceFrozen moves the frozen prefix to nextFrozen: it counts the
-// messages and tokens it adds, hashes their bytes and, with
-// Options.Release, drops the items (and the tool-call positions of the
-// assistant messages among them, which nothing reads again).
+// advanceFrozen moves the Assembler's frozen prefix (LayoutStream, with
+// its head final: a lean head that will switch changes once more), and
+// with Options.Release forgets the tool-call positions of the assistant
+// messages it drops, which nothing reads again.
 func (a *Assembler) advanceFrozen() {
-	g := min(a.nextFrozen, len(a.items))
-	if a.o.Layout != LayoutStream || g <= a.frozen || a.switches() {
-		return // a lean head changes once more: its bytes are not final
+	if a.o.Layout != LayoutStream || a.switches() {
+		return
 	}
-	for i := a.frozen; i < g; i++ {
-		it := a.items[i]
-		if !it.f.joins(a.frozenLast) {
-			a.frozenMsgs++
-		}
-		a.frozenTok += it.tokens
-		a.frozenLast = it.f
-		if a.o.Release {
-			for _, c := range it.calls {
-				if a.callAt[c.ID] == i {
-					delete(a.callAt, c.ID)
-				}
+	a.frozenPrefix.advance(&a.stream, a.o.Release, func(i int, it *item) {
+		for _, c := range it.calls {
+			if a.callAt[c.ID] == i {
+				delete(a.callAt, c.ID)
 			}
-			a.items[i] = nil
 		}
-	}
-	a.frozen = g
-	if a.o.Release {
-		a.gone, a.goneMsgs = a.frozen, a.frozenMsgs
-	}
-	end := a.bufBase + len(a.buf)
-	if g < len(a.offs) {
-		end = a.offs[g]
-	}
-	a.hashed.Write(a.buf[a.hashedOff-a.bufBase : end-a.bufBase])
-	a.hashedOff = end
-	// The released bytes leave memory once they are half the buffer (a
-	// copy of what follows them; the rendering's offsets stay absolute).
-	if drop := end - a.bufBase; a.o.Release && drop > 0 && drop >= cap(a.buf)/2 {
-		a.buf = append(make([]byte, 0, len(a.buf)-drop+4096), a.buf[drop:]...)
-		a.bufBase = end
-	}
-}
-
-// bytesDigest returns the SHA-256, in hex, of c's bytes: in
-// LayoutStream, where they are the stream's, the frozen prefix's bytes
-// were hashed once (advanceFrozen), and only the rest is hashed here.
-func (a *Assembler) bytesDigest(c *Assembled) string {
-	if c.Layout != LayoutStream {
-		return digest(c.Bytes)
-	}
-	h, err := a.hashed.(hash.Cloner).Clone()
-	if err != nil {
-		return digest(c.Bytes)
-	}
-	h.Write(a.buf[a.hashedOff-a.bufBase:])
-	return hex.EncodeToString(h.Sum(nil))
+	})
 }

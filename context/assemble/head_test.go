@@ -135,6 +135,7 @@ func rebuildHeads(t *testing.T, e *env, got []*Assembled) []*Commit {
 		e.must(err)
 		out = append(out, cm)
 	}
+	rebuildAll(t, e.ctx, e.st, e.sid, got)
 	return out
 }
 

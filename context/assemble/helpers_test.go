@@ -1,6 +1,7 @@
 package assemble
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -195,3 +196,39 @@ func toolsCall(id string, args map[string]any, out string) tools.Call {
 }
 
 func TestMain(m *testing.M) { storetestenv.Main(m) }
+
+// rebuildAll rebuilds every call of a session in one pass (Rebuilder)
+// and checks each call of got, in order, against it as it was sent: its
+// bytes, head, withheld tools, rebase offset, messages and spans; a call
+// past the last one fails.
+func rebuildAll(t *testing.T, ctx context.Context, st store.Store, sid string, got []*Assembled) {
+	t.Helper()
+	b := NewRebuilder(st, sid)
+	n := 0
+	for _, c := range got {
+		for n < c.N {
+			cm, err := b.Next(ctx)
+			if err != nil {
+				t.Fatalf("rebuilder: reading call %d: %v", n+1, err)
+			}
+			n = cm.N
+		}
+		r, err := b.Context(ctx)
+		if err != nil {
+			t.Fatalf("rebuilder: call %d: %v", c.N, err)
+		}
+		if r.Len() != c.Len() || !bytes.Equal(r.Bytes[c.BytesFrom:], c.Bytes) || r.System() != c.System() || !slices.Equal(r.Withheld(), c.Withheld()) {
+			t.Fatalf("rebuilder: call %d differs: %d bytes, want %d", c.N, r.Len(), c.Len())
+		}
+		if r.RebaseOffset != c.RebaseOffset {
+			t.Fatalf("rebuilder: call %d rebases at %d, want %d", c.N, r.RebaseOffset, c.RebaseOffset)
+		}
+		if c.Released() == 0 && fmt.Sprint(r.Messages()) != fmt.Sprint(c.Messages()) {
+			t.Fatalf("rebuilder: call %d: messages differ", c.N)
+		}
+		checkSpans(t, r)
+	}
+	if _, err := b.Next(ctx); err == nil {
+		t.Fatalf("rebuilder: a call after %d read", n)
+	}
+}

@@ -80,7 +80,7 @@ type item struct {
 // metadata is the item's object's metadata line as the session's metadata
 // version renders it (ReadCommit refuses versions this code does not know).
 func (it *item) metadata() string {
-	s, err := objects.RenderMetadataPaths(it.obj, it.style.mv, it.style.pathView())
+	s, err := objects.RenderMetadataPaths(it.obj, it.style.mv, it.style.view)
 	if err != nil {
 		panic(err) // unreachable: versions are checked when commits are read
 	}

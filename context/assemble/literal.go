@@ -3,6 +3,9 @@ package assemble
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"github.com/ctxstore/ctxstore/store"
 )
 
 // commonPrefix returns the length of the longest common prefix of a and b.
@@ -29,7 +32,7 @@ func (a *Assembler) literalBlocks(ctx context.Context) (pool, active []*item, er
 		if !rendered(id) {
 			continue
 		}
-		v, err := a.resolve(ctx, id)
+		v, err := a.holdings.current(ctx, a.st, id)
 		if err != nil {
 			return nil, nil, fmt.Errorf("assemble: pool entry: %w", err)
 		}
@@ -39,7 +42,7 @@ func (a *Assembler) literalBlocks(ctx context.Context) (pool, active []*item, er
 		if !rendered(id) {
 			continue
 		}
-		v, err := a.resolve(ctx, id)
+		v, err := a.holdings.current(ctx, a.st, id)
 		if err != nil {
 			return nil, nil, fmt.Errorf("assemble: active object: %w", err)
 		}
@@ -50,6 +53,37 @@ func (a *Assembler) literalBlocks(ctx context.Context) (pool, active []*item, er
 		it.render()
 	}
 	return pool, active, nil
+}
+
+// pointVersion is the version of an object the store's point (its
+// transaction and valid time) makes current.
+type pointVersion struct {
+	v  *version
+	tx int64
+	vt time.Time
+}
+
+// current is resolve for literalBlocks, which asks for the latest version
+// of every object at every call: it reads which point is current, a small
+// read, and reads and decodes the version only when that point is not the
+// one it read it at before.
+func (h *holdings) current(ctx context.Context, st store.Store, id string) (*version, error) {
+	if v, ok := h.latest[id]; ok {
+		return v, nil
+	}
+	et, err := st.EntityTx(ctx, id, store.Basis{})
+	if err != nil || et.Deleted {
+		return h.resolve(ctx, st, id) // which fails as Resolve does
+	}
+	if p, ok := h.points[id]; ok && p.tx == et.TxID && p.vt.Equal(et.ValidTime) {
+		h.latest[id] = p.v
+		return p.v, nil
+	}
+	v, err := h.resolve(ctx, st, id)
+	if err == nil && v.ref.Tx == et.TxID {
+		h.points[id] = pointVersion{v: v, tx: et.TxID, vt: et.ValidTime}
+	}
+	return v, err
 }
 
 // literalFrags orders the literal layout: pool block, chat, active block.

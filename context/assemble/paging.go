@@ -130,14 +130,14 @@ type SpillFile struct {
 	Content string
 }
 
-// spillOut lists tool result it, with its output, for its spill file when
-// a bare head's text names that file for it: a preview, or a line an
-// output collapsed to.
-func (a *Assembler) spillOut(it *item) {
-	if a.style.spill == "" || it.kind != kToolRef || it.obj == nil || it.obj.Content == nil {
+// spillOut lists tool result it, with its output, for its spill file in
+// dir when a bare head's text names that file for it (dir is not ""): a
+// preview, or a line an output collapsed to.
+func (p *paging) spillOut(dir string, it *item) {
+	if dir == "" || it.kind != kToolRef || it.obj == nil || it.obj.Content == nil {
 		return
 	}
-	a.toSpill = append(a.toSpill, SpillFile{CallID: it.ref.ID, Content: *it.obj.Content})
+	p.toSpill = append(p.toSpill, SpillFile{CallID: it.ref.ID, Content: *it.obj.Content})
 }
 
 // spillPattern is how the text of a bare head names spill files in

@@ -8,7 +8,7 @@ import (
 	"github.com/ctxstore/ctxstore/objects"
 )
 
-// Patches (renderings with liveOutputs). When an object whose
+// Patches (rules.patches: rendering 3 on, stream layout). When an object whose
 // content is shown gets a new version, the model already holds the old one:
 // the new version is rendered as what changed against it, not as a new full
 // copy. When the change is exactly the model's own write or edit (the calls'
@@ -55,7 +55,7 @@ func (a *Assembler) patchFor(id string, held, cur *version) *item {
 			for i, c := range calls {
 				ids[i] = c.ID
 			}
-			if a.style.r.silentOwnEdits && a.style.spill != "" {
+			if a.style.rules.silentOwnEdit(a.style.spill) {
 				// A bare head: the edit result said it all.
 				return &item{kind: kPatch, ref: cur.ref, obj: cur.obj, calls: calls}
 			}

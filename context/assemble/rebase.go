@@ -92,16 +92,16 @@ func (a *Assembler) rebase(p int) (int, int) {
 	staleBefore := a.staleShownBefore(p)
 	for _, it := range tail {
 		switch {
-		case a.style.r.dropsAtRebase && a.dropsAtRebase(it, staleBefore):
+		case a.style.rules.rebaseDrops(a.style.r, it, a.listed, staleBefore):
 			if it.kind != kNote {
-				a.dropped = append(a.dropped, it.ref.String())
+				a.recorder.dropped = append(a.recorder.dropped, it.ref.String())
 			}
 			continue
 		case it.stale && it.kind == kContent:
 			it = &item{kind: kStub, ref: it.ref, obj: it.obj}
 		case it.stale && it.kind == kToolRef:
 			if !it.collapsed && !it.preview {
-				a.spillOut(it) // a preview's file is listed already
+				a.paging.spillOut(a.style.spill, it) // a preview's file is listed already
 			}
 			it = &item{kind: kToolRef, ref: it.ref, obj: it.obj, input: it.input, collapsed: true}
 		case it.stale && it.kind == kPatch:
@@ -117,13 +117,11 @@ func (a *Assembler) rebase(p int) (int, int) {
 		a.push(it)
 	}
 	a.rescanLive(p)
-	if a.rebaseAt < 0 || p < a.rebaseAt {
-		a.rebaseAt = p
-	}
+	a.recorder.rewrote(p)
 	return off, prefixTok
 }
 
-// dropsAtRebase reports whether a rebase (rendering version 4) leaves it
+// dropsAtRebase reports whether a rebase (pathRules) leaves it
 // out of the rewritten tail instead of rewriting it: a stale content block
 // of a file or note whose id the stream already names (its metadata line,
 // or the write or edit call that pooled it), which a "collapsed:"
@@ -133,13 +131,13 @@ func (a *Assembler) rebase(p int) (int, int) {
 // "ignore the content above" or "new version below" points at nothing any
 // more). A "collapsed:" stub a rendering-4 rebase wrote is one it chose to
 // keep, and is kept (it no longer holds its object: push).
-func (a *Assembler) dropsAtRebase(it *item, staleBefore map[string]bool) bool {
+func dropsAtRebase(r *rendering, it *item, listed, staleBefore map[string]bool) bool {
 	switch {
 	case it.kind == kContent && it.stale:
 		k := it.obj.Kind()
-		return (k == objects.KindFile || k == objects.KindNote) && a.listed[it.ref.ID]
+		return (k == objects.KindFile || k == objects.KindNote) && listed[it.ref.ID]
 	case it.kind == kNote:
-		ids, ok := a.style.r.stateNoteIDs(it.text)
+		ids, ok := r.stateNoteIDs(it.text)
 		if !ok {
 			return false
 		}

@@ -3,6 +3,7 @@ package assemble
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/ctxstore/ctxstore/context/expand"
 	"github.com/ctxstore/ctxstore/objects"
@@ -47,15 +48,18 @@ type Rebuilder struct {
 	// The rendering of the stream's first valid items as call n's
 	// Context last rendered them (LayoutStream): items, their bytes after
 	// the head in buf, ends[i] where item i's bytes end.
-	items  []*item
-	valid  int
-	buf    []byte
-	ends   []int
-	lit    []byte // LayoutLiteral: the last call's bytes (rendered whole each call)
-	head   []byte
-	system string
-	tools  []ToolSpec
-	headOf struct {
+	items []*item
+	valid int
+	buf   []byte
+	ends  []int
+	lit   []byte // LayoutLiteral: the last call's bytes (rendered whole each call)
+	// blocked are the literal layout's pool and active items rendered so
+	// far, by kind and reference: the same in every call that lists them.
+	blocked map[string]*item
+	head    []byte
+	system  string
+	tools   []ToolSpec
+	headOf  struct {
 		sys  string // the system prompt's reference the head was rendered with
 		lean bool
 	}
@@ -77,12 +81,12 @@ func (b *Rebuilder) Next(ctx context.Context) (*Commit, error) {
 	if c.Base > len(b.list) {
 		return nil, fmt.Errorf("assemble: %s keeps %d items, its parent has %d", c.ID, c.Base, len(b.list))
 	}
-	b.list = append(b.list[:c.Base:c.Base], c.Items...)
+	b.list = append(b.list[:c.Base], c.Items...) // the Rebuilder's own list: nothing else holds it
 	if len(b.list) != c.ItemCount {
 		return nil, fmt.Errorf("assemble: %s: replayed %d items, the commit says %d", c.ID, len(b.list), c.ItemCount)
 	}
 	if c.N == 1 {
-		sty, err := newStyle(c.Render, c.Metadata, c.Paths, c.LeanHead)
+		sty, err := newStyle(c.Layout, c.Render, c.Metadata, c.Paths, c.LeanHead)
 		if err != nil {
 			return nil, fmt.Errorf("assemble: %s: %w", c.ID, err)
 		}
@@ -116,25 +120,25 @@ func (b *Rebuilder) Context(ctx context.Context) (*Assembled, error) {
 	}
 	switch last.Layout {
 	case LayoutStream:
-		c.frags = make([]*frag, len(b.items))
+		// The items and their ends, copied: the Rebuilder renders the next
+		// call over them. Messages and Spans read them when asked.
 		c.Bytes = b.buf
-		start := len(b.head)
-		for i, it := range b.items {
-			if i == last.RebaseFrom {
-				c.RebaseOffset = start
+		c.items, c.spanEnds = slices.Clone(b.items), slices.Clone(b.ends)
+		if c.spanEnds == nil {
+			c.spanEnds = []int{}
+		}
+		if last.RebaseFrom >= 0 && last.RebaseFrom < len(b.items) {
+			c.RebaseOffset = len(b.head)
+			if last.RebaseFrom > 0 {
+				c.RebaseOffset = b.ends[last.RebaseFrom-1]
 			}
-			c.frags[i] = it.f
-			if !it.f.silent { // nothing to label
-				c.spans = append(c.spans, it.span(start, b.ends[i]))
-			}
-			start = b.ends[i]
 		}
 	case LayoutLiteral:
-		pool, err := b.r.items(kMeta, last.Pool)
+		pool, err := b.blocks(kMeta, last.Pool)
 		if err != nil {
 			return nil, err
 		}
-		active, err := b.r.items(kContent, last.Active)
+		active, err := b.blocks(kContent, last.Active)
 		if err != nil {
 			return nil, err
 		}
@@ -157,6 +161,29 @@ func (b *Rebuilder) Context(ctx context.Context) (*Assembled, error) {
 		return nil, fmt.Errorf("assemble: %s: rebuilt %d bytes that do not match the %d recorded", last.ID, len(c.Bytes), last.ByteLen)
 	}
 	return c, nil
+}
+
+// blocks returns the literal layout's items of kind k for refs (a
+// commit's pool or active list), each rendered once per session: the
+// layout reads their fragments and never changes them.
+func (b *Rebuilder) blocks(k ItemKind, refs []string) ([]*item, error) {
+	if b.blocked == nil {
+		b.blocked = map[string]*item{}
+	}
+	out := make([]*item, len(refs))
+	for i, ref := range refs {
+		key := string(k) + " " + ref
+		it, ok := b.blocked[key]
+		if !ok {
+			var err error
+			if it, err = b.r.item(ItemDoc{K: k, Ref: ref}); err != nil {
+				return nil, err
+			}
+			b.blocked[key] = it
+		}
+		out[i] = it
+	}
+	return out, nil
 }
 
 // setHead renders the head of the call read last, unless the previous
@@ -275,16 +302,4 @@ func (r *resolver) item(d ItemDoc) (*item, error) {
 	it.style = r.style
 	it.render()
 	return it, nil
-}
-
-func (r *resolver) items(k ItemKind, refs []string) ([]*item, error) {
-	out := make([]*item, len(refs))
-	for i, s := range refs {
-		it, err := r.item(ItemDoc{K: k, Ref: s})
-		if err != nil {
-			return nil, err
-		}
-		out[i] = it
-	}
-	return out, nil
 }

@@ -37,27 +37,8 @@ type rendering struct {
 	// inactiveNote and changedNote open the notes naming the objects
 	// deactivated and the objects whose new version is shown in full.
 	inactiveNote, changedNote string
-	// liveOutputs: a live tool output is rendered in its own tool result
-	// (as the harness would send it), and a rebase rewrites it once
-	// collapsed; a shown object's new version is a patch against the
-	// version shown (kPatch) when that is cheaper; a write or edit's
-	// result names the files it pooled instead of a metadata line; an
-	// output collapsing needs no note; a deactivation to fit the window
-	// gets its own note; a toolcall reported before its log waits for its
-	// result (awaitsResult). The stream layout only.
-	liveOutputs bool
-	// paths shows file and note paths as the session's Paths shows them.
-	paths bool
-	// dropsAtRebase: a rebase leaves out collapsed files and notes the
-	// stream already names, and the notes about content it no longer
-	// holds, instead of writing "collapsed:" lines (Assembler.dropsAtRebase).
-	dropsAtRebase bool
-	// silentOwnEdits: under a bare head, a shown file's new version that is
-	// exactly the model's own edit or write applied to the version shown
-	// renders nothing (the harness's edit result said so already; the
-	// patch item stays in the stream, silent, so the version held is known
-	// to a rebase, a rebuild and a resume).
-	silentOwnEdits bool
+	// rules are the version's stream rules (rules.go).
+	rules rules
 }
 
 // renderings are the rendering versions, indexed by version. Each is the
@@ -65,7 +46,7 @@ type rendering struct {
 var renderings = func() [RenderVersion + 1]*rendering {
 	var r [RenderVersion + 1]*rendering
 	// 1: tool results and collapsed blocks as full metadata lines.
-	r[1] = &rendering{version: 1, id: func(id string) string { return id },
+	r[1] = &rendering{version: 1, rules: metadataRules{}, id: func(id string) string { return id },
 		toolResult: func(it *item) string { return it.metadata() },
 		stub: func(it *item, _ string) string {
 			return "collapsed: " + it.metadata() + " version=" + fmt.Sprint(it.ref.Tx)
@@ -83,21 +64,21 @@ var renderings = func() [RenderVersion + 1]*rendering {
 	v2.stub = sizeStub
 	v2.inactiveNote, v2.changedNote = "[context] inactive now: ", "[context] changed, new version below: "
 	r[2] = &v2
-	// 3: live outputs, patches and the lines above (liveOutputs); other
+	// 3: live outputs, patches and the lines above (liveRules); other
 	// tool results name their tool and a management tool's answer;
 	// ctxstore's lines start with ctxPrefix.
 	v3 := v2
-	v3.version, v3.prefix, v3.liveOutputs = 3, ctxPrefix, true
+	v3.version, v3.prefix, v3.rules = 3, ctxPrefix, liveRules{}
 	v3.toolResult = func(it *item) string { return toolResultLine(it.obj) + toolResultNames(it.obj) }
 	v3.inactiveNote, v3.changedNote = ctxPrefix+"inactive now: ", changedPrefix
 	r[3] = &v3
 	// 4: paths as Paths shows them; a rebase drops what the stream names.
 	v4 := v3
-	v4.version, v4.paths, v4.dropsAtRebase = 4, true, true
+	v4.version, v4.rules = 4, pathRules{}
 	r[4] = &v4
 	// 5: a bare head's own edits render nothing.
 	v5 := v4
-	v5.version, v5.silentOwnEdits = 5, true
+	v5.version, v5.rules = 5, bareRules{}
 	r[5] = &v5
 	return r
 }()
@@ -127,20 +108,23 @@ func sizeStub(it *item, id string) string {
 	return fmt.Sprintf("collapsed: %s %s version=%d chars=%d", it.obj.Kind(), id, it.ref.Tx, contentChars(it.obj))
 }
 
-// style is how one session renders its items: its rendering, its
-// metadata line's version (objects.MetadataVersion when it began), how
-// it shows paths and, under a bare head, its spill directory. It is fixed
+// style is how one session renders its items and which stream rules it
+// follows: its rendering, its rules (the rendering's, in its layout), its
+// metadata line's version (objects.MetadataVersion when it began), how it
+// shows paths and, under a bare head, its spill directory. It is fixed
 // when the session opens and shared by every item the session renders.
 type style struct {
 	r     *rendering
+	rules rules
 	mv    int
 	paths Paths
+	view  func(string) string // how items show paths (rules.pathView)
 	spill string
 }
 
-// newStyle returns the style of a session with rendering version rv,
-// metadata version mv, paths p and lean head lh.
-func newStyle(rv, mv int, p Paths, lh *LeanHead) (*style, error) {
+// newStyle returns the style of a session in layout l with rendering
+// version rv, metadata version mv, paths p and lean head lh.
+func newStyle(l Layout, rv, mv int, p Paths, lh *LeanHead) (*style, error) {
 	r, err := renderingOf(rv)
 	if err != nil {
 		return nil, err
@@ -148,16 +132,18 @@ func newStyle(rv, mv int, p Paths, lh *LeanHead) (*style, error) {
 	if mv < 1 || mv > objects.MetadataVersion {
 		return nil, fmt.Errorf("metadata version %d is not one of 1 to %d", mv, objects.MetadataVersion)
 	}
-	return &style{r: r, mv: mv, paths: p, spill: spillDir(lh)}, nil
+	s := &style{mv: mv, paths: p, spill: spillDir(lh)}
+	s.setRendering(r, l)
+	return s, nil
 }
 
-// pathView is the path mapping items render with: none when the
-// rendering shows paths as stored, or the session has no Paths.
-func (s *style) pathView() func(string) string {
-	if !s.r.paths || s.paths.zero() {
-		return nil
+// setRendering makes r the style's rendering, with its rules in layout l.
+func (s *style) setRendering(r *rendering, l Layout) {
+	s.r, s.rules = r, r.rules
+	if l == LayoutLiteral {
+		s.rules = literalRules{r.rules}
 	}
-	return s.paths.Display
+	s.view = s.rules.pathView(s.paths)
 }
 
 // toolResultLine is a tool result's line from rendering version 2: the

@@ -18,6 +18,12 @@ func TestRenderings(t *testing.T) {
 		t.Fatal(err)
 	}
 	type rules struct{ live, paths, drops, silent bool }
+	withPaths := Paths{Root: "/r"}
+	x := "x"
+	file, err := objects.NewFile(objects.FilesystemSource{FilesystemID: "fs", Path: "/r/a.go"}, &x, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		v      int
 		result string // a prefix of the tool result's line
@@ -31,7 +37,7 @@ func TestRenderings(t *testing.T) {
 		{4, "status=ok output_chars=5 tool=bash", "[ctxstore] collapsed: output of toolu_1, 5 chars", "[ctxstore] x", rules{live: true, paths: true, drops: true}},
 		{5, "status=ok output_chars=5 tool=bash", "[ctxstore] collapsed: output of toolu_1, 5 chars", "[ctxstore] x", rules{live: true, paths: true, drops: true, silent: true}},
 	} {
-		sty, err := newStyle(tc.v, objects.MetadataVersion, Paths{}, nil)
+		sty, err := newStyle(LayoutStream, tc.v, objects.MetadataVersion, Paths{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,13 +55,29 @@ func TestRenderings(t *testing.T) {
 		if got := sty.r.note("[context] x"); got != tc.note {
 			t.Errorf("version %d: note %q, want %q", tc.v, got, tc.note)
 		}
-		r := sty.r
-		if got := (rules{r.liveOutputs, r.paths, r.dropsAtRebase, r.silentOwnEdits}); got != tc.rules || r.version != tc.v {
-			t.Errorf("version %d: rules %+v (version %d), want %+v", tc.v, got, r.version, tc.rules)
+		r := sty.rules
+		stale := &item{kind: kContent, ref: objects.StaticRef(file, 3), obj: file, stale: true}
+		got := rules{live: r.inlineOutputs() && r.patches() && r.namesWrites() && r.waitsForResult(),
+			paths: r.pathView(withPaths) != nil, drops: r.rebaseDrops(sty.r, stale, map[string]bool{file.ID(): true}, nil),
+			silent: r.silentOwnEdit("/spill")}
+		if got != tc.rules || sty.r.version != tc.v {
+			t.Errorf("version %d: rules %+v (version %d), want %+v", tc.v, got, sty.r.version, tc.rules)
+		}
+		if r.silentOwnEdit("") || r.pathView(Paths{}) != nil {
+			t.Errorf("version %d: silent edits without a spill directory, or paths shown without Paths", tc.v)
+		}
+		// The literal layout keeps no stream rules but the version's notes.
+		lit, err := newStyle(LayoutLiteral, tc.v, objects.MetadataVersion, Paths{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lr := lit.rules; lr.inlineOutputs() || lr.patches() || lr.namesWrites() || lr.waitsForResult() ||
+			lr.deactivated(stale, true) != r.deactivated(stale, true) {
+			t.Errorf("version %d: literal layout rules differ", tc.v)
 		}
 	}
 	for _, v := range []int{0, RenderVersion + 1} {
-		if _, err := newStyle(v, objects.MetadataVersion, Paths{}, nil); err == nil {
+		if _, err := newStyle(LayoutStream, v, objects.MetadataVersion, Paths{}, nil); err == nil {
 			t.Errorf("rendering version %d accepted", v)
 		}
 	}

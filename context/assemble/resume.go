@@ -94,7 +94,7 @@ func Resume(ctx context.Context, s *session.Session, o Options) (*Assembler, err
 	if err != nil {
 		return nil, err
 	}
-	if a.style, err = newStyle(root.Render, root.Metadata, root.Paths, root.LeanHead); err != nil {
+	if a.style, err = newStyle(root.Layout, root.Render, root.Metadata, root.Paths, root.LeanHead); err != nil {
 		return nil, fmt.Errorf("assemble: resuming %s: %w", s.ID(), err)
 	}
 	a.managed = a.lean == nil || !last.Lean
@@ -110,7 +110,7 @@ func Resume(ctx context.Context, s *session.Session, o Options) (*Assembler, err
 		if it.collapsed || it.preview {
 			// The files may be gone with the process that wrote them:
 			// listed again (before push, which may drop the object).
-			a.spillOut(it)
+			a.paging.spillOut(a.style.spill, it)
 		}
 		a.push(it)
 		a.told = a.told || (a.style.spill != "" && it.kind == kNote && it.text == spillNote(a.style.spill))
@@ -142,7 +142,7 @@ func Resume(ctx context.Context, s *session.Session, o Options) (*Assembler, err
 	if a.shape.Previews < a.previews {
 		a.shape.Previews = a.previews // a commit without shape.previews
 	}
-	a.prevStableTok = a.stableTokens()
+	a.prevStableTok = a.frozenPrefix.stableTokens(&a.stream, a.rewritable)
 	return a, nil
 }
 

@@ -226,7 +226,7 @@ func dumpDiff(t *testing.T, a, b []byte) {
 // and resumed with the rendering they were sent with.
 func TestRenderVersionKept(t *testing.T) {
 	e := newEnv(t, LayoutStream, Policy{StaleThreshold: 100, Horizon: 200})
-	e.a.style.r = renderings[1]
+	e.a.style.setRendering(renderings[1], LayoutStream)
 	e.turn("one")
 	e.bash("make", output("a", 4))
 	c1 := e.call()
@@ -263,7 +263,7 @@ func TestRenderVersionKept(t *testing.T) {
 // than rebuilt with another line.
 func TestMetadataVersionKept(t *testing.T) {
 	e := newEnv(t, LayoutStream, Policy{})
-	e.a.style.r = renderings[1] // tool results as full metadata lines
+	e.a.style.setRendering(renderings[1], LayoutStream) // tool results as full metadata lines
 	e.turn("one")
 	e.bash("make", output("a", 4))
 	c1 := e.call()

@@ -34,8 +34,22 @@ const (
 )
 
 // Spans returns the labelled pieces of a context rebuilt by Rebuild, in
-// byte order, covering all its bytes; nil for a live Assembled value.
-func (c *Assembled) Spans() []Span { return c.spans }
+// byte order, covering all its bytes; nil for a live Assembled value. A
+// rebuilt stream labels its items at the first call, not at the rebuild
+// (a Rebuilder's pass over every call reads few of them).
+func (c *Assembled) Spans() []Span {
+	if c.spanEnds != nil {
+		start := c.spans[len(c.spans)-1].End // the head's
+		for i, it := range c.items {
+			if !it.f.silent { // nothing to label
+				c.spans = append(c.spans, it.span(start, c.spanEnds[i]))
+			}
+			start = c.spanEnds[i]
+		}
+		c.spanEnds = nil
+	}
+	return c.spans
+}
 
 // headSpans labels the head renderHead writes: "<<system>>\n" + system +
 // "\n", then "<<tools>>\n" and the tool lines.

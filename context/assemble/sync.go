@@ -20,6 +20,7 @@ type holdings struct {
 	poolSeen int                      // State.Pool entries already looked at
 	listed   map[string]bool          // ids the stream names (a metadata line, a tool result, a write's path)
 	latest   map[string]*version      // latest known version of each id seen
+	points   map[string]pointVersion  // LayoutLiteral: the version read of each id, and at which point
 	same     map[string]int64         // shown id -> a later tx found to hold the same version
 	shown    map[string]int           // id -> index of its live content item
 	held     map[string]*version      // shown id -> the version the model holds (its block and live patches)
@@ -29,7 +30,7 @@ type holdings struct {
 
 // newHoldings returns empty holdings.
 func newHoldings() holdings {
-	return holdings{listed: map[string]bool{}, latest: map[string]*version{}, same: map[string]int64{},
+	return holdings{listed: map[string]bool{}, latest: map[string]*version{}, points: map[string]pointVersion{}, same: map[string]int64{},
 		shown: map[string]int{}, held: map[string]*version{}, patches: map[string][]int{}, edits: map[string][]pendingEdit{}}
 }
 
@@ -40,17 +41,17 @@ type version struct {
 	ref objects.Ref
 }
 
-// resolve returns the latest version of id, from the cache or the store.
-func (a *Assembler) resolve(ctx context.Context, id string) (*version, error) {
-	if v, ok := a.latest[id]; ok {
+// resolve returns the latest version of id, from the cache or st.
+func (h *holdings) resolve(ctx context.Context, st store.Store, id string) (*version, error) {
+	if v, ok := h.latest[id]; ok {
 		return v, nil
 	}
-	o, tx, err := expand.Resolve(ctx, a.st, objects.DynamicRef(id))
+	o, tx, err := expand.Resolve(ctx, st, objects.DynamicRef(id))
 	if err != nil {
 		return nil, err
 	}
 	v := &version{obj: o, ref: objects.StaticRef(o, tx)}
-	a.latest[id] = v
+	h.latest[id] = v
 	return v, nil
 }
 
@@ -81,7 +82,7 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 		if !rendered(id) || a.listed[id] {
 			continue
 		}
-		v, err := a.resolve(ctx, id)
+		v, err := a.holdings.resolve(ctx, a.st, id)
 		if err != nil {
 			return fmt.Errorf("assemble: pool entry: %w", err)
 		}
@@ -107,10 +108,11 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 	var gone, changed, window []string
 	for _, id := range a.shownIDs() {
 		if !active[id] {
-			if a.style.r.liveOutputs && a.overflow[id] {
+			switch a.style.rules.deactivated(a.items[a.shown[id]], a.overflow[id]) {
+			case noteWindow:
 				window = append(window, id)
-			} else if !a.style.r.liveOutputs || a.items[a.shown[id]].obj.Kind() != objects.KindToolcall {
-				gone = append(gone, id) // a live output collapsing needs no note
+			case noteInactive:
+				gone = append(gone, id)
 			}
 			a.unshow(id, true)
 		}
@@ -155,7 +157,7 @@ func (a *Assembler) sync(ctx context.Context, checkVersions bool) error {
 			continue
 		}
 		delete(a.latest, id) // show the version that is current now, not a cached one
-		v, err := a.resolve(ctx, id)
+		v, err := a.holdings.resolve(ctx, a.st, id)
 		if err != nil {
 			return fmt.Errorf("assemble: active object: %w", err)
 		}
@@ -209,7 +211,7 @@ func (a *Assembler) patchCost(id string, p *item) int {
 // show its output in it (rendering 3); at the next call, whatever is still
 // unlisted is shown.
 func (a *Assembler) awaitsResult(v *version, final bool) bool {
-	return a.style.r.liveOutputs && !final && a.o.Layout == LayoutStream && !a.listed[v.ref.ID] && v.obj.Kind() == objects.KindToolcall
+	return a.style.rules.waitsForResult() && !final && !a.listed[v.ref.ID] && v.obj.Kind() == objects.KindToolcall
 }
 
 // shownIDs returns the ids with a live content block, sorted, so that what
@@ -270,7 +272,7 @@ func (a *Assembler) checkVersions(ctx context.Context, changed *[]string) error 
 			a.same[id] = et.TxID
 			continue
 		}
-		if err == nil && a.style.r.liveOutputs && a.o.Layout == LayoutStream {
+		if err == nil && a.style.rules.patches() {
 			v := &version{obj: cur, ref: objects.StaticRef(cur, tx)}
 			// Shown again, the new version costs its block and its
 			// name in the note that announces it (the note's opening
