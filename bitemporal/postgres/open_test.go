@@ -14,7 +14,8 @@ import (
 
 // TestOpenRefuses checks what Open refuses: a schema with no store when
 // it must exist (nothing is created), a schema of another application, a
-// store of a newer schema version, and an unreachable server.
+// store of a newer schema version, a search path naming no schema, and an
+// unreachable server.
 func TestOpenRefuses(t *testing.T) {
 	ctx := context.Background()
 	u := newSchema(t)
@@ -54,6 +55,11 @@ func TestOpenRefuses(t *testing.T) {
 	_, err = postgres.Open(ctx, u2, postgres.Options{})
 	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "newer than this ctxstore") {
 		t.Fatalf("newer schema: %v, want ErrInvalid", err)
+	}
+
+	_, err = postgres.Open(ctx, withParam(t, u, "search_path", "no_such_schema"), postgres.Options{})
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "CREATE SCHEMA") {
+		t.Fatalf("a search path naming no schema: %v, want ErrInvalid", err)
 	}
 
 	_, err = postgres.Open(ctx, "postgres://nobody@127.0.0.1:1/none?connect_timeout=2", postgres.Options{})

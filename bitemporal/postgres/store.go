@@ -115,6 +115,13 @@ func (s *Store) init(ctx context.Context, mustExist bool) error {
 	if err := s.db.PingContext(ctx); err != nil {
 		return s.openErr(err)
 	}
+	var schema sql.NullString
+	if err := s.db.GetContext(ctx, &schema, "SELECT current_schema()"); err != nil {
+		return s.openErr(err)
+	}
+	if !schema.Valid {
+		return &store.Error{Op: "open", Kind: store.ErrInvalid, Msg: fmt.Sprintf("%s: no schema of the search path exists; create it (CREATE SCHEMA) or name another", s.location)}
+	}
 	var tables, marked int
 	err := s.db.GetContext(ctx, &tables, `SELECT count(*) FROM pg_tables
 		WHERE schemaname = current_schema() AND tablename <> 'goose_db_version'`)
