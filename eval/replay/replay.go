@@ -298,6 +298,17 @@ type Call struct {
 	// model could have activated instead.
 	Reneeded int `json:"reneeded,omitempty"`
 	Served   int `json:"served,omitempty"`
+	// Checked counts the distinctive strings this call's response wrote
+	// that an earlier message holds; Faults those whose only earlier
+	// sources are outputs the strategy did not show in full, FaultStrings
+	// the first of them; PageIns those the context showed only through an
+	// output that read a hidden one back, and PageInTokens the tokens of
+	// the read-back outputs first used here (docs/replay.md, "Faults").
+	Checked      int     `json:"checked,omitempty"`
+	Faults       int     `json:"faults,omitempty"`
+	FaultStrings []Fault `json:"fault_strings,omitempty"`
+	PageIns      int     `json:"page_ins,omitempty"`
+	PageInTokens int     `json:"page_in_tokens,omitempty"`
 	// Recorded is what the harness recorded sending for this call (0 if
 	// nothing).
 	Recorded int64 `json:"recorded,omitempty"`
@@ -324,6 +335,13 @@ type Totals struct {
 	OverWindow int     `json:"over_window"`
 	Reneeded   int     `json:"reneeded"`
 	Served     int     `json:"served"`
+	// Checked, Faults, PageIns and PageInTokens sum the calls';
+	// FaultCalls counts the calls with a fault.
+	Checked      int   `json:"checked"`
+	Faults       int   `json:"faults"`
+	FaultCalls   int   `json:"fault_calls"`
+	PageIns      int   `json:"page_ins"`
+	PageInTokens int64 `json:"page_in_tokens"`
 	// CostVsNaive, ContextVsNaive and HistoryVsNaive are ratios to the
 	// naive full history's totals; CostVsCapped is the cost's ratio to the
 	// naive history capped at the window (when naive_capped is replayed).
@@ -460,6 +478,12 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 		return nil, err
 	}
 
+	// The fault rule's index, built once for every strategy.
+	idx := make([]int, len(cs))
+	for i, c := range cs {
+		idx[i] = c.Index
+	}
+	env.faults = newFaultIndex(s.Messages, idx)
 	seen := map[string]int{}
 	for _, st := range o.Strategies {
 		e := *env
@@ -620,6 +644,11 @@ func Sum(reports []*Report) []Result {
 			t.OverWindow += u.OverWindow
 			t.Reneeded += u.Reneeded
 			t.Served += u.Served
+			t.Checked += u.Checked
+			t.Faults += u.Faults
+			t.FaultCalls += u.FaultCalls
+			t.PageIns += u.PageIns
+			t.PageInTokens += u.PageInTokens
 		}
 	}
 	for k := range out {
@@ -760,6 +789,7 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 		return nil, err
 	}
 	need := newNeeds()
+	pagedIn := map[int]bool{}         // read-back outputs counted in PageInTokens
 	var prevTime, longUntil time.Time // longUntil: when the head cached for long expires (prefix cache)
 	var touched time.Time             // the last request of the cache: the previous call or a warm request after it
 	paused := false                   // a request found the cache cold after the first (Env.Proxy)
@@ -892,6 +922,16 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 		}
 		if resp := env.Session.Messages[in.Index]; step.Recorded == nil {
 			c.Reneeded, c.Served = need.check(resp, step)
+			if env.faults != nil {
+				fc := env.faults.check(in.Index, step)
+				c.Checked, c.Faults, c.FaultStrings, c.PageIns = fc.checked, fc.faults, fc.examples, fc.pageIns
+				for _, i := range fc.readBacks {
+					if !pagedIn[i] {
+						pagedIn[i] = true
+						c.PageInTokens += env.Calibration.scale(env.Counter.tok.Count(env.Session.Messages[i].Output))
+					}
+				}
+			}
 		}
 		cum += c.Cost
 		c.CumCost = cum
@@ -918,6 +958,13 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 		}
 		t.Reneeded += c.Reneeded
 		t.Served += c.Served
+		t.Checked += c.Checked
+		t.Faults += c.Faults
+		t.PageIns += c.PageIns
+		t.PageInTokens += int64(c.PageInTokens)
+		if c.Faults > 0 {
+			t.FaultCalls++
+		}
 		prevTime = in.Time
 		if progress != nil && (i%25 == 0 || i == len(cs)-1) {
 			progress(st.Name(), i+1, len(cs))

@@ -73,6 +73,10 @@ type Env struct {
 	Cache     string
 	Placement string
 	Model     string
+
+	// faults is the session's fault index (faults.go), set for the
+	// strategies reported; nil: faults are not checked.
+	faults *faultIndex
 }
 
 func (e *Env) cacheModel() string {
