@@ -30,6 +30,10 @@ type scriptedMessages struct {
 	// respond, when set, chooses each answer from the request instead of
 	// the script (for harnesses that make model calls of their own).
 	respond func(req messagesRequest) piStep
+	// usage, when set, gives an answer's usage and fields of its message
+	// to add or replace (a model, diagnostics); nil usage keeps the
+	// default (the request's bytes / 4 uncached input, nothing cached).
+	usage func(req messagesRequest) (usage, message map[string]any)
 }
 
 func startScriptedMessages(t testing.TB, script []piStep, log string, respond func(messagesRequest) piStep) *scriptedMessages {
@@ -98,9 +102,22 @@ func (m *scriptedMessages) serve(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
 	}
 	usage := map[string]any{"input_tokens": len(body) / 4, "output_tokens": 1, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
-	send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
-		"id": fmt.Sprintf("msg_%d", n), "type": "message", "role": "assistant", "model": "scripted-1",
-		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": usage}})
+	msg := map[string]any{"id": fmt.Sprintf("msg_%d", n), "type": "message", "role": "assistant", "model": "scripted-1",
+		"content": []any{}, "stop_reason": nil, "stop_sequence": nil}
+	if m.usage != nil {
+		var req messagesRequest
+		if json.Unmarshal(body, &req) == nil {
+			u, extra := m.usage(req)
+			if u != nil {
+				usage = u
+			}
+			for k, v := range extra {
+				msg[k] = v
+			}
+		}
+	}
+	msg["usage"] = usage
+	send("message_start", map[string]any{"type": "message_start", "message": msg})
 	stop := "end_turn"
 	if step.Tool != "" {
 		id := step.ID
