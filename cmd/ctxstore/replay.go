@@ -307,6 +307,16 @@ func printReplay(w io.Writer, r *replay.Report, perCall bool) {
 				if c.Reneeded > 0 {
 					flags = append(flags, fmt.Sprintf("reneeded=%d/served=%d", c.Reneeded, c.Served))
 				}
+				if c.Faults > 0 {
+					f := fmt.Sprintf("faults=%d", c.Faults)
+					for _, x := range c.FaultStrings {
+						f += fmt.Sprintf(" %q@%d", x.String, x.Source)
+					}
+					flags = append(flags, f)
+				}
+				if c.PageIns > 0 {
+					flags = append(flags, fmt.Sprintf("page-ins=%d(%d tokens)", c.PageIns, c.PageInTokens))
+				}
 				if c.Warms > 0 {
 					flags = append(flags, fmt.Sprintf("warms=%d", c.Warms))
 				}
@@ -321,11 +331,12 @@ func printReplay(w io.Writer, r *replay.Report, perCall bool) {
 
 func printTotals(w io.Writer, rs []replay.Result) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\tcalls\tcontext\thistory\tcached\twritten\tcost\tcost/naive\tcost/capped\thistory/naive\trebases\tcold\tmax context\tover window\treneeded\tserved\twarms\t")
+	fmt.Fprintln(tw, "strategy\tcalls\tcontext\thistory\tcached\twritten\tcost\tcost/naive\tcost/capped\thistory/naive\trebases\tcold\tmax context\tover window\treneeded\tserved\tfaults\tfault calls\tpaged in\twarms\t")
 	for _, r := range rs {
 		t := r.Totals
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.1f%%\t%d\t%.0f\t%.3f\t%.3f\t%.3f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", r.Strategy, t.Calls, t.Context, t.History,
-			100*t.CacheShare, t.Written, t.Cost, t.CostVsNaive, t.CostVsCapped, t.HistoryVsNaive, t.Rebases, t.Cold, t.MaxContext, t.OverWindow, t.Reneeded, t.Served, t.Warms)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.1f%%\t%d\t%.0f\t%.3f\t%.3f\t%.3f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", r.Strategy, t.Calls, t.Context, t.History,
+			100*t.CacheShare, t.Written, t.Cost, t.CostVsNaive, t.CostVsCapped, t.HistoryVsNaive, t.Rebases, t.Cold, t.MaxContext, t.OverWindow, t.Reneeded, t.Served,
+			t.Faults, t.FaultCalls, t.PageIns, t.Warms)
 	}
 	tw.Flush()
 }
@@ -396,17 +407,17 @@ func printMarkdown(w io.Writer, reports []*replay.Report, total []replay.Result,
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "#### All %d sessions\n", len(reports))
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| strategy | calls | context tokens | cached | written | cost (base-input tokens) | cost / naive | cost / naive capped | history / naive | rebases | cold | max context | calls over the window | reneeded / served | warms |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| strategy | calls | context tokens | cached | written | cost (base-input tokens) | cost / naive | cost / naive capped | history / naive | rebases | cold | max context | calls over the window | reneeded / served | faults (calls) / page-ins | warms |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range total {
 		t := r.Totals
 		name := r.Strategy
 		if r.Sessions < len(reports) {
 			name += fmt.Sprintf(" (%d of %d sessions)", r.Sessions, len(reports))
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %.1f%% | %s | %s | %.3f | %.3f | %.3f | %d | %d | %s | %d | %d / %d | %d |\n", name, thousands(int64(t.Calls)), thousands(t.Context),
+		fmt.Fprintf(w, "| %s | %s | %s | %.1f%% | %s | %s | %.3f | %.3f | %.3f | %d | %d | %s | %d | %d / %d | %d (%d) / %d | %d |\n", name, thousands(int64(t.Calls)), thousands(t.Context),
 			100*t.CacheShare, thousands(t.Written), thousands(int64(math.Round(t.Cost))), t.CostVsNaive, t.CostVsCapped, t.HistoryVsNaive, t.Rebases, t.Cold,
-			thousands(int64(t.MaxContext)), t.OverWindow, t.Reneeded, t.Served, t.Warms)
+			thousands(int64(t.MaxContext)), t.OverWindow, t.Reneeded, t.Served, t.Faults, t.FaultCalls, t.PageIns, t.Warms)
 	}
 }
 
@@ -460,12 +471,17 @@ const replayLegend = `columns (token counts are the provider's, calibrated; cost
   over window    calls whose context exceeds the window
   reneeded       tool calls asking again for an output the strategy had collapsed or cleared (same read or command, nothing written since)
   served         of those, the ones the model could have activated instead
+  faults         distinctive strings (paths, identifiers, numbers, quoted lines) a response wrote whose only earlier sources
+                 are outputs the strategy hid at that call (JSON: fault_strings per call, checked strings)
+  fault calls    calls with a fault
+  paged in       strings the context showed only through an output that read a hidden one back (re-read, activate, spill
+                 file; JSON page_in_tokens: their cost)
   warms          warm requests the harness sent between calls to keep the cache alive (--warm; their price is in cost, their
                  reads are not in cached)
 `
 
 // replayPerCallLegend explains the per-call columns.
-const replayPerCallLegend = `per-call columns: call number; msg, the index of the call's assistant message; time and gap s, when the call was made and the seconds since the previous; context, history, cached, written and cost as above for the call; cum cost, the running total; recorded, the tokens the harness recorded sending; flags: rebase, cold, over-window, reneeded/served, warms (sent after the call); then the strategy's note on the call
+const replayPerCallLegend = `per-call columns: call number; msg, the index of the call's assistant message; time and gap s, when the call was made and the seconds since the previous; context, history, cached, written and cost as above for the call; cum cost, the running total; recorded, the tokens the harness recorded sending; flags: rebase, cold, over-window, reneeded/served, faults (with up to three strings and the message of their hidden source), page-ins (and the read-back tokens), warms (sent after the call); then the strategy's note on the call
 `
 
 // maxListedProblems bounds the damaged lines replay prints.

@@ -184,7 +184,7 @@ func TestReplayConversations(t *testing.T) {
 	}
 	legend := text[strings.Index(text, "columns ("):]
 	cols := regexpColumns.FindAllString(header, -1)
-	if len(cols) != 17 {
+	if len(cols) != 20 {
 		t.Fatalf("columns %q", cols)
 	}
 	for _, col := range cols {
