@@ -55,9 +55,20 @@ func (d *Derived) attribute(i int) {
 	}
 	broke := false
 	if u := c.Usage; u != nil {
-		missed := max(0, pSent-int(u.CacheRead))
+		// What the previous call left in the cache: what it read and
+		// wrote there (its uncached input is not cached), when recorded.
+		pCached := pSent
+		if p.Usage != nil {
+			pCached = int(p.Usage.CacheRead + p.Usage.CacheWrite)
+		}
+		if pCached == 0 {
+			c.Cause = CauseNone
+			c.Detail = "the previous request cached nothing (too short to cache, or caching off): there was nothing to read"
+			return
+		}
+		missed := max(0, pCached-int(u.CacheRead))
 		c.RewrittenTokens = min(missed, int(u.Input+u.CacheWrite))
-		broke = c.RewrittenTokens > 0 && (c.RewrittenTokens >= 1024 || c.RewrittenTokens*10 >= pSent)
+		broke = c.RewrittenTokens > 0 && (c.RewrittenTokens >= 1024 || c.RewrittenTokens*10 >= pCached)
 		if !broke {
 			c.RewrittenTokens = 0
 		}

@@ -127,6 +127,16 @@ func TestAttribution(t *testing.T) {
 	if c := d.Calls[8]; c.Messages != 1 {
 		t.Errorf("after a compaction the request holds %d messages, want the summary alone", c.Messages)
 	}
+	// A request too short to be cached leaves nothing to read: the next
+	// call's first write is no break.
+	p = ccFile(t, []ccStep{{at: 0, prompt: "hi"}, {at: 5 * time.Second, prompt: "now the long work", write5m: 3000}})
+	svc, sids = importFiles(t, p)
+	if d, err = recorded.Derive(context.Background(), svc, sids[0][0]); err != nil || len(d.Calls) != 2 {
+		t.Fatalf("%v, %+v", err, d)
+	}
+	if c := d.Calls[1]; c.Cause != recorded.CauseNone || c.RewrittenTokens != 0 {
+		t.Errorf("after a request that cached nothing: cause %s, %d rewritten (%s)", c.Cause, c.RewrittenTokens, c.Detail)
+	}
 }
 
 // TestDatasetBreaks: the cache breaks of two real Claude Code sessions,
