@@ -42,7 +42,7 @@ const BranchTag = "branch"
 
 // Version is the version of the derivation: stored calls of another
 // version are derived again.
-const Version = 1
+const Version = 2
 
 // The causes of a recorded cache break (Call.Cause).
 const (
