@@ -191,3 +191,54 @@ func TestFaultsReported(t *testing.T) {
 		t.Errorf("sum: %+v", sum[1].Totals)
 	}
 }
+
+// checkFaults checks the fault counts of a replay: the totals sum the
+// calls, faults and page-ins are among the checked strings, every strategy
+// that renders a context checks the same strings, and those that hide
+// nothing (naive, clear_tool_uses below its trigger) have no fault.
+func checkFaults(t *testing.T, rep *Report, hideNothing ...string) {
+	t.Helper()
+	checked := -1
+	for _, r := range rep.Results {
+		var sum Totals
+		for _, c := range r.Calls {
+			if c.Faults+c.PageIns > c.Checked || len(c.FaultStrings) > min(c.Faults, maxFaultExamples) {
+				t.Errorf("%s call %d: %d faults, %d page-ins of %d checked, %d examples", r.Strategy, c.N, c.Faults, c.PageIns, c.Checked, len(c.FaultStrings))
+			}
+			for _, f := range c.FaultStrings {
+				if f.Source >= c.Message {
+					t.Errorf("%s call %d: fault source %d not before the call's message %d", r.Strategy, c.N, f.Source, c.Message)
+				}
+			}
+			sum.Checked += c.Checked
+			sum.Faults += c.Faults
+			sum.PageIns += c.PageIns
+			sum.PageInTokens += int64(c.PageInTokens)
+			if c.Faults > 0 {
+				sum.FaultCalls++
+			}
+		}
+		if got := r.Totals; got.Checked != sum.Checked || got.Faults != sum.Faults || got.FaultCalls != sum.FaultCalls ||
+			got.PageIns != sum.PageIns || got.PageInTokens != sum.PageInTokens {
+			t.Errorf("%s: totals %+v, calls sum to %+v", r.Strategy, got, sum)
+		}
+		if r.Strategy == (Recorded{}).Name() {
+			if sum.Checked != 0 {
+				t.Errorf("recorded: %d strings checked", sum.Checked)
+			}
+			continue
+		}
+		if checked >= 0 && sum.Checked != checked {
+			t.Errorf("%s checked %d strings, another strategy %d", r.Strategy, sum.Checked, checked)
+		}
+		checked = sum.Checked
+		for _, name := range hideNothing {
+			if r.Strategy == name && (sum.Faults != 0 || sum.PageIns != 0) {
+				t.Errorf("%s hides nothing but has %d faults, %d page-ins", name, sum.Faults, sum.PageIns)
+			}
+		}
+	}
+	if checked <= 0 {
+		t.Errorf("no string checked")
+	}
+}

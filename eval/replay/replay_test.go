@@ -59,6 +59,7 @@ func TestReplayRealSession(t *testing.T) {
 		byName[r.Strategy] = r
 		checkAccounting(t, r, rep.TTLSeconds)
 	}
+	checkFaults(t, rep, "naive", "clear_tool_uses", "clear_tool_uses_20k")
 	naive := byName["naive"]
 	if naive.Totals.CostVsNaive != 1 || naive.Totals.Rebases != 0 {
 		t.Fatalf("naive totals %+v", naive.Totals)
