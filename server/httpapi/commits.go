@@ -149,7 +149,7 @@ func (s *Server) materialize(q *request) (any, error) {
 	if err := q.decode(&b); err != nil {
 		return nil, err
 	}
-	m, err := s.commits().Materialize(q.ctx, commits.MaterializeRequest{ID: q.r.PathValue("ctx"), Format: commits.CanonicalFormat(b.Format), Stop: b.Stop, NoCache: b.NoCache})
+	m, err := s.commits().Materialize(q.ctx, commits.MaterializeRequest{ID: q.r.PathValue("ctx"), Format: formats.Registry().CommitFormatOf(commits.CanonicalFormat(b.Format)), Stop: b.Stop, NoCache: b.NoCache})
 	if err != nil {
 		return nil, err
 	}

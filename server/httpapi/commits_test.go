@@ -54,6 +54,13 @@ func TestCommitRoutes(t *testing.T) {
 	if alias.Format != "narrative-v1" || *alias.Content != *root.Content {
 		t.Fatalf("format alias narrative: %+v", alias)
 	}
+	// A format a harness codec adds (opencode keeps rows, not lines) is
+	// named by its harness too.
+	var oc MaterializeResponse
+	e.ok("POST", "/v1/commits/"+cp.ID+"/materialize", MaterializeBody{Stop: "root", Format: "opencode"}, &oc)
+	if oc.Format != "opencode-v1" {
+		t.Fatalf("format alias opencode: %+v", oc)
+	}
 	var up commits.Commit
 	e.ok("POST", "/v1/commits/"+c1.ID+"/metadata", map[string]any{"summary": "a greeting", "tags": []string{"x"}}, &up)
 	var old commits.Commit
