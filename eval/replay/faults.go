@@ -313,16 +313,29 @@ func argStrings(v any) []string {
 	return out
 }
 
+// harnessContextFiles are the file names the harnesses' own system
+// prompts name (the project instructions each one loads), which a
+// transcript does not record: the model knows them from its prompt.
+var harnessContextFiles = map[string]bool{"CLAUDE.md": true, "AGENTS.md": true}
+
+// wellKnown tells a distinctive string the model knows without the
+// session: a device path (/dev/null, /dev/stderr: fixed names of every
+// Unix system) or a bare harness context file name (harnessContextFiles;
+// a path to one names the project's directory, which the session shows).
+func wellKnown(s string) bool {
+	return strings.HasPrefix(s, "/dev/") || harnessContextFiles[s]
+}
+
 // distinctiveStrings returns the distinctive strings a response writes,
 // each once, in order, at most maxNeedsPerCall: the distinctive tokens of
-// its text and tool arguments (isDistinctive), and the lines of at least
-// minQuotedLine bytes (trimmed) of its multi-line tool arguments (an
-// edit's old text, a file's content).
+// its text and tool arguments (isDistinctive) but the well-known ones
+// (wellKnown), and the lines of at least minQuotedLine bytes (trimmed) of
+// its multi-line tool arguments (an edit's old text, a file's content).
 func distinctiveStrings(m conversation.Message) []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(s string) {
-		if !seen[s] && len(out) < maxNeedsPerCall {
+		if !seen[s] && !wellKnown(s) && len(out) < maxNeedsPerCall {
 			seen[s] = true
 			out = append(out, s)
 		}

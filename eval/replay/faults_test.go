@@ -53,6 +53,13 @@ func TestDistinctive(t *testing.T) {
 	if got := distinctiveStrings(m); !reflect.DeepEqual(got, want) {
 		t.Errorf("distinctiveStrings = %q\nwant %q", got, want)
 	}
+	// Well-known strings are left out, a path to a context file is not.
+	m = fCall("See CLAUDE.md and AGENTS.md; docs/CLAUDE.md too.", "c", "Bash", map[string]any{
+		"command": "go test ./... 2>/dev/null >/dev/stderr"})
+	want = []string{"docs/CLAUDE.md"}
+	if got := distinctiveStrings(m); !reflect.DeepEqual(got, want) {
+		t.Errorf("distinctiveStrings = %q\nwant %q", got, want)
+	}
 }
 
 // TestFaultRule checks the rule on constructed sessions with known
@@ -121,6 +128,11 @@ func TestFaultRule(t *testing.T) {
 			msgs: []conversation.Message{fUser("find it"), read("r1"), fResult("r1", "Read", "the answer is 1234 apples"),
 				fCall("So 1234 apples.", "", "", nil)},
 			hidden: []string{"r1"}},
+		{name: "well-known strings in a cleared output: not checked",
+			msgs: []conversation.Message{fUser("find it"), fCall("", "g1", "Grep", map[string]any{"pattern": "x"}),
+				fResult("g1", "Grep", "CLAUDE.md:3: run tests 2>/dev/null\n/srv/app/CLAUDE.md"),
+				fCall("", "b1", "Bash", map[string]any{"command": "cat CLAUDE.md /srv/app/CLAUDE.md >/dev/null"})},
+			hidden: []string{"g1"}, faults: 1},
 		{name: "a number in a tool argument from a cleared output: fault",
 			msgs: []conversation.Message{fUser("find it"), fCall("", "b1", "Bash", map[string]any{"command": "ps"}),
 				fResult("b1", "Bash", "pid 482913 running"), fCall("", "k1", "Bash", map[string]any{"command": "kill 482913"})},
