@@ -10,6 +10,12 @@
 #   make docs-figures                      # or: ./scripts/docs-figures.sh
 #   DOCS_FIGURES_DEFAULT=DIR DOCS_FIGURES_HARNESS=DIR ./scripts/docs-figures.sh
 #                                          # reuse the tables of earlier runs
+#   DOCS_FIGURES_ONLY=faults make docs-figures
+#                                          # only the fault figures (block
+#                                          # replay-faults; a few minutes)
+#
+# The fault figures (block replay-faults) are the default run's faults.md
+# (scripts/replay-bench.sh: every session replayed alone).
 #
 # Both runs together take 15-30 minutes on a 2-core machine (the literal
 # layout is most of it). The other benchmarks of the page are go test -bench
@@ -24,6 +30,43 @@ HAR=${DOCS_FIGURES_HARNESS:-}
 REV=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null | head -1)" ]; then
 	REV="$REV plus uncommitted changes"
+fi
+ONLY=${DOCS_FIGURES_ONLY:-}
+# faultsblock DIR STAMP: the replay-faults block from DIR/faults.md.
+faultsblock() {
+	echo "$2"
+	echo
+	echo "Each cell: faults per 100 calls / share of calls with a fault."
+	echo
+	cat "$1/faults.md"
+}
+# rewrite NAME FILE: replaces the block NAME of $DOC with FILE.
+rewrite() {
+	if ! grep -q "^<!-- BEGIN figures:$1 -->\$" "$DOC"; then
+		echo "docs-figures: $DOC has no block figures:$1" >&2
+		exit 1
+	fi
+	awk -v name="$1" -v body="$2" '
+		$0 == "<!-- BEGIN figures:" name " -->" { print; while ((getline l < body) > 0) print l; skip = 1; next }
+		$0 == "<!-- END figures:" name " -->" { skip = 0 }
+		!skip { print }
+	' "$DOC" >"$DOC.new"
+	mv "$DOC.new" "$DOC"
+}
+if [ "$ONLY" = faults ]; then
+	DEF=${DEF:-$OUT/faults}
+	if [ ! -s "$DEF/faults.md" ]; then
+		GO=$GO REPLAY_OUT=$DEF REPLAY_FAULTS=only ./scripts/replay-bench.sh
+		echo "$REV" >"$DEF/revision"
+	fi
+	rev=$(if [ -s "$DEF/revision" ]; then cat "$DEF/revision"; else echo unknown; fi)
+	day=$(date -u -r "$DEF/faults.md" +%Y-%m-%d 2>/dev/null || date -u +%Y-%m-%d)
+	f=$(mktemp)
+	faultsblock "$DEF" "Measured $day at $rev by \`DOCS_FIGURES_ONLY=faults make docs-figures\`." >"$f"
+	rewrite replay-faults "$f"
+	rm -f "$f"
+	echo "docs-figures: the fault figures of $DOC rewritten from $DEF" >&2
+	exit 0
 fi
 if [ -z "$DEF" ]; then
 	DEF=$OUT/default
@@ -170,9 +213,18 @@ strategy_row() { # FILE NAME: the strategies() row of one strategy
 	check "$HAR/tables.md" "**all claude-code**" | awk -F'|' '{ printf "| Claude Code, checked with --warm and --claude-code-proxy | %s | %s | %s | %s |\n", $1, $2, $3, $4 }'
 } >"$TMP/replay-cache-check"
 
+# Block: the fault figures (the default run's).
+if [ -s "$DEF/faults.md" ]; then
+	faultsblock "$DEF" "Measured $day at $(rev "$DEF") by \`make docs-figures\`." >"$TMP/replay-faults"
+fi
+
 # Rewrite each block of the document.
 cp "$DOC" "$TMP/doc"
-for name in replay-harness-defaults replay-every-strategy replay-cache-check; do
+for name in replay-harness-defaults replay-every-strategy replay-cache-check replay-faults; do
+	if [ ! -e "$TMP/$name" ]; then
+		echo "docs-figures: no figures for block $name (kept)" >&2
+		continue
+	fi
 	if ! grep -q "^<!-- BEGIN figures:$name -->\$" "$TMP/doc"; then
 		echo "docs-figures: $DOC has no block figures:$name" >&2
 		exit 1
