@@ -217,7 +217,7 @@ func check(t *testing.T, c readmeCommand, out string) {
 	t.Helper()
 	want := map[string][]string{
 		"make demo": {"What the model saw at call", "What collapsed, and why:", "rebase:stale", "whole history:",
-			"calls demo", "http://127.0.0.1:7411/inspect/s/demo"},
+			"calls demo", "Result: this session cost", "http://127.0.0.1:7411/inspect/s/demo"},
 		"bin/ctxstore sessions":               {"demo", "ctxstore-demo"},
 		"bin/ctxstore session show demo":      {"cache breaks by cause:", "expired", "rebase:stale"},
 		"bin/ctxstore calls demo":             {"rebase:stale"},

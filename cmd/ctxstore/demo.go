@@ -24,7 +24,7 @@ import (
 	"github.com/ctxstore/ctxstore/server/httpapi"
 )
 
-// demoCmd runs a short agent session offline with ctxstore managing its
+// demoCmd runs an agent session offline with ctxstore managing its
 // context: a scripted harness reads, edits and runs
 // commands in a temporary project through the real service over HTTP, then
 // the session is shown as the inspector shows it.
@@ -141,11 +141,25 @@ func writeDemoProject(dir string) error {
 	for i := 1; i <= 400; i++ {
 		fmt.Fprintf(&data, "%d,%d,%d,%d\n", i, i+1, 2*i+1, i*(i+1))
 	}
+	var logf strings.Builder
+	t := time.Date(2026, 1, 4, 23, 0, 0, 0, time.UTC)
+	for i := 1; i <= 300; i++ {
+		t = t.Add(7 * time.Second)
+		switch {
+		case i == 241:
+			fmt.Fprintf(&logf, "%s ERROR nightly: calc.sh mul 12 0: usage: calc.sh add|sub A B (exit 2)\n", t.Format(time.RFC3339))
+		case i%25 == 0:
+			fmt.Fprintf(&logf, "%s WARN  nightly: row %d took %dms, over the 50ms budget\n", t.Format(time.RFC3339), i, 50+i%17)
+		default:
+			fmt.Fprintf(&logf, "%s INFO  nightly: row %d checked: add ok, sub ok (%dms)\n", t.Format(time.RFC3339), i, 3+i%11)
+		}
+	}
 	fs := map[string]string{
-		"calc.sh":  "#!/bin/sh\n# calc.sh COMMAND A B\ncase \"$1\" in\n  add) echo $(($2 - $3)) ;;\n  sub) echo $(($2 - $3)) ;;\n  *) echo \"usage: calc.sh add|sub A B\" >&2; exit 2 ;;\nesac\n",
-		"test.sh":  "#!/bin/sh\nfail=0\ncheck() { got=$(sh calc.sh $1 $2 $3); if [ \"$got\" != \"$4\" ]; then echo \"FAIL: $1 $2 $3 = $got, want $4\"; fail=1; else echo \"ok: $1 $2 $3 = $got\"; fi; }\ncheck add 2 3 5\ncheck sub 7 4 3\nexit $fail\n",
-		"NOTES.md": notes.String(),
-		"data.csv": data.String(),
+		"nightly.log": logf.String(),
+		"calc.sh":     "#!/bin/sh\n# calc.sh COMMAND A B\ncase \"$1\" in\n  add) echo $(($2 - $3)) ;;\n  sub) echo $(($2 - $3)) ;;\n  *) echo \"usage: calc.sh add|sub A B\" >&2; exit 2 ;;\nesac\n",
+		"test.sh":     "#!/bin/sh\nfail=0\ncheck() { got=$(sh calc.sh $1 $2 $3); if [ \"$got\" != \"$4\" ]; then echo \"FAIL: $1 $2 $3 = $got, want $4\"; fail=1; else echo \"ok: $1 $2 $3 = $got\"; fi; }\ncheck add 2 3 5\ncheck sub 7 4 3\nexit $fail\n",
+		"NOTES.md":    notes.String(),
+		"data.csv":    data.String(),
 	}
 	for name, content := range fs {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
@@ -294,8 +308,9 @@ func tc(name string, args ...string) conversation.ToolCall {
 	return conversation.ToolCall{Name: name, Args: m}
 }
 
-// script is the session: five turns of reading, editing and running
-// commands, with a coffee break longer than the prompt cache's lifetime.
+// script is the session: nine requests of reading, editing and running
+// commands, with pauses longer than the prompt cache's lifetime, long
+// enough that collapsing stale outputs pays for the cache writes it costs.
 func (h *demoHarness) script() error {
 	if err := h.do("PUT", "/v1/sessions/"+h.sid, httpapi.OpenRequest{Cwd: h.cwd, SystemPrompt: demoSystemPrompt, Harness: "ctxstore-demo", Tools: demoTools}, nil); err != nil {
 		return err
@@ -343,6 +358,50 @@ func (h *demoHarness) script() error {
 		func() error { return h.step("", tc("bash", "command", "sh test.sh")) },
 		func() error { return h.step("", tc("bash", "command", "sh calc.sh div 1 0; echo exit=$?")) },
 		func() error { return h.step("div added; it refuses zero with exit status 1.") },
+		func() error {
+			h.clk.advance(40 * time.Minute)
+			h.user("Back from lunch. Last night's run failed: nightly.log has it. What went wrong?")
+			return nil
+		},
+		func() error { return h.step("", tc("read", "path", "nightly.log")) },
+		func() error { return h.step("", tc("bash", "command", "grep -n -E 'ERROR|WARN' nightly.log")) },
+		func() error { return h.step("", tc("bash", "command", "cat -n nightly.log | sed -n 230,250p")) },
+		func() error { return h.step("", tc("bash", "command", "sh calc.sh mul 12 0; echo exit=$?")) },
+		func() error {
+			return h.step("The nightly run called mul before it existed (row 241); with mul added it works. The WARN lines are slow rows, not failures.")
+		},
+		func() error { h.user("Make the usage text list every command."); return nil },
+		func() error { return h.step("", tc("bash", "command", "grep -n usage calc.sh")) },
+		func() error {
+			return h.step("", tc("edit", "path", "calc.sh", "old_string", "usage: calc.sh add|sub A B", "new_string", "usage: calc.sh add|sub|mul|div A B"))
+		},
+		func() error { return h.step("", tc("bash", "command", "sh calc.sh pow 2 3; echo exit=$?")) },
+		func() error { return h.step("", tc("bash", "command", "sh test.sh")) },
+		func() error { return h.step("The usage text now lists add, sub, mul and div.") },
+		func() error { h.user("Check the rest of data.csv too, all 400 rows."); return nil },
+		func() error {
+			return h.step("", tc("bash", "command", `tail -n +2 data.csv | while IFS=, read a b s p; do [ "$(sh calc.sh add $a $b)" = "$s" ] && [ "$(sh calc.sh mul $a $b)" = "$p" ] || echo "mismatch $a $b"; done; echo checked`))
+		},
+		func() error { return h.step("All 400 rows agree with calc.sh.") },
+		func() error {
+			h.clk.advance(12 * time.Minute)
+			h.user("One more: a pow command (A to the power B, B at least 0), with tests.")
+			return nil
+		},
+		func() error { return h.step("", tc("read", "path", "calc.sh")) },
+		func() error {
+			return h.step("", tc("edit", "path", "calc.sh", "old_string", "  sub)", "new_string", "  pow) r=1; i=0; while [ $i -lt $3 ]; do r=$((r * $2)); i=$((i + 1)); done; echo $r ;;\n  sub)"))
+		},
+		func() error { return h.step("", tc("bash", "command", "sh calc.sh pow 2 10")) },
+		func() error {
+			return h.step("", tc("edit", "path", "test.sh", "old_string", "check div 8 2 4\n", "new_string", "check div 8 2 4\ncheck pow 2 10 1024\ncheck pow 7 0 1\n"))
+		},
+		func() error { return h.step("", tc("bash", "command", "sh test.sh")) },
+		func() error {
+			return h.step("", tc("edit", "path", "calc.sh", "old_string", "add|sub|mul|div A B", "new_string", "add|sub|mul|div|pow A B"))
+		},
+		func() error { return h.step("", tc("bash", "command", "sh calc.sh; echo exit=$?")) },
+		func() error { return h.step("pow added, with two tests; the usage text lists it.") },
 		func() error { h.user("Run the tests one last time and summarize."); return nil },
 		func() error { return h.step("", tc("bash", "command", "sh test.sh")) },
 		func() error { return h.step("", tc("bash", "command", "grep -c . calc.sh test.sh")) },
@@ -377,8 +436,8 @@ func (c *demoCmd) report(a *app, h *demoHarness, fresh bool) error {
 		return err
 	}
 	w := a.stdout
-	fmt.Fprintf(w, "A short agent session ran offline with ctxstore managing its context: %d model calls over %d turns, in a\n", s.Calls, s.Turn)
-	fmt.Fprintf(w, "temporary project (read, edit, run the tests), through the real service (store: %s).\n\n", a.cli.Store)
+	fmt.Fprintf(w, "An agent session ran offline with ctxstore managing its context: %d model calls over %d turns\n", s.Calls, s.Turn)
+	fmt.Fprintf(w, "in a temporary project (read, edit, run tests), through the real service.\nThe store: %s\n\n", a.cli.Store)
 
 	// the call to show: the first rebase, else the last call
 	show := calls[len(calls)-1]
@@ -394,17 +453,18 @@ func (c *demoCmd) report(a *app, h *demoHarness, fresh bool) error {
 	}
 	fmt.Fprintf(w, "What the model saw at call %d (%d tokens, %d blocks; %s read from the prompt cache):\n", show.N, show.Tokens, len(v.Blocks), pct(show.CachedShare))
 	for _, b := range v.Blocks {
-		first, _, _ := strings.Cut(strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(b.Text, "<<user>>\n"), "<<assistant>>\n")), "\n")
-		if len(first) > 70 {
-			first = first[:67] + "..."
-		}
-		fmt.Fprintf(w, "  [%2d] %-52s %6d tok  %s\n", b.Index, cut(b.Label, 52), b.Tokens, first)
+		label := strings.ReplaceAll(b.Label, c.Dir+string(filepath.Separator), "")
+		label = strings.Replace(label, " · toolcall ", " · ", 1)
+		fmt.Fprintf(w, "  [%2d] %-34s %5d tok  %s\n", b.Index, cut(label, 34), b.Tokens, cut(blockPreview(b.Text), 46))
 	}
 	fmt.Fprintln(w)
 
 	fmt.Fprintln(w, "What collapsed, and why:")
+	fmt.Fprintln(w, "  (the prompt cache holds the start of the previous call's context; whatever follows the first")
+	fmt.Fprintln(w, "  block that changed is written to it again, at 1.25x the input price instead of 0.1x)")
+	what := h.toolCalls()
 	any := false
-	for _, x := range calls {
+	for i, x := range calls {
 		if x.Break.Cause == inspect.CauseNone || x.Break.Cause == inspect.CauseFirst {
 			continue
 		}
@@ -413,15 +473,38 @@ func (c *demoCmd) report(a *app, h *demoHarness, fresh bool) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "  call %d: %s — %s\n", x.N, cv.Call.Break.CauseKey(), cv.Call.Break.Detail)
-		if x.Rebased {
+		var line string
+		switch {
+		case x.Rebased:
 			var names []string
 			for _, col := range x.Collapsed {
-				names = append(names, nameOf(cv.Blocks, col.ObjectID))
+				n := what[col.ObjectID]
+				if n == "" {
+					n = nameOf(cv.Blocks, col.ObjectID)
+				}
+				names = append(names, n)
 			}
-			fmt.Fprintf(w, "           collapsed %d objects to one-line references: %s\n", len(names), strings.Join(names, ", "))
+			if len(names) > 6 {
+				names = append(names[:6], fmt.Sprintf("%d more", len(names)-6))
+			}
+			prev := 0
+			if i > 0 {
+				prev = calls[i-1].Tokens
+			}
+			line = fmt.Sprintf("call %d (%s): ctxstore replaced %d tool outputs and files the agent was done with by one-line references (%s), so the context went from %d to %d tokens",
+				x.N, cv.Call.Break.CauseKey(), len(x.Collapsed), strings.Join(names, ", "), prev, x.Tokens)
+			if x.Break.Cause == inspect.CauseExpired {
+				line += ", at a call that had to write the whole context again anyway (the cache had expired)"
+			}
+			line += fmt.Sprintf("; %d tokens were written to the cache again, once (%s).", x.Break.RewrittenTokens, usd(x.Break.LostUSD))
+		case x.Break.Cause == inspect.CauseExpired:
+			line = fmt.Sprintf("call %d (expired): a pause longer than the cache's %s lifetime; all %d tokens were written to the cache again (%s).",
+				x.N, in.TTL(), x.Break.RewrittenTokens, usd(x.Break.LostUSD))
+		default:
+			line = fmt.Sprintf("call %d (%s): %s; %d tokens were written to the cache again (%s).",
+				x.N, cv.Call.Break.CauseKey(), cv.Call.Break.Detail, x.Break.RewrittenTokens, usd(x.Break.LostUSD))
 		}
-		fmt.Fprintf(w, "           %d tokens written to the cache again, %s more than reading them\n", x.Break.RewrittenTokens, usd(x.Break.LostUSD))
+		wrap(w, line, "  ", "      ", 100)
 	}
 	if !any {
 		fmt.Fprintln(w, "  nothing: every call extended the previous one")
@@ -452,10 +535,7 @@ func (c *demoCmd) report(a *app, h *demoHarness, fresh bool) error {
 		nshare = float64(naiveCached) / float64(naiveTok)
 	}
 	fmt.Fprintf(w, "  whole history: %7d tokens sent, %5s from the cache, %s; last context %d tokens\n", naiveTok, pct(nshare), usd(pr.Dollars(naiveCost)), prevTok)
-	if naiveCost > 0 {
-		fmt.Fprintf(w, "  ctxstore costs %.2f of the whole history (tokens: 4 bytes each; $%.2f per million input tokens, cache writes 1.25x, reads 0.1x)\n",
-			s.Cost/naiveCost, pr.InputPerMTok)
-	}
+	fmt.Fprintf(w, "  (the whole history's tokens are its bytes / 4; $%.2f per million input tokens, cache writes 1.25x,\n   cache reads 0.1x)\n", pr.InputPerMTok)
 	fmt.Fprintln(w)
 
 	storeArg := "--store " + a.cli.Store
@@ -463,10 +543,53 @@ func (c *demoCmd) report(a *app, h *demoHarness, fresh bool) error {
 		storeArg = "--store '" + a.cli.Store + "'"
 	}
 	fmt.Fprintln(w, "See it yourself:")
-	fmt.Fprintf(w, "  bin/ctxstore %s calls %s                # one line per call\n", storeArg, c.Session)
-	fmt.Fprintf(w, "  bin/ctxstore %s call %s %d --diff %d      # what changed between two calls\n", storeArg, c.Session, show.N, max(show.N-1, 1))
-	fmt.Fprintf(w, "  bin/ctxstore %s serve                   # then open http://127.0.0.1:7411/inspect/s/%s\n", storeArg, c.Session)
+	fmt.Fprintf(w, "  bin/ctxstore %s calls %s\n      # one line per call\n", storeArg, c.Session)
+	fmt.Fprintf(w, "  bin/ctxstore %s call %s %d --diff %d\n      # what changed between two calls\n", storeArg, c.Session, show.N, max(show.N-1, 1))
+	fmt.Fprintf(w, "  bin/ctxstore %s serve\n      # then open http://127.0.0.1:7411/inspect/s/%s\n", storeArg, c.Session)
+	if naiveCost > 0 {
+		ratio := s.Cost / naiveCost
+		fmt.Fprintf(w, "\nResult: this session cost %s with ctxstore and %s sending the whole history every call:\n", usd(s.CostUSD), usd(pr.Dollars(naiveCost)))
+		fmt.Fprintf(w, "%.2f of the cost, %.0f%% less; its last call sent %d tokens instead of %d.\n", ratio, 100*(1-ratio), s.Tokens, prevTok)
+	}
 	return nil
+}
+
+// toolCalls names each tool call of the session by its tool and first
+// argument ("bash sh test.sh", "read nightly.log").
+func (h *demoHarness) toolCalls() map[string]string {
+	m := map[string]string{}
+	for _, msg := range h.log {
+		for _, tc := range msg.ToolCalls {
+			arg := ""
+			for _, k := range []string{"path", "command"} {
+				if v, ok := tc.Args[k].(string); ok {
+					arg = v
+					break
+				}
+			}
+			m[tc.ID] = cut(tc.Name+" "+arg, 24)
+		}
+	}
+	return m
+}
+
+// wrap writes text word-wrapped to width columns, the first line after
+// first, the others after rest.
+func wrap(w io.Writer, text, first, rest string, width int) {
+	line := first
+	fresh := true
+	for _, word := range strings.Fields(text) {
+		if !fresh && len([]rune(line))+1+len([]rune(word)) > width {
+			fmt.Fprintln(w, line)
+			line, fresh = rest, true
+		}
+		if !fresh {
+			line += " "
+		}
+		line += word
+		fresh = false
+	}
+	fmt.Fprintln(w, line)
 }
 
 func nameOf(bl []inspect.Block, id string) string {
@@ -483,4 +606,35 @@ func cut(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// blockPreview is the first line of a block's content, its framing tags
+// left out: a tool call shows as the tool's name and arguments, a block
+// holding only tags as its first tag.
+func blockPreview(text string) string {
+	var call, tag string
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "":
+		case strings.HasPrefix(line, "<<tool_call "):
+			if call == "" {
+				call = line
+				if _, rest, ok := strings.Cut(line, " name="); ok {
+					name, args, _ := strings.Cut(strings.TrimSuffix(rest, ">>"), " args=")
+					call = "calls " + name + " " + args
+				}
+			}
+		case strings.HasPrefix(line, "<<") && strings.HasSuffix(line, ">>"):
+			if tag == "" {
+				tag = line
+			}
+		default:
+			return line
+		}
+	}
+	if call != "" {
+		return call
+	}
+	return tag
 }
