@@ -33,6 +33,9 @@ github.com/ctxstore/ctxstore/xtdb/xtdbserver.Server.Kill
 github.com/ctxstore/ctxstore/server/delta.Log.Len
 github.com/ctxstore/ctxstore/server/delta.Answer.Len
 github.com/ctxstore/ctxstore/server/delta.Answer.Digests
+# The session id of opencode rows as the codec keeps them; the codec and
+# importer tests find the restored session with it.
+github.com/ctxstore/ctxstore/harness/opencode.SessionOf
 '
 
 out=$(mktemp)

@@ -48,9 +48,6 @@ type Spill struct {
 	Chars int
 }
 
-// Dir is session's spill directory.
-func (s Spill) Dir(session string) string { return filepath.Join(s.Root, session) }
-
 // PreviewResult is what the preview step did for one PostToolUse.
 type PreviewResult struct {
 	// Updated is the replacement output (nil: the output passes unchanged).
