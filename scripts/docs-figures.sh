@@ -75,7 +75,7 @@ if [ -z "$DEF" ]; then
 fi
 if [ -z "$HAR" ]; then
 	HAR=$OUT/harness
-	GO=$GO REPLAY_OUT=$HAR REPLAY_WARM=running REPLAY_CC_PROXY=running \
+	GO=$GO REPLAY_OUT=$HAR REPLAY_WARM=running REPLAY_CC_PROXY=running REPLAY_FAULTS=0 \
 		REPLAY_STRATEGIES=naive,clear_tool_uses,ctxstore_stream,ctxstore_stream_bare_head \
 		./scripts/replay-bench.sh
 	echo "$REV" >"$HAR/revision"
