@@ -67,6 +67,19 @@ func TestDemo(t *testing.T) {
 	if m == nil {
 		t.Fatalf("the demo does not end with its result:\n%s", text)
 	}
+	// the stats of the demo's session fit the same width
+	out.Reset()
+	if code := run(context.Background(), []string{"--store", filepath.Join(dir, "demo.db"), "stats"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("stats: exit %d\n%s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "tool calls") {
+		t.Errorf("stats:\n%s", out.String())
+	}
+	for _, l := range strings.Split(out.String(), "\n") {
+		if n := utf8.RuneCountInString(l); n > 100 {
+			t.Errorf("stats: a line of %d columns: %q", n, l)
+		}
+	}
 	ratio, _ := strconv.ParseFloat(m[1], 64)
 	if ratio <= 0 || ratio > 0.7 {
 		t.Errorf("ctxstore costs %.2f of the whole history, want at most 0.70", ratio)

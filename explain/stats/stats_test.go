@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/explain/stats"
@@ -271,6 +272,11 @@ func TestOutputs(t *testing.T) {
 			"compactions: 1 in 42m30s of timed sessions (1.4 per hour)", "note: 7 events have no time"} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("text lacks %q:\n%s", want, out.String())
+			}
+		}
+		for _, l := range strings.Split(out.String(), "\n") {
+			if n := utf8.RuneCountInString(l); n > stats.TextWidth {
+				t.Errorf("a line of %d columns, over %d: %q", n, stats.TextWidth, l)
 			}
 		}
 		j, err := json.Marshal(r)

@@ -69,30 +69,60 @@ func WriteText(w io.Writer, r *Report) error {
 		scope += fmt.Sprintf("; events from %s to %s", fmtTime(r.Scope.From, "the start"), fmtTime(r.Scope.To, "the end"))
 	}
 	fmt.Fprintf(w, "scope: %s; idle gap %s; hours in %s\n\n", scope, r.Scope.IdleGap, r.Scope.Location)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%-40s\t%-20s\tcommits\tevents\ttimed\thuman\tinjected\tresponses\ttool calls\ttool errors\tthinking\tcompactions\terrors\tresp/prompt\ttools/prompt\tchars out/in\tduration\tidle\toutcome\t\n", "session", "harness")
-	for _, s := range r.Sessions {
-		outcome := s.Outcome
-		if outcome == "" {
-			outcome = "unknown"
-		}
-		// Names padded to the right: left-aligned in a right-aligned table.
-		fmt.Fprintf(tw, "%-40s\t%-20s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
-			short(s.ID), s.Harness, s.Commits, s.Events, s.Timed, s.HumanPrompts, s.InjectedPrompt, s.Responses, s.ToolCalls,
-			s.ToolErrors, s.Thinking, s.Compactions, s.Errors, fmtRatio(s.Amplification.ResponsesPerPrompt),
-			fmtRatio(s.Amplification.ToolCallsPerPrompt), fmtRatio(s.Amplification.CharRatio),
-			fmtDur(s.Seconds, s.Start != nil), fmtDur(s.IdleSeconds, s.Start != nil), fmt.Sprintf("%-10s", outcome))
-	}
 	t := r.Total
-	fmt.Fprintf(tw, "%-40s\t\t\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\t\t\n",
-		fmt.Sprintf("all %d sessions", t.Sessions), t.Events, t.Timed, t.HumanPrompts, t.InjectedPrompt, t.Responses, t.ToolCalls, t.ToolErrors, t.Thinking,
-		t.Compactions, t.Errors, fmtRatio(t.Amplification.ResponsesPerPrompt), fmtRatio(t.Amplification.ToolCallsPerPrompt),
-		fmtRatio(t.Amplification.CharRatio), fmtDur(t.Seconds, t.TimedSessions > 0))
-	if err := tw.Flush(); err != nil {
-		return err
+	hw := len("harness")
+	for _, s := range r.Sessions {
+		hw = max(hw, len(s.Harness))
+	}
+	all := fmt.Sprintf("all %d sessions", t.Sessions)
+	tables := []struct {
+		head  []string
+		row   func(s *Session) []string
+		total []string
+	}{
+		{[]string{fmt.Sprintf("%-*s", hw, "harness"), "duration", "idle", fmt.Sprintf("%-10s", "outcome")},
+			func(s *Session) []string {
+				outcome := s.Outcome
+				if outcome == "" {
+					outcome = "unknown"
+				}
+				return []string{fmt.Sprintf("%-*s", hw, s.Harness), fmtDur(s.Seconds, s.Start != nil), fmtDur(s.IdleSeconds, s.Start != nil), fmt.Sprintf("%-10s", outcome)}
+			},
+			[]string{"", fmtDur(t.Seconds, t.TimedSessions > 0), "", ""}},
+		{[]string{"commits", "events", "timed", "human", "injected", "responses"},
+			func(s *Session) []string {
+				return ints(s.Commits, s.Events, s.Timed, s.HumanPrompts, s.InjectedPrompt, s.Responses)
+			},
+			append([]string{""}, ints(t.Events, t.Timed, t.HumanPrompts, t.InjectedPrompt, t.Responses)...)},
+		{[]string{"tool calls", "tool errors", "thinking", "compactions", "errors"},
+			func(s *Session) []string { return ints(s.ToolCalls, s.ToolErrors, s.Thinking, s.Compactions, s.Errors) },
+			ints(t.ToolCalls, t.ToolErrors, t.Thinking, t.Compactions, t.Errors)},
+		{[]string{"resp/prompt", "tools/prompt", "chars out/in"},
+			func(s *Session) []string {
+				return []string{fmtRatio(s.Amplification.ResponsesPerPrompt), fmtRatio(s.Amplification.ToolCallsPerPrompt), fmtRatio(s.Amplification.CharRatio)}
+			},
+			[]string{fmtRatio(t.Amplification.ResponsesPerPrompt), fmtRatio(t.Amplification.ToolCallsPerPrompt), fmtRatio(t.Amplification.CharRatio)}},
+	}
+	// One wide table would not fit 100 columns: four narrow ones, each
+	// led by the session id.
+	for i, tb := range tables {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		// Names padded to the right: left-aligned in a right-aligned table.
+		fmt.Fprintf(tw, "%-40s\t%s\t\n", "session", strings.Join(tb.head, "\t"))
+		for _, s := range r.Sessions {
+			fmt.Fprintf(tw, "%-40s\t%s\t\n", short(s.ID), strings.Join(tb.row(s), "\t"))
+		}
+		fmt.Fprintf(tw, "%-40s\t%s\t\n", all, strings.Join(tb.total, "\t"))
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 
-	fmt.Fprintf(w, "\nsession profiles (%d windows each; H human prompt, I injected, R response, K thinking, T tool call, t tool result, C compaction, E error, o other events only, . nothing):\n", len(firstProfile(r)))
+	fmt.Fprintf(w, "\nsession profiles (%d windows each; H human prompt, I injected, R response, K thinking,\n", len(firstProfile(r)))
+	fmt.Fprintf(w, "  T tool call, t tool result, C compaction, E error, o other events only, . nothing):\n")
 	for _, s := range r.Sessions {
 		if s.Start == nil {
 			fmt.Fprintf(w, "  %-40s (no timed events)\n", short(s.ID))
@@ -151,7 +181,7 @@ func WriteText(w io.Writer, r *Report) error {
 				}
 				parts = append(parts, fmt.Sprintf("%s %.0f%%", kv.k, 100*float64(kv.n)/float64(total)))
 			}
-			fmt.Fprintf(w, "  %-24s %6d  %s\n", g, total, strings.Join(parts, ", "))
+			wrapText(w, fmt.Sprintf("%-24s %6d  %s", g, total, strings.Join(parts, ", ")), "  ", strings.Repeat(" ", 34))
 		}
 	}
 
@@ -165,33 +195,35 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 
 	c := t.Concurrency
+	var peak string
 	if c.Peak > 0 {
-		fmt.Fprintf(w, "\npeak concurrent sessions: %d at %s (%s)", c.Peak, c.At.Format(time.RFC3339), strings.Join(shortAll(c.Sessions), ", "))
+		peak = fmt.Sprintf("peak concurrent sessions: %d at %s (%s)", c.Peak, c.At.Format(time.RFC3339), strings.Join(shortAll(c.Sessions), ", "))
 		if c.PeakWithForks > c.Peak {
-			fmt.Fprintf(w, "; %d at %s counting forked sessions (sub-agents, forks)", c.PeakWithForks, c.AtWithForks.Format(time.RFC3339))
+			peak += fmt.Sprintf("; %d at %s counting forked sessions (sub-agents, forks)", c.PeakWithForks, c.AtWithForks.Format(time.RFC3339))
 		}
 	} else {
-		fmt.Fprintf(w, "\npeak concurrent sessions: none timed")
+		peak = "peak concurrent sessions: none timed"
 	}
 	if c.Untimed > 0 {
-		fmt.Fprintf(w, "; %d untimed sessions left out", c.Untimed)
+		peak += fmt.Sprintf("; %d untimed sessions left out", c.Untimed)
 	}
 	fmt.Fprintln(w)
+	wrapText(w, peak, "", "  ")
 	fmt.Fprintf(w, "compactions: %d in %s of timed sessions (%s per hour)\n", t.Compactions, fmtDur(t.Seconds, t.TimedSessions > 0), fmtRatio(t.CompactionsPerHour))
 	var outs []string
 	for _, kv := range sortedCounts(t.Outcomes) {
 		outs = append(outs, fmt.Sprintf("%s %d", kv.k, kv.n))
 	}
-	fmt.Fprintf(w, "outcomes: %s\n", strings.Join(outs, ", "))
+	wrapText(w, "outcomes: "+strings.Join(outs, ", "), "", "  ")
 	if len(t.ErrorSubtypes) > 0 {
 		var es []string
 		for _, kv := range sortedCounts(t.ErrorSubtypes) {
 			es = append(es, fmt.Sprintf("%s %d", kv.k, kv.n))
 		}
-		fmt.Fprintf(w, "error events: %s\n", strings.Join(es, ", "))
+		wrapText(w, "error events: "+strings.Join(es, ", "), "", "  ")
 	}
 	for _, n := range r.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
+		wrapText(w, "note: "+n, "", "  ")
 	}
 	return nil
 }
@@ -245,6 +277,36 @@ func shortAll(ids []string) []string {
 	out := make([]string, len(ids))
 	for i, id := range ids {
 		out[i] = short(id)
+	}
+	return out
+}
+
+// TextWidth is the column the text report's lines stay within (but for
+// a session profile of more windows than fit, or a word longer than it).
+const TextWidth = 100
+
+// wrapText writes text word-wrapped to TextWidth columns, the first line
+// after first, the others after rest.
+func wrapText(w io.Writer, text, first, rest string) {
+	line, fresh := first, true
+	for _, word := range strings.Fields(text) {
+		if !fresh && len([]rune(line))+1+len([]rune(word)) > TextWidth {
+			fmt.Fprintln(w, line)
+			line, fresh = rest, true
+		}
+		if !fresh {
+			line += " "
+		}
+		line += word
+		fresh = false
+	}
+	fmt.Fprintln(w, line)
+}
+
+func ints(ns ...int) []string {
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = fmt.Sprint(n)
 	}
 	return out
 }
