@@ -155,7 +155,19 @@ type chart struct {
 	MaxTokens               int
 	MaxCostUSD              float64
 	Ticks                   []tick
+	// CallTicks label the bars with their call numbers under the x axis:
+	// every call when there is room, else every k-th (and the last).
+	CallTicks []callTick
+	LabelY    int
 }
+
+type callTick struct {
+	X     float64
+	Label string
+}
+
+// minCallTickGap is the least room between two call labels, in pixels.
+const minCallTickGap = 28.0
 
 type bar struct {
 	N                  int
@@ -209,6 +221,23 @@ func timeline(cs []inspect.Call) chart {
 		pts = append(pts, fmt.Sprintf("%.1f,%.1f", bx+bw/2, cy))
 	}
 	c.CostLine = strings.Join(pts, " ")
+	c.LabelY = c.H - c.Bottom + 14
+	every := max(1, int(math.Ceil(minCallTickGap/step)))
+	label := func(b bar) callTick { return callTick{X: b.X + bw/2, Label: strconv.Itoa(b.N)} }
+	for i := 0; i < len(c.Bars); i += every {
+		c.CallTicks = append(c.CallTicks, label(c.Bars[i]))
+	}
+	// the last call is labelled too: beside the last label when there is
+	// room, else in its place (but never in the first's)
+	if lastI := len(c.Bars) - 1; lastI%every != 0 {
+		lt := label(c.Bars[lastI])
+		switch n := len(c.CallTicks); {
+		case lt.X-c.CallTicks[n-1].X >= minCallTickGap:
+			c.CallTicks = append(c.CallTicks, lt)
+		case n > 1:
+			c.CallTicks[n-1] = lt
+		}
+	}
 	for k := 0; k <= 4; k++ {
 		v := c.MaxTokens * k / 4
 		c.Ticks = append(c.Ticks, tick{Y: float64(c.H-c.Bottom) - float64(v)*scale, Label: strconv.Itoa(v)})
