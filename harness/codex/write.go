@@ -67,7 +67,8 @@ func EncodeLost(evs []events.Event) ([]byte, Lost, error) {
 	var items []item
 	calls := map[string]string{} // call id -> how it was written: "function", "custom", "text"
 	names := map[string]string{}
-	for _, e := range evs {
+	// Codex has no context edits: the rollout holds what they leave.
+	for _, e := range events.ApplyContextEdits(evs) {
 		at := e.Time
 		if e.Metadata["sidechain"] == true || e.Metadata["exclude_from_context"] == true {
 			lost.Excluded++

@@ -74,7 +74,8 @@ type encoder struct {
 // kept out of context.
 func EncodeLost(evs []events.Event) ([]byte, Lost, error) {
 	e := &encoder{parts: map[string]int{}, tools: map[string]map[string]any{}, names: map[string]string{}, asText: map[string]bool{}}
-	for _, ev := range evs {
+	// opencode has no context edits: the rows hold what they leave.
+	for _, ev := range events.ApplyContextEdits(evs) {
 		if ev.Metadata["sidechain"] == true || ev.Metadata["exclude_from_context"] == true {
 			e.lost.Excluded++
 			continue

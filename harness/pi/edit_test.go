@@ -7,6 +7,8 @@ import (
 
 	"github.com/ctxstore/ctxstore/harness"
 	"github.com/ctxstore/ctxstore/harness/claudecode"
+	"github.com/ctxstore/ctxstore/harness/codex"
+	"github.com/ctxstore/ctxstore/harness/opencode"
 	"github.com/ctxstore/ctxstore/objects/events"
 )
 
@@ -80,8 +82,9 @@ func TestReadHonoursEdits(t *testing.T) {
 }
 
 // TestEditsMaterialize: the commit codec reads edits as
-// system/context_edit events, and both session writers honour them: Pi's
-// file and Claude Code's hold the replacement and not the omitted answer.
+// system/context_edit events, and every session writer honours them: Pi's
+// file, Claude Code's, Codex's rollout and opencode's rows hold the
+// replacement and not the omitted answer.
 func TestEditsMaterialize(t *testing.T) {
 	file := editBase +
 		`{"type":"context_edit","id":"e5","parentId":"e4","targetId":"e4","replacement":null}
@@ -100,7 +103,7 @@ func TestEditsMaterialize(t *testing.T) {
 	if edits != 2 {
 		t.Fatalf("%d context_edit events in %+v", edits, evs)
 	}
-	for name, write := range map[string]func([]events.Event) ([]byte, error){"pi": SessionFile, "claude-code": claudecode.SessionFile} {
+	for name, write := range map[string]func([]events.Event) ([]byte, error){"pi": SessionFile, "claude-code": claudecode.SessionFile, "codex": codex.Encode, "opencode": opencode.Encode} {
 		out, err := write(evs)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
