@@ -117,7 +117,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	parser, err := kong.New(c,
 		kong.Name("ctxstore"),
 		kong.Description("ctxstore manages an agent's context: it assembles what the model sees at each call, records it, and shows it again: every past context byte for byte, what changed between two calls, why a call missed the prompt cache and what that cost. Its store is a bitemporal JSON document store (the store commands below). Data goes to stdout, errors to stderr.\n\nRun \"ctxstore help COMMAND\" for a command's flags; docs/cli.md has the full reference, docs/inspector.md the inspector."),
-		kong.Vars{"version": version()},
+		kong.Vars{"version": version()}.CloneWith(replayHelpVars()),
 		kong.ExplicitGroups([]kong.Group{
 			{Key: "context", Title: "Sessions and contexts"},
 			{Key: "service", Title: "Serving agents"},

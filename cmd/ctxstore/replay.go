@@ -12,6 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/alecthomas/kong"
+
 	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/tokens"
@@ -22,7 +24,7 @@ import (
 
 type replayCmd struct {
 	Sessions      []string      `arg:"" name:"SESSION" type:"existingfile" help:"Transcripts to replay: Claude Code or Pi session JSONL files (the format is detected)."`
-	Strategies    []string      `name:"strategies" sep:"," placeholder:"NAME,..." help:"Strategies to replay, in order (default: naive, clear_tool_uses, clear_tool_uses_20k, recorded, ctxstore_stream, ctxstore_literal; also clear_tool_uses_batched, clear_tool_uses_20k_batched)."`
+	Strategies    []string      `name:"strategies" sep:"," placeholder:"NAME,..." help:"Strategies to replay, in order (default: ${replay_defaults}; also ${replay_others})."`
 	PerCall       bool          `name:"per-call" help:"Also print every call of every strategy (and include the calls in --json)."`
 	Chart         string        `name:"chart" placeholder:"FILE.svg" help:"Write an SVG chart of context size and cumulative cost per call, one line per strategy; with several sessions, one file per session (FILE-N-NAME.svg)."`
 	Tokenizer     string        `name:"tokenizer" default:"o200k_base" enum:"o200k_base,cl100k_base,bytes" help:"Token counter: a BPE encoding, or bytes (one token per 4 bytes)."`
@@ -499,4 +501,19 @@ func terminalSafe(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// replayHelpVars are the strategy lists `replay --help` names, taken from
+// the replay itself so that the help lists what a run replays.
+func replayHelpVars() kong.Vars {
+	return kong.Vars{"replay_defaults": strategyNames(replay.DefaultStrategies()), "replay_others": strategyNames(replay.OtherStrategies())}
+}
+
+// strategyNames joins the names of ss for help texts.
+func strategyNames(ss []replay.Strategy) string {
+	names := make([]string, len(ss))
+	for i, s := range ss {
+		names[i] = s.Name()
+	}
+	return strings.Join(names, ", ")
 }

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	datasetdir "github.com/ctxstore/ctxstore/internal/datasets"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/ctxstore/ctxstore/eval/replay"
+	datasetdir "github.com/ctxstore/ctxstore/internal/datasets"
 )
 
 // TestReplayCommand runs "ctxstore replay" on a small real transcript:
@@ -213,3 +215,28 @@ func TestReplayConversations(t *testing.T) {
 // regexpColumns splits a totals header into its column names (names are
 // separated by two spaces or more).
 var regexpColumns = regexp.MustCompile(`[a-z/]+( [a-z/]+)*`)
+
+// TestReplayHelpListsDefaults: `replay --help` names every strategy a run
+// without --strategies replays, and each other one as optional, so the
+// help cannot drift from the code.
+func TestReplayHelpListsDefaults(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"replay", "--help"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	help := strings.Join(strings.Fields(out.String()+errb.String()), " ")
+	def, others, ok := strings.Cut(help, "; also ")
+	if !ok {
+		t.Fatalf("no default and optional lists in:\n%s", help)
+	}
+	for _, s := range replay.DefaultStrategies() {
+		if !strings.Contains(def, s.Name()+",") && !strings.Contains(def, s.Name()+";") && !strings.HasSuffix(def, s.Name()) {
+			t.Errorf("help's defaults lack %s", s.Name())
+		}
+	}
+	for _, s := range replay.OtherStrategies() {
+		if !strings.Contains(others, s.Name()) {
+			t.Errorf("help's optional strategies lack %s", s.Name())
+		}
+	}
+}
