@@ -850,3 +850,41 @@ func TestHeadTTLOption(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheCheckIgnoresWarming: the recorded run sent no warm request, so
+// the check of the cache model is the same with --warm as without: a
+// pause past the cache's lifetime that the record shows as a miss is a
+// miss in the check too, although the strategies are priced warmed.
+func TestCacheCheckIgnoresWarming(t *testing.T) {
+	const overhead = 2000
+	sizes := func() []int {
+		s := usageSession(30, func(int) conversation.Usage { return conversation.Usage{Output: 1} })
+		c := NewCounter(assemble.BytesTokenizer{})
+		var out []int
+		for _, in := range calls(s) {
+			out = append(out, overhead+c.Count(newRenderer().render(in.Messages, nil)[len(EmptyHead):]))
+		}
+		return out
+	}()
+	const pausedAt = 15
+	s := usageSession(30, func(k int) conversation.Usage {
+		if k == 0 || k == pausedAt {
+			return conversation.Usage{CacheWrite: int64(sizes[k]), Output: 1}
+		}
+		return conversation.Usage{CacheRead: int64(sizes[k-1]), CacheWrite: int64(sizes[k] - sizes[k-1]), Output: 1}
+	})
+	for i := 1 + 2*pausedAt; i < len(s.Messages); i++ {
+		s.Messages[i].Time = s.Messages[i].Time.Add(10 * time.Minute)
+	}
+	check := func(warm string) *CacheCheck {
+		rep, err := Run(context.Background(), s, Options{Tokenizer: assemble.BytesTokenizer{}, Dir: t.TempDir(), Strategies: []Strategy{&Naive{}}, CacheModel: CacheAnthropic, Warm: warm})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep.CacheCheck
+	}
+	plain, warmed := check(WarmOff), check(WarmIdle)
+	if plain.CostError != warmed.CostError || plain.PredictedRead != warmed.PredictedRead || plain.HitAgreement != warmed.HitAgreement {
+		t.Fatalf("check without warming %+v, with %+v", plain, warmed)
+	}
+}

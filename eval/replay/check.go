@@ -161,9 +161,14 @@ func placementOf(format string) string {
 }
 
 // checkCache replays the harness's own requests under env's cache model
-// and compares each call with its recorded usage.
+// (without the warming or proxy env prices the strategies with) and
+// compares each call with its recorded usage.
 func checkCache(ctx context.Context, env *Env, cs []*CallInput, provider string) (*CacheCheck, error) {
+	// The recorded run sent neither ctxstore's warm requests nor went
+	// through its proxy: the model is checked against what was sent, so
+	// --warm and --claude-code-proxy price the strategies, not the check.
 	e := *env
+	e.Warm, e.Proxy = WarmOff, false
 	res, err := runStrategy(ctx, &harnessView{}, &e, cs, nil)
 	if err != nil {
 		return nil, err
