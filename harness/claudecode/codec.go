@@ -177,7 +177,9 @@ func classifyText(text string, results, blocks int, meta, compact bool) string {
 // Decode reads a claude-code-v1 artifact (complete transcript lines) as
 // neutral events (docs/import.md "Events"):
 //
-//   - user records: tool_result blocks are tool_result events; a compaction
+//   - user records: tool_result blocks are tool_result events (a preview
+//     ctxstore's hook made names its spill file in Metadata "preview",
+//     preview.go); a compaction
 //     summary is a system/compaction_summary event; isMeta records are
 //     prompts with Source "meta"; system-injected content (002's list:
 //     <task-notification>, skills, <teammate-message, <local-command-*>,
@@ -314,7 +316,11 @@ func (e *recordEmitter) user() {
 		if bs := nonTextBlocks(b.Content); bs != nil {
 			res.Blocks = bs
 		}
-		e.add(events.Event{Type: events.ToolResult, Tool: &events.Tool{ID: string(b.ToolUseID)}, Result: res})
+		ev := events.Event{Type: events.ToolResult, Tool: &events.Tool{ID: string(b.ToolUseID)}, Result: res}
+		if p, ok := previewOf(content, string(r.SessionID), string(b.ToolUseID)); ok {
+			ev.Metadata = map[string]any{"preview": p}
+		}
+		e.add(ev)
 	}
 	if strings.TrimSpace(text) == "" {
 		if class == ClassEmpty {
