@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/base64"
-	"strconv"
 	"time"
 
 	"github.com/ctxstore/ctxstore/context/ingest"
@@ -102,25 +101,31 @@ func (s *Server) showCommit(q *request) (any, error) {
 	return s.commits().Show(q.ctx, q.r.PathValue("ctx"), b)
 }
 
-// CommitHistoryResponse is GET /v1/commits/{ctx}/history.
+// CommitHistoryResponse is GET /v1/commits/{ctx}/history: one page of
+// the chain; Next, when set, is the commit the following page starts
+// from (GET /v1/commits/{next}/history), the parent of the last one here.
 type CommitHistoryResponse struct {
 	Commits []*commits.Commit `json:"commits"`
+	Next    string            `json:"next,omitempty"`
 }
 
+// commitHistory walks only the page: the chain is read commit by commit
+// from the tip, and a commit's parent never changes, so following Next
+// neither skips nor repeats one.
 func (s *Server) commitHistory(q *request) (any, error) {
-	depth := 0
-	if v := q.r.URL.Query().Get("depth"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return nil, badRequest("depth: want a count, got %q", v)
-		}
-		depth = n
-	}
-	h, err := s.commits().History(q.ctx, q.r.PathValue("ctx"), depth)
+	limit, err := pageLimit(q.r.URL.Query(), "limit", "depth")
 	if err != nil {
 		return nil, err
 	}
-	return CommitHistoryResponse{Commits: h}, nil
+	h, err := s.commits().History(q.ctx, q.r.PathValue("ctx"), limit)
+	if err != nil {
+		return nil, err
+	}
+	out := CommitHistoryResponse{Commits: h}
+	if len(h) == limit {
+		out.Next = h[len(h)-1].Parent
+	}
+	return out, nil
 }
 
 // MaterializeBody is POST /v1/commits/{ctx}/materialize.

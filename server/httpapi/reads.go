@@ -78,10 +78,12 @@ func (s *Server) object(q *request) (any, error) {
 	return ObjectResponse{ID: id, Doc: doc, TxID: et.TxID, TxTime: et.TxTime, ValidTime: et.ValidTime, ContentHash: et.ContentHash}, nil
 }
 
-// HistoryResponse is GET /v1/history/{id}.
+// HistoryResponse is GET /v1/history/{id}: one page of the versions;
+// Next, when set, is the cursor of the following page.
 type HistoryResponse struct {
 	ID      string               `json:"id"`
 	Entries []store.HistoryEntry `json:"entries"`
+	Next    string               `json:"next,omitempty"`
 }
 
 func (s *Server) history(q *request) (any, error) {
@@ -111,14 +113,41 @@ func (s *Server) history(q *request) (any, error) {
 			*f.dst = x
 		}
 	}
+	limit, err := pageLimit(v, "limit")
+	if err != nil {
+		return nil, err
+	}
+	var cur *historyCursor
+	if c := v.Get("cursor"); c != "" {
+		hc, err := parseHistoryCursor(c)
+		if err != nil {
+			return nil, err
+		}
+		// The store reads from the cursor's valid time on (the start bound
+		// is inclusive in either order); entries of that valid time the
+		// previous page answered are left out below.
+		cur, o.StartValidTime = &hc, &hc.vt
+	}
 	es, err := s.st.History(q.ctx, id, o)
 	if err != nil {
 		return nil, err
 	}
-	if es == nil {
-		es = []store.HistoryEntry{}
+	if cur != nil {
+		i := 0
+		for i < len(es) && cur.before(es[i], o) {
+			i++
+		}
+		es = es[i:]
 	}
-	return HistoryResponse{ID: id, Entries: es}, nil
+	out := HistoryResponse{ID: id, Entries: es}
+	if len(es) > limit {
+		out.Entries = es[:limit:limit]
+		out.Next = historyCursor{vt: es[limit].ValidTime, tx: es[limit].TxID}.String()
+	}
+	if out.Entries == nil {
+		out.Entries = []store.HistoryEntry{}
+	}
+	return out, nil
 }
 
 // QueryRequest is the body of POST /v1/query: a portable query and its

@@ -1,0 +1,135 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ctxstore/ctxstore/session/commits"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// TestHistoryPages: a history longer than the page answers the page and a
+// cursor, and following the cursors gives every entry once, in order, in
+// either order and with or without corrections.
+func TestHistoryPages(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	put := func(i, v int) {
+		tx, err := e.st.Submit(ctx, []store.Op{store.PutAt(store.Doc{store.IDKey: "h", "v": v}, t0.Add(time.Duration(i)*time.Hour))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.st.AwaitTx(ctx, tx.ID, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 7 {
+		put(i, i)
+	}
+	put(2, 20) // corrections: a second version at the same valid time
+	put(5, 50)
+	put(5, 51)
+
+	for _, order := range []string{"asc", "desc"} {
+		for _, corr := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s corrections=%v", order, corr), func(t *testing.T) {
+				q := url.Values{"order": {order}, "with_corrections": {fmt.Sprint(corr)}}
+				var all HistoryResponse
+				e.ok("GET", "/v1/history/h?"+q.Encode(), nil, &all)
+				want := 7
+				if corr {
+					want = 10
+				}
+				if len(all.Entries) != want || all.Next != "" {
+					t.Fatalf("whole history: %d entries, next %q; want %d and none", len(all.Entries), all.Next, want)
+				}
+				q.Set("limit", "3")
+				var got []store.HistoryEntry
+				pages := 0
+				for {
+					var p HistoryResponse
+					e.ok("GET", "/v1/history/h?"+q.Encode(), nil, &p)
+					pages++
+					if len(p.Entries) > 3 {
+						t.Fatalf("page %d: %d entries, over the limit of 3", pages, len(p.Entries))
+					}
+					got = append(got, p.Entries...)
+					if p.Next == "" {
+						break
+					}
+					if len(p.Entries) != 3 || pages > 10 {
+						t.Fatalf("page %d: %d entries with a next cursor", pages, len(p.Entries))
+					}
+					q.Set("cursor", p.Next)
+				}
+				if pages != (want+2)/3 {
+					t.Errorf("%d pages, want %d", pages, (want+2)/3)
+				}
+				key := func(e store.HistoryEntry) string { return fmt.Sprint(e.ValidTime.UnixNano(), e.TxID) }
+				a, b := make([]string, len(got)), make([]string, len(all.Entries))
+				for i := range got {
+					a[i] = key(got[i])
+				}
+				for i := range all.Entries {
+					b[i] = key(all.Entries[i])
+				}
+				if !slices.Equal(a, b) {
+					t.Errorf("pages followed:\n%v\nwant the whole history:\n%v", a, b)
+				}
+			})
+		}
+	}
+	e.fails(http.StatusBadRequest, CodeBadRequest, "GET", "/v1/history/h?cursor=nope", nil)
+	e.check = false // a limit over the maximum is outside the document too
+	e.fails(http.StatusBadRequest, CodeBadRequest, "GET", fmt.Sprintf("/v1/history/h?limit=%d", MaxPageLimit+1), nil)
+}
+
+// TestCommitHistoryPages: a chain longer than the page answers the page
+// and the commit to continue from; following it reaches the root with
+// every commit once.
+func TestCommitHistoryPages(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.Principal = "alice" })
+	var chain []string // root first
+	parent := ""
+	for i := range 5 {
+		var c commits.Commit
+		body := map[string]any{"content": fmt.Sprintf(`[{"type":"response","text":"%d"}]`, i),
+			"session": "s1", "principal": "alice", "created": fmt.Sprintf("2026-01-0%dT00:00:00Z", i+1)}
+		if parent != "" {
+			body["parent"] = parent
+		}
+		e.ok("POST", "/v1/commits", body, &c)
+		chain = append(chain, c.ID)
+		parent = c.ID
+	}
+	slices.Reverse(chain) // tip first, as the history answers
+	var got []string
+	next, pages := chain[0], 0
+	for next != "" {
+		var h CommitHistoryResponse
+		e.ok("GET", "/v1/commits/"+next+"/history?limit=2", nil, &h)
+		if pages++; len(h.Commits) > 2 || pages > 5 {
+			t.Fatalf("page %d: %d commits, over the limit of 2", pages, len(h.Commits))
+		}
+		for _, c := range h.Commits {
+			got = append(got, c.ID)
+		}
+		next = h.Next
+	}
+	if !slices.Equal(got, chain) || pages != 3 {
+		t.Errorf("%d pages followed: %v\nwant the chain %v", pages, got, chain)
+	}
+	var whole CommitHistoryResponse
+	e.ok("GET", "/v1/commits/"+chain[0]+"/history", nil, &whole)
+	if len(whole.Commits) != 5 || whole.Next != "" {
+		t.Errorf("whole chain: %d commits, next %q", len(whole.Commits), whole.Next)
+	}
+	e.check = false // a limit over the maximum is outside the document too
+	e.fails(http.StatusBadRequest, CodeBadRequest, "GET", fmt.Sprintf("/v1/commits/%s/history?limit=%d", chain[0], MaxPageLimit+1), nil)
+}
