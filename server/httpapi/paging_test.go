@@ -133,3 +133,39 @@ func TestCommitHistoryPages(t *testing.T) {
 	e.check = false // a limit over the maximum is outside the document too
 	e.fails(http.StatusBadRequest, CodeBadRequest, "GET", fmt.Sprintf("/v1/commits/%s/history?limit=%d", chain[0], MaxPageLimit+1), nil)
 }
+
+// TestQueryBounded: a query answers at most its limit, or MaxPageLimit
+// when it names none, and says when more matched.
+func TestQueryBounded(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	ops := make([]store.Op, MaxPageLimit+1)
+	for i := range ops {
+		ops[i] = store.Put(store.Doc{store.IDKey: fmt.Sprintf("q%05d", i), "kind": "paged", "n": i})
+	}
+	tx, err := e.st.Submit(ctx, ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.AwaitTx(ctx, tx.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	where := []any{map[string]any{"field": "kind", "op": "eq", "value": "paged"}}
+	var all QueryResponse
+	e.ok("POST", "/v1/query", map[string]any{"where": where, "find": []string{"n"}}, &all)
+	if len(all.Docs) != MaxPageLimit || !all.Truncated {
+		t.Fatalf("no limit: %d documents, truncated %v; want %d and true", len(all.Docs), all.Truncated, MaxPageLimit)
+	}
+	var two QueryResponse
+	e.ok("POST", "/v1/query", map[string]any{"where": where, "limit": 2}, &two)
+	if len(two.Docs) != 2 || !two.Truncated || two.Docs[0][store.IDKey] != "q00000" {
+		t.Fatalf("limit 2: %+v", two)
+	}
+	var rest QueryResponse
+	e.ok("POST", "/v1/query", map[string]any{"where": append(where, map[string]any{"field": "n", "op": "gte", "value": MaxPageLimit}), "limit": 5}, &rest)
+	if len(rest.Docs) != 1 || rest.Truncated {
+		t.Fatalf("the last one: %+v", rest)
+	}
+	e.check = false // a limit over the maximum is outside the document too
+	e.fails(http.StatusBadRequest, CodeBadRequest, "POST", "/v1/query", map[string]any{"where": where, "limit": MaxPageLimit + 1})
+}

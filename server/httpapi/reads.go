@@ -164,9 +164,12 @@ type BasisJSON struct {
 	TxTime    string `json:"tx_time,omitempty"`
 }
 
-// QueryResponse is the answer of POST /v1/query.
+// QueryResponse is the answer of POST /v1/query: at most the query's
+// limit (MaxPageLimit when it names none) of the matching documents;
+// Truncated says more matched.
 type QueryResponse struct {
-	Docs []store.Doc `json:"docs"`
+	Docs      []store.Doc `json:"docs"`
+	Truncated bool        `json:"truncated,omitempty"`
 }
 
 func (s *Server) query(q *request) (any, error) {
@@ -194,12 +197,28 @@ func (s *Server) query(q *request) (any, error) {
 	if err := req.Query.Validate(); err != nil {
 		return nil, err
 	}
+	// The answer is bounded: a query without a limit gets MaxPageLimit
+	// documents, and one more is asked to tell whether more matched. The
+	// query's order (and then the id) is stable, so a caller wanting the
+	// rest narrows the query past the last document it got.
+	limit := req.Limit
+	if limit > MaxPageLimit {
+		return nil, badRequest("limit: at most %d, got %d", MaxPageLimit, limit)
+	}
+	if limit == 0 {
+		limit = MaxPageLimit
+	}
+	req.Limit = limit + 1
 	docs, err := s.st.Query(q.ctx, req.Query)
 	if err != nil {
 		return nil, err
 	}
-	if docs == nil {
-		docs = []store.Doc{}
+	out := QueryResponse{Docs: docs}
+	if len(docs) > limit {
+		out.Docs, out.Truncated = docs[:limit:limit], true
 	}
-	return QueryResponse{Docs: docs}, nil
+	if out.Docs == nil {
+		out.Docs = []store.Doc{}
+	}
+	return out, nil
 }
