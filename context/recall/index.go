@@ -108,6 +108,13 @@ func MetaHistory(ctx context.Context, st store.Store, sessionID string) ([]Meta,
 	if err != nil {
 		return nil, err
 	}
+	return MetaVersions(h)
+}
+
+// MetaVersions turns history entries of a session's metadata (read with
+// docs) into its versions, leaving out tombstones; a reader that pages the
+// history converts each page.
+func MetaVersions(h []store.HistoryEntry) ([]Meta, error) {
 	var out []Meta
 	for _, e := range h {
 		if e.Deleted || e.Doc == nil {

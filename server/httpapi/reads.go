@@ -113,15 +113,27 @@ func (s *Server) history(q *request) (any, error) {
 			*f.dst = x
 		}
 	}
-	limit, err := pageLimit(v, "limit")
+	es, next, err := s.historyPage(q, id, o)
 	if err != nil {
 		return nil, err
+	}
+	return HistoryResponse{ID: id, Entries: es, Next: next}, nil
+}
+
+// historyPage reads one page of id's history as o asks, from the query's
+// limit and cursor: the entries and the cursor of the next page ("" at
+// the end).
+func (s *Server) historyPage(q *request, id string, o store.HistoryOptions) ([]store.HistoryEntry, string, error) {
+	v := q.r.URL.Query()
+	limit, err := pageLimit(v, "limit")
+	if err != nil {
+		return nil, "", err
 	}
 	var cur *historyCursor
 	if c := v.Get("cursor"); c != "" {
 		hc, err := parseHistoryCursor(c)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		// The store reads from the cursor's valid time on (the start bound
 		// is inclusive in either order); entries of that valid time the
@@ -130,7 +142,7 @@ func (s *Server) history(q *request) (any, error) {
 	}
 	es, err := s.st.History(q.ctx, id, o)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if cur != nil {
 		i := 0
@@ -139,15 +151,15 @@ func (s *Server) history(q *request) (any, error) {
 		}
 		es = es[i:]
 	}
-	out := HistoryResponse{ID: id, Entries: es}
+	next := ""
 	if len(es) > limit {
-		out.Entries = es[:limit:limit]
-		out.Next = historyCursor{vt: es[limit].ValidTime, tx: es[limit].TxID}.String()
+		next = historyCursor{vt: es[limit].ValidTime, tx: es[limit].TxID}.String()
+		es = es[:limit:limit]
 	}
-	if out.Entries == nil {
-		out.Entries = []store.HistoryEntry{}
+	if es == nil {
+		es = []store.HistoryEntry{}
 	}
-	return out, nil
+	return es, next, nil
 }
 
 // QueryRequest is the body of POST /v1/query: a portable query and its

@@ -119,17 +119,26 @@ func (s *Server) sessionMeta(q *request) (any, error) {
 	}
 	resp := MetaResponse{Meta: *m}
 	if q.r.URL.Query().Get("history") == "true" {
-		if resp.History, err = recall.MetaHistory(q.ctx, s.st, q.sid); err != nil {
+		// The versions, oldest first, a page at a time (limit, cursor:
+		// the same paging as GET /v1/history/{id}).
+		es, next, err := s.historyPage(q, recall.MetaID(q.sid), store.HistoryOptions{Order: store.Asc, WithDocs: true})
+		if err != nil {
 			return nil, err
 		}
+		if resp.History, err = recall.MetaVersions(es); err != nil {
+			return nil, err
+		}
+		resp.HistoryNext = next
 	}
 	return resp, nil
 }
 
-// MetaResponse is GET /v1/sessions/{sid}/meta.
+// MetaResponse is GET /v1/sessions/{sid}/meta; with history=true, History
+// is one page of the versions and HistoryNext the cursor of the next.
 type MetaResponse struct {
 	recall.Meta
-	History []recall.Meta `json:"history,omitempty"`
+	History     []recall.Meta `json:"history,omitempty"`
+	HistoryNext string        `json:"history_next,omitempty"`
 }
 
 func recallErr(err error) error {

@@ -47,6 +47,16 @@ func TestRecallThroughTheAPI(t *testing.T) {
 	if m2.Name != m.Name || m2.TxID <= m.TxID {
 		t.Errorf("on-demand index: %+v", m2)
 	}
+	// The versions a page at a time: the cursor reaches the second.
+	var p1, p2 MetaResponse
+	e.ok("GET", "/v1/sessions/old/meta?history=true&limit=1", nil, &p1)
+	if len(p1.History) != 1 || p1.History[0].TxID != m.TxID || p1.HistoryNext == "" {
+		t.Fatalf("first page of the versions: %+v", p1)
+	}
+	e.ok("GET", "/v1/sessions/old/meta?history=true&limit=1&cursor="+p1.HistoryNext, nil, &p2)
+	if len(p2.History) != 1 || p2.History[0].TxID != m2.TxID || p2.HistoryNext != "" {
+		t.Fatalf("second page of the versions: %+v", p2)
+	}
 
 	e.open("new")
 	var nl piLogBuilder
