@@ -117,7 +117,7 @@ func (it *item) render() {
 			// The live output is the result, as the harness would send it.
 			out := *it.obj.Content
 			if it.preview {
-				out = previewText(out, it.loadHint())
+				out = PreviewText(out, it.loadHint())
 			}
 			it.f = &frag{role: RoleToolResult, callID: it.ref.ID, blocks: []Block{{Type: BlockText, Text: out}}}
 			return

@@ -177,11 +177,11 @@ func (it *item) loadHint() string {
 	return "read " + spillPath(it.style.spill, it.ref.ID) + " for the output whole"
 }
 
-// previewText is a large output as it enters (demand paging): its first
+// PreviewText is a large output as it enters (demand paging): its first
 // and last lines, cut at line ends, and a line saying what was left out
 // and how to see it whole (load).
-func previewText(s, load string) string {
-	h := min(len(s), previewHead)
+func PreviewText(s, load string) string {
+	h := min(len(s), PreviewHead)
 	for h < len(s) && h > 0 && !utf8.RuneStart(s[h]) {
 		h--
 	}
@@ -189,7 +189,7 @@ func previewText(s, load string) string {
 	if i := strings.LastIndexByte(head, '\n'); i > 0 {
 		head = head[:i+1]
 	}
-	t := max(len(head), len(s)-previewTail)
+	t := max(len(head), len(s)-PreviewTail)
 	for t < len(s) && !utf8.RuneStart(s[t]) {
 		t++
 	}
@@ -207,6 +207,6 @@ func previewText(s, load string) string {
 
 // Preview sizes: the start and the end of a large output shown.
 const (
-	previewHead = 2400
-	previewTail = 1200
+	PreviewHead = 2400
+	PreviewTail = 1200
 )

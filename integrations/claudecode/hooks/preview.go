@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/tools"
 )
 
@@ -29,13 +30,6 @@ const DefaultPreviewChars = 16000
 // maxSpill bounds what one spill file holds: an output past it passes
 // through unchanged (Claude Code cuts its own large outputs before then).
 const maxSpill = 64 << 20
-
-// Preview sizes: the start and the end of a large output shown, as the Pi
-// extension shows them.
-const (
-	previewHead = 2400
-	previewTail = 1200
-)
 
 // Spill says where a session's outputs are whole: Root holds one directory
 // per session, named by its id, and each output is
@@ -218,7 +212,7 @@ func cut(tool string, resp json.RawMessage, limit int, load string) (up json.Raw
 		if !big(whole) {
 			return nil, "", 0, false
 		}
-		p := previewText(whole, load)
+		p := assemble.PreviewText(whole, load)
 		return o.set("stdout", encode(p)).set("stderr", encode("")).raw(), whole, utf8.RuneCountInString(p), true
 	case tool == "Read":
 		o, err := subObject(resp, tool)
@@ -248,7 +242,7 @@ func cut(tool string, resp json.RawMessage, limit int, load string) (up json.Raw
 			return nil, "", 0, false
 		}
 		if content, ok := str(o, "content"); ok && big(content) {
-			p := previewText(content, load)
+			p := assemble.PreviewText(content, load)
 			return o.set("content", encode(p)).raw(), content, utf8.RuneCountInString(p), true
 		}
 		raw, ok := o.get("filenames")
@@ -271,7 +265,7 @@ func cut(tool string, resp json.RawMessage, limit int, load string) (up json.Raw
 		if !ok || !big(result) {
 			return nil, "", 0, false
 		}
-		p := previewText(result, load)
+		p := assemble.PreviewText(result, load)
 		return o.set("result", encode(p)).raw(), result, utf8.RuneCountInString(p), true
 	case strings.HasPrefix(tool, "mcp__"):
 		// An MCP tool's result: a string when it is one text block (what
@@ -286,7 +280,7 @@ func cut(tool string, resp json.RawMessage, limit int, load string) (up json.Raw
 			if !big(text) {
 				return nil, "", 0, false
 			}
-			p := previewText(text, load)
+			p := assemble.PreviewText(text, load)
 			return encode([]map[string]string{{"type": "text", "text": p}}), text, utf8.RuneCountInString(p), true
 		}
 		var blocks []struct {
@@ -310,16 +304,16 @@ func cut(tool string, resp json.RawMessage, limit int, load string) (up json.Raw
 		if !big(whole) {
 			return nil, "", 0, false
 		}
-		p := previewText(whole, load)
+		p := assemble.PreviewText(whole, load)
 		return encode([]map[string]string{{"type": "text", "text": p}}), whole, utf8.RuneCountInString(p), true
 	}
 	return nil, "", 0, false
 }
 
-// headText is the start of s (previewHead+previewTail chars, cut at a line
+// headText is the start of s (assemble.PreviewHead+assemble.PreviewTail chars, cut at a line
 // end) and a line saying what was left out and how to see it whole.
 func headText(s, load string) string {
-	h := min(len(s), previewHead+previewTail)
+	h := min(len(s), assemble.PreviewHead+assemble.PreviewTail)
 	for h > 0 && h < len(s) && !utf8.RuneStart(s[h]) {
 		h--
 	}
@@ -333,32 +327,4 @@ func headText(s, load string) string {
 	omitted := s[min(len(head), len(s)):]
 	return fmt.Sprintf("%s[ctxstore] %d of %d chars (%d lines) left out here; %s",
 		head, utf8.RuneCountInString(omitted), utf8.RuneCountInString(s), strings.Count(omitted, "\n"), load)
-}
-
-// previewText is a large output as it enters: its first and last lines, cut
-// at line ends, and a line between them saying what was left out and how to
-// see it whole (load), as the Pi extension's previews read.
-func previewText(s, load string) string {
-	h := min(len(s), previewHead)
-	for h < len(s) && h > 0 && !utf8.RuneStart(s[h]) {
-		h--
-	}
-	head := s[:h]
-	if i := strings.LastIndexByte(head, '\n'); i > 0 {
-		head = head[:i+1]
-	}
-	t := max(len(head), len(s)-previewTail)
-	for t < len(s) && !utf8.RuneStart(s[t]) {
-		t++
-	}
-	tail := s[t:]
-	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)-1 {
-		tail = tail[i+1:]
-	}
-	omitted := s[len(head) : len(s)-len(tail)]
-	if !strings.HasSuffix(head, "\n") {
-		head += "\n"
-	}
-	return fmt.Sprintf("%s[ctxstore] %d of %d chars (%d lines) left out here; %s\n%s",
-		head, utf8.RuneCountInString(omitted), utf8.RuneCountInString(s), strings.Count(omitted, "\n"), load, tail)
 }
