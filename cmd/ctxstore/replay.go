@@ -383,7 +383,7 @@ func printMarkdown(w io.Writer, reports []*replay.Report, total []replay.Result,
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "#### Per session")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Each cell: effective cost / naive, cache share (cached / context tokens), history tokens / naive.")
+	fmt.Fprintln(w, "Each cell: effective cost / naive, cache share (cached / context tokens), history tokens / naive; then faults per 100 calls / share of calls with a fault (docs/replay.md, \"Faults\").")
 	fmt.Fprintln(w)
 	names := []string{}
 	for _, res := range total {
@@ -398,7 +398,7 @@ func printMarkdown(w io.Writer, reports []*replay.Report, total []replay.Result,
 			cell := "-" // declined (Report.Declined)
 			for _, res := range r.Results {
 				if t := res.Totals; res.Strategy == name {
-					cell = fmt.Sprintf("%.2f / %.1f%% / %.2f", t.CostVsNaive, 100*t.CacheShare, t.HistoryVsNaive)
+					cell = fmt.Sprintf("%.2f / %.1f%% / %.2f; %s", t.CostVsNaive, 100*t.CacheShare, t.HistoryVsNaive, faultCell(t))
 				}
 			}
 			cells = append(cells, cell)
@@ -421,6 +421,16 @@ func printMarkdown(w io.Writer, reports []*replay.Report, total []replay.Result,
 			100*t.CacheShare, thousands(t.Written), thousands(int64(math.Round(t.Cost))), t.CostVsNaive, t.CostVsCapped, t.HistoryVsNaive, t.Rebases, t.Cold,
 			thousands(int64(t.MaxContext)), t.OverWindow, t.Reneeded, t.Served, t.Faults, t.FaultCalls, t.PageIns, t.Warms)
 	}
+}
+
+// faultCell is a strategy's faults on a session as the markdown's cells
+// give them: faults per 100 calls / share of calls with a fault, "-" for
+// the recorded strategy (its context is not known, so nothing is checked).
+func faultCell(t replay.Totals) string {
+	if t.Calls == 0 || t.Checked == 0 && t.Faults == 0 {
+		return "faults -"
+	}
+	return fmt.Sprintf("faults %.1f / %.1f%%", 100*float64(t.Faults)/float64(t.Calls), 100*float64(t.FaultCalls)/float64(t.Calls))
 }
 
 // mdName is a session's file name without its directory and extension.
