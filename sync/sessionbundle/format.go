@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
+	"github.com/ctxstore/ctxstore/internal/jsonlimit"
 	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/sync/versionlog"
 )
@@ -284,3 +286,73 @@ func decodeStrict(line []byte, v any) error {
 }
 
 var nl = []byte("\n")
+
+// loneSurrogate refuses a manifest line holding a lone surrogate escape
+// ("\ud800" alone), naming the field and the byte, by the rule every
+// document and version log line follows (jsonlimit.LoneSurrogate):
+// encoding/json decodes such an escape as U+FFFD, so "k\ud800" and
+// "k\udfff" would name one entity.
+func loneSurrogate(line []byte) error {
+	off := jsonlimit.LoneSurrogate(line)
+	if off < 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: field %s, byte %d: the escape %s is half of a UTF-16 surrogate pair, no Unicode character", ErrCorrupt, fieldAt(line, off), off, line[off:off+6])
+}
+
+// fieldAt names the field of the JSON object line whose key or string
+// value holds byte off ("source.id" inside the header's source), or
+// "(unknown)" when the line does not parse that far.
+func fieldAt(line []byte, off int) string {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	type frame struct {
+		object bool
+		key    string
+		isKey  bool // the next string in an object is a key
+	}
+	var stack []frame
+	path := func(last string) string {
+		var parts []string
+		for _, f := range stack[:len(stack)-1] {
+			if f.object {
+				parts = append(parts, f.key)
+			}
+		}
+		return strings.Join(append(parts, last), ".")
+	}
+	for {
+		start := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			return "(unknown)"
+		}
+		end := int(dec.InputOffset())
+		switch t := tok.(type) {
+		case json.Delim:
+			if t == '{' || t == '[' {
+				stack = append(stack, frame{object: t == '{', isKey: t == '{'})
+				continue
+			}
+			stack = stack[:len(stack)-1]
+		default:
+			if len(stack) == 0 {
+				return "(unknown)"
+			}
+			top := &stack[len(stack)-1]
+			if top.object && top.isKey {
+				top.key, _ = t.(string)
+				top.isKey = false
+				if int(start) <= off && off < end {
+					return path(top.key)
+				}
+				continue
+			}
+			if int(start) <= off && off < end {
+				return path(top.key)
+			}
+		}
+		if len(stack) > 0 && stack[len(stack)-1].object {
+			stack[len(stack)-1].isKey = true
+		}
+	}
+}

@@ -84,6 +84,9 @@ func readManifest(br *bufio.Reader) (*manifest, error) {
 		case err != nil:
 			return nil, &versionlog.LineError{Line: line, TxID: -1, Err: readErr(err)}
 		}
+		if err := loneSurrogate(b); err != nil {
+			return nil, &versionlog.LineError{Line: line, TxID: -1, Err: err}
+		}
 		return b, nil
 	}
 	fail := func(err error) error { return &versionlog.LineError{Line: line, TxID: -1, Err: err} }
