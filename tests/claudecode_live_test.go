@@ -931,6 +931,15 @@ func TestClaudeCodeInstallCLI(t *testing.T) {
 	if !strings.Contains(string(b), "sqlite:"+filepath.Join(home, ".ctxstore", "store.db")+" claude-code hook") {
 		t.Errorf("user settings name another store:\n%s", b)
 	}
+	// The spill directory is outside every project: one rule lets the
+	// model's Read of it through without asking.
+	var perms struct {
+		Permissions struct{ Allow []string } `json:"permissions"`
+	}
+	json.Unmarshal(b, &perms)
+	if want := "Read(/" + filepath.ToSlash(filepath.Join(home, ".ctxstore", "spill")) + "/**)"; !slices.Equal(perms.Permissions.Allow, []string{want}) {
+		t.Errorf("user settings allow %q, want %q", perms.Permissions.Allow, want)
+	}
 	if _, err := os.Stat(filepath.Join(home, ".ctxstore", "store.db")); err != nil {
 		t.Errorf("install did not create the store the MCP server opens: %v", err)
 	}

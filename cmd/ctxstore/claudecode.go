@@ -82,13 +82,15 @@ func (c *ccInstallCmd) Run(a *app) error {
 	args := []string{"--store", storeURL, "claude-code", "hook", "--timeout", c.Timeout.String()}
 	if !c.NoPreviews {
 		// Beside the store: inside the project, so that Claude Code's Read
-		// of a spill file needs no permission (~/.ctxstore for --user).
+		// of a spill file needs no permission (~/.ctxstore for --user, which
+		// a permission rule allows: scope.Spill).
 		args = append(args, "--spill-dir", filepath.Join(dir, ".ctxstore", "spill"))
 	}
 	if c.Service != "" {
 		args = append(args, "--service", c.Service)
 	}
-	cfg := hooks.Config{Command: shellJoin(append([]string{bin}, args...)), Timeout: int((c.Timeout+time.Second-1)/time.Second) + 5}
+	cfg := hooks.Config{Command: shellJoin(append([]string{bin}, args...)), Timeout: int((c.Timeout+time.Second-1)/time.Second) + 5,
+		AllowSpillRead: !c.NoPreviews}
 	if !c.NoMCP {
 		mcpArgs := []string{"--store", storeURL, "mcp"}
 		if c.Service != "" {

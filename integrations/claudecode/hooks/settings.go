@@ -44,6 +44,13 @@ type Scope struct {
 	// Project adds the server to the settings' enabledMcpjsonServers, so
 	// that Claude Code does not ask before starting a project's server.
 	Project bool
+	// Spill is the spill directory outside the project (the user's
+	// ~/.ctxstore/spill) whose files the model reads back with Claude
+	// Code's Read: install with Config.AllowSpillRead adds SpillRule(Spill)
+	// to the settings' permissions.allow, and uninstall removes that rule.
+	// Empty for a project, whose spill directory is inside it (Claude Code
+	// asks nothing before a Read there).
+	Spill string
 }
 
 // ProjectScope is the configuration of the project at dir.
@@ -53,7 +60,17 @@ func ProjectScope(dir string) Scope {
 
 // UserScope is the configuration of the user whose home is home.
 func UserScope(home string) Scope {
-	return Scope{Settings: filepath.Join(home, ".claude", "settings.json"), MCP: filepath.Join(home, ".claude.json")}
+	return Scope{Settings: filepath.Join(home, ".claude", "settings.json"), MCP: filepath.Join(home, ".claude.json"),
+		Spill: filepath.Join(home, ".ctxstore", "spill")}
+}
+
+// SpillRule is the narrowest permission rule that lets Claude Code's Read
+// open the files under the spill directory dir (absolute) without asking:
+// the Read tool on that directory ("//" begins an absolute path in Claude
+// Code's rules). The directory is ctxstore's own, so the rule is too:
+// uninstall removes it even when the user wrote the same rule.
+func SpillRule(dir string) string {
+	return "Read(/" + filepath.ToSlash(filepath.Clean(dir)) + "/**)"
 }
 
 // Config is what install writes.
@@ -67,6 +84,9 @@ type Config struct {
 	// MCP, when set, is the MCP server entry: the command and arguments
 	// that start `ctxstore mcp`.
 	MCP *MCPServer
+	// AllowSpillRead adds the scope's SpillRule, if it has a Spill
+	// directory (previews on).
+	AllowSpillRead bool
 }
 
 // MCPServer is a stdio MCP server entry.
@@ -111,6 +131,16 @@ func PlanInstall(scope Scope, c Config) ([]Change, error) {
 	if settings, err = addHooks(settings, scope.Settings, c); err != nil {
 		return nil, err
 	}
+	if scope.Spill != "" {
+		if settings, _, err = removeRule(settings, scope.Settings, SpillRule(scope.Spill)); err != nil {
+			return nil, err
+		}
+		if c.AllowSpillRead {
+			if settings, err = addRule(settings, scope.Settings, SpillRule(scope.Spill)); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if c.MCP != nil && scope.MCP != "" && scope.Project {
 		if settings, err = setEnabled(settings, scope.Settings); err != nil {
 			return nil, err
@@ -137,7 +167,9 @@ func PlanInstall(scope Scope, c Config) ([]Change, error) {
 // PlanUninstall returns the changes that remove exactly what install
 // wrote: the hook entries carrying Marker (and the matcher groups and
 // events they leave empty), the marked MCP entry and its enabledMcpjsonServers
-// name. A file left as an empty object is removed. Nothing else changes.
+// name, the scope's SpillRule (and the permissions.allow and permissions
+// it leaves empty). A file left as an empty object is removed. Nothing
+// else changes.
 func PlanUninstall(scope Scope) ([]Change, error) {
 	before, err := readFile(scope.Settings)
 	if err != nil {
@@ -175,6 +207,13 @@ func PlanUninstall(scope Scope) ([]Change, error) {
 			return nil, err
 		}
 		changed := n > 0
+		if scope.Spill != "" {
+			var had bool
+			if settings, had, err = removeRule(settings, scope.Settings, SpillRule(scope.Spill)); err != nil {
+				return nil, err
+			}
+			changed = changed || had
+		}
 		if removedMCP && scope.Project {
 			var had bool
 			if settings, had, err = dropEnabled(settings, scope.Settings); err != nil {
@@ -483,6 +522,73 @@ func dropEnabled(settings object, file string) (object, bool, error) {
 		return settings.del("enabledMcpjsonServers"), true, nil
 	}
 	return settings.set("enabledMcpjsonServers", rawArray(kept)), true, nil
+}
+
+// addRule appends rule to permissions.allow unless it is there.
+func addRule(settings object, file, rule string) (object, error) {
+	perms := object{}
+	if raw, ok := settings.get("permissions"); ok {
+		var err error
+		if perms, err = subObject(raw, file+": permissions"); err != nil {
+			return nil, err
+		}
+	}
+	var rules []json.RawMessage
+	if raw, ok := perms.get("allow"); ok {
+		var err error
+		if rules, err = array(raw, file+": permissions.allow"); err != nil {
+			return nil, err
+		}
+		for _, r := range rules {
+			var s string
+			if json.Unmarshal(r, &s) == nil && s == rule {
+				return settings, nil
+			}
+		}
+	}
+	perms = perms.set("allow", rawArray(append(rules, encode(rule))))
+	return settings.set("permissions", perms.raw()), nil
+}
+
+// removeRule drops rule from permissions.allow (and allow, and
+// permissions, when it leaves them empty).
+func removeRule(settings object, file, rule string) (object, bool, error) {
+	raw, ok := settings.get("permissions")
+	if !ok {
+		return settings, false, nil
+	}
+	perms, err := subObject(raw, file+": permissions")
+	if err != nil {
+		return nil, false, err
+	}
+	araw, ok := perms.get("allow")
+	if !ok {
+		return settings, false, nil
+	}
+	rules, err := array(araw, file+": permissions.allow")
+	if err != nil {
+		return nil, false, err
+	}
+	var kept []json.RawMessage
+	for _, r := range rules {
+		var s string
+		if json.Unmarshal(r, &s) == nil && s == rule {
+			continue
+		}
+		kept = append(kept, r)
+	}
+	if len(kept) == len(rules) {
+		return settings, false, nil
+	}
+	if len(kept) > 0 {
+		perms = perms.set("allow", rawArray(kept))
+	} else {
+		perms = perms.del("allow")
+	}
+	if len(perms) == 0 {
+		return settings.del("permissions"), true, nil
+	}
+	return settings.set("permissions", perms.raw()), true, nil
 }
 
 // RunHooks is the "hooks" object of a --settings value that gives one

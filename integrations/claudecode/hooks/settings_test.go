@@ -445,3 +445,74 @@ func TestRunHooks(t *testing.T) {
 		t.Error("Installed")
 	}
 }
+
+// TestUserScopeSpillRule: install --user allows Claude Code's Read of the
+// spill directory (~/.ctxstore/spill, outside every project) with one
+// permission rule beside the user's own, once however often it runs;
+// installing without previews takes it out; uninstall removes exactly it
+// and restores the file byte for byte. A project's install adds no rule.
+func TestUserScopeSpillRule(t *testing.T) {
+	home := t.TempDir()
+	s := UserScope(home)
+	rule := "Read(/" + filepath.ToSlash(home) + "/.ctxstore/spill/**)"
+	if got := SpillRule(s.Spill); got != rule {
+		t.Fatalf("SpillRule = %q, want %q", got, rule)
+	}
+	allowed := func() []string {
+		t.Helper()
+		var v struct {
+			Permissions struct{ Allow []string } `json:"permissions"`
+		}
+		if err := json.Unmarshal([]byte(read(t, s.Settings)), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v.Permissions.Allow
+	}
+	c := testConfig
+	c.AllowSpillRead = true
+	write(t, s.Settings, settingsWithOthers)
+	install(t, s, c)
+	if got := allowed(); !reflect.DeepEqual(got, []string{"Bash(npm run lint)", rule}) {
+		t.Errorf("permissions.allow after install: %q", got)
+	}
+	if !strings.Contains(read(t, s.Settings), `"deny": []`) {
+		t.Error("install lost the user's other permissions")
+	}
+	if ch := install(t, s, c); ch[0].Changed() {
+		t.Errorf("installing twice changed the settings:\n%s", ch[0].Diff())
+	}
+	if got := allowed(); !reflect.DeepEqual(got, []string{"Bash(npm run lint)", rule}) {
+		t.Errorf("permissions.allow after a second install: %q", got)
+	}
+	install(t, s, testConfig) // --no-previews
+	if got := allowed(); !reflect.DeepEqual(got, []string{"Bash(npm run lint)"}) {
+		t.Errorf("permissions.allow after an install without previews: %q", got)
+	}
+	install(t, s, c)
+	uninstall(t, s)
+	if got := read(t, s.Settings); got != settingsWithOthers {
+		t.Errorf("settings after uninstall:\n%s", got)
+	}
+
+	// Into nothing: the rule is the settings' only permission, and
+	// uninstall leaves no file.
+	home2 := t.TempDir()
+	s2 := UserScope(home2)
+	install(t, s2, c)
+	var v map[string]any
+	json.Unmarshal([]byte(read(t, s2.Settings)), &v)
+	if p, _ := v["permissions"].(map[string]any); !reflect.DeepEqual(p, map[string]any{"allow": []any{SpillRule(s2.Spill)}}) {
+		t.Errorf("permissions after install into nothing: %v", v["permissions"])
+	}
+	uninstall(t, s2)
+	if _, err := os.Stat(s2.Settings); !os.IsNotExist(err) {
+		t.Errorf("settings left after uninstall: %v", err)
+	}
+
+	// A project's spill directory is inside it: no rule.
+	p := ProjectScope(t.TempDir())
+	install(t, p, c)
+	if strings.Contains(read(t, p.Settings), "permissions") {
+		t.Errorf("a project install wrote a permission:\n%s", read(t, p.Settings))
+	}
+}
