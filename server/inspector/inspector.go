@@ -71,6 +71,8 @@ type Handler struct {
 	o   Options
 	mux *http.ServeMux
 	t   *template.Template
+	// faultCache keeps recorded sessions' fault replays (faults.go).
+	faultCache faultCache
 }
 
 // New returns the inspector's handler; mount it at Options.Prefix + "/".
@@ -111,6 +113,7 @@ func New(o Options) (*Handler, error) {
 	h.page("GET "+p+"/s/{sid}/paging", h.paging)
 	h.page("GET "+p+"/s/{sid}/c/{n}", h.call)
 	h.page("GET "+p+"/s/{sid}/c/{n}/diff/{m}", h.diff)
+	h.page("GET "+p+"/s/{sid}/c/{n}/faults", h.faults)
 	h.mux.HandleFunc("GET "+p+"/s/{sid}/c/{n}/raw", h.guard(h.raw))
 	h.page("GET "+p+"/o/{id...}", h.object)
 	h.mux.HandleFunc(p+"/", func(w http.ResponseWriter, r *http.Request) {
