@@ -1,10 +1,12 @@
 // Package ccproxy is ctxstore's Claude Code proxy: an HTTP server that
 // Claude Code reaches at ANTHROPIC_BASE_URL and that passes every request
 // on to the Anthropic API (or any server that speaks its Messages API),
-// and every answer back as it streams. Claude Code has no hook that can
-// change what it sends its model; the proxy changes two things about its
-// prompt cache, never what the model reads (docs/claude-code.md, "The
-// proxy"):
+// and every answer back as it streams (docs/claude-code.md, "The proxy").
+// In managed mode (Config.Managed, managed.go) it sends the model
+// ctxstore's managed context for each conversation: old tool outputs
+// collapsed to a line naming their spill file, in batches the rebase cost
+// model prices, with ctxstore's breakpoints. Either way it changes two
+// things about the prompt cache:
 //
 //   - once a session has paused past the cache's lifetime (a request found
 //     the cache cold, after the first), its system prompt's breakpoints
@@ -87,6 +89,12 @@ type Config struct {
 	// of each warm request (one line each; never a header or a prompt).
 	// It is never called with the proxy's lock held.
 	Log func(format string, args ...any)
+	// Notice, when set, tells the person of a failure of managed mode
+	// (once each; the request passed on unchanged).
+	Notice func(msg string)
+	// Managed, when set, turns managed mode on: each conversation's
+	// requests are sent as ctxstore manages them (managed.go).
+	Managed *ManagedConfig
 }
 
 // Stats count what a Proxy did.
@@ -96,6 +104,10 @@ type Stats struct {
 	Warms       int `json:"warms"`        // warm requests answered
 	WarmsFailed int `json:"warms_failed"` // warm requests refused or lost (the pause stops warming)
 	Threads     int `json:"threads"`      // thread-form requests, passed on untouched
+	Managed     int `json:"managed"`      // agent requests sent as managed mode assembled them
+	Unmanaged   int `json:"unmanaged"`    // agent requests managed mode passed on unchanged (not understood, or a failure)
+	Collapsed   int `json:"collapsed"`    // outputs collapsed by rebases
+	Rebases     int `json:"rebases"`      // managed requests that rebased
 }
 
 // Proxy is the Claude Code proxy; it is an http.Handler.
@@ -111,7 +123,8 @@ type Proxy struct {
 	// threaded holds the sessions that sent a thread-form request: the
 	// proxy leaves every request of theirs alone from then on.
 	threaded map[string]bool
-	saidOdd  bool // a request not understood was said in the log
+	saidOdd  bool            // a request not understood was said in the log
+	said     map[string]bool // what managed mode said once
 	pruned   time.Time
 	stats    Stats
 	wg       sync.WaitGroup
@@ -137,6 +150,7 @@ type session struct {
 	warms   int         // warm requests sent in this pause
 	budget  int         // and how many it may send
 	timer   *time.Timer
+	managed *managedConv // managed mode's state, when on
 }
 
 // New returns a proxy; Close stops its warming.
@@ -308,6 +322,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				p.c.Log("session %s: its system prompt and tools are cached for the hour from now on", s.name())
 			}
 		}
+	}
+	if p.c.Managed != nil {
+		body = p.managedBody(s, body, sent, ttl)
 	}
 	header := r.Header.Clone()
 	path := r.URL.RequestURI()

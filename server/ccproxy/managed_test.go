@@ -1,0 +1,460 @@
+package ccproxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctxstore/ctxstore/integrations/claudecode/hooks"
+	"github.com/ctxstore/ctxstore/internal/jsontext"
+	"github.com/ctxstore/ctxstore/server/ccproxy/apicheck"
+)
+
+// conv builds a Claude Code conversation as its requests carry it: each
+// request holds the whole history, its last block with a breakpoint, the
+// system prompt's last block with one.
+type conv struct {
+	session string
+	msgs    []map[string]any
+	n       int
+}
+
+func (c *conv) user(text string) {
+	c.msgs = append(c.msgs, map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": text}}})
+}
+
+// call appends an assistant message (thinking, then the tool use) and the
+// user message with its result.
+func (c *conv) call(tool string, input map[string]any, output string) string {
+	c.n++
+	id := fmt.Sprintf("toolu_%s_%02d", tool, c.n)
+	c.msgs = append(c.msgs,
+		map[string]any{"role": "assistant", "content": []any{
+			map[string]any{"type": "thinking", "thinking": "I will run it.", "signature": "sig-" + id},
+			map[string]any{"type": "tool_use", "id": id, "name": tool, "input": input},
+		}},
+		map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": output}}})
+	return id
+}
+
+// body is the request for the conversation so far.
+func (c *conv) body(t *testing.T) []byte {
+	t.Helper()
+	b, err := json.Marshal(c.msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []map[string]any
+	json.Unmarshal(b, &msgs)
+	last := msgs[len(msgs)-1]["content"].([]any)
+	last[len(last)-1].(map[string]any)["cache_control"] = map[string]any{"type": "ephemeral"}
+	body := map[string]any{
+		"model": "claude-x", "max_tokens": 32000, "stream": true,
+		"system": []any{map[string]any{"type": "text", "text": "You are Claude Code."},
+			map[string]any{"type": "text", "text": "Be brief.", "cache_control": map[string]any{"type": "ephemeral"}}},
+		"tools": []any{map[string]any{"name": "Bash", "input_schema": map[string]any{"type": "object"}},
+			map[string]any{"name": "Read", "input_schema": map[string]any{"type": "object"}}},
+		"thinking":           map[string]any{"type": "adaptive"},
+		"context_management": map[string]any{"edits": []any{map[string]any{"type": "clear_thinking_20251015", "keep": "all"}}},
+		"metadata":           map[string]any{"user_id": `{"session_id":"` + c.session + `"}`},
+		"messages":           msgs,
+	}
+	out, err := jsontext.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// output is a command's output of n lines.
+func output(tag string, n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "%s line %d of the output\n", tag, i)
+	}
+	return b.String()
+}
+
+// sent is one request as the upstream saw it.
+type sent struct {
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+}
+
+type sentBlock struct {
+	Type         string          `json:"type"`
+	ToolUseID    string          `json:"tool_use_id"`
+	Content      json.RawMessage `json:"content"`
+	CacheControl *cacheControl   `json:"cache_control"`
+}
+
+func (s sent) blocks(i int) []sentBlock {
+	var bs []sentBlock
+	json.Unmarshal(s.Messages[i].Content, &bs)
+	return bs
+}
+
+// result returns the text tool call id's result was sent as.
+func (s sent) result(id string) string {
+	for i := range s.Messages {
+		for _, b := range s.blocks(i) {
+			if b.Type == "tool_result" && b.ToolUseID == id {
+				var t string
+				json.Unmarshal(b.Content, &t)
+				return t
+			}
+		}
+	}
+	return ""
+}
+
+// breakpoints returns the messages whose blocks carry a breakpoint.
+func (s sent) breakpoints() []int {
+	var out []int
+	for i := range s.Messages {
+		for _, b := range s.blocks(i) {
+			if b.CacheControl != nil {
+				out = append(out, i)
+			}
+		}
+	}
+	return out
+}
+
+// managedProxy is a proxy in managed mode in front of up, spilling to a
+// temporary directory.
+func managedProxy(t *testing.T, up *upstream, st Store, c Config) (string, string, *Proxy) {
+	t.Helper()
+	root := t.TempDir()
+	u, _ := url.Parse(up.srv.URL)
+	c.Upstream = u
+	c.Warm = "off"
+	c.Managed = &ManagedConfig{Spill: hooks.Spill{Root: root}, Store: st}
+	p, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newServer(t, p)
+	return srv, root, p
+}
+
+func newServer(t *testing.T, p *Proxy) string {
+	srv := httptest.NewServer(p)
+	t.Cleanup(func() { srv.Close(); p.Close() })
+	return srv.URL
+}
+
+// send posts the conversation's request and returns what the upstream
+// got, checked against the Messages API's rules and against what Claude
+// Code sent (nothing but tool results and breakpoints changed).
+func send(t *testing.T, px string, up *upstream, c *conv) sent {
+	t.Helper()
+	body := c.body(t)
+	n := len(up.received())
+	if status, answer, _ := post(t, px, "/v1/messages", string(body), nil); status != 200 {
+		t.Fatalf("status %d: %s", status, answer)
+	}
+	got := up.received()[n]
+	if errs := apicheck.Check(got.body); len(errs) > 0 {
+		t.Fatalf("the managed request breaks the API's rules: %v", errs)
+	}
+	if err := apicheck.Preserved(body, got.body); err != nil {
+		t.Fatalf("the managed request changed more than it may: %v", err)
+	}
+	var s sent
+	if err := json.Unmarshal(got.body, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// memStore is a Store in memory.
+type memStore struct {
+	mu    sync.Mutex
+	convs map[string][]byte
+	calls []Call
+}
+
+func (m *memStore) LoadConversation(_ context.Context, sid, conv string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.convs[sid+"/"+conv], nil
+}
+
+func (m *memStore) SaveConversation(_ context.Context, sid, conv string, b []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.convs == nil {
+		m.convs = map[string][]byte{}
+	}
+	m.convs[sid+"/"+conv] = b
+	return nil
+}
+
+func (m *memStore) RecordCall(_ context.Context, c Call) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls = append(m.calls, c)
+	return nil
+}
+
+// TestManagedCollapse: a turn of tool calls with outputs of 6,000 chars.
+// While the cache is warm, outputs the policy no longer keeps wait (the
+// prefix stays what the previous request sent, each request extending the
+// last); once their saving pays for the rebase they collapse together,
+// each to one line naming its spill file, which holds the output whole.
+// Decisions are sticky: a collapsed output stays collapsed.
+func TestManagedCollapse(t *testing.T) {
+	up := newUpstream(t)
+	st := &memStore{}
+	px, root, _ := managedProxy(t, up, st, Config{CacheTTL: time.Hour})
+	c := &conv{session: "sess-1"}
+	c.user("Build it.")
+	var ids []string
+	outs := map[string]string{}
+	var prev sent
+	rebased := -1
+	for i := range 24 {
+		out := output(fmt.Sprintf("build%d", i), 150) // about 6,000 chars
+		id := c.call("Bash", map[string]any{"command": fmt.Sprintf("make step%d", i)}, out)
+		ids = append(ids, id)
+		outs[id] = out
+		s := send(t, px, up, c)
+		collapsed := 0
+		for _, id := range ids {
+			r := s.result(id)
+			if strings.HasPrefix(r, "[ctxstore] output collapsed") {
+				collapsed++
+				file := filepath.Join(root, "sess-1", id+".txt")
+				if !strings.Contains(r, "Read "+file+" for it whole") {
+					t.Fatalf("request %d: %s collapsed to %q, naming no spill file %s", i, id, r, file)
+				}
+				if b, err := os.ReadFile(file); err != nil || string(b) != outs[id] {
+					t.Fatalf("request %d: the spill file of %s does not hold the output whole: %v", i, id, err)
+				}
+			} else if r != outs[id] {
+				t.Fatalf("request %d: %s sent as %.80q, neither whole nor collapsed", i, id, r)
+			}
+		}
+		if prev.Messages != nil {
+			// Sticky: what was collapsed stays so.
+			for _, id := range ids[:len(ids)-1] {
+				if strings.HasPrefix(prev.result(id), "[ctxstore]") && !strings.HasPrefix(s.result(id), "[ctxstore]") {
+					t.Fatalf("request %d: %s was collapsed and came back whole", i, id)
+				}
+			}
+			// Between rebases, each request extends the previous one.
+			same := true
+			for k := range prev.Messages {
+				if string(stripCC(prev.Messages[k].Content)) != string(stripCC(s.Messages[k].Content)) {
+					same = false
+				}
+			}
+			newly := 0
+			for _, id := range ids[:len(ids)-1] {
+				if !strings.HasPrefix(prev.result(id), "[ctxstore]") && strings.HasPrefix(s.result(id), "[ctxstore]") {
+					newly++
+				}
+			}
+			switch {
+			case !same && newly == 0:
+				t.Fatalf("request %d changed the prefix without a collapse", i)
+			case newly > 0 && newly < 2:
+				t.Fatalf("request %d collapsed %d output alone: collapses come in batches", i, newly)
+			case newly > 0 && rebased < 0:
+				rebased = i
+			}
+		}
+		// Breakpoints: the end of the request and, without a rebase, where
+		// the previous request ended.
+		bp := s.breakpoints()
+		if len(bp) == 0 || bp[len(bp)-1] != len(s.Messages)-1 || len(bp) > 2 {
+			t.Fatalf("request %d: breakpoints in messages %v of %d", i, bp, len(s.Messages))
+		}
+		prev = s
+	}
+	if rebased < 0 {
+		t.Fatal("no rebase in 24 calls of 6,000-char outputs")
+	}
+	t.Logf("first rebase at request %d; the last request showed %d outputs collapsed", rebased, st.calls[23].Collapsed)
+	if len(st.calls) != 24 || st.calls[23].Collapsed == 0 || len(st.calls[23].Body) == 0 {
+		t.Fatalf("recorded %d calls (want 24), the last: %+v", len(st.calls), st.calls[len(st.calls)-1].Collapsed)
+	}
+	if len(st.convs) != 1 {
+		t.Fatalf("%d conversations kept, want 1", len(st.convs))
+	}
+
+	// A restarted proxy reading the same store sends the same managed
+	// stream: the next request extends the last one sent.
+	up2 := newUpstream(t)
+	u2, _ := url.Parse(up2.srv.URL)
+	p2, err := New(Config{Upstream: u2, Warm: "off", CacheTTL: time.Hour, Managed: &ManagedConfig{Spill: hooks.Spill{Root: root}, Store: st}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	px2 := newServer(t, p2)
+	c.call("Bash", map[string]any{"command": "make last"}, "done\n")
+	s := send(t, px2, up2, c)
+	for k := range prev.Messages {
+		if string(stripCC(prev.Messages[k].Content)) != string(stripCC(s.Messages[k].Content)) {
+			t.Fatalf("after a restart, message %d differs from what the last request sent", k)
+		}
+	}
+}
+
+// stripCC removes the cache_control fields of a message's blocks.
+func stripCC(raw json.RawMessage) []byte {
+	var bs []map[string]any
+	if json.Unmarshal(raw, &bs) != nil {
+		return raw
+	}
+	for _, b := range bs {
+		delete(b, "cache_control")
+	}
+	out, _ := json.Marshal(bs)
+	return out
+}
+
+// TestManagedColdAndPreviews: the first request of a conversation (and
+// one after the cache's lifetime) collapses at once; an output past the
+// preview size enters as a preview naming its spill file; a whole read
+// superseded by a later read of the file collapses to a line naming the
+// spill file of the earlier read; a Read of a spill file is collapsed to
+// a line naming that file, not a copy.
+func TestManagedColdAndPreviews(t *testing.T) {
+	up := newUpstream(t)
+	px, root, _ := managedProxy(t, up, nil, Config{CacheTTL: 250 * time.Millisecond})
+	c := &conv{session: "sess-2"}
+	c.user("Look.")
+	big := output("big", 600) // about 21,000 chars: past the preview size
+	bigID := c.call("Bash", map[string]any{"command": "seq"}, big)
+	file1 := output("file v1", 100)
+	read1 := c.call("Read", map[string]any{"file_path": "/w/main.go"}, file1)
+	file2 := output("file v2", 100)
+	read2 := c.call("Read", map[string]any{"file_path": "/w/main.go"}, file2)
+	s := send(t, px, up, c)
+	spill := filepath.Join(root, "sess-2")
+	if r := s.result(bigID); !strings.Contains(r, "[ctxstore] ") || !strings.Contains(r, "Read "+filepath.Join(spill, bigID+".txt")+" for the output whole") || len(r) > 5000 {
+		t.Errorf("the large output was sent as %.200q, not a preview", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(spill, bigID+".txt")); string(b) != big {
+		t.Error("the preview's spill file does not hold the output whole")
+	}
+	if r := s.result(read1); !strings.HasPrefix(r, "[ctxstore] this read of /w/main.go was superseded") || !strings.Contains(r, filepath.Join(spill, read1+".txt")) {
+		t.Errorf("the superseded read was sent as %.200q", r)
+	}
+	if r := s.result(read2); r != file2 {
+		t.Errorf("the latest read was sent as %.200q", r)
+	}
+	// The model reads the preview's spill file back: its result is whole
+	// while recent; once old, it collapses to a line naming that file.
+	back := c.call("Read", map[string]any{"file_path": filepath.Join(spill, bigID+".txt")}, big)
+	s = send(t, px, up, c)
+	if r := s.result(back); r != big {
+		t.Errorf("the Read of the spill file was not sent whole (%d chars)", len(r))
+	}
+	for i := range 3 {
+		c.user(fmt.Sprintf("Next %d.", i))
+		c.call("Bash", map[string]any{"command": "true"}, "ok\n")
+		c.msgs = append(c.msgs, map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "Done."}}})
+	}
+	c.user("And now?")
+	time.Sleep(300 * time.Millisecond) // past the cache's lifetime: the rebase is free
+	s = send(t, px, up, c)
+	if r := s.result(back); !strings.HasPrefix(r, "[ctxstore] output collapsed") || !strings.Contains(r, filepath.Join(spill, bigID+".txt")) {
+		t.Errorf("the old Read of the spill file was sent as %.200q", r)
+	}
+	if _, err := os.Stat(filepath.Join(spill, back+".txt")); err == nil {
+		t.Error("the Read of a spill file was copied to a spill file of its own")
+	}
+}
+
+// TestManagedPassThrough: a request with a block managed mode does not
+// know passes on byte for byte, and the log says so once; so does a
+// thread-form request, never warmed.
+func TestManagedPassThrough(t *testing.T) {
+	up := newUpstream(t)
+	var mu sync.Mutex
+	var lines []string
+	px, _, p := managedProxy(t, up, nil, Config{Log: func(f string, a ...any) {
+		mu.Lock()
+		lines = append(lines, fmt.Sprintf(f, a...))
+		mu.Unlock()
+	}})
+	c := &conv{session: "sess-3"}
+	c.user("Go.")
+	c.call("Bash", map[string]any{"command": "x"}, output("x", 200))
+	c.msgs = append(c.msgs, map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "novel_block", "x": 1}}})
+	c.user("Again.")
+	for range 2 {
+		body := c.body(t)
+		n := len(up.received())
+		post(t, px, "/v1/messages", string(body), nil)
+		if got := up.received()[n].body; string(got) != string(body) {
+			t.Fatal("a request with an unknown block was changed")
+		}
+	}
+	mu.Lock()
+	said := 0
+	for _, l := range lines {
+		if strings.Contains(l, `a block of type "novel_block"`) {
+			said++
+		}
+	}
+	mu.Unlock()
+	if said != 1 {
+		t.Errorf("the log said the unknown block %d times, want once: %q", said, lines)
+	}
+	if st := p.Stats(); st.Unmanaged != 2 || st.Managed != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	// A thread-form request: untouched.
+	c2 := &conv{session: "sess-4"}
+	c2.user("Go.")
+	c2.call("Bash", map[string]any{"command": "x"}, output("x", 500))
+	body := strings.Replace(string(c2.body(t)), `"max_tokens"`, `"thread":{"id":"th_1"},"max_tokens"`, 1)
+	n := len(up.received())
+	post(t, px, "/v1/messages", body, nil)
+	if got := up.received(); len(got) != n+1 || string(got[n].body) != body {
+		t.Error("a thread-form request was changed or multiplied")
+	}
+}
+
+// TestManagedBreakpointLimit: with Claude Code's own breakpoints on the
+// tools and the system prompt using three of the four, ctxstore places
+// one, at the end; with none asked in the messages (caching off), none.
+func TestManagedBreakpointLimit(t *testing.T) {
+	up := newUpstream(t)
+	px, _, _ := managedProxy(t, up, nil, Config{})
+	c := &conv{session: "sess-5"}
+	c.user("Go.")
+	c.call("Bash", map[string]any{"command": "x"}, "ok\n")
+	body := c.body(t)
+	var top map[string]any
+	json.Unmarshal(body, &top)
+	tools := top["tools"].([]any)
+	tools[0].(map[string]any)["cache_control"] = map[string]any{"type": "ephemeral"}
+	tools[1].(map[string]any)["cache_control"] = map[string]any{"type": "ephemeral"}
+	b, _ := json.Marshal(top)
+	n := len(up.received())
+	post(t, px, "/v1/messages", string(b), nil)
+	got := up.received()[n].body
+	if errs := apicheck.Check(got); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	var s sent
+	json.Unmarshal(got, &s)
+	if bp := s.breakpoints(); len(bp) != 1 {
+		t.Errorf("breakpoints in messages %v, want the last only", bp)
+	}
+}
