@@ -175,6 +175,9 @@ func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) 
 	if err := store.CheckReadID("history", id); err != nil {
 		return nil, err
 	}
+	if err := o.Validate(id); err != nil {
+		return nil, err
+	}
 	vt, tx, err := s.resolve(ctx, s.r, "history", o.Basis)
 	if err != nil {
 		return nil, err
@@ -213,6 +216,11 @@ func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) 
 	}
 	q := fmt.Sprintf(`SELECT p.vt, p.tx_id, p.tx_time, (SELECT lower(hex(h.hash)) FROM docs h WHERE h.id = p.doc) AS hash, p.doc, %s AS body FROM points p%s
 		WHERE p.ent = %s%s ORDER BY p.vt %s, p.tx_id %s`, docCol, join, entSQL, where, dir, dir)
+	if o.WithCorrections && o.Limit > 0 {
+		// Without corrections the rows are read one by one and the read
+		// stops after the Limit-th valid time (below).
+		q += fmt.Sprintf(" LIMIT %d", o.Limit)
+	}
 	rows, err := s.r.QueryxContext(ctx, q, append([]any{id}, args...)...)
 	if err != nil {
 		return nil, dbErr("history", id, err)
@@ -238,6 +246,9 @@ func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) 
 				out[len(out)-1] = e
 			}
 			continue
+		}
+		if o.Full(len(out)) {
+			break
 		}
 		out = append(out, e)
 	}

@@ -33,6 +33,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -170,7 +171,27 @@ type HistoryOptions struct {
 	StartTxID       *int64
 	EndTxID         *int64
 	Basis           Basis
+	// Limit is the most entries returned, 0 for no limit: the first Limit
+	// entries of the history the other options give (after the order, the
+	// bounds and, without corrections, one row per valid time). A backend
+	// reads no more of the history than it needs for them. Negative is
+	// ErrInvalid.
+	Limit int
 }
+
+// Validate checks the options of a history read of id (an id CheckReadID
+// passed) and returns an error wrapping ErrInvalid naming the field at
+// fault.
+func (o HistoryOptions) Validate(id string) error {
+	if o.Limit < 0 {
+		return &Error{Op: "history", Kind: ErrInvalid, ID: id, Field: "limit", Msg: fmt.Sprintf("limit %d is negative (0 is no limit)", o.Limit)}
+	}
+	return nil
+}
+
+// Full reports whether a history read that has n entries has all that
+// Limit allows.
+func (o HistoryOptions) Full(n int) bool { return o.Limit > 0 && n >= o.Limit }
 
 // HistoryEntry is one point of an entity's history.
 type HistoryEntry struct {

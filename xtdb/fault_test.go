@@ -43,7 +43,13 @@ type faultProxy struct {
 	// start-valid-time, as a stock XTDB 1.24.5 RocksDB node does for the
 	// entity whose keys sort last (docs/xtdb-cluster.md).
 	emptyAscFrom atomic.Int32
-	submits      atomic.Int32
+	// unendedHistory sends the next n history answers without their
+	// closing bracket and holds the connection until the client drops it:
+	// a history longer than the client will ever read.
+	unendedHistory atomic.Int32
+	// dropped counts unended answers whose client dropped the connection.
+	dropped atomic.Int32
+	submits atomic.Int32
 }
 
 func newFaultProxy(t *testing.T, target string) *faultProxy {
@@ -74,6 +80,21 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 			p.emptyAscFrom.Add(-1)
 			w.Header().Set("Content-Type", "application/edn")
 			_, _ = w.Write([]byte("()"))
+			return
+		}
+		if r.URL.Query().Get("history") == "true" && p.unendedHistory.Load() > 0 {
+			p.unendedHistory.Add(-1)
+			rec := httptest.NewRecorder()
+			rp.ServeHTTP(rec, r)
+			body := strings.TrimSpace(rec.Body.String())
+			w.Header().Set("Content-Type", "application/edn")
+			_, _ = w.Write([]byte(strings.TrimSuffix(body, ")") + " "))
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				p.dropped.Add(1)
+			case <-time.After(time.Minute):
+			}
 			return
 		}
 		if p.unavailable.Load() > 0 {
@@ -208,6 +229,56 @@ func TestAscendingHistoryFromBeforeTheFirstVersion(t *testing.T) {
 				t.Fatal("the injected empty answer was not used")
 			}
 		})
+	}
+}
+
+// TestHistoryLimitReadsNoFurther: XTDB's history endpoint takes no limit,
+// so a limited read must stop reading the answer after its rows and drop
+// the connection. The proxy sends a real answer without its end and holds
+// the connection: a read that went on reading would wait for the rest.
+func TestHistoryLimitReadsNoFurther(t *testing.T) {
+	p := newFaultProxy(t, xtdbtest.ForTest(t))
+	s, err := xtdb.Open(context.Background(), p.URL, xtdb.Options{Backoff: 5 * time.Millisecond, RequestTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	id := "fault-limit-" + time.Now().Format("150405.000000")
+	var ops []store.Op
+	for i := range 5 {
+		ops = append(ops, store.PutAt(store.Doc{"xt/id": id, "n": i}, time.Date(2021, 1, 1+i, 0, 0, 0, 0, time.UTC)))
+	}
+	if _, err := store.SubmitWait(ctx, s, ops); err != nil {
+		t.Fatal(err)
+	}
+	for _, order := range []store.SortOrder{store.Asc, store.Desc} {
+		p.unendedHistory.Store(1)
+		start := time.Now()
+		h, err := s.History(ctx, id, store.HistoryOptions{Order: order, WithDocs: true, Limit: 2})
+		if err != nil {
+			t.Fatalf("%s history, limit 2: %v", order, err)
+		}
+		if len(h) != 2 {
+			t.Fatalf("%s history, limit 2: %d rows", order, len(h))
+		}
+		first := 0
+		if order == store.Desc {
+			first = 4
+		}
+		if fmt.Sprint(h[0].Doc["n"]) != fmt.Sprint(first) {
+			t.Fatalf("%s history, limit 2: first row %v, want n=%d", order, h[0].Doc, first)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Fatalf("%s history, limit 2, took %s: it waited for the rest of the answer", order, d)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for p.dropped.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := p.dropped.Load(); got != 2 {
+		t.Fatalf("%d of 2 held answers were dropped by the client", got)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -126,6 +127,9 @@ func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) 
 	if err := store.CheckReadID("history", id); err != nil {
 		return nil, err
 	}
+	if err := o.Validate(id); err != nil {
+		return nil, err
+	}
 	return s.history(ctx, url.Values{"eid": {id}}, id, o)
 }
 
@@ -139,26 +143,21 @@ func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) 
 // ctxstore starts corrects that in XTDB itself; this serves a stock server,
 // at one more read where the history really is empty from the start on.
 func (s *Store) history(ctx context.Context, eid url.Values, id string, o store.HistoryOptions) ([]store.HistoryEntry, error) {
-	out, err := s.historyOnce(ctx, eid, id, o)
+	out, err := s.historyOnce(ctx, eid, id, o, nil)
 	if err != nil || len(out) > 0 || o.Order == store.Desc || o.StartValidTime == nil {
 		return out, err
 	}
 	from := *o.StartValidTime
 	o.StartValidTime = nil
-	all, err := s.historyOnce(ctx, eid, id, o)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range all {
-		if !e.ValidTime.Before(from) {
-			out = append(out, e)
-		}
-	}
-	return out, nil
+	return s.historyOnce(ctx, eid, id, o, func(e store.HistoryEntry) bool { return !e.ValidTime.Before(from) })
 }
 
-// historyOnce is one history read (history).
-func (s *Store) historyOnce(ctx context.Context, eid url.Values, id string, o store.HistoryOptions) ([]store.HistoryEntry, error) {
+// historyOnce is one history read (history), of the rows keep takes (all
+// when nil). XTDB 1.24.5's history endpoint takes no limit
+// (http_server/entity.clj): the answer is read row by row and the
+// connection dropped after o.Limit rows kept, so a long history is not
+// read whole for its first rows.
+func (s *Store) historyOnce(ctx context.Context, eid url.Values, id string, o store.HistoryOptions, keep func(store.HistoryEntry) bool) ([]store.HistoryEntry, error) {
 	if o.Basis.TxID != nil && *o.Basis.TxID < 0 {
 		return nil, nil
 	}
@@ -185,22 +184,30 @@ func (s *Store) historyOnce(ctx context.Context, eid url.Values, id string, o st
 	setT("end-valid-time", o.EndValidTime)
 	setI("start-tx-id", o.StartTxID)
 	setI("end-tx-id", o.EndTxID)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // drops the connection when the rows wanted are read
+	var body io.ReadCloser
 	// XTDB answers a history read with a list, empty for an unknown entity,
 	// never 404 (http_server/entity.clj search-entity-history): a 404 here
 	// is an error (a wrong route or a proxy), not an empty history.
-	v, err := s.readEDN(ctx, request{op: "history", id: id, method: http.MethodGet, path: "/entity", query: q})
+	_, err := s.read(ctx, request{op: "history", id: id, method: http.MethodGet, path: "/entity", query: q, accept: "application/edn", stream: &body})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, &store.Error{Op: "history", Kind: store.ErrUnavailable, ID: id, Msg: "XTDB answered 404 to an entity history read (it answers a list, empty when there is no history)", Err: err}
 	}
 	if err != nil {
 		return nil, err
 	}
-	rows, ok := v.([]any)
-	if !ok && v != nil {
-		return nil, store.Errorf("history", store.ErrUnavailable, id, fmt.Sprintf("unexpected answer %T", v))
-	}
-	out := make([]store.HistoryEntry, 0, len(rows))
-	for _, r := range rows {
+	defer body.Close()
+	sr := newSeqReader(body)
+	var out []store.HistoryEntry
+	for !o.Full(len(out)) {
+		r, more, err := sr.next()
+		if err != nil {
+			return nil, &store.Error{Op: "history", Kind: store.ErrUnavailable, ID: id, Msg: "unexpected answer", Err: err}
+		}
+		if !more {
+			break
+		}
 		m, ok := ednMap(r)
 		if !ok {
 			return nil, store.Errorf("history", store.ErrUnavailable, id, "history row is not a map")
@@ -209,7 +216,9 @@ func (s *Store) historyOnce(ctx context.Context, eid url.Values, id string, o st
 		if err != nil {
 			return nil, &store.Error{Op: "history", Kind: store.ErrUnavailable, ID: id, Err: err}
 		}
-		out = append(out, e)
+		if keep == nil || keep(e) {
+			out = append(out, e)
+		}
 	}
 	return out, nil
 }

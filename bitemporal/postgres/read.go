@@ -155,6 +155,9 @@ func (s *Store) history(ctx context.Context, id string, o store.HistoryOptions) 
 	if err := store.CheckReadID("history", id); err != nil {
 		return nil, err
 	}
+	if err := o.Validate(id); err != nil {
+		return nil, err
+	}
 	vt, tx, err := s.resolve(ctx, "history", o.Basis)
 	if err != nil {
 		return nil, err
@@ -194,6 +197,14 @@ func (s *Store) history(ctx context.Context, id string, o store.HistoryOptions) 
 		body = "h.body"
 	}
 	q := fmt.Sprintf("SELECT "+pointColsBody+" WHERE p.ent = $1%s ORDER BY p.vt %s, p.tx_id %s", body, where, dir, dir)
+	switch {
+	case o.Limit > 0 && o.WithCorrections:
+		q += fmt.Sprintf(" LIMIT %d", o.Limit)
+	case o.Limit > 0:
+		// One row per valid time, its latest tx (the one the loop below
+		// keeps), so that LIMIT counts entries, not points.
+		q = fmt.Sprintf("SELECT DISTINCT ON (p.vt) "+pointColsBody+" WHERE p.ent = $1%s ORDER BY p.vt %s, p.tx_id DESC LIMIT %d", body, where, dir, o.Limit)
+	}
 	var rows []struct {
 		pointRow
 		Body *string `db:"body"`
@@ -214,6 +225,9 @@ func (s *Store) history(ctx context.Context, id string, o store.HistoryOptions) 
 				out[len(out)-1] = e
 			}
 			continue
+		}
+		if o.Full(len(out)) {
+			break
 		}
 		out = append(out, e)
 	}

@@ -235,6 +235,10 @@ func plan(r *rand.Rand, cfg DiffConfig) []readSpec {
 				specs = append(specs, readSpec{kind: readHistory, e: e, tx: -1, vt: endOfTime, order: order, corr: corr, startTx: -1, endTx: -1})
 			}
 		}
+		// One limited history per entity, the order, corrections and
+		// limit (1 to 3) cycling with the entity.
+		order := []store.SortOrder{store.Asc, store.Desc}[e%2]
+		specs = append(specs, readSpec{kind: readHistory, e: e, tx: -1, vt: endOfTime, order: order, corr: e/2%2 == 1, startTx: -1, endTx: -1, limit: 1 + e%3})
 		for _, vt := range diffReadTimes {
 			specs = append(specs, readSpec{kind: readEntity, e: e, tx: -1, vt: vt}, readSpec{kind: readEntityTx, e: e, tx: -1, vt: vt})
 		}
@@ -264,6 +268,9 @@ func plan(r *rand.Rand, cfg DiffConfig) []readSpec {
 	for _, page := range []int{0, 1, 7} {
 		specs = append(specs, readSpec{kind: readTxLog, q: page})
 	}
+	// Limits of the bounded histories come from their own stream, so that
+	// a seed draws the same transactions and reads as before limits were.
+	lr := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6c696d6974))
 	for range cfg.BasisPoints {
 		tx, vt := r.IntN(cfg.Txs), readTime()
 		for e := range cfg.Entities {
@@ -273,6 +280,9 @@ func plan(r *rand.Rand, cfg DiffConfig) []readSpec {
 			startVT: optTime(), endVT: optTime(), startTx: optTx(), endTx: optTx()}
 		if r.IntN(2) == 0 {
 			h.order = store.Desc
+		}
+		if lr.IntN(2) == 0 {
+			h.limit = 1 + lr.IntN(3)
 		}
 		specs = append(specs, h, readSpec{kind: readQuery, e: r.IntN(cfg.Entities), tx: tx, vt: vt, q: r.IntN(queryTemplates), rng: r.IntN(len(diffRanges))})
 	}

@@ -39,6 +39,7 @@ type readSpec struct {
 	endTx   int // -1: none
 	q       int // query template
 	rng     int // for the range template: an index of diffRanges
+	limit   int // history limit; 0: none
 }
 
 // execution is one run of a program against two stores.
@@ -165,7 +166,7 @@ func (x *execution) read(i int, sp readSpec) (out string, ok bool, err error) {
 		return fmt.Sprintf("vt=%s %s deleted=%v", store.FormatTime(et.ValidTime), x.txRef(i, et.TxID), et.Deleted), true, nil
 	case readHistory:
 		rows, err := s.History(x.ctx, id, store.HistoryOptions{Order: sp.order, WithCorrections: sp.corr, WithDocs: true,
-			StartValidTime: sp.startVT, EndValidTime: sp.endVT, StartTxID: x.bound(i, sp.startTx), EndTxID: x.bound(i, sp.endTx), Basis: b})
+			StartValidTime: sp.startVT, EndValidTime: sp.endVT, StartTxID: x.bound(i, sp.startTx), EndTxID: x.bound(i, sp.endTx), Basis: b, Limit: sp.limit})
 		if err != nil {
 			out, err := errText(err)
 			return out, true, err
@@ -343,6 +344,9 @@ func (x *execution) describe(sp readSpec) string {
 	}
 	if sp.endTx >= 0 && x.pos(sp.endTx) >= 0 {
 		opts = append(opts, fmt.Sprintf("end tx#%d", x.pos(sp.endTx)))
+	}
+	if sp.limit > 0 {
+		opts = append(opts, fmt.Sprintf("limit %d", sp.limit))
 	}
 	return fmt.Sprintf("History(%s, %s, basis {%s})", e, strings.Join(opts, ", "), basis)
 }

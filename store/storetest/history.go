@@ -18,6 +18,7 @@ func historyCases() []testCase {
 		{"history-bounds-clipped-by-basis", testHistoryClippedByBasis},
 		{"history-of-unknown-entity", testHistoryUnknown},
 		{"asc-history-of-the-entity-sorting-last", testAscHistoryOfLastEntity},
+		{"history-limit", testHistoryLimit},
 	}
 }
 
@@ -36,10 +37,11 @@ type boundedHistory struct {
 	withBasisVT  string
 	beforeAnyTx  bool // basis tx time just before the case's first tx
 	reverseWants bool // also check the opposite order with want reversed
+	limit        int  // HistoryOptions.Limit
 }
 
 func (e *env) readBounded(id string, txs []store.Tx, h boundedHistory, order store.SortOrder) []store.HistoryEntry {
-	o := store.HistoryOptions{Order: order, WithCorrections: h.corrections, WithDocs: true, Basis: allVT}
+	o := store.HistoryOptions{Order: order, WithCorrections: h.corrections, WithDocs: true, Basis: allVT, Limit: h.limit}
 	if h.startVT != "" {
 		o.StartValidTime = instPtr(h.startVT)
 	}
@@ -220,6 +222,64 @@ func testAscHistoryOfLastEntity(e *env) {
 		b("asc, no start", false, "", "", 0, 2),
 		{name: "desc", order: store.Desc, startTx: none, endTx: none, withBasisTx: none, want: []int{2, 0}},
 	})
+	limited := func(h boundedHistory, limit int) boundedHistory { h.limit = limit; return h }
+	e.runBounded(id, txs, points, []boundedHistory{
+		limited(b("asc from before the first version, limit 1", false, "2020-01-01", "", 0), 1),
+		limited(b("asc from before the first version, with corrections, limit 2", true, "2020-01-01", "", 0, 1), 2),
+		limited(b("asc from between the versions, limit 1", false, "2020-01-07", "", 2), 1),
+	})
+}
+
+// testHistoryLimit: Limit keeps the first entries of the history the
+// other options give, after the order, the bounds and the basis, and
+// counts entries, not points: without corrections a valid time's
+// corrections are one entry, the latest, however many points it has.
+// Negative is ErrInvalid.
+func testHistoryLimit(e *env) {
+	id := e.id("lim")
+	d := func(n int) store.Doc { return e.doc("lim", "n", n) }
+	t1, t2, t3 := "2021-01-01", "2021-02-01", "2021-03-01"
+	txs := []store.Tx{
+		e.submit(store.PutAt(d(1), inst(t1))),
+		e.submit(store.PutAt(d(2), inst(t1)), store.PutAt(d(3), inst(t2))),
+		e.submit(store.PutAt(d(4), inst(t3))),
+	}
+	points := []hrow{{t1, 0, d(1)}, {t1, 1, d(2)}, {t2, 1, d(3)}, {t3, 2, d(4)}}
+	const none = -1
+	b := func(name string, order store.SortOrder, corrections bool, limit int, want ...int) boundedHistory {
+		return boundedHistory{name: name, order: order, corrections: corrections, limit: limit,
+			startTx: none, endTx: none, withBasisTx: none, want: want}
+	}
+	at := func(h boundedHistory, startVT, basisVT string, basisTx int) boundedHistory {
+		h.startVT, h.withBasisVT, h.withBasisTx = startVT, basisVT, basisTx
+		return h
+	}
+	e.runBounded(id, txs, points, []boundedHistory{
+		b("asc, limit 1: the corrected valid time is one entry, its latest", store.Asc, false, 1, 1),
+		b("asc, limit 2", store.Asc, false, 2, 1, 2),
+		b("asc, limit 3: all", store.Asc, false, 3, 1, 2, 3),
+		b("asc, limit 10: all", store.Asc, false, 10, 1, 2, 3),
+		b("asc, limit 0: no limit", store.Asc, false, 0, 1, 2, 3),
+		b("asc with corrections, limit 1", store.Asc, true, 1, 0),
+		b("asc with corrections, limit 2", store.Asc, true, 2, 0, 1),
+		b("asc with corrections, limit 3", store.Asc, true, 3, 0, 1, 2),
+		b("desc, limit 1", store.Desc, false, 1, 3),
+		b("desc, limit 3", store.Desc, false, 3, 3, 2, 1),
+		b("desc with corrections, limit 3", store.Desc, true, 3, 3, 2, 1),
+		b("desc with corrections, limit 4", store.Desc, true, 4, 3, 2, 1, 0),
+		at(b("asc from t2, limit 1: after the start bound", store.Asc, false, 1, 2), t2, "", none),
+		at(b("desc from t2, limit 1: after the start bound", store.Desc, false, 1, 2), t2, "", none),
+		at(b("desc at basis vt t2, limit 1: after the basis", store.Desc, false, 1, 2), "", t2, none),
+		at(b("desc at basis tx#0, limit 2: after the basis", store.Desc, false, 2, 0), "", "", 0),
+		at(b("asc at basis tx#1, limit 1: after the basis", store.Asc, false, 1, 1), "", "", 1),
+	})
+	for _, o := range []store.HistoryOptions{
+		{Order: store.Asc, Limit: -1},
+		{Order: store.Desc, WithCorrections: true, Limit: -5, Basis: allVT},
+	} {
+		_, err := e.s.History(e.ctx, id, o)
+		e.wantErr(fmt.Sprintf("history with limit %d", o.Limit), err, store.ErrInvalid)
+	}
 }
 
 // sortingLast returns a name n such that XTDB 1.x's id of the string

@@ -108,6 +108,9 @@ func (m *Model) History(ctx context.Context, id string, o store.HistoryOptions) 
 	if err := store.CheckReadID("history", id); err != nil {
 		return nil, err
 	}
+	if err := o.Validate(id); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	vt, tx, err := m.resolve("history", o.Basis)
@@ -152,6 +155,9 @@ func (m *Model) History(ctx context.Context, id string, o store.HistoryOptions) 
 			continue
 		}
 		rows = append(rows, p)
+	}
+	if o.Limit > 0 && len(rows) > o.Limit {
+		rows = rows[:o.Limit]
 	}
 	out := make([]store.HistoryEntry, 0, len(rows))
 	for _, p := range rows {
