@@ -22,7 +22,7 @@ import (
 //   - Namespaces. ctxstore derives some ids itself: a session's head, chat
 //     and system prompt ("session:{id}", "chat:{id}", "system_prompt:{id}"),
 //     its chunk and turn documents ("session-chunk:{id}:{list}:{n}"), its
-//     per-call commits ("ctx-{id}-{n}"), its recall index
+//     roots ("session-roots:{id}", RootsID), its per-call commits ("ctx-{id}-{n}"), its recall index
 //     ("session-meta:{id}", "session-index-attempt:{id}:{uuid}"), and, for
 //     no one session, conversation commits and their content, principals
 //     and caches (every other "ctx-…"), cursors ("import-cursor:…",
@@ -31,8 +31,9 @@ import (
 //     the session, or another, writes it later (ctx-{victim}-{n} is
 //     predictable), and whoever wrote it first would break that write. A
 //     bundle of session S may carry S's own derived ids (an export holds
-//     them) but no other session's, present or future, and none derived
-//     for no one session.
+//     them) but no other session's, present or future, none derived
+//     for no one session, and not S's roots: the server that opens a
+//     session decides those.
 //   - Presence. Any other id is the session's when the session holds it
 //     (its index, or for a bundle the entities earlier imports of the same
 //     source carried) or when the store does not hold it at all; an id the
@@ -67,6 +68,7 @@ const (
 	nsChat         = "chat:"
 	nsSystemPrompt = "system_prompt:"
 	nsChunk        = chunkPrefix // "session-chunk:"
+	nsRoots        = "session-roots:"
 	nsMeta         = "session-meta:"
 	nsAttempt      = "session-index-attempt:"
 	nsCtx          = "ctx-"
@@ -79,7 +81,7 @@ const (
 // so, for which session (owner; "" when it is derived for no one session,
 // or malformed so that no session ever writes it).
 func Namespace(id string) (owner string, derived bool) {
-	for _, p := range []string{nsSession, nsChat, nsSystemPrompt, nsMeta} {
+	for _, p := range []string{nsSession, nsChat, nsSystemPrompt, nsMeta, nsRoots} {
 		if rest, ok := strings.CutPrefix(id, p); ok {
 			return rest, true
 		}
@@ -144,6 +146,8 @@ func CheckID(sessionID, id string, o Origin) error {
 	switch {
 	case !derived:
 		return nil
+	case owner == sessionID && strings.HasPrefix(id, nsRoots):
+		return fmt.Errorf("%w: %q records the roots the server gave session %s; neither a client nor a bundle names it", ErrForeignID, id, owner)
 	case o == FromBundle && owner == sessionID:
 		return nil
 	case owner != "" && owner != sessionID:

@@ -24,6 +24,7 @@ func TestNamespace(t *testing.T) {
 		{"chat:a:b", "a:b", true},
 		{"system_prompt:a-1", "a-1", true},
 		{"session-meta:a", "a", true},
+		{"session-roots:a:b", "a:b", true},
 		{"session-chunk:a:turn:3", "a", true},
 		{"session-chunk:a:turn:turn:3", "a:turn", true}, // session "a:turn"
 		{"session-chunk:a", "", true},
@@ -64,6 +65,9 @@ func TestCheckID(t *testing.T) {
 		{"a", "chat:ab", FromBundle, false},
 		{"a", "ctx-content:ff", FromBundle, false},
 		{"a", "ctxstore:sync-x", FromBundle, false},
+		{"a", "session-roots:a", FromBundle, false}, // the server's, not the bundle's
+		{"a", "session-roots:a", FromClient, false},
+		{"a", "session-roots:b", FromBundle, false},
 	} {
 		err := CheckID(c.sid, c.id, c.o)
 		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrForeignID)) {

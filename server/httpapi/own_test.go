@@ -26,6 +26,7 @@ func TestDerivedNamespacesKnown(t *testing.T) {
 	for _, c := range []struct{ id, owner string }{
 		{assemble.CommitID("s-1:x", 7), "s-1:x"},
 		{recall.MetaID("s:2"), "s:2"},
+		{session.RootsID("s:3"), "s:3"},
 		{commits.IDPrefix + "0123456789abcdef0123", ""},
 		{commits.ContentPrefix + "ab12", ""},
 		{commits.PrincipalPrefix + "p", ""},
@@ -59,7 +60,8 @@ func TestClientCannotNameDerivedIDs(t *testing.T) {
 	out := "x"
 	ids := []string{"ctx-sb-2", "ctx-sb-3", "ctx-sb-40", "session-chunk:sb:turn:1", "session-chunk:sb:index:0",
 		"chat:sb", "session:sb", "system_prompt:sb", "session-meta:sb", "ctx-sa-9", "ctx-content:00",
-		"ctxstore:sync-cursor:x", "import-cursor:1"}
+		"ctxstore:sync-cursor:x", "import-cursor:1",
+		"session-roots:sb", "session-roots:sa"}
 	for _, id := range ids {
 		before := latest(t, e.st)
 		e.fails(403, CodeForbidden, "POST", "/v1/sessions/sa/observe", ObserveRequest{ToolCallID: id, Tool: "bash", Args: map[string]any{"command": "true"}, Output: &out})

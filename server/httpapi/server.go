@@ -148,12 +148,8 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[string]*live
-	// rootsOf are the roots each session was last opened with in this
-	// server, kept after it closes: a re-opening may narrow them, never
-	// widen them.
-	rootsOf map[string]*tools.Roots
-	closed  bool
-	rc      recallState // recall.go
+	closed   bool
+	rc       recallState // recall.go
 }
 
 // New returns a Server over o.Store.
@@ -219,7 +215,7 @@ func New(o Options) (*Server, error) {
 		o.Principal = localUser()
 	}
 	s := &Server{roots: roots, o: o, st: o.Store, ix: files.NewIndexer(o.Store, o.Resolver, 0), auth: newAuth(o.Tokens, o.Principal),
-		log: o.Log, sessions: map[string]*live{}, rootsOf: map[string]*tools.Roots{}, bodies: &bodyBudget{max: o.BodyBudget}}
+		log: o.Log, sessions: map[string]*live{}, bodies: &bodyBudget{max: o.BodyBudget}}
 	if o.Notes != nil {
 		s.ix = o.Notes.Indexer(s.ix)
 		s.notes = o.Notes

@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/session/commits"
+	"github.com/ctxstore/ctxstore/store"
 )
 
 // live is a session open in this server. Its mutex serializes every request
@@ -135,7 +138,7 @@ func (s *Server) open(q *request) (any, error) {
 	if req.Cwd == "" || !filepath.IsAbs(req.Cwd) {
 		return nil, badRequest("cwd must be an absolute path")
 	}
-	roots, err := s.sessionRoots(req)
+	own, roots, err := s.sessionRoots(req)
 	if err != nil {
 		return nil, err
 	}
@@ -157,19 +160,15 @@ func (s *Server) open(q *request) (any, error) {
 		l = &live{id: q.sid}
 		s.sessions[q.sid] = l
 	}
-	// Re-opening a session, open or closed since, may narrow its roots,
-	// never widen them: they stay within those of its first opening in
-	// this server (a close does not forget them).
-	if was := s.rootsOf[q.sid]; was != nil {
-		if err := was.Within(roots); err != nil {
-			s.mu.Unlock()
-			return nil, errorf(http.StatusForbidden, CodeForbidden, "roots: %v: re-opening a session never widens its roots", err)
-		}
-	}
-	s.rootsOf[q.sid] = roots
 	s.mu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// Re-opening a session, open or closed since, in this server or
+	// another on the same store, before or after a restart, may narrow its
+	// roots, never widen them.
+	if err := s.recordRoots(q.ctx, q.sid, own); err != nil {
+		return nil, err
+	}
 	state := "open"
 	if l.sess == nil {
 		sc, err := s.grantScope(q.r)
@@ -286,34 +285,82 @@ func (s *Server) takeOver(ctx context.Context, sid string) bool {
 	return true
 }
 
-// sessionRoots returns the roots of a session being opened: req.Roots, or
-// its cwd. The cwd and each root must lie inside the server's roots
-// (serve --root, default the directory serve was started in), symlinks
-// resolved: a client's cwd never widens what the server reads.
-func (s *Server) sessionRoots(req OpenRequest) (*tools.Roots, error) {
+// sessionRoots returns the roots of a session being opened: own, the
+// session's (req.Roots, or its cwd), and roots, own with the server's note
+// roots, which its tools get. The cwd and each root must lie inside the
+// server's roots (serve --root, default the directory serve was started
+// in), symlinks resolved: a client's cwd never widens what the server
+// reads.
+func (s *Server) sessionRoots(req OpenRequest) (own, roots *tools.Roots, err error) {
 	dirs := req.Roots
 	if len(dirs) == 0 {
 		dirs = []string{req.Cwd}
 	}
-	roots, err := tools.NewRoots(dirs...)
+	own, err = tools.NewRoots(dirs...)
 	if err != nil {
-		return nil, badRequest("roots: %v", err)
+		return nil, nil, badRequest("roots: %v", err)
 	}
 	if err := s.roots.Check(req.Cwd); err != nil {
-		return nil, errorf(http.StatusForbidden, CodeForbidden, "cwd %s is outside the server's roots (%s): a session's cwd must lie inside them (serve --root, default the directory serve was started in)", req.Cwd, strings.Join(s.roots.Dirs(), ", "))
+		return nil, nil, errorf(http.StatusForbidden, CodeForbidden, "cwd %s is outside the server's roots (%s): a session's cwd must lie inside them (serve --root, default the directory serve was started in)", req.Cwd, strings.Join(s.roots.Dirs(), ", "))
 	}
-	if err := s.roots.Within(roots); err != nil {
-		return nil, errorf(http.StatusForbidden, CodeForbidden, "roots: %v: a session's roots must lie inside the server's roots (serve --root, default the directory serve was started in)", err)
+	if err := s.roots.Within(own); err != nil {
+		return nil, nil, errorf(http.StatusForbidden, CodeForbidden, "roots: %v: a session's roots must lie inside the server's roots (serve --root, default the directory serve was started in)", err)
 	}
 	// The operator's note roots (serve --notes) are readable by every
 	// session: notes are shared knowledge, indexed by the server's own
-	// indexer (docs/security.md).
+	// indexer (docs/security.md). They are the server's, so a session's
+	// recorded roots never hold them.
+	roots = own
 	if s.o.Notes != nil {
-		if roots, err = tools.NewRoots(append(roots.Dirs(), s.o.Notes.Roots()...)...); err != nil {
-			return nil, errorf(http.StatusInternalServerError, CodeInternal, "note roots: %v", err)
+		if roots, err = tools.NewRoots(append(own.Dirs(), s.o.Notes.Roots()...)...); err != nil {
+			return nil, nil, errorf(http.StatusInternalServerError, CodeInternal, "note roots: %v", err)
 		}
 	}
-	return roots, nil
+	return own, roots, nil
+}
+
+// recordRoots checks that own, the roots session sid is being opened
+// with, lie within those recorded for it in the store (session.ReadRoots:
+// the roots of its last opening by any server on the store, kept across
+// restarts), and records own when they differ. A session without recorded
+// roots (never opened since roots were recorded, or imported from a
+// bundle, which never carries them) takes own. The check is on the
+// recorded paths as they were resolved then, not resolved again: a
+// recorded directory since replaced by a symbolic link widens nothing.
+func (s *Server) recordRoots(ctx context.Context, sid string, own *tools.Roots) error {
+	dirs := own.Dirs()
+	for attempt := 0; ; attempt++ {
+		was, err := session.ReadRoots(ctx, s.st, sid)
+		if err != nil {
+			return err
+		}
+		if was.Dirs != nil {
+			for _, d := range dirs {
+				if !underAny(d, was.Dirs) {
+					return errorf(http.StatusForbidden, CodeForbidden, "roots: %s is outside the session's roots (%s): re-opening a session never widens its roots", d, strings.Join(was.Dirs, ", "))
+				}
+			}
+			if slices.Equal(was.Dirs, dirs) {
+				return nil
+			}
+		}
+		_, err = session.WriteRoots(ctx, s.st, sid, was, dirs)
+		if errors.Is(err, store.ErrConflict) && attempt < 3 {
+			continue // another server recorded roots since: check again
+		}
+		return err
+	}
+}
+
+// underAny reports whether the directory d (resolved) is one of dirs or
+// inside one.
+func underAny(d string, dirs []string) bool {
+	for _, r := range dirs {
+		if d == r || r == string(filepath.Separator) || strings.HasPrefix(d, r+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) systemPrompt(q *request, sess *session.Session) (string, error) {
