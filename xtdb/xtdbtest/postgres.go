@@ -28,6 +28,8 @@ type Postgres struct {
 	DB   string
 	bin  string
 	as   *user.User // nil: this user
+	// killed: Kill ended the server; Stop only removes its directory.
+	killed bool
 }
 
 // EnsurePostgres runs scripts/ensure-postgres.sh and returns the directory
@@ -108,6 +110,9 @@ func (p *Postgres) Restart(ctx context.Context) error {
 
 // Stop stops the server and removes its directory.
 func (p *Postgres) Stop() error {
+	if p.killed {
+		return os.RemoveAll(p.Dir)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	err := p.run(ctx, "pg_ctl", "-D", p.data(), "-w", "-m", "fast", "stop")
@@ -115,6 +120,92 @@ func (p *Postgres) Stop() error {
 		os.RemoveAll(p.Dir)
 	}
 	return err
+}
+
+// StartReplica makes a streaming replica of the (running) server p: a base
+// backup of p in a new temporary directory (pg_basebackup -R, so the copy
+// starts as a standby that streams p's WAL), started on a free loopback
+// port. Making the replica synchronous is p's setting
+// (synchronous_standby_names). Stop it with Stop.
+func (p *Postgres) StartReplica(ctx context.Context) (*Postgres, error) {
+	r := &Postgres{bin: p.bin, DB: p.DB, as: p.as}
+	var err error
+	if r.Dir, err = os.MkdirTemp("", "xtdbtest-pg-replica-"); err != nil {
+		return nil, err
+	}
+	if r.as != nil {
+		uid, _ := strconv.Atoi(r.as.Uid)
+		gid, _ := strconv.Atoi(r.as.Gid)
+		if err := os.Chown(r.Dir, uid, gid); err != nil {
+			os.RemoveAll(r.Dir)
+			return nil, err
+		}
+	}
+	if r.Port, err = freePort(); err != nil {
+		os.RemoveAll(r.Dir)
+		return nil, err
+	}
+	if err := r.run(ctx, "pg_basebackup", "-h", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-U", "postgres",
+		"-D", r.data(), "-R", "-X", "stream", "--no-sync", "-c", "fast"); err != nil {
+		os.RemoveAll(r.Dir)
+		return nil, err
+	}
+	if err := r.Start(ctx); err != nil {
+		os.RemoveAll(r.Dir)
+		return nil, err
+	}
+	return r, nil
+}
+
+// Kill ends the server as a crash of its machine would: SIGKILL to the
+// postmaster and every process it started, no shutdown of any kind. Stop
+// then only removes the directory.
+func (p *Postgres) Kill() error {
+	data, err := os.ReadFile(filepath.Join(p.data(), "postmaster.pid"))
+	if err != nil {
+		return fmt.Errorf("xtdbtest: the server's pid: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(data), "\n", 2)[0]))
+	if err != nil {
+		return fmt.Errorf("xtdbtest: the server's pid: %w", err)
+	}
+	pids := []int{pid}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after ')'.
+		rest := stat[bytes.LastIndexByte(stat, ')')+1:]
+		if f := strings.Fields(string(rest)); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			pids = append(pids, child)
+		}
+	}
+	for _, q := range pids {
+		if proc, err := os.FindProcess(q); err == nil {
+			_ = proc.Kill()
+		}
+	}
+	p.killed = true
+	// Wait until the postmaster is gone (it is not this process's child).
+	for i := 0; i < 500; i++ {
+		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); err != nil {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("xtdbtest: the server (pid %d) outlived SIGKILL", pid)
+}
+
+// Promote ends recovery on a replica: it becomes a primary that accepts
+// writes (pg_ctl promote, waiting until it does).
+func (p *Postgres) Promote(ctx context.Context) error {
+	return p.run(ctx, "pg_ctl", "-D", p.data(), "-w", "-t", "60", "promote")
 }
 
 // Options are the node options that use this server's database.

@@ -217,3 +217,95 @@ func WithParam(t testing.TB, raw, key, value string) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
+
+// Replicated starts, for t alone, a primary PostgreSQL server and one
+// streaming replica of it, made synchronous (synchronous_standby_names
+// '*', synchronous_commit on): a commit is acknowledged only once the
+// replica has its WAL on disk, so a failover to the replica loses nothing
+// acknowledged. Both are stopped when t ends. The pair is always started
+// here (CTXSTORE_POSTGRES_URL names one server, not a pair).
+func Replicated(t testing.TB) (primary, replica *Server) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("pgtest: -short starts no PostgreSQL server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	pg, err := xtdbtest.StartPostgres(ctx)
+	if err != nil {
+		missing(t, err)
+	}
+	primary = &Server{URL: pg.URL(), pg: pg}
+	primary.watch()
+	t.Cleanup(func() {
+		if err := primary.Stop(); err != nil {
+			t.Errorf("stopping the primary: %v", err)
+		}
+	})
+	rp, err := pg.StartReplica(ctx)
+	if err != nil {
+		t.Fatalf("pgtest: starting a replica: %v", err)
+	}
+	replica = &Server{URL: rp.URL(), pg: rp}
+	replica.watch()
+	t.Cleanup(func() {
+		if err := replica.Stop(); err != nil {
+			t.Errorf("stopping the replica: %v", err)
+		}
+	})
+	db, err := sqlx.Open("pgx", primary.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{"ALTER SYSTEM SET synchronous_standby_names = '*'", "ALTER SYSTEM SET synchronous_commit = 'on'", "SELECT pg_reload_conf()"} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("pgtest: %s: %v", q, err)
+		}
+	}
+	for {
+		var state string
+		err := db.GetContext(ctx, &state, "SELECT coalesce(max(sync_state), '') FROM pg_stat_replication")
+		if err == nil && state == "sync" {
+			return primary, replica
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("pgtest: the replica did not become synchronous: state %q, %v", state, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Kill ends the server with SIGKILL, the postmaster and every process of
+// it, as a crash of its machine would (xtdbtest.Postgres.Kill).
+func (s *Server) Kill() error {
+	if s.pg == nil {
+		return fmt.Errorf("pgtest: the server at CTXSTORE_POSTGRES_URL is not the tests' to kill")
+	}
+	return s.pg.Kill()
+}
+
+// Promote makes a replica a primary that accepts writes.
+func (s *Server) Promote(ctx context.Context) error {
+	if s.pg == nil {
+		return fmt.Errorf("pgtest: the server at CTXSTORE_POSTGRES_URL is not the tests' to promote")
+	}
+	return s.pg.Promote(ctx)
+}
+
+// FailoverURL is storeURL (a URL of primary's, as Schema gives) naming
+// both servers, primary first, with target_session_attrs=read-write: a
+// client (libpq, pgx) connects to the first that accepts writes, so once
+// the replica is promoted, new connections reach it.
+func FailoverURL(t testing.TB, storeURL string, primary, replica *Server) string {
+	t.Helper()
+	u, err := url.Parse(storeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Host != fmt.Sprintf("127.0.0.1:%d", primary.pg.Port) {
+		t.Fatalf("pgtest: %s is not a URL of the primary", storeURL)
+	}
+	u.Host += fmt.Sprintf(",127.0.0.1:%d", replica.pg.Port)
+	return WithParam(t, u.String(), "target_session_attrs", "read-write")
+}
