@@ -11,6 +11,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ctxstore/ctxstore/bitemporal"
+	"github.com/ctxstore/ctxstore/explain/inspect"
+	"github.com/ctxstore/ctxstore/store"
 )
 
 // TestClaudeCodePreviews: with ctxstore's hooks installed (previews on by
@@ -46,6 +50,76 @@ func TestClaudeCodePreviews(t *testing.T) {
 	if fc, err := readChain(t, e.store, transcript); err != nil || !bytes.Equal(fc.content, tb) {
 		t.Errorf("the store's chain is not the transcript: %v", err)
 	}
+	checkKeptWhole(t, e.store, sid, spillFile)
+}
+
+// checkKeptWhole: with the spill directory gone, the store still holds
+// the Bash output whole as its call's object, with the model's Read of the
+// spill file recorded on it as an activation, which the inspector's
+// paging counts; the session's calls show what the model saw (the
+// preview), not the whole.
+func checkKeptWhole(t *testing.T, storePath, sid, spillFile string) {
+	t.Helper()
+	if err := os.RemoveAll(filepath.Dir(filepath.Dir(spillFile))); err != nil {
+		t.Fatal(err)
+	}
+	var whole strings.Builder
+	for i := 1; i <= 5000; i++ {
+		fmt.Fprintf(&whole, "%d\n", i)
+	}
+	ctx := context.Background()
+	st, err := bitemporal.Open(ctx, storePath, bitemporal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	doc, err := st.Entity(ctx, previewBashID, store.Basis{})
+	if err != nil {
+		t.Fatalf("the Bash output is not in the store: %v", err)
+	}
+	if doc["content"] != strings.TrimSuffix(whole.String(), "\n") || doc["type"] != "toolcall" || doc["tool"] != "Bash" || doc["chat_ref"] != "chat:"+sid {
+		t.Errorf("the store's object of the Bash output: %.300v", doc)
+	}
+	if p, _ := doc["preview"].(map[string]any); p["file"] != spillFile || p["session"] != sid {
+		t.Errorf("the object's preview link: %v", doc["preview"])
+	}
+	acts, _ := doc["activations"].([]any)
+	if len(acts) != 1 || acts[0].(map[string]any)["call"] != previewReadID {
+		t.Errorf("the object's activations: %v, want the Read %s", acts, previewReadID)
+	}
+	if out, err := exec.Command(ctxstoreBin, "--store", "sqlite:"+storePath, "object", previewBashID).Output(); err != nil ||
+		!strings.Contains(string(out), "(toolcall") || !strings.Contains(string(out), ": 2 versions") {
+		t.Errorf("object %s (the output, then its activation): %v\n%s", previewBashID, err, out)
+	}
+	in := inspect.New(st, inspect.Options{})
+	pg, err := in.Paging(ctx, sid)
+	if err != nil || pg.Previews != 1 || pg.Faulted != 1 || pg.BySpillRead != 1 || len(pg.Faults) != 1 ||
+		pg.Faults[0].CallID != previewReadID || pg.Faults[0].Output != previewBashID || pg.Faults[0].Call == 0 {
+		t.Errorf("the session's paging: %+v %v", pg, err)
+	}
+	// The calls show the preview the model saw: the request that carries
+	// the Bash result holds the note, not the output's middle.
+	out, err := exec.Command(ctxstoreBin, "--store", "sqlite:"+storePath, "calls", sid, "--json").Output()
+	if err != nil {
+		t.Fatalf("calls: %v", err)
+	}
+	var calls []struct {
+		N int `json:"call"`
+	}
+	json.Unmarshal(out, &calls)
+	sawPreview := false
+	for _, c := range calls {
+		raw, err := exec.Command(ctxstoreBin, "--store", "sqlite:"+storePath, "call", sid, fmt.Sprint(c.N), "--raw").Output()
+		if err != nil {
+			t.Fatalf("call %d --raw: %v", c.N, err)
+		}
+		if strings.Contains(string(raw), "left out here; Read "+spillFile) {
+			sawPreview = true
+		}
+	}
+	if !sawPreview {
+		t.Errorf("no call of %s shows the preview (calls: %s)", sid, out)
+	}
 }
 
 // TestClaudeCodeRunPreviews: `ctxstore claude-code run` in a project with
@@ -53,7 +127,8 @@ func TestClaudeCodePreviews(t *testing.T) {
 // enters as a preview whose spill file (under ~/.ctxstore/spill, made one
 // of Claude Code's working directories) the model reads without a
 // permission, and the session is recorded in ~/.ctxstore/store.db.
-// With --no-hooks the output reaches the model whole.
+// With --no-hooks and --no-managed (the proxy would make the preview
+// itself) the output reaches the model whole.
 func TestClaudeCodeRunPreviews(t *testing.T) {
 	t.Parallel()
 	cli := claudeCLI(t)
@@ -97,8 +172,8 @@ func TestClaudeCodeRunPreviews(t *testing.T) {
 		t.Errorf("the store does not hold the session run recorded: %v", err)
 	}
 
-	if res := run("--no-hooks"); res["result"] != "no preview" {
-		t.Errorf("with --no-hooks, the model was not sent the output whole: %v", res)
+	if res := run("--no-hooks", "--no-managed"); res["result"] != "no preview" {
+		t.Errorf("with --no-hooks and --no-managed, the model was not sent the output whole: %v", res)
 	}
 }
 

@@ -285,7 +285,7 @@ func (c *ccHookCmd) Run(a *app) error {
 	}
 	var chain hooks.Fallback
 	if c.Service != "" {
-		chain = append(chain, serviceImporter{url: strings.TrimRight(c.Service, "/"), token: c.Token})
+		chain = append(chain, serviceImporter{url: strings.TrimRight(c.Service, "/"), token: c.Token, store: storeImporter{a: a, timeout: c.Timeout}})
 	}
 	chain = append(chain, storeImporter{a: a, timeout: c.Timeout})
 	r := hooks.Runner{Importer: chain, StateDir: dir, Timeout: c.Timeout, Spill: hooks.Spill{Root: c.SpillDir, Chars: c.Preview}}
@@ -322,7 +322,25 @@ func (s storeImporter) Checkpoint(ctx context.Context, c hooks.Checkpoint) (hook
 	defer st.Close()
 	res, err := importCheckpoint(ctx, st, c)
 	res.Via = "store " + s.a.cli.Store
+	if err != nil {
+		return res, err
+	}
+	res.Outputs, err = hooks.KeepOutputs(ctx, st, c)
 	return res, err
+}
+
+// keep keeps c's spilled outputs in the store (hooks.KeepOutputs), opening
+// it only when there is something to keep.
+func (s storeImporter) keep(ctx context.Context, c hooks.Checkpoint) (int, error) {
+	if !hooks.HasOutputs(c) {
+		return 0, nil
+	}
+	st, err := s.open(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	return hooks.KeepOutputs(ctx, st, c)
 }
 
 // open opens the store for writing with the lock wait bounded by the

@@ -91,9 +91,12 @@ func importCheckpoint(ctx context.Context, st store.Store, c hooks.Checkpoint) (
 
 // serviceImporter asks a running ctxstore serve to import the
 // checkpoint's transcripts (POST /v1/import with their paths, which must
-// lie under the server's --root directories).
+// lie under the server's --root directories). The service has no request
+// that keeps a spilled output, so those go into the store directly
+// (store.keep), which is opened only when a run has one.
 type serviceImporter struct {
 	url, token string
+	store      storeImporter
 }
 
 // Checkpoint implements hooks.Importer.
@@ -142,5 +145,9 @@ func (s serviceImporter) Checkpoint(ctx context.Context, c hooks.Checkpoint) (ho
 		}
 	}
 	res.Detail = strings.Join(detail, "; ")
+	var err error
+	if res.Outputs, err = s.store.keep(ctx, c); err != nil {
+		return res, fmt.Errorf("keeping spilled outputs in the store: %w", err)
+	}
 	return res, nil
 }

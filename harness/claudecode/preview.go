@@ -14,9 +14,10 @@ import (
 //
 // and Claude Code's transcript then records only the preview. Decode
 // recognizes such a result and names the spill file in the event's
-// Metadata "preview" (file, whole_chars, left_out_chars), so a reader
-// knows the text is a preview and where the whole is; the event's text and
-// the commit's bytes stay the transcript's.
+// Metadata "preview" (file, whole_chars, left_out_chars, and object: the
+// toolcall object, id the call's, in which the hook's checkpoint keeps the
+// output whole), so a reader knows the text is a preview and where the
+// whole is; the event's text and the commit's bytes stay the transcript's.
 
 // maxPreviewPath bounds the spill path a note may name.
 const maxPreviewPath = 4096
@@ -63,7 +64,7 @@ func previewOf(text, session, id string) (map[string]any, bool) {
 			path.Base(file) != id+".txt" || path.Base(path.Dir(file)) != session || n[0] > n[1] {
 			continue
 		}
-		return map[string]any{"file": file, "whole_chars": n[1], "left_out_chars": n[0]}, true
+		return map[string]any{"file": file, "whole_chars": n[1], "left_out_chars": n[0], "object": id}, true
 	}
 	return nil, false
 }

@@ -34,7 +34,7 @@ func TestDecodePreview(t *testing.T) {
 	note := func(f string) string {
 		return "[ctxstore] 20000 of 23600 chars (400 lines) left out here; Read " + f + " for the output whole"
 	}
-	want := map[string]any{"file": file, "whole_chars": 23600, "left_out_chars": 20000}
+	want := map[string]any{"file": file, "whole_chars": 23600, "left_out_chars": 20000, "object": id}
 	cases := []struct {
 		name    string
 		id      string

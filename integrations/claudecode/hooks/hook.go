@@ -121,6 +121,18 @@ type Checkpoint struct {
 	// the answer's line, so the checkpoint first waits for it (briefly;
 	// see AwaitLimit).
 	Await, AwaitIn string
+	// SpillDir is the session's spill directory when previews are on:
+	// the importer keeps there the outputs the preview step spilled as
+	// toolcall objects in the store (KeepOutputs): Outputs, the call ids
+	// spilled by this run, and on catch-up events (Subagents) every one
+	// not yet kept.
+	SpillDir string
+	Outputs  []string
+	// Activated is the call whose output the model read back whole from
+	// its spill file with Claude Code's Read, ActivatedBy that Read's own
+	// call id, and Time when the hook ran: recorded on the output's object.
+	Activated, ActivatedBy string
+	Time                   time.Time
 }
 
 // isToolUseID says id can stand in a JSON string as it is (letters,
@@ -312,6 +324,9 @@ type Result struct {
 	Via string `json:"via"`
 	// Commits is the number of context commits written (0: nothing new).
 	Commits int `json:"commits"`
+	// Outputs is the number of spilled outputs and activations written
+	// into the store (KeepOutputs).
+	Outputs int `json:"outputs,omitempty"`
 	// Detail is the importer's own summary, for the log.
 	Detail string `json:"detail,omitempty"`
 }
@@ -436,6 +451,19 @@ func (r Runner) Run(ctx context.Context, stdin io.Reader) (o Outcome) {
 	if o.PreviewErr != nil {
 		r.log(c.Session, c.Event, fmt.Errorf("no preview (the output passed whole): %w", o.PreviewErr))
 	}
+	c.SpillDir = r.Spill.Dir(c.Session)
+	if o.Preview.File != "" {
+		c.Outputs = []string{in.ToolUseID}
+	}
+	if o.Preview.Activated != "" && isToolUseID(in.ToolUseID) {
+		c.Activated, c.ActivatedBy = o.Preview.Activated, in.ToolUseID
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	c.Time = now()
+	o.Checkpoint = c
 	if r.Importer == nil {
 		o.Err = errors.New("no importer configured")
 		return r.fail(o)

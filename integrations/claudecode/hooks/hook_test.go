@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,7 +42,7 @@ func TestPlan(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, err := Plan(in)
-		if err != nil || got != tc.want {
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("Plan(%.60s…) = %+v, %v; want %+v", tc.in, got, err, tc.want)
 		}
 	}

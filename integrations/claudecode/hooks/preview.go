@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,8 +35,10 @@ const maxSpill = 64 << 20
 // Spill says where a session's outputs are whole: Root holds one directory
 // per session, named by its id, and each output is
 // Root/<session>/tools.SpillName(<tool_use_id>) (the text the model reads)
-// with the tool's original response beside it (the same name with .json
-// for .txt), for an import to restore the output exactly.
+// with the call beside it (the same name with .json for .txt: the hook
+// input's tool_name, tool_input and tool_response, the tool's original
+// response, for an import to restore the output exactly and the store to
+// name the call), and once the store keeps it a mark (.stored).
 type Spill struct {
 	Root string
 	// Chars is the preview size (0: DefaultPreviewChars).
@@ -77,10 +80,10 @@ func (s Spill) Preview(in Input) (PreviewResult, error) {
 			Limit  json.RawMessage `json:"limit"`
 		}
 		json.Unmarshal(in.ToolInput, &args)
-		if args.Path != "" {
-			p := filepath.Clean(args.Path)
-			if rel, err := filepath.Rel(root, p); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
-				if filepath.Dir(p) == dir {
+		if args.Path != "" && len(args.Path) <= maxReadPath {
+			p, own, inside := underRoot(root, in.SessionID, filepath.Clean(args.Path))
+			if inside {
+				if own {
 					// Read back: never cut again. Whole (no offset or
 					// limit), it is the output's activation; a part is not.
 					if id, ok := tools.SpillCallID(filepath.Base(p)); ok && isNull(args.Offset) && isNull(args.Limit) {
@@ -115,13 +118,54 @@ func (s Spill) Preview(in Input) (PreviewResult, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return PreviewResult{}, err
 	}
-	if err := writeFile(strings.TrimSuffix(file, ".txt")+".json", in.ToolResponse); err != nil {
+	var call bytes.Buffer
+	enc := json.NewEncoder(&call)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(spilledCall{Tool: in.ToolName, Input: in.ToolInput, Response: in.ToolResponse}); err != nil {
+		return PreviewResult{}, err
+	}
+	if err := writeFile(callFile(file), call.Bytes()); err != nil {
 		return PreviewResult{}, err
 	}
 	if err := writeFile(file, []byte(whole)); err != nil {
 		return PreviewResult{}, err
 	}
 	return PreviewResult{Updated: up, File: file, Whole: utf8.RuneCountInString(whole), Shown: shown}, nil
+}
+
+// maxReadPath bounds the Read path the hook looks at: a longer one is no
+// spill file (the spill files' own paths are far shorter).
+const maxReadPath = 4096
+
+// underRoot says whether p (absolute, clean) lies under the spill root
+// and whether in session's own directory, judged on p with its symbolic
+// links resolved when it resolves under the root resolved (a link to
+// another session's file is that file), else on p as written; it returns
+// the path judged.
+func underRoot(root, session, p string) (path string, own, inside bool) {
+	in := func(root, p string) bool {
+		rel, err := filepath.Rel(root, p)
+		return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+	}
+	if !filepath.IsAbs(p) {
+		return p, false, false
+	}
+	if rp, rroot := realPath(p), realPath(root); in(rroot, rp) {
+		return rp, filepath.Dir(rp) == filepath.Join(rroot, session), true
+	}
+	if in(root, p) {
+		return p, filepath.Dir(p) == filepath.Join(root, session), true
+	}
+	return p, false, false
+}
+
+// realPath is p with its symbolic links resolved, or p when they cannot
+// be (a path that does not exist).
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }
 
 // isNull says an optional argument is absent.

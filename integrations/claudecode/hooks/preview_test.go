@@ -64,8 +64,9 @@ func TestPreviewShapes(t *testing.T) {
 		if b, _ := os.ReadFile(file); string(b) != whole {
 			t.Errorf("%s: the spill file holds %d bytes, want the output whole (%d)", name, len(b), len(whole))
 		}
-		if b, _ := os.ReadFile(strings.TrimSuffix(file, ".txt") + ".json"); string(b) != string(in.ToolResponse) {
-			t.Errorf("%s: the original response is not kept beside it", name)
+		if sp, err := ReadSpilled(filepath.Dir(file), in.SessionID, in.ToolUseID); err != nil || string(sp.Response) != string(in.ToolResponse) ||
+			sp.Tool != in.ToolName || sp.Whole != whole || sp.File != file {
+			t.Errorf("%s: the call and its original response are not kept beside it: %v %+v", name, err, sp)
 		}
 		if r.File != file || r.Whole != len(whole) {
 			t.Errorf("%s: result %+v", name, r)

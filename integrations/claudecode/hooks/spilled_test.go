@@ -1,0 +1,180 @@
+package hooks
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ctxstore/ctxstore/bitemporal"
+	"github.com/ctxstore/ctxstore/objects"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// keeper is the store importer's part that keeps outputs (the transcript
+// import is cmd/ctxstore's); fail makes it fail as a locked store would.
+type keeper struct {
+	st   store.Store
+	fail bool
+}
+
+func (k keeper) Checkpoint(ctx context.Context, c Checkpoint) (Result, error) {
+	if k.fail {
+		return Result{}, errors.New("store locked")
+	}
+	n, err := KeepOutputs(ctx, k.st, c)
+	return Result{Outputs: n}, err
+}
+
+// TestKeepOutputs: an output that enters as a preview is kept whole in the
+// store as its call's toolcall object, which outlives the spill directory;
+// the model's whole Read of the spill file is recorded on it as an
+// activation, once per Read; an output whose checkpoint failed is brought
+// in by the next catch-up event from the spill directory; another
+// object of the same id is never overwritten.
+func TestKeepOutputs(t *testing.T) {
+	ctx := context.Background()
+	st, err := bitemporal.Open(ctx, filepath.Join(t.TempDir(), "store.db"), bitemporal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	root := t.TempDir()
+	r := Runner{Importer: keeper{st: st}, Spill: Spill{Root: root}}
+	big := numbered(2000)
+	run := func(r Runner, v map[string]any) Outcome {
+		t.Helper()
+		v["session_id"], v["transcript_path"] = "sess-1", "/t/sess-1.jsonl"
+		o := r.Run(ctx, strings.NewReader(mustJSON(t, v)))
+		if o.Err != nil {
+			t.Fatalf("%v: %v", v["hook_event_name"], o.Err)
+		}
+		return o
+	}
+	o := run(r, map[string]any{"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "toolu_01A",
+		"tool_input":    map[string]any{"command": "seq 2000", "timeout": 1000},
+		"tool_response": map[string]any{"stdout": big, "stderr": "", "interrupted": false, "isImage": false}})
+	if o.Output.HookSpecificOutput == nil || o.Result.Outputs != 1 {
+		t.Fatalf("no preview, or not kept: %+v", o.Result)
+	}
+	file := filepath.Join(root, "sess-1", "toolu_01A.txt")
+	// The spill directory goes; the store keeps the output whole.
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := st.Entity(ctx, "toolu_01A", store.Basis{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ob, err := objects.FromDoc(doc)
+	if err != nil || ob.VerifyHashes() != nil || ob.Kind() != objects.KindToolcall {
+		t.Fatalf("not a valid toolcall object: %v %v", err, doc)
+	}
+	if ob.Content == nil || *ob.Content != big {
+		t.Errorf("the object does not hold the output whole")
+	}
+	p, _ := doc["preview"].(map[string]any)
+	if ob.Toolcall.Tool != "Bash" || ob.Toolcall.ChatRef != "chat:sess-1" || ob.Toolcall.Args["command"] != "seq 2000" ||
+		p["session"] != "sess-1" || p["file"] != file || p["whole_chars"] == nil {
+		t.Errorf("the object: %+v preview %v", ob.Toolcall, p)
+	}
+
+	// The model reads the spill file whole: an activation on the object
+	// (the spill directory gone or not); the same Read's hook again
+	// records nothing more, a part of the file is no activation.
+	read := func(id string, args map[string]any) Outcome {
+		return run(r, map[string]any{"hook_event_name": "PostToolUse", "tool_name": "Read", "tool_use_id": id, "tool_input": args,
+			"tool_response": map[string]any{"type": "text", "file": map[string]any{"filePath": file, "content": "x", "numLines": 1, "startLine": 1, "totalLines": 1}}})
+	}
+	if o := read("toolu_02B", map[string]any{"file_path": file}); o.Preview.Activated != "toolu_01A" || o.Result.Outputs != 1 {
+		t.Errorf("the Read: %+v %+v", o.Preview, o.Result)
+	}
+	read("toolu_02B", map[string]any{"file_path": file})
+	read("toolu_03C", map[string]any{"file_path": file, "offset": 5, "limit": 10})
+	doc, _ = st.Entity(ctx, "toolu_01A", store.Basis{})
+	acts, _ := doc["activations"].([]any)
+	if len(acts) != 1 {
+		t.Fatalf("activations %v, want the one whole Read", acts)
+	}
+	if a := acts[0].(map[string]any); a["call"] != "toolu_02B" || a["how"] != "spill_read" || a["at"] == nil {
+		t.Errorf("activation %v", a)
+	}
+	if ob, err := objects.FromDoc(doc); err != nil || ob.VerifyHashes() != nil || *ob.Content != big {
+		t.Errorf("the activated object: %v", err)
+	}
+
+	// A checkpoint that failed leaves the output in the spill directory
+	// only; the next catch-up event (Stop) keeps it, once.
+	failing := Runner{Importer: keeper{st: st, fail: true}, Spill: Spill{Root: root}}
+	v := map[string]any{"hook_event_name": "PostToolUse", "tool_name": "WebFetch", "tool_use_id": "toolu_04D",
+		"tool_response": map[string]any{"result": big, "url": "u"}}
+	v["session_id"], v["transcript_path"] = "sess-1", "/t/sess-1.jsonl"
+	if o := failing.Run(ctx, strings.NewReader(mustJSON(t, v))); o.Err == nil || o.Output.HookSpecificOutput == nil {
+		t.Fatalf("the failing checkpoint: %v", o.Err)
+	}
+	if _, err := st.Entity(ctx, "toolu_04D", store.Basis{}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("kept by a failed checkpoint: %v", err)
+	}
+	if o := run(r, map[string]any{"hook_event_name": "Stop"}); o.Result.Outputs != 1 {
+		t.Errorf("the catch-up kept %d outputs, want 1", o.Result.Outputs)
+	}
+	if doc, err := st.Entity(ctx, "toolu_04D", store.Basis{}); err != nil || doc["content"] != big || doc["tool"] != "WebFetch" {
+		t.Errorf("the caught-up output: %v", err)
+	}
+	if o := run(r, map[string]any{"hook_event_name": "Stop"}); o.Result.Outputs != 0 || HasOutputs(o.Checkpoint) {
+		t.Errorf("a second catch-up kept %d outputs", o.Result.Outputs)
+	}
+
+	// A toolcall of the same id that is not this session's output (a live
+	// session's) is left as it is, and the hook says so.
+	other, _ := objects.NewToolcall("toolu_05E", objects.ToolcallFields{Tool: "bash", Args: map[string]any{}, Status: objects.StatusOK}, nil)
+	od, _ := other.Doc()
+	if _, err := store.SubmitWait(ctx, st, []store.Op{store.Put(od)}); err != nil {
+		t.Fatal(err)
+	}
+	v = map[string]any{"hook_event_name": "PostToolUse", "tool_name": "WebFetch", "tool_use_id": "toolu_05E",
+		"tool_response": map[string]any{"result": big, "url": "u"}, "session_id": "sess-1", "transcript_path": "/t/sess-1.jsonl"}
+	if o := r.Run(ctx, strings.NewReader(mustJSON(t, v))); o.Err == nil || !strings.Contains(o.Err.Error(), "not this session's output") {
+		t.Errorf("overwriting another object: %v", o.Err)
+	}
+	if doc, _ := st.Entity(ctx, "toolu_05E", store.Basis{}); doc["content"] != nil {
+		t.Errorf("another object was overwritten")
+	}
+}
+
+// TestSpillReadThroughLink: a Read of another session's spill file
+// through a symbolic link outside the spill root is refused as the file
+// itself is; a path past the bound is no spill file.
+func TestSpillReadThroughLink(t *testing.T) {
+	root := t.TempDir()
+	s := Spill{Root: root}
+	other := filepath.Join(root, "sess-2")
+	os.MkdirAll(other, 0o700)
+	os.WriteFile(filepath.Join(other, "toolu_09Z.txt"), []byte("secret"), 0o600)
+	link := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.Symlink(other, link); err != nil {
+		t.Fatal(err)
+	}
+	resp := map[string]any{"type": "text", "file": map[string]any{"filePath": "p", "content": "secret", "numLines": 1, "startLine": 1, "totalLines": 1}}
+	in := postToolUse(t, "Read", map[string]any{"file_path": filepath.Join(link, "toolu_09Z.txt")}, resp)
+	r, err := s.Preview(in)
+	if err != nil || r.Refused == "" || strings.Contains(string(r.Updated), "secret") {
+		t.Errorf("a Read through a link: %+v %v", r, err)
+	}
+	// The session's own file through a link is its own.
+	own := filepath.Join(root, "sess-1")
+	os.MkdirAll(own, 0o700)
+	os.WriteFile(filepath.Join(own, "toolu_01A.txt"), []byte("mine"), 0o600)
+	link2 := filepath.Join(t.TempDir(), "mine")
+	os.Symlink(own, link2)
+	in = postToolUse(t, "Read", map[string]any{"file_path": filepath.Join(link2, "toolu_01A.txt")}, resp)
+	if r, err := s.Preview(in); err != nil || r.Refused != "" || r.Activated != "toolu_01A" {
+		t.Errorf("the session's own file through a link: %+v %v", r, err)
+	}
+	in = postToolUse(t, "Read", map[string]any{"file_path": other + "/" + strings.Repeat("x", maxReadPath)}, resp)
+	if r, _ := s.Preview(in); r.Refused != "" || r.Activated != "" {
+		t.Errorf("a path past the bound was judged: %+v", r)
+	}
+}
