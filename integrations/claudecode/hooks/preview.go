@@ -80,6 +80,9 @@ func (s Spill) Preview(in Input) (PreviewResult, error) {
 			Limit  json.RawMessage `json:"limit"`
 		}
 		json.Unmarshal(in.ToolInput, &args)
+		if !filepath.IsAbs(args.Path) && filepath.IsAbs(in.Cwd) && args.Path != "" {
+			args.Path = filepath.Join(in.Cwd, args.Path) // as Claude Code's Read resolves it
+		}
 		if args.Path != "" && len(args.Path) <= maxReadPath {
 			p, own, inside := underRoot(root, in.SessionID, filepath.Clean(args.Path))
 			if inside {

@@ -145,8 +145,9 @@ func TestKeepOutputs(t *testing.T) {
 }
 
 // TestSpillReadThroughLink: a Read of another session's spill file
-// through a symbolic link outside the spill root is refused as the file
-// itself is; a path past the bound is no spill file.
+// through a symbolic link outside the spill root, or by a path relative to
+// the session's directory, is refused as the file itself is; a path past
+// the bound is no spill file.
 func TestSpillReadThroughLink(t *testing.T) {
 	root := t.TempDir()
 	s := Spill{Root: root}
@@ -172,6 +173,13 @@ func TestSpillReadThroughLink(t *testing.T) {
 	in = postToolUse(t, "Read", map[string]any{"file_path": filepath.Join(link2, "toolu_01A.txt")}, resp)
 	if r, err := s.Preview(in); err != nil || r.Refused != "" || r.Activated != "toolu_01A" {
 		t.Errorf("the session's own file through a link: %+v %v", r, err)
+	}
+	// A relative path, as Claude Code resolves it against the session's
+	// directory.
+	in = postToolUse(t, "Read", map[string]any{"file_path": "sess-2/toolu_09Z.txt"}, resp)
+	in.Cwd = root
+	if r, err := s.Preview(in); err != nil || r.Refused == "" {
+		t.Errorf("a relative Read of another session's file: %+v %v", r, err)
 	}
 	in = postToolUse(t, "Read", map[string]any{"file_path": other + "/" + strings.Repeat("x", maxReadPath)}, resp)
 	if r, _ := s.Preview(in); r.Refused != "" || r.Activated != "" {
