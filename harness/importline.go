@@ -36,10 +36,24 @@ type ImportState struct {
 	// Turn: a Codex turn started (task_started) and its prompt is still
 	// to come, for this import only.
 	Turn bool `json:"-"`
+	// SpawnedBy, set by a codec when the file's records name the session
+	// that spawned this one (a Codex sub-agent's session_meta), makes the
+	// importer fork the file's chain from the parent's commit that
+	// spawned it, for this import only.
+	SpawnedBy *Spawn `json:"-"`
 	// Lane, set by the importer, places a tree entry (id, parent) on a
 	// lane; Problem reports damage at a line.
 	Lane    func(id, parent string) string          `json:"-"`
 	Problem func(line int, format string, a ...any) `json:"-"`
+}
+
+// Spawn names a sub-agent's parent session: its id, the id the parent's
+// records give the sub-agent (LineInfo.Results), and where the parent's
+// file is (File, from the sub-agent's file path; "" when not found).
+type Spawn struct {
+	Parent string
+	Agent  string
+	File   func(path string) string
 }
 
 // LineInfo is what a line's records say about cutting the file into
@@ -62,8 +76,9 @@ type LineInfo struct {
 	Model   string
 	// Entries are the ids of a Pi tree's entries on the line.
 	Entries []string
-	// Tasks are Claude Code Task/Agent tool use ids; Results pairs (tool
-	// use id, agent id) of sub-agent results.
+	// Tasks are the ids of calls that start a sub-agent (Claude Code's
+	// Task/Agent, Codex's spawn_agent); Results pairs (call id, agent id)
+	// of their results naming the sub-agent.
 	Tasks   []string
 	Results [][2]string
 	// Count adds what the line holds to a session's counts.

@@ -225,6 +225,9 @@ type DBRow struct {
 	// What the row holds, for the import's counts: model responses, tool
 	// calls and their results, content the harness injected.
 	Responses, ToolCalls, ToolResults, Injected int
+	// Spawns are the ids of the sessions the row started as sub-agents
+	// (an opencode task call's session).
+	Spawns []string
 }
 
 // RowProblem is a damaged row: its table and id.

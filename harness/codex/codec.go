@@ -2,6 +2,7 @@ package codex
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 
 	"github.com/ctxstore/ctxstore/harness"
@@ -458,6 +459,11 @@ type Head struct {
 	// Prompt: the line is a person's prompt; Injected: a user message
 	// Codex wrote.
 	Prompt, Injected bool
+	// Parent is a sub-agent's parent thread (session_meta).
+	Parent string
+	// Spawn is the call id of a spawn_agent call; Agent, with it, the
+	// sub-agent a call's output names ({"agent_id": ...}).
+	Spawn, Agent string
 }
 
 // ReadHead reads a line's head.
@@ -471,16 +477,70 @@ func ReadHead(data []byte) (Head, bool) {
 	switch h.Type {
 	case "session_meta":
 		h.Session, h.Cwd, h.Version = string(p.ID), string(p.Cwd), string(p.CLIVersion)
+		h.Parent = parentThread(p)
 	case "turn_context":
 		h.Model, h.Cwd = string(p.Model), string(p.Cwd)
 	case "compacted":
 		h.Text = string(p.Message)
 	case "response_item":
-		if p.Type == "message" && p.Role == "user" {
+		switch {
+		case p.Type == "message" && p.Role == "user":
 			h.Text = text(p.Content, nil)
 			h.Injected = Injected(h.Text)
 			h.Prompt = !h.Injected
+		case p.Type == "function_call" && p.Name == "spawn_agent":
+			h.Spawn = string(p.CallID)
+		case p.Type == "function_call_output":
+			var out struct {
+				AgentID string `json:"agent_id"`
+			}
+			var s string
+			if json.Unmarshal(p.Output, &s) == nil && json.Unmarshal([]byte(s), &out) == nil && out.AgentID != "" {
+				h.Spawn, h.Agent = string(p.CallID), out.AgentID
+			}
 		}
 	}
 	return h, true
+}
+
+// parentThread is the thread that spawned a sub-agent's session: Codex
+// 0.171.0 writes it as parent_thread_id and in its source,
+// {"subagent": {"thread_spawn": {"parent_thread_id": ...}}}.
+func parentThread(p *Payload) string {
+	if p.ParentThreadID != "" {
+		return string(p.ParentThreadID)
+	}
+	var src struct {
+		Subagent struct {
+			ThreadSpawn struct {
+				Parent string `json:"parent_thread_id"`
+			} `json:"thread_spawn"`
+		} `json:"subagent"`
+	}
+	if len(p.Source) > 0 && p.Source[0] == '{' && json.Unmarshal(p.Source, &src) == nil {
+		return src.Subagent.ThreadSpawn.Parent
+	}
+	return ""
+}
+
+// FindRollout is the rollout of thread near the rollout at path: in its
+// folder, or in any day folder of the sessions tree it is in
+// (sessions/YYYY/MM/DD); "" when none is there.
+func FindRollout(path, thread string) string {
+	for _, r := range thread {
+		if !(r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F') {
+			return "" // not a thread id: nothing to look for
+		}
+	}
+	if thread == "" {
+		return ""
+	}
+	dir := filepath.Dir(path)
+	name := "rollout-*-" + thread + ".jsonl"
+	for _, pat := range []string{filepath.Join(dir, name), filepath.Join(dir, "..", "..", "..", "*", "*", "*", name)} {
+		if m, _ := filepath.Glob(pat); len(m) > 0 {
+			return filepath.Clean(m[0])
+		}
+	}
+	return ""
 }

@@ -11,7 +11,10 @@ var _ harness.LineImporter = Codec{}
 // Codex's task_started event, or at a person's message when none came
 // before it (so that a turn's commit holds its turn_context, and its
 // events their model); a compacted line is a compaction (complete in one
-// line).
+// line). A sub-agent's session_meta names its parent thread (SpawnedBy),
+// and a spawn_agent call and its output ({"agent_id"}) the sub-agents a
+// session started (Tasks, Results): the importer forks a sub-agent's
+// chain from the commit holding its spawn.
 func (Codec) ImportLine(st *harness.ImportState, recs []harness.Record, n int) harness.LineInfo {
 	var info harness.LineInfo
 	var heads []Head
@@ -32,6 +35,10 @@ func (Codec) ImportLine(st *harness.ImportState, recs []harness.Record, n int) h
 				if h.Version != "" {
 					st.Version = h.Version
 				}
+				if h.Parent != "" {
+					parent := h.Parent
+					st.SpawnedBy = &harness.Spawn{Parent: parent, Agent: h.Session, File: func(path string) string { return FindRollout(path, parent) }}
+				}
 			}
 		case "turn_context":
 			if h.Model != "" {
@@ -50,6 +57,12 @@ func (Codec) ImportLine(st *harness.ImportState, recs []harness.Record, n int) h
 			}
 		case "response_item":
 			info.Content = true
+			switch {
+			case h.Agent != "":
+				info.Results = append(info.Results, [2]string{h.Spawn, h.Agent})
+			case h.Spawn != "":
+				info.Tasks = append(info.Tasks, h.Spawn)
+			}
 			if h.Prompt {
 				info.Human = !st.Turn
 				st.Turn = false

@@ -61,6 +61,10 @@ type Payload struct {
 	CLIVersion    harness.Str `json:"cli_version"`
 	Originator    harness.Str `json:"originator"`
 	ModelProvider harness.Str `json:"model_provider"`
+	// A sub-agent's session_meta: its parent thread (Codex 0.171.0 writes
+	// it at the top and in source.subagent.thread_spawn).
+	ParentThreadID harness.Str     `json:"parent_thread_id"`
+	Source         json.RawMessage `json:"source"`
 	// turn_context.
 	Model harness.Str `json:"model"`
 	// response_item message.

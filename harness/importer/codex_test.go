@@ -110,3 +110,90 @@ func TestCodexRollout(t *testing.T) {
 		}
 	})
 }
+
+// TestCodexSubagent imports a sessions tree holding a Codex session that
+// spawned a sub-agent (spawn_agent, its output naming the agent) and the
+// sub-agent's rollout (its session_meta naming the parent thread, in the
+// shape Codex 0.171.0 writes), in a later day folder and sorting before
+// its parent: the parent is imported first, and the sub-agent's chain
+// forks at the parent's commit holding the spawn_agent call, its own
+// bytes coming back from its root.
+func TestCodexSubagent(t *testing.T) {
+	const parentID, childID = "01a24b0c-8ddc-7c21-bc07-eddccf32e74f", "01a24b0c-8f04-7953-a21f-65260935a067"
+	parent := strings.Join([]string{
+		`{"timestamp":"2026-01-02T03:04:05.000Z","type":"session_meta","payload":{"id":"` + parentID + `","session_id":"` + parentID + `","cwd":"/work","originator":"codex_exec","cli_version":"0.171.0","source":"exec","thread_source":"user"}}`,
+		`{"timestamp":"2026-01-02T03:04:05.100Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"use a sub-agent"}]}}`,
+		`{"timestamp":"2026-01-02T03:04:05.200Z","type":"response_item","payload":{"type":"function_call","name":"spawn_agent","namespace":"multi_agent_v1","arguments":"{\"message\":\"say hi\"}","call_id":"call_spawn"}}`,
+		`{"timestamp":"2026-01-02T03:04:05.300Z","type":"response_item","payload":{"type":"function_call_output","call_id":"call_spawn","output":"{\"agent_id\":\"` + childID + `\",\"nickname\":\"Euclid\"}"}}`,
+		`{"timestamp":"2026-01-02T03:04:06.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"spawned"}]}}`,
+		`{"timestamp":"2026-01-02T03:04:07.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"and then?"}]}}`,
+		`{"timestamp":"2026-01-02T03:04:08.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}}`,
+	}, "\n") + "\n"
+	child := strings.Join([]string{
+		`{"timestamp":"2026-01-03T03:04:05.250Z","type":"session_meta","payload":{"id":"` + childID + `","session_id":"` + parentID + `","parent_thread_id":"` + parentID + `","cwd":"/work","originator":"codex_exec","cli_version":"0.171.0","source":{"subagent":{"thread_spawn":{"parent_thread_id":"` + parentID + `","depth":1,"agent_nickname":"Euclid"}}},"thread_source":"subagent"}}`,
+		`{"timestamp":"2026-01-03T03:04:05.260Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"say hi"}]}}`,
+		`{"timestamp":"2026-01-03T03:04:05.270Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hi from the sub-agent"}]}}`,
+	}, "\n") + "\n"
+	storetestenv.RunParallel(t, func(t *testing.T, e *storetestenv.Env) {
+		ctx := context.Background()
+		root := filepath.Join(t.TempDir(), "sessions")
+		d1, d0 := filepath.Join(root, "2026", "01", "03"), filepath.Join(root, "2025", "12", "31")
+		for _, d := range []string{d0, d1} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The parent's folder sorts after the sub-agent's: the sub-agent's
+		// import imports it first.
+		pp := filepath.Join(d1, "rollout-2026-01-03T03-04-05-"+parentID+".jsonl")
+		cp := filepath.Join(d0, "rollout-2025-12-31T03-04-05-"+childID+".jsonl")
+		if err := os.WriteFile(pp, []byte(parent), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(cp, []byte(child), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		im := importer.New(e.Store, importer.Options{})
+		res, err := im.Import(ctx, root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cf, pf *importer.FileResult
+		for i := range res.Files {
+			switch res.Files[i].Path {
+			case cp:
+				cf = &res.Files[i]
+			case pp:
+				pf = &res.Files[i]
+			}
+		}
+		if cf == nil || pf == nil || cf.Parent == "" || len(cf.Problems) != 0 {
+			t.Fatalf("files %+v", res.Files)
+		}
+		fp, err := im.Service().Show(ctx, cf.Parent, storeBasis())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fc, _ := im.Service().Content(ctx, fp)
+		if !strings.Contains(string(fc), `"name":"spawn_agent"`) || fp.Session != parentID {
+			t.Fatalf("fork point %s (session %s) holds %q", fp.ID, fp.Session, fc)
+		}
+		m, err := im.Service().Materialize(ctx, commits.MaterializeRequest{ID: cf.Tip, Stop: cf.Root})
+		if err != nil || string(m.Content) != child {
+			t.Fatalf("the sub-agent's rollout from its root: %q %v", m.Content, err)
+		}
+		evs, _ := events.Decode(materialize(t, im, cf.Tip, commits.FormatEvents))
+		var texts []string
+		for _, ev := range evs {
+			if ev.Type == events.Prompt || ev.Type == events.Response {
+				texts = append(texts, ev.Text)
+			}
+		}
+		if got := strings.Join(texts, "|"); got != "use a sub-agent|spawned|say hi|hi from the sub-agent" {
+			t.Fatalf("the sub-agent's chain as events: %s", got)
+		}
+		if string(materialize(t, im, pf.Tip, "")) != parent {
+			t.Fatal("parent rollout")
+		}
+	})
+}

@@ -18,10 +18,12 @@ import (
 const DocDBCursor = "import_db_cursor"
 
 // dbCursor is where the import of a database session stopped: the hash
-// of every row line taken, the chain's tip and root.
+// of every row line taken, the chain's tip and root, and the commit that
+// holds each sub-agent session's start (DBRow.Spawns).
 type dbCursor struct {
 	tip, root string
 	rows      map[string]string // hash of a row's key -> hash of its last line taken
+	spawns    map[string]string // sub-agent session -> the commit holding the call that started it
 	doc       store.Doc
 }
 
@@ -30,18 +32,25 @@ func dbCursorID(path, session string) string { return CursorID(path + "#" + sess
 func (im *Importer) readDBCursor(ctx context.Context, id string) (*dbCursor, error) {
 	d, err := im.st.Entity(ctx, id, store.Basis{})
 	if errors.Is(err, store.ErrNotFound) {
-		return &dbCursor{rows: map[string]string{}}, nil
+		return &dbCursor{rows: map[string]string{}, spawns: map[string]string{}}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	c := &dbCursor{rows: map[string]string{}, doc: d}
+	c := &dbCursor{rows: map[string]string{}, spawns: map[string]string{}, doc: d}
 	c.tip, _ = d["tip"].(string)
 	c.root, _ = d["root"].(string)
 	if m, ok := d["rows"].(map[string]any); ok {
 		for k, v := range m {
 			if s, ok := v.(string); ok {
 				c.rows[k] = s
+			}
+		}
+	}
+	if m, ok := d["spawns"].(map[string]any); ok {
+		for k, v := range m {
+			if s, ok := v.(string); ok {
+				c.spawns[k] = s
 			}
 		}
 	}
@@ -61,7 +70,10 @@ func lineHash(b []byte) string {
 // the size bound, a message and its parts always in one commit. A
 // session's cursor holds a hash of every row taken: a later import adds
 // the rows that are new, and a row that changed since as an update line
-// (its new version; nothing is lost, nothing taken twice).
+// (its new version; nothing is lost, nothing taken twice). A sub-agent's
+// session (DBSession.Parent) forks from its parent's commit holding the
+// call that started it (the parent, older, is imported before it), or
+// from the parent's tip when no imported call names it yet (reported).
 func (im *Importer) importDatabase(ctx context.Context, path string, size int64, d harness.DatabaseReader) (*FileResult, error) {
 	sessions, err := d.ReadDB(path)
 	if err != nil {
@@ -121,11 +133,28 @@ func (im *Importer) importDBSession(ctx context.Context, path string, d harness.
 		name += " " + s.Version
 	}
 	sum := &SessionSummary{Session: s.ID, Harness: name, Tip: cur.tip}
+	if cur.doc == nil && s.Parent != "" {
+		pc, err := im.readDBCursor(ctx, dbCursorID(path, s.Parent))
+		if err != nil {
+			return nil, "", err
+		}
+		switch {
+		case pc.doc == nil:
+			res.Problems = append(res.Problems, Problem{Path: path, Msg: fmt.Sprintf("session %s: its parent session %s is not imported; the sub-agent's chain is a root", s.ID, s.Parent)})
+		case pc.spawns[s.ID] != "":
+			cur.tip = pc.spawns[s.ID]
+		default:
+			cur.tip = pc.tip
+			res.Problems = append(res.Problems, Problem{Path: path, Msg: fmt.Sprintf("session %s: no call of its parent session %s names it (yet); forked at the parent's last commit %s", s.ID, s.Parent, pc.tip)})
+		}
+		sum.Parent = cur.tip
+	}
 	b := im.svc.NewBatch()
 	var seg []byte
 	var segStart time.Time
 	segHuman, segContent, segCompaction := false, false, false
 	segSummary, segModel := "", ""
+	var segSpawns []string
 	newLines := 0
 	tags := []string{"import"}
 	if s.Parent != "" {
@@ -156,6 +185,10 @@ func (im *Importer) importDBSession(ctx context.Context, path string, d harness.
 		}
 		res.Commits = append(res.Commits, c.ID)
 		sum.Commits++
+		for _, sp := range segSpawns {
+			cur.spawns[sp] = c.ID
+		}
+		segSpawns = nil
 		cur.tip = c.ID
 		if cur.root == "" {
 			cur.root = c.ID
@@ -185,6 +218,7 @@ func (im *Importer) importDBSession(ctx context.Context, path string, d harness.
 			segStart = r.Time
 		}
 		seg = append(seg, line...)
+		segSpawns = append(segSpawns, r.Spawns...)
 		cur.rows[key] = h
 		newLines++
 		sum.Records++
@@ -223,8 +257,12 @@ func (im *Importer) importDBSession(ctx context.Context, path string, d harness.
 	for k, v := range cur.rows {
 		rows[k] = v
 	}
+	spawns := map[string]any{}
+	for k, v := range cur.spawns {
+		spawns[k] = v
+	}
 	doc := store.Doc{store.IDKey: id, "type": DocDBCursor, "version": cursorVersion, "path": path, "session": s.ID,
-		"harness": string(d.Format()), "tip": cur.tip, "root": cur.root, "rows": rows, "updated": store.FormatTime(im.opts.Now().UTC())}
+		"harness": string(d.Format()), "tip": cur.tip, "root": cur.root, "rows": rows, "spawns": spawns, "updated": store.FormatTime(im.opts.Now().UTC())}
 	if err := b.Write(ctx, store.Match(id, cur.doc), store.Put(doc)); err != nil {
 		return nil, "", fmt.Errorf("import %s session %s: %w", path, s.ID, err)
 	}

@@ -286,6 +286,14 @@ func (w *walk) add(line []byte) error {
 			info = li.ImportLine(&w.cur.ImportState, recs, n)
 		}
 	}
+	if w.cur.SpawnedBy != nil {
+		if w.cur.Tip == "" && w.cur.Parent == "" {
+			if err := w.spawned(); err != nil {
+				return err
+			}
+		}
+		w.cur.SpawnedBy = nil
+	}
 	if err := w.cut(info, int64(len(line))); err != nil {
 		return err
 	}

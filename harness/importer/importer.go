@@ -159,6 +159,9 @@ type SessionSummary struct {
 	Branches int `json:"branches,omitempty"`
 	// Tip is the session's last file-chain commit after this import.
 	Tip string `json:"tip,omitempty"`
+	// Parent is the commit a sub-agent's session (a database's) is
+	// forked from, on its first import.
+	Parent string `json:"parent,omitempty"`
 }
 
 // FileResult is what an import did with one file.

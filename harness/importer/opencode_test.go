@@ -194,3 +194,75 @@ func TestOpencodeDatabase(t *testing.T) {
 		}
 	})
 }
+
+// TestOpencodeSubagent imports a database holding a session whose task
+// call started a sub-agent session (harness/opencode's fixture, written by
+// the real opencode 1.18.33): the sub-agent's chain forks at the parent's
+// commit holding the task call (whose state names the sub-agent's
+// session), not at a root, and its own rows come back from its root.
+func TestOpencodeSubagent(t *testing.T) {
+	rows, err := os.ReadFile("../opencode/testdata/subagent.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const parentID, childID = "ses_db4ffe361ffeK0U3Lw5H1AqmJp", "ses_db4ffb025ffex0d63Yq5XhbSuM"
+	storetestenv.RunParallel(t, func(t *testing.T, e *storetestenv.Env) {
+		ctx := context.Background()
+		path, _ := opencodeDB(t, t.TempDir())
+		if _, err := opencode.Place(ctx, path, rows, false); err != nil {
+			t.Fatal(err)
+		}
+		im := importer.New(e.Store, importer.Options{})
+		res, err := im.Import(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Files) != 1 || len(res.Files[0].Problems) != 0 {
+			t.Fatalf("%+v", res.Files)
+		}
+		var parent, child *importer.SessionSummary
+		for i, s := range res.Files[0].Sessions {
+			switch s.Session {
+			case parentID:
+				parent = &res.Files[0].Sessions[i]
+			case childID:
+				child = &res.Files[0].Sessions[i]
+			}
+		}
+		if parent == nil || child == nil || child.Parent == "" || parent.Parent != "" {
+			t.Fatalf("sessions %+v", res.Files[0].Sessions)
+		}
+		fp, err := im.Service().Show(ctx, child.Parent, storeBasis())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fc, _ := im.Service().Content(ctx, fp)
+		if !strings.Contains(string(fc), "toolu_task1") || !strings.Contains(string(fc), childID) || fp.Session != parentID {
+			t.Fatalf("fork point %s (session %s) holds %q", fp.ID, fp.Session, fc)
+		}
+		// The sub-agent's first commit has the fork point as parent; its
+		// rows, from its root, are the sub-agent session's.
+		var first *commits.Commit
+		for id := child.Tip; id != child.Parent; {
+			c, err := im.Service().Show(ctx, id, storeBasis())
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, id = c, c.Parent
+			if id == "" {
+				t.Fatal("the sub-agent's chain does not reach the fork point")
+			}
+		}
+		m, err := im.Service().Materialize(ctx, commits.MaterializeRequest{ID: child.Tip, Stop: first.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(m.Content, []byte(`{"table":"session","row":{`)) || !strings.Contains(string(m.Content), "SUB-A: two files.") || strings.Count(string(m.Content), `{"table":"session"`) != 1 {
+			t.Fatalf("the sub-agent's rows from its root: %s", m.Content)
+		}
+		again, err := im.Import(ctx, path)
+		if err != nil || again.Files[0].Status != importer.Unchanged {
+			t.Fatalf("a second import: %+v %v", again, err)
+		}
+	})
+}

@@ -74,3 +74,49 @@ func (w *walk) subagent() error {
 	w.res.Parent = spawn
 	return nil
 }
+
+// spawned links the first import of a file whose codec named the session
+// that spawned it (ImportState.SpawnedBy: a Codex sub-agent's rollout) as
+// a Claude Code sub-agent file is linked: its chain forks at the parent
+// file's commit holding the call whose result names the sub-agent (the
+// parent's file is imported first when it has not been), else at the
+// parent's last commit, reported.
+func (w *walk) spawned() error {
+	sp := w.cur.SpawnedBy
+	w.cur.SpawnedBy = nil
+	parentFile := ""
+	if sp.File != nil {
+		parentFile = sp.File(w.path)
+	}
+	if parentFile == "" {
+		w.problem(0, "the file of the parent session %s is not found; the sub-agent's chain is a root", sp.Parent)
+		return nil
+	}
+	if w.im.opts.Allow != nil && w.im.opts.Allow(parentFile) != nil {
+		w.problem(0, "the parent session's file %s is outside what the import may read; the sub-agent's chain is a root", parentFile)
+		return nil
+	}
+	pc, err := w.im.readCursor(w.ctx, CursorID(parentFile))
+	if err != nil {
+		return err
+	}
+	if pc == nil {
+		if _, err := w.im.ImportFile(w.ctx, parentFile); err != nil {
+			return err
+		}
+		if pc, err = w.im.readCursor(w.ctx, CursorID(parentFile)); err != nil || pc == nil {
+			return err
+		}
+	}
+	spawn := pc.Spawns[sp.Agent]
+	if spawn == "" {
+		spawn = pc.MainTip
+		if spawn == "" {
+			spawn = pc.Tip
+		}
+		w.problem(0, "no call of %s names sub-agent %s (yet); forked at the session's last commit %s", parentFile, sp.Agent, spawn)
+	}
+	w.cur.Parent = spawn
+	w.res.Parent = spawn
+	return nil
+}

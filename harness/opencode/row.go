@@ -307,6 +307,9 @@ func readSession(db *sql.DB, s *Row) (harness.DBSession, error) {
 				return ds, err
 			}
 			countPart(&ds.Rows[len(ds.Rows)-1], d, pd)
+			if sub := spawned(pd); sub != "" {
+				ds.Rows[len(ds.Rows)-1].Spawns = []string{sub}
+			}
 			row := &ds.Rows[at]
 			if pd != nil && human && pd["type"] == "text" && pd["synthetic"] != true && row.Summary == "" {
 				row.Summary, _ = pd["text"].(string)
@@ -365,4 +368,17 @@ func countPart(r *harness.DBRow, msg, d map[string]any) {
 			r.ToolResults++
 		}
 	}
+}
+
+// spawned is the session a task call started (its sub-agent's): opencode
+// names it in the tool state's metadata.sessionId (seen with 1.18.33,
+// once the call has started).
+func spawned(d map[string]any) string {
+	if d == nil || d["type"] != "tool" || d["tool"] != "task" {
+		return ""
+	}
+	st, _ := d["state"].(map[string]any)
+	md, _ := st["metadata"].(map[string]any)
+	id, _ := md["sessionId"].(string)
+	return id
 }
