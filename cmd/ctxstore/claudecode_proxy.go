@@ -28,12 +28,39 @@ type ccProxyOptions struct {
 	CacheTTL time.Duration `name:"cache-ttl" default:"5m" help:"The prompt cache's lifetime (Claude Code's breakpoints ask for five minutes)."`
 	HeadTTL  string        `name:"head-ttl" default:"1h" enum:"1h,off" help:"The lifetime the system prompt's breakpoints ask for once a session has paused past --cache-ttl: 1h or off."`
 	Warm     string        `name:"warm" default:"running" enum:"off,running,idle" help:"Warm requests: running (while a tool runs, or Claude Code waits for its approval), idle (while Claude Code waits for the person too) or off; each pause warms while its warms cost no more than the rewrite they save, at most an hour running, 30 minutes idle."`
+	SpillDir string        `name:"spill-dir" placeholder:"DIR" help:"Managed mode: where collapsed outputs are whole, one directory per session, as the hooks write them (default ~/.ctxstore/spill)."`
+}
+
+// managed returns managed mode's configuration: outputs spilled to
+// --spill-dir, decisions and calls kept in the store storeURL (a --store
+// value; "" for ~/.ctxstore/store.db, as run's hooks).
+func (o ccProxyOptions) managed(a *app, storeURL string) (*ccproxy.ManagedConfig, *proxyStore, error) {
+	home, err := os.UserHomeDir()
+	if err != nil && (o.SpillDir == "" || storeURL == "") {
+		return nil, nil, fmt.Errorf("managed mode: %w (set --spill-dir and --store)", err)
+	}
+	spill := o.SpillDir
+	if spill == "" {
+		spill = filepath.Join(home, ".ctxstore", "spill")
+	}
+	if spill, err = filepath.Abs(spill); err != nil {
+		return nil, nil, err
+	}
+	u, _, err := ccStoreURL(storeURL, home, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := newProxyStore(a, u)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &ccproxy.ManagedConfig{Spill: hooks.Spill{Root: spill}, Store: st}, st, nil
 }
 
 // start makes the proxy and listens on addr (off loopback only with
 // remote); fallback is the upstream when --upstream is not given; log gets
 // the proxy's lines (nil: none).
-func (o ccProxyOptions) start(addr, fallback string, remote bool, log io.Writer) (*ccproxy.Proxy, *http.Server, net.Listener, *url.URL, error) {
+func (o ccProxyOptions) start(addr, fallback string, remote bool, log, notice io.Writer, managed *ccproxy.ManagedConfig) (*ccproxy.Proxy, *http.Server, net.Listener, *url.URL, error) {
 	raw := o.Upstream
 	if raw == "" {
 		raw = fallback
@@ -50,7 +77,10 @@ func (o ccProxyOptions) start(addr, fallback string, remote bool, log io.Writer)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	c := ccproxy.Config{Upstream: up, CacheTTL: o.CacheTTL, HeadTTL: head, Warm: o.Warm}
+	c := ccproxy.Config{Upstream: up, CacheTTL: o.CacheTTL, HeadTTL: head, Warm: o.Warm, Managed: managed}
+	if notice != nil {
+		c.Notice = func(msg string) { fmt.Fprintln(notice, msg) }
+	}
 	if ta, ok := ln.Addr().(*net.TCPAddr); ok && ta.IP.IsLoopback() {
 		c.LoopbackOnly = true // only this machine's clients, by name too (no DNS rebinding)
 	} else if !remote {
@@ -105,6 +135,10 @@ func report(w io.Writer, p *ccproxy.Proxy) {
 	st := p.Stats()
 	fmt.Fprintf(w, "ctxstore claude-code proxy: stopped after %d agent requests of Claude Code sessions (%d with the head cached for the hour), %d warm requests answered, %d failed\n",
 		st.Requests, st.LongHeads, st.Warms, st.WarmsFailed)
+	if st.Managed+st.Unmanaged > 0 {
+		fmt.Fprintf(w, "ctxstore claude-code proxy: managed mode: %d requests managed (%d rebases collapsed %d outputs), %d passed on unchanged\n",
+			st.Managed, st.Rebases, st.Collapsed, st.Unmanaged)
+	}
 	if st.Threads > 0 {
 		fmt.Fprintf(w, "ctxstore claude-code proxy: %d requests in message-thread form passed on untouched (never warmed, the head not cached for the hour)\n", st.Threads)
 	}
@@ -113,14 +147,24 @@ func report(w io.Writer, p *ccproxy.Proxy) {
 // ccProxyCmd is `ctxstore claude-code proxy`.
 type ccProxyCmd struct {
 	ccProxyOptions
-	Addr   string        `name:"addr" default:"127.0.0.1:8788" placeholder:"HOST:PORT" help:"Where to listen (port 0: any free port; the URL is printed on stdout). Off loopback it needs --allow-remote."`
-	Remote bool          `name:"allow-remote" help:"Allow --addr off loopback: the proxy has no tokens, so anyone who reaches it can send requests (with their own key) through it; requests must then name it by IP address."`
-	Grace  time.Duration `name:"grace" default:"10s" help:"How long a stop waits for requests in flight."`
+	Addr    string        `name:"addr" default:"127.0.0.1:8788" placeholder:"HOST:PORT" help:"Where to listen (port 0: any free port; the URL is printed on stdout). Off loopback it needs --allow-remote."`
+	Remote  bool          `name:"allow-remote" help:"Allow --addr off loopback: the proxy has no tokens, so anyone who reaches it can send requests (with their own key) through it; requests must then name it by IP address."`
+	Grace   time.Duration `name:"grace" default:"10s" help:"How long a stop waits for requests in flight."`
+	Managed bool          `name:"managed" help:"Send the model ctxstore's managed context (old outputs collapsed to a line naming their spill file, which the model reads back with Read); off by default here: the spill files are written on this machine, which must be Claude Code's, and Claude Code must be allowed to Read them (claude-code install allows it)."`
 }
 
 // Run implements claude-code proxy.
 func (c *ccProxyCmd) Run(a *app) error {
-	p, srv, ln, up, err := c.start(c.Addr, ccproxy.DefaultUpstream, c.Remote, a.stderr)
+	var mc *ccproxy.ManagedConfig
+	if c.Managed {
+		m, st, err := c.managed(a, a.cli.Store)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		mc = m
+	}
+	p, srv, ln, up, err := c.start(c.Addr, ccproxy.DefaultUpstream, c.Remote, a.stderr, nil, mc)
 	if err != nil {
 		return err
 	}
@@ -154,6 +198,7 @@ type ccRunCmd struct {
 	ccProxyOptions
 	Claude  string   `name:"claude" default:"claude" env:"CTXSTORE_CLAUDE" placeholder:"PATH" help:"The Claude Code command."`
 	Log     string   `name:"log" placeholder:"FILE" help:"Append the proxy's lines (warm requests, heads cached for the hour) to FILE; by default they are not written, Claude Code having the terminal."`
+	Managed bool     `name:"managed" default:"true" negatable:"" help:"Send the model ctxstore's managed context: old outputs collapsed to a line naming their spill file (under --spill-dir, which this Claude Code may Read), in batches priced against the prompt cache; on by default, --no-managed passes every request on as Claude Code wrote it."`
 	NoHooks bool     `name:"no-hooks" help:"Do not give this Claude Code process ctxstore's hooks (by default, when no install put them in its settings, run adds them for this process: the session recorded in --store, default ~/.ctxstore/store.db, and large outputs entering as previews)."`
 	Args    []string `arg:"" optional:"" passthrough:"" help:"Claude Code's arguments (after --)."`
 }
@@ -212,6 +257,11 @@ func (c *ccRunCmd) runHooks(a *app, set map[string]any) error {
 		return err
 	}
 	spill := filepath.Join(home, ".ctxstore", "spill")
+	if c.SpillDir != "" {
+		if spill, err = filepath.Abs(c.SpillDir); err != nil {
+			return err
+		}
+	}
 	raw, err := hooks.RunHooks(hooks.Config{Timeout: 10, Command: shellJoin([]string{bin, "--store", storeURL, "claude-code", "hook",
 		"--timeout", "5s", "--spill-dir", spill})})
 	if err != nil {
@@ -258,7 +308,16 @@ func (c *ccRunCmd) Run(a *app) error {
 		defer f.Close()
 		log = f
 	}
-	p, srv, ln, _, err := c.start("127.0.0.1:0", fallback, false, log)
+	var mc *ccproxy.ManagedConfig
+	if c.Managed {
+		m, st, err := c.managed(a, a.cli.Store)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		mc = m
+	}
+	p, srv, ln, _, err := c.start("127.0.0.1:0", fallback, false, log, a.stderr, mc)
 	if err != nil {
 		return err
 	}
@@ -274,6 +333,12 @@ func (c *ccRunCmd) Run(a *app) error {
 			if err := c.runHooks(a, set); err != nil {
 				return err
 			}
+		}
+		if mc != nil && set["permissions"] == nil {
+			// The model reads collapsed outputs back from the proxy's
+			// spill directory, hooks or not: a Read rule for it ("//"
+			// begins an absolute path in Claude Code's rules).
+			set["permissions"] = map[string]any{"allow": []string{"Read(/" + filepath.ToSlash(mc.Spill.Root) + "/**)"}}
 		}
 		b, _ := json.Marshal(set)
 		args = append([]string{"--settings", string(b)}, args...)

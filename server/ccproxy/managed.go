@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/context/collapse"
+	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/integrations/claudecode/hooks"
 	"github.com/ctxstore/ctxstore/internal/jsontext"
 	"github.com/ctxstore/ctxstore/server/ccproxy/apicheck"
@@ -205,8 +208,8 @@ func (mc *ManagedConfig) manage(sid string, st *convState, body []byte, now time
 					r.readPath = u.path
 				}
 				r.text, r.textOK = resultText(b["content"])
-				if f, ok := mc.Spill.File(sid, r.id); ok && r.textOK && strings.Contains(r.text, "[ctxstore] ") && strings.Contains(r.text, f) {
-					r.preview = f // the hook's preview: the whole is in its file
+				if r.textOK {
+					r.preview = hookPreview(r.text, sid, r.id) // the hook's preview: the whole is in its file
 				}
 				if u.name == "Read" && u.path != "" {
 					if f, ok := mc.Spill.File(sid, "x"); ok && strings.HasPrefix(u.path, strings.TrimSuffix(f, "x.txt")) {
@@ -492,6 +495,35 @@ func (mc *ManagedConfig) manage(sid string, st *convState, body []byte, now time
 	st.Len, st.Last = len(msgs), now
 	st.Calls++
 	return nb, ap, nil
+}
+
+// hookPreview returns the spill file a hook's preview of output id names
+// ("[ctxstore] ... left out here; Read FILE for the output whole"), when
+// the file is that output's in a directory of session sid and exists; ""
+// for any other text.
+func hookPreview(text, sid, id string) string {
+	i := strings.Index(text, "[ctxstore] ")
+	if i < 0 {
+		return ""
+	}
+	rest := text[i:]
+	j := strings.Index(rest, "left out here; Read ")
+	if j < 0 {
+		return ""
+	}
+	rest = rest[j+len("left out here; Read "):]
+	k := strings.Index(rest, " for the output whole")
+	if k < 0 {
+		return ""
+	}
+	file := rest[:k]
+	if !filepath.IsAbs(file) || filepath.Base(file) != tools.SpillName(id) || filepath.Base(filepath.Dir(file)) != sid {
+		return ""
+	}
+	if fi, err := os.Stat(file); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	return file
 }
 
 // parseMessage reads one message; a role, content or block type not known

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/integrations/claudecode/hooks"
 	"github.com/ctxstore/ctxstore/internal/jsontext"
 	"github.com/ctxstore/ctxstore/server/ccproxy/apicheck"
@@ -456,5 +457,44 @@ func TestManagedBreakpointLimit(t *testing.T) {
 	json.Unmarshal(got, &s)
 	if bp := s.breakpoints(); len(bp) != 1 {
 		t.Errorf("breakpoints in messages %v, want the last only", bp)
+	}
+}
+
+// TestManagedHookPreview: an output the hook made a preview (its spill
+// file written by the hook) collapses to a line naming the hook's file,
+// which the proxy leaves as it is.
+func TestManagedHookPreview(t *testing.T) {
+	up := newUpstream(t)
+	px, _, _ := managedProxy(t, up, nil, Config{CacheTTL: 200 * time.Millisecond})
+	hookRoot := t.TempDir() // the hooks' spill directory may be another than the proxy's
+	c := &conv{session: "sess-6"}
+	c.user("Go.")
+	whole := output("hooked", 800)
+	id := "toolu_hooked_1"
+	file := filepath.Join(hookRoot, "sess-6", id+".txt")
+	os.MkdirAll(filepath.Dir(file), 0o700)
+	if err := os.WriteFile(file, []byte(whole), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.msgs = append(c.msgs,
+		map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": id, "name": "Bash", "input": map[string]any{"command": "seq"}}}},
+		map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": assemble.PreviewText(whole, "Read "+file+" for the output whole")}}})
+	s := send(t, px, up, c)
+	if r := s.result(id); !strings.Contains(r, "left out here; Read "+file) {
+		t.Fatalf("the hook's preview was sent as %.200q", r)
+	}
+	for i := range 4 {
+		c.user(fmt.Sprintf("Next %d.", i))
+		c.call("Bash", map[string]any{"command": "true"}, "ok\n")
+		c.msgs = append(c.msgs, map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "Done."}}})
+	}
+	c.user("And now?")
+	time.Sleep(250 * time.Millisecond)
+	s = send(t, px, up, c)
+	if r := s.result(id); !strings.HasPrefix(r, "[ctxstore] output collapsed") || !strings.Contains(r, "Read "+file+" for it whole") {
+		t.Errorf("the old preview was sent as %.200q", r)
+	}
+	if b, _ := os.ReadFile(file); string(b) != whole {
+		t.Error("the hook's spill file was changed")
 	}
 }

@@ -1,0 +1,196 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxstore/ctxstore/bitemporal"
+	"github.com/ctxstore/ctxstore/server/ccproxy/apicheck"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// managedCalls is how many large outputs the managed test's model asks for
+// before it reads a collapsed one back.
+const managedCalls = 8
+
+// managedScript is the scripted model of TestClaudeCodeManaged: Bash
+// `seq 1 2000` (8,893 characters) managedCalls times, then a Read of the
+// spill file the first output's collapsed line names (its path in
+// *spillFile), then "Done." ("not collapsed" when no line names one).
+func managedScript(spillDir string, spillFile *string) func(messagesRequest) piStep {
+	return func(req messagesRequest) piStep {
+		if len(req.Tools) == 0 || req.MaxTokens == 1 {
+			return piStep{Text: "ok"}
+		}
+		if _, ok := previewResult(req, "toolu_mg_read"); ok {
+			return piStep{Text: "Done."}
+		}
+		n := 0
+		for n < managedCalls {
+			if _, ok := previewResult(req, fmt.Sprintf("toolu_mg_%d", n+1)); !ok {
+				break
+			}
+			n++
+		}
+		if n == managedCalls-1 {
+			// A pause past the cache's lifetime before the last output:
+			// the request that carries it finds the cache cold, and the
+			// collapses waiting are applied at once.
+			time.Sleep(2500 * time.Millisecond)
+		}
+		if n < managedCalls {
+			return piStep{Tool: "Bash", Args: map[string]any{"command": "seq 1 2000", "description": "count"}, ID: fmt.Sprintf("toolu_mg_%d", n+1)}
+		}
+		s, _ := previewResult(req, "toolu_mg_1")
+		i := strings.Index(s, "Read "+spillDir+"/")
+		if !strings.HasPrefix(s, "[ctxstore] output collapsed") || i < 0 {
+			return piStep{Text: "not collapsed"}
+		}
+		f := s[i+len("Read "):]
+		*spillFile = f[:strings.Index(f, " ")]
+		return piStep{Tool: "Read", Args: map[string]any{"file_path": *spillFile}, ID: "toolu_mg_read"}
+	}
+}
+
+// TestClaudeCodeManaged runs the real Claude Code CLI (print mode,
+// offline) through `ctxstore claude-code run`, managed mode on by default,
+// against the scripted endpoint, with a cache lifetime of two seconds and a
+// pause past it before the last output (the request after it finds the
+// cache cold, so the collapses waiting apply at once). From the endpoint's
+// log: the first outputs, out of the auto-collapse window, reach the model
+// as one line naming their spill file; the model's Read of that file is
+// answered with the output whole; the message breakpoints are ctxstore's
+// (the end of each request, at most one more, four in all at most); every
+// request passes the Messages API checker. With --no-managed the outputs
+// reach the model whole.
+func TestClaudeCodeManaged(t *testing.T) {
+	t.Parallel()
+	cli := claudeCLI(t)
+	home, work := t.TempDir(), t.TempDir()
+	spillDir := filepath.Join(home, ".ctxstore", "spill")
+	var spillFile string
+	log := filepath.Join(t.TempDir(), "requests.jsonl")
+	m := startScriptedMessages(t, nil, log, managedScript(spillDir, &spillFile))
+	run := func(flags ...string) (map[string]any, string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		args := append(append([]string{"claude-code", "run", "--claude", cli, "--cache-ttl", "2s", "--warm", "off"}, flags...),
+			"--", "-p", "Count, again and again.", "--allowedTools", "Bash", "--output-format", "json")
+		cmd := exec.CommandContext(ctx, ctxstoreBin, args...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "HOME="+home, "ANTHROPIC_BASE_URL="+m.srv.URL, "ANTHROPIC_API_KEY=sk-ant-offline-test",
+			"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "CTXSTORE_CLAUDE_CODE_UPSTREAM=",
+			"CTXSTORE_URL=", "CTXSTORE_SERVICE_URL=", "CTXSTORE_TOKEN=", "XDG_CACHE_HOME="+filepath.Join(home, ".cache"))
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("claude-code run: %v\n%s\n%s", err, stdout.String(), stderr.String())
+		}
+		var res map[string]any
+		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+			t.Fatalf("claude's output %q: %v\n%s", stdout.String(), err, stderr.String())
+		}
+		return res, stderr.String()
+	}
+	res, stderr := run()
+	if res["result"] != "Done." {
+		t.Fatalf("claude's result through the managed proxy: %v\n%s", res["result"], stderr)
+	}
+	sid, _ := res["session_id"].(string)
+	if want := filepath.Join(spillDir, sid, "toolu_mg_1.txt"); spillFile != want {
+		t.Errorf("the collapsed line named %q, want %q", spillFile, want)
+	}
+	whole, err := exec.Command("seq", "1", "2000").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := readRequestLog(t, log)
+	var read string
+	collapsed, agents := 0, 0
+	for i, r := range reqs {
+		line, _ := json.Marshal(r.raw)
+		if errs := apicheck.Check(line); len(errs) > 0 {
+			t.Errorf("request %d breaks the Messages API's rules: %v", i, errs)
+		}
+		if !r.agent {
+			continue
+		}
+		agents++
+		if s, ok := previewResult(r.req, "toolu_mg_1"); ok && strings.HasPrefix(s, "[ctxstore] output collapsed") {
+			collapsed++
+		}
+		if s, ok := previewResult(r.req, "toolu_mg_read"); ok {
+			read = s
+		}
+		// The breakpoints in the messages: the request's last block and
+		// at most one more.
+		var at []int
+		for k, msg := range r.req.Messages {
+			bs, _ := messagesBlocks(msg.Content)
+			for _, b := range bs {
+				if len(b.CacheControl) > 0 && string(b.CacheControl) != "null" {
+					at = append(at, k)
+				}
+			}
+		}
+		last := len(r.req.Messages) - 1
+		if len(at) == 0 || at[len(at)-1] != last || len(at) > 2 {
+			t.Errorf("request %d: message breakpoints in messages %v of %d, want the last and at most one more", i, at, last+1)
+		}
+	}
+	if collapsed == 0 {
+		t.Error("no request showed the first output collapsed")
+	}
+	// Claude Code's Read numbers the lines: every number of the output is
+	// there, none cut.
+	lines := strings.Split(strings.TrimSpace(string(whole)), "\n")
+	for _, l := range []string{lines[0], lines[999], lines[len(lines)-1]} {
+		if !strings.Contains(read, "\t"+l+"\n") && !strings.HasSuffix(read, "\t"+l) {
+			t.Fatalf("the Read of the spill file did not answer the output whole (line %s missing): %.300q", l, read)
+		}
+	}
+	if strings.Contains(read, "[ctxstore]") {
+		t.Errorf("the Read of the spill file was answered with a preview or a collapsed line: %.300q", read)
+	}
+	if !strings.Contains(stderr, "managed mode: ") {
+		t.Errorf("run's report does not say what managed mode did:\n%s", stderr)
+	}
+
+	// The store (run's, ~/.ctxstore/store.db) holds every managed call,
+	// naming the messages the model saw, and the conversation's
+	// decisions.
+	st, err := bitemporal.Open(context.Background(), filepath.Join(home, ".ctxstore", "store.db"), bitemporal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, err := st.Query(context.Background(), store.Query{Where: []store.Pred{store.Where("type", "ccproxy_call"), store.Where("session_id", sid)}})
+	convs, err2 := st.Query(context.Background(), store.Query{Where: []store.Pred{store.Where("type", "ccproxy_conversation"), store.Where("session_id", sid)}})
+	st.Close()
+	if err != nil || err2 != nil || len(calls) != agents || len(convs) != 1 {
+		t.Errorf("the store holds %d managed calls (want %d) and %d conversations (want 1): %v %v", len(calls), agents, len(convs), err, err2)
+	}
+
+	// One flag turns it off: every output reaches the model whole.
+	before := len(reqs)
+	res, _ = run("--no-managed")
+	if res["result"] != "not collapsed" {
+		t.Errorf("with --no-managed, the model saw a collapsed output: %v", res["result"])
+	}
+	for _, r := range readRequestLog(t, log)[before:] {
+		for _, msg := range r.req.Messages {
+			if strings.Contains(string(msg.Content), "[ctxstore] output collapsed") {
+				t.Fatal("with --no-managed, a request holds a collapsed output")
+			}
+		}
+	}
+	t.Logf("%d agent requests, %d of them with the first output collapsed; run said:\n%s", agents, collapsed, stderr)
+}
