@@ -1,0 +1,3 @@
+module example.com/contacts
+
+go 1.21

@@ -1,0 +1,3 @@
+module example.com/pages
+
+go 1.21
