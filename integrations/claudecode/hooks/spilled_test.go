@@ -8,10 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ctxstore/ctxstore/bitemporal"
+	"github.com/ctxstore/ctxstore/internal/storetestenv"
 	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/store"
 )
+
+func TestMain(m *testing.M) { storetestenv.Main(m) }
 
 // keeper is the store importer's part that keeps outputs (the transcript
 // import is cmd/ctxstore's); fail makes it fail as a locked store would.
@@ -35,36 +37,39 @@ func (k keeper) Checkpoint(ctx context.Context, c Checkpoint) (Result, error) {
 // in by the next catch-up event from the spill directory; another
 // object of the same id is never overwritten.
 func TestKeepOutputs(t *testing.T) {
+	storetestenv.Run(t, func(t *testing.T, e *storetestenv.Env) { keepOutputs(t, e) })
+}
+
+func keepOutputs(t *testing.T, e *storetestenv.Env) {
 	ctx := context.Background()
-	st, err := bitemporal.Open(ctx, filepath.Join(t.TempDir(), "store.db"), bitemporal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := e.Store
+	// Ids unique in a store the tests of the process share (XTDB).
+	id := func(s string) string { return strings.ReplaceAll(e.ID(s), ".", "_") }
+	sess, a, b, c, d, x := id("sess"), id("toolu_01A"), id("toolu_02B"), id("toolu_03C"), id("toolu_04D"), id("toolu_05E")
 	root := t.TempDir()
 	r := Runner{Importer: keeper{st: st}, Spill: Spill{Root: root}}
 	big := numbered(2000)
 	run := func(r Runner, v map[string]any) Outcome {
 		t.Helper()
-		v["session_id"], v["transcript_path"] = "sess-1", "/t/sess-1.jsonl"
+		v["session_id"], v["transcript_path"] = sess, "/t/"+sess+".jsonl"
 		o := r.Run(ctx, strings.NewReader(mustJSON(t, v)))
 		if o.Err != nil {
 			t.Fatalf("%v: %v", v["hook_event_name"], o.Err)
 		}
 		return o
 	}
-	o := run(r, map[string]any{"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "toolu_01A",
+	o := run(r, map[string]any{"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": a,
 		"tool_input":    map[string]any{"command": "seq 2000", "timeout": 1000},
 		"tool_response": map[string]any{"stdout": big, "stderr": "", "interrupted": false, "isImage": false}})
 	if o.Output.HookSpecificOutput == nil || o.Result.Outputs != 1 {
 		t.Fatalf("no preview, or not kept: %+v", o.Result)
 	}
-	file := filepath.Join(root, "sess-1", "toolu_01A.txt")
+	file := filepath.Join(root, sess, a+".txt")
 	// The spill directory goes; the store keeps the output whole.
 	if err := os.RemoveAll(root); err != nil {
 		t.Fatal(err)
 	}
-	doc, err := st.Entity(ctx, "toolu_01A", store.Basis{})
+	doc, err := st.Entity(ctx, a, store.Basis{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,8 +81,8 @@ func TestKeepOutputs(t *testing.T) {
 		t.Errorf("the object does not hold the output whole")
 	}
 	p, _ := doc["preview"].(map[string]any)
-	if ob.Toolcall.Tool != "Bash" || ob.Toolcall.ChatRef != "chat:sess-1" || ob.Toolcall.Args["command"] != "seq 2000" ||
-		p["session"] != "sess-1" || p["file"] != file || p["whole_chars"] == nil {
+	if ob.Toolcall.Tool != "Bash" || ob.Toolcall.ChatRef != "chat:"+sess || ob.Toolcall.Args["command"] != "seq 2000" ||
+		p["session"] != sess || p["file"] != file || p["whole_chars"] == nil {
 		t.Errorf("the object: %+v preview %v", ob.Toolcall, p)
 	}
 
@@ -88,17 +93,17 @@ func TestKeepOutputs(t *testing.T) {
 		return run(r, map[string]any{"hook_event_name": "PostToolUse", "tool_name": "Read", "tool_use_id": id, "tool_input": args,
 			"tool_response": map[string]any{"type": "text", "file": map[string]any{"filePath": file, "content": "x", "numLines": 1, "startLine": 1, "totalLines": 1}}})
 	}
-	if o := read("toolu_02B", map[string]any{"file_path": file}); o.Preview.Activated != "toolu_01A" || o.Result.Outputs != 1 {
+	if o := read(b, map[string]any{"file_path": file}); o.Preview.Activated != a || o.Result.Outputs != 1 {
 		t.Errorf("the Read: %+v %+v", o.Preview, o.Result)
 	}
-	read("toolu_02B", map[string]any{"file_path": file})
-	read("toolu_03C", map[string]any{"file_path": file, "offset": 5, "limit": 10})
-	doc, _ = st.Entity(ctx, "toolu_01A", store.Basis{})
+	read(b, map[string]any{"file_path": file})
+	read(c, map[string]any{"file_path": file, "offset": 5, "limit": 10})
+	doc, _ = st.Entity(ctx, a, store.Basis{})
 	acts, _ := doc["activations"].([]any)
 	if len(acts) != 1 {
 		t.Fatalf("activations %v, want the one whole Read", acts)
 	}
-	if a := acts[0].(map[string]any); a["call"] != "toolu_02B" || a["how"] != "spill_read" || a["at"] == nil {
+	if a := acts[0].(map[string]any); a["call"] != b || a["how"] != "spill_read" || a["at"] == nil {
 		t.Errorf("activation %v", a)
 	}
 	if ob, err := objects.FromDoc(doc); err != nil || ob.VerifyHashes() != nil || *ob.Content != big {
@@ -108,19 +113,19 @@ func TestKeepOutputs(t *testing.T) {
 	// A checkpoint that failed leaves the output in the spill directory
 	// only; the next catch-up event (Stop) keeps it, once.
 	failing := Runner{Importer: keeper{st: st, fail: true}, Spill: Spill{Root: root}}
-	v := map[string]any{"hook_event_name": "PostToolUse", "tool_name": "WebFetch", "tool_use_id": "toolu_04D",
+	v := map[string]any{"hook_event_name": "PostToolUse", "tool_name": "WebFetch", "tool_use_id": d,
 		"tool_response": map[string]any{"result": big, "url": "u"}}
-	v["session_id"], v["transcript_path"] = "sess-1", "/t/sess-1.jsonl"
+	v["session_id"], v["transcript_path"] = sess, "/t/"+sess+".jsonl"
 	if o := failing.Run(ctx, strings.NewReader(mustJSON(t, v))); o.Err == nil || o.Output.HookSpecificOutput == nil {
 		t.Fatalf("the failing checkpoint: %v", o.Err)
 	}
-	if _, err := st.Entity(ctx, "toolu_04D", store.Basis{}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.Entity(ctx, d, store.Basis{}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("kept by a failed checkpoint: %v", err)
 	}
 	if o := run(r, map[string]any{"hook_event_name": "Stop"}); o.Result.Outputs != 1 {
 		t.Errorf("the catch-up kept %d outputs, want 1", o.Result.Outputs)
 	}
-	if doc, err := st.Entity(ctx, "toolu_04D", store.Basis{}); err != nil || doc["content"] != big || doc["tool"] != "WebFetch" {
+	if doc, err := st.Entity(ctx, d, store.Basis{}); err != nil || doc["content"] != big || doc["tool"] != "WebFetch" {
 		t.Errorf("the caught-up output: %v", err)
 	}
 	if o := run(r, map[string]any{"hook_event_name": "Stop"}); o.Result.Outputs != 0 || HasOutputs(o.Checkpoint) {
@@ -129,17 +134,17 @@ func TestKeepOutputs(t *testing.T) {
 
 	// A toolcall of the same id that is not this session's output (a live
 	// session's) is left as it is, and the hook says so.
-	other, _ := objects.NewToolcall("toolu_05E", objects.ToolcallFields{Tool: "bash", Args: map[string]any{}, Status: objects.StatusOK}, nil)
+	other, _ := objects.NewToolcall(x, objects.ToolcallFields{Tool: "bash", Args: map[string]any{}, Status: objects.StatusOK}, nil)
 	od, _ := other.Doc()
 	if _, err := store.SubmitWait(ctx, st, []store.Op{store.Put(od)}); err != nil {
 		t.Fatal(err)
 	}
-	v = map[string]any{"hook_event_name": "PostToolUse", "tool_name": "WebFetch", "tool_use_id": "toolu_05E",
-		"tool_response": map[string]any{"result": big, "url": "u"}, "session_id": "sess-1", "transcript_path": "/t/sess-1.jsonl"}
+	v = map[string]any{"hook_event_name": "PostToolUse", "tool_name": "WebFetch", "tool_use_id": x,
+		"tool_response": map[string]any{"result": big, "url": "u"}, "session_id": sess, "transcript_path": "/t/" + sess + ".jsonl"}
 	if o := r.Run(ctx, strings.NewReader(mustJSON(t, v))); o.Err == nil || !strings.Contains(o.Err.Error(), "not this session's output") {
 		t.Errorf("overwriting another object: %v", o.Err)
 	}
-	if doc, _ := st.Entity(ctx, "toolu_05E", store.Basis{}); doc["content"] != nil {
+	if doc, _ := st.Entity(ctx, x, store.Basis{}); doc["content"] != nil {
 		t.Errorf("another object was overwritten")
 	}
 }
