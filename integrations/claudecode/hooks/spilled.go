@@ -206,7 +206,7 @@ func KeepOutputs(ctx context.Context, st store.Store, c Checkpoint) (int, error)
 	}
 	n := 0
 	for _, id := range ids {
-		wrote, err := keepOutput(ctx, st, c, id)
+		wrote, err := retried(func() (bool, error) { return keepOutput(ctx, st, c, id) })
 		if err != nil {
 			return n, fmt.Errorf("keeping the output of %s: %w", id, err)
 		}
@@ -215,7 +215,7 @@ func KeepOutputs(ctx context.Context, st store.Store, c Checkpoint) (int, error)
 		}
 	}
 	if c.Activated != "" {
-		wrote, err := activate(ctx, st, c)
+		wrote, err := retried(func() (bool, error) { return activate(ctx, st, c) })
 		if err != nil {
 			return n, fmt.Errorf("recording the activation of %s: %w", c.Activated, err)
 		}
@@ -224,6 +224,18 @@ func KeepOutputs(ctx context.Context, st store.Store, c Checkpoint) (int, error)
 		}
 	}
 	return n, nil
+}
+
+// retried runs write again, reading the store afresh, when a concurrent
+// hook's write made its match fail (a subagent's hooks run beside the main
+// agent's, and both catch up on the same spill directory).
+func retried(write func() (bool, error)) (bool, error) {
+	for try := 1; ; try++ {
+		wrote, err := write()
+		if !errors.Is(err, store.ErrConflict) || try == 10 {
+			return wrote, err
+		}
+	}
 }
 
 // keepOutput puts the toolcall object of call id's spilled output,

@@ -3,6 +3,7 @@ package hooks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,6 +148,46 @@ func keepOutputs(t *testing.T, e *storetestenv.Env) {
 	if doc, _ := st.Entity(ctx, x, store.Basis{}); doc["content"] != nil {
 		t.Errorf("another object was overwritten")
 	}
+}
+
+// TestKeepOutputsConcurrently: hooks that keep the same output and record
+// activations of it at the same time (a subagent's beside the main
+// agent's) all succeed, and every activation is recorded once.
+func TestKeepOutputsConcurrently(t *testing.T) {
+	storetestenv.Run(t, func(t *testing.T, e *storetestenv.Env) {
+		ctx := context.Background()
+		id := strings.ReplaceAll(e.ID("toolu_C"), ".", "_")
+		sess := e.ID("sess")
+		root := t.TempDir()
+		in := postToolUse(t, "Bash", map[string]any{"command": "seq"}, map[string]any{"stdout": numbered(2000), "stderr": "", "interrupted": false, "isImage": false})
+		in.SessionID, in.ToolUseID = sess, id
+		s := Spill{Root: root}
+		if r, err := s.Preview(in); err != nil || r.File == "" {
+			t.Fatalf("no preview: %v", err)
+		}
+		const n = 6
+		errs := make(chan error, n)
+		for i := range n {
+			go func() {
+				c := Checkpoint{Session: sess, SpillDir: s.Dir(sess), Outputs: []string{id}, Subagents: true,
+					Activated: id, ActivatedBy: fmt.Sprintf("toolu_read_%d", i)}
+				_, err := KeepOutputs(ctx, e.Store, c)
+				errs <- err
+			}()
+		}
+		for range n {
+			if err := <-errs; err != nil {
+				t.Errorf("a concurrent hook failed: %v", err)
+			}
+		}
+		doc, err := e.Store.Entity(ctx, id, store.Basis{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if acts, _ := doc["activations"].([]any); len(acts) != n {
+			t.Errorf("%d activations recorded, want %d", len(acts), n)
+		}
+	})
 }
 
 // TestSpillReadThroughLink: a Read of another session's spill file
