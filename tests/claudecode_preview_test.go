@@ -274,3 +274,75 @@ func checkPreviews(t *testing.T, log, spillDir, spillFile string) {
 		t.Errorf("spill file %s, want %s/<session>/%s.txt", spillFile, spillDir, previewBashID)
 	}
 }
+
+// TestClaudeCodeUserInstallReadsSpill: after `claude-code install --user`
+// the spill directory is ~/.ctxstore/spill, outside the project, and the
+// real Claude Code (print mode, Read not among --allowedTools) lets the
+// model Read the spill file because of the rule install wrote; with that
+// rule taken out of the settings the same Read is denied. Uninstall then
+// leaves no settings behind.
+func TestClaudeCodeUserInstallReadsSpill(t *testing.T) {
+	t.Parallel()
+	home, work := t.TempDir(), t.TempDir()
+	ctxstore := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(ctxstoreBin, args...)
+		cmd.Env = append(os.Environ(), "HOME="+home, "CTXSTORE_URL=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("ctxstore %v: %v\n%s", args, err, out)
+		}
+	}
+	ctxstore("claude-code", "install", "--user", "--no-mcp")
+	e := &ccLive{t: t, cli: claudeCLI(t), dir: work, home: home, store: filepath.Join(home, ".ctxstore", "store.db"), checked: map[string]string{}}
+	spillDir := filepath.Join(home, ".ctxstore", "spill")
+	var spillFile string
+	e.model = startScriptedMessages(t, nil, filepath.Join(t.TempDir(), "requests.jsonl"), previewScript(spillDir, &spillFile))
+	if out := e.claude("Count to 5000."); out[len(out)-1]["result"] != "Done." {
+		t.Fatalf("claude's result: %v", out[len(out)-1])
+	}
+	checkPreviews(t, e.model.log, spillDir, spillFile)
+
+	// The rule taken out: Claude Code denies the Read (print mode asks
+	// no one), so the model is not sent the output whole.
+	settings := filepath.Join(home, ".claude", "settings.json")
+	b, err := os.ReadFile(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil || v["permissions"] == nil {
+		t.Fatalf("settings after install --user: %v %s", err, b)
+	}
+	delete(v, "permissions")
+	b, _ = json.Marshal(v)
+	if err := os.WriteFile(settings, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spillFile = ""
+	e.model = startScriptedMessages(t, nil, filepath.Join(t.TempDir(), "requests.jsonl"), previewScript(spillDir, &spillFile))
+	e.claude("Count to 5000.")
+	raw, err := os.ReadFile(e.model.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sawRead := false
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var req messagesRequest
+		if json.Unmarshal([]byte(line), &req) != nil {
+			continue
+		}
+		if s, ok := previewResult(req, previewReadID); ok {
+			sawRead = true
+			if strings.Contains(s, "2500\t2500") {
+				t.Errorf("without the rule the Read still returned the output: %.200q", s)
+			}
+		}
+	}
+	if !sawRead || spillFile == "" {
+		t.Errorf("the control run never tried the Read (spill file %q)", spillFile)
+	}
+	ctxstore("claude-code", "uninstall", "--user")
+	if _, err := os.Stat(settings); !os.IsNotExist(err) {
+		t.Errorf("settings left after uninstall: %v", err)
+	}
+}
