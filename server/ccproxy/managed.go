@@ -294,8 +294,12 @@ func (mc *ManagedConfig) manage(sid string, st *convState, body []byte, now time
 		if f == formStale {
 			return fmt.Sprintf("[ctxstore] this read of %s was superseded by a later read of the file; Read %s for it whole", r.readPath, file)
 		}
+		lines := strings.Count(r.text, "\n")
+		if !strings.HasSuffix(r.text, "\n") {
+			lines++
+		}
 		return fmt.Sprintf("[ctxstore] output collapsed (%d chars, %d lines); Read %s for it whole",
-			utf8.RuneCountInString(r.text), strings.Count(r.text, "\n")+1, file)
+			utf8.RuneCountInString(r.text), lines, file)
 	}
 
 	// Collapses: those decided before stay; new ones are applied now for
