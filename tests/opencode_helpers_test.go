@@ -37,7 +37,10 @@ func opencodeConfig(t testing.TB, dir, endpoint string) {
 		"provider": map[string]any{"scripted": map[string]any{
 			"npm": "@ai-sdk/anthropic", "name": "Scripted",
 			"options": map[string]any{"baseURL": endpoint + "/v1", "apiKey": "offline-test"},
-			"models":  map[string]any{"scripted-1": map[string]any{"name": "Scripted 1", "limit": map[string]any{"context": 200000, "output": 8000}}},
+			// Images in: opencode sends a prompt's attached image only to a
+			// model that takes them (otherwise an error text in its place).
+			"models": map[string]any{"scripted-1": map[string]any{"name": "Scripted 1", "limit": map[string]any{"context": 200000, "output": 8000},
+				"attachment": true, "modalities": map[string]any{"input": []string{"text", "image"}, "output": []string{"text"}}}},
 		}},
 		"model": "scripted/scripted-1", "small_model": "scripted/scripted-1",
 		"autoupdate": false, "share": "disabled",
@@ -128,4 +131,53 @@ func ocImport(t *testing.T, c *cli, storeURL, db string) (map[string]map[string]
 		out[fmt.Sprint(s["session"])] = s
 	}
 	return out, f.Status
+}
+
+// rawRequests are the logged requests (JSON lines) of a scripted
+// endpoint that hold marker, as sent.
+func rawRequests(t *testing.T, log, marker string) []string {
+	t.Helper()
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, marker) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// imageInToolResult reports whether a logged Messages API request holds a
+// tool_result of call id with a base64 image block whose data is data.
+func imageInToolResult(t *testing.T, req, id, data string) bool {
+	t.Helper()
+	var r messagesRequest
+	if err := json.Unmarshal([]byte(req), &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range r.Messages {
+		bs, _ := messagesBlocks(m.Content)
+		for _, b := range bs {
+			if b.Type != "tool_result" || b.ToolUseID != id {
+				continue
+			}
+			var inner []struct {
+				Type   string `json:"type"`
+				Source struct {
+					Type string `json:"type"`
+					Data string `json:"data"`
+				} `json:"source"`
+			}
+			_ = json.Unmarshal(b.Content, &inner)
+			for _, x := range inner {
+				if x.Type == "image" && x.Source.Type == "base64" && x.Source.Data == data {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

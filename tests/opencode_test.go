@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/base64"
 	"fmt"
 	"os"
 	"os/exec"
@@ -139,4 +140,96 @@ func TestOpencodeCrossHarness(t *testing.T) {
 	}
 	ev = fmt.Sprint(xhMaterialize(t, c, storeURL, nil, fmt.Sprint(s3["tip"]), "--format", "events", "--stop", "root")["content"])
 	xhInOrder(t, "the last session as events", ev, "OC-Q1", "hello-from-bash", "alpha-note", "OC-A1", "CC-Q2", "claude-was-here", "CC-A2", "OC-Q3", "OC-A3")
+}
+
+// TestOpencodeImages: images cross opencode -> Claude Code -> opencode,
+// each leg run by the real CLI offline. The real opencode runs a prompt
+// with an image attached (`-f`) and reads the image with its read tool
+// (the image an attachment of the tool's part, sent with its result);
+// imported and materialized for Claude Code, `claude --resume` sends the
+// read's image as an image block of its tool_result and the attached
+// image as the note naming it; Claude Code's transcript, materialized for
+// opencode, is continued by `opencode run --session`, whose request holds
+// the read's image in its tool_result again (the completed part's
+// attachment ctxstore wrote).
+func TestOpencodeImages(t *testing.T) {
+	t.Parallel()
+	opencodeCLI(t)
+	claudeCLI(t)
+	c := newCLI(t)
+	storeURL := "sqlite:" + filepath.Join(t.TempDir(), "store.db")
+	root := t.TempDir()
+	work, home := filepath.Join(root, "work"), filepath.Join(root, "home")
+	for _, d := range []string{work, home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+	png, _ := base64.StdEncoding.DecodeString(pixel)
+	pic := filepath.Join(work, "pic.png")
+	if err := os.WriteFile(pic, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := ocScript(map[string][]piStep{
+		"OC-IMG": {
+			{Tool: "read", Args: map[string]any{"filePath": pic}, ID: "toolu_img1"},
+			{Text: "OC-A1: a single pixel."},
+		},
+		"CC-Q2": {{Text: "CC-A2: Claude Code saw it."}},
+		"OC-Q3": {{Text: "OC-A3: back in opencode."}},
+	})
+	log := filepath.Join(root, "messages.jsonl")
+	m := startScriptedMessages(t, nil, log, script)
+	opencodeConfig(t, work, m.srv.URL)
+	db := opencodeDB(home)
+	ocEnv := []string{"HOME=" + home, "XDG_DATA_HOME="}
+
+	if out := runOpencode(t, work, home, "-f", pic, "--", "OC-IMG: look at the picture."); !strings.Contains(out, "OC-A1") {
+		t.Fatalf("opencode run: %s", out)
+	}
+	// opencode itself sent both: the attachment in the prompt, the read's
+	// image in its result.
+	var sent bool
+	for _, r := range rawRequests(t, log, "OC-IMG") {
+		sent = sent || imageInToolResult(t, r, "toolu_img1", pixel)
+	}
+	if !sent {
+		t.Fatal("opencode's own request holds no image in the read's result")
+	}
+	sessions, _ := ocImport(t, c, storeURL, db)
+	var c1 string
+	for _, s := range sessions {
+		c1 = fmt.Sprint(s["tip"])
+	}
+
+	ccm := xhMaterialize(t, c, storeURL, []string{"HOME=" + home}, c1, "--format", "claude-code", "--place", "--cwd", work)
+	sid2, _ := ccm["session"].(string)
+	if res := xhRunClaude(t, work, home, m.srv.URL, "-p", "CC-Q2: what was it?", "--resume", sid2); !strings.Contains(fmt.Sprint(res["result"]), "CC-A2") {
+		t.Fatalf("claude --resume: %v", res)
+	}
+	sent = false
+	for _, r := range rawRequests(t, log, "CC-Q2") {
+		sent = sent || imageInToolResult(t, r, "toolu_img1", pixel)
+	}
+	if !sent {
+		t.Error("Claude Code's request holds no image in the read's result")
+	}
+	xhInOrder(t, "Claude Code's first request after --resume", xhRequestWith(t, log, "CC-Q2"),
+		"[image: image/png, 72 bytes]", "OC-IMG: look at the picture.", "tool_use toolu_img1 read", "tool_result toolu_img1: Image read successfully", "OC-A1", "CC-Q2")
+	ccFile := filepath.Join(home, ".claude", "projects", claudecode.ProjectDir(work), sid2+".jsonl")
+	c2 := xhImport(t, c, storeURL, ccFile)["tip"].(string)
+
+	om := xhMaterialize(t, c, storeURL, ocEnv, c2, "--format", "opencode", "--place", "--cwd", work)
+	sid3, _ := om["session"].(string)
+	if out := runOpencode(t, work, home, "--session", sid3, "OC-Q3: and now?"); !strings.Contains(out, "OC-A3") {
+		t.Fatalf("opencode run --session: %s", out)
+	}
+	sent = false
+	for _, r := range rawRequests(t, log, "OC-Q3") {
+		sent = sent || imageInToolResult(t, r, "toolu_img1", pixel)
+	}
+	if !sent {
+		t.Error("opencode's request after Claude Code holds no image in the read's result")
+	}
 }

@@ -74,7 +74,10 @@ func validate(b []byte) error {
 // text parts are prompts (synthetic ones, which opencode adds itself,
 // meta); an assistant message's text parts are responses, its reasoning
 // parts thinking (an Anthropic signature kept), its tool parts a tool
-// call and, once the tool completed or failed, its result; an assistant
+// call and, once the tool completed or failed, its result (a completed
+// tool's attachments, images, as blocks: attachmentResult); a user
+// message's file parts that opencode sends to the model (images, other
+// non-text files) prompts holding the part (filePartEvents); an assistant
 // message opencode marked as a summary is a compaction summary, and the
 // user message's compaction part a compact boundary; step, snapshot,
 // patch and other parts are output events; a later version of a row
@@ -169,13 +172,16 @@ func partEvents(r *Row, d, msg map[string]any, at time.Time) []events.Event {
 		evs := []events.Event{asModel(events.Event{Type: events.ToolCall, Tool: tool})}
 		switch str(state, "status") {
 		case "completed":
+			atts, _ := state["attachments"].([]any)
 			evs = append(evs, events.Event{Type: events.ToolResult, Time: at, Tool: &events.Tool{ID: tool.ID, Name: tool.Name},
-				Result: &events.Result{Content: str(state, "output")}})
+				Result: attachmentResult(str(state, "output"), atts)})
 		case "error":
 			evs = append(evs, events.Event{Type: events.ToolResult, Time: at, Tool: &events.Tool{ID: tool.ID, Name: tool.Name},
 				Result: &events.Result{Content: str(state, "error"), IsError: true}})
 		}
 		return evs
+	case "file":
+		return filePartEvents(r, d, role, at)
 	case "compaction":
 		return []events.Event{{Type: events.System, Subtype: events.SubtypeCompactBoundary, ID: r.ID(), Time: at}}
 	case "step-finish":

@@ -57,6 +57,7 @@ type encoder struct {
 	model    string
 	lost     Lost
 	seq      int
+	atts     []map[string]any // tool attachments (their sessionID is set once the session is named)
 }
 
 // EncodeLost writes events as the rows of one opencode session: a
@@ -69,9 +70,15 @@ type encoder struct {
 // error); tool calls map to opencode's tools (MapTool), and one with no
 // counterpart crosses as text (an assistant text part naming the call and
 // its input, its result a user message). A call that got no result is
-// given an error saying so. Thinking, metrics, errors and system events
-// have no row (counted in Lost), nor have a sub-agent's events and those
-// kept out of context.
+// given an error saying so. A result's images and files (its recorded
+// blocks: Messages API, Pi or Codex images, opencode's own file parts)
+// are the completed part's attachments, which opencode sends with the
+// result; an error part's, and blocks of other kinds, are notes in its
+// text; a call written as text has its images as file
+// parts of its result's user message. A prompt that stands for an
+// opencode file part (MetaFile) is that part again. Thinking, metrics,
+// errors and system events have no row (counted in Lost), nor have a
+// sub-agent's events and those kept out of context.
 func EncodeLost(evs []events.Event) ([]byte, Lost, error) {
 	e := &encoder{parts: map[string]int{}, tools: map[string]map[string]any{}, names: map[string]string{}, asText: map[string]bool{}}
 	// opencode has no context edits: the rows hold what they leave.
@@ -82,6 +89,10 @@ func EncodeLost(evs []events.Event) ([]byte, Lost, error) {
 		}
 		switch ev.Type {
 		case events.Prompt:
+			if f, ok := ev.Metadata[MetaFile].(map[string]any); ok && f["url"] != nil {
+				e.userFile(ev.Time, f, ev.Meta)
+				continue
+			}
 			e.userText(ev.Time, ev.Text, ev.Meta)
 		case events.System:
 			switch ev.Subtype {
@@ -130,12 +141,23 @@ func EncodeLost(evs []events.Event) ([]byte, Lost, error) {
 			if ev.Result != nil {
 				content, isErr = ev.Result.Content, ev.Result.IsError
 			}
+			text, hasText, files, notes := resultFiles(ev.Result)
+			if hasText {
+				content = text
+			}
 			if state, ok := e.tools[ev.Tool.ID]; ok && state["status"] == "pending" {
 				t := map[string]any{"start": ms(ev.Time), "end": ms(ev.Time)}
 				if isErr {
-					state["status"], state["error"], state["time"] = "error", content, t
+					// An error part has no attachments: its files as notes.
+					for _, f := range files {
+						notes = append(notes, fileNote(fmt.Sprint(f["mime"]), fmt.Sprint(f["url"]), fmt.Sprint(f["filename"])))
+					}
+					state["status"], state["error"], state["time"] = "error", withNotes(content, notes), t
 				} else {
-					state["status"], state["output"], state["title"], state["metadata"], state["time"] = "completed", content, "", map[string]any{}, t
+					state["status"], state["output"], state["title"], state["metadata"], state["time"] = "completed", withNotes(content, notes), "", map[string]any{}, t
+					if len(files) > 0 {
+						state["attachments"] = e.attachments(files, state)
+					}
 				}
 				continue
 			}
@@ -148,7 +170,10 @@ func EncodeLost(evs []events.Event) ([]byte, Lost, error) {
 				if isErr {
 					status = ", an error"
 				}
-				e.userText(ev.Time, fmt.Sprintf("[Result of the tool call %s (call %s)%s:]\n%s", name, ev.Tool.ID, status, content), true)
+				e.userText(ev.Time, fmt.Sprintf("[Result of the tool call %s (call %s)%s:]\n%s", name, ev.Tool.ID, status, withNotes(content, notes)), true)
+				for _, f := range files {
+					e.part(e.user, ev.Time, filePart(f, true))
+				}
 				delete(e.asText, ev.Tool.ID)
 				continue
 			}
@@ -189,6 +214,15 @@ func (e *encoder) message(t time.Time, data map[string]any) *Row {
 }
 
 func (e *encoder) userText(t time.Time, text string, synthetic bool) {
+	p := map[string]any{"type": "text", "text": text}
+	if synthetic {
+		p["synthetic"] = true
+	}
+	e.part(e.userMessage(t), t, p)
+}
+
+// userMessage opens a user message at t and returns its id.
+func (e *encoder) userMessage(t time.Time) string {
 	e.closeAssistant()
 	model := e.model
 	if model == "" {
@@ -196,11 +230,52 @@ func (e *encoder) userText(t time.Time, text string, synthetic bool) {
 	}
 	r := e.message(t, map[string]any{"role": "user", "agent": "build", "model": map[string]any{"providerID": Provider, "modelID": model}})
 	e.user = r.ID()
-	p := map[string]any{"type": "text", "text": text}
+	return e.user
+}
+
+// filePart is a file part of f (mime, url, filename).
+func filePart(f map[string]any, synthetic bool) map[string]any {
+	p := map[string]any{"type": "file", "mime": f["mime"], "url": f["url"]}
+	if n := fileName(f); n != "" {
+		p["filename"] = n
+	}
 	if synthetic {
 		p["synthetic"] = true
 	}
-	e.part(r.ID(), t, p)
+	return p
+}
+
+// userFile writes a user message holding one file part, as opencode
+// writes a person's attachment.
+func (e *encoder) userFile(t time.Time, f map[string]any, synthetic bool) {
+	e.part(e.userMessage(t), t, filePart(f, synthetic))
+}
+
+// attachments are files as a completed tool state's attachments: file
+// parts with an id, the message id and (once named) the session id.
+func (e *encoder) attachments(files []map[string]any, state map[string]any) []any {
+	var out []any
+	for _, f := range files {
+		e.seq++
+		a := map[string]any{"type": "file", "mime": f["mime"], "url": f["url"],
+			"id": ascendingID("prt", e.last, e.seq, fmt.Sprint(e.seq, f["url"])), "sessionID": "", "messageID": e.asst.ID()}
+		if n := fileName(f); n != "" {
+			a["filename"] = n
+		}
+		e.atts = append(e.atts, a)
+		out = append(out, a)
+	}
+	return out
+}
+
+func fileName(f map[string]any) string { s, _ := f["filename"].(string); return s }
+
+// withNotes is text followed by notes, one a line.
+func withNotes(text string, notes []string) string {
+	if len(notes) == 0 {
+		return text
+	}
+	return strings.Join(append([]string{text}, notes...), "\n")
 }
 
 // assistant opens an assistant message for ev unless the open one holds
@@ -256,15 +331,27 @@ func (e *encoder) part(msg string, t time.Time, data map[string]any) {
 // bytes writes the rows: the session row first, its id derived from the
 // content, every data column as opencode stores it (JSON text).
 func (e *encoder) bytes() ([]byte, error) {
+	data := make([]map[string]any, len(e.rows)) // each row's data, kept to name the session in attachments
+	setData := func() error {
+		for i, r := range e.rows {
+			if d, ok := r.Row["data"].(map[string]any); ok {
+				data[i] = d
+			}
+			if data[i] != nil {
+				s, err := marshal(data[i])
+				if err != nil {
+					return err
+				}
+				r.Row["data"] = s
+			}
+		}
+		return nil
+	}
+	if err := setData(); err != nil {
+		return nil, err
+	}
 	var body bytes.Buffer
 	for _, r := range e.rows {
-		if d, ok := r.Row["data"].(map[string]any); ok {
-			s, err := marshal(d)
-			if err != nil {
-				return nil, err
-			}
-			r.Row["data"] = s
-		}
 		l, err := r.line()
 		if err != nil {
 			return nil, err
@@ -276,6 +363,14 @@ func (e *encoder) bytes() ([]byte, error) {
 		first = e.rows[0].num("time_created")
 	}
 	sid := sessionID(first, commits.ContentHash(body.Bytes()))
+	if len(e.atts) > 0 {
+		for _, a := range e.atts {
+			a["sessionID"] = sid
+		}
+		if err := setData(); err != nil {
+			return nil, err
+		}
+	}
 	title := "ctxstore session"
 	for _, r := range e.rows {
 		if r.Table == TablePart {
