@@ -498,3 +498,60 @@ func TestManagedHookPreview(t *testing.T) {
 		t.Error("the hook's spill file was changed")
 	}
 }
+
+// TestManagedConversations: a session's main thread and its subagent
+// (another first message) are managed apart: each has its own decisions
+// and call numbers, and a cold start of one does not rebase the other.
+// Neither the log, the recorded calls nor the kept decisions hold the API
+// key.
+func TestManagedConversations(t *testing.T) {
+	up := newUpstream(t)
+	st := &memStore{}
+	var mu sync.Mutex
+	var lines []string
+	px, _, _ := managedProxy(t, up, st, Config{CacheTTL: time.Hour, Log: func(f string, a ...any) {
+		mu.Lock()
+		lines = append(lines, fmt.Sprintf(f, a...))
+		mu.Unlock()
+	}})
+	main := &conv{session: "sess-7"}
+	main.user("Main task.")
+	sub := &conv{session: "sess-7"}
+	sub.user("Subagent task: look around.")
+	for i := range 9 {
+		main.call("Bash", map[string]any{"command": fmt.Sprint("m", i)}, output(fmt.Sprint("main", i), 150))
+		send(t, px, up, main)
+		sub.call("Bash", map[string]any{"command": fmt.Sprint("s", i)}, output(fmt.Sprint("sub", i), 150))
+		send(t, px, up, sub)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.convs) != 2 {
+		t.Fatalf("%d conversations kept, want 2", len(st.convs))
+	}
+	n := map[string]int{}
+	for _, c := range st.calls {
+		n[c.Conversation]++
+		if c.N != n[c.Conversation] {
+			t.Fatalf("conversation %s: call %d numbered %d", c.Conversation, n[c.Conversation], c.N)
+		}
+		if strings.Contains(string(c.Body), "sk-ant-test") {
+			t.Fatal("a recorded call holds the API key")
+		}
+	}
+	if len(n) != 2 || n[st.calls[0].Conversation] != 9 {
+		t.Errorf("calls per conversation: %v", n)
+	}
+	for k, b := range st.convs {
+		if strings.Contains(string(b), "sk-ant-test") {
+			t.Fatalf("%s: the kept decisions hold the API key", k)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range lines {
+		if strings.Contains(l, "sk-ant-test") {
+			t.Fatalf("the log holds the API key: %s", l)
+		}
+	}
+}
