@@ -75,6 +75,9 @@ type scriptedResponses struct {
 	mu      sync.Mutex
 	n       int
 	respond func(responsesRequest) piStep
+	// tokens, when set, is the input token count a response reports
+	// (default: the request's bytes / 4).
+	tokens func(responsesRequest) int
 }
 
 func startScriptedResponses(t testing.TB, log string, respond func(responsesRequest) piStep) *scriptedResponses {
@@ -116,10 +119,18 @@ func (m *scriptedResponses) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	step := m.respond(req)
+	inTokens := len(body) / 4
+	if m.tokens != nil {
+		inTokens = m.tokens(req)
+	}
 	var item map[string]any
 	if step.Tool != "" {
 		args, _ := json.Marshal(step.Args)
 		item = map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", n), "name": step.Tool, "arguments": string(args), "call_id": step.ID}
+		if ns, name, ok := strings.Cut(step.Tool, "."); ok {
+			// A tool of a namespace (multi_agent_v1.spawn_agent).
+			item["namespace"], item["name"] = ns, name
+		}
 	} else {
 		item = map[string]any{"type": "message", "id": fmt.Sprintf("msg_%d", n), "role": "assistant", "status": "completed",
 			"content": []map[string]any{{"type": "output_text", "text": step.Text, "annotations": []any{}}}}
@@ -135,8 +146,8 @@ func (m *scriptedResponses) serve(w http.ResponseWriter, r *http.Request) {
 	send("response.output_item.added", map[string]any{"output_index": 0, "item": item})
 	send("response.output_item.done", map[string]any{"output_index": 0, "item": item})
 	send("response.completed", map[string]any{"response": map[string]any{"id": id, "usage": map[string]any{
-		"input_tokens": len(body) / 4, "input_tokens_details": map[string]any{"cached_tokens": 0},
-		"output_tokens": 1, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": len(body)/4 + 1}}})
+		"input_tokens": inTokens, "input_tokens_details": map[string]any{"cached_tokens": 0},
+		"output_tokens": 1, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": inTokens + 1}}})
 }
 
 // cxScript answers a Responses request by the newest user message holding

@@ -2,11 +2,13 @@ package tests
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ctxstore/ctxstore/harness/claudecode"
@@ -224,5 +226,213 @@ func TestCodexResumesDataset(t *testing.T) {
 				t.Errorf("%d calls as text, want %d", n, c.asText)
 			}
 		})
+	}
+}
+
+// codexRollouts are the rollouts under a CODEX_HOME's sessions tree.
+func codexRollouts(t *testing.T, cxHome string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(cxHome, "sessions", "*", "*", "*", "rollout-*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestCodexCompaction: the real Codex compacts a session on its own,
+// offline. Its configuration sets model_auto_compact_token_limit, and the
+// scripted Responses endpoint reports more input tokens than that until
+// Codex has asked for its compaction (a request whose last user message
+// is Codex's compaction prompt, answered with a summary): Codex then
+// writes a `compacted` line holding the summary and its replacement
+// history, and the turn goes on. `codex exec resume` continues from the
+// compaction (its request holds the summary and not the turn it
+// replaced). The rollout, imported, holds a compaction commit whose lines
+// are the file's from the compacted line on, materializes to the file's
+// bytes, and decodes the compacted line as a compaction summary followed
+// by its replacement history.
+func TestCodexCompaction(t *testing.T) {
+	t.Parallel()
+	codexCLI(t)
+	c := newCLI(t)
+	storeURL := "sqlite:" + filepath.Join(t.TempDir(), "store.db")
+	root := t.TempDir()
+	work, home, cxHome := filepath.Join(root, "work"), filepath.Join(root, "home"), filepath.Join(root, "codex-home")
+	for _, d := range []string{work, home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const prompt = "CONTEXT CHECKPOINT COMPACTION"
+	script := cxScript(map[string][]piStep{
+		"CX-Q1": {
+			{Tool: "exec_command", Args: map[string]any{"cmd": "echo hello-before-compaction"}, ID: "call_c1"},
+			{Text: "CX-A1: it said hello."},
+		},
+		prompt:       {{Text: "CX-SUMMARY: the command printed hello-before-compaction."}},
+		"CX-SUMMARY": {{Text: "CX-A1b: going on after the compaction."}},
+		"CX-Q2":      {{Text: "CX-A2: resumed after the compaction."}},
+	})
+	log := filepath.Join(root, "responses.jsonl")
+	var mu sync.Mutex
+	compacted := false
+	m := startScriptedResponses(t, log, func(req responsesRequest) piStep {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, in := range req.Input {
+			compacted = compacted || (in.Type == "message" && strings.Contains(responsesText(in.Content), prompt))
+		}
+		return script(req)
+	})
+	m.tokens = func(responsesRequest) int {
+		mu.Lock()
+		defer mu.Unlock()
+		if compacted {
+			return 1000
+		}
+		return 150000
+	}
+	codexHome(t, cxHome, m.srv.URL)
+	cfg, err := os.ReadFile(filepath.Join(cxHome, "config.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = append([]byte("model_auto_compact_token_limit = 100000\nmodel_context_window = 400000\n"), cfg...)
+	if err := os.WriteFile(filepath.Join(cxHome, "config.toml"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runCodex(t, work, cxHome, home, "CX-Q1: run a command.")
+	files := codexRollouts(t, cxHome)
+	if len(files) != 1 {
+		t.Fatalf("rollouts: %v", files)
+	}
+	if out := runCodex(t, work, cxHome, home, "resume", "--last", "CX-Q2: and now?"); !strings.Contains(out, "CX-A2") {
+		t.Fatalf("codex exec resume: %s", out)
+	}
+	if n := len(rawRequests(t, log, prompt)); n == 0 {
+		t.Fatal("Codex never asked for a compaction")
+	}
+	// Resumed from the compaction: the summary, not the command's output.
+	resumed := cxRequestWith(t, log, "CX-Q2")
+	xhInOrder(t, "Codex's request after resuming", resumed, "CX-Q1: run a command.", "CX-SUMMARY: the command printed", "CX-Q2: and now?")
+	if strings.Contains(resumed, "function_call_output call_c1") {
+		t.Errorf("the resumed request still holds the compacted turn:\n%s", resumed)
+	}
+	raw, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compactedLine string
+	for _, l := range strings.SplitAfter(string(raw), "\n") {
+		if strings.Contains(l, `"type":"compacted"`) && compactedLine == "" {
+			compactedLine = l
+		}
+	}
+	if !strings.Contains(compactedLine, `"replacement_history":[`) || !strings.Contains(compactedLine, "CX-SUMMARY") {
+		t.Fatalf("no compacted line with a replacement history in the rollout: %.2000s", compactedLine)
+	}
+
+	imp := xhImport(t, c, storeURL, files[0])
+	tip, _ := imp["tip"].(string)
+	if imp["format"] != "codex-v1" {
+		t.Fatalf("import: %v", imp)
+	}
+	if back := xhMaterialize(t, c, storeURL, nil, tip, "--stop", "root"); back["content"] != string(raw) {
+		t.Error("the imported rollout does not materialize to its bytes")
+	}
+	// From the last compaction (the default stop): the file's lines from
+	// a compacted line on, byte for byte.
+	fromC := fmt.Sprint(xhMaterialize(t, c, storeURL, nil, tip)["content"])
+	if !strings.HasSuffix(string(raw), fromC) || !strings.HasPrefix(fromC, `{"timestamp"`) || !strings.Contains(strings.SplitN(fromC, "\n", 2)[0], `"type":"compacted"`) {
+		t.Errorf("materialized from the compaction: %.600s", fromC)
+	}
+	ev := fmt.Sprint(xhMaterialize(t, c, storeURL, nil, tip, "--format", "events", "--stop", "root")["content"])
+	xhInOrder(t, "the rollout as events", ev, "CX-Q1: run a command.", "hello-before-compaction",
+		`"subtype":"compaction_summary"`, "CX-SUMMARY", "codex_replacement_history", "CX-A1b", "CX-Q2: and now?", "CX-A2:")
+}
+
+// TestCodexSubagentImport: the real Codex spawns a sub-agent (its
+// spawn_agent tool, namespace multi_agent_v1) and waits for it; Codex
+// writes the sub-agent's rollout beside its own. `ctxstore import` of the
+// sessions tree links the sub-agent's chain to the parent's commit
+// holding the spawn_agent call.
+func TestCodexSubagentImport(t *testing.T) {
+	t.Parallel()
+	codexCLI(t)
+	c := newCLI(t)
+	storeURL := "sqlite:" + filepath.Join(t.TempDir(), "store.db")
+	root := t.TempDir()
+	work, home, cxHome := filepath.Join(root, "work"), filepath.Join(root, "home"), filepath.Join(root, "codex-home")
+	for _, d := range []string{work, home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	agent := ""
+	base := cxScript(map[string][]piStep{
+		"CX-SUB": {
+			{Tool: "multi_agent_v1.spawn_agent", Args: map[string]any{"message": "SUB-Q: say hi"}, ID: "call_spawn"},
+			{Tool: "multi_agent_v1.wait_agent", ID: "call_wait"},
+			{Text: "CX-A-SUB: the sub-agent answered."},
+		},
+		"SUB-Q": {{Text: "SUB-A: hi from the sub-agent."}},
+	})
+	log := filepath.Join(root, "responses.jsonl")
+	m := startScriptedResponses(t, log, func(req responsesRequest) piStep {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, in := range req.Input {
+			var out struct {
+				AgentID string `json:"agent_id"`
+			}
+			var s string
+			if in.Type == "function_call_output" && in.CallID == "call_spawn" && json.Unmarshal(in.Output, &s) == nil && json.Unmarshal([]byte(s), &out) == nil {
+				agent = out.AgentID
+			}
+		}
+		st := base(req)
+		if st.ID == "call_wait" {
+			st.Args = map[string]any{"targets": []string{agent}, "timeout_ms": 60000}
+		}
+		return st
+	})
+	codexHome(t, cxHome, m.srv.URL)
+	if out := runCodex(t, work, cxHome, home, "CX-SUB: use a sub-agent."); !strings.Contains(out, "CX-A-SUB") {
+		t.Fatalf("codex exec: %s", out)
+	}
+	files := codexRollouts(t, cxHome)
+	if len(files) != 2 || agent == "" {
+		t.Fatalf("rollouts %v, agent %q", files, agent)
+	}
+	r := c.run("", "--store", storeURL, "--json", "import", filepath.Join(cxHome, "sessions"))
+	if r.code != 0 {
+		t.Fatalf("import: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	var res struct {
+		Files []struct {
+			Path     string `json:"path"`
+			Parent   string `json:"parent"`
+			Tip      string `json:"tip"`
+			Problems []any  `json:"problems"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res.Files) != 2 {
+		t.Fatalf("import --json: %v %s", err, r.stdout)
+	}
+	for _, f := range res.Files {
+		isSub := strings.HasSuffix(f.Path, agent+".jsonl")
+		if len(f.Problems) != 0 || isSub != (f.Parent != "") {
+			t.Fatalf("file %+v", f)
+		}
+		if !isSub {
+			continue
+		}
+		fork := xhMaterialize(t, c, storeURL, nil, f.Parent, "--stop", "root")
+		if fc := fmt.Sprint(fork["content"]); !strings.Contains(fc, `"name":"spawn_agent"`) || !strings.Contains(fc, agent) {
+			t.Errorf("the sub-agent's fork point holds: %.1500s", fc)
+		}
+		ev := fmt.Sprint(xhMaterialize(t, c, storeURL, nil, f.Tip, "--format", "events", "--stop", "root")["content"])
+		xhInOrder(t, "the sub-agent's chain as events", ev, "CX-SUB: use a sub-agent.", `"name":"spawn_agent"`, "SUB-Q: say hi", "SUB-A: hi from the sub-agent.")
 	}
 }
