@@ -69,8 +69,9 @@ func managedScript(spillDir string, spillFile *string) func(messagesRequest) piS
 // as one line naming their spill file; the model's Read of that file is
 // answered with the output whole; the message breakpoints are ctxstore's
 // (the end of each request, at most one more, four in all at most); every
-// request passes the Messages API checker. With --no-managed the outputs
-// reach the model whole.
+// request passes the Messages API checker; the store records every
+// managed call, and `claude-code calls --raw N` prints the request the
+// endpoint received. With --no-managed the outputs reach the model whole.
 func TestClaudeCodeManaged(t *testing.T) {
 	t.Parallel()
 	cli := claudeCLI(t)
@@ -177,6 +178,41 @@ func TestClaudeCodeManaged(t *testing.T) {
 	st.Close()
 	if err != nil || err2 != nil || len(calls) != agents || len(convs) != 1 {
 		t.Errorf("the store holds %d managed calls (want %d) and %d conversations (want 1): %v %v", len(calls), agents, len(convs), err, err2)
+	}
+
+	// `claude-code calls` lists them, and --raw N prints call N's request
+	// as the endpoint received it.
+	ctxstore := func(args ...string) []byte {
+		t.Helper()
+		cmd := exec.Command(ctxstoreBin, args...)
+		cmd.Env = append(os.Environ(), "HOME="+home, "CTXSTORE_URL=")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("ctxstore %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	var listed []map[string]any
+	if err := json.Unmarshal(ctxstore("--json", "claude-code", "calls", sid[:8]), &listed); err != nil || len(listed) != agents {
+		t.Fatalf("claude-code calls listed %d calls (want %d): %v", len(listed), agents, err)
+	}
+	k := 0
+	for _, r := range reqs {
+		if !r.agent {
+			continue
+		}
+		k++
+		var want, got any
+		line, _ := json.Marshal(r.raw)
+		json.Unmarshal(line, &want)
+		if err := json.Unmarshal(ctxstore("claude-code", "calls", sid, "--raw", fmt.Sprint(k)), &got); err != nil {
+			t.Fatal(err)
+		}
+		a, _ := json.Marshal(want)
+		b, _ := json.Marshal(got)
+		if !bytes.Equal(a, b) {
+			t.Fatalf("claude-code calls --raw %d is not the request the endpoint received", k)
+		}
 	}
 
 	// One flag turns it off: every output reaches the model whole.

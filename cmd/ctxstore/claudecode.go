@@ -22,8 +22,9 @@ type claudeCodeCmd struct {
 	Install   ccInstallCmd   `cmd:"" help:"Write ctxstore's hooks (and the ctxstore MCP server) into a project's Claude Code settings (.claude/settings.json, .mcp.json) or, with --user, the user's; merges, and replaces an earlier install."`
 	Uninstall ccUninstallCmd `cmd:"" help:"Remove exactly what install wrote (entries it marked); everything else in the settings stays."`
 	Hook      ccHookCmd      `cmd:"" help:"Run by Claude Code's hooks: read the hook's JSON on stdin and checkpoint the session (and its subagent) into ctxstore. Always exits 0; a failure is shown to the user once per session."`
-	Proxy     ccProxyCmd     `cmd:"" help:"Serve ctxstore's Claude Code proxy: point Claude Code's ANTHROPIC_BASE_URL at it; it passes every request on and keeps the sessions' prompt cache (the head cached for the hour once a session has paused; warm requests by ski rental while it waits), never changing what the model reads."`
-	Run       ccRunCmd       `cmd:"" help:"Run Claude Code (--claude, default claude on the PATH) through ctxstore's Claude Code proxy on a free loopback port for as long as it runs: its arguments after --, its exit status; the proxy forwards to Claude Code's own ANTHROPIC_BASE_URL when set."`
+	Proxy     ccProxyCmd     `cmd:"" help:"Serve ctxstore's Claude Code proxy: point Claude Code's ANTHROPIC_BASE_URL at it; it passes every request on (with --managed, as ctxstore's managed context) and keeps the sessions' prompt cache (the head cached for the hour once a session has paused; warm requests by ski rental while it waits)."`
+	Run       ccRunCmd       `cmd:"" help:"Run Claude Code (--claude, default claude on the PATH) through ctxstore's Claude Code proxy on a free loopback port for as long as it runs, managed mode on (--no-managed: off): its arguments after --, its exit status; the proxy forwards to Claude Code's own ANTHROPIC_BASE_URL when set."`
+	Calls     ccCallsCmd     `cmd:"" help:"List a session's managed calls (what managed mode sent the model, recorded in the store run or proxy --managed used), or print one's request with --raw N."`
 }
 
 // ccScope is the flags install and uninstall share.

@@ -11,10 +11,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/ctxstore/ctxstore/bitemporal"
+	"github.com/ctxstore/ctxstore/internal/jsontext"
 	"github.com/ctxstore/ctxstore/server/ccproxy"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -230,4 +233,181 @@ func (s *proxyStore) flush() {
 func (s *proxyStore) Close() {
 	close(s.stop)
 	<-s.done
+}
+
+// managedCall is a recorded managed call as `claude-code calls` lists it.
+type managedCall struct {
+	N            int    `json:"n"`
+	Session      string `json:"session_id"`
+	Conversation string `json:"conversation"`
+	Call         int    `json:"call"`
+	Time         string `json:"time"`
+	Collapsed    int    `json:"collapsed"`
+	New          int    `json:"new_collapses"`
+	Previews     int    `json:"previews"`
+	Rebase       string `json:"rebase,omitempty"`
+	Breakpoints  int    `json:"breakpoints"`
+	SentBytes    int    `json:"sent_bytes"`
+	AskedBytes   int    `json:"asked_bytes"`
+	doc          store.Doc
+}
+
+// managedCalls returns session sid's recorded managed calls (sid or a
+// unique prefix of it), in the order they were sent, numbered from 1.
+func managedCalls(ctx context.Context, st store.Store, sid string) ([]managedCall, error) {
+	docs, err := st.Query(ctx, store.Query{Where: []store.Pred{store.Where("type", ccCallType), store.Where("session_id", sid)}})
+	if err != nil {
+		return nil, err
+	}
+	if len(docs) == 0 {
+		ids, err := store.Values(ctx, st, store.Query{Where: []store.Pred{store.Where("type", ccConvType)}}, "session_id", "", 0)
+		if err != nil {
+			return nil, err
+		}
+		var match []string
+		for _, id := range ids {
+			if strings.HasPrefix(id, sid) {
+				match = append(match, id)
+			}
+		}
+		switch len(match) {
+		case 0:
+			return nil, fmt.Errorf("no managed calls recorded for session %q (managed mode records them in the store run or proxy --managed used)", sid)
+		case 1:
+			return managedCalls(ctx, st, match[0])
+		default:
+			return nil, fmt.Errorf("session prefix %q names %d sessions: %s", sid, len(match), strings.Join(match, ", "))
+		}
+	}
+	var out []managedCall
+	for _, d := range docs {
+		c := managedCall{doc: d, Session: str(d["session_id"]), Conversation: str(d["conversation"]), Call: num(d["call"]), Time: str(d["time"]),
+			Collapsed: num(d["collapsed"]), New: num(d["new_collapses"]), Previews: num(d["previews"]), Rebase: str(d["rebase"]),
+			Breakpoints: num(d["breakpoints"]), SentBytes: num(d["sent_bytes"]), AskedBytes: num(d["asked_bytes"])}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b managedCall) int {
+		if c := strings.Compare(a.Time, b.Time); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Conversation, b.Conversation); c != 0 {
+			return c
+		}
+		return a.Call - b.Call
+	})
+	for i := range out {
+		out[i].N = i + 1
+	}
+	return out, nil
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func num(v any) int {
+	switch x := v.(type) {
+	case float64:
+		return int(x)
+	case int64:
+		return int(x)
+	case int:
+		return x
+	case json.Number:
+		n, _ := x.Int64()
+		return int(n)
+	}
+	return 0
+}
+
+// managedBody rebuilds the request a recorded managed call sent: its head
+// with its messages, from the documents that hold them.
+func managedBody(ctx context.Context, st store.Store, c managedCall) ([]byte, error) {
+	blob := func(typ, h string) ([]byte, error) {
+		d, err := st.Entity(ctx, typ+":"+h, store.Basis{})
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", typ, h, err)
+		}
+		return []byte(str(d["body"])), nil
+	}
+	head, err := blob(ccHeadType, str(c.doc["head"]))
+	if err != nil {
+		return nil, err
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(head, &top); err != nil {
+		return nil, err
+	}
+	hashes, _ := c.doc["messages"].([]any)
+	msgs := make([]json.RawMessage, 0, len(hashes))
+	for _, h := range hashes {
+		b, err := blob(ccMessageType, str(h))
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, b)
+	}
+	list, err := json.Marshal(msgs)
+	if err != nil {
+		return nil, err
+	}
+	top["messages"] = list
+	return jsontext.Marshal(top)
+}
+
+// ccCallsCmd is `ctxstore claude-code calls`.
+type ccCallsCmd struct {
+	Session string `arg:"" help:"The Claude Code session (its id or a unique prefix)."`
+	Raw     int    `name:"raw" placeholder:"N" help:"Print call N's request as the model got it (JSON), instead of the list."`
+}
+
+// Run implements claude-code calls.
+func (c *ccCallsCmd) Run(a *app) error {
+	home, _ := os.UserHomeDir()
+	u, _, err := ccStoreURL(a.cli.Store, home, true)
+	if err != nil {
+		return err
+	}
+	loc, err := parseLocation(u)
+	if err != nil {
+		return err
+	}
+	var st store.Store
+	if loc.backend == backendSQLite {
+		st, err = openSQLite(a.ctx, loc, false, false)
+	} else {
+		b := *a
+		cli := *a.cli
+		cli.Store = u
+		b.cli = &cli
+		st, err = b.openStore(false)
+	}
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	calls, err := managedCalls(a.ctx, st, c.Session)
+	if err != nil {
+		return err
+	}
+	if c.Raw != 0 {
+		if c.Raw < 1 || c.Raw > len(calls) {
+			return usagef("--raw %d: the session has %d managed calls", c.Raw, len(calls))
+		}
+		b, err := managedBody(a.ctx, st, calls[c.Raw-1])
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(a.stdout, "%s\n", b)
+		return err
+	}
+	if a.cli.JSON {
+		return a.printJSON(calls)
+	}
+	fmt.Fprintf(a.stdout, "%4s  %-12s %4s  %-20s %9s %5s %8s %-8s %11s %11s\n", "n", "conversation", "call", "time", "collapsed", "new", "previews", "rebase", "sent", "asked")
+	for _, x := range calls {
+		fmt.Fprintf(a.stdout, "%4d  %-12s %4d  %-20s %9d %5d %8d %-8s %11d %11d\n", x.N, x.Conversation, x.Call, x.Time[:min(len(x.Time), 19)], x.Collapsed, x.New, x.Previews, x.Rebase, x.SentBytes, x.AskedBytes)
+	}
+	return nil
 }
