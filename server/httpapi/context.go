@@ -1,11 +1,14 @@
 package httpapi
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/ctxstore/ctxstore/internal/jsontext"
@@ -233,7 +236,14 @@ func (s *Server) context(q *request) (any, error) {
 // decodeContext reads and checks a context request; renewed is its
 // cache_renewed_at (zero when absent).
 func decodeContext(q *request) (req ContextRequest, renewed time.Time, err error) {
-	if err := q.decode(&req); err != nil {
+	body, err := q.jsonBody()
+	if err != nil {
+		return req, renewed, err
+	}
+	if err := decodeContextBody(body, &req); err != nil {
+		return req, renewed, err
+	}
+	if err := noRepeatedKey(body); err != nil {
 		return req, renewed, err
 	}
 	if (req.Messages == nil) == (req.Log == nil) {
@@ -417,4 +427,135 @@ func compactionSummary(events []map[string]any, msgs []json.RawMessage) (string,
 		}
 	}
 	return "", false
+}
+
+// decodeContextBody decodes a context request's body as q.decode would,
+// streaming: Pi's messages are not copied but sliced out of the body (which
+// the request holds until it ends, read once), and the decoder holds one
+// message at a time rather than the whole body. A log of large tool
+// outputs is most of its body: decoding it whole into json.RawMessage
+// values held the body three times at once (the body, the decoder's
+// buffer of it, grown by doubling, and the messages' copies).
+func decodeContextBody(body []byte, req *ContextRequest) error {
+	bad := func(err error) error {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return badRequest("request body: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	switch {
+	case errors.Is(err, io.EOF):
+		return badRequest("the request needs a JSON body")
+	case err != nil:
+		return bad(err)
+	case tok == nil: // null, as encoding/json reads it: nothing given
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			return badRequest("request body: more than one JSON value")
+		}
+		return nil
+	case tok != json.Delim('{'):
+		return badRequest("request body: a context request is a JSON object, not %s", jsonKind(tok))
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return bad(err)
+		}
+		key, _ := tok.(string)
+		var field any
+		// Keys match fields as encoding/json matches them: exactly, or
+		// else without regard to case.
+		switch {
+		case strings.EqualFold(key, "messages"):
+			msgs, err := rawMessages(dec, body)
+			if err != nil {
+				return bad(fmt.Errorf("messages: %w", err))
+			}
+			req.Messages = msgs
+			continue
+		case strings.EqualFold(key, "base"):
+			field = &req.Base
+		case strings.EqualFold(key, "base_sha256"):
+			field = &req.BaseSHA256
+		case strings.EqualFold(key, "have_call"):
+			field = &req.HaveCall
+		case strings.EqualFold(key, "log"):
+			field = &req.Log
+		case strings.EqualFold(key, "events"):
+			field = &req.Events
+		case strings.EqualFold(key, "cache_renewed_at"):
+			field = &req.CacheRenewedAt
+		default:
+			field = new(skipped) // unknown fields are ignored
+		}
+		if err := dec.Decode(field); err != nil {
+			return bad(fmt.Errorf("%s: %w", key, err))
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return bad(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return badRequest("request body: more than one JSON value")
+	}
+	return nil
+}
+
+// rawMessages reads a JSON array of values (or null) at dec's position and
+// returns each value as the bytes of body it is made of, not copied.
+func rawMessages(dec *json.Decoder, body []byte) ([]json.RawMessage, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if tok == nil {
+		return nil, nil
+	}
+	if tok != json.Delim('[') {
+		return nil, fmt.Errorf("an array, not %s", jsonKind(tok))
+	}
+	msgs := []json.RawMessage{} // present, even empty: not nil
+	for dec.More() {
+		start := dec.InputOffset()
+		if err := dec.Decode(new(skipped)); err != nil {
+			return nil, err
+		}
+		// From the end of the previous token: the separating comma and
+		// white space, then the value.
+		raw := bytes.TrimLeft(body[start:dec.InputOffset()], " \t\r\n,")
+		msgs = append(msgs, raw[:len(raw):len(raw)])
+	}
+	if _, err := dec.Token(); err != nil { // the closing bracket
+		return nil, err
+	}
+	return msgs, nil
+}
+
+// skipped is a JSON value decoded only to be read past: the decoder checks
+// it and hands it over, and nothing is kept.
+type skipped struct{}
+
+func (*skipped) UnmarshalJSON([]byte) error { return nil }
+
+// jsonKind names the kind of a JSON token for an error.
+func jsonKind(tok json.Token) string {
+	switch t := tok.(type) {
+	case json.Delim:
+		if t == '[' {
+			return "an array"
+		}
+		return "an object"
+	case string:
+		return "a string"
+	case json.Number, float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%v", tok)
 }

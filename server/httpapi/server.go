@@ -364,12 +364,45 @@ func (q *request) readBody() ([]byte, error) {
 // decode reads the JSON body into v. Unknown fields are ignored: Pi's
 // messages carry more than ctxstore reads.
 func (q *request) decode(v any) error {
-	body, err := q.readBody()
+	body, err := q.jsonBody()
 	if err != nil {
 		return err
 	}
-	if err := jsonlimit.Depth(body, jsonlimit.MaxDepth); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return badRequest("the request needs a JSON body")
+		}
 		return badRequest("request body: %v", err)
+	}
+	// Nothing but white space after the value: dec.More alone would pass
+	// a stray ']' or '}'.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return badRequest("request body: more than one JSON value")
+	}
+	return noRepeatedKey(body)
+}
+
+// noRepeatedKey refuses a body that repeats a key in an object, checked
+// once it decoded: a repeated key would silently keep its last value.
+func noRepeatedKey(body []byte) error {
+	if err := store.CheckDuplicateKeys(body); err != nil {
+		return badRequest("request body: %v", err)
+	}
+	return nil
+}
+
+// jsonBody reads the body (readBody) and checks what every JSON body must
+// be before it is decoded: nested at most jsonlimit.MaxDepth deep, and
+// valid UTF-8.
+func (q *request) jsonBody() ([]byte, error) {
+	body, err := q.readBody()
+	if err != nil {
+		return nil, err
+	}
+	if err := jsonlimit.Depth(body, jsonlimit.MaxDepth); err != nil {
+		return nil, badRequest("request body: %v", err)
 	}
 	if !utf8.Valid(body) {
 		at := 0
@@ -380,24 +413,9 @@ func (q *request) decode(v any) error {
 			}
 			at += n
 		}
-		return badRequest("request body: invalid UTF-8 at byte %d (JSON text is UTF-8; encoding/json would turn it into U+FFFD)", at)
+		return nil, badRequest("request body: invalid UTF-8 at byte %d (JSON text is UTF-8; encoding/json would turn it into U+FFFD)", at)
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		if errors.Is(err, io.EOF) {
-			return badRequest("the request needs a JSON body")
-		}
-		return badRequest("request body: %v", err)
-	}
-	if dec.More() {
-		return badRequest("request body: more than one JSON value")
-	}
-	// A repeated key would silently keep its last value.
-	if err := store.CheckDuplicateKeys(body); err != nil {
-		return badRequest("request body: %v", err)
-	}
-	return nil
+	return body, nil
 }
 
 // readHeaderTimeout bounds reading a request's headers (Serve).
