@@ -174,7 +174,8 @@ func toolOf(p *Payload) *events.Tool {
 }
 
 // Decode reads a codex-v1 artifact as neutral events (docs/import.md
-// "Events"): session_meta is system/init; a person's message a prompt
+// "Events"): session_meta is system/init (a sub-agent's parent thread
+// in its metadata, parent_thread); a person's message a prompt
 // (Source "user"), a user message Codex wrote a prompt with Source
 // "system" marked Meta, a developer message system/developer; the model's
 // consecutive items share one message id (the first item's): text is a
@@ -229,7 +230,7 @@ func (d *decoder) line(out []events.Event, l *Line) []events.Event {
 	case "session_meta":
 		md := map[string]any{}
 		for k, v := range map[string]string{"session": string(p.ID), "cwd": string(p.Cwd), "cli_version": string(p.CLIVersion),
-			"originator": string(p.Originator), "model_provider": string(p.ModelProvider)} {
+			"originator": string(p.Originator), "model_provider": string(p.ModelProvider), "parent_thread": parentThread(p)} {
 			if v != "" {
 				md[k] = v
 			}

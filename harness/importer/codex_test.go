@@ -189,6 +189,15 @@ func TestCodexSubagent(t *testing.T) {
 				texts = append(texts, ev.Text)
 			}
 		}
+		parentOf := ""
+		for _, ev := range evs {
+			if ev.Type == events.System && ev.Subtype == "init" && ev.ID == childID {
+				parentOf, _ = ev.Metadata["parent_thread"].(string)
+			}
+		}
+		if parentOf != parentID {
+			t.Errorf("the sub-agent's init event names parent %q", parentOf)
+		}
 		if got := strings.Join(texts, "|"); got != "use a sub-agent|spawned|say hi|hi from the sub-agent" {
 			t.Fatalf("the sub-agent's chain as events: %s", got)
 		}
