@@ -52,8 +52,10 @@ type Options struct {
 	// (SetRelease) once a client says which answer it holds.
 	Release bool
 	// Render is the rendering version of a new session, 1 to
-	// RenderVersion; 0 means RenderVersion. Only comparisons and tests of
-	// older renderings set it; a resumed session keeps its first commit's.
+	// RenderUserFirst; 0 means RenderVersion. Comparisons and tests of
+	// older renderings set it, and a harness that sends the turn's user
+	// message itself asks for RenderUserFirst; a resumed session keeps its
+	// first commit's.
 	Render int
 }
 
@@ -203,8 +205,10 @@ func (r *rhythm) since(now time.Time) time.Time {
 func (a *Assembler) User(ctx context.Context, text string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err := a.sync(ctx, false); err != nil {
-		return err
+	if !a.style.rules.userFirst() { // else the next sync shows it after the message
+		if err := a.sync(ctx, false); err != nil {
+			return err
+		}
 	}
 	a.push(&item{kind: kUser, text: text})
 	a.rhythm.userTurn()

@@ -60,7 +60,9 @@
 // implementation for each version that changed them, each the previous
 // one with what it changed; the literal layout keeps only those that are
 // not about the stream), its metadata line version, its Paths and a bare head's
-// spill directory. A new session takes RenderVersion; a resumed or rebuilt
+// spill directory. A new session takes RenderVersion, or the rendering its
+// harness asks for (Options.Render: RenderUserFirst for a harness that
+// sends the turn's prompt itself, userfirst.go); a resumed or rebuilt
 // one takes its root commit's, so an old session renders as it was sent
 // by construction: no code compares version numbers.
 //

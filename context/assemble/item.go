@@ -98,7 +98,7 @@ func (k ItemKind) hasRef() bool {
 func (it *item) render() {
 	switch it.kind {
 	case kUser:
-		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockText, Text: it.text}}}
+		it.f = &frag{role: RoleUser, alone: it.style.rules.userFirst(), blocks: []Block{{Type: BlockText, Text: it.text}}}
 	case kNote:
 		it.f = &frag{role: RoleUser, blocks: []Block{{Type: BlockText, Text: it.text}}}
 	case kAssistant:

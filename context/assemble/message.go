@@ -83,11 +83,15 @@ type frag struct {
 	// message before it, whose role it takes (follow), so that what comes
 	// after it joins or starts a message as if it were not there.
 	silent bool
+	// alone: the fragment is a user message of its own, which joins no
+	// message before it and which nothing joins (rendering 6's user
+	// messages, userfirst.go).
+	alone bool
 }
 
 // joins reports whether f continues the message prev started.
 func (f frag) joins(prev *frag) bool {
-	return prev != nil && (f.silent || prev.role == RoleUser && f.role == RoleUser)
+	return prev != nil && (f.silent || prev.role == RoleUser && f.role == RoleUser && !f.alone && !prev.alone)
 }
 
 // follow gives a silent fragment the role of the fragment before it (a
@@ -95,7 +99,7 @@ func (f frag) joins(prev *frag) bool {
 // follows the content block of its file).
 func (f *frag) follow(prev *frag) {
 	if f.silent && prev != nil {
-		f.role, f.callID = prev.role, prev.callID
+		f.role, f.callID, f.alone = prev.role, prev.callID, prev.alone
 	}
 }
 

@@ -159,8 +159,8 @@ func ReadCommitAfter(ctx context.Context, st store.Store, sessionID string, n in
 		c.RebaseFrom = *raw.RebaseFrom
 	}
 	c.Paths, c.Dropped, c.LeanHead, c.Lean = raw.Paths, raw.Dropped, raw.LeanHead, raw.Lean
-	if c.Render > RenderVersion {
-		return nil, fmt.Errorf("assemble: %s: rendering version %d is newer than this binary's (%d)", id, c.Render, RenderVersion)
+	if c.Render > newestRender {
+		return nil, fmt.Errorf("assemble: %s: rendering version %d is newer than this binary's (%d)", id, c.Render, newestRender)
 	}
 	if c.Metadata > objects.MetadataVersion {
 		return nil, fmt.Errorf("assemble: %s: metadata version %d is newer than this binary's (%d)", id, c.Metadata, objects.MetadataVersion)

@@ -11,8 +11,9 @@ import (
 )
 
 // RenderVersion is the rendering of items this code writes for a new
-// session. Every version is one rendering value (renderings), and a
-// session renders with the one its root commit records (absent means 1),
+// session unless its harness asks for another (Options.Render; newer ones:
+// RenderUserFirst). Every version is one rendering value (renderings), and
+// a session renders with the one its root commit records (absent means 1),
 // so every past context is rebuilt with the rendering it was sent with.
 const RenderVersion = 5
 
@@ -43,8 +44,8 @@ type rendering struct {
 
 // renderings are the rendering versions, indexed by version. Each is the
 // one before with what it changed.
-var renderings = func() [RenderVersion + 1]*rendering {
-	var r [RenderVersion + 1]*rendering
+var renderings = func() [newestRender + 1]*rendering {
+	var r [newestRender + 1]*rendering
 	// 1: tool results and collapsed blocks as full metadata lines.
 	r[1] = &rendering{version: 1, rules: metadataRules{}, id: func(id string) string { return id },
 		toolResult: func(it *item) string { return it.metadata() },
@@ -80,13 +81,18 @@ var renderings = func() [RenderVersion + 1]*rendering {
 	v5 := v4
 	v5.version, v5.rules = 5, bareRules{}
 	r[5] = &v5
+	// 6: a user message is a message of its own, before what changed
+	// since the event before it (userfirst.go).
+	v6 := v5
+	v6.version, v6.rules = RenderUserFirst, userFirstRules{}
+	r[6] = &v6
 	return r
 }()
 
 // renderingOf returns rendering version v.
 func renderingOf(v int) (*rendering, error) {
-	if v < 1 || v > RenderVersion {
-		return nil, fmt.Errorf("rendering version %d is not one of 1 to %d", v, RenderVersion)
+	if v < 1 || v > newestRender {
+		return nil, fmt.Errorf("rendering version %d is not one of 1 to %d", v, newestRender)
 	}
 	return renderings[v], nil
 }

@@ -76,7 +76,7 @@ func TestRenderings(t *testing.T) {
 			t.Errorf("version %d: literal layout rules differ", tc.v)
 		}
 	}
-	for _, v := range []int{0, RenderVersion + 1} {
+	for _, v := range []int{0, newestRender + 1} {
 		if _, err := newStyle(LayoutStream, v, objects.MetadataVersion, Paths{}, nil); err == nil {
 			t.Errorf("rendering version %d accepted", v)
 		}

@@ -43,6 +43,9 @@ type rules interface {
 	// pathView returns how items show file and note paths: the session's
 	// Paths, or nil for the paths as stored.
 	pathView(p Paths) func(string) string
+	// userFirst reports whether a user message is a message of its own,
+	// placed before what changed since the previous event (userfirst.go).
+	userFirst() bool
 }
 
 // deactivation is which note a deactivated item gets.
@@ -70,6 +73,7 @@ func (metadataRules) rebaseDrops(*rendering, *item, map[string]bool, map[string]
 }
 func (metadataRules) silentOwnEdit(string) bool          { return false }
 func (metadataRules) pathView(Paths) func(string) string { return nil }
+func (metadataRules) userFirst() bool                    { return false }
 
 // liveRules are rendering 3: live outputs in their tool results, patches,
 // writes naming their files, toolcalls waiting for their results; an

@@ -229,7 +229,7 @@ func (s *Server) start(ctx context.Context, l *live, req OpenRequest, roots *too
 		Indexer: s.ix,
 		Tools:   tools.Options{Policy: s.o.Policy, Tracker: s.tr, Roots: roots, Notes: s.notes, Spill: tools.Spill{Root: s.o.Spill}},
 		Assemble: assemble.Options{Layout: s.o.Layout, Tools: req.Tools, Lean: lean,
-			Policy: pol, Tokenizer: s.o.Tokenizer, Now: s.o.Now},
+			Policy: pol, Tokenizer: s.o.Tokenizer, Now: s.o.Now, Render: renderFor(req.Harness)},
 		Ingest: ingest.Options{Cwd: req.Cwd, OnUser: s.onUser(ctx, l.id, sc), Commits: s.commitOptions(req)}, // recall.go: @@ references
 	})
 	if err != nil {
