@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -168,4 +169,98 @@ func TestQueryBounded(t *testing.T) {
 	}
 	e.check = false // a limit over the maximum is outside the document too
 	e.fails(http.StatusBadRequest, CodeBadRequest, "POST", "/v1/query", map[string]any{"where": where, "limit": MaxPageLimit + 1})
+}
+
+// historyReads wraps a store and records what each History read asked
+// for and answered.
+type historyReads struct {
+	store.Store
+	mu    sync.Mutex
+	reads [][2]int // Limit, entries answered
+}
+
+func (h *historyReads) History(ctx context.Context, id string, o store.HistoryOptions) ([]store.HistoryEntry, error) {
+	es, err := h.Store.History(ctx, id, o)
+	h.mu.Lock()
+	h.reads = append(h.reads, [2]int{o.Limit, len(es)})
+	h.mu.Unlock()
+	return es, err
+}
+
+func (h *historyReads) take() [][2]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := h.reads
+	h.reads = nil
+	return r
+}
+
+// A history page reads one page and the entry after it from the store,
+// not the history from the cursor to its end; from a cursor inside a valid
+// time of many corrections it reads past those the previous page answered
+// and no further than twice what it needs.
+func TestHistoryPageReadsOnePage(t *testing.T) {
+	var hr *historyReads
+	e := newEnv(t, func(o *Options) {
+		hr = &historyReads{Store: o.Store}
+		o.Store = hr
+	})
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	put := func(i, v int) {
+		tx, err := e.st.Submit(ctx, []store.Op{store.PutAt(store.Doc{store.IDKey: "h", "v": v}, t0.Add(time.Duration(i)*time.Hour))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.st.AwaitTx(ctx, tx.ID, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const times, corrections, limit = 40, 12, 3
+	for i := range times {
+		put(i, i)
+	}
+	for c := range corrections {
+		put(20, 100+c) // one valid time of many versions
+	}
+	for _, order := range []string{"asc", "desc"} {
+		for _, corr := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s corrections=%v", order, corr), func(t *testing.T) {
+				q := url.Values{"order": {order}, "with_corrections": {fmt.Sprint(corr)}, "limit": {fmt.Sprint(limit)}}
+				total, seen := times, 0
+				if corr {
+					total += corrections
+				}
+				hr.take()
+				for pages := 1; ; pages++ {
+					var p HistoryResponse
+					e.ok("GET", "/v1/history/h?"+q.Encode(), nil, &p)
+					seen += len(p.Entries)
+					read := 0
+					for _, r := range hr.take() {
+						if r[0] <= 0 {
+							t.Fatalf("page %d: a history read without a limit", pages)
+						}
+						if !corr && (r[0] != limit+1 || r[1] > limit+1) {
+							t.Fatalf("page %d: a read of limit %d answered %d entries; want limit %d", pages, r[0], r[1], limit+1)
+						}
+						read += r[1]
+					}
+					if bound := 2 * (corrections + limit + 1); read > bound {
+						t.Fatalf("page %d read %d entries from the store, over %d", pages, read, bound)
+					}
+					if p.Next == "" {
+						break
+					}
+					if pages > total {
+						t.Fatal("the pages do not end")
+					}
+					q.Set("cursor", p.Next)
+				}
+				if seen != total {
+					t.Errorf("the pages answered %d entries, want %d", seen, total)
+				}
+			})
+		}
+	}
 }

@@ -140,16 +140,28 @@ func (s *Server) historyPage(q *request, id string, o store.HistoryOptions) ([]s
 		// previous page answered are left out below.
 		cur, o.StartValidTime = &hc, &hc.vt
 	}
-	es, err := s.st.History(q.ctx, id, o)
-	if err != nil {
-		return nil, "", err
-	}
-	if cur != nil {
-		i := 0
-		for i < len(es) && cur.before(es[i], o) {
-			i++
+	// One page and the entry after it (which makes the next cursor), and
+	// no more: the store stops reading there (HistoryOptions.Limit). From
+	// a cursor, the entries of its valid time the previous page answered
+	// (with corrections, one valid time holds many) come first and are
+	// left out, so a read that they fill is made again, longer.
+	want := limit + 1
+	o.Limit = want
+	var es []store.HistoryEntry
+	for {
+		all, err := s.st.History(q.ctx, id, o)
+		if err != nil {
+			return nil, "", err
 		}
-		es = es[i:]
+		skip := 0
+		for cur != nil && skip < len(all) && cur.before(all[skip], o) {
+			skip++
+		}
+		if len(all)-skip >= want || !o.Full(len(all)) {
+			es = all[skip:]
+			break
+		}
+		o.Limit = max(2*o.Limit, skip+want)
 	}
 	next := ""
 	if len(es) > limit {
