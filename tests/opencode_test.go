@@ -233,3 +233,56 @@ func TestOpencodeImages(t *testing.T) {
 		t.Error("opencode's request after Claude Code holds no image in the read's result")
 	}
 }
+
+// TestOpencodeSubagentImport: the real opencode runs a task call, which
+// starts a sub-agent session (parent_id set); `ctxstore import` of its
+// database forks the sub-agent's chain at the parent's commit holding the
+// task call, and the sub-agent's chain reads as the parent's turn up to
+// the call, then the sub-agent's conversation.
+func TestOpencodeSubagentImport(t *testing.T) {
+	t.Parallel()
+	opencodeCLI(t)
+	c := newCLI(t)
+	storeURL := "sqlite:" + filepath.Join(t.TempDir(), "store.db")
+	root := t.TempDir()
+	work, home := filepath.Join(root, "work"), filepath.Join(root, "home")
+	for _, d := range []string{work, home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := ocScript(map[string][]piStep{
+		"OC-SUB": {
+			{Tool: "task", Args: map[string]any{"description": "Look around", "prompt": "SUB-Q: list the folder", "subagent_type": "general"}, ID: "toolu_task1"},
+			{Text: "OC-A-SUB: the sub-agent answered."},
+		},
+		"SUB-Q": {{Text: "SUB-A: nothing here."}},
+	})
+	m := startScriptedMessages(t, nil, filepath.Join(root, "messages.jsonl"), script)
+	opencodeConfig(t, work, m.srv.URL)
+	if out := runOpencode(t, work, home, "OC-SUB: ask a sub-agent."); !strings.Contains(out, "OC-A-SUB") {
+		t.Fatalf("opencode run: %s", out)
+	}
+	sessions, _ := ocImport(t, c, storeURL, opencodeDB(home))
+	if len(sessions) != 2 {
+		t.Fatalf("sessions %v", sessions)
+	}
+	var sub map[string]any
+	for _, s := range sessions {
+		if s["parent"] != nil {
+			if sub != nil {
+				t.Fatalf("two sub-agent sessions: %v", sessions)
+			}
+			sub = s
+		}
+	}
+	if sub == nil {
+		t.Fatalf("no session forked from its parent: %v", sessions)
+	}
+	fork := fmt.Sprint(xhMaterialize(t, c, storeURL, nil, fmt.Sprint(sub["parent"]), "--stop", "root")["content"])
+	if !strings.Contains(fork, "toolu_task1") || !strings.Contains(fork, fmt.Sprint(sub["session"])) {
+		t.Errorf("the fork point holds: %.2000s", fork)
+	}
+	ev := fmt.Sprint(xhMaterialize(t, c, storeURL, nil, fmt.Sprint(sub["tip"]), "--format", "events", "--stop", "root")["content"])
+	xhInOrder(t, "the sub-agent's chain as events", ev, "OC-SUB: ask a sub-agent.", `"name":"task"`, "SUB-Q: list the folder", "SUB-A: nothing here.")
+}
