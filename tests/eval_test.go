@@ -31,27 +31,40 @@ type evalStep struct {
 // that solves the tasks of a suite deterministically: it knows each task
 // by its prompt and answers with the tool calls that fix it (read each
 // file the task's solution changes, write it as solved, run the check),
-// then says it is done. Under the arm named by giveUp it reads the files
-// of the task named by giveUpTask and stops without a fix. Each answer's
-// tool call id carries its step number, so the next step is the highest
-// number in the request plus one, whatever the context kept.
+// then says it is done. It speaks to Pi (tools read, write, bash; paths
+// relative to the work directory) and to Claude Code (Read, Write, Bash;
+// absolute paths, under the working directory its system prompt names).
+// Under the arm unsolve.arm it reads the files of the task unsolve.prompt
+// and stops without a fix. Each answer's tool call id carries its step
+// number, so the next step is the highest number in the request plus one,
+// whatever the context kept.
 type solvingEndpoint struct {
 	t       *testing.T
 	srv     *httptest.Server
-	plans   map[string][]evalStep // task prompt -> steps
-	giveUp  map[string][]evalStep
+	tasks   map[string]evalTask // by prompt
 	unsolve struct{ arm, prompt string }
 	mu      sync.Mutex
 	byArm   map[string]int // requests per arm (the arm header)
 	noTask  int
 }
 
-var evalStepID = regexp.MustCompile(`toolu_eval_(\d+)`)
+// evalTask is what the endpoint knows of a task: the files its solution
+// changes (path relative to the work directory -> content) and its check.
+type evalTask struct {
+	fixes map[string]string
+	check string
+}
+
+var (
+	evalStepID = regexp.MustCompile(`toolu_eval_(\d+)`)
+	// in the request's JSON text, where a newline is written \n
+	evalCwd = regexp.MustCompile(`Primary working directory: ([^\s"\\]+)`)
+)
 
 func newSolvingEndpoint(t *testing.T, tasks []task.Task, unsolvedArm, unsolvedTask string) *solvingEndpoint {
-	e := &solvingEndpoint{t: t, plans: map[string][]evalStep{}, giveUp: map[string][]evalStep{}, byArm: map[string]int{}}
+	e := &solvingEndpoint{t: t, tasks: map[string]evalTask{}, byArm: map[string]int{}}
 	for _, tk := range tasks {
-		var reads, writes []evalStep
+		et := evalTask{fixes: map[string]string{}, check: tk.Check}
 		err := filepath.WalkDir(filepath.Join(tk.Dir, "solution"), func(p string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
@@ -59,20 +72,15 @@ func newSolvingEndpoint(t *testing.T, tasks []task.Task, unsolvedArm, unsolvedTa
 			rel, _ := filepath.Rel(filepath.Join(tk.Dir, "solution"), p)
 			solved, _ := os.ReadFile(p)
 			orig, _ := os.ReadFile(filepath.Join(tk.Dir, "files", rel))
-			if bytes.Equal(solved, orig) {
-				return nil
+			if !bytes.Equal(solved, orig) {
+				et.fixes[rel] = string(solved)
 			}
-			reads = append(reads, evalStep{tool: "read", args: map[string]any{"path": rel}})
-			writes = append(writes, evalStep{tool: "write", args: map[string]any{"path": rel, "content": string(solved)}})
 			return nil
 		})
-		if err != nil || len(writes) == 0 {
+		if err != nil || len(et.fixes) == 0 {
 			t.Fatalf("task %s: its solution changes nothing (%v)", tk.Name, err)
 		}
-		plan := append(append(append([]evalStep{}, reads...), writes...), evalStep{tool: "bash", args: map[string]any{"command": tk.Check}},
-			evalStep{text: "Fixed: the check passes now."})
-		e.plans[tk.Prompt] = plan
-		e.giveUp[tk.Prompt] = append(append([]evalStep{}, reads...), evalStep{text: "I could not find what is wrong."})
+		e.tasks[tk.Prompt] = et
 		if tk.Name == unsolvedTask {
 			e.unsolve.arm, e.unsolve.prompt = unsolvedArm, tk.Prompt
 		}
@@ -80,6 +88,39 @@ func newSolvingEndpoint(t *testing.T, tasks []task.Task, unsolvedArm, unsolvedTa
 	e.srv = httptest.NewServer(http.HandlerFunc(e.serve))
 	t.Cleanup(e.srv.Close)
 	return e
+}
+
+// steps are the answers that solve task et (or, giving up, only read it):
+// in Claude Code's tool names and with absolute paths under cwd when cwd
+// is set, else in Pi's.
+func (et evalTask) steps(cwd string, giveUp bool) []evalStep {
+	var rels []string
+	for rel := range et.fixes {
+		rels = append(rels, rel)
+	}
+	sort.Strings(rels)
+	read, write, bash, path := "read", "write", "bash", "path"
+	if cwd != "" {
+		read, write, bash, path = "Read", "Write", "Bash", "file_path"
+	}
+	at := func(rel string) string {
+		if cwd == "" {
+			return rel
+		}
+		return filepath.Join(cwd, rel)
+	}
+	var out []evalStep
+	for _, rel := range rels {
+		out = append(out, evalStep{tool: read, args: map[string]any{path: at(rel)}})
+	}
+	if giveUp {
+		return append(out, evalStep{text: "I could not find what is wrong."})
+	}
+	for _, rel := range rels {
+		out = append(out, evalStep{tool: write, args: map[string]any{path: at(rel), "content": et.fixes[rel]}})
+	}
+	return append(out, evalStep{tool: bash, args: map[string]any{"command": et.check, "description": "run the check"}},
+		evalStep{text: "Fixed: the check passes now."})
 }
 
 func (e *solvingEndpoint) serve(w http.ResponseWriter, r *http.Request) {
@@ -94,12 +135,14 @@ func (e *solvingEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	// Claude Code's own requests (a title, a quota probe) carry no tools.
+	side := len(req.Tools) == 0 || req.MaxTokens == 1
 	// The task: the prompt of the first user message that holds one.
 	var prompt string
 	for _, m := range req.Messages {
 		bs, _ := messagesBlocks(m.Content)
 		for _, b := range bs {
-			for p := range e.plans {
+			for p := range e.tasks {
 				if m.Role == "user" && b.Type == "text" && strings.Contains(b.Text, p) {
 					prompt = p
 				}
@@ -109,22 +152,35 @@ func (e *solvingEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
+	// Claude Code (its tool Read) names its working directory in its
+	// system prompt or in a reminder of its first message.
+	cwd, claude := "", false
+	for _, x := range req.Tools {
+		claude = claude || x.Name == "Read" && !side
+	}
+	if m := evalCwd.FindSubmatch(body); claude && m != nil {
+		cwd = string(m[1])
+	}
 	e.mu.Lock()
-	e.byArm[arm]++
-	if prompt == "" {
-		e.noTask++
+	if !side {
+		e.byArm[arm]++
+		if prompt == "" {
+			e.noTask++
+		}
 	}
 	e.mu.Unlock()
-	steps := e.plans[prompt]
-	if arm == e.unsolve.arm && prompt == e.unsolve.prompt {
-		steps = e.giveUp[prompt]
+	var steps []evalStep
+	if et, ok := e.tasks[prompt]; ok && !side && claude == (cwd != "") {
+		steps = et.steps(cwd, arm == e.unsolve.arm && prompt == e.unsolve.prompt)
+	} else if claude && cwd == "" {
+		e.t.Errorf("a Claude Code request without its working directory")
 	}
 	n := 0
 	for _, m := range evalStepID.FindAllSubmatch(body, -1) {
 		k, _ := strconv.Atoi(string(m[1]))
 		n = max(n, k+1)
 	}
-	step := evalStep{text: "No task here."}
+	step := evalStep{text: "ok"}
 	if n < len(steps) {
 		step = steps[n]
 	}
@@ -247,5 +303,61 @@ func TestEvalSuiteWithPi(t *testing.T) {
 		"--key-env", "none", "--pi", cli, "--node", node, "--out", c.path("runs2"))
 	if res.code != 0 || !regexp.MustCompile(`(?m)^\s+pi\s+0/1\s`).MatchString(res.stdout) || !strings.Contains(res.stdout, "pages-last-page  pi") {
 		t.Errorf("text report: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+}
+
+// TestEvalSuiteWithClaudeCode runs `ctxstore eval` with the Claude Code
+// arms: the real Claude Code CLI (print mode, offline) on one task of the
+// shipped suite, alone and through `ctxstore claude-code run` (the managed
+// proxy and the hooks), against the solving endpoint, which gives up on
+// the task under Claude Code alone. The report says so; the checks ran;
+// faults are measured for Claude Code alone (the whole history: none) and
+// not for the proxy's managed mode, which the replay does not model.
+func TestEvalSuiteWithClaudeCode(t *testing.T) {
+	claude := claudeCLI(t)
+	suite := repoPath(t, "eval/tasks")
+	const name = "version-from-changelog"
+	tasks, err := task.LoadSuite(suite, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := newSolvingEndpoint(t, tasks, "claude-code", name)
+	c := newCLI(t)
+	out := c.path("runs")
+	res := c.run("", "--json", "eval", "--suite", suite, "--task", name, "--arms", "claude-code,claude-code+ctxstore",
+		"--endpoint", ep.srv.URL, "--model", "claude-sonnet-4-5", "--key-env", "none", "--claude", claude, "--out", out)
+	if res.code != 0 {
+		t.Fatalf("ctxstore eval: exit %d\n%s", res.code, res.stderr)
+	}
+	var rep task.Report
+	if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil {
+		t.Fatalf("--json: %v\n%s", err, res.stdout)
+	}
+	if len(rep.Results) != 2 || len(rep.Arms) != 2 {
+		t.Fatalf("report: %+v\n%s", rep, res.stderr)
+	}
+	alone, managed := rep.Results[0], rep.Results[1]
+	if alone.Arm != "claude-code" || alone.Solved || !strings.Contains(alone.CheckOutput, "FAIL") {
+		t.Errorf("claude-code: %+v", alone)
+	}
+	if managed.Arm != "claude-code+ctxstore" || !managed.Solved || !strings.Contains(managed.CheckOutput, "ok  \texample.com/release") || managed.Error != "" {
+		t.Errorf("claude-code+ctxstore: %+v", managed)
+	}
+	for _, r := range rep.Results {
+		if r.Calls < 2 || r.Tokens.Sent() == 0 || r.Session == "" {
+			t.Errorf("%s: %d calls, %d tokens sent, session %q, error %q", r.Arm, r.Calls, r.Tokens.Sent(), r.Session, r.Error)
+		}
+	}
+	if alone.FaultStrategy != "naive" || alone.Faults != 0 || managed.FaultStrategy != "" || rep.Arms[1].FaultRuns != 0 {
+		t.Errorf("faults: alone under %q (%d checked, %d faults), managed under %q", alone.FaultStrategy, alone.Checked, alone.Faults, managed.FaultStrategy)
+	}
+	fixed, _ := os.ReadFile(filepath.Join(out, name, "claude-code+ctxstore", "work", "version.go"))
+	if !bytes.Contains(fixed, []byte(`"2.13.0-rc.4"`)) {
+		t.Errorf("the managed run's version.go: %s", fixed)
+	}
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	if ep.byArm["claude-code"] == 0 || ep.byArm["claude-code+ctxstore"] == 0 || ep.noTask != 0 {
+		t.Errorf("requests by arm header %v, %d without a task", ep.byArm, ep.noTask)
 	}
 }

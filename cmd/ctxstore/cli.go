@@ -47,7 +47,7 @@ type cli struct {
 	Object       objectCmd       `cmd:"" group:"context" help:"An object's versions on both time axes, and which calls showed which version."`
 	Demo         demoCmd         `cmd:"" group:"context" help:"Run a short agent session offline with ctxstore managing its context, then show what the model saw, what collapsed and why, and the cost against sending the whole history (store: .ctxstore/demo.db)."`
 	Replay       replayCmd       `cmd:"" group:"context" help:"Replay Claude Code or Pi transcripts call by call through ctxstore and other context strategies; report tokens, cache share and cost."`
-	Eval         evalCmd         `cmd:"" group:"context" help:"Run Pi on a task suite against a model endpoint, with and without ctxstore; report solved tasks, tokens, cost and faults per arm (docs/eval.md)."`
+	Eval         evalCmd         `cmd:"" group:"context" help:"Run Pi (or Claude Code) on a task suite against a model endpoint, with and without ctxstore; report solved tasks, tokens, cost and faults per arm (docs/eval.md)."`
 	Stats        statsCmd        `cmd:"" group:"context" help:"Session analytics from the context commits: profiles, amplification, compactions, tools, activity by hour and weekday, peak concurrency, outcomes (docs/stats.md)."`
 
 	Serve serveCmd `cmd:"" group:"service" help:"Serve the context manager's HTTP API (sessions, context calls, tools) and the web inspector, for agent harnesses such as Pi."`

@@ -10,8 +10,8 @@ import (
 	"github.com/ctxstore/ctxstore/eval/task"
 )
 
-// evalCmd runs a harness on a task suite against a model endpoint, with
-// and without ctxstore (docs/eval.md).
+// evalCmd runs a harness (Pi, Claude Code) on a task suite against a model
+// endpoint, with and without ctxstore (docs/eval.md).
 type evalCmd struct {
 	Suite      string   `name:"suite" placeholder:"DIR" help:"The task suite: a directory of tasks (each with task.json and files/) or one task (default: eval/tasks of the ctxstore checkout, found from the working directory or the binary)."`
 	Tasks      []string `name:"task" placeholder:"NAME" help:"Only this task of the suite (repeatable)."`
@@ -19,8 +19,9 @@ type evalCmd struct {
 	API        string   `name:"api" default:"anthropic" enum:"anthropic,openai" help:"The endpoint's API: anthropic (Messages) or openai (chat completions)."`
 	Model      string   `name:"model" required:"" placeholder:"ID" help:"The model id sent to the endpoint."`
 	KeyEnv     string   `name:"key-env" default:"auto" placeholder:"NAME" help:"The environment variable holding the API key (Pi reads it; it is written nowhere): auto is ANTHROPIC_API_KEY or OPENAI_API_KEY by --api when set, else no key (a local server); none sends no key."`
-	Arms       []string `name:"arms" sep:"," default:"pi,pi+ctxstore" placeholder:"ARM,..." help:"The arms to run, in order: pi (Pi alone) and pi+ctxstore (Pi with ctxstore's extension and service)."`
+	Arms       []string `name:"arms" sep:"," default:"pi,pi+ctxstore" placeholder:"ARM,..." help:"The arms to run, in order: pi (Pi alone), pi+ctxstore (Pi with ctxstore's extension and service), claude-code (Claude Code alone), claude-code+ctxstore (Claude Code through ctxstore claude-code run)."`
 	Pi         string   `name:"pi" default:"pi" placeholder:"CMD" help:"Pi: its executable, or its cli.js (run with --node)."`
+	Claude     string   `name:"claude" default:"claude" placeholder:"PATH" help:"The Claude Code executable, for the Claude Code arms."`
 	Node       string   `name:"node" default:"node" placeholder:"PATH" help:"The node that runs Pi's cli.js (Pi 1.x needs Node >= 22.19)."`
 	Extension  string   `name:"extension" placeholder:"FILE" help:"ctxstore's Pi extension, integrations/pi/index.ts of the checkout (default: found from the working directory or the binary)."`
 	Out        string   `name:"out" placeholder:"DIR" help:"Where the runs are kept, OUT/TASK/ARM: work directory, Pi's session and output, the service's store (default .ctxstore/eval/TIME)."`
@@ -36,14 +37,16 @@ type evalCmd struct {
 // Run implements eval.
 func (c *evalCmd) Run(a *app) error {
 	known := map[string]task.Arm{}
-	for _, x := range task.DefaultArms() {
+	var names []string
+	for _, x := range task.AllArms() {
 		known[x.Name] = x
+		names = append(names, x.Name)
 	}
 	var arms []task.Arm
 	for _, n := range c.Arms {
 		x, ok := known[strings.TrimSpace(n)]
 		if !ok {
-			return usagef("--arms: unknown arm %q (known: pi, pi+ctxstore)", n)
+			return usagef("--arms: unknown arm %q (known: %s)", n, strings.Join(names, ", "))
 		}
 		arms = append(arms, x)
 	}
@@ -60,7 +63,7 @@ func (c *evalCmd) Run(a *app) error {
 	ext := c.Extension
 	needExt := false
 	for _, x := range arms {
-		needExt = needExt || x.Ctxstore
+		needExt = needExt || x.Ctxstore && x.Harness == task.HarnessPi
 	}
 	if ext == "" && needExt {
 		if ext = findInCheckout(filepath.Join("integrations", "pi", "index.ts")); ext == "" {
@@ -91,7 +94,7 @@ func (c *evalCmd) Run(a *app) error {
 		out = filepath.Join(".ctxstore", "eval", time.Now().UTC().Format("20060102-150405"))
 	}
 	rep, err := task.Run(a.ctx, task.Options{
-		Tasks: tasks, Arms: arms, Pi: pi, Extension: ext, Ctxstore: []string{self}, ServeArgs: c.ServeArgs, Out: out,
+		Tasks: tasks, Arms: arms, Pi: pi, Extension: ext, Claude: c.Claude, Ctxstore: []string{self}, ServeArgs: c.ServeArgs, Out: out,
 		Endpoint: task.Endpoint{URL: c.Endpoint, API: c.API, Model: c.Model, KeyEnv: keyEnv, ContextWindow: c.Window, MaxTokens: c.MaxTokens},
 		Prices:   task.Prices{Input: c.PriceIn, Output: c.PriceOut, CacheRead: c.PriceRead, CacheWrite: c.PriceWrite},
 		Progress: a.stderr,

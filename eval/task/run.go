@@ -24,17 +24,40 @@ import (
 	"github.com/ctxstore/ctxstore/store"
 )
 
-// Arm is one way of running the harness: without ctxstore (the harness's
+// Arm is one way of running a harness: without ctxstore (the harness's
 // own context handling) or with ctxstore managing its context.
 type Arm struct {
-	Name     string `json:"name"`
+	Name string `json:"name"`
+	// Harness is HarnessPi (the default) or HarnessClaudeCode.
+	Harness  string `json:"harness"`
 	Ctxstore bool   `json:"ctxstore"`
 }
 
-// DefaultArms are the two arms compared: "pi" (Pi alone) and "pi+ctxstore"
-// (Pi with ctxstore's extension and a ctxstore service).
+// Harnesses an arm runs.
+const (
+	HarnessPi         = "pi"
+	HarnessClaudeCode = "claude-code"
+)
+
+func (a Arm) harness() string {
+	if a.Harness == "" {
+		return HarnessPi
+	}
+	return a.Harness
+}
+
+// DefaultArms are the two arms compared by default: "pi" (Pi alone) and
+// "pi+ctxstore" (Pi with ctxstore's extension and a ctxstore service).
 func DefaultArms() []Arm {
-	return []Arm{{Name: "pi", Ctxstore: false}, {Name: "pi+ctxstore", Ctxstore: true}}
+	return []Arm{{Name: "pi", Harness: HarnessPi}, {Name: "pi+ctxstore", Harness: HarnessPi, Ctxstore: true}}
+}
+
+// AllArms are DefaultArms and the Claude Code arms: "claude-code" (Claude
+// Code alone) and "claude-code+ctxstore" (Claude Code through `ctxstore
+// claude-code run`: the managed proxy and the hooks).
+func AllArms() []Arm {
+	return append(DefaultArms(), Arm{Name: "claude-code", Harness: HarnessClaudeCode},
+		Arm{Name: "claude-code+ctxstore", Harness: HarnessClaudeCode, Ctxstore: true})
 }
 
 // API names of Endpoint.API.
@@ -91,11 +114,15 @@ type Options struct {
 	// cli.js).
 	Pi []string
 	// Extension is ctxstore's Pi extension (integrations/pi/index.ts),
-	// loaded by the ctxstore arms.
+	// loaded by the Pi arm with ctxstore.
 	Extension string
-	// Ctxstore is the command that runs ctxstore: the ctxstore arms start
-	// `Ctxstore --store sqlite:RUN/store.db serve --addr 127.0.0.1:0
-	// --root RUN` for each run, with ServeArgs after.
+	// Claude is the Claude Code executable, for the Claude Code arms.
+	Claude string
+	// Ctxstore is the command that runs ctxstore: the Pi arm with ctxstore
+	// starts `Ctxstore --store sqlite:RUN/store.db serve --addr
+	// 127.0.0.1:0 --root RUN` for each run, with ServeArgs after; the
+	// Claude Code arm with ctxstore runs Claude Code through `Ctxstore
+	// claude-code run`.
 	Ctxstore  []string
 	ServeArgs []string
 	// Out is the directory the runs are kept in: OUT/TASK/ARM/ holds the
@@ -168,6 +195,8 @@ type Totals struct {
 	Checked    int     `json:"checked"`
 	Faults     int     `json:"faults"`
 	FaultCalls int     `json:"fault_calls"`
+	// FaultRuns counts the runs whose faults were measured (Result.FaultStrategy set).
+	FaultRuns int `json:"fault_runs"`
 }
 
 // Report is a whole evaluation.
@@ -230,8 +259,6 @@ func (o *Options) check() error {
 		return fmt.Errorf("eval: API %q: want %s or %s", e.API, APIAnthropic, APIOpenAI)
 	case e.Model == "":
 		return errors.New("eval: no model")
-	case len(o.Pi) == 0:
-		return errors.New("eval: no command to run Pi")
 	case o.Out == "":
 		return errors.New("eval: no output directory")
 	}
@@ -250,8 +277,26 @@ func (o *Options) check() error {
 			return fmt.Errorf("eval: arm name %q: want a unique name without slashes", a.Name)
 		}
 		seen[a.Name] = true
-		if a.Ctxstore && (o.Extension == "" || len(o.Ctxstore) == 0) {
-			return fmt.Errorf("eval: arm %s runs with ctxstore: it needs the Pi extension and the ctxstore command", a.Name)
+		switch a.harness() {
+		case HarnessPi:
+			if len(o.Pi) == 0 {
+				return fmt.Errorf("eval: arm %s: no command to run Pi", a.Name)
+			}
+			if a.Ctxstore && (o.Extension == "" || len(o.Ctxstore) == 0) {
+				return fmt.Errorf("eval: arm %s runs with ctxstore: it needs the Pi extension and the ctxstore command", a.Name)
+			}
+		case HarnessClaudeCode:
+			if o.Claude == "" {
+				return fmt.Errorf("eval: arm %s: no Claude Code executable", a.Name)
+			}
+			if e.API != APIAnthropic {
+				return fmt.Errorf("eval: arm %s: Claude Code speaks only Anthropic's API", a.Name)
+			}
+			if a.Ctxstore && len(o.Ctxstore) == 0 {
+				return fmt.Errorf("eval: arm %s runs with ctxstore: it needs the ctxstore command", a.Name)
+			}
+		default:
+			return fmt.Errorf("eval: arm %s: unknown harness %q", a.Name, a.Harness)
 		}
 	}
 	if o.Extension != "" {
@@ -289,6 +334,9 @@ func (o *Options) runOne(ctx context.Context, t Task, a Arm) (Result, error) {
 	} else if ok {
 		return r, fmt.Errorf("task %s: %w (%q)\n%s", t.Name, ErrCheckPasses, t.Check, out)
 	}
+	if a.harness() == HarnessClaudeCode {
+		return o.runClaudeCode(ctx, t, a, r)
+	}
 	if err := o.writeModels(agent, a); err != nil {
 		return r, err
 	}
@@ -320,7 +368,7 @@ func (o *Options) runOne(ctx context.Context, t Task, a Arm) (Result, error) {
 		return r, fmt.Errorf("task %s: running its check: %w", t.Name, err)
 	}
 	r.Solved, r.CheckOutput = ok, out
-	if err := o.measure(ctx, &r, a, sessions); err != nil && r.Error == "" {
+	if err := o.measure(ctx, &r, a, filepath.Join(sessions, "*.jsonl")); err != nil && r.Error == "" {
 		r.Error = err.Error()
 	}
 	return r, nil
@@ -384,16 +432,23 @@ func (o *Options) runCheck(ctx context.Context, t Task, work string) (bool, stri
 // runAgent runs Pi in work until it exits or the task's time is up (then
 // its process group is killed); its output goes to logFile.
 func (o *Options) runAgent(ctx context.Context, t Task, work string, env, args []string, logFile string) (exit int, timedOut bool, err error) {
+	return runHarness(ctx, t, work, env, o.Pi[0], args, logFile, "Pi")
+}
+
+// runHarness runs the harness command name args in work until it exits or
+// the task's time is up (then its process group is killed); its output
+// goes to logFile.
+func runHarness(ctx context.Context, t Task, work string, env []string, name string, args []string, logFile, harness string) (exit int, timedOut bool, err error) {
 	log, err := os.Create(logFile)
 	if err != nil {
 		return -1, false, err
 	}
 	defer log.Close()
-	cmd := exec.Command(o.Pi[0], args...)
+	cmd := exec.Command(name, args...)
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = work, env, log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return -1, false, fmt.Errorf("starting Pi: %w", err)
+		return -1, false, fmt.Errorf("starting %s: %w", harness, err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -415,9 +470,9 @@ func (o *Options) runAgent(ctx context.Context, t Task, work string, env, args [
 		return 0, timedOut, nil
 	case errors.As(err, &ee):
 		if timedOut {
-			return ee.ExitCode(), true, fmt.Errorf("Pi did not finish within %s", t.Timeout)
+			return ee.ExitCode(), true, fmt.Errorf("%s did not finish within %s", harness, t.Timeout)
 		}
-		return ee.ExitCode(), false, fmt.Errorf("Pi exited with status %d (see %s)", ee.ExitCode(), logFile)
+		return ee.ExitCode(), false, fmt.Errorf("%s exited with status %d (see %s)", harness, ee.ExitCode(), logFile)
 	default:
 		return -1, timedOut, err
 	}
@@ -486,15 +541,16 @@ func (s *service) stop() {
 	}
 }
 
-// measure reads the run's session file: its calls, their usage and cost,
-// and its faults under the strategy the arm's model was shown.
-func (o *Options) measure(ctx context.Context, r *Result, a Arm, sessions string) error {
-	files, err := filepath.Glob(filepath.Join(sessions, "*.jsonl"))
+// measure reads the run's session file (the one file pattern matches):
+// its calls, their usage and cost, and its faults under the strategy the
+// arm's model was shown.
+func (o *Options) measure(ctx context.Context, r *Result, a Arm, pattern string) error {
+	files, err := filepath.Glob(pattern)
 	if err != nil {
 		return err
 	}
 	if len(files) != 1 {
-		return fmt.Errorf("Pi wrote %d session files in %s, want 1", len(files), sessions)
+		return fmt.Errorf("the harness wrote %d session files (%s), want 1", len(files), pattern)
 	}
 	r.Session = files[0]
 	f, err := os.Open(files[0])
@@ -519,10 +575,15 @@ func (o *Options) measure(ctx context.Context, r *Result, a Arm, sessions string
 		return nil
 	}
 	// The fault rule on the run's own transcript, under what its model was
-	// shown: the whole history for Pi alone, ctxstore's stream with the
-	// bare head (the extension's default) for the ctxstore arms.
+	// shown: the whole history for a harness alone, ctxstore's stream with
+	// the bare head (the Pi extension's default) for Pi with ctxstore. The
+	// replay has no strategy for the Claude Code proxy's managed mode, so
+	// that arm's faults are not measured (FaultStrategy stays empty).
 	var st replay.Strategy = &replay.Naive{}
 	if a.Ctxstore {
+		if a.harness() != HarnessPi {
+			return nil
+		}
 		st = &replay.Ctxstore{Layout: assemble.LayoutStream, BareHead: true, Label: "ctxstore_stream_bare_head"}
 	}
 	rd := filepath.Join(r.Dir, "replay")
@@ -563,6 +624,9 @@ func totals(arms []Arm, rs []Result) []Totals {
 			t.Checked += r.Checked
 			t.Faults += r.Faults
 			t.FaultCalls += r.FaultCalls
+			if r.FaultStrategy != "" {
+				t.FaultRuns++
+			}
 		}
 		out = append(out, t)
 	}

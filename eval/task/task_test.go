@@ -185,6 +185,11 @@ func TestOptionsCheck(t *testing.T) {
 		"unset key":        func(o *Options) { o.Endpoint.KeyEnv = "CTXSTORE_EVAL_TEST_UNSET_KEY" },
 		"same arm twice":   func(o *Options) { o.Arms = []Arm{{Name: "a"}, {Name: "a"}} },
 		"ctxstore, no ext": func(o *Options) { o.Arms = []Arm{{Name: "c", Ctxstore: true}} },
+		"no claude":        func(o *Options) { o.Arms = []Arm{{Name: "cc", Harness: HarnessClaudeCode}} },
+		"claude on openai": func(o *Options) {
+			o.Arms, o.Claude, o.Endpoint.API = []Arm{{Name: "cc", Harness: HarnessClaudeCode}}, "claude", APIOpenAI
+		},
+		"unknown harness": func(o *Options) { o.Arms = []Arm{{Name: "x", Harness: "vim"}} },
 	} {
 		o := baseOptions(t, []Task{tk}, []string{"pi"})
 		mod(&o)
