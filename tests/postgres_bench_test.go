@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,32 +16,74 @@ import (
 
 	"github.com/ctxstore/ctxstore/bitemporal/postgres/pgtest"
 	"github.com/ctxstore/ctxstore/objects/conversation"
+	"github.com/ctxstore/ctxstore/xtdb/xtdbserver"
+	"github.com/ctxstore/ctxstore/xtdb/xtdbtest"
 )
 
-// BenchmarkPostgresServe measures context calls per second with 1, 8 and
-// 32 concurrent sessions spread over 1, 2 and 4 `ctxstore serve`
-// processes on one PostgreSQL database (docs/benchmarks.md). Each session
-// stays on one server and makes CTXSTORE_BENCH_CALLS calls (default 10),
-// each adding a turn (an answer and a prompt) to its log, as a harness
-// does; calls/s is all the sessions' calls over the wall time, p50 and p99
-// the calls' latencies. The servers, the database and the clients share
-// the machine.
-func BenchmarkPostgresServe(b *testing.B) {
+// BenchmarkServeLoad measures context calls per second with 1, 8 and 32
+// concurrent sessions spread over 1, 2 and 4 `ctxstore serve` processes
+// sharing one store (docs/benchmarks.md), on two backends in one run:
+//
+//   - postgres: the four servers on one PostgreSQL database;
+//   - xtdb-cluster: four XTDB nodes on one PostgreSQL log (XTDB's default
+//     100 ms poll, docs/xtdb-cluster.md), a server in front of each.
+//
+// Each session stays on one server and makes CTXSTORE_BENCH_CALLS calls
+// (default 10), each adding a turn (an answer and a prompt) to its log, as
+// a harness does; calls/s is all the sessions' calls over the wall time
+// (opening the sessions included), p50 and p99 the calls' latencies. A
+// backend is started when its sub-benchmark begins and stopped when it
+// ends, so the two never run at once; the servers, the databases, the
+// JVMs and the clients share the machine.
+func BenchmarkServeLoad(b *testing.B) {
+	b.Run("postgres", func(b *testing.B) {
+		url := pgtest.ForTest(b).Schema(b)
+		servers := make([]*serveProc, 4)
+		for i := range servers {
+			servers[i] = startServe(b, url, "--no-track", "--log-level", "warn")
+		}
+		serveLoad(b, servers)
+	})
+	b.Run("xtdb-cluster", func(b *testing.B) {
+		if testing.Short() {
+			b.Skip("-short: no JVM")
+		}
+		ctx := context.Background()
+		pg, err := xtdbtest.StartPostgres(ctx)
+		if err != nil {
+			b.Fatalf("PostgreSQL for the XTDB log: %v", err)
+		}
+		b.Cleanup(func() { pg.Stop() })
+		nodes := make([]*xtdbserver.Server, 4)
+		for i := range nodes {
+			// One at a time: the first creates the log's table, and four
+			// JVMs starting at once on two cores only start slower.
+			n, err := xtdbserver.Start(ctx, xtdbserver.Options{DataDir: b.TempDir(), Postgres: pg.Options(), StartTimeout: 5 * time.Minute})
+			if err != nil {
+				b.Fatalf("XTDB node %d: %v", i+1, err)
+			}
+			b.Cleanup(func() { n.Stop() })
+			nodes[i] = n
+		}
+		servers := make([]*serveProc, 4)
+		for i := range servers {
+			servers[i] = startServe(b, nodes[i].URL(), "--no-track", "--log-level", "warn")
+		}
+		serveLoad(b, servers)
+	})
+}
+
+// serveLoad runs the sessions × servers grid of BenchmarkServeLoad.
+func serveLoad(b *testing.B, servers []*serveProc) {
 	calls := 10
 	if v := os.Getenv("CTXSTORE_BENCH_CALLS"); v != "" {
 		fmt.Sscan(v, &calls)
 	}
-	pg := pgtest.ForTest(b)
-	url := pg.Schema(b)
 	work := b.TempDir()
 	if err := os.WriteFile(filepath.Join(work, "a.txt"), []byte("alpha one\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	servers := make([]*serveProc, 4)
-	for i := range servers {
-		servers[i] = startServe(b, url, "--no-track", "--log-level", "warn")
-	}
-	client := &http.Client{Timeout: time.Minute}
+	client := &http.Client{Timeout: 5 * time.Minute}
 	post := func(method, u string, body any) error {
 		data, _ := json.Marshal(body)
 		req, err := http.NewRequest(method, u, bytes.NewReader(data))
