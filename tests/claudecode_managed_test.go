@@ -24,14 +24,18 @@ const managedCalls = 8
 // managedScript is the scripted model of TestClaudeCodeManaged: Bash
 // `seq 1 2000` (8,893 characters) managedCalls times, then a Read of the
 // spill file the first output's collapsed line names (its path in
-// *spillFile), then "Done." ("not collapsed" when no line names one).
+// *spillFile), then one more Bash, then "Done." ("not collapsed" when no
+// line names one).
 func managedScript(spillDir string, spillFile *string) func(messagesRequest) piStep {
 	return func(req messagesRequest) piStep {
 		if len(req.Tools) == 0 || req.MaxTokens == 1 {
 			return piStep{Text: "ok"}
 		}
 		if _, ok := previewResult(req, "toolu_mg_read"); ok {
-			return piStep{Text: "Done."}
+			if _, ok := previewResult(req, "toolu_mg_last"); ok {
+				return piStep{Text: "Done."}
+			}
+			return piStep{Tool: "Bash", Args: map[string]any{"command": "seq 1 2000", "description": "count"}, ID: "toolu_mg_last"}
 		}
 		n := 0
 		for n < managedCalls {
@@ -71,7 +75,9 @@ func managedScript(spillDir string, spillFile *string) func(messagesRequest) piS
 // (the end of each request, at most one more, four in all at most); every
 // request passes the Messages API checker; the store records every
 // managed call, and `claude-code calls --raw N` prints the request the
-// endpoint received. With --no-managed the outputs reach the model whole.
+// endpoint received. Resumed (`claude --resume` through a new run), the
+// session continues the managed stream the store kept. With --no-managed
+// the outputs reach the model whole.
 func TestClaudeCodeManaged(t *testing.T) {
 	t.Parallel()
 	cli := claudeCLI(t)
@@ -80,12 +86,12 @@ func TestClaudeCodeManaged(t *testing.T) {
 	var spillFile string
 	log := filepath.Join(t.TempDir(), "requests.jsonl")
 	m := startScriptedMessages(t, nil, log, managedScript(spillDir, &spillFile))
-	run := func(flags ...string) (map[string]any, string) {
+	run := func(flags []string, cargs ...string) (map[string]any, string) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
-		args := append(append([]string{"claude-code", "run", "--claude", cli, "--cache-ttl", "2s", "--warm", "off"}, flags...),
-			"--", "-p", "Count, again and again.", "--allowedTools", "Bash", "--output-format", "json")
+		args := append(append(append([]string{"claude-code", "run", "--claude", cli, "--cache-ttl", "2s", "--warm", "off"}, flags...),
+			"--", "-p", "Count, again and again.", "--allowedTools", "Bash", "--output-format", "json"), cargs...)
 		cmd := exec.CommandContext(ctx, ctxstoreBin, args...)
 		cmd.Dir = work
 		cmd.Env = append(os.Environ(), "HOME="+home, "ANTHROPIC_BASE_URL="+m.srv.URL, "ANTHROPIC_API_KEY=sk-ant-offline-test",
@@ -102,7 +108,7 @@ func TestClaudeCodeManaged(t *testing.T) {
 		}
 		return res, stderr.String()
 	}
-	res, stderr := run()
+	res, stderr := run(nil)
 	if res["result"] != "Done." {
 		t.Fatalf("claude's result through the managed proxy: %v\n%s", res["result"], stderr)
 	}
@@ -215,9 +221,53 @@ func TestClaudeCodeManaged(t *testing.T) {
 		}
 	}
 
-	// One flag turns it off: every output reaches the model whole.
+	// Resumed within the cache's lifetime (an hour now), the session
+	// continues the managed stream the store kept: the request extends the
+	// last one sent, what was collapsed stays so, and the output that was
+	// waiting to collapse stays whole (a fresh start would collapse it at
+	// once, writing the prefix again).
+	lastSent := reqs[len(reqs)-1]
 	before := len(reqs)
-	res, _ = run("--no-managed")
+	if res, _ := run([]string{"--cache-ttl", "1h"}, "--resume", sid); res["result"] != "Done." {
+		t.Fatalf("the resumed session's result: %v", res["result"])
+	}
+	var resumed *loggedRequest
+	for _, r := range readRequestLog(t, log)[before:] {
+		if r.agent {
+			resumed = &r
+			break
+		}
+	}
+	if resumed == nil || len(resumed.req.Messages) <= len(lastSent.req.Messages) {
+		t.Fatal("no resumed request extends the session")
+	}
+	for k, msg := range lastSent.req.Messages {
+		a, _ := messagesBlocks(msg.Content)
+		b, _ := messagesBlocks(resumed.req.Messages[k].Content)
+		for i := range a {
+			a[i].CacheControl = nil
+		}
+		for i := range b {
+			b[i].CacheControl = nil
+		}
+		x, _ := json.Marshal(a)
+		y, _ := json.Marshal(b)
+		if !bytes.Equal(x, y) {
+			t.Fatalf("the resumed request's message %d differs from what the session's last request sent:\n%.300s\n%.300s", k, x, y)
+		}
+	}
+	// The last Bash put toolu_mg_4 out of the window: its collapse waits
+	// (unless the machine was so slow that its request found the 2 s cache
+	// cold, and it collapsed then: the prefix check above covers it).
+	if s, _ := previewResult(lastSent.req, "toolu_mg_4"); strings.HasPrefix(s, "[ctxstore]") {
+		t.Logf("toolu_mg_4 collapsed before the resume (a slow machine): the waiting collapse was not checked")
+	} else if s, _ := previewResult(resumed.req, "toolu_mg_4"); strings.HasPrefix(s, "[ctxstore]") {
+		t.Error("the resumed request collapsed a waiting output at once, within the cache's lifetime")
+	}
+
+	// One flag turns it off: every output reaches the model whole.
+	before = len(readRequestLog(t, log))
+	res, _ = run([]string{"--no-managed"})
 	if res["result"] != "not collapsed" {
 		t.Errorf("with --no-managed, the model saw a collapsed output: %v", res["result"])
 	}
