@@ -119,6 +119,18 @@ func (s sent) result(id string) string {
 	return ""
 }
 
+// raw returns tool call id's result content as sent.
+func (s sent) raw(id string) json.RawMessage {
+	for i := range s.Messages {
+		for _, b := range s.blocks(i) {
+			if b.Type == "tool_result" && b.ToolUseID == id {
+				return b.Content
+			}
+		}
+	}
+	return nil
+}
+
 // breakpoints returns the messages whose blocks carry a breakpoint.
 func (s sent) breakpoints() []int {
 	var out []int
@@ -553,5 +565,39 @@ func TestManagedConversations(t *testing.T) {
 		if strings.Contains(l, "sk-ant-test") {
 			t.Fatalf("the log holds the API key: %s", l)
 		}
+	}
+}
+
+// TestManagedKeepsBlocks: redacted thinking, server tools, a system-role
+// message, a document and an image pass as they came (send checks every
+// request against the API's rules and Claude Code's), and an output
+// holding an image never collapses.
+func TestManagedKeepsBlocks(t *testing.T) {
+	up := newUpstream(t)
+	px, _, _ := managedProxy(t, up, nil, Config{CacheTTL: 100 * time.Millisecond})
+	c := &conv{session: "sess-8"}
+	c.msgs = append(c.msgs, map[string]any{"role": "user", "content": []any{
+		map[string]any{"type": "document", "source": map[string]any{"type": "text", "media_type": "text/plain", "data": "spec"}},
+		map[string]any{"type": "text", "text": "Read the spec."}}})
+	c.msgs = append(c.msgs,
+		map[string]any{"role": "assistant", "content": []any{
+			map[string]any{"type": "redacted_thinking", "data": "opaque"},
+			map[string]any{"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": map[string]any{"query": "x"}},
+			map[string]any{"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []any{}},
+			map[string]any{"type": "tool_use", "id": "toolu_img_1", "name": "Read", "input": map[string]any{"file_path": "/a.png"}}}},
+		map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_img_1", "content": []any{
+			map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": strings.Repeat("QUJD", 2000)}}}}}},
+		map[string]any{"role": "system", "content": "A note from Claude Code."})
+	for i := range 8 {
+		c.call("Bash", map[string]any{"command": fmt.Sprint(i)}, output(fmt.Sprint(i), 150))
+		time.Sleep(120 * time.Millisecond) // each request cold: collapses apply at once
+		s := send(t, px, up, c)
+		if r := s.raw("toolu_img_1"); !strings.Contains(string(r), `"type":"image"`) {
+			t.Fatalf("an image output was sent as %.100s", r)
+		}
+	}
+	s := send(t, px, up, c)
+	if r := s.result("toolu_Bash_01"); !strings.HasPrefix(r, "[ctxstore] output collapsed") {
+		t.Errorf("the oldest output was sent as %.100q", r)
 	}
 }
