@@ -99,6 +99,7 @@ func (p *Proxy) managedBody(s *session, body []byte, now time.Time, ttl time.Dur
 	defer func() {
 		if r := recover(); r != nil {
 			p.once("panic", true, "ctxstore claude-code proxy: managed mode failed (%v): requests pass through unchanged where it fails; the session goes on", r)
+			p.count(func(st *Stats) { st.Unmanaged++ })
 			out = body
 		}
 	}()

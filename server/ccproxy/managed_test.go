@@ -601,3 +601,62 @@ func TestManagedKeepsBlocks(t *testing.T) {
 		t.Errorf("the oldest output was sent as %.100q", r)
 	}
 }
+
+// failingStore fails every way it can: its loads panic or fail.
+type failingStore struct{ panics bool }
+
+func (f failingStore) LoadConversation(context.Context, string, string) ([]byte, error) {
+	if f.panics {
+		panic("the store fell over")
+	}
+	return nil, fmt.Errorf("the store is locked")
+}
+func (failingStore) SaveConversation(context.Context, string, string, []byte) error {
+	return fmt.Errorf("the store is locked")
+}
+func (failingStore) RecordCall(context.Context, Call) error { return fmt.Errorf("the store is locked") }
+
+// TestManagedFailurePassesOn: a failure inside managed mode (here a
+// store that panics) sends Claude Code's request as it came and tells
+// the person once; a store that only fails leaves managed mode working
+// from memory, told once.
+func TestManagedFailurePassesOn(t *testing.T) {
+	for _, panics := range []bool{true, false} {
+		up := newUpstream(t)
+		var mu sync.Mutex
+		var notices []string
+		px, _, p := managedProxy(t, up, failingStore{panics}, Config{Notice: func(m string) {
+			mu.Lock()
+			notices = append(notices, m)
+			mu.Unlock()
+		}})
+		c := &conv{session: "sess-9"}
+		c.user("Go.")
+		for i := range 3 {
+			c.call("Bash", map[string]any{"command": fmt.Sprint(i)}, output(fmt.Sprint(i), 150))
+			body := c.body(t)
+			n := len(up.received())
+			if status, _, _ := post(t, px, "/v1/messages", string(body), nil); status != 200 {
+				t.Fatalf("status %d", status)
+			}
+			got := up.received()[n].body
+			if panics && string(got) != string(body) {
+				t.Fatal("after a failure the request was not passed on as it came")
+			}
+			if !panics && apicheck.Preserved(body, got) != nil {
+				t.Fatal("the managed request changed more than it may")
+			}
+		}
+		mu.Lock()
+		if panics && (len(notices) != 1 || !strings.Contains(notices[0], "managed mode failed")) {
+			t.Errorf("panicking store: notices %q, want one", notices)
+		}
+		if !panics && len(notices) != 3 { // load, save, record: each once
+			t.Errorf("failing store: notices %q, want each failure once", notices)
+		}
+		mu.Unlock()
+		if st := p.Stats(); panics && (st.Managed != 0 || st.Unmanaged != 3) || !panics && st.Managed != 3 {
+			t.Errorf("panics %v: stats %+v", panics, st)
+		}
+	}
+}
