@@ -170,3 +170,28 @@ func (p *Proxy) count(f func(*Stats)) {
 	f(&p.stats)
 	p.mu.Unlock()
 }
+
+// Manage is managed mode as a function, for a caller that replays a
+// session's requests through the code the proxy runs (the replay): it
+// returns the body sent for a request of conversation state (what the
+// previous call returned; nil for a conversation's first request) of
+// session sid, sent at now with cache lifetime ttl, and the state after
+// it. An error says the request passes through unchanged. Spill files
+// are written as the proxy writes them; nothing is recorded.
+func (mc *ManagedConfig) Manage(sid string, state, body []byte, now time.Time, ttl time.Duration) ([]byte, []byte, error) {
+	var st convState
+	if len(state) > 0 {
+		if err := json.Unmarshal(state, &st); err != nil {
+			return nil, nil, fmt.Errorf("ccproxy: managed state: %w", err)
+		}
+	}
+	out, _, err := mc.manage(sid, &st, body, now, ttl)
+	if err != nil {
+		return nil, nil, err
+	}
+	if errs := apicheck.Check(out); len(errs) > 0 && len(apicheck.Check(body)) == 0 {
+		return nil, nil, fmt.Errorf("ccproxy: a managed request broke a Messages API rule: %w", errs[0])
+	}
+	ns, err := json.Marshal(st)
+	return out, ns, err
+}

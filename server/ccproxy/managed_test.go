@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -660,3 +661,37 @@ func TestManagedFailurePassesOn(t *testing.T) {
 		}
 	}
 }
+
+// TestManage: the function the replay can call gives, request after
+// request with the state it returns, the bodies the proxy sends.
+func TestManage(t *testing.T) {
+	up := newUpstream(t)
+	px, _, _ := managedProxy(t, up, nil, Config{CacheTTL: time.Hour})
+	mc := &ManagedConfig{Spill: hooks.Spill{Root: t.TempDir()}}
+	c := &conv{session: "sess-10"}
+	c.user("Go.")
+	var state []byte
+	now := time.Now()
+	for i := range 14 {
+		c.call("Bash", map[string]any{"command": fmt.Sprint(i)}, output(fmt.Sprint(i), 150))
+		out, ns, err := mc.Manage("sess-10", state, c.body(t), now.Add(time.Duration(i)*time.Second), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		state = ns
+		s := send(t, px, up, c)
+		var got sent
+		json.Unmarshal(out, &got)
+		for k := range s.Messages {
+			a := strings.ReplaceAll(string(stripCC(s.Messages[k].Content)), "sess-10", "")
+			b := strings.ReplaceAll(string(stripCC(got.Messages[k].Content)), "sess-10", "")
+			if collapsedPaths.ReplaceAllString(a, "") != collapsedPaths.ReplaceAllString(b, "") {
+				t.Fatalf("request %d, message %d: Manage and the proxy differ:\n%.300s\n%.300s", i, k, a, b)
+			}
+		}
+	}
+}
+
+// collapsedPaths matches the spill directory a line names (the two
+// runs spill to different roots).
+var collapsedPaths = regexp.MustCompile(`Read [^ ]+ for`)
