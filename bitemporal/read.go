@@ -10,6 +10,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/ctxstore/ctxstore/bitemporal/internal/sqlcore"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -34,61 +35,7 @@ func (s *Store) resolve(ctx context.Context, q queryer, op string, b store.Basis
 	if err := s.check(op); err != nil {
 		return 0, 0, err
 	}
-	vt = ms(s.now())
-	if !b.ValidTime.IsZero() {
-		vt = ms(b.ValidTime)
-	}
-	switch {
-	case b.TxID != nil:
-		// The cached latest tx id only grows and never passes the truth, so
-		// a basis at or below it is valid without asking the database.
-		if *b.TxID > s.latestID.Load() {
-			last, err := s.latest(ctx, q)
-			if err != nil {
-				return 0, 0, dbErr(op, "", err)
-			}
-			if last != nil {
-				s.noteLatest(last.ID)
-			}
-			if latest := s.latestID.Load(); *b.TxID > latest {
-				return 0, 0, store.Errorf(op, store.ErrInvalid, "", fmt.Sprintf("basis tx %d is after the latest transaction (%d)", *b.TxID, latest))
-			}
-		}
-		return vt, *b.TxID, nil
-	case b.TxTime != nil:
-		last, err := s.latest(ctx, q)
-		if err != nil {
-			return 0, 0, dbErr(op, "", err)
-		}
-		t := ms(*b.TxTime)
-		if last == nil || t > ms(last.Time) {
-			return 0, 0, store.Errorf(op, store.ErrInvalid, "", fmt.Sprintf("basis tx time %s is after the latest transaction", store.FormatTime(*b.TxTime)))
-		}
-		var id sql.NullInt64
-		if err := q.GetContext(ctx, &id, "SELECT max(tx_id) FROM txs WHERE tx_time <= ?", t); err != nil {
-			return 0, 0, dbErr(op, "", err)
-		}
-		if !id.Valid {
-			return vt, -1, nil
-		}
-		return vt, id.Int64, nil
-	}
-	// The latest basis: every point was written by a committed tx, so no
-	// tx bound is needed.
-	return vt, unboundedTx, nil
-}
-
-// unboundedTx is a tx bound above every tx id (with room for +1).
-const unboundedTx = int64(1) << 62
-
-// noteLatest records that tx id exists.
-func (s *Store) noteLatest(id int64) {
-	for {
-		cur := s.latestID.Load()
-		if id <= cur || s.latestID.CompareAndSwap(cur, id) {
-			return
-		}
-	}
+	return s.rd.Resolve(ctx, q, op, b)
 }
 
 // AwaitTx implements store.Store: transactions are indexed by Submit, so it
@@ -97,14 +44,7 @@ func (s *Store) AwaitTx(ctx context.Context, txID int64, timeout time.Duration) 
 	if err := s.check("await"); err != nil {
 		return store.Tx{}, err
 	}
-	last, err := s.latest(ctx, s.r)
-	if err != nil {
-		return store.Tx{}, dbErr("await", "", err)
-	}
-	if last == nil || last.ID < txID {
-		return store.Tx{}, store.Errorf("await", store.ErrUnavailable, "", fmt.Sprintf("transaction %d has not been submitted", txID))
-	}
-	return *last, nil
+	return s.rd.AwaitTx(ctx, s.r, txID)
 }
 
 // TxCommitted implements store.Store.
@@ -112,12 +52,7 @@ func (s *Store) TxCommitted(ctx context.Context, txID int64) (bool, error) {
 	if err := s.check("tx-committed"); err != nil {
 		return false, err
 	}
-	var ok bool
-	err := s.r.GetContext(ctx, &ok, "SELECT committed FROM txs WHERE tx_id = ?", txID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, store.Errorf("tx-committed", store.ErrNotFound, "", fmt.Sprintf("no transaction %d", txID))
-	}
-	return ok, dbErr("tx-committed", "", err)
+	return s.rd.TxCommitted(ctx, s.r, txID)
 }
 
 // Entity implements store.Store: one prepared statement.
@@ -143,13 +78,7 @@ func (s *Store) Entity(ctx context.Context, id string, b store.Basis) (store.Doc
 const entitySQL = `SELECT json(ctxs_doc(d.doc, (SELECT b.doc FROM docs b WHERE b.id = d.base))) FROM points p LEFT JOIN docs d ON d.id = p.doc
 	WHERE p.ent = ` + entSQL + ` AND p.vt <= ? AND p.tx_id <= ? ORDER BY p.vt DESC, p.tx_id DESC LIMIT 1`
 
-func decodeStored(raw, id string) (store.Doc, error) {
-	doc, err := store.DecodeStored([]byte(raw))
-	if err != nil {
-		return nil, &store.Error{Op: "read", Kind: store.ErrInvalid, ID: id, Msg: "stored document is corrupt", Err: err}
-	}
-	return doc, nil
-}
+func decodeStored(raw, id string) (store.Doc, error) { return sqlcore.DecodeStored(raw, id) }
 
 // EntityTx implements store.Store: one prepared statement.
 func (s *Store) EntityTx(ctx context.Context, id string, b store.Basis) (store.EntityTx, error) {
@@ -182,40 +111,14 @@ func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) 
 	if err != nil {
 		return nil, err
 	}
-	desc := o.Order == store.Desc
-	var where string
-	var args []any
-	add := func(cond string, v int64) { where += " AND " + cond; args = append(args, v) }
-	if desc {
-		add("p.vt <= ?", min(optMSv(o.StartValidTime, vt), vt))
-		add("p.tx_id <= ?", min(optInt(o.StartTxID, tx), tx))
-		if o.EndValidTime != nil {
-			add("p.vt > ?", ms(*o.EndValidTime))
-		}
-		if o.EndTxID != nil {
-			add("p.tx_id > ?", *o.EndTxID)
-		}
-	} else {
-		add("p.vt < ?", min(optMSv(o.EndValidTime, vt+1), vt+1))
-		add("p.tx_id < ?", min(optInt(o.EndTxID, tx+1), tx+1))
-		if o.StartValidTime != nil {
-			add("p.vt >= ?", ms(*o.StartValidTime))
-		}
-		if o.StartTxID != nil {
-			add("p.tx_id >= ?", *o.StartTxID)
-		}
-	}
-	dir := "ASC"
-	if desc {
-		dir = "DESC"
-	}
+	where, args := sqlcore.HistoryWhere(o, vt, tx)
 	docCol := "NULL"
 	join := ""
 	if o.WithDocs {
 		docCol, join = "json(ctxs_doc(d.doc, "+baseOf("d")+"))", " LEFT JOIN docs d ON d.id = p.doc"
 	}
 	q := fmt.Sprintf(`SELECT p.vt, p.tx_id, p.tx_time, (SELECT lower(hex(h.hash)) FROM docs h WHERE h.id = p.doc) AS hash, p.doc, %s AS body FROM points p%s
-		WHERE p.ent = %s%s ORDER BY p.vt %s, p.tx_id %s`, docCol, join, entSQL, where, dir, dir)
+		WHERE p.ent = %s%s%s`, docCol, join, entSQL, where, sqlcore.HistoryOrder(o))
 	if o.WithCorrections && o.Limit > 0 {
 		// Without corrections the rows are read one by one and the read
 		// stops after the Limit-th valid time (below).
@@ -226,7 +129,7 @@ func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) 
 		return nil, dbErr("history", id, err)
 	}
 	defer rows.Close()
-	var out []store.HistoryEntry
+	h := sqlcore.NewHistory(o)
 	for rows.Next() {
 		var r struct {
 			pointRow
@@ -241,32 +144,11 @@ func (s *Store) History(ctx context.Context, id string, o store.HistoryOptions) 
 				return nil, err
 			}
 		}
-		if !o.WithCorrections && len(out) > 0 && out[len(out)-1].ValidTime.Equal(e.ValidTime) {
-			if !desc { // ascending keeps the latest tx of each valid time
-				out[len(out)-1] = e
-			}
-			continue
-		}
-		if o.Full(len(out)) {
+		if !h.Add(e) {
 			break
 		}
-		out = append(out, e)
 	}
-	return out, dbErr("history", id, rows.Err())
-}
-
-func optMSv(t *time.Time, def int64) int64 {
-	if t == nil {
-		return def
-	}
-	return ms(*t)
-}
-
-func optInt(t *int64, def int64) int64 {
-	if t == nil {
-		return def
-	}
-	return *t
+	return h.Entries(), dbErr("history", id, rows.Err())
 }
 
 // TxLog implements store.Store. A page of the log takes two queries: its

@@ -28,6 +28,7 @@ import (
 	"modernc.org/sqlite" // the "sqlite" database/sql driver
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/ctxstore/ctxstore/bitemporal/internal/sqlcore"
 	"github.com/ctxstore/ctxstore/migrations"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -64,9 +65,11 @@ type Store struct {
 	wstmts map[string]*sqlx.Stmt
 	// rstmts are the hot reads, prepared on the reader pool.
 	rstmts struct{ entity, visible *sqlx.Stmt }
-	// latestID caches the latest tx id known to exist (-1: none); it only
-	// grows, so it never claims a tx that does not exist.
-	latestID atomic.Int64
+	// known caches the latest tx id known to exist; it only grows, so it
+	// never claims a tx that does not exist.
+	known sqlcore.Known
+	// rd is the reads shared with the PostgreSQL backend.
+	rd sqlcore.Reader
 	// indexed is the set of fields the field index holds (the table
 	// indexed_fields, migration 00007), read once at Open.
 	indexed indexSet
@@ -104,7 +107,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 		return nil, &store.Error{Op: "open", Kind: store.ErrUnavailable, Msg: "registering the document functions", Err: err}
 	}
 	s := &Store{path: path, now: o.Clock, wstmts: map[string]*sqlx.Stmt{}, keys: map[string]int64{}}
-	s.latestID.Store(-1)
+	s.rd = sqlcore.Reader{Bind: sqlx.QUESTION, Now: o.Clock, Known: &s.known, DBErr: dbErr}
 	syncMode := "NORMAL"
 	if o.Durable {
 		syncMode = "FULL"
@@ -189,7 +192,7 @@ func (s *Store) prepareReads(ctx context.Context) error {
 		return openErr(s.path, err)
 	}
 	if last != nil {
-		s.noteLatest(last.ID)
+		s.known.Note(last.ID)
 	}
 	return nil
 }
@@ -409,18 +412,7 @@ type queryer interface {
 
 // latest returns the latest transaction, nil if there is none.
 func (s *Store) latest(ctx context.Context, q queryer) (*store.Tx, error) {
-	var row struct {
-		ID   int64 `db:"tx_id"`
-		Time int64 `db:"tx_time"`
-	}
-	err := q.GetContext(ctx, &row, "SELECT tx_id, tx_time FROM txs ORDER BY tx_id DESC LIMIT 1")
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &store.Tx{ID: row.ID, Time: fromMS(row.Time)}, nil
+	return sqlcore.Latest(ctx, q)
 }
 
 func ms(t time.Time) int64     { return t.UnixMilli() }

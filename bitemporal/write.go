@@ -313,7 +313,7 @@ func (s *Store) submitLocked(ctx context.Context, prep []prepared, l logRow, at 
 	if err := tx.Commit(); err != nil {
 		return store.Tx{}, dbErr("submit", "", err)
 	}
-	s.noteLatest(receipt.ID)
+	s.known.Note(receipt.ID)
 	if len(a.evicted) > 0 {
 		// Evicted content must leave the file: secure_delete zeroes the
 		// freed pages, and a checkpoint moves them out of the WAL (best

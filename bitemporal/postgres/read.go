@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
+	"github.com/ctxstore/ctxstore/bitemporal/internal/sqlcore"
 	"github.com/ctxstore/ctxstore/store"
 )
-
-// unboundedTx is a tx bound above every tx id (with room for +1).
-const unboundedTx = int64(1) << 62
 
 // resolve turns a basis into a valid time and a tx id (-1: before any
 // transaction), checking the basis is not beyond the latest transaction.
@@ -20,56 +20,7 @@ func (s *Store) resolve(ctx context.Context, op string, b store.Basis) (vt, tx i
 	if err := s.check(op); err != nil {
 		return 0, 0, err
 	}
-	vt = ms(s.now())
-	if !b.ValidTime.IsZero() {
-		vt = ms(b.ValidTime)
-	}
-	switch {
-	case b.TxID != nil:
-		if *b.TxID > s.latestID.Load() {
-			last, err := latest(ctx, s.db)
-			if err != nil {
-				return 0, 0, dbErr(op, "", err)
-			}
-			if last != nil {
-				s.noteLatest(last.ID)
-			}
-			if latestID := s.latestID.Load(); *b.TxID > latestID {
-				return 0, 0, store.Errorf(op, store.ErrInvalid, "", fmt.Sprintf("basis tx %d is after the latest transaction (%d)", *b.TxID, latestID))
-			}
-		}
-		return vt, *b.TxID, nil
-	case b.TxTime != nil:
-		last, err := latest(ctx, s.db)
-		if err != nil {
-			return 0, 0, dbErr(op, "", err)
-		}
-		t := ms(*b.TxTime)
-		if last == nil || t > ms(last.Time) {
-			return 0, 0, store.Errorf(op, store.ErrInvalid, "", fmt.Sprintf("basis tx time %s is after the latest transaction", store.FormatTime(*b.TxTime)))
-		}
-		var id sql.NullInt64
-		if err := s.db.GetContext(ctx, &id, "SELECT max(tx_id) FROM txs WHERE tx_time <= $1", t); err != nil {
-			return 0, 0, dbErr(op, "", err)
-		}
-		if !id.Valid {
-			return vt, -1, nil
-		}
-		return vt, id.Int64, nil
-	}
-	// The latest basis: every point was written by a committed tx, so no
-	// tx bound is needed.
-	return vt, unboundedTx, nil
-}
-
-// noteLatest records that tx id exists.
-func (s *Store) noteLatest(id int64) {
-	for {
-		cur := s.latestID.Load()
-		if id <= cur || s.latestID.CompareAndSwap(cur, id) {
-			return
-		}
-	}
+	return s.rd.Resolve(ctx, s.db, op, b)
 }
 
 // awaitTx is AwaitTx, one attempt.
@@ -77,14 +28,7 @@ func (s *Store) awaitTx(ctx context.Context, txID int64, timeout time.Duration) 
 	if err := s.check("await"); err != nil {
 		return store.Tx{}, err
 	}
-	last, err := latest(ctx, s.db)
-	if err != nil {
-		return store.Tx{}, dbErr("await", "", err)
-	}
-	if last == nil || last.ID < txID {
-		return store.Tx{}, store.Errorf("await", store.ErrUnavailable, "", fmt.Sprintf("transaction %d has not been submitted", txID))
-	}
-	return *last, nil
+	return s.rd.AwaitTx(ctx, s.db, txID)
 }
 
 // txCommitted is TxCommitted, one attempt.
@@ -92,12 +36,7 @@ func (s *Store) txCommitted(ctx context.Context, txID int64) (bool, error) {
 	if err := s.check("tx-committed"); err != nil {
 		return false, err
 	}
-	var ok bool
-	err := s.db.GetContext(ctx, &ok, "SELECT committed FROM txs WHERE tx_id = $1", txID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, store.Errorf("tx-committed", store.ErrNotFound, "", fmt.Sprintf("no transaction %d", txID))
-	}
-	return ok, dbErr("tx-committed", "", err)
+	return s.rd.TxCommitted(ctx, s.db, txID)
 }
 
 const entitySQL = `SELECT d.body FROM points p LEFT JOIN docs d ON d.id = p.doc
@@ -123,13 +62,7 @@ func (s *Store) entity(ctx context.Context, id string, b store.Basis) (store.Doc
 	return decodeStored(raw.String, id)
 }
 
-func decodeStored(raw, id string) (store.Doc, error) {
-	doc, err := store.DecodeStored([]byte(raw))
-	if err != nil {
-		return nil, &store.Error{Op: "read", Kind: store.ErrInvalid, ID: id, Msg: "stored document is corrupt", Err: err}
-	}
-	return doc, nil
-}
+func decodeStored(raw, id string) (store.Doc, error) { return sqlcore.DecodeStored(raw, id) }
 
 // entityTx is EntityTx, one attempt.
 func (s *Store) entityTx(ctx context.Context, id string, b store.Basis) (store.EntityTx, error) {
@@ -162,49 +95,26 @@ func (s *Store) history(ctx context.Context, id string, o store.HistoryOptions) 
 	if err != nil {
 		return nil, err
 	}
-	desc := o.Order == store.Desc
-	args := []any{[]byte(id)}
-	var where string
-	add := func(cond string, v int64) {
-		args = append(args, v)
-		where += fmt.Sprintf(" AND "+cond, len(args))
-	}
-	if desc {
-		add("p.vt <= $%d", min(optMSv(o.StartValidTime, vt), vt))
-		add("p.tx_id <= $%d", min(optInt(o.StartTxID, tx), tx))
-		if o.EndValidTime != nil {
-			add("p.vt > $%d", ms(*o.EndValidTime))
-		}
-		if o.EndTxID != nil {
-			add("p.tx_id > $%d", *o.EndTxID)
-		}
-	} else {
-		add("p.vt < $%d", min(optMSv(o.EndValidTime, vt+1), vt+1))
-		add("p.tx_id < $%d", min(optInt(o.EndTxID, tx+1), tx+1))
-		if o.StartValidTime != nil {
-			add("p.vt >= $%d", ms(*o.StartValidTime))
-		}
-		if o.StartTxID != nil {
-			add("p.tx_id >= $%d", *o.StartTxID)
-		}
-	}
-	dir := "ASC"
-	if desc {
-		dir = "DESC"
-	}
+	where, args := sqlcore.HistoryWhere(o, vt, tx)
 	body := "NULL"
 	if o.WithDocs {
 		body = "h.body"
 	}
-	q := fmt.Sprintf("SELECT "+pointColsBody+" WHERE p.ent = $1%s ORDER BY p.vt %s, p.tx_id %s", body, where, dir, dir)
+	q := fmt.Sprintf("SELECT "+pointColsBody+" WHERE p.ent = ?%s%s", body, where, sqlcore.HistoryOrder(o))
 	switch {
 	case o.Limit > 0 && o.WithCorrections:
 		q += fmt.Sprintf(" LIMIT %d", o.Limit)
 	case o.Limit > 0:
-		// One row per valid time, its latest tx (the one the loop below
-		// keeps), so that LIMIT counts entries, not points.
-		q = fmt.Sprintf("SELECT DISTINCT ON (p.vt) "+pointColsBody+" WHERE p.ent = $1%s ORDER BY p.vt %s, p.tx_id DESC LIMIT %d", body, where, dir, o.Limit)
+		// One row per valid time, its latest tx (the one History keeps),
+		// so that LIMIT counts entries, not points.
+		dir := "ASC"
+		if o.Order == store.Desc {
+			dir = "DESC"
+		}
+		q = fmt.Sprintf("SELECT DISTINCT ON (p.vt) "+pointColsBody+" WHERE p.ent = ?%s ORDER BY p.vt %s, p.tx_id DESC LIMIT %d", body, where, dir, o.Limit)
 	}
+	q = sqlx.Rebind(sqlx.DOLLAR, q)
+	args = append([]any{[]byte(id)}, args...)
 	var rows []struct {
 		pointRow
 		Body *string `db:"body"`
@@ -212,7 +122,7 @@ func (s *Store) history(ctx context.Context, id string, o store.HistoryOptions) 
 	if err := s.db.SelectContext(ctx, &rows, q, args...); err != nil {
 		return nil, dbErr("history", id, err)
 	}
-	var out []store.HistoryEntry
+	h := sqlcore.NewHistory(o)
 	for _, r := range rows {
 		e := store.HistoryEntry{ValidTime: fromMS(r.VT), TxID: r.TxID, TxTime: fromMS(r.TT), ContentHash: str(r.Hash), Deleted: r.Hash == nil}
 		if r.Body != nil {
@@ -220,32 +130,11 @@ func (s *Store) history(ctx context.Context, id string, o store.HistoryOptions) 
 				return nil, err
 			}
 		}
-		if !o.WithCorrections && len(out) > 0 && out[len(out)-1].ValidTime.Equal(e.ValidTime) {
-			if !desc { // ascending keeps the latest tx of each valid time
-				out[len(out)-1] = e
-			}
-			continue
-		}
-		if o.Full(len(out)) {
+		if !h.Add(e) {
 			break
 		}
-		out = append(out, e)
 	}
-	return out, nil
-}
-
-func optMSv(t *time.Time, def int64) int64 {
-	if t == nil {
-		return def
-	}
-	return ms(*t)
-}
-
-func optInt(t *int64, def int64) int64 {
-	if t == nil {
-		return def
-	}
-	return *t
+	return h.Entries(), nil
 }
 
 // TxLog implements store.Store.

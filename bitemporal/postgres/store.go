@@ -30,6 +30,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
+	"github.com/ctxstore/ctxstore/bitemporal/internal/sqlcore"
 	pgmigrations "github.com/ctxstore/ctxstore/migrations/postgres"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -58,10 +59,12 @@ type Store struct {
 	location string // the URL without its password
 	now      func() time.Time
 	closed   atomic.Bool
-	// latestID caches the latest tx id known to exist (-1: none). Tx ids
-	// only grow, whichever process writes them, so it never claims a tx
-	// that does not exist and a basis at or below it needs no look-up.
-	latestID atomic.Int64
+	// known caches the latest tx id known to exist. Tx ids only grow,
+	// whichever process writes them, so it never claims a tx that does
+	// not exist and a basis at or below it needs no look-up.
+	known sqlcore.Known
+	// rd is the reads shared with the SQLite backend.
+	rd sqlcore.Reader
 }
 
 var _ store.Store = (*Store)(nil)
@@ -90,7 +93,7 @@ func Open(ctx context.Context, rawURL string, o Options) (*Store, error) {
 	db.SetMaxIdleConns(o.MaxConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	s := &Store{db: db, location: loc, now: o.Clock}
-	s.latestID.Store(-1)
+	s.rd = sqlcore.Reader{Bind: sqlx.DOLLAR, Now: o.Clock, Known: &s.known, DBErr: dbErr}
 	if err := s.init(ctx, o.MustExist); err != nil {
 		db.Close()
 		return nil, err
@@ -251,20 +254,7 @@ type queryer interface {
 }
 
 // latest returns the latest transaction, nil if there is none.
-func latest(ctx context.Context, q queryer) (*store.Tx, error) {
-	var row struct {
-		ID   int64 `db:"tx_id"`
-		Time int64 `db:"tx_time"`
-	}
-	err := q.GetContext(ctx, &row, "SELECT tx_id, tx_time FROM txs ORDER BY tx_id DESC LIMIT 1")
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &store.Tx{ID: row.ID, Time: fromMS(row.Time)}, nil
-}
+func latest(ctx context.Context, q queryer) (*store.Tx, error) { return sqlcore.Latest(ctx, q) }
 
 func ms(t time.Time) int64     { return t.UnixMilli() }
 func fromMS(m int64) time.Time { return time.UnixMilli(m).UTC() }

@@ -131,7 +131,7 @@ func (s *Store) submit(ctx context.Context, ops []store.Op, at *time.Time) (stor
 		if sent { // the COMMIT went out and its answer was lost
 			ok, cerr := s.committedAs(ctx, receipt, logged)
 			if cerr == nil && ok {
-				s.noteLatest(receipt.ID)
+				s.known.Note(receipt.ID)
 				return receipt, nil
 			}
 			if cerr != nil {
@@ -218,7 +218,7 @@ func (s *Store) submitOnce(ctx context.Context, prep []prepared, logged []byte, 
 	if err := tx.Commit(); err != nil {
 		return receipt, true, dbErr("submit", "", err)
 	}
-	s.noteLatest(receipt.ID)
+	s.known.Note(receipt.ID)
 	return receipt, true, nil
 }
 

@@ -1,0 +1,238 @@
+// Package sqlcore is the part of the SQL layer that the SQLite backend
+// (bitemporal) and the PostgreSQL backend (bitemporal/postgres) share: the
+// reads whose logic does not depend on the dialect, written once with the
+// dialect's placeholders as a parameter (sqlx bind types). Both backends
+// keep the same tables for it (txs, points; migrations/ and
+// migrations/postgres/): a point is (ent, vt, tx_id, tx_time, doc), times
+// in milliseconds since the epoch.
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// Queryer runs a query for one row (a *sqlx.DB, *sqlx.Tx or *sqlx.Conn).
+type Queryer interface {
+	GetContext(ctx context.Context, dest any, query string, args ...any) error
+}
+
+// UnboundedTx is a tx bound above every tx id (with room for +1): the tx
+// bound of the latest basis, where every point was written by a committed
+// transaction.
+const UnboundedTx = int64(1) << 62
+
+// Known caches the latest tx id known to exist. It only grows and never
+// passes the truth, so a basis at or below it is valid without asking the
+// database. The zero value knows of no transaction.
+type Known struct{ next atomic.Int64 } // the id + 1
+
+// Load returns the latest tx id known, -1 for none.
+func (k *Known) Load() int64 { return k.next.Load() - 1 }
+
+// Note records that tx id exists.
+func (k *Known) Note(id int64) {
+	for {
+		cur := k.next.Load()
+		if id+1 <= cur || k.next.CompareAndSwap(cur, id+1) {
+			return
+		}
+	}
+}
+
+// Latest returns the latest transaction, nil if there is none.
+func Latest(ctx context.Context, q Queryer) (*store.Tx, error) {
+	var row struct {
+		ID   int64 `db:"tx_id"`
+		Time int64 `db:"tx_time"`
+	}
+	err := q.GetContext(ctx, &row, "SELECT tx_id, tx_time FROM txs ORDER BY tx_id DESC LIMIT 1")
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &store.Tx{ID: row.ID, Time: time.UnixMilli(row.Time).UTC()}, nil
+}
+
+// Reader is what a backend's reads share: its dialect's placeholders
+// (sqlx.QUESTION, sqlx.DOLLAR), its clock, the latest tx id it knows,
+// and how it turns a database error into a store error.
+type Reader struct {
+	Bind  int
+	Now   func() time.Time
+	Known *Known
+	DBErr func(op, id string, err error) error
+}
+
+// Resolve turns a basis into a valid time and a tx id (-1: before any
+// transaction), checking the basis is not beyond the latest transaction.
+func (r Reader) Resolve(ctx context.Context, q Queryer, op string, b store.Basis) (vt, tx int64, err error) {
+	vt = r.Now().UnixMilli()
+	if !b.ValidTime.IsZero() {
+		vt = b.ValidTime.UnixMilli()
+	}
+	switch {
+	case b.TxID != nil:
+		if *b.TxID > r.Known.Load() {
+			last, err := Latest(ctx, q)
+			if err != nil {
+				return 0, 0, r.DBErr(op, "", err)
+			}
+			if last != nil {
+				r.Known.Note(last.ID)
+			}
+			if latest := r.Known.Load(); *b.TxID > latest {
+				return 0, 0, store.Errorf(op, store.ErrInvalid, "", fmt.Sprintf("basis tx %d is after the latest transaction (%d)", *b.TxID, latest))
+			}
+		}
+		return vt, *b.TxID, nil
+	case b.TxTime != nil:
+		last, err := Latest(ctx, q)
+		if err != nil {
+			return 0, 0, r.DBErr(op, "", err)
+		}
+		t := b.TxTime.UnixMilli()
+		if last == nil || t > last.Time.UnixMilli() {
+			return 0, 0, store.Errorf(op, store.ErrInvalid, "", fmt.Sprintf("basis tx time %s is after the latest transaction", store.FormatTime(*b.TxTime)))
+		}
+		var id sql.NullInt64
+		if err := q.GetContext(ctx, &id, sqlx.Rebind(r.Bind, "SELECT max(tx_id) FROM txs WHERE tx_time <= ?"), t); err != nil {
+			return 0, 0, r.DBErr(op, "", err)
+		}
+		if !id.Valid {
+			return vt, -1, nil
+		}
+		return vt, id.Int64, nil
+	}
+	return vt, UnboundedTx, nil
+}
+
+// HistoryWhere gives the conditions on points p of a history read with
+// options o at the resolved basis (vt, tx), in XTDB's bounds (see
+// store.Store.History), as " AND ..." with ? placeholders (sqlx.Rebind
+// turns them into the dialect's), and their arguments.
+func HistoryWhere(o store.HistoryOptions, vt, tx int64) (string, []any) {
+	var where string
+	var args []any
+	add := func(cond string, v int64) {
+		where += " AND " + cond
+		args = append(args, v)
+	}
+	if o.Order == store.Desc {
+		add("p.vt <= ?", min(optMS(o.StartValidTime, vt), vt))
+		add("p.tx_id <= ?", min(optInt(o.StartTxID, tx), tx))
+		if o.EndValidTime != nil {
+			add("p.vt > ?", o.EndValidTime.UnixMilli())
+		}
+		if o.EndTxID != nil {
+			add("p.tx_id > ?", *o.EndTxID)
+		}
+	} else {
+		add("p.vt < ?", min(optMS(o.EndValidTime, vt+1), vt+1))
+		add("p.tx_id < ?", min(optInt(o.EndTxID, tx+1), tx+1))
+		if o.StartValidTime != nil {
+			add("p.vt >= ?", o.StartValidTime.UnixMilli())
+		}
+		if o.StartTxID != nil {
+			add("p.tx_id >= ?", *o.StartTxID)
+		}
+	}
+	return where, args
+}
+
+// HistoryOrder is the ORDER BY of a history read: valid time, then tx id,
+// in the read's direction.
+func HistoryOrder(o store.HistoryOptions) string {
+	if o.Order == store.Desc {
+		return " ORDER BY p.vt DESC, p.tx_id DESC"
+	}
+	return " ORDER BY p.vt ASC, p.tx_id ASC"
+}
+
+// History collects the entries of a history read from its points, read in
+// HistoryOrder: without corrections one entry per valid time, its latest
+// tx; at most o.Limit entries.
+type History struct {
+	o   store.HistoryOptions
+	out []store.HistoryEntry
+}
+
+// NewHistory starts the entries of a read with options o.
+func NewHistory(o store.HistoryOptions) *History { return &History{o: o} }
+
+// Add takes the next point read. It reports false, and takes nothing,
+// when the read has all the entries it needs: the caller stops reading.
+func (h *History) Add(e store.HistoryEntry) bool {
+	if n := len(h.out); !h.o.WithCorrections && n > 0 && h.out[n-1].ValidTime.Equal(e.ValidTime) {
+		if h.o.Order != store.Desc { // ascending keeps the latest tx of each valid time
+			h.out[n-1] = e
+		}
+		return true
+	}
+	if h.o.Full(len(h.out)) {
+		return false
+	}
+	h.out = append(h.out, e)
+	return true
+}
+
+// Entries returns the entries collected.
+func (h *History) Entries() []store.HistoryEntry { return h.out }
+
+func optMS(t *time.Time, def int64) int64 {
+	if t == nil {
+		return def
+	}
+	return t.UnixMilli()
+}
+
+func optInt(t *int64, def int64) int64 {
+	if t == nil {
+		return def
+	}
+	return *t
+}
+
+// AwaitTx checks that txID was submitted and returns the latest
+// transaction: a backend indexes a transaction as it commits it.
+func (r Reader) AwaitTx(ctx context.Context, q Queryer, txID int64) (store.Tx, error) {
+	last, err := Latest(ctx, q)
+	if err != nil {
+		return store.Tx{}, r.DBErr("await", "", err)
+	}
+	if last == nil || last.ID < txID {
+		return store.Tx{}, store.Errorf("await", store.ErrUnavailable, "", fmt.Sprintf("transaction %d has not been submitted", txID))
+	}
+	return *last, nil
+}
+
+// TxCommitted reports whether transaction txID committed; ErrNotFound
+// when there is none.
+func (r Reader) TxCommitted(ctx context.Context, q Queryer, txID int64) (bool, error) {
+	var ok bool
+	err := q.GetContext(ctx, &ok, sqlx.Rebind(r.Bind, "SELECT committed FROM txs WHERE tx_id = ?"), txID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, store.Errorf("tx-committed", store.ErrNotFound, "", fmt.Sprintf("no transaction %d", txID))
+	}
+	return ok, r.DBErr("tx-committed", "", err)
+}
+
+// DecodeStored decodes a document as stored (its canonical JSON) for
+// entity id; a document that does not decode is corrupt.
+func DecodeStored(raw, id string) (store.Doc, error) {
+	doc, err := store.DecodeStored([]byte(raw))
+	if err != nil {
+		return nil, &store.Error{Op: "read", Kind: store.ErrInvalid, ID: id, Msg: "stored document is corrupt", Err: err}
+	}
+	return doc, nil
+}
