@@ -3,6 +3,7 @@ package inspector
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -131,6 +132,10 @@ type faultsBody struct {
 	// has no faults to show); Found: its call was matched to a replayed
 	// call (a sub-agent's call is not replayed).
 	Recorded, Found bool
+	// NoTranscript: the session was not imported as its harness's lines
+	// (a SWE-agent trajectory is stored as events), so there is nothing
+	// to replay.
+	NoTranscript bool
 	// Checked, Faults and PageIns are the call's counts under Strategy;
 	// Shown the faults listed (the replay keeps the first three).
 	Checked, Faults, PageIns int
@@ -174,7 +179,10 @@ func (h *Handler) faults(q *req) (string, pageData, error) {
 		return "faults.html", pd, nil
 	}
 	r, err := h.faultsOf(q.ctx, sid)
-	if err != nil {
+	if errors.Is(err, recorded.ErrNoTranscript) {
+		b.NoTranscript = true
+		return "faults.html", pd, nil
+	} else if err != nil {
 		return "", pageData{}, err
 	}
 	c, ok := r.callOf(cs[0])

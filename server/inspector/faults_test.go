@@ -121,3 +121,34 @@ func TestRecordedCallFaults(t *testing.T) {
 		t.Errorf("a call past the session's: %d", code)
 	}
 }
+
+// A call of a session ctxstore served, and of a recorded session stored as
+// events (a SWE-agent trajectory: no transcript to replay), have a faults
+// page that says why it has none.
+func TestFaultsPageWithoutReplay(t *testing.T) {
+	se := storetestenv.New(t, storetestenv.SQLite)
+	ctx := context.Background()
+	live := inspecttest.NewLive(t, se.Store, "served-session")
+	live.Turn("Fix the failing test in main.go")
+	live.Call(0)
+	res, err := importer.New(se.Store, importer.Options{}).ImportFile(ctx,
+		filepath.Join(datasets.Dir(t), "swe-agent", "test__swe-agent__test-repo-i1__4da99171.traj"))
+	if err != nil || len(res.Sessions) != 1 {
+		t.Fatalf("import: %v %+v", err, res)
+	}
+	h, err := inspector.New(inspector.Options{Store: se.Store, Prefix: "/inspect"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	site := &site{url: ts.URL}
+	code, _, body := get(t, site, "", "/inspect/s/served-session/c/1/faults")
+	if code != http.StatusOK || !strings.Contains(body, `id="faults-none">Faults are computed for recorded sessions`) {
+		t.Errorf("a served session's call: %d\n%s", code, body)
+	}
+	code, _, body = get(t, site, "", "/inspect/s/"+res.Sessions[0].Session+"/c/1/faults")
+	if code != http.StatusOK || !strings.Contains(body, "there is no transcript to replay") {
+		t.Errorf("a trajectory's call: %d\n%s", code, body)
+	}
+}
