@@ -280,3 +280,100 @@ func TestClaudeCodeManaged(t *testing.T) {
 	}
 	t.Logf("%d agent requests, %d of them with the first output collapsed; run said:\n%s", agents, collapsed, stderr)
 }
+
+// TestClaudeCodeManagedSubagent: a subagent of a session run through
+// `claude-code run` is managed as a conversation of its own: its old
+// outputs collapse to lines naming spill files of the session, the main
+// thread's requests are left as they were, and the store keeps the two
+// conversations' decisions apart. Every request passes the checker.
+func TestClaudeCodeManagedSubagent(t *testing.T) {
+	t.Parallel()
+	cli := claudeCLI(t)
+	home, work := t.TempDir(), t.TempDir()
+	log := filepath.Join(t.TempDir(), "requests.jsonl")
+	const subCalls = 8
+	respond := func(req messagesRequest) piStep {
+		if len(req.Tools) == 0 || req.MaxTokens == 1 || len(req.Messages) == 0 {
+			return piStep{Text: "ok"}
+		}
+		first, _ := json.Marshal(req.Messages[0])
+		main := strings.Contains(string(first), "MAIN PROMPT")
+		if !main && strings.Contains(string(first), "SUBTASK") {
+			n := 0
+			for n < subCalls {
+				if _, ok := previewResult(req, fmt.Sprintf("toolu_sub_%d", n+1)); !ok {
+					break
+				}
+				n++
+			}
+			if n == subCalls {
+				return piStep{Text: "SUB DONE"}
+			}
+			if n == subCalls-1 {
+				time.Sleep(2500 * time.Millisecond) // past the 2 s cache: the collapses waiting apply
+			}
+			return piStep{Tool: "Bash", Args: map[string]any{"command": "seq 1 2000", "description": "count"}, ID: fmt.Sprintf("toolu_sub_%d", n+1)}
+		}
+		if !main {
+			return piStep{Text: "ok"}
+		}
+		if _, ok := previewResult(req, "toolu_main_agent"); !ok {
+			return piStep{Tool: "Agent", Args: map[string]any{"description": "count job", "prompt": "SUBTASK: count, again and again", "subagent_type": "general-purpose"}, ID: "toolu_main_agent"}
+		}
+		return piStep{Text: "MAIN DONE"}
+	}
+	m := startScriptedMessages(t, nil, log, respond)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ctxstoreBin, "claude-code", "run", "--claude", cli, "--cache-ttl", "2s", "--warm", "off",
+		"--", "-p", "MAIN PROMPT: delegate the counting.", "--allowedTools", "Bash", "Agent", "--output-format", "json")
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "HOME="+home, "ANTHROPIC_BASE_URL="+m.srv.URL, "ANTHROPIC_API_KEY=sk-ant-offline-test",
+		"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "CTXSTORE_CLAUDE_CODE_UPSTREAM=",
+		"CTXSTORE_URL=", "CTXSTORE_SERVICE_URL=", "CTXSTORE_TOKEN=", "XDG_CACHE_HOME="+filepath.Join(home, ".cache"))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("claude-code run: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	var res map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || res["result"] != "MAIN DONE" {
+		t.Fatalf("claude's result: %s (%v)\n%s", stdout.String(), err, stderr.String())
+	}
+	sid, _ := res["session_id"].(string)
+	spill := filepath.Join(home, ".ctxstore", "spill", sid) + "/"
+	collapsed := 0
+	for i, r := range readRequestLog(t, log) {
+		line, _ := json.Marshal(r.raw)
+		if errs := apicheck.Check(line); len(errs) > 0 {
+			t.Errorf("request %d breaks the Messages API's rules: %v", i, errs)
+		}
+		if s, ok := previewResult(r.req, "toolu_sub_1"); ok && strings.HasPrefix(s, "[ctxstore] output collapsed") {
+			if !strings.Contains(s, "Read "+spill+"toolu_sub_1.txt") {
+				t.Errorf("the subagent's collapsed output names %q, not a spill file of session %s", s, sid)
+			}
+			collapsed++
+		}
+		for _, msg := range r.req.Messages {
+			if strings.Contains(string(msg.Content), "[ctxstore] output collapsed") {
+				first, _ := json.Marshal(r.req.Messages[0])
+				if strings.Contains(string(first), "MAIN PROMPT") {
+					t.Errorf("request %d of the main thread holds a collapsed output", i)
+				}
+			}
+		}
+	}
+	if collapsed == 0 {
+		t.Errorf("no subagent request showed its first output collapsed\n%s", stderr.String())
+	}
+	st, err := bitemporal.Open(context.Background(), filepath.Join(home, ".ctxstore", "store.db"), bitemporal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	convs, err := st.Query(context.Background(), store.Query{Where: []store.Pred{store.Where("type", "ccproxy_conversation"), store.Where("session_id", sid)}})
+	if err != nil || len(convs) != 2 {
+		t.Errorf("the store keeps %d conversations of the session, want 2 (the main thread, the subagent): %v", len(convs), err)
+	}
+	t.Logf("%d subagent requests with its first output collapsed; run said:\n%s", collapsed, stderr.String())
+}
