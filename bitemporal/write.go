@@ -13,6 +13,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/ctxstore/ctxstore/bitemporal/internal/sqlcore"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -457,17 +458,8 @@ func (a *applier) visible(eid string, vt int64) (*pointRow, error) {
 	return visiblePoint(a.ctx, st, eid, vt, a.txID)
 }
 
-type pointRow struct {
-	VT   int64   `db:"vt"`
-	TxID int64   `db:"tx_id"`
-	TT   int64   `db:"tx_time"`
-	Hash *string `db:"hash"`
-	Doc  *int64  `db:"doc"`
-}
-
-func (p pointRow) same(q pointRow) bool {
-	return p.TxID == q.TxID && p.TT == q.TT && str(p.Hash) == str(q.Hash)
-}
+// pointRow is a row of points, read with its document's hash.
+type pointRow = sqlcore.Point
 
 func str(p *string) string {
 	if p == nil {
@@ -609,7 +601,7 @@ func (a *applier) writeOpen(eid string, start int64, v version) error {
 			return err
 		}
 		err = a.winners(st, []any{eid, start}, func(r pointRow) bool {
-			if !r.same(*vis) {
+			if !r.Same(*vis) {
 				return false
 			}
 			vts = append(vts, r.VT)
@@ -635,16 +627,15 @@ func (a *applier) winners(st *sqlx.Stmt, args []any, fn func(pointRow) bool) err
 		return err
 	}
 	defer rows.Close()
-	first, lastVT := true, int64(0)
+	winner := sqlcore.Winners()
 	for rows.Next() {
 		var r pointRow
 		if err := rows.StructScan(&r); err != nil {
 			return err
 		}
-		if !first && r.VT == lastVT {
-			continue // an earlier tx at this valid time: not the winner
+		if !winner(r) {
+			continue
 		}
-		first, lastVT = false, r.VT
 		if !fn(r) {
 			break
 		}
@@ -666,20 +657,8 @@ func (a *applier) writeRange(eid string, start, end int64, v version) error {
 	if err != nil {
 		return err
 	}
-	vts := []int64{start}
-	var restore *pointRow
-	err = a.winners(st, []any{eid, end}, func(r pointRow) bool {
-		if restore == nil {
-			rr := r
-			restore = &rr
-		}
-		if r.VT <= start {
-			return false
-		}
-		if r.VT != end {
-			vts = append(vts, r.VT)
-		}
-		return true
+	vts, restore, err := sqlcore.RangePoints(start, end, func(fn func(pointRow) bool) error {
+		return a.winners(st, []any{eid, end}, fn)
 	})
 	if err != nil {
 		return err

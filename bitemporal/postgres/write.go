@@ -13,6 +13,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/ctxstore/ctxstore/bitemporal/internal/sqlcore"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -246,13 +247,8 @@ const (
 		ON CONFLICT (ent, vt, tx_id) DO UPDATE SET tx_time = EXCLUDED.tx_time, doc = EXCLUDED.doc`
 )
 
-type pointRow struct {
-	VT   int64   `db:"vt"`
-	TxID int64   `db:"tx_id"`
-	TT   int64   `db:"tx_time"`
-	Hash *string `db:"hash"`
-	Doc  *int64  `db:"doc"`
-}
+// pointRow is a row of points, read with its document's hash.
+type pointRow = sqlcore.Point
 
 func str(p *string) string {
 	if p == nil {
@@ -377,12 +373,11 @@ func (a *applier) winners(q string, args []any, fn func(pointRow) bool) error {
 	if err := a.tx.SelectContext(a.ctx, &rows, q, args...); err != nil {
 		return err
 	}
-	first, lastVT := true, int64(0)
+	winner := sqlcore.Winners()
 	for _, r := range rows {
-		if !first && r.VT == lastVT {
-			continue // an earlier tx at this valid time: not the winner
+		if !winner(r) {
+			continue
 		}
-		first, lastVT = false, r.VT
 		if !fn(r) {
 			break
 		}
@@ -397,20 +392,8 @@ func (a *applier) writeRange(eid string, start, end int64, doc *int64) error {
 	if start == end {
 		return nil
 	}
-	vts := []int64{start}
-	var restore *pointRow
-	err := a.winners(rangeSQL, []any{[]byte(eid), end}, func(r pointRow) bool {
-		if restore == nil {
-			rr := r
-			restore = &rr
-		}
-		if r.VT <= start {
-			return false
-		}
-		if r.VT != end {
-			vts = append(vts, r.VT)
-		}
-		return true
+	vts, restore, err := sqlcore.RangePoints(start, end, func(fn func(pointRow) bool) error {
+		return a.winners(rangeSQL, []any{[]byte(eid), end}, fn)
 	})
 	if err != nil {
 		return err

@@ -236,3 +236,65 @@ func DecodeStored(raw, id string) (store.Doc, error) {
 	}
 	return doc, nil
 }
+
+// Point is a row of points: one version of an entity from valid time VT
+// on, written by transaction TxID at TT, naming document Doc (nil: a
+// tombstone) whose content hash is Hash.
+type Point struct {
+	VT   int64   `db:"vt"`
+	TxID int64   `db:"tx_id"`
+	TT   int64   `db:"tx_time"`
+	Hash *string `db:"hash"`
+	Doc  *int64  `db:"doc"`
+}
+
+// Same reports whether q continues p's version: the same transaction and
+// content.
+func (p Point) Same(q Point) bool {
+	return p.TxID == q.TxID && p.TT == q.TT && str(p.Hash) == str(q.Hash)
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// Winners filters points read by valid time, the latest tx first within
+// one valid time: it reports true for the first point of each valid time,
+// the one that wins it.
+func Winners() func(Point) bool {
+	first, last := true, int64(0)
+	return func(p Point) bool {
+		if !first && p.VT == last {
+			return false // an earlier tx at this valid time
+		}
+		first, last = false, p.VT
+		return true
+	}
+}
+
+// RangePoints is the rule of a write over valid times [start, end), start
+// < end. winners calls fn with the winning point of each valid time <= end,
+// the latest valid time first, until fn returns false. The write puts the
+// new version at start and at every winner's valid time inside the range
+// (vts), and at end restores the version visible there before the write
+// (restore; nil when none was: a tombstone).
+func RangePoints(start, end int64, winners func(fn func(Point) bool) error) (vts []int64, restore *Point, err error) {
+	vts = []int64{start}
+	err = winners(func(r Point) bool {
+		if restore == nil {
+			rr := r
+			restore = &rr
+		}
+		if r.VT <= start {
+			return false
+		}
+		if r.VT != end {
+			vts = append(vts, r.VT)
+		}
+		return true
+	})
+	return vts, restore, err
+}

@@ -1,6 +1,7 @@
 package sqlcore
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 
@@ -41,5 +42,27 @@ func TestHistoryWhere(t *testing.T) {
 	where, args = HistoryWhere(store.HistoryOptions{Order: store.Asc, EndTxID: &tx}, 1000, 2)
 	if where != " AND p.vt < ? AND p.tx_id < ?" || args[0] != int64(1001) || args[1] != int64(3) {
 		t.Fatalf("asc to tx 3 at (1000, 2): %q %v", where, args)
+	}
+}
+
+// TestRangePoints: a write over [15, 30) on points at 30 (two txs), 20 and
+// 10 puts the version at 15 and 20, and restores at 30 the winner there.
+func TestRangePoints(t *testing.T) {
+	rows := []Point{{VT: 30, TxID: 2}, {VT: 30, TxID: 1}, {VT: 20, TxID: 1}, {VT: 10, TxID: 0}}
+	vts, restore, err := RangePoints(15, 30, func(fn func(Point) bool) error {
+		winner := Winners()
+		for _, r := range rows {
+			if winner(r) && !fn(r) {
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil || fmt.Sprint(vts) != "[15 20]" || restore == nil || restore.VT != 30 || restore.TxID != 2 {
+		t.Fatalf("RangePoints: %v %+v %v", vts, restore, err)
+	}
+	vts, restore, _ = RangePoints(15, 30, func(fn func(Point) bool) error { return nil })
+	if fmt.Sprint(vts) != "[15]" || restore != nil {
+		t.Fatalf("RangePoints of an empty history: %v %+v", vts, restore)
 	}
 }
