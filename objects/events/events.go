@@ -187,13 +187,33 @@ func Encode(evs []Event) ([]byte, error) {
 			return nil, fmt.Errorf("event %d: %w", i, err)
 		}
 	}
+	// Each event is encoded on its own and the array is joined once at
+	// its final size: encoding the slice whole grew one buffer by
+	// doubling and copied it out, holding the events' bytes (a log's tool
+	// outputs) up to four times at once. The bytes are the same.
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(evs); err != nil {
-		return nil, err
+	parts := make([][]byte, len(evs))
+	n := 2 // [ ]
+	for i := range evs {
+		b.Reset()
+		if err := enc.Encode(&evs[i]); err != nil {
+			return nil, err
+		}
+		parts[i] = bytes.Clone(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
+		n += len(parts[i]) + 1
 	}
-	return bytes.TrimRight(b.Bytes(), "\n"), nil
+	out := make([]byte, 1, n)
+	out[0] = '['
+	for i, p := range parts {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, p...)
+		parts[i] = nil
+	}
+	return append(out, ']'), nil
 }
 
 // Decode parses events-v1 bytes. An element that is not an event, or an

@@ -109,7 +109,12 @@ func (s *Service) prepareWith(ctx context.Context, r CheckpointRequest, get func
 		r.Format = FormatEvents
 	}
 	content := r.Content
-	if r.Events != nil {
+	// Events are validated one by one as they are encoded, and counted as
+	// they are: the format's Validate and Count would decode the encoded
+	// whole again, twice, each holding another copy of it (a log's
+	// outputs) at once.
+	fromEvents := r.Events != nil
+	if fromEvents {
 		if r.Content != nil {
 			return nil, nil, errf(op, store.ErrInvalid, "", "events", nil, "give content or events, not both")
 		}
@@ -131,7 +136,7 @@ func (s *Service) prepareWith(ctx context.Context, r CheckpointRequest, get func
 	if f.OutputOnly {
 		return nil, nil, errf(op, store.ErrInvalid, "", "format", nil, "%s is an output format; commits cannot hold it", r.Format)
 	}
-	if f.Validate != nil {
+	if f.Validate != nil && !fromEvents {
 		if err := f.Validate(content); err != nil {
 			return nil, nil, errf(op, store.ErrInvalid, "", "content", err, "content is not valid %s", r.Format)
 		}
@@ -151,7 +156,11 @@ func (s *Service) prepareWith(ctx context.Context, r CheckpointRequest, get func
 		ContentBytes: int64(len(content)), Provenance: r.Provenance, Created: created,
 		Summary: r.Summary, Tags: r.Tags, MessageCount: r.MessageCount, TokenCount: r.TokenCount,
 		SnapshotOf: r.snapshotOf, Stop: r.stop, Tier: r.tier}
-	if c.MessageCount == 0 && f.Count != nil {
+	switch {
+	case c.MessageCount != 0:
+	case fromEvents:
+		c.MessageCount = countMessages(r.Events)
+	case f.Count != nil:
 		c.MessageCount = f.Count(content)
 	}
 	if c.TokenCount == 0 {
