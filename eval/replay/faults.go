@@ -30,8 +30,9 @@ const (
 	// (a large file written would otherwise weigh more than everything
 	// else), the first ones in order kept.
 	maxNeedsPerCall = 200
-	// maxFaultExamples is how many faults a call lists (Call.FaultStrings).
-	maxFaultExamples = 3
+	// defaultFaultList is how many faults a call lists (Call.FaultStrings)
+	// unless Options.FaultList says otherwise.
+	defaultFaultList = 3
 )
 
 // Fault is one string of a call's response found only in outputs the
@@ -70,13 +71,15 @@ type faultIndex struct {
 	callOf map[int]conversation.ToolCall
 	again  map[int][]string
 	direct map[int]bool
+	// list is how many faults a call lists.
+	list int
 }
 
 // newFaultIndex indexes the session's messages; calls are the indexes of
 // the responses to check.
 func newFaultIndex(msgs []conversation.Message, calls []int) *faultIndex {
 	fx := &faultIndex{msgs: msgs, needs: map[int][]faultNeed{}, callOf: map[int]conversation.ToolCall{},
-		again: map[int][]string{}, direct: map[int]bool{}}
+		again: map[int][]string{}, direct: map[int]bool{}, list: defaultFaultList}
 	var b strings.Builder
 	starts := make([]int, len(msgs))
 	for i, m := range msgs {
@@ -254,7 +257,7 @@ func (fx *faultIndex) check(k int, step *Step) faultCheck {
 			}
 		default:
 			fc.faults++
-			if len(fc.examples) < maxFaultExamples {
+			if len(fc.examples) < fx.list {
 				src := n.results[0]
 				fc.examples = append(fc.examples, Fault{String: n.s, Source: src, Tool: fx.msgs[src].ToolName})
 			}

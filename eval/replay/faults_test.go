@@ -214,7 +214,7 @@ func checkFaults(t *testing.T, rep *Report, hideNothing ...string) {
 	for _, r := range rep.Results {
 		var sum Totals
 		for _, c := range r.Calls {
-			if c.Faults+c.PageIns > c.Checked || len(c.FaultStrings) > min(c.Faults, maxFaultExamples) {
+			if c.Faults+c.PageIns > c.Checked || len(c.FaultStrings) > min(c.Faults, defaultFaultList) {
 				t.Errorf("%s call %d: %d faults, %d page-ins of %d checked, %d examples", r.Strategy, c.N, c.Faults, c.PageIns, c.Checked, len(c.FaultStrings))
 			}
 			for _, f := range c.FaultStrings {

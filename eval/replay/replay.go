@@ -98,6 +98,10 @@ type Options struct {
 	// summed per harness (transcript format): with CacheAuto the decision
 	// is taken on the harness's sum rather than on the session alone.
 	HarnessChecks map[string]*CacheCheck
+	// FaultList is how many of a call's faults Call.FaultStrings lists:
+	// 0 is 3, a negative number all of them (the inspector's faults
+	// page). Every fault is counted whatever it is.
+	FaultList int
 }
 
 // DefaultHeadTTL is the head breakpoint's lifetime ctxstore's strategies
@@ -484,6 +488,12 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 		idx[i] = c.Index
 	}
 	env.faults = newFaultIndex(s.Messages, idx)
+	switch {
+	case o.FaultList > 0:
+		env.faults.list = o.FaultList
+	case o.FaultList < 0:
+		env.faults.list = maxNeedsPerCall
+	}
 	seen := map[string]int{}
 	for _, st := range o.Strategies {
 		e := *env

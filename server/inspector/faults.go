@@ -77,6 +77,8 @@ func (h *Handler) faultsOf(ctx context.Context, sid string) (*faultReplay, error
 		Strategies: []replay.Strategy{&replay.Ctxstore{Layout: assemble.LayoutStream}},
 		Counter:    replay.NewCounter(tokens.Default()),
 		Dir:        dir,
+		// Every fault of a call, not the replay table's three examples.
+		FaultList: -1,
 		OpenStore: func(ctx context.Context, dir string) (store.Store, error) {
 			return bitemporal.Open(ctx, filepath.Join(dir, "store.db"), bitemporal.Options{})
 		},
@@ -137,7 +139,8 @@ type faultsBody struct {
 	// to replay.
 	NoTranscript bool
 	// Checked, Faults and PageIns are the call's counts under Strategy;
-	// Shown the faults listed (the replay keeps the first three).
+	// Shown lists every fault of the call (the replay runs with
+	// FaultList -1).
 	Checked, Faults, PageIns int
 	Shown                    []faultView
 }

@@ -45,7 +45,7 @@ func TestRecordedCallFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := replay.Run(ctx, s, replay.Options{Strategies: []replay.Strategy{&replay.Ctxstore{Layout: "stream"}},
-		Counter: replay.NewCounter(tokens.Default()), Dir: t.TempDir(),
+		Counter: replay.NewCounter(tokens.Default()), Dir: t.TempDir(), FaultList: -1,
 		OpenStore: func(ctx context.Context, dir string) (store.Store, error) {
 			return bitemporal.Open(ctx, filepath.Join(dir, "store.db"), bitemporal.Options{})
 		}})
@@ -84,8 +84,8 @@ func TestRecordedCallFaults(t *testing.T) {
 			if code != http.StatusOK || !strings.Contains(body, `<strong id="fault-count">`+strconv.Itoa(c.Faults)+`</strong>`) {
 				t.Fatalf("call %d: want %d faults:\n%s", n, c.Faults, body)
 			}
-			if got := strings.Count(body, `class="fault-row"`); got != len(c.FaultStrings) {
-				t.Errorf("call %d: %d faults listed, the replay names %d", n, got, len(c.FaultStrings))
+			if got := strings.Count(body, `class="fault-row"`); got != c.Faults || len(c.FaultStrings) != c.Faults {
+				t.Errorf("call %d: %d faults listed, the replay counts %d and names %d", n, got, c.Faults, len(c.FaultStrings))
 			}
 			for _, f := range c.FaultStrings {
 				src := s.Messages[f.Source]
