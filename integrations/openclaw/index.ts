@@ -132,6 +132,94 @@ function recordedId(inner: string, tool: string, mapped: Set<string>): string {
   return outer;
 }
 
+/** The text of a message's content: a string, or its text blocks joined with `sep`. */
+function textOf(content: unknown, sep: string): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content
+    .filter((b: any) => b?.type === "text" && typeof b.text === "string" && b.text !== "")
+    .map((b: any) => b.text)
+    .join(sep);
+}
+
+/** A message's timestamp when it is a real one (milliseconds, > 0), else undefined. */
+function realTime(m: any): number | undefined {
+  return typeof m?.timestamp === "number" && Number.isFinite(m.timestamp) && m.timestamp > 0 ? m.timestamp : undefined;
+}
+
+/**
+ * The answer's messages with the timestamps of the log they were made from. The service answers
+ * timestamp 0 (its context is a function of the assembled messages only), and OpenClaw stamps
+ * every user message with a date envelope from its timestamp (`[Sun 2026-12-06 09:00 UTC] …`),
+ * so a 0 dated the turn's prompt 1970-01-01 from the turn after the one it was sent in. Walking
+ * the answer and the log in order: a tool result takes its result's time, an assistant message
+ * the time of the log's assistant message with the same tool call or, after the last one matched,
+ * the same text (else the next one); a user message the time of the next log message with its
+ * text (the Pi converter joins a message's text blocks with a blank line; in renderings before
+ * the service's user-first one, the prompt is one block of a message that may begin with notes).
+ * A message ctxstore wrote (notes, metadata lines, content blocks) takes the time of the message
+ * matched before it, else the log's first: the same every call, so the bytes OpenClaw makes of it
+ * do not change from one call to the next. Never 0 while the log has a timestamp.
+ */
+function stamped(answer: Message[], log: any[]): Message[] {
+  const first = log.map(realTime).find((t) => t !== undefined);
+  if (first === undefined) return answer; // nothing to take a time from
+  // Where each kind of log message is, in order: results by call id, assistant messages by a tool
+  // call's id and by text, user (and other) messages by text.
+  const byResult = new Map<string, number>();
+  const byCall = new Map<string, number>();
+  const byText = new Map<string, number[]>();
+  const assistants: number[] = [];
+  const at = (m: Map<string, number[]>, k: string, i: number) => {
+    const is = m.get(k);
+    if (is) is.push(i);
+    else m.set(k, [i]);
+  };
+  log.forEach((m, i) => {
+    switch (m?.role) {
+      case "toolResult":
+        if (typeof m.toolCallId === "string" && !byResult.has(m.toolCallId)) byResult.set(m.toolCallId, i);
+        break;
+      case "assistant":
+        assistants.push(i);
+        at(byText, "a\u0000" + textOf(m.content, "\n\n"), i);
+        if (Array.isArray(m.content))
+          for (const b of m.content) if (b?.type === "toolCall" && typeof b.id === "string" && !byCall.has(b.id)) byCall.set(b.id, i);
+        break;
+      default:
+        at(byText, "u\u0000" + textOf(m?.content, "\n\n"), i);
+    }
+  });
+  let last = -1; // the log message matched last
+  let time = first;
+  const take = (i: number | undefined) => {
+    if (i === undefined) return false;
+    last = Math.max(last, i);
+    time = realTime(log[i]) ?? time;
+    return true;
+  };
+  const after = (is: number[] | undefined) => is?.find((i) => i > last);
+  return answer.map((m: any) => {
+    switch (m?.role) {
+      case "toolResult":
+        take(byResult.get(m.toolCallId));
+        break;
+      case "assistant": {
+        const call = Array.isArray(m.content) ? m.content.find((b: any) => b?.type === "toolCall") : undefined;
+        if (call && take(byCall.get(call.id))) break;
+        take(after(byText.get("a\u0000" + textOf(m.content, "\n\n"))) ?? after(assistants));
+        break;
+      }
+      case "user": {
+        const texts: string[] = Array.isArray(m.content) ? m.content.filter((b: any) => b?.type === "text").map((b: any) => b.text) : [textOf(m.content, "")];
+        for (const t of texts) if (take(after(byText.get("u\u0000" + t)))) break;
+        break;
+      }
+    }
+    return { ...m, timestamp: time };
+  });
+}
+
 /** The agent id of an OpenClaw session key ("agent:<id>:…"), lowercased; "" for another key. */
 function agentOf(sessionKey: string | undefined): string {
   const m = /^agent:([^:]+):/i.exec(sessionKey ?? "");
@@ -364,11 +452,11 @@ export default function register(api: OpenClawPluginApi) {
     const sending = events.get(sid) ?? [];
     const r = await d.call(messages, { events: sending }, (body) => session(sid, () => client.context(sid, body)));
     events.set(sid, (events.get(sid) ?? []).slice(sending.length));
-    const answer: Message[] = r.messages ?? [];
+    const answer: Message[] = stamped(r.messages ?? [], messages);
     last.set(sid, { log: messages, answer, answerJSON: answer.map((m) => JSON.stringify(m)) });
     calls.set(sid, r.commit_id);
     warned = false;
-    return r;
+    return { ...r, messages: answer };
   };
 
   api.registerContextEngine("ctxstore", (ctx: any) => {
