@@ -209,15 +209,6 @@ const docsByHashSQL = "SELECT lower(hex(d.hash)), json(ctxs_doc(d.doc, (SELECT b
 // firstPointTxSQL is the least tx id of entity ?'s points (NULL: none).
 const firstPointTxSQL = "SELECT min(tx_id) FROM points WHERE ent = " + entSQL
 
-// txLogChunk bounds the hashes looked up by one query.
-const txLogChunk = 500
-
-// docRef is op `op` of the page's tx `tx`, which names document hash.
-type docRef struct {
-	tx, op int
-	hash   string
-}
-
 func (s *Store) txLog(ctx context.Context, after int64, limit int) ([]store.LoggedTx, [][]json.RawMessage, error) {
 	if err := s.check("tx-log"); err != nil {
 		return nil, nil, err
@@ -244,108 +235,47 @@ func (s *Store) txLog(ctx context.Context, after int64, limit int) ([]store.Logg
 	if err := rtx.SelectContext(ctx, &rows, q, args...); err != nil {
 		return nil, nil, dbErr("tx-log", "", err)
 	}
-	out := make([]store.LoggedTx, len(rows))
-	docs := make([][]json.RawMessage, len(rows))
-	// Documents by hash, read for the whole page at once (in the same read
-	// transaction: an evict in between cannot split the page).
-	byHash := map[string]json.RawMessage{}
-	var hashes []string
-	var refs []docRef
+	txs := make([]store.Tx, len(rows))
+	logged := make([][]loggedOp, len(rows))
 	for i, r := range rows {
-		var logged []loggedOp
 		text, err := unpackLog(r.Ops, r.Base)
 		if err == nil {
-			err = json.Unmarshal(text, &logged)
+			err = json.Unmarshal(text, &logged[i])
 		}
 		if err != nil {
 			return nil, nil, &store.Error{Op: "tx-log", Kind: store.ErrInvalid, Msg: fmt.Sprintf("tx %d: stored ops are corrupt", r.ID), Err: err}
 		}
-		out[i] = store.LoggedTx{Tx: store.Tx{ID: r.ID, Time: fromMS(r.Time)}, Ops: make([]store.Op, len(logged))}
-		docs[i] = make([]json.RawMessage, len(logged))
-		for j, l := range logged {
-			op := store.Op{Kind: l.Kind, ID: l.ID}
-			if l.ValidFrom != nil {
-				t := fromMS(*l.ValidFrom)
-				op.ValidFrom = &t
+		txs[i] = store.Tx{ID: r.ID, Time: fromMS(r.Time)}
+	}
+	return sqlcore.TxLogPage(txs, logged, sqlcore.LogReader{
+		DocsByHash: func(hashes []string) (map[string]json.RawMessage, error) {
+			list, err := json.Marshal(hashes)
+			if err != nil {
+				return nil, err
 			}
-			if l.ValidTo != nil {
-				t := fromMS(*l.ValidTo)
-				op.ValidTo = &t
+			drows, err := rtx.QueryContext(ctx, docsByHashSQL, string(list))
+			if err != nil {
+				return nil, dbErr("tx-log", "", err)
 			}
-			if len(l.Doc) > 0 {
-				docs[i][j] = l.Doc
-			}
-			op.Evicted = l.Evicted
-			if l.Hash != "" {
-				refs = append(refs, docRef{i, j, l.Hash})
-				if _, ok := byHash[l.Hash]; !ok {
-					byHash[l.Hash] = nil
-					hashes = append(hashes, l.Hash)
+			defer drows.Close()
+			found := map[string]json.RawMessage{}
+			for drows.Next() {
+				var h string
+				var raw []byte
+				if err := drows.Scan(&h, &raw); err != nil {
+					return nil, dbErr("tx-log", "", err)
 				}
+				found[h] = raw
 			}
-			out[i].Ops[j] = op
-		}
-	}
-	for len(hashes) > 0 {
-		n := min(len(hashes), txLogChunk)
-		list, err := json.Marshal(hashes[:n])
-		if err != nil {
-			return nil, nil, err
-		}
-		hashes = hashes[n:]
-		drows, err := rtx.QueryContext(ctx, docsByHashSQL, string(list))
-		if err != nil {
-			return nil, nil, dbErr("tx-log", "", err)
-		}
-		for drows.Next() {
-			var h string
-			var raw []byte
-			if err := drows.Scan(&h, &raw); err != nil {
-				drows.Close()
-				return nil, nil, dbErr("tx-log", "", err)
+			if err := drows.Close(); err != nil {
+				return nil, dbErr("tx-log", "", err)
 			}
-			byHash[h] = raw
-		}
-		if err := drows.Close(); err != nil {
-			return nil, nil, dbErr("tx-log", "", err)
-		}
-		if err := drows.Err(); err != nil {
-			return nil, nil, dbErr("tx-log", "", err)
-		}
-	}
-	for _, r := range refs {
-		// A hash with no document left was evicted: the op gets none.
-		if docs[r.tx][r.op] = byHash[r.hash]; docs[r.tx][r.op] == nil {
-			out[r.tx].Ops[r.op].Evicted = true
-		}
-	}
-	// An op's document is evicted when its entity was evicted after it (by
-	// a later tx, or later in its own): the store contract (store.TxLog).
-	// Only an evict removes points, and every later point has a later tx,
-	// so that is when the entity has no point of the op's tx or earlier: a
-	// put wrote one (unless its valid time range is empty, a case the
-	// contract decides the same way), and a match that held saw one. The
-	// same content put again after the evict makes the hash resolve (its
-	// docs row is new), but does not bring back the points the op wrote or
-	// saw. A match keeps its expected document in its tx's ops, or names
-	// it by hash.
-	first := map[string]sql.NullInt64{} // per entity: the least tx of its points
-	for i := range out {
-		for j, op := range out[i].Ops {
-			if (op.Kind != store.OpMatch && op.Kind != store.OpPut) || docs[i][j] == nil {
-				continue
-			}
-			f, ok := first[op.ID]
-			if !ok {
-				if err := rtx.GetContext(ctx, &f, firstPointTxSQL, op.ID); err != nil {
-					return nil, nil, dbErr("tx-log", op.ID, err)
-				}
-				first[op.ID] = f
-			}
-			if !f.Valid || f.Int64 > out[i].ID {
-				docs[i][j], out[i].Ops[j].Evicted = nil, true
-			}
-		}
-	}
-	return out, docs, nil
+			return found, dbErr("tx-log", "", drows.Err())
+		},
+		FirstTx: func(id string) (sql.NullInt64, error) {
+			var f sql.NullInt64
+			err := rtx.GetContext(ctx, &f, firstPointTxSQL, id)
+			return f, dbErr("tx-log", id, err)
+		},
+	})
 }

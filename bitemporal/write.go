@@ -35,18 +35,7 @@ type fieldRow struct {
 }
 
 // loggedOp is how an op is kept in the txs table: its document by hash.
-type loggedOp struct {
-	Kind store.OpKind `json:"op"`
-	ID   string       `json:"id"`
-	Hash string       `json:"hash,omitempty"`
-	// Doc holds a match op's expected document inline (put documents are
-	// referenced by Hash). An evict of the entity removes it and sets
-	// Evicted, so evicted content is gone from the file.
-	Doc       json.RawMessage `json:"doc,omitempty"`
-	Evicted   bool            `json:"evicted,omitempty"`
-	ValidFrom *int64          `json:"vf,omitempty"`
-	ValidTo   *int64          `json:"vt,omitempty"`
-}
+type loggedOp = sqlcore.LoggedOp
 
 func prepare(ops []store.Op, indexed indexSet) ([]prepared, []loggedOp, error) {
 	out := make([]prepared, len(ops))

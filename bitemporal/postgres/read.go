@@ -161,15 +161,6 @@ func (s *Store) TxLogCanonical(ctx context.Context, after int64, limit int) ([]s
 	return s.txLog(ctx, after, limit)
 }
 
-// txLogChunk bounds the hashes looked up by one query.
-const txLogChunk = 500
-
-// docRef is op `op` of the page's tx `tx`, which names document hash.
-type docRef struct {
-	tx, op int
-	hash   string
-}
-
 // txLogOnce reads a page of the log and its documents in one REPEATABLE
 // READ transaction, so an evict committed in between cannot split the page.
 func (s *Store) txLogOnce(ctx context.Context, after int64, limit int) ([]store.LoggedTx, [][]json.RawMessage, error) {
@@ -195,84 +186,43 @@ func (s *Store) txLogOnce(ctx context.Context, after int64, limit int) ([]store.
 	if err := rtx.SelectContext(ctx, &rows, q, args...); err != nil {
 		return nil, nil, dbErr("tx-log", "", err)
 	}
-	out := make([]store.LoggedTx, len(rows))
-	docs := make([][]json.RawMessage, len(rows))
-	byHash := map[string]json.RawMessage{}
-	var hashes []string
-	var refs []docRef
+	txs := make([]store.Tx, len(rows))
+	logged := make([][]loggedOp, len(rows))
 	for i, r := range rows {
-		var logged []loggedOp
-		if err := json.Unmarshal([]byte(r.Ops), &logged); err != nil {
+		if err := json.Unmarshal([]byte(r.Ops), &logged[i]); err != nil {
 			return nil, nil, &store.Error{Op: "tx-log", Kind: store.ErrInvalid, Msg: fmt.Sprintf("tx %d: stored ops are corrupt", r.ID), Err: err}
 		}
-		out[i] = store.LoggedTx{Tx: store.Tx{ID: r.ID, Time: fromMS(r.Time)}, Ops: make([]store.Op, len(logged))}
-		docs[i] = make([]json.RawMessage, len(logged))
-		for j, l := range logged {
-			op := store.Op{Kind: l.Kind, ID: l.ID}
-			if l.ValidFrom != nil {
-				t := fromMS(*l.ValidFrom)
-				op.ValidFrom = &t
-			}
-			if l.ValidTo != nil {
-				t := fromMS(*l.ValidTo)
-				op.ValidTo = &t
-			}
-			if l.Hash != "" {
-				refs = append(refs, docRef{i, j, l.Hash})
-				if _, ok := byHash[l.Hash]; !ok {
-					byHash[l.Hash] = nil
-					hashes = append(hashes, l.Hash)
-				}
-			}
-			out[i].Ops[j] = op
-		}
+		txs[i] = store.Tx{ID: r.ID, Time: fromMS(r.Time)}
 	}
-	for len(hashes) > 0 {
-		n := min(len(hashes), txLogChunk)
-		list, err := json.Marshal(hashes[:n])
-		if err != nil {
-			return nil, nil, err
-		}
-		hashes = hashes[n:]
-		var found []struct {
-			Hash string `db:"hash"`
-			Body string `db:"body"`
-		}
-		err = rtx.SelectContext(ctx, &found, `SELECT encode(d.hash, 'hex') AS hash, d.body FROM docs d
-			WHERE d.hash IN (SELECT decode(h, 'hex') FROM jsonb_array_elements_text($1::jsonb) AS h)`, string(list))
-		if err != nil {
-			return nil, nil, dbErr("tx-log", "", err)
-		}
-		for _, f := range found {
-			byHash[f.Hash] = json.RawMessage(f.Body)
-		}
-	}
-	for _, r := range refs {
-		// A hash with no document left was evicted: the op gets none.
-		if docs[r.tx][r.op] = byHash[r.hash]; docs[r.tx][r.op] == nil {
-			out[r.tx].Ops[r.op].Evicted = true
-		}
-	}
-	// An op's document is evicted when its entity was evicted after it (by
-	// a later tx, or later in its own): the store contract (store.TxLog),
-	// told by the entity's points as the SQLite store tells it.
-	first := map[string]sql.NullInt64{} // per entity: the least tx of its points
-	for i := range out {
-		for j, op := range out[i].Ops {
-			if (op.Kind != store.OpMatch && op.Kind != store.OpPut) || docs[i][j] == nil {
-				continue
+	out, docs, err := sqlcore.TxLogPage(txs, logged, sqlcore.LogReader{
+		DocsByHash: func(hashes []string) (map[string]json.RawMessage, error) {
+			list, err := json.Marshal(hashes)
+			if err != nil {
+				return nil, err
 			}
-			f, ok := first[op.ID]
-			if !ok {
-				if err := rtx.GetContext(ctx, &f, "SELECT min(tx_id) FROM points WHERE ent = $1", []byte(op.ID)); err != nil {
-					return nil, nil, dbErr("tx-log", op.ID, err)
-				}
-				first[op.ID] = f
+			var found []struct {
+				Hash string `db:"hash"`
+				Body string `db:"body"`
 			}
-			if !f.Valid || f.Int64 > out[i].ID {
-				docs[i][j], out[i].Ops[j].Evicted = nil, true
+			err = rtx.SelectContext(ctx, &found, `SELECT encode(d.hash, 'hex') AS hash, d.body FROM docs d
+				WHERE d.hash IN (SELECT decode(h, 'hex') FROM jsonb_array_elements_text($1::jsonb) AS h)`, string(list))
+			if err != nil {
+				return nil, dbErr("tx-log", "", err)
 			}
-		}
+			byHash := make(map[string]json.RawMessage, len(found))
+			for _, f := range found {
+				byHash[f.Hash] = json.RawMessage(f.Body)
+			}
+			return byHash, nil
+		},
+		FirstTx: func(id string) (sql.NullInt64, error) {
+			var f sql.NullInt64
+			err := rtx.GetContext(ctx, &f, "SELECT min(tx_id) FROM points WHERE ent = $1", []byte(id))
+			return f, dbErr("tx-log", id, err)
+		},
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return out, docs, rtx.Commit()
 }

@@ -26,14 +26,9 @@ type prepared struct {
 }
 
 // loggedOp is how an op is kept in the txs table: its document by content
-// hash. The SQLite store keeps the same form.
-type loggedOp struct {
-	Kind      store.OpKind `json:"op"`
-	ID        string       `json:"id"`
-	Hash      string       `json:"hash,omitempty"`
-	ValidFrom *int64       `json:"vf,omitempty"`
-	ValidTo   *int64       `json:"vt,omitempty"`
-}
+// hash. The SQLite store keeps the same form; Doc and Evicted stay empty
+// here (a match names its document by hash too).
+type loggedOp = sqlcore.LoggedOp
 
 func prepare(ops []store.Op) ([]prepared, []byte, error) {
 	out := make([]prepared, len(ops))

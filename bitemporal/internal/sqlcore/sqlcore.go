@@ -10,6 +10,7 @@ package sqlcore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -297,4 +298,122 @@ func RangePoints(start, end int64, winners func(fn func(Point) bool) error) (vts
 		return true
 	})
 	return vts, restore, err
+}
+
+// LoggedOp is how an op is kept in the txs table (its column ops, a JSON
+// array): its document by content hash.
+type LoggedOp struct {
+	Kind store.OpKind `json:"op"`
+	ID   string       `json:"id"`
+	Hash string       `json:"hash,omitempty"`
+	// Doc holds a match op's expected document inline (the SQLite store;
+	// put documents are referenced by Hash). An evict of the entity
+	// removes it and sets Evicted, so evicted content is gone from the
+	// file.
+	Doc       json.RawMessage `json:"doc,omitempty"`
+	Evicted   bool            `json:"evicted,omitempty"`
+	ValidFrom *int64          `json:"vf,omitempty"`
+	ValidTo   *int64          `json:"vt,omitempty"`
+}
+
+// TxLogChunk bounds the hashes looked up by one query of TxLogPage.
+const TxLogChunk = 500
+
+// LogReader is what TxLogPage reads, all in the read transaction of the
+// page (so that an evict in between cannot split it). Its errors are the
+// backend's store errors, returned as they are.
+type LogReader struct {
+	// DocsByHash returns the documents (canonical JSON) of content hashes,
+	// at most TxLogChunk of them; a hash with no document left is missing.
+	DocsByHash func(hashes []string) (map[string]json.RawMessage, error)
+	// FirstTx returns the least tx id of an entity's points; not Valid
+	// when it has none.
+	FirstTx func(id string) (sql.NullInt64, error)
+}
+
+// TxLogPage turns a page of the tx log, its transactions and their logged
+// ops, into the ops and their documents as store.TxLog gives them.
+func TxLogPage(txs []store.Tx, logged [][]LoggedOp, r LogReader) ([]store.LoggedTx, [][]json.RawMessage, error) {
+	type docRef struct {
+		tx, op int
+		hash   string
+	}
+	out := make([]store.LoggedTx, len(txs))
+	docs := make([][]json.RawMessage, len(txs))
+	// Documents by hash, read for the whole page at once.
+	byHash := map[string]json.RawMessage{}
+	var hashes []string
+	var refs []docRef
+	for i, tx := range txs {
+		out[i] = store.LoggedTx{Tx: tx, Ops: make([]store.Op, len(logged[i]))}
+		docs[i] = make([]json.RawMessage, len(logged[i]))
+		for j, l := range logged[i] {
+			op := store.Op{Kind: l.Kind, ID: l.ID, Evicted: l.Evicted}
+			if l.ValidFrom != nil {
+				t := time.UnixMilli(*l.ValidFrom).UTC()
+				op.ValidFrom = &t
+			}
+			if l.ValidTo != nil {
+				t := time.UnixMilli(*l.ValidTo).UTC()
+				op.ValidTo = &t
+			}
+			if len(l.Doc) > 0 {
+				docs[i][j] = l.Doc
+			}
+			if l.Hash != "" {
+				refs = append(refs, docRef{i, j, l.Hash})
+				if _, ok := byHash[l.Hash]; !ok {
+					byHash[l.Hash] = nil
+					hashes = append(hashes, l.Hash)
+				}
+			}
+			out[i].Ops[j] = op
+		}
+	}
+	for len(hashes) > 0 {
+		n := min(len(hashes), TxLogChunk)
+		found, err := r.DocsByHash(hashes[:n])
+		if err != nil {
+			return nil, nil, err
+		}
+		hashes = hashes[n:]
+		for h, d := range found {
+			byHash[h] = d
+		}
+	}
+	for _, ref := range refs {
+		// A hash with no document left was evicted: the op gets none.
+		if docs[ref.tx][ref.op] = byHash[ref.hash]; docs[ref.tx][ref.op] == nil {
+			out[ref.tx].Ops[ref.op].Evicted = true
+		}
+	}
+	// An op's document is evicted when its entity was evicted after it (by
+	// a later tx, or later in its own): the store contract (store.TxLog).
+	// Only an evict removes points, and every later point has a later tx,
+	// so that is when the entity has no point of the op's tx or earlier: a
+	// put wrote one (unless its valid time range is empty, a case the
+	// contract decides the same way), and a match that held saw one. The
+	// same content put again after the evict makes the hash resolve (its
+	// docs row is new), but does not bring back the points the op wrote or
+	// saw.
+	first := map[string]sql.NullInt64{} // per entity: the least tx of its points
+	for i := range out {
+		for j, op := range out[i].Ops {
+			if (op.Kind != store.OpMatch && op.Kind != store.OpPut) || docs[i][j] == nil {
+				continue
+			}
+			f, ok := first[op.ID]
+			if !ok {
+				var err error
+				if f, err = r.FirstTx(op.ID); err != nil {
+					return nil, nil, err
+				}
+				first[op.ID] = f
+			}
+			if !f.Valid || f.Int64 > out[i].ID {
+				docs[i][j], out[i].Ops[j].Evicted = nil, true
+			}
+		}
+	}
+	return out, docs, nil
 }
