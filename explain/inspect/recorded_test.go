@@ -1,9 +1,7 @@
 package inspect_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,46 +12,10 @@ import (
 	"github.com/ctxstore/ctxstore/explain/inspect"
 	"github.com/ctxstore/ctxstore/harness/formats"
 	"github.com/ctxstore/ctxstore/harness/importer"
+	"github.com/ctxstore/ctxstore/harness/recorded/recordedtest"
 	"github.com/ctxstore/ctxstore/internal/datasets"
 	"github.com/ctxstore/ctxstore/internal/storetestenv"
 )
-
-// fileCalls reads a Claude Code file as the API billed it, independently
-// of the decoders: one call per message id of the main thread's assistant
-// records with usage, and the tokens they sent.
-func fileCalls(t *testing.T, path string) (calls int, sent int64) {
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	seen := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		var r struct {
-			Type      string `json:"type"`
-			Sidechain bool   `json:"isSidechain"`
-			Message   struct {
-				ID    string `json:"id"`
-				Model string `json:"model"`
-				Usage *struct {
-					Input int64 `json:"input_tokens"`
-					Read  int64 `json:"cache_read_input_tokens"`
-					Write int64 `json:"cache_creation_input_tokens"`
-				} `json:"usage"`
-			} `json:"message"`
-		}
-		if json.Unmarshal(sc.Bytes(), &r) != nil || r.Type != "assistant" || r.Sidechain || r.Message.Usage == nil ||
-			r.Message.Model == "<synthetic>" || seen[r.Message.ID] {
-			continue
-		}
-		seen[r.Message.ID] = true
-		calls++
-		sent += r.Message.Usage.Input + r.Message.Usage.Read + r.Message.Usage.Write
-	}
-	return calls, sent
-}
 
 // TestRecordedSessionsNamedAndPriced: imported sessions are listed with
 // the name a person recognizes (the harness's title records, else the
@@ -108,7 +70,7 @@ func TestRecordedSessionsNamedAndPriced(t *testing.T) {
 		len(first.UnpricedModels) != 1 || first.UnpricedModels[0] != "claude-mystery-9" {
 		t.Errorf("titled session %+v", first)
 	}
-	calls, sent := fileCalls(t, small)
+	calls, sent := recordedtest.FileCalls(t, small)
 	cc := by["claude-code"]
 	for _, s := range ss {
 		if strings.HasPrefix(s.Harness, "claude-code") && s.ID != "sess-titled" {

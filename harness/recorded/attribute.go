@@ -20,6 +20,38 @@ const (
 func (d *Derived) attribute(i int) {
 	c := &d.Calls[i]
 	if c.Prev == 0 {
+		attributeWith(c, nil, link{})
+		return
+	}
+	p := &d.Calls[c.Prev-1]
+	shared := 0
+	for shared < len(c.msgs) && shared < len(p.msgs) && c.msgs[shared] == p.msgs[shared] {
+		shared++
+	}
+	l := link{shared: shared, prevMsgs: len(p.msgs), hour: d.hour(c.Prev - 1),
+		compacted:     d.compactedBetween(c.Lane, d.laneOf, p.first, c.first),
+		systemChanged: len(c.msgs) > 0 && len(p.msgs) > 0 && strings.HasPrefix(c.msgs[0], "s") && c.msgs[0] != p.msgs[0]}
+	if shared > 0 {
+		l.prefixBytes = c.ends[shared-1]
+	}
+	attributeWith(c, p, l)
+}
+
+// link is what attribution needs of a call's request against the
+// previous call's of its lane, fixed when the call is made: the messages
+// they share and the bytes those take in the call's request, how many
+// messages the previous request had, whether the system prompt changed
+// and a compaction came between them, and whether the lane's last cache
+// write at the previous call was a 1-hour one.
+type link struct {
+	shared, prefixBytes, prevMsgs  int
+	systemChanged, compacted, hour bool
+}
+
+// attributeWith says why call c's cache broke against p, the previous
+// call of its lane (nil: none), given their link.
+func attributeWith(c, p *Call, l link) {
+	if p == nil {
 		c.Cause = CauseFirst
 		c.Detail = "first call of its conversation: nothing was cached"
 		if c.Lane != "" {
@@ -27,21 +59,14 @@ func (d *Derived) attribute(i int) {
 		}
 		return
 	}
-	p := &d.Calls[c.Prev-1]
 	if !c.Time.IsZero() && !p.Time.IsZero() {
 		c.GapSeconds = c.Time.Sub(p.Time).Seconds()
 	}
-	shared := 0
-	for shared < len(c.msgs) && shared < len(p.msgs) && c.msgs[shared] == p.msgs[shared] {
-		shared++
-	}
+	shared := l.shared
 	c.PrefixMessages = shared
-	c.PrefixBytes = 0
-	if shared > 0 {
-		c.PrefixBytes = c.ends[shared-1]
-	}
+	c.PrefixBytes = l.prefixBytes
 	ttl := TTL
-	if d.hour(c.Prev - 1) {
+	if l.hour {
 		ttl = HourTTL
 	}
 	gap := time.Duration(c.GapSeconds * float64(time.Second))
@@ -50,7 +75,7 @@ func (d *Derived) attribute(i int) {
 	// have read: all of it when this request extends it, else the shared
 	// part's share.
 	expect := pSent
-	if shared < len(p.msgs) && p.Bytes > 0 {
+	if shared < l.prevMsgs && p.Bytes > 0 {
 		expect = int(float64(pSent) * float64(c.PrefixBytes) / float64(p.Bytes))
 	}
 	broke := false
@@ -93,13 +118,13 @@ func (d *Derived) attribute(i int) {
 	case c.Model != p.Model && c.Model != "" && p.Model != "":
 		c.Cause = CauseModel
 		c.Detail = fmt.Sprintf("the model changed from %s to %s: the cache is per model", p.Model, c.Model)
-	case d.compactedBetween(c.Lane, d.laneOf, p.first, c.first):
+	case l.compacted:
 		c.Cause = CauseCompact
 		c.Detail = "the conversation was compacted: its summary replaced the history the cache held"
 	case c.Shape != "" && p.Shape != "" && c.Shape != p.Shape:
 		c.Cause = CauseShape
 		c.Detail = "the system prompt or the tool list changed (the recorded request's shape differs)"
-	case len(c.msgs) > 0 && len(p.msgs) > 0 && strings.HasPrefix(c.msgs[0], "s") && c.msgs[0] != p.msgs[0]:
+	case l.systemChanged:
 		c.Cause = CauseSystem
 		c.Detail = "the system prompt changed: everything after it was written again"
 	case gap >= ttl:
@@ -108,7 +133,7 @@ func (d *Derived) attribute(i int) {
 	case c.Usage != nil && c.Usage.CacheRead == 0 && c.Usage.CacheWrite == 0:
 		c.Cause = CauseUncached
 		c.Detail = "the request neither read nor wrote the prompt cache (caching was off, or the provider did not cache it)"
-	case shared < len(p.msgs):
+	case shared < l.prevMsgs:
 		c.Cause = CauseChanged
 		c.Detail = fmt.Sprintf("message %d of the previous request changed (or was dropped): the messages from there on were written again", shared+1)
 	default:

@@ -12,9 +12,12 @@
 // ("recorded_call") and one per session ("recorded_calls") saying which
 // commits it was derived from. The session's prompts and answers are
 // written as its chat (session.PutRecordedChat), so full-text search and
-// query_session find them. Read gives the stored calls, or derives them
-// in memory when the store holds none or stale ones (a store imported
-// into before calls were derived); Request rebuilds one call's bytes.
+// query_session find them. Update derives only the commits the last
+// Update did not read, going on from the state it stored (a resume
+// document), a page of commits at a time (stream.go, update.go). Calls
+// gives the stored calls, or derives them in memory (Derive) when the
+// store holds none or stale ones (a store imported into before calls were
+// derived); Request rebuilds one call's bytes.
 //
 // Calls are numbered from 1 in the order the harness made them. A Claude
 // Code call is one API response (message id); sub-agent (sidechain)

@@ -14,47 +14,11 @@ import (
 	"github.com/ctxstore/ctxstore/harness/formats"
 	"github.com/ctxstore/ctxstore/harness/importer"
 	"github.com/ctxstore/ctxstore/harness/recorded"
+	"github.com/ctxstore/ctxstore/harness/recorded/recordedtest"
 	"github.com/ctxstore/ctxstore/internal/datasets"
 	"github.com/ctxstore/ctxstore/internal/storetestenv"
 	"github.com/ctxstore/ctxstore/session/commits"
 )
-
-// fileCalls reads a Claude Code file as the API billed it, independently
-// of the decoders: one call per message id of the main thread's assistant
-// records with usage, and the tokens they sent.
-func fileCalls(t *testing.T, path string) (calls int, sent int64) {
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	seen := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		var r struct {
-			Type      string `json:"type"`
-			Sidechain bool   `json:"isSidechain"`
-			Message   struct {
-				ID    string `json:"id"`
-				Model string `json:"model"`
-				Usage *struct {
-					Input int64 `json:"input_tokens"`
-					Read  int64 `json:"cache_read_input_tokens"`
-					Write int64 `json:"cache_creation_input_tokens"`
-				} `json:"usage"`
-			} `json:"message"`
-		}
-		if json.Unmarshal(sc.Bytes(), &r) != nil || r.Type != "assistant" || r.Sidechain || r.Message.Usage == nil ||
-			r.Message.Model == "<synthetic>" || seen[r.Message.ID] {
-			continue
-		}
-		seen[r.Message.ID] = true
-		calls++
-		sent += r.Message.Usage.Input + r.Message.Usage.Read + r.Message.Usage.Write
-	}
-	return calls, sent
-}
 
 // importFiles imports paths into a new SQLite store and returns the
 // commits service and the sessions of each file (a file may hold several,
@@ -143,7 +107,7 @@ func TestDatasetCalls(t *testing.T) {
 			want = piMessages(t, f)
 		default:
 			var sent int64
-			want, sent = fileCalls(t, f)
+			want, sent = recordedtest.FileCalls(t, f)
 			var got int64
 			for _, c := range calls {
 				if c.Usage == nil {

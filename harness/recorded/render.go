@@ -40,7 +40,14 @@ func (r *renderer) block(i int) *block {
 	if b, ok := r.blocks[i]; ok {
 		return b
 	}
-	e := r.evs[i]
+	b := renderBlock(r.evs[i])
+	r.blocks[i] = b
+	return b
+}
+
+// renderBlock renders event e as a content block (nil: the event is not
+// sent to the model).
+func renderBlock(e events.Event) *block {
 	var role, kind string
 	var v any
 	switch e.Type {
@@ -55,11 +62,11 @@ func (r *renderer) block(i int) *block {
 		}
 	case events.ToolResult:
 		if e.Tool != nil && e.Result != nil {
-			r := resultBlock{Type: "tool_result", ToolUseID: e.Tool.ID, Content: e.Result.Content, IsError: e.Result.IsError}
+			rb := resultBlock{Type: "tool_result", ToolUseID: e.Tool.ID, Content: e.Result.Content, IsError: e.Result.IsError}
 			if len(e.Result.Blocks) > 0 {
-				r.Content = e.Result.Blocks
+				rb.Content = e.Result.Blocks
 			}
-			role, kind, v = "user", "toolref", r
+			role, kind, v = "user", "toolref", rb
 		}
 	case events.Response:
 		if e.Text != "" {
@@ -85,7 +92,6 @@ func (r *renderer) block(i int) *block {
 			copy(b.sum[:], h[:12])
 		}
 	}
-	r.blocks[i] = b
 	return b
 }
 

@@ -28,46 +28,68 @@ type apiRequest struct {
 // request each assistant message answered (requestId). A request whose
 // message blobs are not all recorded is not used.
 func (d *Derived) readRequests(contents [][]byte) {
-	d.requests, d.blobs, d.reqOf = map[string]*apiRequest{}, map[string]json.RawMessage{}, map[string]string{}
+	rs := newRequests()
 	for _, b := range contents {
-		for line := range bytes.SplitSeq(b, []byte("\n")) {
-			line = bytes.TrimSpace(line)
-			if len(line) == 0 {
+		rs.read(b)
+	}
+	rs.prune()
+	d.requests, d.blobs, d.reqOf = rs.requests, rs.blobs, rs.reqOf
+}
+
+// requests are the recorded requests of a session's Claude Code commits.
+type requests struct {
+	requests map[string]*apiRequest // request id -> recorded request
+	blobs    map[string]json.RawMessage
+	reqOf    map[string]string // message id -> request id
+}
+
+func newRequests() *requests {
+	return &requests{requests: map[string]*apiRequest{}, blobs: map[string]json.RawMessage{}, reqOf: map[string]string{}}
+}
+
+// read reads the records of one commit's content.
+func (d *requests) read(b []byte) {
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		if bytes.Contains(line, []byte(`"api-request`)) {
+			r, err := claudecode.DecodeRecord(harness.Record{Data: line})
+			if err != nil || r.Request == nil {
 				continue
 			}
-			if bytes.Contains(line, []byte(`"api-request`)) {
-				r, err := claudecode.DecodeRecord(harness.Record{Data: line})
-				if err != nil || r.Request == nil {
-					continue
+			q := r.Request
+			switch string(r.Type) {
+			case "api-request":
+				if q.RequestID != "" {
+					d.requests[q.RequestID] = &apiRequest{Model: q.Model, Params: q.Params, Thinking: q.Thinking, Betas: q.Betas,
+						CacheControl: q.CacheControl, Messages: q.Messages, Shape: q.Shape}
 				}
-				q := r.Request
-				switch string(r.Type) {
-				case "api-request":
-					if q.RequestID != "" {
-						d.requests[q.RequestID] = &apiRequest{Model: q.Model, Params: q.Params, Thinking: q.Thinking, Betas: q.Betas,
-							CacheControl: q.CacheControl, Messages: q.Messages, Shape: q.Shape}
-					}
-				case "api-request-blob", "api-request-shape":
-					if q.Hash != "" && len(q.Body) > 0 {
-						d.blobs[q.Hash] = q.Body
-					}
+			case "api-request-blob", "api-request-shape":
+				if q.Hash != "" && len(q.Body) > 0 {
+					d.blobs[q.Hash] = q.Body
 				}
-				continue
 			}
-			if !bytes.Contains(line, []byte(`"requestId"`)) {
-				continue
-			}
-			var a struct {
-				RequestID harness.Str `json:"requestId"`
-				Message   struct {
-					ID harness.Str `json:"id"`
-				} `json:"message"`
-			}
-			if json.Unmarshal(line, &a) == nil && a.RequestID != "" && a.Message.ID != "" {
-				d.reqOf[string(a.Message.ID)] = string(a.RequestID)
-			}
+			continue
+		}
+		if !bytes.Contains(line, []byte(`"requestId"`)) {
+			continue
+		}
+		var a struct {
+			RequestID harness.Str `json:"requestId"`
+			Message   struct {
+				ID harness.Str `json:"id"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(line, &a) == nil && a.RequestID != "" && a.Message.ID != "" {
+			d.reqOf[string(a.Message.ID)] = string(a.RequestID)
 		}
 	}
+}
+
+// prune drops the requests whose message blobs are not all recorded.
+func (d *requests) prune() {
 	for id, q := range d.requests {
 		for _, h := range q.Messages {
 			if _, ok := d.blobs[h]; !ok {

@@ -8,9 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/objects/conversation"
-	"github.com/ctxstore/ctxstore/session"
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
 )
@@ -30,82 +28,6 @@ func CallID(sid string, n int) string { return "recorded-call:" + sid + ":" + st
 
 // StateID is the id of a session's state document.
 func StateID(sid string) string { return "recorded-calls:" + sid }
-
-// batch bounds the documents one transaction writes.
-const batch = 500
-
-// Update derives session sid's calls and turns and stores what changed
-// since the last Update: the calls from the last one stored on (the last
-// may have grown), the chat turns from the last one on, and the state
-// document. A derivation of another version, or of a chain that was
-// imported again from scratch, is stored whole. It returns the derivation.
-func Update(ctx context.Context, svc *commits.Service, sid string) (*Derived, error) {
-	st := svc.Store()
-	d, err := Derive(ctx, svc, sid)
-	if err != nil {
-		return nil, err
-	}
-	old, err := st.Entity(ctx, StateID(sid), store.Basis{})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return nil, err
-	}
-	fromCall, fromTurn, oldCalls := 1, 0, 0
-	if old != nil && asInt(old["version"]) == Version && asInt(old["commits"]) <= d.Commits {
-		oldCalls = asInt(old["calls"])
-		fromCall = max(1, min(oldCalls, len(d.Calls)+1))
-		fromTurn = max(0, min(asInt(old["turns"])-1, len(d.Turns)))
-	} else if old != nil {
-		oldCalls = asInt(old["calls"])
-	}
-	var ops []store.Op
-	flush := func() error {
-		if len(ops) == 0 {
-			return nil
-		}
-		_, err := store.SubmitWait(ctx, st, ops)
-		ops = nil
-		return err
-	}
-	for _, c := range d.Calls[fromCall-1:] {
-		ops = append(ops, store.Put(callDoc(sid, c)))
-		if len(ops) >= batch {
-			if err := flush(); err != nil {
-				return nil, fmt.Errorf("session %s: storing recorded calls: %w", sid, err)
-			}
-		}
-	}
-	for n := len(d.Calls) + 1; n <= oldCalls; n++ {
-		ops = append(ops, store.Delete(CallID(sid, n)))
-	}
-	if err := flush(); err != nil {
-		return nil, fmt.Errorf("session %s: storing recorded calls: %w", sid, err)
-	}
-	if len(d.Turns) > fromTurn {
-		turns := make([]objects.Turn, 0, len(d.Turns)-fromTurn)
-		for _, t := range d.Turns[fromTurn:] {
-			var as []map[string]any
-			for _, a := range t.Assistant {
-				as = append(as, map[string]any{"type": "text", "text": a})
-			}
-			turns = append(turns, objects.Turn{User: t.User, Assistant: as})
-		}
-		for len(turns) > 0 {
-			k := min(len(turns), batch)
-			if err := session.PutRecordedChat(ctx, st, sid, fromTurn, turns[:k]); err != nil {
-				return nil, err
-			}
-			fromTurn += k
-			turns = turns[k:]
-		}
-	}
-	state := store.Doc{store.IDKey: StateID(sid), "type": StateType, "session_id": sid, "version": int64(Version),
-		"commits": int64(d.Commits), "tip": d.Tip, "calls": int64(len(d.Calls)), "turns": int64(len(d.Turns)),
-		"title": d.Title, "prompt": clip(d.Prompt, 400), "totals": totalsOf(d.Calls).doc()}
-	if _, err := store.SubmitWait(ctx, st, []store.Op{store.Put(state)}); err != nil {
-		return nil, fmt.Errorf("session %s: storing recorded calls: %w", sid, err)
-	}
-	return d, nil
-}
 
 func callDoc(sid string, c Call) store.Doc {
 	d := store.Doc{store.IDKey: CallID(sid, c.N), "type": CallType, "session_id": sid, "call": int64(c.N),
@@ -195,53 +117,63 @@ type LostTotals struct {
 const NoModel = "-"
 
 func totalsOf(cs []Call) *Totals {
-	t := &Totals{ByModel: map[string]*ModelTotals{}, Lost: map[string]map[string]*LostTotals{}}
+	t := newTotals()
 	for _, c := range cs {
-		key := c.Model
-		if key == "" {
-			key = NoModel
-		}
-		m := t.ByModel[key]
-		if m == nil {
-			m = &ModelTotals{}
-			t.ByModel[key] = m
-		}
-		m.Calls++
-		if u := c.Usage; u != nil {
-			m.Usage.Input += u.Input
-			m.Usage.Output += u.Output
-			m.Usage.CacheRead += u.CacheRead
-			m.Usage.CacheWrite += u.CacheWrite
-			m.Usage.CacheWrite1h += u.CacheWrite1h
-			t.CachedTokens += u.CacheRead
-		} else {
-			m.Unrecorded++
-		}
-		t.TokensSent += int64(c.Sent())
-		t.LastTokens = c.Sent()
-		if !c.Time.IsZero() {
-			t.LastTime = c.Time
-		}
-		if c.Cause != CauseNone && c.Cause != CauseFirst {
-			byModel := t.Lost[c.Cause]
-			if byModel == nil {
-				byModel = map[string]*LostTotals{}
-				t.Lost[c.Cause] = byModel
-			}
-			l := byModel[key]
-			if l == nil {
-				l = &LostTotals{}
-				byModel[key] = l
-			}
-			l.Calls++
-			if c.Usage != nil && c.Usage.CacheWrite1h > 0 {
-				l.Rewritten1h += int64(c.RewrittenTokens)
-			} else {
-				l.Rewritten += int64(c.RewrittenTokens)
-			}
-		}
+		t.add(c)
 	}
 	return t
+}
+
+func newTotals() *Totals {
+	return &Totals{ByModel: map[string]*ModelTotals{}, Lost: map[string]map[string]*LostTotals{}}
+}
+
+// add counts call c in t (calls are added in order: the last one added
+// gives LastTime and LastTokens).
+func (t *Totals) add(c Call) {
+	key := c.Model
+	if key == "" {
+		key = NoModel
+	}
+	m := t.ByModel[key]
+	if m == nil {
+		m = &ModelTotals{}
+		t.ByModel[key] = m
+	}
+	m.Calls++
+	if u := c.Usage; u != nil {
+		m.Usage.Input += u.Input
+		m.Usage.Output += u.Output
+		m.Usage.CacheRead += u.CacheRead
+		m.Usage.CacheWrite += u.CacheWrite
+		m.Usage.CacheWrite1h += u.CacheWrite1h
+		t.CachedTokens += u.CacheRead
+	} else {
+		m.Unrecorded++
+	}
+	t.TokensSent += int64(c.Sent())
+	t.LastTokens = c.Sent()
+	if !c.Time.IsZero() {
+		t.LastTime = c.Time
+	}
+	if c.Cause != CauseNone && c.Cause != CauseFirst {
+		byModel := t.Lost[c.Cause]
+		if byModel == nil {
+			byModel = map[string]*LostTotals{}
+			t.Lost[c.Cause] = byModel
+		}
+		l := byModel[key]
+		if l == nil {
+			l = &LostTotals{}
+			byModel[key] = l
+		}
+		l.Calls++
+		if c.Usage != nil && c.Usage.CacheWrite1h > 0 {
+			l.Rewritten1h += int64(c.RewrittenTokens)
+		} else {
+			l.Rewritten += int64(c.RewrittenTokens)
+		}
+	}
 }
 
 func (t *Totals) doc() map[string]any {

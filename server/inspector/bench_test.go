@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"syscall"
@@ -106,9 +107,11 @@ func BenchmarkPagingPage(b *testing.B) {
 // another size), the
 // sessions page, the session's first page and a page deep in it:
 // index_ms, session_ms and deep_ms per page, cpu_ms/page and
-// alloc_mb/page (the process's CPU time and Go allocations per page), and
-// peak_rss_mb, the process's peak resident memory while the pages render
-// (the memory building kept is given back and the peak reset first).
+// alloc_mb/page (the process's CPU time and Go allocations per page),
+// peak_heap_mb, the most Go heap in use while the pages render above what
+// was in use before (sampled every millisecond), and peak_rss_mb, the
+// process's peak resident memory while the pages render (the memory
+// building kept is given back and the peak reset first).
 // docs/benchmarks.md records the figures.
 func BenchmarkRecordedPages500k(b *testing.B) {
 	n := 500000
@@ -128,6 +131,7 @@ func BenchmarkRecordedPages500k(b *testing.B) {
 	resetPeakRSS(b)
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
+	stop := sampleHeap()
 	b.ResetTimer()
 	var index, first, mid, cpu time.Duration
 	for b.Loop() {
@@ -144,13 +148,41 @@ func BenchmarkRecordedPages500k(b *testing.B) {
 		}
 	}
 	runtime.ReadMemStats(&m1)
+	peakHeap := stop()
 	k := float64(b.N)
 	b.ReportMetric(float64(index.Milliseconds())/k, "index_ms")
 	b.ReportMetric(float64(first.Milliseconds())/k, "session_ms")
 	b.ReportMetric(float64(mid.Milliseconds())/k, "deep_ms")
 	b.ReportMetric(float64(cpu.Milliseconds())/k/3, "cpu_ms/page")
 	b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/k/3/1e6, "alloc_mb/page")
+	b.ReportMetric(float64(peakHeap-m0.HeapAlloc)/1e6, "peak_heap_mb")
 	b.ReportMetric(peakRSSMB(b), "peak_rss_mb")
+}
+
+// sampleHeap samples the Go heap in use every millisecond until the
+// function it returns is called, which returns the most seen.
+func sampleHeap() func() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	done, peak := make(chan struct{}), make(chan uint64)
+	go func() {
+		var most uint64
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(s)
+			most = max(most, s[0].Value.Uint64())
+			select {
+			case <-done:
+				peak <- most
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		return <-peak
+	}
 }
 
 // cpuTime is the CPU time the process has used (user and system): a

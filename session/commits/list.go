@@ -49,3 +49,50 @@ func (s *Service) ListCommits(ctx context.Context, sessions []string) ([]*Commit
 	})
 	return out, nil
 }
+
+// ListDepths returns the commits of session sid whose depth is in [from,
+// to), in ListCommits's order: a page of a long chain read without the
+// rest (one query, the depths listed: a store's field index gives the
+// candidates by depth, however many commits the session has).
+func (s *Service) ListDepths(ctx context.Context, sid string, from, to int64) ([]*Commit, error) {
+	depths := make([]any, 0, max(0, to-from))
+	for d := from; d < to; d++ {
+		depths = append(depths, d)
+	}
+	docs, err := s.st.Query(ctx, store.Query{Where: []store.Pred{store.Where("type", DocCommit), store.Where("session", sid),
+		{Field: "depth", Op: store.In, Values: depths}}})
+	if err != nil {
+		return nil, fmt.Errorf("commits: listing %s at depths %d..%d: %w", sid, from, to-1, err)
+	}
+	out := make([]*Commit, 0, len(docs))
+	for _, d := range docs {
+		c, err := fromDoc(d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		switch {
+		case a.Depth != b.Depth:
+			return a.Depth < b.Depth
+		case !a.Created.Equal(b.Created):
+			return a.Created.Before(b.Created)
+		}
+		return a.ID < b.ID
+	})
+	return out, nil
+}
+
+// NextDepth returns the depth of session sid's shallowest commit deeper
+// than after (ok false: it has none).
+func (s *Service) NextDepth(ctx context.Context, sid string, after int64) (depth int64, ok bool, err error) {
+	docs, err := s.st.Query(ctx, store.Query{Where: []store.Pred{store.Where("type", DocCommit), store.Where("session", sid),
+		{Field: "depth", Op: store.Gt, Value: after}}, OrderBy: []store.Order{{Field: "depth"}}, Limit: 1, Find: []string{"depth"}})
+	if err != nil || len(docs) == 0 {
+		return 0, false, err
+	}
+	f, _ := store.Num(docs[0]["depth"])
+	return int64(f), true, nil
+}

@@ -50,8 +50,11 @@ func Recorded(tb testing.TB, st store.Store, sid string, n, perCall int, start t
 			}
 		}
 	}
-	if _, err := recorded.Update(ctx, commits.New(st, commits.Options{Registry: formats.Commits()}), sid); err != nil {
+	t0 := time.Now()
+	u, err := recorded.Update(ctx, commits.New(st, commits.Options{Registry: formats.Commits()}), sid)
+	if err != nil {
 		tb.Fatalf("inspecttest: deriving %s's calls: %v", sid, err)
 	}
+	tb.Logf("inspecttest: derived %d calls of %s's %d commits in %v", u.Calls, sid, u.Commits, time.Since(t0).Round(time.Millisecond))
 	return ids
 }
