@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/ctxstore/ctxstore/bitemporal"
-	"github.com/ctxstore/ctxstore/server/ccproxy/apicheck"
+	"github.com/ctxstore/ctxstore/context/ccmanaged/apicheck"
 	"github.com/ctxstore/ctxstore/store"
 )
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxstore/ctxstore/context/ccmanaged/apicheck"
 	"github.com/ctxstore/ctxstore/integrations/claudecode/hooks"
-	"github.com/ctxstore/ctxstore/server/ccproxy/apicheck"
 )
 
 // FuzzManaged drives managed mode with arbitrary bodies, twice in a row

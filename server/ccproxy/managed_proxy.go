@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ctxstore/ctxstore/server/ccproxy/apicheck"
+	"github.com/ctxstore/ctxstore/context/ccmanaged/apicheck"
 )
 
 // Store keeps managed mode's decisions, by conversation, and its calls.
@@ -125,7 +125,7 @@ func (p *Proxy) managedBody(s *session, body []byte, now time.Time, ttl time.Dur
 	if err != nil {
 		var u errUnknown
 		if errors.As(err, &u) {
-			p.once("unknown:"+u.why, false, "session %s: a request managed mode does not understand (%s): passed on unchanged; said once", s.name(), u.why)
+			p.once("unknown:"+u.Why, false, "session %s: a request managed mode does not understand (%s): passed on unchanged; said once", s.name(), u.Why)
 		} else {
 			p.once("fail", true, "ctxstore claude-code proxy: managed mode failed (%v): the request passed on unchanged; the session goes on", err)
 		}
@@ -171,27 +171,13 @@ func (p *Proxy) count(f func(*Stats)) {
 	p.mu.Unlock()
 }
 
-// Manage is managed mode as a function, for a caller that replays a
-// session's requests through the code the proxy runs (the replay): it
-// returns the body sent for a request of conversation state (what the
-// previous call returned; nil for a conversation's first request) of
-// session sid, sent at now with cache lifetime ttl, and the state after
-// it. An error says the request passes through unchanged. Spill files
-// are written as the proxy writes them; nothing is recorded.
+// Manage is managed mode as a function (ccmanaged.Config.Manage, the
+// code the replay runs): it returns the body sent for a request of
+// conversation state (what the previous call returned; nil for a
+// conversation's first request) of session sid, sent at now with cache
+// lifetime ttl, and the state after it. An error says the request passes
+// through unchanged. Spill files are written as the proxy writes them;
+// nothing is recorded.
 func (mc *ManagedConfig) Manage(sid string, state, body []byte, now time.Time, ttl time.Duration) ([]byte, []byte, error) {
-	var st convState
-	if len(state) > 0 {
-		if err := json.Unmarshal(state, &st); err != nil {
-			return nil, nil, fmt.Errorf("ccproxy: managed state: %w", err)
-		}
-	}
-	out, _, err := mc.manage(sid, &st, body, now, ttl)
-	if err != nil {
-		return nil, nil, err
-	}
-	if errs := apicheck.Check(out); len(errs) > 0 && len(apicheck.Check(body)) == 0 {
-		return nil, nil, fmt.Errorf("ccproxy: a managed request broke a Messages API rule: %w", errs[0])
-	}
-	ns, err := json.Marshal(st)
-	return out, ns, err
+	return mc.core().Manage(sid, state, body, now, ttl)
 }

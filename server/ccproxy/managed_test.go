@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/ctxstore/ctxstore/context/assemble"
+	"github.com/ctxstore/ctxstore/context/ccmanaged/apicheck"
 	"github.com/ctxstore/ctxstore/integrations/claudecode/hooks"
 	"github.com/ctxstore/ctxstore/internal/jsontext"
-	"github.com/ctxstore/ctxstore/server/ccproxy/apicheck"
 )
 
 // conv builds a Claude Code conversation as its requests carry it: each
