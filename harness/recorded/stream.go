@@ -227,34 +227,38 @@ func (d *deriver) run() error {
 			return err
 		}
 	}
-	from := d.depth + 1
-	if !d.resumed {
-		first, ok, err := d.svc.NextDepth(d.ctx, d.sid, -1)
-		if err != nil || !ok {
-			return err
-		}
-		from = first
+	return d.pages(d.depth, d.page)
+}
+
+// pages calls fn with the session's commits deeper than after, a page of
+// depths at a time: from 64 depths, doubling to depthPage (an update
+// that brings a few commits asks for few depths). A page that ends
+// before its last depth is looked past once (a session's commits may
+// continue deeper, after commits of another session).
+func (d *deriver) pages(after int64, fn func([]*commits.Commit) error) error {
+	from, ok, err := d.svc.NextDepth(d.ctx, d.sid, after)
+	if err != nil || !ok {
+		return err
 	}
-	for {
-		cs, err := d.svc.ListDepths(d.ctx, d.sid, from, from+depthPage)
+	for size := int64(64); ; size = min(2*size, depthPage) {
+		cs, err := d.svc.ListDepths(d.ctx, d.sid, from, from+size)
 		if err != nil {
 			return err
 		}
-		if len(cs) == 0 {
-			next, ok, err := d.svc.NextDepth(d.ctx, d.sid, from-1)
-			if err != nil || !ok {
+		if len(cs) > 0 {
+			if err := fn(cs); err != nil {
 				return err
 			}
-			if next < from+depthPage {
-				return fmt.Errorf("session %s: no commits at depths %d..%d, yet one at %d", d.sid, from, from+depthPage-1, next)
-			}
-			from = next
+		}
+		if len(cs) > 0 && cs[len(cs)-1].Depth == from+size-1 {
+			from += size
 			continue
 		}
-		if err := d.page(cs); err != nil {
+		next, ok, err := d.svc.NextDepth(d.ctx, d.sid, from+size-1)
+		if err != nil || !ok {
 			return err
 		}
-		from += depthPage
+		from = next
 	}
 }
 
@@ -262,14 +266,9 @@ func (d *deriver) run() error {
 // (Derive's readRequests, a commit at a time).
 func (d *deriver) readRequests() error {
 	d.reqs = newRequests()
-	from, ok, err := d.svc.NextDepth(d.ctx, d.sid, -1)
-	for ok && err == nil {
-		var cs []*commits.Commit
-		if cs, err = d.svc.ListDepths(d.ctx, d.sid, from, from+depthPage); err != nil {
-			return err
-		}
+	err := d.pages(-1, func(cs []*commits.Commit) error {
 		for _, c := range cs {
-			if !used(c) || c.Format != commits.FormatClaudeCode {
+			if c.Session != d.sid || !used(c) || c.Format != commits.FormatClaudeCode {
 				continue
 			}
 			b, err := d.svc.Content(d.ctx, c)
@@ -278,15 +277,8 @@ func (d *deriver) readRequests() error {
 			}
 			d.reqs.read(b)
 		}
-		if len(cs) == 0 {
-			next := from
-			if from, ok, err = d.svc.NextDepth(d.ctx, d.sid, next-1); ok && from < next+depthPage {
-				return fmt.Errorf("session %s: no commits at depths %d..%d, yet one at %d", d.sid, next, next+depthPage-1, from)
-			}
-		} else {
-			from += depthPage
-		}
-	}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
