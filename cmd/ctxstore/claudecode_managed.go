@@ -8,29 +8,27 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/ctxstore/ctxstore/bitemporal"
-	"github.com/ctxstore/ctxstore/internal/jsontext"
+	"github.com/ctxstore/ctxstore/explain/inspect"
 	"github.com/ctxstore/ctxstore/server/ccproxy"
+	"github.com/ctxstore/ctxstore/server/inspector"
 	"github.com/ctxstore/ctxstore/store"
 )
 
-// The documents managed mode keeps (docs/claude-code.md, "Managed mode"):
-// a conversation's decisions, each managed call, and the messages and
-// heads (the request without its messages) the calls name by SHA-256, each
-// stored once.
+// The documents managed mode keeps: ccproxy's record types (read by
+// ccproxy.ReadCalls and ccproxy.Bodies).
 const (
-	ccConvType    = "ccproxy_conversation"
-	ccCallType    = "ccproxy_call"
-	ccMessageType = "ccproxy_message"
-	ccHeadType    = "ccproxy_head"
+	ccConvType    = ccproxy.ConversationType
+	ccCallType    = ccproxy.CallType
+	ccMessageType = ccproxy.MessageType
+	ccHeadType    = ccproxy.HeadType
 )
 
 // proxyStore is the managed proxy's ccproxy.Store in a ctxstore store. The
@@ -235,127 +233,6 @@ func (s *proxyStore) Close() {
 	<-s.done
 }
 
-// managedCall is a recorded managed call as `claude-code calls` lists it.
-type managedCall struct {
-	N            int    `json:"n"`
-	Session      string `json:"session_id"`
-	Conversation string `json:"conversation"`
-	Call         int    `json:"call"`
-	Time         string `json:"time"`
-	Collapsed    int    `json:"collapsed"`
-	New          int    `json:"new_collapses"`
-	Previews     int    `json:"previews"`
-	Rebase       string `json:"rebase,omitempty"`
-	Breakpoints  int    `json:"breakpoints"`
-	SentBytes    int    `json:"sent_bytes"`
-	AskedBytes   int    `json:"asked_bytes"`
-	doc          store.Doc
-}
-
-// managedCalls returns session sid's recorded managed calls (sid or a
-// unique prefix of it), in the order they were sent, numbered from 1.
-func managedCalls(ctx context.Context, st store.Store, sid string) ([]managedCall, error) {
-	docs, err := st.Query(ctx, store.Query{Where: []store.Pred{store.Where("type", ccCallType), store.Where("session_id", sid)}})
-	if err != nil {
-		return nil, err
-	}
-	if len(docs) == 0 {
-		ids, err := store.Values(ctx, st, store.Query{Where: []store.Pred{store.Where("type", ccConvType)}}, "session_id", "", 0)
-		if err != nil {
-			return nil, err
-		}
-		var match []string
-		for _, id := range ids {
-			if strings.HasPrefix(id, sid) {
-				match = append(match, id)
-			}
-		}
-		switch len(match) {
-		case 0:
-			return nil, fmt.Errorf("no managed calls recorded for session %q (managed mode records them in the store run or proxy --managed used)", sid)
-		case 1:
-			return managedCalls(ctx, st, match[0])
-		default:
-			return nil, fmt.Errorf("session prefix %q names %d sessions: %s", sid, len(match), strings.Join(match, ", "))
-		}
-	}
-	var out []managedCall
-	for _, d := range docs {
-		c := managedCall{doc: d, Session: str(d["session_id"]), Conversation: str(d["conversation"]), Call: num(d["call"]), Time: str(d["time"]),
-			Collapsed: num(d["collapsed"]), New: num(d["new_collapses"]), Previews: num(d["previews"]), Rebase: str(d["rebase"]),
-			Breakpoints: num(d["breakpoints"]), SentBytes: num(d["sent_bytes"]), AskedBytes: num(d["asked_bytes"])}
-		out = append(out, c)
-	}
-	slices.SortFunc(out, func(a, b managedCall) int {
-		if c := strings.Compare(a.Time, b.Time); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.Conversation, b.Conversation); c != 0 {
-			return c
-		}
-		return a.Call - b.Call
-	})
-	for i := range out {
-		out[i].N = i + 1
-	}
-	return out, nil
-}
-
-func str(v any) string {
-	s, _ := v.(string)
-	return s
-}
-
-func num(v any) int {
-	switch x := v.(type) {
-	case float64:
-		return int(x)
-	case int64:
-		return int(x)
-	case int:
-		return x
-	case json.Number:
-		n, _ := x.Int64()
-		return int(n)
-	}
-	return 0
-}
-
-// managedBody rebuilds the request a recorded managed call sent: its head
-// with its messages, from the documents that hold them.
-func managedBody(ctx context.Context, st store.Store, c managedCall) ([]byte, error) {
-	blob := func(typ, h string) ([]byte, error) {
-		d, err := st.Entity(ctx, typ+":"+h, store.Basis{})
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", typ, h, err)
-		}
-		return []byte(str(d["body"])), nil
-	}
-	head, err := blob(ccHeadType, str(c.doc["head"]))
-	if err != nil {
-		return nil, err
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(head, &top); err != nil {
-		return nil, err
-	}
-	hashes, _ := c.doc["messages"].([]any)
-	msgs := make([]json.RawMessage, 0, len(hashes))
-	for _, h := range hashes {
-		b, err := blob(ccMessageType, str(h))
-		if err != nil {
-			return nil, err
-		}
-		msgs = append(msgs, b)
-	}
-	list, err := json.Marshal(msgs)
-	if err != nil {
-		return nil, err
-	}
-	top["messages"] = list
-	return jsontext.Marshal(top)
-}
-
 // ccCallsCmd is `ctxstore claude-code calls`.
 type ccCallsCmd struct {
 	Session string `arg:"" help:"The Claude Code session (its id or a unique prefix)."`
@@ -387,7 +264,11 @@ func (c *ccCallsCmd) Run(a *app) error {
 		return err
 	}
 	defer st.Close()
-	calls, err := managedCalls(a.ctx, st, c.Session)
+	sid, err := ccproxy.ResolveSession(a.ctx, st, c.Session)
+	if err != nil {
+		return err
+	}
+	calls, err := ccproxy.ReadCalls(a.ctx, st, sid)
 	if err != nil {
 		return err
 	}
@@ -395,19 +276,123 @@ func (c *ccCallsCmd) Run(a *app) error {
 		if c.Raw < 1 || c.Raw > len(calls) {
 			return usagef("--raw %d: the session has %d managed calls", c.Raw, len(calls))
 		}
-		b, err := managedBody(a.ctx, st, calls[c.Raw-1])
+		b, err := ccproxy.Bodies(a.ctx, st, calls[c.Raw-1:c.Raw])
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(a.stdout, "%s\n", b)
+		_, err = fmt.Fprintf(a.stdout, "%s\n", b[0])
 		return err
 	}
 	if a.cli.JSON {
+		if calls == nil {
+			calls = []ccproxy.RecordedCall{}
+		}
 		return a.printJSON(calls)
 	}
 	fmt.Fprintf(a.stdout, "%4s  %-12s %4s  %-20s %9s %5s %8s %-8s %11s %11s\n", "n", "conversation", "call", "time", "collapsed", "new", "previews", "rebase", "sent", "asked")
 	for _, x := range calls {
-		fmt.Fprintf(a.stdout, "%4d  %-12s %4d  %-20s %9d %5d %8d %-8s %11d %11d\n", x.N, x.Conversation, x.Call, x.Time[:min(len(x.Time), 19)], x.Collapsed, x.New, x.Previews, x.Rebase, x.SentBytes, x.AskedBytes)
+		fmt.Fprintf(a.stdout, "%4d  %-12s %4d  %-20s %9d %5d %8d %-8s %11d %11d\n", x.N, x.Conversation, x.Call, x.Time.UTC().Format("2006-01-02T15:04:05"), x.Collapsed, x.New, x.Previews, x.Rebase, x.SentBytes, x.AskedBytes)
 	}
 	return nil
+}
+
+// loadManaged pairs a recorded session's calls (session: its id or a
+// prefix) with the managed calls the store holds of it; nil when none.
+func loadManaged(a *app, st store.Store, session string) (*inspector.Managed, error) {
+	sid, err := inspect.ResolveSession(a.ctx, st, session)
+	if err != nil {
+		return nil, err
+	}
+	return inspector.LoadManaged(a.ctx, st, sid)
+}
+
+// callWithManaged is a recorded call as `calls --json` lists it for a
+// session run through managed mode: the call and, when one sent the model
+// its managed form, that managed call.
+type callWithManaged struct {
+	inspect.Call
+	Managed *ccproxy.RecordedCall `json:"managed,omitempty"`
+}
+
+func withManaged(cs []inspect.Call, m *inspector.Managed) []callWithManaged {
+	out := make([]callWithManaged, len(cs))
+	for i, c := range cs {
+		out[i].Call = c
+		if mc, ok := m.For(c.N); ok {
+			out[i].Managed = &mc.Call
+		}
+	}
+	return out
+}
+
+// sentShare is what the model got as a share of what Claude Code asked to
+// send, in bytes.
+func sentShare(c ccproxy.RecordedCall) string {
+	if c.AskedBytes <= 0 {
+		return "-"
+	}
+	return pct(float64(c.SentBytes) / float64(c.AskedBytes))
+}
+
+// managedShared is, for `call N --diff M`, how many messages the two
+// calls' managed requests share: the prefix the later one could read from
+// the cache the earlier one wrote, as the model got them.
+type managedShared struct {
+	From         int    `json:"from"`
+	To           int    `json:"to"`
+	FromManaged  int    `json:"from_managed"`
+	ToManaged    int    `json:"to_managed"`
+	Shared       int    `json:"shared_messages"`
+	Messages     int    `json:"messages"`
+	Conversation string `json:"conversation"`
+	Same         bool   `json:"same_conversation"`
+}
+
+// sharedOf compares recorded calls from and to as the model got them; nil
+// when either has no managed form.
+func sharedOf(m *inspector.Managed, from, to int) *managedShared {
+	a, ok1 := m.For(from)
+	b, ok2 := m.For(to)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	return &managedShared{From: from, To: to, FromManaged: a.Call.N, ToManaged: b.Call.N, Shared: ccproxy.SharedMessages(a.Call, b.Call),
+		Messages: len(b.Call.Messages()), Conversation: b.Call.Conversation, Same: a.Call.Conversation == b.Call.Conversation}
+}
+
+func (s *managedShared) String() string {
+	if !s.Same {
+		return fmt.Sprintf("as the model got them (managed calls %d and %d): different conversations", s.FromManaged, s.ToManaged)
+	}
+	return fmt.Sprintf("as the model got them (managed calls %d and %d of conversation %s): the first %d of %d messages alike",
+		s.FromManaged, s.ToManaged, s.Conversation, s.Shared, s.Messages)
+}
+
+// printManagedCall says what managed mode sent the model for a recorded
+// call, and each tool result it got otherwise than Claude Code asked.
+func printManagedCall(w io.Writer, mc *inspector.ManagedCall, full bool) {
+	c := mc.Call
+	rebase := ""
+	if c.Rebase != "" {
+		rebase = ", rebase (" + c.Rebase + ")"
+	}
+	fmt.Fprintf(w, "managed: managed call %d (conversation %s, call %d): the model got %d bytes of the %d Claude Code asked to send (%s); %d outputs shown collapsed (%d new), %d previews, %d breakpoints%s\n",
+		c.N, c.Conversation, c.Call, c.SentBytes, c.AskedBytes, sentShare(c), c.Collapsed, c.New, c.Previews, c.Breakpoints, rebase)
+	fmt.Fprintln(w, "         (--raw prints what the model got, --raw --asked what Claude Code asked to send)")
+	if len(mc.Changes) == 0 {
+		fmt.Fprintln(w, "         every tool result as Claude Code asked")
+		return
+	}
+	fmt.Fprintf(w, "         %d tool results the model got otherwise:\n", len(mc.Changes))
+	for i, ch := range mc.Changes {
+		if !full && i == 10 {
+			fmt.Fprintf(w, "         … %d more (--full)\n", len(mc.Changes)-10)
+			break
+		}
+		asked := fmt.Sprintf("%d chars", ch.Asked)
+		if ch.Missing {
+			asked = "not in the recorded request"
+		}
+		fmt.Fprintf(w, "         %s: %s asked, %d sent: %s\n", ch.ToolUseID, asked, ch.Sent, ch.Text)
+	}
 }

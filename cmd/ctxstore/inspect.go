@@ -11,6 +11,7 @@ import (
 	"github.com/ctxstore/ctxstore/explain/inspect"
 	"github.com/ctxstore/ctxstore/harness/formats"
 	"github.com/ctxstore/ctxstore/harness/recorded"
+	"github.com/ctxstore/ctxstore/server/inspector"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -245,14 +246,23 @@ func (c *callsCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
+	var m *inspector.Managed
+	if len(cs) > 0 && cs[0].Recorded {
+		if m, err = loadManaged(a, st, c.Session); err != nil {
+			return err
+		}
+	}
 	if a.cli.JSON {
 		if cs == nil {
 			cs = []inspect.Call{}
 		}
+		if m != nil {
+			return a.printJSON(withManaged(cs, m))
+		}
 		return a.printJSON(cs)
 	}
 	if len(cs) > 0 && cs[0].Recorded {
-		return recordedCalls(a, cs)
+		return recordedCalls(a, cs, m)
 	}
 	t := newTable(a.stdout, "CALL", "TIME", "TOKENS", "CACHED", "COST", "BREAK", "REWRITTEN", "LOST", "REBASE", "COLLAPSED")
 	for _, x := range cs {
@@ -270,8 +280,18 @@ func (c *callsCmd) Run(a *app) error {
 // (a sub-agent's), model, the usage the provider reported (uncached
 // input, cache read, 5-minute and 1-hour cache writes, output), its cost
 // for its model, and why the cache broke.
-func recordedCalls(a *app, cs []inspect.Call) error {
-	t := newTable(a.stdout, "CALL", "TIME", "LANE", "MODEL", "INPUT", "CACHE READ", "WRITE 5M", "WRITE 1H", "OUTPUT", "COST", "BREAK", "REWRITTEN", "LOST")
+//
+// For a session that went through managed mode (m not nil) each call also
+// names the managed call that sent the model its managed form (MANAGED:
+// its number in claude-code calls, "-" for a request passed on as Claude
+// Code wrote it), what the model got as a share of what Claude Code asked
+// to send (SENT) and how many outputs it saw collapsed (COLLAPSED).
+func recordedCalls(a *app, cs []inspect.Call, m *inspector.Managed) error {
+	head := []any{"CALL", "TIME", "LANE", "MODEL", "INPUT", "CACHE READ", "WRITE 5M", "WRITE 1H", "OUTPUT", "COST", "BREAK", "REWRITTEN", "LOST"}
+	if m != nil {
+		head = append(head, "MANAGED", "SENT", "COLLAPSED")
+	}
+	t := newTable(a.stdout, head...)
 	for _, x := range cs {
 		in, read, w5, w1, out := "-", "-", "-", "-", "-"
 		if u := x.Usage; u != nil {
@@ -282,8 +302,16 @@ func recordedCalls(a *app, cs []inspect.Call) error {
 		if x.CostUnknown {
 			cost, lost = "unknown", "-"
 		}
-		t.row(strconv.Itoa(x.N), x.Time.Local().Format("15:04:05"), orDash(x.Lane), orDash(x.Model), in, read, w5, w1, out,
-			cost, x.Break.Cause, strconv.Itoa(x.Break.RewrittenTokens), lost)
+		row := []any{strconv.Itoa(x.N), x.Time.Local().Format("15:04:05"), orDash(x.Lane), orDash(x.Model), in, read, w5, w1, out,
+			cost, x.Break.Cause, strconv.Itoa(x.Break.RewrittenTokens), lost}
+		if m != nil {
+			if mc, ok := m.For(x.N); ok {
+				row = append(row, strconv.Itoa(mc.Call.N), sentShare(mc.Call), strconv.Itoa(mc.Call.Collapsed))
+			} else {
+				row = append(row, "-", "-", "-")
+			}
+		}
+		t.row(row...)
 	}
 	return t.flush()
 }
@@ -309,7 +337,8 @@ func collapsedText(cs []inspect.Collapsed, stale int) string {
 type callCmd struct {
 	Session string `arg:"" placeholder:"SESSION" ref:"session" help:"The session id (or a prefix of it naming one session)."`
 	N       int    `arg:"" placeholder:"N" help:"The call number (from 1)."`
-	Raw     bool   `name:"raw" help:"Print the exact bytes of the context (the rendering prefix caching is judged on), nothing else."`
+	Raw     bool   `name:"raw" help:"Print the exact bytes of the context (the rendering prefix caching is judged on), nothing else; for a Claude Code session run through managed mode, the request the model got."`
+	Asked   bool   `name:"asked" help:"With --raw, for a Claude Code session run through managed mode: print the request Claude Code asked to send (as its transcript recorded it) instead of what the model got."`
 	Diff    int    `name:"diff" placeholder:"M" help:"Compare with call M: the shared prefix, then the blocks added, removed and kept."`
 	Full    bool   `name:"full" help:"Print every block's text in full (default: the first lines of each)."`
 	costFlags
@@ -325,36 +354,81 @@ func (c *callCmd) Run(a *app) error {
 		return err
 	}
 	defer st.Close()
+	if c.Asked && !c.Raw {
+		return usagef("--asked goes with --raw")
+	}
 	in := c.inspector(st)
 	if c.Diff != 0 {
 		d, err := in.Diff(a.ctx, c.Session, c.Diff, c.N)
 		if err != nil {
 			return err
 		}
+		var shared *managedShared
+		if m, err := loadManaged(a, st, c.Session); err != nil {
+			return err
+		} else if m != nil {
+			shared = sharedOf(m, c.Diff, c.N)
+		}
 		if a.cli.JSON {
+			if shared != nil {
+				return a.printJSON(struct {
+					*inspect.Diff
+					Managed *managedShared `json:"managed"`
+				}{d, shared})
+			}
 			return a.printJSON(d)
 		}
 		printDiff(a.textOut(), d, c.Full)
+		if shared != nil {
+			fmt.Fprintf(a.textOut(), "%s\n", shared)
+		}
 		return nil
 	}
 	v, err := in.Call(a.ctx, c.Session, c.N)
 	if err != nil {
 		return err
 	}
-	if c.Raw {
-		if a.cli.JSON {
-			return a.printJSON(map[string]any{"call": c.N, "raw": string(v.Raw)})
+	var mc *inspector.ManagedCall
+	if v.Call.Recorded {
+		m, err := loadManaged(a, st, c.Session)
+		if err != nil {
+			return err
 		}
-		_, err := a.stdout.Write(v.Raw)
+		if x, ok := m.For(c.N); ok {
+			mc = &x
+		}
+	}
+	if c.Raw {
+		raw := v.Raw
+		if mc != nil && !c.Asked {
+			raw = mc.Sent
+		}
+		if a.cli.JSON {
+			r := map[string]any{"call": c.N, "raw": string(raw)}
+			if mc != nil {
+				r["managed"] = !c.Asked
+			}
+			return a.printJSON(r)
+		}
+		_, err := a.stdout.Write(raw)
 		return err
 	}
 	if a.cli.JSON {
+		if mc != nil {
+			return a.printJSON(struct {
+				*inspect.CallView
+				Managed *inspector.ManagedCall `json:"managed"`
+			}{v, mc})
+		}
 		return a.printJSON(v)
 	}
 	w := a.textOut()
 	x := v.Call
 	if x.Recorded {
 		printRecordedCall(w, c.Session, v)
+		if mc != nil {
+			printManagedCall(w, mc, c.Full)
+		}
 	} else {
 		fmt.Fprintf(w, "call %d of session %s at %s: %d tokens (%d stale), %d bytes, %d blocks\n",
 			x.N, c.Session, x.Time.Local().Format(time.RFC3339), x.Tokens, x.StaleTokens, x.Bytes, len(v.Blocks))
