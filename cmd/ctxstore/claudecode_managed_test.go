@@ -21,7 +21,9 @@ const mgSession = "5f0c3a52-1111-4222-8333-444455556666"
 // Bash runs (the first a long output), an answer; each assistant message
 // answered two seconds after its request.
 func mgTranscript(t0 time.Time, long string) string {
-	ts := func(s float64) string { return t0.Add(time.Duration(s * float64(time.Second))).UTC().Format(time.RFC3339Nano) }
+	ts := func(s float64) string {
+		return t0.Add(time.Duration(s * float64(time.Second))).UTC().Format(time.RFC3339Nano)
+	}
 	usage := `"usage":{"input_tokens":10,"output_tokens":5,"cache_read_input_tokens":0,"cache_creation_input_tokens":100}`
 	line := func(typ, uuid, parent string, at float64, msg string) string {
 		p := "null"
