@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -93,4 +95,76 @@ func cmpInt(a, b int64) int {
 		return 1
 	}
 	return 0
+}
+
+// queryCursor continues a POST /v1/query answer. It pins the basis the
+// first page was read at (the latest transaction and the valid time of
+// that request, unless the request named them), so the answer it pages
+// through is fixed: at one basis a query's answer is a set in a
+// deterministic order (order_by, then the id). It holds the offset of the
+// next page in that order and the id of the last document answered (the
+// next page checks that the answer still has it there, which only an
+// evict since the first page changes), and a hash of the request's where,
+// find, order_by and basis, so it continues only the query that made it.
+// It travels as base64url JSON with a checksum, opaque to clients.
+type queryCursor struct {
+	TxID      *int64 `json:"tx,omitempty"`
+	TxTime    *int64 `json:"tt,omitempty"` // Unix nanoseconds
+	ValidTime int64  `json:"vt"`           // Unix nanoseconds
+	Offset    int    `json:"off"`
+	Last      string `json:"last"`
+	Query     string `json:"q"`
+}
+
+// querySum is the checksum of a cursor's JSON text: it tells a cursor
+// this server made from a damaged or hand-edited one (it is no secret: a
+// forged cursor reads only what the same query could).
+func querySum(b []byte) string {
+	h := sha256.Sum256(append([]byte("ctxstore query cursor\x00"), b...))
+	return base64.RawURLEncoding.EncodeToString(h[:12])
+}
+
+func (c queryCursor) String() string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b) + "." + querySum(b)
+}
+
+func parseQueryCursor(s string) (queryCursor, error) {
+	var c queryCursor
+	bad := badRequest("cursor: not a cursor this server answered for a query")
+	body, sum, ok := strings.Cut(s, ".")
+	if !ok {
+		return c, bad
+	}
+	b, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil || querySum(b) != sum {
+		return c, bad
+	}
+	if err := json.Unmarshal(b, &c); err != nil || c.Offset <= 0 || c.Last == "" || c.Query == "" || (c.TxID != nil && *c.TxID < 0) {
+		return c, bad
+	}
+	return c, nil
+}
+
+// basis is the basis the cursor pins.
+func (c queryCursor) basis() store.Basis {
+	b := store.Basis{ValidTime: time.Unix(0, c.ValidTime).UTC(), TxID: c.TxID}
+	if c.TxTime != nil {
+		t := time.Unix(0, *c.TxTime).UTC()
+		b.TxTime = &t
+	}
+	return b
+}
+
+// queryHash names a query request apart from its page: its where, find,
+// order_by and basis as sent.
+func queryHash(req QueryRequest) string {
+	b, _ := json.Marshal(struct {
+		Where   []store.Pred  `json:"where"`
+		Find    []string      `json:"find"`
+		OrderBy []store.Order `json:"order_by"`
+		Basis   *BasisJSON    `json:"basis"`
+	}{req.Where, req.Find, req.OrderBy, req.Basis})
+	h := sha256.Sum256(b)
+	return base64.RawURLEncoding.EncodeToString(h[:16])
 }

@@ -3,9 +3,11 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -263,4 +265,144 @@ func TestHistoryPageReadsOnePage(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestQueryPages: POST /v1/query pages through an answer of more than
+// MaxPageLimit documents on a SQLite store with next, every document once
+// and in the query's order, at the basis of the first page (documents
+// written between pages do not appear); a damaged cursor, or one sent with
+// another query, answers 400 naming cursor.
+func TestQueryPages(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	const n = 2*MaxPageLimit + 345
+	put := func(from, to int) {
+		ops := make([]store.Op, 0, to-from)
+		for i := from; i < to; i++ {
+			// n repeats every 7 documents, so order_by n leans on the id.
+			ops = append(ops, store.Put(store.Doc{store.IDKey: fmt.Sprintf("p%05d", i), "kind": "paged", "n": i % 7}))
+		}
+		tx, err := e.st.Submit(ctx, ops)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.st.AwaitTx(ctx, tx.ID, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(0, n)
+	total := n // documents written so far
+	where := []any{map[string]any{"field": "kind", "op": "eq", "value": "paged"}}
+	for _, tc := range []struct {
+		name  string
+		body  map[string]any
+		limit int
+		less  func(a, b int) bool
+	}{
+		{"by id, default limit", map[string]any{"where": where}, MaxPageLimit, func(a, b int) bool { return a < b }},
+		{"by n desc, limit 700", map[string]any{"where": where, "order_by": []any{map[string]any{"field": "n", "desc": true}}, "find": []string{"n"}, "limit": 700}, 700,
+			func(a, b int) bool { return a%7 > b%7 || a%7 == b%7 && a < b }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []int
+			body, before := maps.Clone(tc.body), total
+			for pages := 0; ; pages++ {
+				if pages > n/tc.limit+1 {
+					t.Fatalf("more pages than %d documents take", n)
+				}
+				var r QueryResponse
+				e.ok("POST", "/v1/query", body, &r)
+				if len(r.Docs) > tc.limit || (r.Next != "" && len(r.Docs) != tc.limit) || r.Truncated != (r.Next != "") {
+					t.Fatalf("page %d: %d documents, next %q, truncated %v", pages, len(r.Docs), r.Next, r.Truncated)
+				}
+				for _, d := range r.Docs {
+					var i int
+					if _, err := fmt.Sscanf(docID(d), "p%05d", &i); err != nil {
+						t.Fatalf("page %d: %v", pages, d)
+					}
+					got = append(got, i)
+				}
+				if pages == 0 {
+					put(total, total+3) // after the first page: not in this answer
+					total += 3
+				}
+				if r.Next == "" {
+					break
+				}
+				body["cursor"] = r.Next
+			}
+			want := make([]int, before)
+			for i := range want {
+				want[i] = i
+			}
+			slices.SortFunc(want, func(a, b int) int {
+				if tc.less(a, b) {
+					return -1
+				}
+				return 1
+			})
+			if !slices.Equal(got, want) {
+				t.Fatalf("%d documents answered, want each of %d once in order (first difference at %d)", len(got), before, firstIntDiff(got, want))
+			}
+		})
+	}
+
+	var first QueryResponse
+	e.ok("POST", "/v1/query", map[string]any{"where": where, "limit": 10}, &first)
+	if first.Next == "" {
+		t.Fatal("no next")
+	}
+	b := []byte(first.Next)
+	b[3] ^= 1 // one character of the cursor changed
+	for _, body := range []map[string]any{
+		{"where": where, "limit": 10, "cursor": string(b)},
+		{"where": where, "limit": 10, "cursor": "x"},
+		{"where": where, "limit": 10, "cursor": first.Next + "A"},
+		{"where": []any{map[string]any{"field": "kind", "op": "eq", "value": "other"}}, "limit": 10, "cursor": first.Next},
+		{"where": where, "limit": 10, "cursor": first.Next, "basis": map[string]any{"tx_id": 1}},
+	} {
+		eb := e.fails(http.StatusBadRequest, CodeBadRequest, "POST", "/v1/query", body)
+		if !strings.HasPrefix(eb.Message, "cursor: ") {
+			t.Errorf("%v: message %q does not name cursor", body["cursor"], eb.Message)
+		}
+	}
+}
+
+// A document evicted since the first page changes the answer at the
+// cursor's basis: the cursor then answers 409 rather than skip or repeat.
+func TestQueryCursorEvicted(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	submit := func(ops ...store.Op) {
+		tx, err := e.st.Submit(ctx, ops)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.st.AwaitTx(ctx, tx.ID, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		submit(store.Put(store.Doc{store.IDKey: fmt.Sprintf("e%d", i), "kind": "evicted"}))
+	}
+	body := map[string]any{"where": []any{map[string]any{"field": "kind", "op": "eq", "value": "evicted"}}, "limit": 2}
+	var first QueryResponse
+	e.ok("POST", "/v1/query", body, &first)
+	body["cursor"] = first.Next
+	var second QueryResponse
+	e.ok("POST", "/v1/query", body, &second)
+	if len(second.Docs) != 2 || docID(second.Docs[0]) != "e2" {
+		t.Fatalf("second page: %v", second.Docs)
+	}
+	submit(store.Evict("e0"))
+	e.fails(http.StatusConflict, CodeConflict, "POST", "/v1/query", body)
+}
+
+func firstIntDiff(a, b []int) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }

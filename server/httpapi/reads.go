@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -174,11 +176,12 @@ func (s *Server) historyPage(q *request, id string, o store.HistoryOptions) ([]s
 	return es, next, nil
 }
 
-// QueryRequest is the body of POST /v1/query: a portable query and its
-// basis.
+// QueryRequest is the body of POST /v1/query: a portable query, its
+// basis, and the cursor of the page wanted (absent: the first).
 type QueryRequest struct {
 	store.Query
-	Basis *BasisJSON `json:"basis,omitempty"`
+	Basis  *BasisJSON `json:"basis,omitempty"`
+	Cursor string     `json:"cursor,omitempty"`
 }
 
 // BasisJSON is a basis in a request body.
@@ -188,11 +191,13 @@ type BasisJSON struct {
 	TxTime    string `json:"tx_time,omitempty"`
 }
 
-// QueryResponse is the answer of POST /v1/query: at most the query's
-// limit (MaxPageLimit when it names none) of the matching documents;
-// Truncated says more matched.
+// QueryResponse is the answer of POST /v1/query: one page of at most the
+// query's limit (MaxPageLimit when it names none) of the matching
+// documents; Next, when more matched, is the cursor of the following page
+// and Truncated is then true.
 type QueryResponse struct {
 	Docs      []store.Doc `json:"docs"`
+	Next      string      `json:"next,omitempty"`
 	Truncated bool        `json:"truncated,omitempty"`
 }
 
@@ -221,10 +226,8 @@ func (s *Server) query(q *request) (any, error) {
 	if err := req.Query.Validate(); err != nil {
 		return nil, err
 	}
-	// The answer is bounded: a query without a limit gets MaxPageLimit
-	// documents, and one more is asked to tell whether more matched. The
-	// query's order (and then the id) is stable, so a caller wanting the
-	// rest narrows the query past the last document it got.
+	// The answer is a page: at most the limit (MaxPageLimit when none is
+	// named), and one more document is asked to tell whether more matched.
 	limit := req.Limit
 	if limit > MaxPageLimit {
 		return nil, badRequest("limit: at most %d, got %d", MaxPageLimit, limit)
@@ -232,6 +235,38 @@ func (s *Server) query(q *request) (any, error) {
 	if limit == 0 {
 		limit = MaxPageLimit
 	}
+	hash := queryHash(req)
+	if req.Cursor != "" {
+		c, err := parseQueryCursor(req.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		if c.Query != hash {
+			return nil, badRequest("cursor: made for another query (send the where, find, order_by and basis of the first page with it)")
+		}
+		return s.queryFrom(q, req.Query, c, limit)
+	}
+	c := queryCursor{ValidTime: req.Query.Basis.ValidTime.UnixNano(), Query: hash}
+	if req.Query.Basis.ValidTime.IsZero() {
+		c.ValidTime = time.Now().UnixNano()
+	}
+	switch b := req.Query.Basis; {
+	case b.TxID != nil:
+		c.TxID = b.TxID
+	case b.TxTime != nil:
+		tt := b.TxTime.UnixNano()
+		c.TxTime = &tt
+	default:
+		st, err := s.st.Status(q.ctx)
+		if err != nil {
+			return nil, err
+		}
+		if st.LatestCompleted == nil {
+			return QueryResponse{Docs: []store.Doc{}}, nil // no transaction, no documents
+		}
+		c.TxID = &st.LatestCompleted.ID
+	}
+	req.Query.Basis = c.basis()
 	req.Limit = limit + 1
 	docs, err := s.st.Query(q.ctx, req.Query)
 	if err != nil {
@@ -239,10 +274,59 @@ func (s *Server) query(q *request) (any, error) {
 	}
 	out := QueryResponse{Docs: docs}
 	if len(docs) > limit {
-		out.Docs, out.Truncated = docs[:limit:limit], true
+		out.Docs = docs[:limit:limit]
+		c.Offset, c.Last = limit, docID(docs[limit-1])
+		out.Next, out.Truncated = c.String(), true
 	}
 	if out.Docs == nil {
 		out.Docs = []store.Doc{}
 	}
 	return out, nil
+}
+
+// queryFrom answers the page of query qu that cursor c starts, at the
+// basis c pins. The ids of the documents up to the page's end are read in
+// the answer's order (the query projected to the id), the cursor's last
+// id is checked at its place, and the page's documents are read by their
+// ids. A page so reads the ids before it but only its own documents: the
+// store orders every match before it cuts any page, first or not.
+func (s *Server) queryFrom(q *request, qu store.Query, c queryCursor, limit int) (any, error) {
+	qu.Basis = c.basis()
+	ids := qu
+	ids.Find, ids.Limit = []string{store.IDKey}, c.Offset+limit+1
+	heads, err := s.st.Query(q.ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	if len(heads) < c.Offset || docID(heads[c.Offset-1]) != c.Last {
+		return nil, errorf(http.StatusConflict, CodeConflict, "cursor: the answer at its basis changed since its first page (documents were evicted); start again without a cursor")
+	}
+	end := min(c.Offset+limit, len(heads))
+	page := make([]any, 0, end-c.Offset)
+	for _, d := range heads[c.Offset:end] {
+		page = append(page, docID(d))
+	}
+	out := QueryResponse{Docs: []store.Doc{}}
+	if len(page) > 0 {
+		qu.Where = append(slices.Clip(qu.Where), store.Pred{Field: store.IDKey, Op: store.In, Values: page})
+		qu.Limit = 0
+		docs, err := s.st.Query(q.ctx, qu)
+		if err != nil {
+			return nil, err
+		}
+		if docs != nil {
+			out.Docs = docs
+		}
+	}
+	if len(heads) > end {
+		c.Offset, c.Last = end, docID(heads[end-1])
+		out.Next, out.Truncated = c.String(), true
+	}
+	return out, nil
+}
+
+// docID is the id of a query's answer.
+func docID(d store.Doc) string {
+	id, _ := d[store.IDKey].(string)
+	return id
 }
