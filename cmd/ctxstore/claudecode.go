@@ -126,11 +126,12 @@ func (c *ccInstallCmd) Run(a *app) error {
 
 type ccUninstallCmd struct {
 	ccScope
+	Purge bool `name:"purge" help:"Also remove what ctxstore kept for Claude Code beside the recorded sessions: managed mode's documents in the store (--store, else ~/.ctxstore/store.db and the scope's store), the spill files (~/.ctxstore/spill and the scope's .ctxstore/spill) and the hooks' state; the recorded sessions stay."`
 }
 
 // Run implements claude-code uninstall.
 func (c *ccUninstallCmd) Run(a *app) error {
-	scope, _, err := c.scope()
+	scope, dir, err := c.scope()
 	if err != nil {
 		return err
 	}
@@ -138,23 +139,47 @@ func (c *ccUninstallCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	if c.DryRun {
-		return a.printChanges(changes, true)
+	var purge *ccPurge
+	if c.Purge {
+		if purge, err = planPurge(a, dir, c.User); err != nil {
+			return err
+		}
 	}
-	if err := hooks.Apply(changes); err != nil {
-		return err
+	if !c.DryRun {
+		if err := hooks.Apply(changes); err != nil {
+			return err
+		}
+		if purge != nil {
+			if err := purge.apply(a); err != nil {
+				return err
+			}
+		}
 	}
-	return a.printChanges(changes, false)
+	if purge == nil {
+		return a.printChanges(changes, c.DryRun)
+	}
+	return a.printPurge(changes, purge, c.DryRun)
+}
+
+// changeRow is a settings file install or uninstall changes.
+type changeRow struct {
+	Path   string `json:"path"`
+	Action string `json:"action"`
+	Diff   string `json:"diff,omitempty"`
 }
 
 // printChanges prints the diffs (dry run) or what was written.
 func (a *app) printChanges(changes []hooks.Change, dry bool) error {
-	type row struct {
-		Path   string `json:"path"`
-		Action string `json:"action"`
-		Diff   string `json:"diff,omitempty"`
+	rows := changeRows(changes, dry)
+	if a.cli.JSON {
+		return a.printJSON(map[string]any{"dry_run": dry, "files": rows})
 	}
-	var rows []row
+	a.printRows(rows, dry)
+	return nil
+}
+
+func changeRows(changes []hooks.Change, dry bool) []changeRow {
+	var rows []changeRow
 	for _, ch := range changes {
 		action := "unchanged"
 		switch {
@@ -166,15 +191,16 @@ func (a *app) printChanges(changes []hooks.Change, dry bool) error {
 		default:
 			action = "update"
 		}
-		r := row{Path: ch.Path, Action: action}
+		r := changeRow{Path: ch.Path, Action: action}
 		if dry {
 			r.Diff = ch.Diff()
 		}
 		rows = append(rows, r)
 	}
-	if a.cli.JSON {
-		return a.printJSON(map[string]any{"dry_run": dry, "files": rows})
-	}
+	return rows
+}
+
+func (a *app) printRows(rows []changeRow, dry bool) {
 	if len(rows) == 0 {
 		fmt.Fprintln(a.stderr, "ctxstore: nothing to change")
 	}
@@ -190,7 +216,6 @@ func (a *app) printChanges(changes []hooks.Change, dry bool) error {
 		}
 		fmt.Fprintf(a.stdout, "%s %s\n", pastTense(r.Action), r.Path)
 	}
-	return nil
 }
 
 func pastTense(action string) string {

@@ -12,11 +12,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/explain/inspect"
+	"github.com/ctxstore/ctxstore/integrations/claudecode/hooks"
 	"github.com/ctxstore/ctxstore/server/ccproxy"
 	"github.com/ctxstore/ctxstore/server/inspector"
 	"github.com/ctxstore/ctxstore/store"
@@ -395,4 +397,175 @@ func printManagedCall(w io.Writer, mc *inspector.ManagedCall, full bool) {
 		}
 		fmt.Fprintf(w, "         %s: %s asked, %d sent: %s\n", ch.ToolUseID, asked, ch.Sent, ch.Text)
 	}
+}
+
+// ccPurge is what `claude-code uninstall --purge` removes beside the
+// settings entries: managed mode's documents (evicted: no version stays)
+// from the stores Claude Code's proxy and hooks use, and the spill and
+// hook state directories, whole. The recorded sessions stay.
+type ccPurge struct {
+	Stores []purgeStore `json:"stores"`
+	Dirs   []string     `json:"dirs"`
+	Kept   []string     `json:"kept"` // the stores, which keep the recorded sessions
+}
+
+// purgeStore is a store's managed-mode documents, counted by type.
+type purgeStore struct {
+	URL       string         `json:"store"`
+	Documents map[string]int `json:"documents"`
+	ids       []string
+}
+
+// purgeStores are the stores purged: --store, else ~/.ctxstore/store.db
+// (run's and the proxy's default) and the scope's (install's default).
+func purgeStores(a *app, home, dir string, user bool) ([]string, error) {
+	var urls []string
+	if a.cli.Store != "" {
+		u, _, err := ccStoreURL(a.cli.Store, dir, user)
+		if err != nil {
+			return nil, err
+		}
+		return []string{u}, nil
+	}
+	for _, u := range []string{"sqlite:" + filepath.Join(home, ".ctxstore", "store.db"), "sqlite:" + filepath.Join(dir, defaultStorePath)} {
+		if user {
+			u = "sqlite:" + filepath.Join(home, ".ctxstore", "store.db")
+		}
+		if !slices.Contains(urls, u) {
+			urls = append(urls, u)
+		}
+	}
+	return urls, nil
+}
+
+// openPurgeStore opens a store to purge; nil when it is a SQLite file that
+// does not exist (nothing to purge, and nothing is created).
+func openPurgeStore(a *app, u string, write bool) (store.Store, error) {
+	loc, err := parseLocation(u)
+	if err != nil {
+		return nil, err
+	}
+	if loc.backend == backendSQLite {
+		if _, err := os.Stat(loc.path); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return bitemporal.Open(a.ctx, loc.path, bitemporal.Options{BusyTimeout: 10 * time.Second})
+	}
+	b := *a
+	cli := *a.cli
+	cli.Store = u
+	b.cli = &cli
+	return b.openStore(write)
+}
+
+// planPurge finds what --purge removes for the scope (dir, user).
+func planPurge(a *app, dir string, user bool) (*ccPurge, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil, err
+	}
+	urls, err := purgeStores(a, home, dir, user)
+	if err != nil {
+		return nil, err
+	}
+	p := &ccPurge{Stores: []purgeStore{}, Dirs: []string{}, Kept: []string{}}
+	for _, u := range urls {
+		st, err := openPurgeStore(a, u, false)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", u, err)
+		}
+		if st == nil {
+			continue
+		}
+		ps := purgeStore{URL: u, Documents: map[string]int{}}
+		for _, typ := range ccproxy.RecordTypes {
+			docs, err := st.Query(a.ctx, store.Query{Where: []store.Pred{store.Where("type", typ)}})
+			if err != nil {
+				st.Close()
+				return nil, fmt.Errorf("%s: %w", u, err)
+			}
+			for _, d := range docs {
+				if id, _ := d[store.IDKey].(string); id != "" {
+					ps.ids = append(ps.ids, id)
+					ps.Documents[typ]++
+				}
+			}
+		}
+		st.Close()
+		p.Kept = append(p.Kept, u)
+		if len(ps.ids) > 0 {
+			p.Stores = append(p.Stores, ps)
+		}
+	}
+	dirs := []string{filepath.Join(home, ".ctxstore", "spill"), filepath.Join(dir, ".ctxstore", "spill")}
+	if d, err := os.UserCacheDir(); err == nil {
+		dirs = append(dirs, filepath.Join(d, "ctxstore", "claude-code"))
+	}
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() && !slices.Contains(p.Dirs, d) {
+			p.Dirs = append(p.Dirs, d)
+		}
+	}
+	return p, nil
+}
+
+// apply evicts the documents and removes the directories.
+func (p *ccPurge) apply(a *app) error {
+	for _, ps := range p.Stores {
+		st, err := openPurgeStore(a, ps.URL, true)
+		if err != nil {
+			return fmt.Errorf("%s: %w", ps.URL, err)
+		}
+		if st == nil {
+			continue
+		}
+		for ids := range slices.Chunk(ps.ids, 500) {
+			ops := make([]store.Op, len(ids))
+			for i, id := range ids {
+				ops[i] = store.Evict(id)
+			}
+			if _, err := store.SubmitWait(a.ctx, st, ops); err != nil {
+				st.Close()
+				return fmt.Errorf("%s: evicting managed mode's documents: %w", ps.URL, err)
+			}
+		}
+		st.Close()
+	}
+	for _, d := range p.Dirs {
+		if err := os.RemoveAll(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printPurge prints uninstall --purge's settings changes and what it
+// removed (or, dry, would remove).
+func (a *app) printPurge(changes []hooks.Change, p *ccPurge, dry bool) error {
+	rows := changeRows(changes, dry)
+	if a.cli.JSON {
+		if rows == nil {
+			rows = []changeRow{}
+		}
+		return a.printJSON(map[string]any{"dry_run": dry, "files": rows, "purge": p})
+	}
+	a.printRows(rows, dry)
+	w, verb, rm := a.stdout, "evicted", "removed"
+	if dry {
+		w, verb, rm = a.stderr, "ctxstore: would evict", "ctxstore: would remove"
+	}
+	for _, ps := range p.Stores {
+		n := 0
+		for _, k := range ps.Documents {
+			n += k
+		}
+		fmt.Fprintf(w, "%s %d managed-mode documents (%d calls, %d conversations) from %s\n", verb, n, ps.Documents[ccCallType], ps.Documents[ccConvType], ps.URL)
+	}
+	for _, d := range p.Dirs {
+		fmt.Fprintf(w, "%s %s\n", rm, d)
+	}
+	for _, u := range p.Kept {
+		fmt.Fprintf(a.stderr, "ctxstore: the recorded sessions stay in %s\n", u)
+	}
+	return nil
 }

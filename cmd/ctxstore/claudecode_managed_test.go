@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ctxstore/ctxstore/server/ccproxy"
+	"github.com/ctxstore/ctxstore/store"
 )
 
 const mgSession = "5f0c3a52-1111-4222-8333-444455556666"
@@ -166,5 +169,135 @@ func TestManagedCallsBesideRecorded(t *testing.T) {
 	out, _, _ = runCLI("call", mgSession, "3", "--diff", "2")
 	if !strings.Contains(out, "the first 2 of 5 messages alike") {
 		t.Errorf("call 3 --diff 2 does not compare the managed requests:\n%s", out)
+	}
+}
+
+// TestUninstallPurge: uninstall --purge removes the settings entries,
+// evicts every managed-mode document (no version stays), removes the spill
+// and hook state directories, and keeps the recorded sessions; --dry-run
+// removes nothing.
+func TestUninstallPurge(t *testing.T) {
+	home, cache, project := t.TempDir(), t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CACHE_HOME", cache)
+	db := filepath.Join(home, ".ctxstore", "store.db")
+	runCLI := func(args ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+		return out.String(), errb.String(), code
+	}
+	if _, errs, code := runCLI("claude-code", "install", "--project", project); code != 0 {
+		t.Fatalf("install: %s", errs)
+	}
+	// A session recorded by run's hooks and managed by its proxy, in
+	// ~/.ctxstore/store.db; spill files of both; the hooks' state.
+	os.MkdirAll(filepath.Dir(db), 0o755)
+	tr := filepath.Join(t.TempDir(), mgSession+".jsonl")
+	os.WriteFile(tr, []byte(mgTranscript(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), "out")), 0o644)
+	if _, errs, code := runCLI("--store", db, "import", tr); code != 0 {
+		t.Fatalf("import: %s", errs)
+	}
+	ps, err := newProxyStore(&app{ctx: context.Background(), stdout: io.Discard, stderr: io.Discard, cli: &cli{Store: "sqlite:" + db}}, "sqlite:"+db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps.SaveConversation(context.Background(), mgSession, "c0", []byte(`{}`))
+	ps.RecordCall(context.Background(), ccproxy.Call{Session: mgSession, Conversation: "c0", N: 1, Time: time.Now(), Body: mgBody(`{"role":"user","content":"list the files"}`)})
+	ps.Close()
+	spills := []string{filepath.Join(home, ".ctxstore", "spill"), filepath.Join(project, ".ctxstore", "spill"), filepath.Join(cache, "ctxstore", "claude-code")}
+	for _, d := range spills {
+		os.MkdirAll(filepath.Join(d, mgSession), 0o755)
+		os.WriteFile(filepath.Join(d, mgSession, "toolu_1.txt"), []byte("whole"), 0o644)
+	}
+	settings := filepath.Join(project, ".claude", "settings.json")
+	before, _ := os.ReadFile(settings)
+	if !strings.Contains(string(before), "claude-code hook") {
+		t.Fatalf("install wrote no hook:\n%s", before)
+	}
+	managedDocs := func() int {
+		st, err := openSQLite(context.Background(), location{backend: backendSQLite, path: db}, false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		n := 0
+		for _, typ := range ccproxy.RecordTypes {
+			docs, err := st.Query(context.Background(), store.Query{Where: []store.Pred{store.Where("type", typ)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(docs)
+			for _, d := range docs { // no version of it stays either
+				if h, err := st.History(context.Background(), d[store.IDKey].(string), store.HistoryOptions{}); err != nil || len(h) == 0 {
+					t.Fatalf("history of %v: %d versions, %v", d[store.IDKey], len(h), err)
+				}
+			}
+		}
+		return n
+	}
+	if n := managedDocs(); n != 4 { // conversation, call, head, message
+		t.Fatalf("%d managed-mode documents before, want 4", n)
+	}
+
+	out, errs, code := runCLI("--json", "claude-code", "uninstall", "--project", project, "--purge", "--dry-run")
+	if code != 0 {
+		t.Fatalf("uninstall --purge --dry-run: %s", errs)
+	}
+	var plan struct {
+		DryRun bool `json:"dry_run"`
+		Purge  struct {
+			Stores []struct {
+				Store     string         `json:"store"`
+				Documents map[string]int `json:"documents"`
+			} `json:"stores"`
+			Dirs []string `json:"dirs"`
+		} `json:"purge"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil || !plan.DryRun || len(plan.Purge.Stores) != 1 || plan.Purge.Stores[0].Documents["ccproxy_call"] != 1 || len(plan.Purge.Dirs) != 3 {
+		t.Fatalf("the dry run's plan: %v\n%s", err, out)
+	}
+	if after, _ := os.ReadFile(settings); !bytes.Equal(after, before) || managedDocs() != 4 {
+		t.Fatal("the dry run changed something")
+	}
+	for _, d := range spills {
+		if _, err := os.Stat(d); err != nil {
+			t.Fatalf("the dry run removed %s", d)
+		}
+	}
+
+	out, errs, code = runCLI("claude-code", "uninstall", "--project", project, "--purge")
+	if code != 0 {
+		t.Fatalf("uninstall --purge: %s", errs)
+	}
+	if !strings.Contains(out, "evicted 4 managed-mode documents (1 calls, 1 conversations)") || !strings.Contains(errs, "the recorded sessions stay in sqlite:"+db) {
+		t.Errorf("uninstall --purge says:\n%s%s", out, errs)
+	}
+	if after, _ := os.ReadFile(settings); strings.Contains(string(after), "ctxstore") {
+		t.Errorf("settings still name ctxstore:\n%s", after)
+	}
+	if n := managedDocs(); n != 0 {
+		t.Errorf("%d managed-mode documents left", n)
+	}
+	st, err := openSQLite(context.Background(), location{backend: backendSQLite, path: db}, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"ccproxy-call:" + mgSession + ":c0:1", "ccproxy-conversation:" + mgSession + ":c0"} {
+		if h, err := st.History(context.Background(), id, store.HistoryOptions{}); err != nil || len(h) != 0 {
+			t.Errorf("%s: %d versions left after eviction (%v)", id, len(h), err)
+		}
+	}
+	st.Close()
+	for _, d := range spills {
+		if _, err := os.Stat(d); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s still there (%v)", d, err)
+		}
+	}
+	// The recorded session stays.
+	if out, errs, code := runCLI("--store", db, "--json", "calls", mgSession); code != 0 || !strings.Contains(out, `"message_id":"m3"`) {
+		t.Errorf("the recorded session is gone: %s %s", out, errs)
+	}
+	if _, _, code := runCLI("--store", db, "claude-code", "calls", mgSession); code == 0 {
+		t.Error("claude-code calls still finds managed calls")
 	}
 }
