@@ -501,6 +501,7 @@ func printDiff(w io.Writer, d *inspect.Diff, full bool) {
 type objectCmd struct {
 	ID      string `arg:"" placeholder:"ID" ref:"object" help:"The object id (a file's 64-hex id, a tool call id, chat:SESSION, ...; or a prefix of it naming one object)."`
 	Session string `name:"session" placeholder:"SESSION" ref:"session" help:"Only look for the calls of this session (default: every session whose index holds the object)."`
+	After   string `name:"after" placeholder:"SESSION" help:"Look at the sessions after this one (in id order): the next page, which the output names."`
 }
 
 // Run implements object.
@@ -510,7 +511,7 @@ func (c *objectCmd) Run(a *app) error {
 		return err
 	}
 	defer st.Close()
-	o, err := inspect.New(st, inspect.Options{}).Object(a.ctx, c.ID, c.Session)
+	o, err := inspect.New(st, inspect.Options{}).ObjectFrom(a.ctx, c.ID, c.Session, c.After)
 	if err != nil {
 		return err
 	}
@@ -532,6 +533,10 @@ func (c *objectCmd) Run(a *app) error {
 	}
 	for _, u := range o.Unreadable {
 		fmt.Fprintf(w, "session %s left out, its state is unreadable: %s\n", u.Session, u.Error)
+	}
+	if o.More != "" {
+		// An object's sessions are read a page at a time (inspect.ObjectFrom).
+		fmt.Fprintf(w, "sessions looked at up to %s; the sessions after it: ctxstore object %s --after %s\n", o.More, o.ID, o.More)
 	}
 	t := newTable(w, "TX", "TX TIME", "VALID FROM", "CONTENT", "SHOWN")
 	for _, v := range o.Versions {

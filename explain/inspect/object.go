@@ -33,7 +33,30 @@ type Object struct {
 	// damaged session object): they are left out of Sessions and the
 	// page says so, rather than failing for every object.
 	Unreadable []Unreadable `json:"unreadable,omitempty"`
+	// After is the session the sessions of this page follow (empty: the
+	// first page); More, when set, is the last session this page looked
+	// at: the next page (ObjectFrom with after = More) looks at the
+	// sessions after it. Sessions are looked at in id order.
+	After string `json:"after,omitempty"`
+	More  string `json:"more,omitempty"`
 }
+
+// An object's page reads the sessions of the store a page at a time, in
+// id order, so its cost does not grow with the number of sessions: it
+// reads at most ObjectSessionsRead sessions' states (to learn whether
+// their index holds the object) and walks the call records of at most
+// ObjectSessionsShown of them (those whose index holds it), then stops
+// and names where the next page starts. A token limited to sessions is
+// the exception: its page goes on past the bounds until it finds one
+// session of its own that uses the object (else the object is not
+// found for it), and it reads only its own sessions' states.
+const (
+	ObjectSessionsRead  = 200
+	ObjectSessionsShown = 20
+)
+
+// objectSessionBatch is how many session ids one listing query reads.
+const objectSessionBatch = ObjectSessionsRead + 1
 
 // Unreadable is a session a page could not read, and why.
 type Unreadable struct {
@@ -66,9 +89,16 @@ type Shown struct {
 
 // Object reads an object's history (every version on both time axes) and
 // walks the call records of the sessions that index it to find which calls
-// showed which version. The walk reads those sessions' records whole.
+// showed which version: the first page of those sessions (ObjectFrom).
 // Limit the search to one session with only (empty: every allowed one).
 func (in *Inspector) Object(ctx context.Context, id, only string) (*Object, error) {
+	return in.ObjectFrom(ctx, id, only, "")
+}
+
+// ObjectFrom is Object for the page of sessions after session after (in
+// id order; empty: from the first). The walk reads the call records of
+// the page's sessions that index the object whole.
+func (in *Inspector) ObjectFrom(ctx context.Context, id, only, after string) (*Object, error) {
 	if only != "" {
 		if err := in.exists(ctx, only); err != nil {
 			return nil, err
@@ -104,39 +134,83 @@ func (in *Inspector) Object(ctx context.Context, id, only string) (*Object, erro
 		o.Versions = append(o.Versions, Version{Tx: e.TxID, TxTime: e.TxTime, ValidTime: e.ValidTime, ContentHash: e.ContentHash, Deleted: e.Deleted})
 	}
 	sort.SliceStable(o.Versions, func(i, j int) bool { return o.Versions[i].Tx < o.Versions[j].Tx })
-	sids := []string{only}
-	if only == "" {
-		if sids, err = session.List(ctx, in.st); err != nil {
+	if only != "" {
+		if err := in.objectSession(ctx, only, o); err != nil {
 			return nil, err
 		}
-	}
-	for _, sid := range sids {
-		if !in.allowed(sid) {
-			continue
-		}
-		_, st, err := session.ReadState(ctx, in.st, sid, store.Basis{})
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, err
-			}
-			// One damaged session never fails the page of an object
-			// others use: it is named, and the rest is read.
-			o.Unreadable = append(o.Unreadable, Unreadable{Session: sid, Error: err.Error()})
-			continue
-		}
-		if !st.Indexed(id) {
-			continue
-		}
-		o.Sessions = append(o.Sessions, sid)
-		if err := in.shown(ctx, sid, o); err != nil {
-			return nil, err
-		}
+	} else if err := in.objectSessions(ctx, after, o); err != nil {
+		return nil, err
 	}
 	if in.o.Allowed != nil && len(o.Sessions) == 0 {
 		// a limited grant sees only objects its sessions use
 		return nil, fmt.Errorf("object %s: %w", id, ErrNotFound)
 	}
 	return o, nil
+}
+
+// objectSessions looks at the sessions after after, in id order, for
+// those whose index holds o, a page at a time (ObjectSessionsRead,
+// ObjectSessionsShown), listing their ids a batch at a time.
+func (in *Inspector) objectSessions(ctx context.Context, after string, o *Object) error {
+	o.After = after
+	read, last := 0, after
+	for {
+		where := []store.Pred{store.Where("type", string(objects.KindSession))}
+		if last != "" {
+			where = append(where, store.Pred{Field: "session_id", Op: store.Gt, Value: last})
+		}
+		docs, err := in.st.Query(ctx, store.Query{Where: where, Find: []string{"session_id"},
+			OrderBy: []store.Order{{Field: "session_id"}}, Limit: objectSessionBatch})
+		if err != nil {
+			return fmt.Errorf("listing sessions: %w", err)
+		}
+		for _, d := range docs {
+			sid, _ := d["session_id"].(string)
+			if sid == "" {
+				continue
+			}
+			if !in.allowed(sid) {
+				last = sid
+				continue
+			}
+			full := read >= ObjectSessionsRead || len(o.Sessions) >= ObjectSessionsShown
+			if full && (in.o.Allowed == nil || len(o.Sessions) > 0) {
+				o.More = last
+				return nil
+			}
+			read++
+			if err := in.objectSession(ctx, sid, o); err != nil {
+				return err
+			}
+			last = sid
+		}
+		if len(docs) < objectSessionBatch {
+			return nil
+		}
+	}
+}
+
+// objectSession reads session sid's state and, when its index holds o,
+// walks its call records for o.
+func (in *Inspector) objectSession(ctx context.Context, sid string, o *Object) error {
+	if !in.allowed(sid) {
+		return nil
+	}
+	_, st, err := session.ReadState(ctx, in.st, sid, store.Basis{})
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		// One damaged session never fails the page of an object others
+		// use: it is named, and the rest is read.
+		o.Unreadable = append(o.Unreadable, Unreadable{Session: sid, Error: err.Error()})
+		return nil
+	}
+	if !st.Indexed(o.ID) {
+		return nil
+	}
+	o.Sessions = append(o.Sessions, sid)
+	return in.shown(ctx, sid, o)
 }
 
 // shown walks a session's call records and records, for each call, the
