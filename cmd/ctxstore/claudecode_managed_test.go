@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ctxstore/ctxstore/server/ccproxy"
+	"github.com/ctxstore/ctxstore/server/inspector"
 	"github.com/ctxstore/ctxstore/store"
 )
 
@@ -169,6 +171,39 @@ func TestManagedCallsBesideRecorded(t *testing.T) {
 	out, _, _ = runCLI("call", mgSession, "3", "--diff", "2")
 	if !strings.Contains(out, "the first 2 of 5 messages alike") {
 		t.Errorf("call 3 --diff 2 does not compare the managed requests:\n%s", out)
+	}
+
+	// The inspector's call page shows both, its raw bytes are what the
+	// model got (?asked=1: what Claude Code asked).
+	st, err := openSQLite(context.Background(), location{backend: backendSQLite, path: db}, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	h, err := inspector.New(inspector.Options{Store: st, Prefix: "/inspect"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) string {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != 200 {
+			t.Fatalf("GET %s: %d %s", path, rec.Code, rec.Body)
+		}
+		return rec.Body.String()
+	}
+	page := get("/inspect/s/" + mgSession + "/c/3")
+	if !strings.Contains(page, `id="managed"`) || !strings.Contains(page, "Managed call 4") || !strings.Contains(page, "<td>toolu_1</td><td>4800 chars</td>") || strings.Contains(page, "<td>toolu_2</td>") {
+		t.Errorf("the call page does not show the managed call:\n%s", page)
+	}
+	if page := get("/inspect/s/" + mgSession + "/c/1"); !strings.Contains(page, `id="managed-same"`) {
+		t.Errorf("call 1's page:\n%s", page)
+	}
+	if got := get("/inspect/s/" + mgSession + "/c/3/raw"); got != raw {
+		t.Errorf("the page's raw bytes are not what the model got:\n%.300s", got)
+	}
+	if got := get("/inspect/s/" + mgSession + "/c/3/raw?asked=1"); got != asked {
+		t.Errorf("raw?asked=1 is not what Claude Code asked:\n%.300s", got)
 	}
 }
 

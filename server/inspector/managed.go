@@ -3,6 +3,7 @@ package inspector
 import (
 	"context"
 
+	"github.com/ctxstore/ctxstore/explain/inspect"
 	"github.com/ctxstore/ctxstore/harness/formats"
 	"github.com/ctxstore/ctxstore/harness/recorded"
 	"github.com/ctxstore/ctxstore/server/ccproxy"
@@ -87,4 +88,23 @@ func (m *Managed) Paired() int {
 		return 0
 	}
 	return len(m.byN)
+}
+
+// managedCall returns recorded call n of session sid (its id or a prefix)
+// in its managed form, for the call page and the raw bytes; nil when the
+// call has none.
+func (h *Handler) managedCall(q *req, sid string, n int) (*ManagedCall, error) {
+	id, err := inspect.ResolveSession(q.ctx, h.o.Store, sid)
+	if err != nil {
+		return nil, err
+	}
+	m, err := LoadManaged(q.ctx, h.o.Store, id)
+	if err != nil {
+		return nil, err
+	}
+	mc, ok := m.For(n)
+	if !ok {
+		return nil, nil
+	}
+	return &mc, nil
 }

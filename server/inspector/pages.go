@@ -320,6 +320,9 @@ type callBody struct {
 	Next   int
 	Diff   int // the call the form proposes to compare with
 	Totals map[string]int
+	// Managed is a managed Claude Code call's form: what the model got
+	// beside what Claude Code asked (managed.go); nil for none.
+	Managed *ManagedCall
 }
 
 func (h *Handler) call(q *req) (string, pageData, error) {
@@ -349,6 +352,11 @@ func (h *Handler) call(q *req) (string, pageData, error) {
 	}
 	for _, bl := range v.Blocks {
 		b.Totals[bl.Kind] += bl.Tokens
+	}
+	if v.Call.Recorded {
+		if b.Managed, err = h.managedCall(q, sid, n); err != nil {
+			return "", pageData{}, err
+		}
 	}
 	return "call.html", pageData{Title: fmt.Sprintf("Call %d", n), Crumbs: h.sessionCrumbs(sid), Body: b}, nil
 }
@@ -415,8 +423,21 @@ func (h *Handler) raw(w http.ResponseWriter, q *req) {
 		h.error(w, q.r, err)
 		return
 	}
+	raw := v.Raw
+	if v.Call.Recorded && q.r.URL.Query().Get("asked") == "" {
+		// a managed Claude Code call: what the model got (?asked=1: what
+		// Claude Code asked to send)
+		mc, err := h.managedCall(q, sid, n)
+		if err != nil {
+			h.error(w, q.r, err)
+			return
+		}
+		if mc != nil {
+			raw = mc.Sent
+		}
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Write(v.Raw)
+	w.Write(raw)
 }
 
 // objectBody is the object page's data.
