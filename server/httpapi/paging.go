@@ -129,6 +129,10 @@ func (c queryCursor) String() string {
 	return base64.RawURLEncoding.EncodeToString(b) + "." + querySum(b)
 }
 
+// maxQueryOffset bounds a cursor's offset far beyond any answer a store
+// holds, so offset and page never overflow.
+const maxQueryOffset = 1 << 40
+
 func parseQueryCursor(s string) (queryCursor, error) {
 	var c queryCursor
 	bad := badRequest("cursor: not a cursor this server answered for a query")
@@ -140,7 +144,7 @@ func parseQueryCursor(s string) (queryCursor, error) {
 	if err != nil || querySum(b) != sum {
 		return c, bad
 	}
-	if err := json.Unmarshal(b, &c); err != nil || c.Offset <= 0 || c.Last == "" || c.Query == "" || (c.TxID != nil && *c.TxID < 0) {
+	if err := json.Unmarshal(b, &c); err != nil || c.Offset <= 0 || c.Offset > maxQueryOffset || c.Last == "" || c.Query == "" || (c.TxID != nil && *c.TxID < 0) {
 		return c, bad
 	}
 	return c, nil
