@@ -3,6 +3,8 @@ package inspecttest
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -50,11 +52,38 @@ func Recorded(tb testing.TB, st store.Store, sid string, n, perCall int, start t
 			}
 		}
 	}
+	runtime.GC()
+	base := heapInUse()
+	peak := make(chan uint64)
+	done := make(chan struct{})
+	go func() { // the most heap in use while the calls are derived
+		most := base
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			most = max(most, heapInUse())
+			select {
+			case <-done:
+				peak <- most
+				return
+			case <-t.C:
+			}
+		}
+	}()
 	t0 := time.Now()
 	u, err := recorded.Update(ctx, commits.New(st, commits.Options{Registry: formats.Commits()}), sid)
+	close(done)
+	most := <-peak
 	if err != nil {
 		tb.Fatalf("inspecttest: deriving %s's calls: %v", sid, err)
 	}
-	tb.Logf("inspecttest: derived %d calls of %s's %d commits in %v", u.Calls, sid, u.Commits, time.Since(t0).Round(time.Millisecond))
+	tb.Logf("inspecttest: derived %d calls of %s's %d commits in %v, the heap peaking %.0f MB above the %.0f MB in use before",
+		u.Calls, sid, u.Commits, time.Since(t0).Round(time.Millisecond), float64(most-base)/1e6, float64(base)/1e6)
 	return ids
+}
+
+func heapInUse() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
