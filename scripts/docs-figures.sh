@@ -76,7 +76,7 @@ fi
 if [ -z "$HAR" ]; then
 	HAR=$OUT/harness
 	GO=$GO REPLAY_OUT=$HAR REPLAY_WARM=running REPLAY_CC_PROXY=running REPLAY_FAULTS=0 \
-		REPLAY_STRATEGIES=naive,clear_tool_uses,ctxstore_stream,ctxstore_stream_bare_head \
+		REPLAY_STRATEGIES=naive,clear_tool_uses,ctxstore_stream,ctxstore_stream_bare_head,claude_code_managed \
 		./scripts/replay-bench.sh
 	echo "$REV" >"$HAR/revision"
 fi

@@ -25,7 +25,12 @@ OUT=${REPLAY_OUT:-/tmp/replay-bench}
 CACHE_MODEL=${REPLAY_CACHE_MODEL:-auto}
 WARM=${REPLAY_WARM:-off}
 PROXY=${REPLAY_CC_PROXY:-}
-STRATEGIES=${REPLAY_STRATEGIES:-naive,naive_capped,clear_tool_uses,clear_tool_uses_20k,recorded,ctxstore_stream,ctxstore_stream_bare_head,ctxstore_literal}
+DEFAULT_STRATEGIES=naive,naive_capped,clear_tool_uses,clear_tool_uses_20k,recorded,ctxstore_stream,ctxstore_stream_bare_head,ctxstore_literal
+# Through the proxy (the harness run), Claude Code's managed mode too: what
+# `ctxstore claude-code run` sends, through the proxy's own code (the Pi
+# sessions decline it).
+if [ -n "$PROXY" ]; then DEFAULT_STRATEGIES=$DEFAULT_STRATEGIES,claude_code_managed; fi
+STRATEGIES=${REPLAY_STRATEGIES:-$DEFAULT_STRATEGIES}
 # The datasets: $CTXSTORE_DATASETS, else shared/datasets beside this
 # checkout or a directory above it (as internal/datasets finds them).
 DATA=${CTXSTORE_DATASETS:-}

@@ -153,6 +153,10 @@ type Step struct {
 	// lifetime of an earlier such breakpoint, and written at
 	// LongTTLWritePrice; what follows it keeps the TTL.
 	HeadTTL time.Duration
+	// proxied tells that Breakpoints are those ctxstore's Claude Code
+	// proxy sends (managed mode): the proxy's head lifetime rule applies
+	// to them (Env.Proxy).
+	proxied bool
 	// Stale is the tokens of Bytes (the counter's units) that a call after
 	// the cache expired would not send again: ctxstore's strategies rebase
 	// then, dropping their stale content. It weighs the warm requests

@@ -136,15 +136,17 @@ func DefaultStrategies() []Strategy {
 }
 
 // OtherStrategies returns strategies replayed only when asked for: the
-// batched reading of clear_tool_uses (what was cleared stays cleared), and
+// batched reading of clear_tool_uses (what was cleared stays cleared),
 // ctxstore's stream layout with a lean head (assemble.LeanHead) and with
-// a bare head (assemble.LeanHead.Bare).
+// a bare head (assemble.LeanHead.Bare), and Claude Code through ctxstore's
+// proxy in managed mode (ClaudeCodeManaged, Claude Code's sessions only).
 func OtherStrategies() []Strategy {
 	return []Strategy{
 		&ClearToolUses{Batched: true},
 		&ClearToolUses{ClearAtLeast: 20000, Batched: true},
 		&Ctxstore{Layout: assemble.LayoutStream, LeanHead: true, Label: "ctxstore_stream_lean_head"},
 		&Ctxstore{Layout: assemble.LayoutStream, BareHead: true, Label: "ctxstore_stream_bare_head"},
+		&ClaudeCodeManaged{},
 	}
 }
 
@@ -518,6 +520,10 @@ func Run(ctx context.Context, s *transcript.Session, o Options) (*Report, error)
 		if o.Store != nil {
 			e.SessionID += fmt.Sprintf("-%d", time.Now().UnixNano())
 		}
+		if h, ok := st.(harnessOnly); ok && h.Harness() != s.Format {
+			rep.Declined = append(rep.Declined, Declined{Strategy: st.Name(), Reason: fmt.Sprintf("not applicable: a strategy of %s sessions, this one is %s", h.Harness(), s.Format)})
+			continue
+		}
 		if d, ok := st.(decliner); ok {
 			if why := d.Declines(cs); why != "" {
 				rep.Declined = append(rep.Declined, Declined{Strategy: st.Name(), Reason: why})
@@ -824,7 +830,7 @@ func runStrategy(ctx context.Context, st Strategy, env *Env, cs []*CallInput, pr
 		var q *cacheRequest // the call's request, under a provider model
 		longHeadTokens := 0 // the head's tokens, when cached for long: a miss reads it
 		cold := i == 0 || in.Time.Sub(touched) > env.TTL
-		if env.Proxy && step.Recorded == nil && step.Breakpoints == nil {
+		if env.Proxy && step.Recorded == nil && (step.Breakpoints == nil || step.proxied) {
 			// ctxstore's Claude Code proxy asks for the head's longer
 			// lifetime from the first request that found the cache cold
 			// after the first (docs/claude-code.md, "The proxy").

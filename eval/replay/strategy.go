@@ -32,6 +32,12 @@ type decliner interface {
 	Declines(cs []*CallInput) string
 }
 
+// harnessOnly is a Strategy of one harness's sessions: the others decline
+// it (Report.Declined says it is not applicable).
+type harnessOnly interface {
+	Harness() transcript.Format
+}
+
 // Env is what a strategy may use while replaying one session.
 type Env struct {
 	// Session is the transcript replayed.
