@@ -167,11 +167,16 @@ strategy_row() { # FILE NAME: the strategies() row of one strategy
 		name = $1
 		if (name == "naive") name = "naive (" $6 " base-input tokens)"
 		if (name == "ctxstore_stream") name = "ctxstore_stream (managed head)"
+		if (index(name, "claude_code_managed") == 1) name = "claude_code_managed (what `ctxstore claude-code run` sends: Claude Code sessions only)"
 		if (name == "ctxstore_stream_bare_head") { printf "| **%s** (the Pi extension'"'"'s and OpenClaw plugin'"'"'s default) | **%s / %s / %s** |\n", name, $2, $3, $4; next }
 		printf "| %s | %s / %s / %s |\n", name, $2, $3, $4
 	}'
 	echo
 	echo "Per session, bare head: $(sessions_line "$HAR/tables.md" ctxstore_stream_bare_head)."
+	if [ -n "$(col "$(header "$HAR/tables.md" "#### Per session")" claude_code_managed)" ]; then
+		echo "Per session, Claude Code managed: $(persession "$HAR/tables.md" claude_code_managed |
+			awk -F'|' '$2 != "-" { printf "%s%s %s", (n++ ? ", " : ""), $1, $2 } END { print "" }')."
+	fi
 	b=$(strategy_row "$HAR/tables-other.md" ctxstore_stream_bare_head)
 	m=$(strategy_row "$HAR/tables-other.md" ctxstore_stream)
 	echo "The 18 short sessions (\`tables-other.md\`): bare head $(echo "$b" | cut -d'|' -f2) of naive,"
