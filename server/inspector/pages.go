@@ -78,6 +78,9 @@ type sessionBody struct {
 	Chain   chain
 	Commits []inspect.CommitNode
 	Graph   chain
+	// Managed: how many of a recorded session's conversations went
+	// through Claude Code's managed mode (managed.go).
+	Managed int
 	// Page is the page asked for (?page=): of the calls (From..To, unless
 	// ?from= chose them) and of the commit graph; Pages the larger of the
 	// two lists' page counts.
@@ -130,6 +133,9 @@ func (h *Handler) session(q *req) (string, pageData, error) {
 		FirstDepth: (page - 1) * inspect.CommitsPerPage, LastDepth: page*inspect.CommitsPerPage - 1}
 	if d.Recorded {
 		if b.Would, err = q.in.StoredWouldCost(q.ctx, d); err != nil {
+			return "", pageData{}, err
+		}
+		if b.Managed, err = h.managedConversations(q, d.ID); err != nil {
 			return "", pageData{}, err
 		}
 	}
@@ -496,7 +502,8 @@ func axesOf(vs []inspect.Version) axes {
 
 func (h *Handler) object(q *req) (string, pageData, error) {
 	id := q.r.PathValue("id")
-	o, err := q.in.Object(q.ctx, id, q.r.URL.Query().Get("session"))
+	v := q.r.URL.Query()
+	o, err := q.in.ObjectFrom(q.ctx, id, v.Get("session"), v.Get("after")) // a page of sessions
 	if err != nil {
 		return "", pageData{}, err
 	}
