@@ -13,11 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/explain/inspect"
 	"github.com/ctxstore/ctxstore/explain/inspect/inspecttest"
+	hrecorded "github.com/ctxstore/ctxstore/harness/recorded"
 	"github.com/ctxstore/ctxstore/internal/storetestenv"
 	"github.com/ctxstore/ctxstore/server/inspector"
+	"github.com/ctxstore/ctxstore/store"
 )
 
 // BenchmarkCallPage150k renders the call page of a call whose context
@@ -105,7 +108,8 @@ func BenchmarkPagingPage(b *testing.B) {
 // 500,000 context commits (inspecttest.Recorded: a call every 5, 100,000
 // calls stored as an import stores them; CTXSTORE_BENCH_COMMITS sets
 // another size), the
-// sessions page, the session's first page and a page deep in it:
+// sessions page, the session's first page and a page deep in it
+// (CTXSTORE_BENCH_DB names a store file to build once and reuse):
 // index_ms, session_ms and deep_ms per page, cpu_ms/page and
 // alloc_mb/page (the process's CPU time and Go allocations per page),
 // peak_heap_mb, the most Go heap in use while the pages render above what
@@ -118,11 +122,27 @@ func BenchmarkRecordedPages500k(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("CTXSTORE_BENCH_COMMITS")); err == nil && v > 0 {
 		n = v
 	}
-	se := storetestenv.New(b, storetestenv.SQLite)
-	t0 := time.Now()
-	inspecttest.Recorded(b, se.Store, "big", n, 5, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	b.Logf("built %d commits in %v", n, time.Since(t0).Round(time.Second))
-	h, err := inspector.New(inspector.Options{Store: se.Store})
+	var st store.Store
+	if path := os.Getenv("CTXSTORE_BENCH_DB"); path != "" {
+		// A store file kept between runs: built once, then only the
+		// pages are timed.
+		db, err := bitemporal.Open(context.Background(), path, bitemporal.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { db.Close() })
+		st = db
+	} else {
+		st = storetestenv.New(b, storetestenv.SQLite).Store
+	}
+	if _, ok, err := hrecorded.ReadState(context.Background(), st, "big", -1); err != nil {
+		b.Fatal(err)
+	} else if !ok {
+		t0 := time.Now()
+		inspecttest.Recorded(b, st, "big", n, 5, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+		b.Logf("built %d commits in %v", n, time.Since(t0).Round(time.Second))
+	}
+	h, err := inspector.New(inspector.Options{Store: st})
 	if err != nil {
 		b.Fatal(err)
 	}
