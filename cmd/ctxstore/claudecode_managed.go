@@ -298,13 +298,10 @@ func (c *ccCallsCmd) Run(a *app) error {
 	return nil
 }
 
-// loadManaged pairs a recorded session's calls (session: its id or a
-// prefix) with the managed calls the store holds of it; nil when none.
-func loadManaged(a *app, st store.Store, session string) (*inspector.Managed, error) {
-	sid, err := inspect.ResolveSession(a.ctx, st, session)
-	if err != nil {
-		return nil, err
-	}
+// loadManaged pairs a recorded session's calls (sid: its id, as the
+// command's ref resolved it) with the managed calls the store holds of
+// it; nil when none.
+func loadManaged(a *app, st store.Store, sid string) (*inspector.Managed, error) {
 	return inspector.LoadManaged(a.ctx, st, sid)
 }
 

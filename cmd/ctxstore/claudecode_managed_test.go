@@ -192,6 +192,9 @@ func TestManagedCallsBesideRecorded(t *testing.T) {
 		}
 		return rec.Body.String()
 	}
+	if page := get("/inspect/s/" + mgSession); !strings.Contains(page, `id="managed-note"`) || !strings.Contains(page, "managed mode (1 conversation)") {
+		t.Errorf("the session page does not say the session went through managed mode:\n%s", page)
+	}
 	page := get("/inspect/s/" + mgSession + "/c/3")
 	if !strings.Contains(page, `id="managed"`) || !strings.Contains(page, "Managed call 4") || !strings.Contains(page, "<td>toolu_1</td><td>4800 chars</td>") || strings.Contains(page, "<td>toolu_2</td>") {
 		t.Errorf("the call page does not show the managed call:\n%s", page)

@@ -432,3 +432,9 @@ func num(v any) int {
 	}
 	return 0
 }
+
+// Conversations returns the conversations of session sid that managed
+// mode kept decisions for (none: the session did not go through it).
+func Conversations(ctx context.Context, st store.Store, sid string) ([]string, error) {
+	return store.Values(ctx, st, store.Query{Where: []store.Pred{store.Where("type", ConversationType), store.Where("session_id", sid)}}, "conversation", "", 0)
+}

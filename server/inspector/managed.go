@@ -108,3 +108,10 @@ func (h *Handler) managedCall(q *req, sid string, n int) (*ManagedCall, error) {
 	}
 	return &mc, nil
 }
+
+// managedConversations is how many conversations of recorded session sid
+// (its id) went through managed mode, for the session page's note.
+func (h *Handler) managedConversations(q *req, sid string) (int, error) {
+	cs, err := ccproxy.Conversations(q.ctx, h.o.Store, sid)
+	return len(cs), err
+}
