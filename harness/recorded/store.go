@@ -219,12 +219,19 @@ func clip(s string, n int) string {
 }
 
 // Page reads calls from..from+limit-1 (limit 0: all from from on) of
-// session sid from the store, in order.
+// session sid from the store, in order. A page names its calls' numbers
+// (a store's field index then gives the page's documents, not the
+// session's from the first on).
 func Page(ctx context.Context, st store.Store, sid string, from, limit int) ([]Call, error) {
-	where := []store.Pred{store.Where("type", CallType), store.Where("session_id", sid),
-		{Field: "call", Op: store.Gte, Value: int64(from)}}
+	where := []store.Pred{store.Where("type", CallType), store.Where("session_id", sid)}
 	if limit > 0 {
-		where = append(where, store.Pred{Field: "call", Op: store.Lte, Value: int64(from + limit - 1)})
+		ns := make([]any, limit)
+		for i := range ns {
+			ns[i] = int64(from + i)
+		}
+		where = append(where, store.Pred{Field: "call", Op: store.In, Values: ns})
+	} else {
+		where = append(where, store.Pred{Field: "call", Op: store.Gte, Value: int64(from)})
 	}
 	docs, err := st.Query(ctx, store.Query{Where: where, OrderBy: []store.Order{{Field: "call"}}})
 	if err != nil {
