@@ -310,7 +310,12 @@ func (d *deriver) load(c *commits.Commit) ([]events.Event, int, error) {
 	if slices.Contains(c.Tags, BranchTag) {
 		d.branches++
 	}
-	defer func() { d.lastID = c.ID; d.known[c.ID] = true }()
+	defer func() {
+		d.lastID = c.ID
+		if d.resumed { // the commits a resumed run read name the parents of the next
+			d.known[c.ID] = true
+		}
+	}()
 	if !used(c) {
 		return nil, 0, nil
 	}
