@@ -14,11 +14,14 @@
 //                its own; the head, below), then POST /v1/sessions/{sid}/context with the history
 //                OpenClaw hands over, as a delta over the previous call's (the client's Deltas, as
 //                the Pi extension sends it; the whole log after log_mismatch, a reopen after
-//                session_not_open); the answer's messages are the context, its system_prompt
-//                (fixed for the session, so cache-stable: ctxstore's guide under the managed
-//                head, empty under the bare one) the systemPromptAddition. A later assemble of
-//                the same run is handed the previous answer; the log it was made from is sent
-//                instead.
+//                session_not_open); the answer's messages, with the timestamps of the
+//                transcript messages they were made from (OpenClaw dates user messages from
+//                them), are the context, its system_prompt (fixed for the session, so
+//                cache-stable: ctxstore's guide under the managed head, empty under the bare
+//                one) the systemPromptAddition. A later assemble of the same run is handed the
+//                previous answer; the log it was made from is sent instead. The service opens an
+//                OpenClaw session with its user-first rendering, so what OpenClaw sent in a turn
+//                comes back unchanged (docs/openclaw.md, "Byte-stable turns").
 //   ingest       acknowledged: the next assemble sends the log, and the cursor ingests it.
 //   commitTurn   answers "committed", or "duplicate" for an advancementKey seen before in this
 //                process; it writes nothing: the transcript is OpenClaw's durable record, and the
