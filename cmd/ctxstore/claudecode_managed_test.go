@@ -120,7 +120,7 @@ func TestManagedCallsBesideRecorded(t *testing.T) {
 		t.Fatalf("calls: %s", errs)
 	}
 	var listed []struct {
-		N       int `json:"n"`
+		N       int `json:"call"`
 		Managed *struct {
 			N         int `json:"n"`
 			Collapsed int `json:"collapsed"`
