@@ -24,17 +24,20 @@ func (d *Derived) attribute(i int) {
 		return
 	}
 	p := &d.Calls[c.Prev-1]
-	shared := 0
-	for shared < len(c.msgs) && shared < len(p.msgs) && c.msgs[shared] == p.msgs[shared] {
-		shared++
-	}
-	l := link{shared: shared, prevMsgs: len(p.msgs), hour: d.hour(c.Prev - 1),
-		compacted:     d.compactedBetween(c.Lane, d.laneOf, p.first, c.first),
-		systemChanged: len(c.msgs) > 0 && len(p.msgs) > 0 && strings.HasPrefix(c.msgs[0], "s") && c.msgs[0] != p.msgs[0]}
-	if shared > 0 {
-		l.prefixBytes = c.ends[shared-1]
-	}
+	l := c.link
+	l.hour = d.hour(c.Prev - 1)
+	l.compacted = d.compactedBetween(c.Lane, d.laneOf, p.first, c.first)
 	attributeWith(c, p, l)
+}
+
+// compare links a request's digests (and where each ends) with the
+// previous request's of its lane.
+func compare(msgs []string, ends []int, prev []string) link {
+	l := link{shared: sharedSlices(msgs, prev), prevMsgs: len(prev), systemChanged: systemChanged(msgs, prev)}
+	if l.shared > 0 {
+		l.prefixBytes = ends[l.shared-1]
+	}
+	return l
 }
 
 // link is what attribution needs of a call's request against the

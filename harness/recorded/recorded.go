@@ -102,8 +102,9 @@ type Call struct {
 	Shape string `json:"shape,omitempty"`
 
 	first int      // index of the call's first event
-	msgs  []string // digests of the request's messages
+	msgs  []string // digests of the request's messages (until the next call of its lane)
 	ends  []int    // where each message ends in the request's bytes
+	link  link     // the request against the previous call's of its lane
 }
 
 // Sent is the input tokens the call sent: recorded, else estimated from
@@ -315,7 +316,12 @@ func (d *Derived) derive() {
 				}
 			}
 			if p, ok := last[nc.Lane]; ok {
-				nc.Prev = d.Calls[p].N
+				// Compared with the previous call of its lane now, whose
+				// digests no later call needs: a session's calls do not
+				// all hold theirs.
+				pc := &d.Calls[p]
+				nc.Prev, nc.link = pc.N, compare(nc.msgs, nc.ends, pc.msgs)
+				pc.msgs, pc.ends = nil, nil
 			}
 			d.Calls = append(d.Calls, nc)
 			last[nc.Lane] = len(d.Calls) - 1
