@@ -114,6 +114,21 @@ type State struct {
 	Calls int       `json:"calls"`
 	// Shape is the conversation's rhythm, for the cost model's horizon.
 	Shape assemble.Shape `json:"shape"`
+	// Renewed is when a warm request last renewed the cache entry of the
+	// last managed request (the caller sets it: the proxy when a warm is
+	// answered, the replay from its warming). The cache is cold only past
+	// the lifetime since the later of Last and Renewed: a pause the proxy
+	// kept warm is no reason to rebase for free.
+	Renewed time.Time `json:"renewed,omitzero"`
+}
+
+// touched is when the conversation's cache entry was last written or
+// read: its last managed request, or a warm request after it.
+func (st *State) touched() time.Time {
+	if st.Renewed.After(st.Last) {
+		return st.Renewed
+	}
+	return st.Last
 }
 
 // Unknown marks a request managed mode does not understand: it passes
@@ -384,7 +399,7 @@ func (mc *Config) Apply(sid string, st *State, body []byte, now time.Time, ttl t
 		pol.CacheTTL = ttl
 		pol.Breakpoints = assemble.BreakpointsEnd
 		in := assemble.Inputs{
-			StaleTokens: stale, ContextTokens: (len(body) + 3) / 4, Idle: now.Sub(st.Last),
+			StaleTokens: stale, ContextTokens: (len(body) + 3) / 4, Idle: now.Sub(st.touched()),
 			HasPrevious: st.Calls > 0 && !st.Last.IsZero(), Calls: st.Calls, Shape: st.Shape, Candidates: cands,
 		}
 		d := assemble.Decide(in, pol)
@@ -509,7 +524,7 @@ func (mc *Config) Apply(sid string, st *State, body []byte, now time.Time, ttl t
 				st.Shape.Turns++
 				st.Shape.TurnCalls += st.Shape.Current
 			}
-			if now.Sub(st.Last) >= ttl {
+			if now.Sub(st.touched()) >= ttl {
 				st.Shape.ColdStarts++
 			} else {
 				st.Shape.WarmStarts++

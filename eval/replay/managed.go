@@ -121,6 +121,9 @@ func (m *ClaudeCodeManaged) Step(_ context.Context, in *CallInput) (*Step, error
 	step := &Step{HeadLen: len(EmptyHead), proxied: true}
 	st := m.st
 	st.Shown = cloneShown(m.st.Shown)
+	if !in.Renewed.IsZero() {
+		st.Renewed = in.Renewed // the warming kept the previous request's entry (the proxy's warm requests)
+	}
 	out, ap, err := m.cfg.Apply(m.sid, &st, body, in.Time, m.env.TTL)
 	if err == nil {
 		err = ccmanaged.Checked(body, out)

@@ -121,6 +121,11 @@ func (p *Proxy) managedBody(s *session, body []byte, now time.Time, ttl time.Dur
 	c.loaded = true
 	st := c.st
 	st.Shown = maps.Clone(c.st.Shown)
+	p.mu.Lock()
+	if s.warmed.After(st.Renewed) {
+		st.Renewed = s.warmed // the pause was kept warm: the entry of the last request lives
+	}
+	p.mu.Unlock()
 	nb, ap, err := mc.manage(s.id, &st, body, now, ttl)
 	if err != nil {
 		var u errUnknown

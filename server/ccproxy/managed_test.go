@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -695,3 +696,44 @@ func TestManage(t *testing.T) {
 // collapsedPaths matches the spill directory a line names (the two
 // runs spill to different roots).
 var collapsedPaths = regexp.MustCompile(`Read [^ ]+ for`)
+
+// TestManagedRenewed: a pause longer than the cache's lifetime that a
+// warm request kept warm is no cold start: the collapses waiting stay
+// waiting (the cost model prices them against a warm cache), where the
+// same pause unwarmed rebases them at once, for free.
+func TestManagedRenewed(t *testing.T) {
+	mc := &ManagedConfig{Spill: hooks.Spill{Root: t.TempDir()}}
+	const ttl = 5 * time.Minute
+	c := &conv{session: "sess-11"}
+	for i := range 4 {
+		c.user(fmt.Sprintf("Turn %d.", i))
+		c.call("Bash", map[string]any{"command": fmt.Sprint(i)}, output(fmt.Sprint(i), 80))
+	}
+	start := time.Now()
+	var st convState
+	if _, _, err := mc.manage("sess-11", &st, c.body(t), start, ttl); err != nil {
+		t.Fatal(err)
+	}
+	// The next turn pushes the first turn's output out of the window: its
+	// collapse waits, the cache being warm.
+	c.user("Turn 4.")
+	c.call("Bash", map[string]any{"command": "4"}, output("4", 80))
+	if _, ap, err := mc.manage("sess-11", &st, c.body(t), start.Add(time.Minute), ttl); err != nil || ap.Rebase != "" || ap.Pending == 0 {
+		t.Fatalf("the warm request: %+v, %v (a collapse should wait)", ap, err)
+	}
+	c.call("Bash", map[string]any{"command": "5"}, "ok\n")
+	body := c.body(t)
+	after := start.Add(time.Minute + 2*ttl) // the pause: twice the lifetime
+	cold := st
+	cold.Shown = maps.Clone(st.Shown)
+	if _, ap, err := mc.manage("sess-11", &cold, body, after, ttl); err != nil || ap.Rebase != "expired" {
+		t.Errorf("after a pause nobody warmed: %+v, %v (want the free rebase)", ap, err)
+	}
+	warm := st
+	warm.Shown = maps.Clone(st.Shown)
+	warm.Renewed = after.Add(-ttl / 2) // the proxy's last warm request
+	_, ap, err := mc.manage("sess-11", &warm, body, after, ttl)
+	if err != nil || ap.Rebase != "" || ap.Pending == 0 {
+		t.Errorf("after a pause the proxy kept warm: %+v, %v (want the collapse still waiting)", ap, err)
+	}
+}

@@ -139,6 +139,7 @@ type session struct {
 	last   time.Time     // when the last request the provider read (an agent request, a warm) was sent: the cache entry dates from it
 	ttl    time.Duration // the cache entry's lifetime (the last request's)
 	called time.Time     // when the last answered agent request was sent
+	warmed time.Time     // when the last answered warm request of the last agent request was sent (managed mode's Renewed)
 	paused bool          // a request found the cache cold after the first: the head asks for the hour
 	logged bool          // the head's hour was said in the log
 
@@ -548,6 +549,7 @@ func (p *Proxy) warm(s *session, gen int) {
 		if sent.After(s.last) {
 			s.last = sent
 		}
+		s.warmed = sent
 		p.schedule(s)
 	}
 	p.mu.Unlock()
