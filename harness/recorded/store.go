@@ -116,14 +116,6 @@ type LostTotals struct {
 // refuses empty keys).
 const NoModel = "-"
 
-func totalsOf(cs []Call) *Totals {
-	t := newTotals()
-	for _, c := range cs {
-		t.add(c)
-	}
-	return t
-}
-
 func newTotals() *Totals {
 	return &Totals{ByModel: map[string]*ModelTotals{}, Lost: map[string]map[string]*LostTotals{}}
 }
