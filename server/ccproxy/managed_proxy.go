@@ -142,6 +142,14 @@ func (p *Proxy) managedBody(s *session, body []byte, now time.Time, ttl time.Dur
 		p.count(func(st *Stats) { st.Unmanaged++ })
 		return body
 	}
+	if err := apicheck.Preserved(body, nb); err != nil {
+		// Managed mode may change tool_result contents and breakpoints
+		// only; anything else changed is a defect, and the request goes
+		// as Claude Code wrote it.
+		p.once("preserve", true, "ctxstore claude-code proxy: a managed request changed more than tool results and breakpoints (%v): passed on unchanged; the session goes on", err)
+		p.count(func(st *Stats) { st.Unmanaged++ })
+		return body
+	}
 	c.st = st
 	p.count(func(x *Stats) {
 		x.Managed++

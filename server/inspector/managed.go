@@ -82,14 +82,6 @@ func (m *Managed) For(n int) (ManagedCall, bool) {
 	return ManagedCall{Call: m.Calls[j], Sent: m.Sent[j], Asked: m.asked[n], Changes: ccproxy.Changes(m.asked[n], m.Sent[j])}, true
 }
 
-// Paired is how many recorded calls have a managed form.
-func (m *Managed) Paired() int {
-	if m == nil {
-		return 0
-	}
-	return len(m.byN)
-}
-
 // managedCall returns recorded call n of session sid (its id or a prefix)
 // in its managed form, for the call page and the raw bytes; nil when the
 // call has none.

@@ -238,9 +238,6 @@ func Check(body []byte) []error {
 	return errs
 }
 
-// Err joins Check's errors into one (nil: none).
-func Err(body []byte) error { return errors.Join(Check(body)...) }
-
 // caches counts breakpoints and checks their lifetimes' order.
 type caches struct {
 	n     int

@@ -1,6 +1,7 @@
 package apicheck
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -43,7 +44,7 @@ func TestCheck(t *testing.T) {
 		{"no max_tokens", `{"model":"m","messages":[` + user + `]}`, "max_tokens"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Err([]byte(tc.body))
+			err := errors.Join(Check([]byte(tc.body))...)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("a valid request refused: %v", err)
