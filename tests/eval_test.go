@@ -348,8 +348,9 @@ func TestEvalSuiteWithClaudeCode(t *testing.T) {
 			t.Errorf("%s: %d calls, %d tokens sent, session %q, error %q", r.Arm, r.Calls, r.Tokens.Sent(), r.Session, r.Error)
 		}
 	}
-	if alone.FaultStrategy != "naive" || alone.Faults != 0 || managed.FaultStrategy != "" || rep.Arms[1].FaultRuns != 0 {
-		t.Errorf("faults: alone under %q (%d checked, %d faults), managed under %q", alone.FaultStrategy, alone.Checked, alone.Faults, managed.FaultStrategy)
+	if alone.FaultStrategy != "naive" || alone.Faults != 0 || managed.FaultStrategy != "claude_code_managed" || managed.Checked == 0 || rep.Arms[1].FaultRuns != 1 {
+		t.Errorf("faults: alone under %q (%d checked, %d faults), managed under %q (%d checked), %d managed runs measured",
+			alone.FaultStrategy, alone.Checked, alone.Faults, managed.FaultStrategy, managed.Checked, rep.Arms[1].FaultRuns)
 	}
 	fixed, _ := os.ReadFile(filepath.Join(out, name, "claude-code+ctxstore", "work", "version.go"))
 	if !bytes.Contains(fixed, []byte(`"2.13.0-rc.4"`)) {

@@ -576,15 +576,17 @@ func (o *Options) measure(ctx context.Context, r *Result, a Arm, pattern string)
 	}
 	// The fault rule on the run's own transcript, under what its model was
 	// shown: the whole history for a harness alone, ctxstore's stream with
-	// the bare head (the Pi extension's default) for Pi with ctxstore. The
-	// replay has no strategy for the Claude Code proxy's managed mode, so
-	// that arm's faults are not measured (FaultStrategy stays empty).
+	// the bare head (the Pi extension's default) for Pi with ctxstore, and
+	// the proxy's managed mode (the replay runs its code) for Claude Code
+	// through ctxstore claude-code run.
 	var st replay.Strategy = &replay.Naive{}
 	if a.Ctxstore {
-		if a.harness() != HarnessPi {
-			return nil
+		switch a.harness() {
+		case HarnessPi:
+			st = &replay.Ctxstore{Layout: assemble.LayoutStream, BareHead: true, Label: "ctxstore_stream_bare_head"}
+		default:
+			st = &replay.ClaudeCodeManaged{}
 		}
-		st = &replay.Ctxstore{Layout: assemble.LayoutStream, BareHead: true, Label: "ctxstore_stream_bare_head"}
 	}
 	rd := filepath.Join(r.Dir, "replay")
 	if err := os.MkdirAll(rd, 0o755); err != nil {
