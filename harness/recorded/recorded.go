@@ -299,18 +299,7 @@ func (d *Derived) derive() {
 				// The recorded request: its messages are its blobs.
 				body, spans := exactBody(q, d.blobs, nc.Model)
 				nc.Exact, nc.Shape, nc.Bytes = true, q.Shape, len(body)
-				nc.msgs, nc.ends = nil, nil
-				k := 0
-				for _, sp := range spans {
-					switch sp.Kind {
-					case "system", "tools":
-						nc.msgs = append(nc.msgs, "s"+q.Shape)
-					default:
-						nc.msgs = append(nc.msgs, q.Messages[k])
-						k++
-					}
-					nc.ends = append(nc.ends, sp.End)
-				}
+				nc.msgs, nc.ends = recordedDigests(q, spans)
 				if q.Model != "" && nc.Model == "" {
 					nc.Model = q.Model
 				}

@@ -130,6 +130,24 @@ func (d *Derived) Request(n int) (*Request, error) {
 	return &Request{Call: c, Body: body, Spans: spans, PrevN: c.Prev}, nil
 }
 
+// recordedDigests lists a recorded request's message digests and where
+// each ends in its body (spans from exactBody): the system prompt and
+// the tools stand as one digest of the request's shape each.
+func recordedDigests(q *apiRequest, spans []Span) (msgs []string, ends []int) {
+	k := 0
+	for _, sp := range spans {
+		switch sp.Kind {
+		case "system", "tools":
+			msgs = append(msgs, "s"+q.Shape)
+		default:
+			msgs = append(msgs, q.Messages[k])
+			k++
+		}
+		ends = append(ends, sp.End)
+	}
+	return msgs, ends
+}
+
 // exactBody writes a recorded request: its model and parameters, its
 // system prompt and tools (from the shape record), its messages (from the
 // blob records).
