@@ -27,7 +27,7 @@ func (s *Store) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
 	if err != nil {
 		return nil, err
 	}
-	conds, args, err := s.whereSQL(ctx, q.Where, vt, tx)
+	conds, args, err := s.whereSQL(ctx, q.Where, vt, tx, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -107,6 +107,11 @@ func fieldsCandidates(c string) string {
 // probeRows is the first bound of driver's row counts.
 const probeRows = 64
 
+// firstRows is the most rows driver counts of a way when the statement
+// stops at its first match (an existence probe, as Values runs one per
+// value): past it, the preferred way drives without being counted.
+const firstRows = 1024
+
 // driver chooses the candidates of a query whose predicates could give
 // them several ways: SQLite would build the full candidate set of every
 // field-index predicate and intersect them, so a page of one session's
@@ -114,37 +119,56 @@ const probeRows = 64
 // reading them all. The field-index predicate with the fewest rows drives:
 // rows are counted up to a bound that doubles while every count reaches
 // it, so choosing costs a few times the driver's own rows, which the
-// query reads anyway. It returns the driver's condition on rows f with its
-// arguments; the query checks every field-index predicate on the driver's
-// candidates' documents (jsonPredSQL: the same answer, each predicate on
-// its own, as an array field needs). "": leave the query as it is (an
-// equality or In on the id, whose candidates are the ids, or fewer than
-// two field-index predicates).
-func (s *Store) driver(ctx context.Context, where []store.Pred, vt, tx int64) (string, []any, error) {
+// query reads anyway. A statement that stops at its first match (first
+// >= 0: an existence probe) reads far fewer than its driver's rows, so
+// there the bound stops doubling at firstRows and, when every way
+// reaches it, where[first] drives uncounted: the probe of whether one
+// session of 500,000 commits has a commit (type = commit, session = S,
+// both 500,000 rows) counts 2,000 rows, not a million. counted, when not
+// nil, is told how many rows were counted (the tests read it). It returns
+// the driver's condition on rows f with its arguments; the query checks
+// every field-index predicate on the driver's candidates' documents
+// (jsonPredSQL: the same answer, each predicate on its own, as an array
+// field needs). "": leave the query as it is (an equality or In on the
+// id, whose candidates are the ids, or fewer than two field-index
+// predicates).
+func (s *Store) driver(ctx context.Context, where []store.Pred, vt, tx int64, first int) (string, []any, error) {
 	type way struct {
 		cond string
 		args []any
 		rows int
+		pred int
 	}
 	var ways []way
-	for _, p := range where {
+	for i, p := range where {
 		if p.Field == store.IDKey && (p.Op == store.Eq || p.Op == store.In) {
 			return "", nil, nil
 		}
 		c, a := predSQL(p, vt, tx, s.indexed)
 		if f := fieldsCandidates(c); f != "" {
-			ways = append(ways, way{cond: f, args: a})
+			ways = append(ways, way{cond: f, args: a, pred: i})
 		}
 	}
 	if len(ways) < 2 {
 		return "", nil, nil
 	}
 	for bound := probeRows; ; bound *= 2 {
+		if first >= 0 && bound > firstRows {
+			for _, w := range ways {
+				if w.pred == first {
+					return w.cond, w.args, nil
+				}
+			}
+			return ways[0].cond, ways[0].args, nil
+		}
 		best := -1
 		for i := range ways {
 			w := &ways[i]
 			if err := s.r.GetContext(ctx, &w.rows, "SELECT count(*) FROM (SELECT 1 FROM fields f WHERE "+w.cond+fmt.Sprintf(" LIMIT %d)", bound), w.args...); err != nil {
 				return "", nil, dbErr("query", "", err)
+			}
+			if s.counted != nil {
+				s.counted.Add(int64(w.rows))
 			}
 			if w.rows < bound && (best < 0 || w.rows < ways[best].rows) {
 				best = i
@@ -158,11 +182,13 @@ func (s *Store) driver(ctx context.Context, where []store.Pred, vt, tx int64) (s
 
 // whereSQL renders where as conditions on documents d (their candidates
 // from the driver, when one is chosen) and keeps only the visible version
-// of each entity at vt and tx.
-func (s *Store) whereSQL(ctx context.Context, where []store.Pred, vt, tx int64) ([]string, []any, error) {
+// of each entity at vt and tx. first is driver's: the predicate that
+// drives an existence probe when every way is long, -1 for a query that
+// reads every match.
+func (s *Store) whereSQL(ctx context.Context, where []store.Pred, vt, tx int64, first int) ([]string, []any, error) {
 	var conds []string
 	var args []any
-	driver, dargs, err := s.driver(ctx, where, vt, tx)
+	driver, dargs, err := s.driver(ctx, where, vt, tx, first)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -84,6 +84,9 @@ type Store struct {
 	// against (migration 00017, packLogAgainst); nil until the first
 	// transaction this process logs stores one.
 	logBase atomic.Pointer[logBase]
+	// counted, when set (by the tests), adds up the field-index rows the
+	// query driver counts to choose its candidates.
+	counted *atomic.Int64
 }
 
 var _ store.Store = (*Store)(nil)

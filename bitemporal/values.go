@@ -12,9 +12,12 @@ import (
 // Values implements store.ValueLister on the field index: the next string
 // the index holds for field after the last one listed (one index seek),
 // kept when a visible document matching q holds it (a query that stops at
-// the first such document), until limit are listed. Its cost follows the
-// distinct values, not the documents: listing the sessions of a store
-// whose one session has 500,000 commits reads one of them per session. A
+// the first such document, driven by the rows of the value or of a
+// shorter predicate of q: driver, with first set), until limit are
+// listed. Its cost follows the distinct values, not the documents:
+// listing the sessions of a store whose one session has 500,000 commits
+// reads one of them per session, and counts at most a few thousand
+// index rows to choose how. A
 // field the index does not hold, or one holding strings long enough to be
 // indexed by prefix only, is answered by store.ValuesByQuery.
 func (s *Store) Values(ctx context.Context, q store.Query, field, after string, limit int) ([]string, error) {
@@ -46,12 +49,18 @@ func (s *Store) Values(ctx context.Context, q store.Query, field, after string, 
 		}
 		after = v
 		where := append(append([]store.Pred{}, q.Where...), store.Where(field, v))
-		conds, args, err := s.whereSQL(ctx, where, vt, tx)
+		conds, args, err := s.whereSQL(ctx, where, vt, tx, len(where)-1)
 		if err != nil {
 			return nil, err
 		}
+		from := "docs d"
+		if f := fieldsCandidates(conds[0]); f != "" {
+			// The driver's rows are read in order until the first match,
+			// not gathered first as an IN list would be.
+			from, conds[0] = "fields f CROSS JOIN docs d ON d.id = f.doc", f
+		}
 		var one int
-		err = s.r.GetContext(ctx, &one, "SELECT 1 FROM docs d WHERE "+strings.Join(conds, " AND ")+" LIMIT 1", args...)
+		err = s.r.GetContext(ctx, &one, "SELECT 1 FROM "+from+" WHERE "+strings.Join(conds, " AND ")+" LIMIT 1", args...)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}

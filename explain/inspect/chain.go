@@ -105,9 +105,14 @@ func (in *Inspector) maxDepth(ctx context.Context, sid string, from int64) (int6
 	if ok && d >= from {
 		return d, nil
 	}
-	d, err := in.probeDepth(ctx, sid, from)
+	d, ok, err := in.tipDepth(ctx, sid, from)
 	if err != nil {
 		return 0, err
+	}
+	if !ok {
+		if d, err = in.probeDepth(ctx, sid, from); err != nil {
+			return 0, err
+		}
 	}
 	in.mu.Lock()
 	if in.depths == nil {
@@ -116,6 +121,44 @@ func (in *Inspector) maxDepth(ctx context.Context, sid string, from int64) (int6
 	in.depths[sid] = d
 	in.mu.Unlock()
 	return d, nil
+}
+
+// tipDepth is maxDepth read from the tip the session's recorded calls were
+// derived from (their state document names it): its depth d is the
+// deepest when the session has a commit at d and none at d+1, two
+// one-row queries instead of probing about 2 log2(depth) depths. ok is
+// false when there is no such tip, or commits came since.
+func (in *Inspector) tipDepth(ctx context.Context, sid string, from int64) (int64, bool, error) {
+	st, err := in.st.Entity(ctx, recorded.StateID(sid), store.Basis{})
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	tip := asString(st["tip"])
+	if tip == "" {
+		return 0, false, nil
+	}
+	docs, err := in.st.Query(ctx, store.Query{Where: []store.Pred{store.Where(store.IDKey, tip)}, Find: []string{"type", "session", "depth"}})
+	if err != nil {
+		return 0, false, fmt.Errorf("session %s: reading its tip: %w", sid, err)
+	}
+	if len(docs) != 1 || asString(docs[0]["type"]) != commits.DocCommit || asString(docs[0]["session"]) != sid {
+		return 0, false, nil
+	}
+	d := int64(asInt(docs[0]["depth"]))
+	if d < from {
+		return 0, false, nil
+	}
+	if ok, err := in.hasDepth(ctx, sid, d); err != nil || !ok {
+		return 0, false, err
+	}
+	deeper, err := in.hasDepth(ctx, sid, d+1)
+	if err != nil || deeper {
+		return 0, false, err
+	}
+	return d, true, nil
 }
 
 // probeDepth is maxDepth without the Inspector's memory.
