@@ -39,6 +39,22 @@ type Object struct {
 	// sessions after it. Sessions are looked at in id order.
 	After string `json:"after,omitempty"`
 	More  string `json:"more,omitempty"`
+	// OlderVersions is set when the object has more versions than a page
+	// shows (ObjectVersionsShown): Versions are its latest ones, and calls
+	// that showed an older version are not attributed.
+	OlderVersions bool `json:"older_versions,omitempty"`
+	// CallsCut lists the sessions whose calls the page did not walk to
+	// the end (more than ObjectCallsWalked): Shown covers their first
+	// ObjectCallsWalked calls.
+	CallsCut []CallsCut `json:"calls_cut,omitempty"`
+}
+
+// CallsCut is a session whose calls an object's page walked only in part:
+// calls 1 to Walked of its Calls.
+type CallsCut struct {
+	Session string `json:"session_id"`
+	Walked  int    `json:"walked"`
+	Calls   int    `json:"calls"`
 }
 
 // An object's page reads the sessions of the store a page at a time, in
@@ -50,9 +66,25 @@ type Object struct {
 // the exception: its page goes on past the bounds until it finds one
 // session of its own that uses the object (else the object is not
 // found for it), and it reads only its own sessions' states.
+//
+// Within that, a page shows at most ObjectVersionsShown of the object's
+// versions (its latest, by valid time: the history is read no further)
+// and walks at most ObjectCallsWalked call records of each session
+// (its first calls), saying so when it stops short (OlderVersions,
+// CallsCut): a page's reads are bounded by these constants, however long
+// the object's history or a session.
 const (
 	ObjectSessionsRead  = 200
 	ObjectSessionsShown = 20
+	ObjectVersionsShown = 200
+	ObjectCallsWalked   = 2000
+)
+
+// objectVersionsShown and objectCallsWalked are the bounds, variables for
+// the tests.
+var (
+	objectVersionsShown = ObjectVersionsShown
+	objectCallsWalked   = ObjectCallsWalked
 )
 
 // objectSessionBatch is how many session ids one listing query reads.
@@ -107,7 +139,7 @@ func (in *Inspector) ObjectFrom(ctx context.Context, id, only, after string) (*O
 	if _, sid, ok := objects.SessionIDOf(id); ok && !in.allowed(sid) {
 		return nil, fmt.Errorf("object %s: %w", id, ErrNotFound) // another session's chat, prompt or head
 	}
-	h, err := in.st.History(ctx, id, store.HistoryOptions{Order: store.Asc})
+	h, err := in.st.History(ctx, id, store.HistoryOptions{Order: store.Desc, Limit: objectVersionsShown + 1})
 	if err != nil {
 		return nil, fmt.Errorf("object %s: %w", id, err)
 	}
@@ -115,6 +147,9 @@ func (in *Inspector) ObjectFrom(ctx context.Context, id, only, after string) (*O
 		return nil, fmt.Errorf("object %s: %w", id, ErrNotFound)
 	}
 	o := &Object{ID: id}
+	if len(h) > objectVersionsShown {
+		h, o.OlderVersions = h[:objectVersionsShown], true
+	}
 	if doc, err := in.st.Entity(ctx, id, store.Basis{}); err == nil {
 		o.Kind, o.Nickname = asString(doc["type"]), asString(doc["nickname"])
 		if src, ok := doc["source"].(map[string]any); ok && o.Nickname == "" {
@@ -226,6 +261,10 @@ func (in *Inspector) shown(ctx context.Context, sid string, o *Object) error {
 		as string
 	}
 	open := map[key]int{} // run start per (version, way) still going at the previous call
+	if n > objectCallsWalked {
+		o.CallsCut = append(o.CallsCut, CallsCut{Session: sid, Walked: objectCallsWalked, Calls: n})
+		n = objectCallsWalked
+	}
 	for k := 1; k <= n; k++ {
 		c, err := assemble.ReadCommit(ctx, in.st, sid, k)
 		if err != nil {
@@ -248,7 +287,11 @@ func (in *Inspector) shown(ctx context.Context, sid string, o *Object) error {
 			if it.K == "toolref" && it.Out == "inline" {
 				k = "content" // rendering 3: a live output is its tool result
 			}
-			now[key{versionAt(o.Versions, r.Tx), KindLabel(k)}] = true
+			v := versionAt(o.Versions, r.Tx, o.OlderVersions)
+			if v < 0 {
+				continue // a version older than the page shows
+			}
+			now[key{v, KindLabel(k)}] = true
 		}
 		for kk, start := range open {
 			if !now[kk] {
@@ -281,8 +324,13 @@ func (in *Inspector) shown(ctx context.Context, sid string, o *Object) error {
 }
 
 // versionAt returns the index of the version visible as of tx: the last one
-// written at or before it.
-func versionAt(vs []Version, tx int64) int {
+// written at or before it; the first for a tx before every version of a
+// whole history, -1 for one before the versions a page shows when older
+// ones were left out (o.OlderVersions).
+func versionAt(vs []Version, tx int64, older bool) int {
 	i := sort.Search(len(vs), func(i int) bool { return vs[i].Tx > tx })
+	if i == 0 && older {
+		return -1
+	}
 	return max(i-1, 0)
 }
