@@ -17,7 +17,7 @@ func TestConformance(t *testing.T) {
 		Name:             "postgres",
 		New:              func(t *testing.T) store.Store { return openTemp(t, clock.now) },
 		SetClock:         clock.set,
-		Capabilities:     []string{"TxTimeSubmitter", "CanonicalTxLogger", "Searcher"},
+		Capabilities:     []string{"TxTimeSubmitter", "CanonicalTxLogger", "Searcher", "ValueLister"},
 		LongStringRanges: true,
 	})
 }
