@@ -238,6 +238,9 @@ func predSQL(p store.Pred, vt, tx int64, indexed indexSet) (string, []any) {
 	if p.Field == store.IDKey && (p.Op == store.Eq || p.Op == store.In) {
 		return idPredSQL(p)
 	}
+	if p.Field == store.IDKey && idRangeOps[p.Op] != "" {
+		return idRangeSQL(p)
+	}
 	// RefBy reads the referring entity's one visible document itself: the
 	// field index is keyed by value (migration 00016), not by document.
 	if !indexed.has(p.Field) || p.Op == store.RefBy {
@@ -375,6 +378,22 @@ func idPredSQL(p store.Pred) (string, []any) {
 	}
 	list, _ := json.Marshal(ids) // strings only
 	return "d.ent IN (SELECT e.id FROM json_each(?) x JOIN ents e ON e.h = " + idHashFunc + "(x.value) AND e.eid = x.value)", []any{string(list)}
+}
+
+// idRangeOps are the SQL comparisons of the range operators.
+var idRangeOps = map[store.PredOp]string{store.Lt: "<", store.Lte: "<=", store.Gt: ">", store.Gte: ">="}
+
+// idRangeSQL renders a range predicate on the entity id as a comparison of
+// the interned id (ents.eid, text compared bytewise, the order of the
+// query's tie-break), not of the document's copy of it: a page after a
+// key (POST /v1/query's cursor) decodes no document it leaves out. An id
+// is always a string, so another value matches nothing.
+func idRangeSQL(p store.Pred) (string, []any) {
+	s, ok := p.Value.(string)
+	if !ok {
+		return "0", nil
+	}
+	return "(SELECT x.eid FROM ents x WHERE x.id = d.ent) " + idRangeOps[p.Op] + " ?", []any{s}
 }
 
 // sqlValue maps a scalar to its field-index kind and stored value.

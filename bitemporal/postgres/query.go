@@ -97,6 +97,15 @@ func predSQL(p store.Pred, args *sqlArgs, visible func(string) string) string {
 	if p.Field == store.IDKey && (p.Op == store.Eq || p.Op == store.In) {
 		return idPredSQL(p, args)
 	}
+	if op := map[store.PredOp]string{store.Lt: "<", store.Lte: "<=", store.Gt: ">", store.Gte: ">="}[p.Op]; p.Field == store.IDKey && op != "" {
+		// The entity id, bytewise (bytea), as the query's tie-break
+		// orders: not the jsonb copy, where U+0000 is U+FFFD.
+		s, ok := p.Value.(string)
+		if !ok {
+			return "false"
+		}
+		return "d.ent " + op + " " + args.add([]byte(s)) + "::bytea"
+	}
 	// Each branch adds the field as an argument when it uses it: an
 	// argument the statement does not use has no type PostgreSQL can tell.
 	var f, vals string

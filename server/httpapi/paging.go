@@ -101,17 +101,21 @@ func cmpInt(a, b int64) int {
 // first page was read at (the latest transaction and the valid time of
 // that request, unless the request named them), so the answer it pages
 // through is fixed: at one basis a query's answer is a set in a
-// deterministic order (order_by, then the id). It holds the offset of the
-// next page in that order and the id of the last document answered (the
-// next page checks that the answer still has it there, which only an
-// evict since the first page changes), and a hash of the request's where,
-// find, order_by and basis, so it continues only the query that made it.
-// It travels as base64url JSON with a checksum, opaque to clients.
+// deterministic order (order_by, then the id). It holds the id of the
+// last document answered and, for a query with an order_by, the offset
+// of the next page in that order (the next page checks that the answer
+// still has that id there, which only an evict since the first page
+// changes); a query without one is in id order, and its next page is
+// the documents after that id (Key: a keyset cursor, no offset). It also
+// holds a hash of the request's where, find, order_by and basis, so it
+// continues only the query that made it. It travels as base64url JSON
+// with a checksum, opaque to clients.
 type queryCursor struct {
 	TxID      *int64 `json:"tx,omitempty"`
 	TxTime    *int64 `json:"tt,omitempty"` // Unix nanoseconds
 	ValidTime int64  `json:"vt"`           // Unix nanoseconds
-	Offset    int    `json:"off"`
+	Offset    int    `json:"off,omitempty"`
+	Key       bool   `json:"key,omitempty"`
 	Last      string `json:"last"`
 	Query     string `json:"q"`
 }
@@ -144,7 +148,8 @@ func parseQueryCursor(s string) (queryCursor, error) {
 	if err != nil || querySum(b) != sum {
 		return c, bad
 	}
-	if err := json.Unmarshal(b, &c); err != nil || c.Offset <= 0 || c.Offset > maxQueryOffset || c.Last == "" || c.Query == "" || (c.TxID != nil && *c.TxID < 0) {
+	if err := json.Unmarshal(b, &c); err != nil || (!c.Key && (c.Offset <= 0 || c.Offset > maxQueryOffset)) || (c.Key && c.Offset != 0) ||
+		c.Last == "" || c.Query == "" || (c.TxID != nil && *c.TxID < 0) {
 		return c, bad
 	}
 	return c, nil

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -369,7 +370,9 @@ func TestQueryPages(t *testing.T) {
 }
 
 // A document evicted since the first page changes the answer at the
-// cursor's basis: the cursor then answers 409 rather than skip or repeat.
+// cursor's basis: a cursor of a query with an order_by (an offset) then
+// answers 409 rather than skip or repeat; one in id order (a key) goes on
+// after its last id, which the evict does not move.
 func TestQueryCursorEvicted(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
@@ -394,8 +397,74 @@ func TestQueryCursorEvicted(t *testing.T) {
 	if len(second.Docs) != 2 || docID(second.Docs[0]) != "e2" {
 		t.Fatalf("second page: %v", second.Docs)
 	}
+	ordered := map[string]any{"where": body["where"], "limit": 2, "order_by": []any{map[string]any{"field": "kind"}}}
+	e.ok("POST", "/v1/query", ordered, &first)
+	ordered["cursor"] = first.Next
 	submit(store.Evict("e0"))
-	e.fails(http.StatusConflict, CodeConflict, "POST", "/v1/query", body)
+	e.fails(http.StatusConflict, CodeConflict, "POST", "/v1/query", ordered)
+	var again QueryResponse
+	e.ok("POST", "/v1/query", body, &again)
+	if len(again.Docs) != 2 || docID(again.Docs[0]) != "e2" || docID(again.Docs[1]) != "e3" {
+		t.Fatalf("second page by key after the evict: %v", again.Docs)
+	}
+}
+
+// rowsCounted records the most documents one query of a request returned.
+type rowsCounted struct {
+	store.Store
+	most atomic.Int64
+}
+
+func (r *rowsCounted) Query(ctx context.Context, q store.Query) ([]store.Doc, error) {
+	docs, err := r.Store.Query(ctx, q)
+	if n := int64(len(docs)); n > r.most.Load() {
+		r.most.Store(n)
+	}
+	return docs, err
+}
+
+// A later page of a query in id order reads the documents after its
+// cursor's key, never the ids before it: with 2,000 matches and pages of
+// 100, the last page's queries return at most 101 documents (before,
+// the ids up to the page's end: 2,000).
+func TestQueryLaterPageReadsItsPage(t *testing.T) {
+	var rc *rowsCounted
+	e := newEnv(t, func(o *Options) { rc = &rowsCounted{Store: o.Store}; o.Store = rc })
+	ctx := context.Background()
+	var ops []store.Op
+	for i := range 2000 {
+		ops = append(ops, store.Put(store.Doc{store.IDKey: fmt.Sprintf("k%05d", i), "kind": "keyed"}))
+	}
+	tx, err := e.st.Submit(ctx, ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.AwaitTx(ctx, tx.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	body := map[string]any{"where": []any{map[string]any{"field": "kind", "op": "eq", "value": "keyed"}}, "limit": 100}
+	n := 0
+	for pages := 1; ; pages++ {
+		rc.most.Store(0)
+		var r QueryResponse
+		e.ok("POST", "/v1/query", body, &r)
+		if m := rc.most.Load(); m > 101 {
+			t.Fatalf("page %d: a query returned %d documents, more than the page and one", pages, m)
+		}
+		for _, d := range r.Docs {
+			if want := fmt.Sprintf("k%05d", n); docID(d) != want {
+				t.Fatalf("page %d: %s, want %s", pages, docID(d), want)
+			}
+			n++
+		}
+		if r.Next == "" {
+			break
+		}
+		body["cursor"] = r.Next
+	}
+	if n != 2000 {
+		t.Fatalf("%d documents over the pages, want 2000", n)
+	}
 }
 
 func firstIntDiff(a, b []int) int {

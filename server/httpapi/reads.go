@@ -244,6 +244,12 @@ func (s *Server) query(q *request) (any, error) {
 		if c.Query != hash {
 			return nil, badRequest("cursor: made for another query (send the where, find, order_by and basis of the first page with it)")
 		}
+		if c.Key != (len(req.OrderBy) == 0) {
+			return nil, badRequest("cursor: made for another query (send the where, find, order_by and basis of the first page with it)")
+		}
+		if c.Key {
+			return s.queryAfter(q, req.Query, c, limit)
+		}
 		return s.queryFrom(q, req.Query, c, limit)
 	}
 	c := queryCursor{ValidTime: req.Query.Basis.ValidTime.UnixNano(), Query: hash}
@@ -275,7 +281,10 @@ func (s *Server) query(q *request) (any, error) {
 	out := QueryResponse{Docs: docs}
 	if len(docs) > limit {
 		out.Docs = docs[:limit:limit]
-		c.Offset, c.Last = limit, docID(docs[limit-1])
+		c.Last = docID(docs[limit-1])
+		if c.Key = len(req.OrderBy) == 0; !c.Key {
+			c.Offset = limit
+		}
 		out.Next, out.Truncated = c.String(), true
 	}
 	if out.Docs == nil {
@@ -284,8 +293,33 @@ func (s *Server) query(q *request) (any, error) {
 	return out, nil
 }
 
-// queryFrom answers the page of query qu that cursor c starts, at the
-// basis c pins. The ids of the documents up to the page's end are read in
+// queryAfter answers the page of query qu (in id order: no order_by) that
+// keyset cursor c starts: the documents after c's last id, at the basis
+// c pins, one more asked to tell whether more follow. It reads neither
+// the documents nor the ids before the page; the store still reads the
+// matches after the key to order them (docs/service.md, "Pages").
+func (s *Server) queryAfter(q *request, qu store.Query, c queryCursor, limit int) (any, error) {
+	qu.Basis = c.basis()
+	qu.Where = append(slices.Clip(qu.Where), store.Pred{Field: store.IDKey, Op: store.Gt, Value: c.Last})
+	qu.Limit = limit + 1
+	docs, err := s.st.Query(q.ctx, qu)
+	if err != nil {
+		return nil, err
+	}
+	out := QueryResponse{Docs: docs}
+	if len(docs) > limit {
+		out.Docs = docs[:limit:limit]
+		c.Last = docID(docs[limit-1])
+		out.Next, out.Truncated = c.String(), true
+	}
+	if out.Docs == nil {
+		out.Docs = []store.Doc{}
+	}
+	return out, nil
+}
+
+// queryFrom answers the page of query qu (with an order_by) that offset
+// cursor c starts, at the basis c pins. The ids of the documents up to the page's end are read in
 // the answer's order (the query projected to the id), the cursor's last
 // id is checked at its place, and the page's documents are read by their
 // ids. A page so reads the ids before it but only its own documents: the
