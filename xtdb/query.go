@@ -19,91 +19,9 @@ import (
 // clause can match one entity more than once (the server's results are a
 // bag, so a limit there could count duplicates).
 func datalog(q store.Query) (text string, sendLimit bool, err error) {
-	var where []string
-	multi := false
-	scalarGuard := func(v string) string {
-		return fmt.Sprintf("(or [(string? %[1]s)] [(number? %[1]s)] [(boolean? %[1]s)])", v)
-	}
-	for i, p := range q.Where {
-		v := fmt.Sprintf("v%d", i)
-		attr := ednKeyword(p.Field)
-		switch p.Op {
-		case store.Eq:
-			if _, isNum := store.Num(p.Value); isNum {
-				lit, err := ednScalar(p.Value)
-				if err != nil {
-					return "", false, err
-				}
-				where = append(where, fmt.Sprintf("[e %s %s] [(number? %s)] [(== %s %s)]", attr, v, v, v, lit))
-				multi = true
-				continue
-			}
-			lit, err := ednScalar(p.Value)
-			if err != nil {
-				return "", false, err
-			}
-			where = append(where, fmt.Sprintf("[e %s %s]", attr, lit))
-		case store.In:
-			allStrings := true
-			for _, val := range p.Values {
-				if _, isNum := store.Num(val); isNum {
-					allStrings = false
-				}
-			}
-			if allStrings {
-				// An index lookup per value, as Eq does: a filter over a
-				// bound var would scan every entity holding the field.
-				// A collection binding of the literals, then an index
-				// lookup per value (an "or" of many branches is slow too).
-				var lits []string
-				for _, val := range p.Values {
-					lit, err := ednScalar(val)
-					if err != nil {
-						return "", false, err
-					}
-					lits = append(lits, lit)
-				}
-				where = append(where, fmt.Sprintf("[(identity [%s]) [%s ...]] [e %s %s]", strings.Join(lits, " "), v, attr, v))
-				multi = true
-				continue
-			}
-			var alts []string
-			for _, val := range p.Values {
-				lit, err := ednScalar(val)
-				if err != nil {
-					return "", false, err
-				}
-				if _, isNum := store.Num(val); isNum {
-					alts = append(alts, fmt.Sprintf("(and [(number? %s)] [(== %s %s)])", v, v, lit))
-				} else {
-					alts = append(alts, fmt.Sprintf("[(= %s %s)]", v, lit))
-				}
-			}
-			where = append(where, fmt.Sprintf("[e %s %s] (or %s)", attr, v, strings.Join(alts, " ")))
-			multi = true
-		case store.Lt, store.Lte, store.Gt, store.Gte:
-			if f, isNum := store.Num(p.Value); isNum {
-				where = append(where, numRange(attr, v, p.Op, f))
-				multi = true
-				continue
-			}
-			lit, err := ednScalar(p.Value)
-			if err != nil {
-				return "", false, err
-			}
-			where = append(where, fmt.Sprintf("[e %s %s] [(string? %s)] [(%s %s %s)]", attr, v, v, rangeSym[p.Op], v, lit))
-			multi = true
-		case store.Exists:
-			where = append(where, fmt.Sprintf("[e %s %s] %s", attr, v, scalarGuard(v)))
-			multi = true
-		case store.RefBy:
-			src, _ := p.Value.(string)
-			where = append(where, fmt.Sprintf("[%s %s %s] [(string? %s)] [(= e %s)]", "src"+v, attr, v, v, v),
-				fmt.Sprintf("[%s :xt/id %s]", "src"+v, ednString(src)))
-			multi = true
-		default:
-			return "", false, fmt.Errorf("unknown operator %q", p.Op)
-		}
+	where, multi, err := datalogWhere(q.Where)
+	if err != nil {
+		return "", false, err
 	}
 	where = append(where, "[e :xt/id id]")
 	find := []string{"(pull e [*])"}
@@ -135,6 +53,99 @@ func datalog(q store.Query) (text string, sendLimit bool, err error) {
 	}
 	b.WriteString("}")
 	return b.String(), sendLimit, nil
+}
+
+// scalarGuard is a clause binding v only to a scalar.
+func scalarGuard(v string) string {
+	return fmt.Sprintf("(or [(string? %[1]s)] [(number? %[1]s)] [(boolean? %[1]s)])", v)
+}
+
+// datalogWhere renders predicates as Datalog clauses on the entity var e
+// (predicate vars v0...); multi says whether a clause can match one
+// entity more than once.
+func datalogWhere(preds []store.Pred) (where []string, multi bool, err error) {
+	for i, p := range preds {
+		v := fmt.Sprintf("v%d", i)
+		attr := ednKeyword(p.Field)
+		switch p.Op {
+		case store.Eq:
+			if _, isNum := store.Num(p.Value); isNum {
+				lit, err := ednScalar(p.Value)
+				if err != nil {
+					return nil, false, err
+				}
+				where = append(where, fmt.Sprintf("[e %s %s] [(number? %s)] [(== %s %s)]", attr, v, v, v, lit))
+				multi = true
+				continue
+			}
+			lit, err := ednScalar(p.Value)
+			if err != nil {
+				return nil, false, err
+			}
+			where = append(where, fmt.Sprintf("[e %s %s]", attr, lit))
+		case store.In:
+			allStrings := true
+			for _, val := range p.Values {
+				if _, isNum := store.Num(val); isNum {
+					allStrings = false
+				}
+			}
+			if allStrings {
+				// An index lookup per value, as Eq does: a filter over a
+				// bound var would scan every entity holding the field.
+				// A collection binding of the literals, then an index
+				// lookup per value (an "or" of many branches is slow too).
+				var lits []string
+				for _, val := range p.Values {
+					lit, err := ednScalar(val)
+					if err != nil {
+						return nil, false, err
+					}
+					lits = append(lits, lit)
+				}
+				where = append(where, fmt.Sprintf("[(identity [%s]) [%s ...]] [e %s %s]", strings.Join(lits, " "), v, attr, v))
+				multi = true
+				continue
+			}
+			var alts []string
+			for _, val := range p.Values {
+				lit, err := ednScalar(val)
+				if err != nil {
+					return nil, false, err
+				}
+				if _, isNum := store.Num(val); isNum {
+					alts = append(alts, fmt.Sprintf("(and [(number? %s)] [(== %s %s)])", v, v, lit))
+				} else {
+					alts = append(alts, fmt.Sprintf("[(= %s %s)]", v, lit))
+				}
+			}
+			where = append(where, fmt.Sprintf("[e %s %s] (or %s)", attr, v, strings.Join(alts, " ")))
+			multi = true
+		case store.Lt, store.Lte, store.Gt, store.Gte:
+			if f, isNum := store.Num(p.Value); isNum {
+				where = append(where, numRange(attr, v, p.Op, f))
+				multi = true
+				continue
+			}
+			lit, err := ednScalar(p.Value)
+			if err != nil {
+				return nil, false, err
+			}
+			where = append(where, fmt.Sprintf("[e %s %s] [(string? %s)] [(%s %s %s)]", attr, v, v, rangeSym[p.Op], v, lit))
+			multi = true
+		case store.Exists:
+			where = append(where, fmt.Sprintf("[e %s %s] %s", attr, v, scalarGuard(v)))
+			multi = true
+		case store.RefBy:
+			src, _ := p.Value.(string)
+			where = append(where, fmt.Sprintf("[%s %s %s] [(string? %s)] [(= e %s)]", "src"+v, attr, v, v, v),
+				fmt.Sprintf("[%s :xt/id %s]", "src"+v, ednString(src)))
+			multi = true
+		default:
+			return nil, false, fmt.Errorf("unknown operator %q", p.Op)
+		}
+	}
+	return where, multi, nil
 }
 
 var rangeSym = map[store.PredOp]string{store.Lt: "<", store.Lte: "<=", store.Gt: ">", store.Gte: ">="}
