@@ -14,8 +14,9 @@ import (
 
 // A page of a session reads what the page shows, however long the
 // session: its commits by depth (one query per page, through the field
-// index on session and depth), the chain's ends by probing depths (about
-// 35 one-row queries for 500,000 commits), and its summary from the
+// index on session and depth), the chain's ends from the tip its recorded
+// calls were derived from (else by probing depths: about 35 one-row
+// queries for 500,000 commits), and its summary from the
 // recorded calls' state document that each import writes. docs/inspector.md
 // ("Bounded pages") says what that leaves out.
 const (

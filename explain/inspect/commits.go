@@ -41,8 +41,8 @@ const MaxCommits = 2000
 // that each branch has its own; a parent outside the session comes first
 // as an External node. One query, without the commits' content. A chain
 // at least MaxWhole deep and rooted in the session gives the commits of
-// its CommitsPerPage deepest depths, read by depth (its deepest found by
-// probing), never the whole chain: CommitsPage pages through the rest.
+// its CommitsPerPage deepest depths, read by depth (its deepest from the tip
+// its recorded calls name, else by probing), never the whole chain: CommitsPage pages through the rest.
 func (in *Inspector) Commits(ctx context.Context, sid string) ([]CommitNode, error) {
 	if err := in.check(sid); err != nil {
 		return nil, err
