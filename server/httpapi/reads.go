@@ -244,13 +244,13 @@ func (s *Server) query(q *request) (any, error) {
 		if c.Query != hash {
 			return nil, badRequest("cursor: made for another query (send the where, find, order_by and basis of the first page with it)")
 		}
-		if c.Key != (len(req.OrderBy) == 0) {
-			return nil, badRequest("cursor: made for another query (send the where, find, order_by and basis of the first page with it)")
-		}
 		if c.Key {
+			if len(req.OrderBy) > 0 {
+				return nil, badRequest("cursor: made for another query (send the where, find, order_by and basis of the first page with it)")
+			}
 			return s.queryAfter(q, req.Query, c, limit)
 		}
-		return s.queryFrom(q, req.Query, c, limit)
+		return s.queryFrom(q, req.Query, c, limit) // an offset cursor (order_by, or made by an earlier server)
 	}
 	c := queryCursor{ValidTime: req.Query.Basis.ValidTime.UnixNano(), Query: hash}
 	if req.Query.Basis.ValidTime.IsZero() {
