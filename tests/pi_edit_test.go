@@ -2,45 +2,78 @@ package tests
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ctxstore/ctxstore/bitemporal"
 	"github.com/ctxstore/ctxstore/harness/transcript"
+	"github.com/ctxstore/ctxstore/session/commits"
 )
 
 // TestPiContextEdit: Pi's context_edit entries (since 0.87) replace or omit
 // a message in future model context without touching history. A test
 // extension of its own (tests/testdata/pi/redact.ts), loaded beside
 // ctxstore's, redacts a secret in one bash output and omits another
-// output at the end of the turn that ran them. With ctxstore in the loop,
-// the secret and the omitted output never reach the scripted endpoint (no
-// request of the log holds them; the redacted output does reach it), and
-// ctxstore's store never holds them either: what it stores of that call is
-// the replacement. Pi's session file keeps both originals, as Pi wrote
-// them, and its context_edit entries, which harness/pi reads back: the
-// session's thread (ctxstore import) shows the replacement, not the
-// secret, and not the omitted output.
+// output at the end of the turn that ran them, and redacts a third output
+// one turn after the model (and ctxstore) saw it. With ctxstore in the
+// loop, the secret and the omitted output never reach the scripted
+// endpoint (no request of the log holds them; the redacted output does
+// reach it), the late-edited output is its replacement from the next call
+// on, and ctxstore's store holds none of the originals: not the session's
+// export, the late-edited call's history, search, a spill file, a
+// conversation commit or the store's files. Pi's session file keeps the
+// originals, as Pi wrote them, and its context_edit entries, which
+// harness/pi reads back: the session's thread (ctxstore import) shows the
+// replacement, not the secret, and not the omitted output.
 func TestPiContextEdit(t *testing.T) {
 	t.Parallel()
 	const secret, noise, later = "hunter2-a8f3e", "NOISE-77c1", "swordfish-19d0"
 	e := newPiEnv(t)
 	// The values come from the environment, so that only the outputs hold
 	// them (a file a command reads is indexed by ctxstore from disk).
-	e.env = append(e.env, "T_SECRET="+secret, "T_NOISE="+noise, "T_LATER="+later)
+	// A bare head (Pi's default with ctxstore): outputs that enter as
+	// previews are whole in spill files.
+	e.env = append(e.env, "T_SECRET="+secret, "T_NOISE="+noise, "T_LATER="+later, "CTXSTORE_HEAD=bare")
 	e.exts = []string{"tests/testdata/pi/redact.ts"}
-	srv := startServe(t, "sqlite:"+filepath.Join(t.TempDir(), "store.db"))
+	db, spillRoot := filepath.Join(t.TempDir(), "store.db"), t.TempDir()
+	srv := startServe(t, "sqlite:"+db, "--spill-dir", spillRoot)
 	script := []piStep{
 		{Tool: "bash", Args: map[string]any{"command": "echo SECRET=$T_SECRET; echo public-line"}, ID: "call_secret"}, // turn 1
 		{Tool: "bash", Args: map[string]any{"command": "echo $T_NOISE"}, ID: "call_noise"},
-		{Tool: "bash", Args: map[string]any{"command": "echo LATER=$T_LATER"}, ID: "call_later"}, // redacted after the next call
+		// Redacted after the next call; long enough to enter as a preview
+		// (whose spill file holds it whole), short enough for Pi's bash to
+		// keep whole.
+		{Tool: "bash", Args: map[string]any{"command": "echo LATER=$T_LATER; seq -f 'output line %g of a long listing, long enough to be previewed' 1 400"}, ID: "call_later"},
 		{Text: "Turn 1 done."},
 		{Text: "Turn 2 done."}, // turn 2
 	}
 	pi := startPi(t, e, srv.pxURL, script)
 	pi.prompt("Print the environment.")
 	pi.prompt("And now?")
+	// While the session is open: the previewed output's spill file holds
+	// the replacement, and no spill file the original.
+	spilled := false
+	filepath.WalkDir(spillRoot, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Error(err)
+		}
+		if bytes.Contains(b, []byte(later)) {
+			t.Errorf("spill file %s holds the output edited after the model saw it", p)
+		}
+		spilled = spilled || filepath.Base(p) == "call_later.txt" && bytes.HasPrefix(b, []byte("LATER=[redacted]\noutput line 1 "))
+		return nil
+	})
+	if !spilled {
+		t.Errorf("no spill file holds the late-edited output's replacement")
+	}
 	pi.quit()
 
 	reqs, err := os.ReadFile(e.ctxLog)
@@ -74,15 +107,17 @@ func TestPiContextEdit(t *testing.T) {
 			t.Errorf("request %d holds the output edited after the model saw it, or lacks its replacement", i+4)
 		}
 	}
-	// ctxstore stored neither original: the session's bundle (every entity
-	// the session needs, with its whole history, as plain JSON) holds
-	// neither, and does hold the redacted output.
+	// ctxstore stored no original, not even of the output edited after
+	// it recorded it: the session's bundle (every entity the session
+	// needs, with its whole history, as plain JSON) holds none, and does
+	// hold the redacted outputs; the late-edited call's history is one
+	// version, the replacement; search finds no original.
 	file := piSessionFile(t, e.sessions)
 	st, bundle := srv.fetch("GET", "/v1/sessions/"+piSessionID(t, file)+"/export", "", nil)
 	if st != 200 {
 		t.Fatalf("export: %d %s", st, bundle)
 	}
-	for _, s := range []string{secret, noise} {
+	for _, s := range []string{secret, noise, later} {
 		if bytes.Contains(bundle, []byte(s)) {
 			t.Errorf("ctxstore's store holds %q", s)
 			for _, l := range bytes.Split(bundle, []byte("\n")) {
@@ -92,10 +127,30 @@ func TestPiContextEdit(t *testing.T) {
 			}
 		}
 	}
-	if !bytes.Contains(bundle, []byte("SECRET=[redacted]")) {
-		t.Errorf("ctxstore's store lacks the redacted output")
+	if !bytes.Contains(bundle, []byte("SECRET=[redacted]")) || !bytes.Contains(bundle, []byte("LATER=[redacted]")) {
+		t.Errorf("ctxstore's store lacks a redacted output")
+	}
+	st, hist := srv.fetch("GET", "/v1/history/call_later?with_docs=true&with_corrections=true", "", nil)
+	var h struct {
+		Entries []struct {
+			Doc map[string]any `json:"doc"`
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal(hist, &h); st != 200 || err != nil || len(h.Entries) != 1 {
+		t.Errorf("the late-edited call's history: %d %v, %d versions, want one: %s", st, err, len(h.Entries), hist)
+	} else if c, _ := h.Entries[0].Doc["content"].(string); !strings.HasPrefix(c, "LATER=[redacted]\n") {
+		t.Errorf("the late-edited call's only version holds %.40q, want the replacement", c)
+	}
+	for _, s := range []string{secret, noise, later} {
+		st, found := srv.fetch("POST", "/v1/search", "application/json", []byte(`{"text":"`+s+`"}`))
+		if st != 200 || bytes.Contains(found, []byte(`"id"`)) {
+			t.Errorf("search for %q: %d %s", s, st, found)
+		}
 	}
 	srv.Stop()
+	// Nor do the conversation commits (their contents are deflated: read
+	// them), or any byte of the store's files.
+	noOriginals(t, db, secret, noise, later)
 	// Pi kept the originals and wrote its edits.
 	raw, err := os.ReadFile(file)
 	if err != nil {
@@ -121,5 +176,47 @@ func TestPiContextEdit(t *testing.T) {
 	}
 	if !redacted || len(ss[0].Report.Problems) > 0 {
 		t.Errorf("the thread read back lacks the replacement, or has problems %v: %+v", ss[0].Report.Problems, ss[0].Messages)
+	}
+}
+
+// noOriginals checks that no conversation commit in the SQLite store db
+// (decoded), and no byte of its files, holds any of the strings.
+func noOriginals(t *testing.T, db string, originals ...string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := bitemporal.Open(ctx, db, bitemporal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := commits.New(st, commits.Options{})
+	list, err := cs.ListCommits(ctx, nil)
+	if err != nil || len(list) == 0 {
+		t.Fatalf("the store's conversation commits: %d, %v", len(list), err)
+	}
+	for _, c := range list {
+		b, err := cs.Content(ctx, c)
+		if err != nil {
+			t.Fatalf("conversation commit %s: %v", c.ID, err)
+		}
+		for _, s := range originals {
+			if bytes.Contains(b, []byte(s)) {
+				t.Errorf("conversation commit %s (%s) holds %q", c.ID, c.Trigger, s)
+			}
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(db + "*")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range originals {
+			if bytes.Contains(b, []byte(s)) {
+				t.Errorf("the store's file %s holds %q", filepath.Base(f), s)
+			}
+		}
 	}
 }

@@ -281,6 +281,8 @@ export function withholdTools(payload: any, names: string[]): any | undefined {
  * (the content blocks that take its place) or null (omitted from future context).
  */
 export interface ResultEdit {
+  /** The id of the context_edit entry (Pi's session file). */
+  entryId: string;
   original: string;
   replacement: any[] | null;
 }
@@ -311,7 +313,31 @@ export function resultEdits(branch: any[]): Map<string, ResultEdit> {
           : Array.isArray(r.content)
             ? r.content
             : null;
-    out.set(m.toolCallId, { original: textOf(m.content), replacement });
+    out.set(m.toolCallId, { entryId: String(e.id ?? ""), original: textOf(m.content), replacement });
+  }
+  return out;
+}
+
+/**
+ * The harness events that tell the service about edits it has not been told of (their entry ids
+ * not in `told`, which it extends): {"type": "context_edit", "entry_id", "tool_call_id",
+ * "replacement": the result's text from now on, or null when it is left out}. The service
+ * rewrites what it recorded of such a result (an edit made after it saw the output: the original
+ * leaves its store; docs/pi.md, "Context edits"); an edit of a result it has not recorded yet
+ * changes nothing there (the log it is sent carries the edit).
+ */
+export function editEvents(edits: Map<string, ResultEdit>, told: Set<string>): HarnessEvent[] {
+  const out: HarnessEvent[] = [];
+  for (const [toolCallId, ed] of edits) {
+    const key = `${ed.entryId}\u0000${toolCallId}`;
+    if (told.has(key)) continue;
+    told.add(key);
+    out.push({
+      type: "context_edit",
+      entry_id: ed.entryId,
+      tool_call_id: toolCallId,
+      replacement: ed.replacement === null ? null : textOf(ed.replacement),
+    });
   }
   return out;
 }
@@ -467,6 +493,7 @@ export default async function ctxstore(pi: ExtensionAPI) {
   let warming = false; // a warm request is in flight (its response renews the entry)
   let renewedAt = ""; // when a warm request last renewed the entry, for the next context call
   let warned = false; // the user has been told the service is down
+  const told = new Set<string>(); // the context edits queued for the service (editEvents)
 
   const tell = (ctx: ExtensionContext, msg: string, type: "info" | "warning" | "error" = "warning") => {
     if (ctx.hasUI) ctx.ui.notify(msg, type);
@@ -540,6 +567,7 @@ export default async function ctxstore(pi: ExtensionAPI) {
     warms = 0;
     renewedAt = "";
     deltas.reset();
+    told.clear();
     // Pi 0.87's RPC mode starts a forked session twice (the runtime, then its rebinding): one event.
     if (event.reason === "fork" && forkedSid !== sid) {
       forkedSid = sid;
@@ -592,6 +620,10 @@ export default async function ctxstore(pi: ExtensionAPI) {
 
   pi.on("context", async (event, ctx) => {
     current = undefined;
+    // Pi's edits of tool results on this branch: the service is told of each once (it rewrites
+    // what it recorded of an output edited after it saw it), and the answer honours them all.
+    const edits = resultEdits(ctx.sessionManager.getBranch());
+    events.push(...editEvents(edits, told));
     const sending = events.slice();
     const renewed = renewedAt;
     try {
@@ -601,7 +633,7 @@ export default async function ctxstore(pi: ExtensionAPI) {
         session(ctx, () => client.context(sid, body)),
       );
       // Pi's context edits stand: what an extension or Pi itself took out of the context stays out.
-      const messages = honourEdits(r.messages ?? [], resultEdits(ctx.sessionManager.getBranch()));
+      const messages = honourEdits(r.messages ?? [], edits);
       events = events.slice(sending.length);
       if (renewedAt === renewed) renewedAt = "";
       current = {

@@ -255,6 +255,10 @@ func decodeContext(q *request) (req ContextRequest, renewed time.Time, err error
 	for i, e := range req.Events {
 		if t, _ := e["type"].(string); t == "" {
 			return req, renewed, badRequest("events[%d]: an event needs a type (a non-empty string)", i)
+		} else if t == EventContextEdit {
+			if err := checkEdit(i, e); err != nil {
+				return req, renewed, err
+			}
 		}
 	}
 	if req.CacheRenewedAt != "" {
@@ -286,6 +290,12 @@ func (s *Server) assembleCall(q *request, l *live, req ContextRequest, renewed t
 		if _, err := l.in.CompactLast(q.ctx, sum); err != nil {
 			return nil, ingest.Report{}, l.pi.windowErr(err)
 		}
+	}
+	// The harness edited results it had sent before (Pi's context_edit):
+	// what the session recorded of them is rewritten before the log,
+	// which carries the edits, is ingested (edits.go).
+	if err := s.editResults(q.ctx, l, log, req.Events); err != nil {
+		return nil, ingest.Report{}, err
 	}
 	if !renewed.IsZero() {
 		l.asm.Renewed(renewed) // the commit records it when it counts ("cache_renewed")

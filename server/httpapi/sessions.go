@@ -36,6 +36,10 @@ type live struct {
 	// spillDue are outputs a bare head's context named whose spill files
 	// could not be written yet (spill.go).
 	spillDue []assemble.SpillFile
+	// edited are the outputs of this session's toolcalls the harness
+	// edited after they were recorded, as the store now holds them (nil:
+	// omitted), by toolcall id (edits.go).
+	edited map[string]*string
 	// req, roots and sc are what the session was opened with (to reopen
 	// it when another server or process took it over).
 	req   OpenRequest
@@ -53,7 +57,7 @@ func (l *live) isOpen() bool {
 func (l *live) close(ctx context.Context, s *Server) error {
 	err := l.rt.Close(ctx)
 	s.removeSpill(l)
-	l.sess, l.tools, l.asm, l.in, l.rt, l.pi, l.spillDue = nil, nil, nil, nil, nil, piState{}, nil
+	l.sess, l.tools, l.asm, l.in, l.rt, l.pi, l.spillDue, l.edited = nil, nil, nil, nil, nil, piState{}, nil, nil
 	return err
 }
 

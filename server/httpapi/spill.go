@@ -85,7 +85,7 @@ func (s *Server) spillAfterCall(l *live, c *assemble.Assembled) {
 	if dir == "" {
 		return
 	}
-	due := append(l.spillDue, c.Spill...)
+	due := l.editedSpill(append(l.spillDue, c.Spill...))
 	failed, err := writeSpill(dir, due)
 	l.spillDue = failed
 	if err != nil {
