@@ -15,7 +15,8 @@
 //                        is read back from its spill file, which the service writes), managed
 //                        (Pi's prompt followed by ctxstore's guide, and the management tools),
 //                        or lean (managed from the first call whose context needs it);
-//   context              one POST per LLM call with Pi's messages; the answer replaces them;
+//   context              one POST per LLM call with Pi's messages (and, once each, Pi's edits of
+//                        tool results: context_edit events); the answer replaces them;
 //   context_with_system  the request's system prompt is the one the service answered for this
 //                        call (Pi's later system messages are folded: their tools are kept);
 //   before_provider_request
