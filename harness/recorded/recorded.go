@@ -100,6 +100,10 @@ type Call struct {
 	RewrittenTokens int    `json:"rewritten_tokens"`
 	// Shape is the system-and-tools shape hash an api-request recorded.
 	Shape string `json:"shape,omitempty"`
+	// Depth is the depth of the commit that holds the call's first event
+	// (-1: not known, a call stored before it was recorded): its request
+	// is rebuilt from the commits up to it (RequestOf).
+	Depth int64 `json:"-"`
 
 	first int      // index of the call's first event
 	msgs  []string // digests of the request's messages (until the next call of its lane)
@@ -134,6 +138,9 @@ type Derived struct {
 	Prompt string
 
 	evs      []events.Event
+	depths   []int64                // the depth of each event's commit
+	assume   *shape                 // the whole session's shape, when a prefix is derived
+	main     bool                   // the session has a main thread
 	requests map[string]*apiRequest // request id -> recorded request
 	blobs    map[string]json.RawMessage
 	reqOf    map[string]string // message id -> request id
@@ -181,7 +188,14 @@ func Derive(ctx context.Context, svc *commits.Service, sid string) (*Derived, er
 	if err != nil {
 		return nil, err
 	}
-	d := &Derived{Session: sid, Commits: all, Tip: tip}
+	return deriveCommits(ctx, svc, sid, cs, all, tip, nil)
+}
+
+// deriveCommits is Derive of commits cs (the session's whose events
+// count, in order); assume, when set, gives the facts of the whole
+// session (cs then being the commits up to one call's).
+func deriveCommits(ctx context.Context, svc *commits.Service, sid string, cs []*commits.Commit, all int, tip string, assume *shape) (*Derived, error) {
+	d := &Derived{Session: sid, Commits: all, Tip: tip, assume: assume}
 	hasRequests := false
 	var ccContents [][]byte
 	for _, c := range cs {
@@ -205,6 +219,7 @@ func Derive(ctx context.Context, svc *commits.Service, sid string) (*Derived, er
 				hasRequests = true
 			}
 			d.evs = append(d.evs, e)
+			d.depths = append(d.depths, c.Depth)
 		}
 		if c.Format == commits.FormatClaudeCode {
 			ccContents = append(ccContents, b)
@@ -230,16 +245,21 @@ func (d *Derived) mainThread() {
 			break
 		}
 	}
+	if d.assume != nil {
+		main = d.assume.Main
+	}
+	d.main = main
 	if !main {
 		return
 	}
-	kept := d.evs[:0]
-	for _, e := range d.evs {
+	kept, depths := d.evs[:0], d.depths[:0]
+	for i, e := range d.evs {
 		if sc, _ := e.Metadata["sidechain"].(bool); !sc {
 			kept = append(kept, e)
+			depths = append(depths, d.depths[i])
 		}
 	}
-	d.evs = kept
+	d.evs, d.depths = kept, depths
 }
 
 // derive finds the calls and turns in d.evs.
@@ -257,6 +277,9 @@ func (d *Derived) derive() {
 	// A harness that keeps a tree (Claude Code, Pi v2+) sends the path
 	// from a record to its root; one that does not sends its file order.
 	d.parented = withID > len(evs)/2 && withParent > withID/2
+	if d.assume != nil {
+		d.parented = d.assume.Parented
+	}
 	lanes := d.lanes()
 	d.laneOf = lanes
 	byID := map[string][]int{}
@@ -291,7 +314,8 @@ func (d *Derived) derive() {
 		}
 		if c == nil {
 			seen[e.MessageID] = e.MessageID != ""
-			nc := Call{N: len(d.Calls) + 1, Lane: lanes[i], MessageID: e.MessageID, Model: e.Model, Time: e.Time, first: i, PrefixMessages: -1, PrefixBytes: -1}
+			nc := Call{N: len(d.Calls) + 1, Lane: lanes[i], MessageID: e.MessageID, Model: e.Model, Time: e.Time, first: i, PrefixMessages: -1, PrefixBytes: -1,
+				Depth: d.depths[i]}
 			nc.RequestID = d.reqOf[e.MessageID]
 			nc.msgs, nc.ends, nc.Bytes = r.digest(d.context(byID, i))
 			nc.Messages = len(nc.msgs)

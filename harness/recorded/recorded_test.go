@@ -2,6 +2,7 @@ package recorded_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -93,11 +94,12 @@ func TestDatasetCalls(t *testing.T) {
 				t.Fatalf("%s: %d calls stored, %d derived", filepath.Base(f), len(stored), len(d.Calls))
 			}
 			for k := range stored {
-				if a, b := stored[k], d.Calls[k]; !sameCall(a, b) {
+				if a, b := stored[k], d.Calls[k]; !sameCall(a, b) || a.Depth != b.Depth {
 					t.Errorf("%s call %d: stored %+v, derived %+v", filepath.Base(f), k+1, a, b)
 					break
 				}
 			}
+			checkRequestsOf(t, svc, f, sid, d, stored)
 		}
 		var want int
 		switch {
@@ -153,6 +155,37 @@ func checkRequests(t *testing.T, f string, d *recorded.Derived) {
 
 // sameCall compares the exported fields of two calls (times to the
 // millisecond, as stored).
+// checkRequestsOf rebuilds calls 1, 10, a middle one and the last of a
+// session from the commits up to each (RequestOf): the request is the one
+// the whole session's derivation rebuilds, byte for byte, span for span,
+// and the call's figures are the stored ones.
+func checkRequestsOf(t *testing.T, svc *commits.Service, f, sid string, d *recorded.Derived, stored []recorded.Call) {
+	t.Helper()
+	ctx := context.Background()
+	n := len(stored)
+	for _, k := range slices.Compact([]int{1, min(10, n), (n + 1) / 2, n}) {
+		if k < 1 {
+			continue
+		}
+		got, err := recorded.RequestOf(ctx, svc, sid, stored[k-1])
+		if err != nil {
+			t.Errorf("%s call %d: %v", filepath.Base(f), k, err)
+			continue
+		}
+		want, err := d.Request(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Body, want.Body) || !reflect.DeepEqual(got.Spans, want.Spans) || got.Exact != want.Exact || got.PrevN != want.PrevN {
+			t.Errorf("%s call %d: the request from the commits up to it (%d bytes, %d spans) is not the whole session's (%d bytes, %d spans)",
+				filepath.Base(f), k, len(got.Body), len(got.Spans), len(want.Body), len(want.Spans))
+		}
+		if !reflect.DeepEqual(got.Call, stored[k-1]) {
+			t.Errorf("%s call %d: figures %+v, stored %+v", filepath.Base(f), k, got.Call, stored[k-1])
+		}
+	}
+}
+
 func sameCall(a, b recorded.Call) bool {
 	a.Time, b.Time = a.Time.Truncate(1e6), b.Time.Truncate(1e6)
 	a.GapSeconds, b.GapSeconds = float64(int64(a.GapSeconds*1000))/1000, float64(int64(b.GapSeconds*1000))/1000

@@ -36,6 +36,9 @@ func callDoc(sid string, c Call) store.Doc {
 		"prefix_messages": int64(c.PrefixMessages), "prefix_bytes": int64(c.PrefixBytes), "prev": int64(c.Prev),
 		"gap_ms": int64(c.GapSeconds * 1000), "cause": c.Cause, "miss_reason": c.MissReason, "detail": c.Detail,
 		"rewritten_tokens": int64(c.RewrittenTokens), "shape": c.Shape}
+	if c.Depth >= 0 {
+		d["depth"] = c.Depth
+	}
 	if !c.Time.IsZero() {
 		d["time"] = store.FormatTime(c.Time)
 	}
@@ -54,6 +57,10 @@ func callFromDoc(d store.Doc) (Call, error) {
 		MissReason: asString(d["miss_reason"]), Detail: asString(d["detail"]), RewrittenTokens: asInt(d["rewritten_tokens"]),
 		Shape: asString(d["shape"])}
 	c.Exact, _ = d["exact"].(bool)
+	c.Depth = -1
+	if v, ok := store.Num(d["depth"]); ok {
+		c.Depth = int64(v)
+	}
 	if t := asString(d["time"]); t != "" {
 		tm, err := store.ParseTime(t)
 		if err != nil {

@@ -196,13 +196,15 @@ type deriver struct {
 	// The commits read: the last depth, their count, the tip, the last
 	// commit and the last one whose events count.
 	depth    int64
+	at       int64 // the depth of the commit being derived
 	all      int
 	tip      string
 	lastID   string
 	lastUsed string
 	branches int // branch views at depths up to depth
 	known    map[string]bool
-	legacy   bool // derived by Derive
+	legacy   bool   // derived by Derive
+	shape    *shape // Derive's shape of the session (legacy)
 }
 
 func newDeriver(ctx context.Context, svc *commits.Service, sid string) *deriver {
@@ -428,6 +430,7 @@ func (d *deriver) lookup(group []loaded) error {
 
 // derive derives a commit's events.
 func (d *deriver) derive(c *commits.Commit, evs []events.Event) error {
+	d.at = c.Depth
 	for _, e := range evs {
 		if e.Time.IsZero() {
 			e.Time = c.Created
@@ -601,7 +604,7 @@ func (d *deriver) assistant(e events.Event, name string, ls *laneState, parented
 	}
 	if c == nil {
 		nc := &dcall{Call: Call{N: d.base + len(d.calls) + 1, Lane: name, MessageID: e.MessageID, Model: e.Model, Time: e.Time,
-			PrefixMessages: -1, PrefixBytes: -1}, comp: ls.comp}
+			PrefixMessages: -1, PrefixBytes: -1, Depth: d.at}, comp: ls.comp}
 		if e.MessageID != "" {
 			d.byMsg[e.MessageID] = nc
 		}

@@ -219,6 +219,11 @@ func (d *deriver) store(ctx context.Context, t *Totals, oldCalls int, whole bool
 		return nil, err
 	}
 	state := stateDoc(d.sid, d.all, d.tip, calls, turns, d.title, d.prompt, t)
+	sh := d.shape
+	if sh == nil {
+		sh = &shape{Main: d.seen.Main, Parented: d.seen.parented()}
+	}
+	state["main"], state["parented"] = sh.Main, sh.Parented
 	if _, err := store.SubmitWait(ctx, st, []store.Op{store.Put(state), store.Put(res)}); err != nil {
 		return nil, fmt.Errorf("session %s: storing recorded calls: %w", d.sid, err)
 	}
@@ -264,7 +269,7 @@ func updateInMemory(ctx context.Context, svc *commits.Service, sid string, oldCa
 		d.calls = append(d.calls, &dcall{Call: dd.Calls[i]})
 	}
 	d.turns, d.title, d.prompt, d.all, d.tip = dd.Turns, dd.Title, dd.Prompt, dd.Commits, dd.Tip
-	d.legacy = true
+	d.legacy, d.shape = true, &shape{Main: dd.main, Parented: dd.parented}
 	u, err := d.store(ctx, newTotals(), oldCalls, true)
 	if u != nil {
 		u.InMemory = true

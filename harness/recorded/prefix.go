@@ -1,0 +1,104 @@
+package recorded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ctxstore/ctxstore/session/commits"
+	"github.com/ctxstore/ctxstore/store"
+)
+
+// shape is what deriving the first commits of a session needs to know
+// of all of it: whether it has a main thread (its sub-agents' records
+// then do not count) and whether its harness keeps a tree (Derive's
+// rule, counted over every event). Update stores it with the state.
+type shape struct{ Main, Parented bool }
+
+// ErrNotBounded says that a stored call's request cannot be rebuilt from
+// the commits up to it alone (a call stored before calls recorded their
+// commit's depth, or one that the session's later commits change):
+// deriving the whole session (Derive) rebuilds it.
+var ErrNotBounded = errors.New("the call's request needs the whole session")
+
+// RequestOf rebuilds stored call c's request (c as Page read it) from
+// session sid's commits up to the one that holds the call's first event
+// (Call.Depth), never past it: a call's page costs the commits before it,
+// not the session's. The request derived so must be the one the call was
+// stored with (same message, lane, number of messages and bytes), else
+// ErrNotBounded. The call's figures are c's: its usage and attribution
+// may come from events after its first.
+func RequestOf(ctx context.Context, svc *commits.Service, sid string, c Call) (*Request, error) {
+	if c.Depth < 0 || c.N < 1 {
+		return nil, ErrNotBounded
+	}
+	sh, err := readShape(ctx, svc.Store(), sid)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := commitsThrough(ctx, svc, sid, c.Depth)
+	if err != nil {
+		return nil, err
+	}
+	d, err := deriveCommits(ctx, svc, sid, cs, len(cs), "", sh)
+	if err != nil {
+		return nil, err
+	}
+	if c.N > len(d.Calls) {
+		return nil, fmt.Errorf("session %s call %d: %w", sid, c.N, ErrNotBounded)
+	}
+	got := d.Calls[c.N-1]
+	if got.MessageID != c.MessageID || got.Lane != c.Lane || got.Messages != c.Messages || got.Bytes != c.Bytes || got.Exact != c.Exact {
+		return nil, fmt.Errorf("session %s call %d: %w", sid, c.N, ErrNotBounded)
+	}
+	r, err := d.Request(c.N)
+	if err != nil {
+		return nil, err
+	}
+	r.Call = c
+	return r, nil
+}
+
+// readShape reads the shape Update stored with session sid's state (nil:
+// none stored; the commits read then decide, as Derive does).
+func readShape(ctx context.Context, st store.Store, sid string) (*shape, error) {
+	d, err := st.Entity(ctx, StateID(sid), store.Basis{})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m, ok1 := d["main"].(bool)
+	p, ok2 := d["parented"].(bool)
+	if !ok1 || !ok2 {
+		return nil, nil
+	}
+	return &shape{Main: m, Parented: p}, nil
+}
+
+// commitsThrough lists the commits of session sid whose events count
+// (commitsOf's rule) at depths up to last, in order, a page of depths at
+// a time.
+func commitsThrough(ctx context.Context, svc *commits.Service, sid string, last int64) ([]*commits.Commit, error) {
+	var out []*commits.Commit
+	from, ok, err := svc.NextDepth(ctx, sid, -1)
+	for err == nil && ok && from <= last {
+		to := min(from+depthPage, last+1)
+		var cs []*commits.Commit
+		if cs, err = svc.ListDepths(ctx, sid, from, to); err != nil {
+			break
+		}
+		for _, c := range cs {
+			if c.Session == sid && used(c) {
+				out = append(out, c)
+			}
+		}
+		if len(cs) > 0 && cs[len(cs)-1].Depth == to-1 {
+			from, ok = to, true
+			continue
+		}
+		from, ok, err = svc.NextDepth(ctx, sid, to-1)
+	}
+	return out, err
+}
