@@ -271,6 +271,29 @@ func (a *Assembler) Assistant(ctx context.Context, text string, calls []ToolCall
 func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.toolResult(ctx, r, nil)
+}
+
+// ToolResultSent is ToolResult for a result the harness has already sent
+// the model itself, its output's text as sent (OpenClaw sends the turn's
+// tool results after the context it is given). In a rendering that keeps
+// what was sent (rendering 6, userfirst.go; stream layout), a result whose
+// form as sent differs from ctxstore's renders as sent, so the turn's
+// bytes come back unchanged, until a rebase that rewrites it gives it
+// ctxstore's form; what it holds beyond that form counts as stale, for the
+// cost model to weigh. What the call changed (a read's metadata line and
+// content block, say) is then shown by the next sync, at the call, not
+// between the result and the turn's next message, which the harness sent
+// right after it. In any other rendering sent is ignored.
+func (a *Assembler) ToolResultSent(ctx context.Context, r tools.Result, sent string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.toolResult(ctx, r, &sent)
+}
+
+// toolResult appends a tool result (ToolResult), rendered as sent when
+// sent is not nil and the session's rules keep it.
+func (a *Assembler) toolResult(ctx context.Context, r tools.Result, sent *string) error {
 	if r.Object == nil || r.Object.Kind() != objects.KindToolcall || !r.Ref.Static {
 		return fmt.Errorf("assemble: tool result %q is not a recorded toolcall", r.ID)
 	}
@@ -324,10 +347,24 @@ func (a *Assembler) ToolResult(ctx context.Context, r tools.Result) error {
 		}
 	}
 	a.wholeOnActivate(r.Object)
+	keep := sent != nil && a.o.Layout == LayoutStream && a.style.rules.keepsSent()
+	if keep {
+		it.style = a.style
+		it.render()
+		if b := it.f.blocks; len(b) != 1 || b[0].Type != BlockText || b[0].Text != *sent {
+			it.sent, it.text, it.f = true, *sent, nil
+		}
+	}
 	a.push(it)
 	delete(a.pending, r.ID)
 	if len(a.pending) > 0 {
 		return nil // providers want all results of a message together
+	}
+	if keep {
+		// The harness sent the turn's next messages right after this
+		// result: what the call changed is shown by the next sync, at the
+		// call, after the turn's messages.
+		return nil
 	}
 	return a.sync(ctx, false)
 }

@@ -148,6 +148,8 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 	}
 	a.toSpill = nil
 	a.rhythm.endCall(c, now)
+	// The harness sends its own messages after this context (rendering 6).
+	a.closed = a.o.Layout == LayoutStream && a.style.rules.userFirst()
 	a.overflow = nil
 	if a.o.Layout == LayoutStream {
 		a.nextFrozen = a.frozenPrefix.boundary(&a.stream, func(it *item) bool { return a.rewritable(it) || a.unanswered(it) })

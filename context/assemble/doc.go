@@ -62,9 +62,11 @@
 // not about the stream), its metadata line version, its Paths and a bare head's
 // spill directory. A new session takes RenderVersion, or the rendering its
 // harness asks for (Options.Render: RenderUserFirst for a harness that
-// sends the turn's prompt itself, userfirst.go); a resumed or rebuilt
-// one takes its root commit's, so an old session renders as it was sent
-// by construction: no code compares version numbers.
+// sends the turn's prompt and tool results itself, userfirst.go: the
+// results it sent render as sent until a rebase, ToolResultSent); a
+// resumed or rebuilt one takes its root commit's, so an old session
+// renders as it was sent by construction: no code compares version
+// numbers.
 //
 // Call assembles a call and writes its commit (call.go, commit.go);
 // Resume rebuilds an Assembler from the commits; a Rebuilder rebuilds a

@@ -14,7 +14,7 @@ type ItemKind string
 const (
 	kUser      ItemKind = "user"      // a user message (Text)
 	kAssistant ItemKind = "assistant" // an assistant message (Text, Calls)
-	kToolRef   ItemKind = "toolref"   // a tool result as a toolcall_ref line (Ref)
+	kToolRef   ItemKind = "toolref"   // a tool result as a toolcall_ref line (Ref), or as the harness sent it (Text)
 	kMeta      ItemKind = "meta"      // a metadata entry (Ref)
 	kContent   ItemKind = "content"   // an active content block (Ref)
 	kStub      ItemKind = "stub"      // a collapsed content block after a rebase (Ref)
@@ -68,6 +68,18 @@ type item struct {
 	// paging, Policy.PreviewTokens): the result shows its start and end
 	// and says how to load it; activate(call id) shows it whole.
 	preview bool
+	// sent marks a tool result rendered as the harness sent it to the
+	// model (its output's text, in text), not in ctxstore's form
+	// (rendering 6: userfirst.go); sentStale is what it holds beyond
+	// ctxstore's form, counted as stale until a rebase rewrites it.
+	sent      bool
+	sentStale int
+	// opens marks a fragment of ctxstore's (a note, a metadata line, a
+	// content block) that starts a user message of its own where it would
+	// have joined the one before: the first after a call whose context
+	// ended in a user message, in rendering 6, whose harness sent its own
+	// messages after that one (userfirst.go).
+	opens bool
 	// named are, for a write or edit's tool result (rendering 3), the files
 	// it pooled without a metadata line: the call's own path argument
 	// names them.
@@ -96,6 +108,9 @@ func (k ItemKind) hasRef() bool {
 
 // render computes it.f from it's fields and object.
 func (it *item) render() {
+	if it.opens {
+		defer func() { it.f.opens = true }()
+	}
 	switch it.kind {
 	case kUser:
 		it.f = &frag{role: RoleUser, alone: it.style.rules.userFirst(), blocks: []Block{{Type: BlockText, Text: it.text}}}
@@ -111,6 +126,10 @@ func (it *item) render() {
 		}
 		it.f = &frag{role: RoleAssistant, blocks: bl}
 	case kToolRef:
+		if it.sent {
+			it.f = &frag{role: RoleToolResult, callID: it.ref.ID, blocks: []Block{{Type: BlockText, Text: it.text}}}
+			return
+		}
 		text := it.style.r.toolResult(it)
 		switch {
 		case it.out && it.obj.Content != nil:

@@ -21,6 +21,12 @@ type ItemDoc struct {
 	// call's output is rendered in it and "collapsed" when a rebase
 	// rewrote it after that output collapsed.
 	Out string `json:"out,omitempty"`
+	// Sent is, for a tool result (rendering 6), true when it renders as the
+	// harness sent it, Text, until a rebase rewrites it (item.sent).
+	Sent bool `json:"sent,omitempty"`
+	// Opens is true for an item that starts a message of its own where it
+	// would have joined the one before (item.opens).
+	Opens bool `json:"opens,omitempty"`
 	// Named are the files a write or edit pooled without a metadata line
 	// (item.named).
 	Named []string `json:"named,omitempty"`
@@ -34,7 +40,7 @@ func (it *item) doc() ItemDoc {
 	if it.input != nil {
 		d.Input = it.input.String()
 	}
-	d.Named = it.named
+	d.Named, d.Sent, d.Opens = it.named, it.sent, it.opens
 	switch {
 	case it.out && it.preview:
 		d.Out = outPreview
@@ -48,7 +54,7 @@ func (it *item) doc() ItemDoc {
 
 // fromDoc reads a stored item; its object is resolved later.
 func fromDoc(d ItemDoc) (*item, error) {
-	it := &item{kind: d.K, text: d.Text, calls: d.Calls, out: d.Out == outInline || d.Out == outPreview, preview: d.Out == outPreview, collapsed: d.Out == outCollapsed, named: d.Named}
+	it := &item{kind: d.K, text: d.Text, calls: d.Calls, out: d.Out == outInline || d.Out == outPreview, preview: d.Out == outPreview, collapsed: d.Out == outCollapsed, named: d.Named, sent: d.Sent, opens: d.Opens}
 	switch d.K {
 	case kUser, kAssistant, kNote:
 	case kToolRef, kMeta, kContent, kStub, kPatch:

@@ -87,11 +87,14 @@ type frag struct {
 	// message before it and which nothing joins (rendering 6's user
 	// messages, userfirst.go).
 	alone bool
+	// opens: the fragment starts a message although it would join the
+	// one before (item.opens).
+	opens bool
 }
 
 // joins reports whether f continues the message prev started.
 func (f frag) joins(prev *frag) bool {
-	return prev != nil && (f.silent || prev.role == RoleUser && f.role == RoleUser && !f.alone && !prev.alone)
+	return prev != nil && (f.silent || prev.role == RoleUser && f.role == RoleUser && !f.alone && !prev.alone && !f.opens)
 }
 
 // follow gives a silent fragment the role of the fragment before it (a

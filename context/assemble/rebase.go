@@ -15,7 +15,7 @@ func (a *Assembler) rewritable(it *item) bool {
 	case kContent, kPatch:
 		return true
 	case kToolRef:
-		return it.out
+		return it.out || it.sent
 	case kAssistant:
 		if it.staleInput {
 			return true
@@ -52,9 +52,10 @@ func (a *Assembler) candidates() ([]Candidate, []int) {
 }
 
 // staleTokens returns the stale tokens an item holds: a stale content
-// block's, or the collapsible inputs of an assistant message.
+// block's, the collapsible inputs of an assistant message, or what a tool
+// result rendered as the harness sent it holds beyond ctxstore's form.
 func (a *Assembler) staleTokens(it *item) int {
-	n := 0
+	n := it.sentStale
 	if it.stale {
 		n += it.liveTokens()
 	}
@@ -70,13 +71,15 @@ func (a *Assembler) staleTokens(it *item) int {
 
 // rebase rewrites the stream from item p (a stale one): stale content
 // blocks from there on become "collapsed:" references, stale inputs are
-// collapsed, everything else is kept; stale items before p stay. It returns
+// collapsed, tool results rendered as the harness sent them take
+// ctxstore's form, everything else is kept; stale items before p stay. It returns
 // the byte offset from which the rendering changed and the tokens before
 // it. The previous buffers are left untouched, so earlier Assembled values
 // stay valid.
 func (a *Assembler) rebase(p int) (int, int) {
 	off := a.offs[p]
 	tail := a.cut(p)
+	a.closed = false // the rewritten tail is one context
 	for _, it := range tail {
 		a.stale -= a.staleTokens(it)
 	}
@@ -104,6 +107,11 @@ func (a *Assembler) rebase(p int) (int, int) {
 				a.paging.spillOut(a.style.spill, it) // a preview's file is listed already
 			}
 			it = &item{kind: kToolRef, ref: it.ref, obj: it.obj, input: it.input, collapsed: true}
+		case it.sent:
+			// The harness's form until here; ctxstore's from the rebase on.
+			c := *it
+			c.sent, c.sentStale, c.text, c.f = false, 0, "", nil
+			it = &c
 		case it.stale && it.kind == kPatch:
 			continue // the change of a block that collapses: nothing to show
 		case it.kind == kPatch && merged[it.ref.ID]:

@@ -143,6 +143,7 @@ func Resume(ctx context.Context, s *session.Session, o Options) (*Assembler, err
 		a.shape.Previews = a.previews // a commit without shape.previews
 	}
 	a.prevStableTok = a.frozenPrefix.stableTokens(&a.stream, a.rewritable)
+	a.closed = a.o.Layout == LayoutStream && a.style.rules.userFirst() // as after the call
 	return a, nil
 }
 

@@ -46,6 +46,10 @@ type rules interface {
 	// userFirst reports whether a user message is a message of its own,
 	// placed before what changed since the previous event (userfirst.go).
 	userFirst() bool
+	// keepsSent reports whether a tool result the harness already sent the
+	// model in its own form renders in that form until a rebase rewrites
+	// it (userfirst.go).
+	keepsSent() bool
 }
 
 // deactivation is which note a deactivated item gets.
@@ -74,6 +78,7 @@ func (metadataRules) rebaseDrops(*rendering, *item, map[string]bool, map[string]
 func (metadataRules) silentOwnEdit(string) bool          { return false }
 func (metadataRules) pathView(Paths) func(string) string { return nil }
 func (metadataRules) userFirst() bool                    { return false }
+func (metadataRules) keepsSent() bool                    { return false }
 
 // liveRules are rendering 3: live outputs in their tool results, patches,
 // writes naming their files, toolcalls waiting for their results; an
@@ -126,3 +131,4 @@ func (literalRules) inlineOutputs() bool  { return false }
 func (literalRules) namesWrites() bool    { return false }
 func (literalRules) patches() bool        { return false }
 func (literalRules) waitsForResult() bool { return false }
+func (literalRules) keepsSent() bool      { return false }

@@ -26,6 +26,10 @@ type stream struct {
 	tokens  int     // tokens of the rendering
 	metaTok int     // tokens of the metadata items
 	stale   int     // stale tokens rendered
+	// closed: the last message was the end of a call's context, after
+	// which the harness sent messages of its own (rendering 6): the next
+	// fragment that would join it opens a message instead (item.opens).
+	closed bool
 }
 
 // push renders it and appends it to the stream.
@@ -38,6 +42,14 @@ func (s *stream) push(it *item) {
 	if n := len(s.items); n > 0 {
 		prev = s.items[n-1].f
 	}
+	if s.closed && !it.f.silent {
+		s.closed = false
+		if it.f.joins(prev) {
+			f := *it.f
+			f.opens, it.opens = true, true
+			it.f = &f
+		}
+	}
 	if it.f.silent {
 		// Its role depends on what precedes it, which a rebase changes;
 		// calls assembled before keep the fragment they had.
@@ -48,8 +60,14 @@ func (s *stream) push(it *item) {
 	start := s.bufBase + len(s.buf)
 	s.buf = appendFrag(s.buf, prev, it.f)
 	it.tokens = s.tok.Count(string(s.buf[start-s.bufBase:]))
+	if it.sent {
+		it.sentStale = s.sentStale(it)
+		s.stale += it.sentStale
+	}
 	if it.out {
-		it.outTok = s.tok.Count(it.f.blocks[0].Text + "\n")
+		// Of an output kept as sent, what it holds beyond ctxstore's form
+		// is stale already.
+		it.outTok = s.tok.Count(it.f.blocks[0].Text+"\n") - it.sentStale
 	}
 	s.tokens += it.tokens
 	if it.kind.isMeta() {
@@ -75,9 +93,24 @@ func (it *item) staleable() bool {
 	case kMeta, kStub:
 		return false
 	case kToolRef:
-		return it.out
+		return it.out || it.sent
 	}
 	return true
+}
+
+// sentStale is what a tool result rendered as the harness sent it holds
+// beyond ctxstore's form of it (the line of a read whose file follows as a
+// content block, an output's preview): the tokens a rebase that rewrites
+// it saves on every later call.
+func (s *stream) sentStale(it *item) int {
+	c := *it
+	c.sent, c.text, c.f = false, "", nil
+	c.render()
+	n := s.tok.Count(it.text)
+	for _, b := range c.f.blocks {
+		n -= s.tok.Count(b.Text)
+	}
+	return max(n, 0)
 }
 
 func (s *stream) markStale(i int) {

@@ -1,7 +1,9 @@
 package assemble
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -207,7 +209,8 @@ func TestUserFirstOnlyWhenAsked(t *testing.T) {
 }
 
 // TestUserFirstRendering: rendering 6 renders every item as rendering 5
-// does, and has its rules, but for user messages: a message of its own.
+// does, and has its rules, but for user messages (a message of its own)
+// and, in the stream layout, tool results kept as the harness sent them.
 func TestUserFirstRendering(t *testing.T) {
 	out := "hello"
 	o, err := objects.NewToolcall("toolu_1", objects.ToolcallFields{Tool: "bash", Args: map[string]any{"command": "ls"}, Status: objects.StatusOK}, &out)
@@ -236,9 +239,9 @@ func TestUserFirstRendering(t *testing.T) {
 			t.Errorf("%s: rendering 6 renders items unlike rendering 5:\n%s\n%s", l, frags(v5), frags(v6))
 		}
 		r5, r6 := v5.rules, v6.rules
-		if r5.userFirst() || !r6.userFirst() || r5.inlineOutputs() != r6.inlineOutputs() || r5.patches() != r6.patches() ||
+		if r5.userFirst() || !r6.userFirst() || r5.keepsSent() || r6.keepsSent() != (l == LayoutStream) || r5.inlineOutputs() != r6.inlineOutputs() || r5.patches() != r6.patches() ||
 			r5.silentOwnEdit("/s") != r6.silentOwnEdit("/s") || r5.waitsForResult() != r6.waitsForResult() {
-			t.Errorf("%s: rendering 6's rules are not rendering 5's with userFirst", l)
+			t.Errorf("%s: rendering 6's rules are not rendering 5's with userFirst and keepsSent", l)
 		}
 	}
 	// A user message joins nothing and nothing joins it; a silent
@@ -252,5 +255,157 @@ func TestUserFirstRendering(t *testing.T) {
 	}
 	if _, err := newStyle(LayoutStream, newestRender+1, objects.MetadataVersion, Paths{}, nil); err == nil {
 		t.Error("a rendering after the newest accepted")
+	}
+}
+
+// asJSON is each message as JSON: the bytes the model is sent of it.
+func asJSON(t *testing.T, ms []Message) []string {
+	t.Helper()
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = string(b)
+	}
+	return out
+}
+
+// begins reports where cur stops repeating prev, byte for byte: -1 when
+// it begins with all of prev.
+func begins(prev, cur []string) int {
+	for i, m := range prev {
+		if i >= len(cur) || cur[i] != m {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestUserFirstKeepsTheResultsAsSent: under rendering 6 a tool result the
+// harness sent in its own form is rendered so from the next turn on, until
+// a rebase. Turn 1 of a fenced session reads notes.txt (the harness's read:
+// the file's text, where ctxstore writes a line and a content block) and,
+// in a second step, runs a build whose output is too long to enter whole
+// (ctxstore's form: a preview). Each turn's request (the call's messages,
+// then the turn's) begins with the previous turn's, byte for byte, its
+// tool results included, also after the session is reopened from its
+// commits; ctxstore's metadata line and content block of the read come
+// after the turn's messages, and what a later call of the turn adds starts
+// a message of its own. After a pause the cache is cold and the call
+// rebases: from then on the results are ctxstore's.
+func TestUserFirstKeepsTheResultsAsSent(t *testing.T) {
+	f := newFenced(t, RenderUserFirst)
+	notes := "the secret word is heliotrope\n" + output("note", 20)
+	p := f.file("notes.txt", notes)
+	readArgs := map[string]any{"path": p}
+	makeArgs := map[string]any{"command": "make", "timeout": 30}
+	readOut := notes + "\n[21 lines]" // the harness's own form
+	long := output("build", 400)
+	turn1 := []Message{user("read the notes, then build"),
+		toolUse("toolu_read", "read", readArgs), toolOut("toolu_read", readOut),
+		toolUse("toolu_make", "bash", makeArgs), toolOut("toolu_make", long)}
+	c1 := f.call()
+	f.send(c1, turn1...)
+
+	// Turn 2: the service meets turn 1 as a log, as ingestion applies it.
+	_, err := f.tools.BeginTurn(f.ctx)
+	f.must(err)
+	f.must(f.a.User(f.ctx, "read the notes, then build"))
+	f.must(f.a.Assistant(f.ctx, "", []ToolCall{{ID: "toolu_read", Name: "read", Args: readArgs}}))
+	rr, err := f.tools.Read(f.ctx, p)
+	f.must(err)
+	rec, err := f.tools.RecordResult(f.ctx, tools.Call{ID: "toolu_read", Tool: "read", Args: readArgs}, rr)
+	f.must(err)
+	f.must(f.a.ToolResultSent(f.ctx, rec, readOut))
+	f.must(f.a.Assistant(f.ctx, "", []ToolCall{{ID: "toolu_make", Name: "bash", Args: makeArgs}}))
+	r, err := f.tools.Record(f.ctx, tools.Call{ID: "toolu_make", Tool: "bash", Args: makeArgs, Output: &long})
+	f.must(err)
+	f.must(f.a.ToolResultSent(f.ctx, r, long))
+	f.must(f.a.Assistant(f.ctx, "built", nil))
+	c2 := f.call()
+	// Within turn 2, something the turn's tools do through the service
+	// (the file going inactive) adds a note to the next call's context:
+	// a message of its own, not a block more in the message that ended
+	// the previous call's context, after which the harness sent the
+	// turn's own messages.
+	_, err = f.tools.Deactivate(f.ctx, rr.ID)
+	f.must(err)
+	c2b := f.call()
+	if at := begins(asJSON(t, c2.Messages()), asJSON(t, c2b.Messages())); at >= 0 || len(c2b.Messages()) <= len(c2.Messages()) {
+		t.Errorf("turn 2's second call does not extend its first by messages: message %d differs:\n%v\nvs\n%v", at, c2.Messages(), c2b.Messages())
+	}
+	echoArgs := map[string]any{"command": "echo hello"}
+	turn2 := []Message{user("say hello"), toolUse("toolu_echo", "bash", echoArgs), toolOut("toolu_echo", "hello\n")}
+	f.send(c2b, turn2...)
+
+	// A new process: the session is resumed from its commits.
+	f.reopen(t, Policy{})
+
+	// Turn 3: the service meets turn 2.
+	_, err = f.tools.BeginTurn(f.ctx)
+	f.must(err)
+	f.must(f.a.User(f.ctx, "say hello"))
+	f.must(f.a.Assistant(f.ctx, "", []ToolCall{{ID: "toolu_echo", Name: "bash", Args: echoArgs}}))
+	hello := "hello\n"
+	r, err = f.tools.Record(f.ctx, tools.Call{ID: "toolu_echo", Tool: "bash", Args: echoArgs, Output: &hello})
+	f.must(err)
+	f.must(f.a.ToolResultSent(f.ctx, r, hello))
+	f.must(f.a.Assistant(f.ctx, "said", nil))
+	c3 := f.call()
+	f.send(c3, user("what now"))
+
+	for i, c := range []*Assembled{c2, c3} {
+		sent := append(slices.Clone(f.sent[i].call), f.sent[i].turn...)
+		prev, cur := asJSON(t, sent), asJSON(t, c.Messages())
+		if at := begins(prev, cur); at >= 0 || c.Rebased {
+			t.Errorf("turn %d's request does not begin with turn %d's (rebased %v): message %d differs:\n%.300s\nvs\n%.300s",
+				i+2, i+1, c.Rebased, at, prev[max(at, 0)], cur[min(max(at, 0), len(cur)-1)])
+		}
+	}
+	// ctxstore's line and content block of the read follow turn 1's
+	// messages; the sent forms count as stale.
+	ms := c2.Messages()
+	n := len(f.sent[0].call) + len(turn1)
+	if len(ms) < n+2 || ms[n].Role != RoleAssistant || !strings.Contains(fmt.Sprint(ms[n+1:]), "heliotrope") {
+		t.Errorf("call 2: after turn 1's messages, want its last answer and then the read's file: %v", ms[min(n, len(ms)):])
+	}
+	if c3.StaleTokens == 0 {
+		t.Error("call 3: the results kept as sent count no stale tokens")
+	}
+
+	// Turn 4 after a pause: the cache is cold, the call rebases, and turn
+	// 1's results take ctxstore's form.
+	_, err = f.tools.BeginTurn(f.ctx)
+	f.must(err)
+	f.must(f.a.User(f.ctx, "what now"))
+	f.must(f.a.Assistant(f.ctx, "nothing", nil))
+	f.now = f.now.Add(time.Hour)
+	c4 := f.call()
+	if !c4.Rebased {
+		t.Fatalf("call 4 after an hour did not rebase (%d stale tokens)", c4.StaleTokens)
+	}
+	var read, build *Message
+	for _, m := range c4.Messages() {
+		switch m.ToolCallID {
+		case "toolu_read":
+			read = &m
+		case "toolu_make":
+			build = &m
+		}
+	}
+	if read == nil || build == nil || len(read.Blocks) != 1 || read.Blocks[0].Type != BlockMetadata || !strings.Contains(read.Blocks[0].Text, "tool=read") {
+		t.Errorf("call 4: the read's result is not ctxstore's line: %v", read)
+	}
+	if build == nil || len(build.Blocks) != 1 || build.Blocks[0].Text != PreviewText(long, "activate(<this call's id>) shows the output whole") {
+		t.Errorf("call 4: the build's result is not ctxstore's preview: %.200s", fmt.Sprint(build))
+	}
+	if c4.StaleTokens != 0 {
+		t.Errorf("call 4: %d stale tokens after the rebase", c4.StaleTokens)
+	}
+	rebuildAll(t, f.ctx, f.st, f.sid, []*Assembled{c3, c4})
+	if n := len(f.calls); n != 5 {
+		t.Errorf("%d calls, want 5", n)
 	}
 }

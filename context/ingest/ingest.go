@@ -638,7 +638,9 @@ func (in *Ingester) apply(ctx context.Context, i int, m conversation.Message, re
 		if err != nil {
 			return err
 		}
-		return in.a.ToolResult(ctx, r)
+		// The output as the harness sent it: a session whose harness sends
+		// the turn's results itself keeps that form (assemble.ToolResultSent).
+		return in.a.ToolResultSent(ctx, r, m.Output)
 	default:
 		skip(rep, "role:"+string(m.Role))
 		return nil

@@ -176,8 +176,8 @@ func checkSpill(t *testing.T, dir string, ids []string, outputs map[string]strin
 // with its own read tool (OpenClaw's, docs/openclaw.md), which the service
 // sees only in the log: the whole read of a previewed output activates it
 // (the next context shows it whole, the read as a reference), a read of
-// lines of it (offset, limit) is that part of the output, the preview
-// staying; a read of another session's spill file is kept as the harness
+// lines of it (offset, limit) is recorded as that part of the output,
+// shown as the harness sent it until a rebase, the preview staying; a read of another session's spill file is kept as the harness
 // showed it. No file under the spill root is ever indexed as a file.
 func TestBareHeadSpillHarnessRead(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "spill")
@@ -231,8 +231,15 @@ func TestBareHeadSpillHarnessRead(t *testing.T) {
 	lg.say("Read.")
 	lg.user("All of it.")
 	c = context("oc", &lg)
-	if r := result(c, "r_part"); !strings.Contains(r, "lines 1000-1001 of 1500 of the output of c_1") || !strings.Contains(r, "build-output-line 1000\nbuild-output-line 1001\n") {
-		t.Errorf("the part read is %q, want lines 1000-1001 of c_1's output", r)
+	// Recorded as those lines of c_1's output; shown as OpenClaw sent it
+	// until a rebase (docs/openclaw.md, "Byte-stable turns").
+	var part ObjectResponse
+	e.ok("GET", "/v1/objects/r_part", nil, &part)
+	if r := fmt.Sprint(part.Doc["content"]); !strings.Contains(r, "lines 1000-1001 of 1500 of the output of c_1") || !strings.Contains(r, "build-output-line 1000\nbuild-output-line 1001\n") {
+		t.Errorf("the part read is recorded as %q, want lines 1000-1001 of c_1's output", r)
+	}
+	if r := result(c, "r_part"); r != "build-output-line 1000\nbuild-output-line 1001\n\n[499 more lines in file. Use offset=1002 to continue.]\n" { // one block
+		t.Errorf("the part read is shown as %q, want it as OpenClaw sent it", r)
 	}
 	if strings.Contains(texts(c.Messages), "build-output-line 700\n") {
 		t.Errorf("after reading two lines, c_1's output is whole in the context")
