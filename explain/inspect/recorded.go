@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -135,17 +136,15 @@ func (in *Inspector) units(usd float64) float64 {
 // api-request records, else rebuilt from the conversation), its parts
 // labelled.
 func (in *Inspector) recordedView(ctx context.Context, sid string, n int) (*CallView, error) {
-	d, err := in.derive(ctx, sid)
+	r, err := in.recordedRequest(ctx, sid, n)
 	if err != nil {
 		return nil, err
 	}
-	if n > len(d.Calls) {
-		return nil, fmt.Errorf("session %s has no call %d (it has %d): %w", sid, n, len(d.Calls), ErrNotFound)
-	}
-	r, err := d.Request(n)
-	if err != nil {
-		return nil, err
-	}
+	return in.requestView(sid, r), nil
+}
+
+// requestView labels a recorded call's request.
+func (in *Inspector) requestView(sid string, r *recorded.Request) *CallView {
 	c := in.recordedCall(sid, r.Call)
 	v := &CallView{Call: c, Raw: r.Body}
 	for i, sp := range r.Spans {
@@ -162,7 +161,46 @@ func (in *Inspector) recordedView(ctx context.Context, sid string, n int) (*Call
 		v.Blocks = append(v.Blocks, b)
 	}
 	v.Call.Break.FirstKind = c.Break.FirstKind
-	return v, nil
+	return v
+}
+
+// recordedRequest rebuilds call n's request: from the stored call and
+// the commits up to it (harness/recorded.RequestOf) when the session's
+// calls are stored and current, else from the whole session derived now.
+func (in *Inspector) recordedRequest(ctx context.Context, sid string, n int) (*recorded.Request, error) {
+	if in.o.Formats == nil {
+		return nil, fmt.Errorf("session %s has no call %d (its commits cannot be decoded): %w", sid, n, ErrNotFound)
+	}
+	svc := commits.New(in.st, commits.Options{Registry: in.o.Formats})
+	c, err := in.chain(ctx, sid, fmt.Errorf("session %s: %w", sid, ErrNotFound))
+	if err != nil {
+		return nil, err
+	}
+	if st, ok, err := recorded.ReadState(ctx, in.st, sid, c.Commits); err != nil {
+		return nil, err
+	} else if ok {
+		if n > st.Calls {
+			return nil, fmt.Errorf("session %s has no call %d (it has %d): %w", sid, n, st.Calls, ErrNotFound)
+		}
+		rc, err := recorded.Page(ctx, in.st, sid, n, 1)
+		if err != nil {
+			return nil, err
+		}
+		if len(rc) == 1 {
+			r, err := recorded.RequestOf(ctx, svc, sid, rc[0])
+			if !errors.Is(err, recorded.ErrNotBounded) {
+				return r, err
+			}
+		}
+	}
+	d, err := recorded.Derive(ctx, svc, sid)
+	if err != nil {
+		return nil, err
+	}
+	if n > len(d.Calls) {
+		return nil, fmt.Errorf("session %s has no call %d (it has %d): %w", sid, n, len(d.Calls), ErrNotFound)
+	}
+	return d.Request(n)
 }
 
 // recordedSummary fills a recorded session's name, calls, tokens, cost
