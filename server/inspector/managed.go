@@ -3,7 +3,6 @@ package inspector
 import (
 	"context"
 
-	"github.com/ctxstore/ctxstore/explain/inspect"
 	"github.com/ctxstore/ctxstore/harness/formats"
 	"github.com/ctxstore/ctxstore/harness/recorded"
 	"github.com/ctxstore/ctxstore/server/ccproxy"
@@ -82,15 +81,12 @@ func (m *Managed) For(n int) (ManagedCall, bool) {
 	return ManagedCall{Call: m.Calls[j], Sent: m.Sent[j], Asked: m.asked[n], Changes: ccproxy.Changes(m.asked[n], m.Sent[j])}, true
 }
 
-// managedCall returns recorded call n of session sid (its id or a prefix)
-// in its managed form, for the call page and the raw bytes; nil when the
-// call has none.
+// managedCall returns recorded call n of session sid (its id: the call
+// page found the call by it) in its managed form, for the call page and
+// the raw bytes; nil when the call has none. A session without managed
+// calls costs one query.
 func (h *Handler) managedCall(q *req, sid string, n int) (*ManagedCall, error) {
-	id, err := inspect.ResolveSession(q.ctx, h.o.Store, sid)
-	if err != nil {
-		return nil, err
-	}
-	m, err := LoadManaged(q.ctx, h.o.Store, id)
+	m, err := LoadManaged(q.ctx, h.o.Store, sid)
 	if err != nil {
 		return nil, err
 	}

@@ -145,3 +145,56 @@ func TestSessionsPages(t *testing.T) {
 		t.Errorf("session page x: %d, want 400", code)
 	}
 }
+
+// A recorded call's page reads the call, not the session: call 10 of a
+// session of 21,000 commits (a call every 5) costs the reads of call 10
+// of one of 2,100, its request (the messages up to it) rebuilt from the
+// commits before it; so do its diff with call 9 and its raw bytes. The
+// old page derived every call of the session.
+func TestCallPageWorkDoesNotGrow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds sessions of 2,100 and 21,000 recorded commits (about 40 s)")
+	}
+	pages := []string{"/inspect/s/big/c/10", "/inspect/s/big/c/10/diff/9", "/inspect/s/big/c/10/raw"}
+	measure := func(n int) (reads, docs int64, bodies []string) {
+		se := storetestenv.New(t, storetestenv.SQLite)
+		inspecttest.Recorded(t, se.Store, "big", n, 5, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+		c := &counting{Store: se.Store}
+		h, err := inspector.New(inspector.Options{Store: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pages {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest("GET", p, nil))
+			if w.Code != 200 {
+				t.Fatalf("%d commits, %s: %d\n%s", n, p, w.Code, w.Body)
+			}
+			bodies = append(bodies, w.Body.String())
+		}
+		return c.reads.Load(), c.docs.Load(), bodies
+	}
+	r1, d1, b1 := measure(2100)
+	r2, d2, b2 := measure(21000)
+	t.Logf("2,100 commits: %d reads, %d documents; 21,000: %d reads, %d documents", r1, d1, r2, d2)
+	if d2 > d1+40 || r2 > r1+40 || d1 > 600 {
+		t.Errorf("call page work grows with the session: 2,100 commits %d reads, %d documents; 21,000: %d reads, %d documents", r1, d1, r2, d2)
+	}
+	for i := range pages {
+		if b1[i] != b2[i] {
+			t.Errorf("%s differs between the sessions of 2,100 and 21,000 commits", pages[i])
+		}
+	}
+	// Call 10 is the 10th reply (commits 45 to 49), after the prompt of
+	// commit 0: its request holds the prompt and the 45 records of the 9
+	// replies before it, as one assistant message.
+	if !strings.Contains(b1[0], `id="call-title">Call 10<`) || strings.Count(b1[0], `class="block kind-assistant`) != 1 ||
+		strings.Count(b1[0], `class="block kind-user`) != 1 || !strings.Contains(b1[0], "step 0") ||
+		strings.Count(b1[0], `&#34;done&#34;`) != 45 {
+		i := strings.Index(b1[0], `id="blocks"`)
+		t.Errorf("call 10's page:\n%s", b1[0][max(i, 0):])
+	}
+	if !strings.Contains(b1[2], `"step 0"`) {
+		t.Errorf("call 10's bytes: %s", b1[2])
+	}
+}
