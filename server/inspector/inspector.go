@@ -59,6 +59,9 @@ type Options struct {
 	// SessionsPerPage is the number of sessions on the sessions page
 	// (default 100).
 	SessionsPerPage int
+	// BlocksPerPage is the number of a call's blocks its page shows, the
+	// newest first page (default 200; ?page= shows earlier ones).
+	BlocksPerPage int
 	// Log receives one line per failed request (default: discard).
 	Log *slog.Logger
 }
@@ -89,6 +92,9 @@ func New(o Options) (*Handler, error) {
 	}
 	if o.SessionsPerPage <= 0 {
 		o.SessionsPerPage = 100
+	}
+	if o.BlocksPerPage <= 0 {
+		o.BlocksPerPage = 200
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)

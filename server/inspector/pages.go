@@ -329,11 +329,23 @@ type callBody struct {
 	// Managed is a managed Claude Code call's form: what the model got
 	// beside what Claude Code asked (managed.go); nil for none.
 	Managed *ManagedCall
+	// Blocks are the blocks the page shows: page Page of Pages, the
+	// newest Options.BlocksPerPage first; Earlier is how many blocks
+	// come before them (on later pages), Later how many after.
+	Blocks                      []inspect.Block
+	Page, Pages, Earlier, Later int
 }
 
+// call: a call's page. Its blocks are paged, the newest first: ?page=N
+// (from 1) shows the Nth Options.BlocksPerPage of them counted from the
+// last (a deep call's request holds every earlier message).
 func (h *Handler) call(q *req) (string, pageData, error) {
 	sid := q.r.PathValue("sid")
 	n, err := intArg("call", q.r.PathValue("n"), 0)
+	if err != nil {
+		return "", pageData{}, err
+	}
+	page, err := intArg("page", q.r.URL.Query().Get("page"), 1)
 	if err != nil {
 		return "", pageData{}, err
 	}
@@ -358,6 +370,15 @@ func (h *Handler) call(q *req) (string, pageData, error) {
 	}
 	for _, bl := range v.Blocks {
 		b.Totals[bl.Kind] += bl.Tokens
+	}
+	per, all := h.o.BlocksPerPage, len(v.Blocks)
+	b.Page, b.Pages = page, max(1, (all+per-1)/per)
+	if page <= b.Pages {
+		end := all - min(all, (page-1)*per)
+		start := max(0, end-per)
+		b.Blocks, b.Earlier, b.Later = v.Blocks[start:end], start, all-end
+	} else {
+		b.Earlier = all
 	}
 	if v.Call.Recorded {
 		if b.Managed, err = h.managedCall(q, sid, n); err != nil {

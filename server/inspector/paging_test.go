@@ -198,3 +198,55 @@ func TestCallPageWorkDoesNotGrow(t *testing.T) {
 		t.Errorf("call 10's bytes: %s", b1[2])
 	}
 }
+
+// ?page= pages a call's blocks, the newest first: with 2 a page, call 21
+// of a recorded session (three prompts and two replies: 5 blocks) shows
+// blocks 3 and 4, then 1 and 2, then 0, each page saying what it leaves
+// out and linking to the others; a page past the last shows none, and a
+// page that is not a positive whole number answers 400.
+func TestCallBlocksPages(t *testing.T) {
+	se := storetestenv.New(t, storetestenv.SQLite)
+	inspecttest.Recorded(t, se.Store, "s", 150, 5, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	h, err := inspector.New(inspector.Options{Store: se.Store, BlocksPerPage: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(p string) (int, string) {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", p, nil))
+		return w.Code, w.Body.String()
+	}
+	for _, c := range []struct {
+		page           string
+		blocks         []string
+		note           string
+		earlier, later bool
+	}{
+		{"", []string{`id="b3"`, `id="b4"`}, "Page 1 of 3: 2 of the 5 blocks, the newest first; 3 earlier and 0 later blocks are left out.", true, false},
+		{"?page=2", []string{`id="b1"`, `id="b2"`}, "Page 2 of 3: 2 of the 5 blocks, the newest first; 1 earlier and 2 later blocks are left out.", true, true},
+		{"?page=3", []string{`id="b0"`}, "Page 3 of 3: 1 of the 5 blocks, the newest first; 0 earlier and 4 later blocks are left out.", false, true},
+		{"?page=4", nil, "Page 4 of 3: 0 of the 5 blocks, the newest first; 5 earlier and 0 later blocks are left out.", false, true},
+	} {
+		code, body := get("/inspect/s/s/c/21" + c.page)
+		if code != 200 {
+			t.Fatalf("%s: %d\n%s", c.page, code, body)
+		}
+		if n := strings.Count(body, `<li class="block `); n != len(c.blocks) || !strings.Contains(body, c.note) ||
+			strings.Contains(body, `id="earlier-blocks"`) != c.earlier || strings.Contains(body, `id="later-blocks"`) != c.later {
+			i := strings.Index(body, `<h2>Context</h2>`)
+			t.Errorf("page %q: %d blocks, want %v:\n%s", c.page, n, c.blocks, body[max(i, 0):])
+			continue
+		}
+		for _, b := range c.blocks {
+			if !strings.Contains(body, b) {
+				t.Errorf("page %q lacks block %s", c.page, b)
+			}
+		}
+	}
+	if code, body := get("/inspect/s/s/c/10"); code != 200 || strings.Contains(body, `id="blocks-page"`) || strings.Count(body, `<li class="block `) != 2 {
+		t.Errorf("a call of one page: %d, paged %v", code, strings.Contains(body, `id="blocks-page"`))
+	}
+	if code, _ := get("/inspect/s/s/c/21?page=0"); code != 400 {
+		t.Errorf("?page=0: %d, want 400", code)
+	}
+}
