@@ -107,16 +107,19 @@ func BenchmarkPagingPage(b *testing.B) {
 // BenchmarkRecordedPages500k renders, over one recorded session of
 // 500,000 context commits (inspecttest.Recorded: a call every 5, 100,000
 // calls stored as an import stores them; CTXSTORE_BENCH_COMMITS sets
-// another size), the
-// sessions page, the session's first page and a page deep in it
+// another size), the sessions page, the session's first page and a page
+// deep in it, and the pages of call 10 and of the middle call (whose
+// request holds every message before it)
 // (CTXSTORE_BENCH_DB names a store file to build once and reuse):
 // index_ms, session_ms and deep_ms per page, cpu_ms/page and
-// alloc_mb/page (the process's CPU time and Go allocations per page),
-// peak_heap_mb, the most Go heap in use while the pages render above what
-// was in use before (sampled every millisecond), and peak_rss_mb, the
-// process's peak resident memory while the pages render (the memory
-// building kept is given back and the peak reset first).
-// docs/benchmarks.md records the figures.
+// alloc_mb/page (the process's CPU time and Go allocations per page of
+// the three), peak_heap_mb, the most Go heap in use while they render
+// above what was in use before (sampled every millisecond), and
+// peak_rss_mb, the process's peak resident memory while they render (the
+// memory building kept is given back and the peak reset first); for the
+// call pages call_ms and mid_call_ms, call_cpu_ms/page,
+// call_alloc_mb/page, call_peak_heap_mb and call_peak_rss_mb, measured
+// apart. docs/benchmarks.md records the figures.
 func BenchmarkRecordedPages500k(b *testing.B) {
 	n := 500000
 	if v, err := strconv.Atoi(os.Getenv("CTXSTORE_BENCH_COMMITS")); err == nil && v > 0 {
@@ -135,48 +138,80 @@ func BenchmarkRecordedPages500k(b *testing.B) {
 	} else {
 		st = storetestenv.New(b, storetestenv.SQLite).Store
 	}
-	if _, ok, err := hrecorded.ReadState(context.Background(), st, "big", -1); err != nil {
+	state, ok, err := hrecorded.ReadState(context.Background(), st, "big", -1)
+	if err != nil {
 		b.Fatal(err)
 	} else if !ok {
 		t0 := time.Now()
 		inspecttest.Recorded(b, st, "big", n, 5, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 		b.Logf("built %d commits in %v", n, time.Since(t0).Round(time.Second))
+		if state, _, err = hrecorded.ReadState(context.Background(), st, "big", -1); err != nil {
+			b.Fatal(err)
+		}
 	}
 	h, err := inspector.New(inspector.Options{Store: st})
 	if err != nil {
 		b.Fatal(err)
 	}
 	deep := fmt.Sprintf("/inspect/s/big?page=%d", n/inspect.CommitsPerPage/2)
+	call10, mid := "/inspect/s/big/c/10", fmt.Sprintf("/inspect/s/big/c/%d", max(1, state.Calls/2))
 	debug.FreeOSMemory() // what building kept is given back, so the peak below is the pages'
 	resetPeakRSS(b)
-	var m0, m1 runtime.MemStats
+	var m0 runtime.MemStats
 	runtime.ReadMemStats(&m0)
-	stop := sampleHeap()
 	b.ResetTimer()
-	var index, first, mid, cpu time.Duration
-	for b.Loop() {
-		for _, p := range []struct {
-			path string
-			d    *time.Duration
-		}{{"/inspect/", &index}, {"/inspect/s/big", &first}, {deep, &mid}} {
+	type page struct {
+		path string
+		d    *time.Duration
+	}
+	// measure renders pages, adding their CPU time and allocations, and
+	// returns the peak heap and resident memory while they render.
+	measure := func(ps []page, cpu *time.Duration, alloc *uint64) (heap uint64, rss float64) {
+		resetPeakRSS(b)
+		a0 := allocated()
+		stop := sampleHeap()
+		for _, p := range ps {
 			t, c := time.Now(), cpuTime(b)
 			if r := httptestGet(h, p.path); r.code != 200 {
 				b.Fatalf("%s: %d", p.path, r.code)
 			}
 			*p.d += time.Since(t)
-			cpu += cpuTime(b) - c
+			*cpu += cpuTime(b) - c
 		}
+		heap = stop()
+		*alloc += allocated() - a0
+		return heap, peakRSSMB(b)
 	}
-	runtime.ReadMemStats(&m1)
-	peakHeap := stop()
+	var index, first, mid0, c10, cmid, cpu, ccpu time.Duration
+	var alloc, calloc, peakHeap, cpeakHeap uint64
+	var rss, crss float64
+	for b.Loop() {
+		hp, r := measure([]page{{"/inspect/", &index}, {"/inspect/s/big", &first}, {deep, &mid0}}, &cpu, &alloc)
+		peakHeap, rss = max(peakHeap, hp), max(rss, r)
+		hp, r = measure([]page{{call10, &c10}, {mid, &cmid}}, &ccpu, &calloc)
+		cpeakHeap, crss = max(cpeakHeap, hp), max(crss, r)
+	}
 	k := float64(b.N)
 	b.ReportMetric(float64(index.Milliseconds())/k, "index_ms")
 	b.ReportMetric(float64(first.Milliseconds())/k, "session_ms")
-	b.ReportMetric(float64(mid.Milliseconds())/k, "deep_ms")
+	b.ReportMetric(float64(mid0.Milliseconds())/k, "deep_ms")
 	b.ReportMetric(float64(cpu.Milliseconds())/k/3, "cpu_ms/page")
-	b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/k/3/1e6, "alloc_mb/page")
-	b.ReportMetric(float64(peakHeap-m0.HeapAlloc)/1e6, "peak_heap_mb")
-	b.ReportMetric(peakRSSMB(b), "peak_rss_mb")
+	b.ReportMetric(float64(alloc)/k/3/1e6, "alloc_mb/page")
+	b.ReportMetric(float64(peakHeap-min(peakHeap, m0.HeapAlloc))/1e6, "peak_heap_mb")
+	b.ReportMetric(rss, "peak_rss_mb")
+	b.ReportMetric(float64(c10.Milliseconds())/k, "call_ms")
+	b.ReportMetric(float64(cmid.Milliseconds())/k, "mid_call_ms")
+	b.ReportMetric(float64(ccpu.Milliseconds())/k/2, "call_cpu_ms/page")
+	b.ReportMetric(float64(calloc)/k/2/1e6, "call_alloc_mb/page")
+	b.ReportMetric(float64(cpeakHeap-min(cpeakHeap, m0.HeapAlloc))/1e6, "call_peak_heap_mb")
+	b.ReportMetric(crss, "call_peak_rss_mb")
+}
+
+// allocated is the Go heap allocated so far, in bytes.
+func allocated() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // sampleHeap samples the Go heap in use every millisecond until the
