@@ -44,6 +44,9 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
+	if openclawInstalled.home != "" {
+		os.RemoveAll(openclawInstalled.home)
+	}
 	if err := xtdbtest.StopShared(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the XTDB server:", err)
 	}
