@@ -40,7 +40,7 @@ func RequestOf(ctx context.Context, svc *commits.Service, sid string, c Call) (*
 	if err != nil {
 		return nil, err
 	}
-	d, err := deriveCommits(ctx, svc, sid, cs, len(cs), "", sh)
+	d, err := deriveCommits(ctx, svc, sid, cs, len(cs), "", sh, c.N)
 	if err != nil {
 		return nil, err
 	}

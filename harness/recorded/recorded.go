@@ -140,6 +140,7 @@ type Derived struct {
 	evs      []events.Event
 	depths   []int64                // the depth of each event's commit
 	assume   *shape                 // the whole session's shape, when a prefix is derived
+	only     int                    // the one call whose request is wanted (0: every call's)
 	main     bool                   // the session has a main thread
 	requests map[string]*apiRequest // request id -> recorded request
 	blobs    map[string]json.RawMessage
@@ -188,14 +189,16 @@ func Derive(ctx context.Context, svc *commits.Service, sid string) (*Derived, er
 	if err != nil {
 		return nil, err
 	}
-	return deriveCommits(ctx, svc, sid, cs, all, tip, nil)
+	return deriveCommits(ctx, svc, sid, cs, all, tip, nil, 0)
 }
 
 // deriveCommits is Derive of commits cs (the session's whose events
-// count, in order); assume, when set, gives the facts of the whole
-// session (cs then being the commits up to one call's).
-func deriveCommits(ctx context.Context, svc *commits.Service, sid string, cs []*commits.Commit, all int, tip string, assume *shape) (*Derived, error) {
-	d := &Derived{Session: sid, Commits: all, Tip: tip, assume: assume}
+// count, in order); assume, when set, gives the shape of the whole
+// session (cs then being the commits up to one call's); only, when not 0,
+// is the one call whose request and figures are wanted (the others are
+// numbered, neither measured nor attributed, and no turns are kept).
+func deriveCommits(ctx context.Context, svc *commits.Service, sid string, cs []*commits.Commit, all int, tip string, assume *shape, only int) (*Derived, error) {
+	d := &Derived{Session: sid, Commits: all, Tip: tip, assume: assume, only: only}
 	hasRequests := false
 	var ccContents [][]byte
 	for _, c := range cs {
@@ -317,9 +320,14 @@ func (d *Derived) derive() {
 			nc := Call{N: len(d.Calls) + 1, Lane: lanes[i], MessageID: e.MessageID, Model: e.Model, Time: e.Time, first: i, PrefixMessages: -1, PrefixBytes: -1,
 				Depth: d.depths[i]}
 			nc.RequestID = d.reqOf[e.MessageID]
-			nc.msgs, nc.ends, nc.Bytes = r.digest(d.context(byID, i))
-			nc.Messages = len(nc.msgs)
-			if q := d.requests[nc.RequestID]; q != nil && nc.RequestID != "" {
+			// Another call than the one wanted (d.only) is numbered, its
+			// request not walked (each walk reads the events before it).
+			wanted := d.only == 0 || nc.N == d.only
+			if wanted {
+				nc.msgs, nc.ends, nc.Bytes = r.digest(d.context(byID, i))
+				nc.Messages = len(nc.msgs)
+			}
+			if q := d.requests[nc.RequestID]; q != nil && nc.RequestID != "" && wanted {
 				// The recorded request: its messages are its blobs.
 				body, spans := exactBody(q, d.blobs, nc.Model)
 				nc.Exact, nc.Shape, nc.Bytes = true, q.Shape, len(body)
@@ -351,6 +359,9 @@ func (d *Derived) derive() {
 		if c.Model == "" {
 			c.Model = e.Model
 		}
+	}
+	if d.only != 0 {
+		return // the wanted call's figures are the stored ones
 	}
 	for i := range d.Calls {
 		d.attribute(i)
