@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/ctxstore/ctxstore/internal/datasets"
 	"github.com/ctxstore/ctxstore/internal/storetestenv"
 	"github.com/ctxstore/ctxstore/session/commits"
+	"github.com/ctxstore/ctxstore/store"
 )
 
 // TestRecordedCallAsWhole: a recorded call's view, rebuilt from its stored
@@ -92,6 +94,39 @@ func TestRecordedCallAsWhole(t *testing.T) {
 	}
 	if checked < 10 {
 		t.Errorf("%d calls checked", checked)
+	}
+	// A call stored without its commit's depth (by an import before
+	// calls recorded it) is not rebuilt from a part of the session; its
+	// view is still the whole derivation's.
+	doc, err := se.Store.Entity(ctx, recorded.CallID("rec-5", 10), store.Basis{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(doc, "depth")
+	if _, err := store.SubmitWait(ctx, se.Store, []store.Op{store.Put(doc)}); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := recorded.Page(ctx, se.Store, "rec-5", 10, 1)
+	if err != nil || len(stored) != 1 || stored[0].Depth != -1 {
+		t.Fatalf("call 10 stored without its depth: %+v, %v", stored, err)
+	}
+	if _, err := recorded.RequestOf(ctx, svc, "rec-5", stored[0]); !errors.Is(err, recorded.ErrNotBounded) {
+		t.Errorf("call 10 without its depth: %v, want ErrNotBounded", err)
+	}
+	d, err := recorded.Derive(ctx, svc, "rec-5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := d.Request(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := in.Call(ctx, "rec-5", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := viewJSON(t, got), viewJSON(t, in.requestView("rec-5", r)); a != b {
+		t.Errorf("call 10 without its depth:\n got %.600s\nwant %.600s", a, b)
 	}
 }
 
