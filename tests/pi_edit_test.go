@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ctxstore/ctxstore/bitemporal"
@@ -41,6 +43,34 @@ func TestPiContextEdit(t *testing.T) {
 	e.exts = []string{"tests/testdata/pi/redact.ts"}
 	db, spillRoot := filepath.Join(t.TempDir(), "store.db"), t.TempDir()
 	srv := startServe(t, "sqlite:"+db, "--spill-dir", spillRoot)
+	// The context calls answered, those that failed (the extension then
+	// fails open: Pi sends its own context), and those whose log the
+	// service took for a replaced one (an edited log is not).
+	var answered, failed, resets atomic.Int32
+	observe := srv.proxy.Observe
+	srv.proxy.Observe = func(req *http.Request, reqBody []byte, status int, body []byte) {
+		observe(req, reqBody, status, body)
+		if !strings.HasSuffix(req.URL.Path, "/context") {
+			return
+		}
+		var out struct {
+			Code     string `json:"code"`
+			Ingested struct {
+				Reset bool `json:"reset"`
+			} `json:"ingested"`
+		}
+		_ = json.Unmarshal(body, &out)
+		switch {
+		case status == 200:
+			answered.Add(1)
+		case out.Code != "log_mismatch":
+			failed.Add(1)
+			t.Logf("context call failed: %d %s", status, body)
+		}
+		if out.Ingested.Reset {
+			resets.Add(1)
+		}
+	}
 	script := []piStep{
 		{Tool: "bash", Args: map[string]any{"command": "echo SECRET=$T_SECRET; echo public-line"}, ID: "call_secret"}, // turn 1
 		{Tool: "bash", Args: map[string]any{"command": "echo $T_NOISE"}, ID: "call_noise"},
@@ -106,6 +136,15 @@ func TestPiContextEdit(t *testing.T) {
 		if bytes.Contains(l, []byte(later)) || !bytes.Contains(l, []byte("LATER=[redacted]")) {
 			t.Errorf("request %d holds the output edited after the model saw it, or lacks its replacement", i+4)
 		}
+	}
+	// ctxstore answered every call (it never failed open), and took the
+	// edited log for the log it applied, edited: not a replaced one, whose
+	// messages it would apply again after a note.
+	if a, f := answered.Load(), failed.Load(); int(a) != len(script) || f > 0 {
+		t.Errorf("ctxstore answered %d context calls of %d, %d failed", a, len(script), f)
+	}
+	if n := resets.Load(); n > 0 {
+		t.Errorf("ctxstore took the edited log for a replaced one %d times", n)
 	}
 	// ctxstore stored no original, not even of the output edited after
 	// it recorded it: the session's bundle (every entity the session

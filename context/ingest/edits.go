@@ -32,6 +32,9 @@ type EditedResult struct {
 	Object *objects.Object
 	// Omitted is set when the output was removed rather than replaced.
 	Omitted bool
+	// original is the output the edit took out, when the toolcall held
+	// it (rechain checks the message it was against it).
+	original *string
 }
 
 // EditResults applies edits of tool results this session already
@@ -61,6 +64,7 @@ func (in *Ingester) EditResults(ctx context.Context, log Log, edits []ResultEdit
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	var out []EditedResult
+	originals := map[string]*string{}
 	for _, e := range edits {
 		r, ok, err := in.editResult(ctx, e)
 		if err != nil {
@@ -68,25 +72,27 @@ func (in *Ingester) EditResults(ctx context.Context, log Log, edits []ResultEdit
 		}
 		if ok {
 			out = append(out, r)
+			originals[e.ToolCallID] = r.original
 			if err := in.forgetCommits(ctx, e); err != nil {
 				return out, fmt.Errorf("ingest: editing the result of %s: %w", e.ToolCallID, err)
 			}
 		}
 	}
-	in.rechain(log, edits)
+	in.rechain(log, edits, originals)
 	return out, nil
 }
 
 // rechain makes the applied messages those of log where log differs from
 // them only by the edits: a replaced result (a result of an edited call,
-// another text) or an omitted one (a message applied before and absent
-// now, which the edits account for). Each other message must be the one
-// applied at its place (its node in the chain proves it); otherwise the
-// chain is left as it is, and the ingestion resets as for any replaced
-// log. The chain, the cursor's hashes (the next commit records them, so a
-// resumed session has the edited log) and the positions that count
-// messages (the turn's start) follow the edited log.
-func (in *Ingester) rechain(log Log, edits []ResultEdit) {
+// another text; when the edit took its original out of the store just
+// now, the message with the original text must be the one applied) or an
+// omitted one (a message applied before and absent now, which the edits
+// account for). Each other message must be the one applied at its place
+// (its node in the chain proves it); otherwise the chain is left as it
+// is, and the ingestion resets as for any replaced log. The chain, the
+// cursor's hashes (the next commit records them) and the positions that
+// count messages (the turn's start) follow the edited log.
+func (in *Ingester) rechain(log Log, edits []ResultEdit, originals map[string]*string) {
 	replaced, omitted := map[string]bool{}, 0
 	for _, e := range edits {
 		if e.Replacement != nil {
@@ -108,6 +114,13 @@ func (in *Ingester) rechain(log Log, edits []ResultEdit) {
 		switch {
 		case node(i, h) == in.chain[i]:
 		case m.Role == conversation.RoleToolResult && replaced[m.ToolCallID]:
+			if o, ok := originals[m.ToolCallID]; ok && o != nil {
+				was := m
+				was.Output = *o
+				if node(i, hash(was)) != in.chain[i] {
+					return
+				}
+			}
 			changed = true
 		case dropped < omitted && i+1 < len(in.chain) && in.nodeAfter(in.chain[i], h) == in.chain[i+1]:
 			// Applied message i is not in the log any more: an omitted result.
@@ -124,13 +137,6 @@ func (in *Ingester) rechain(log Log, edits []ResultEdit) {
 		hs = append(hs, h)
 		i++
 		j++
-	}
-	if rest := len(in.chain) - i; rest > 0 && rest <= omitted-dropped && len(hs) == log.Len()-p {
-		// The log's last applied messages are omitted results.
-		if firstDrop < 0 {
-			firstDrop = i
-		}
-		dropped, i, changed = dropped+rest, len(in.chain), true
 	}
 	if !changed || i < len(in.chain) {
 		return
@@ -281,6 +287,7 @@ func (in *Ingester) editResult(ctx context.Context, e ResultEdit) (EditedResult,
 		return EditedResult{}, false, err
 	}
 	var f objects.ToolcallFields
+	var was *string
 	if !gone {
 		o, err := objects.FromDoc(doc)
 		if err != nil || o.Kind() != objects.KindToolcall || o.Toolcall.ChatRef != s.Info().ChatID {
@@ -295,7 +302,7 @@ func (in *Ingester) editResult(ctx context.Context, e ResultEdit) (EditedResult,
 				return EditedResult{}, false, nil // applied already
 			}
 		}
-		f = o.Toolcall
+		f, was = o.Toolcall, o.Content
 		if _, _, err := s.Update(ctx, []store.Op{store.Evict(id)}, nil); err != nil {
 			return EditedResult{}, false, err
 		}
@@ -328,7 +335,7 @@ func (in *Ingester) editResult(ctx context.Context, e ResultEdit) (EditedResult,
 	}); err != nil {
 		return EditedResult{}, false, err
 	}
-	return EditedResult{ID: id, Object: o, Omitted: e.Replacement == nil}, true, nil
+	return EditedResult{ID: id, Object: o, Omitted: e.Replacement == nil, original: was}, true, nil
 }
 
 // sameOutput reports whether an output is the replacement (nil: none).

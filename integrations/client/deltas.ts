@@ -54,11 +54,16 @@ export class Deltas {
 
   /** Forgets the log and the answer: the next call sends the whole log and gets a whole answer. */
   reset() {
+    this.forgetLog();
+    this.held = undefined;
+  }
+
+  /** Forgets the log only: the next call sends the whole log, with the answer this client holds. */
+  private forgetLog() {
     this.jsons = [];
     this.keys = [];
     this.sums = [];
     this.hash = createHash("sha256");
-    this.held = undefined;
   }
 
   /**
@@ -113,8 +118,10 @@ export class Deltas {
   /**
    * One context call: the log as a delta over the previous call's, sent with post; a base the
    * service does not hold (log_mismatch: it restarted, or the log was replaced) is followed by
-   * the whole log. Returns the answer with its messages made whole. After any other failure the
-   * state is forgotten, so the next call sends the whole log.
+   * the whole log, still naming the answer this client holds: the service keeps its last answer
+   * when it drops the log, so the answer can stay a delta (a whole answer of a long session is
+   * rebuilt from its commits). Returns the answer with its messages made whole. After any other
+   * failure the state is forgotten, so the next call sends the whole log.
    */
   async call(messages: Message[], extras: CallExtras, post: (body: string) => Promise<ContextResponse>): Promise<ContextResponse> {
     let req = this.body(messages, false, extras);
@@ -124,8 +131,8 @@ export class Deltas {
         r = await post(req.body);
       } catch (err) {
         if (!isCode(err, "log_mismatch")) throw err;
-        this.reset();
-        req = this.body(messages, true, extras);
+        this.forgetLog();
+        req = this.body(messages, false, extras);
         r = await post(req.body);
       }
       return { ...r, keep: 0, messages: this.answered(req, r) };
