@@ -46,7 +46,10 @@ const renderingGolden = "testdata/rendering.golden"
 // literal layout and the lean and bare heads at the versions that changed
 // what they render (the literal layout has no live outputs and no
 // rebases; a lean head's rendering is the stream's once it switches; a
-// bare head's own edits render nothing from version 5).
+// bare head's own edits render nothing from version 5). Rendering 6
+// (assemble.RenderUserFirst, OpenClaw's: the prompt a message of its own,
+// tool results kept as the harness sent them until a rebase) comes last:
+// it changes the stream only, and its sessions open with the default head.
 func renderingStrategies() []*Ctxstore {
 	var out []*Ctxstore
 	add := func(s Ctxstore, versions ...int) {
@@ -60,7 +63,8 @@ func renderingStrategies() []*Ctxstore {
 	add(Ctxstore{Layout: assemble.LayoutLiteral, Label: "literal"}, 1, 3, 5)
 	add(Ctxstore{Layout: assemble.LayoutStream, LeanHead: true, Label: "lean"}, 5)
 	add(Ctxstore{Layout: assemble.LayoutStream, BareHead: true, Label: "bare"}, 4, 5)
-	if len(out) == 0 || out[len(out)-1].Render != assemble.RenderVersion {
+	add(Ctxstore{Layout: assemble.LayoutStream, Label: "stream"}, assemble.RenderUserFirst)
+	if len(out) == 0 || out[len(out)-1].Render != assemble.RenderUserFirst {
 		panic("renderingStrategies: add the new rendering version")
 	}
 	return out
@@ -85,7 +89,7 @@ func (keptStore) Close() error { return nil }
 // refactoring of the assembler never does.
 func TestRenderingGolden(t *testing.T) {
 	if testing.Short() {
-		t.Skip("replays every dataset session 11 times")
+		t.Skip("replays every dataset session 12 times")
 	}
 	dir := datasets(t)
 	if err := os.MkdirAll(renderingDir, 0o755); err != nil {
