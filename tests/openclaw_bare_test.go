@@ -296,21 +296,7 @@ func TestOpenClawHeadConfig(t *testing.T) {
 	srv := startServe(t, "sqlite:"+filepath.Join(t.TempDir(), "store.db"))
 	h.serviceURL = srv.pxURL
 	h.install()
-	setConfig := func(edit func(cfg map[string]any)) {
-		t.Helper()
-		file := filepath.Join(h.home, ".openclaw", "openclaw.json")
-		var cfg map[string]any
-		b, err := os.ReadFile(file)
-		if err != nil || json.Unmarshal(b, &cfg) != nil {
-			t.Fatalf("reading %s: %v", file, err)
-		}
-		edit(cfg)
-		b, _ = json.MarshalIndent(cfg, "", " ")
-		if err := os.WriteFile(file, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	setConfig(func(cfg map[string]any) {
+	h.editConfig(func(cfg map[string]any) {
 		cfg["tools"] = map[string]any{"fs": map[string]any{"workspaceOnly": true}}
 	})
 	out := h.run("agent", "--local", "--session-id", "oc-confined", "--message", "hello")
@@ -318,7 +304,7 @@ func TestOpenClawHeadConfig(t *testing.T) {
 		t.Errorf("with tools.fs.workspaceOnly, the plugin did not say why the head is managed:\n%s", out)
 	}
 
-	setConfig(func(cfg map[string]any) {
+	h.editConfig(func(cfg map[string]any) {
 		plugins := cfg["plugins"].(map[string]any)
 		entries := plugins["entries"].(map[string]any)
 		entry := entries["ctxstore"].(map[string]any)

@@ -141,6 +141,19 @@ func writeOpenClawConfig(home string, cfg map[string]any) error {
 	return os.WriteFile(filepath.Join(home, ".openclaw", "openclaw.json"), b, 0o644)
 }
 
+// editConfig changes this home's openclaw.json with edit.
+func (h *openclawHome) editConfig(edit func(cfg map[string]any)) {
+	h.t.Helper()
+	cfg, err := readOpenClawConfig(h.home)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	edit(cfg)
+	if err := writeOpenClawConfig(h.home, cfg); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 // readOpenClawConfig reads home's openclaw.json.
 func readOpenClawConfig(home string) (map[string]any, error) {
 	b, err := os.ReadFile(filepath.Join(home, ".openclaw", "openclaw.json"))
@@ -228,14 +241,7 @@ func (h *openclawHome) install() {
 	if in.err != nil {
 		t.Fatal(in.err)
 	}
-	cfg, err := readOpenClawConfig(h.home)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg["plugins"] = in.plugins
-	if err := writeOpenClawConfig(h.home, cfg); err != nil {
-		t.Fatal(err)
-	}
+	h.editConfig(func(cfg map[string]any) { cfg["plugins"] = in.plugins })
 }
 
 // installOpenClawPlugin runs `openclaw plugins install -l plugin` in a new
