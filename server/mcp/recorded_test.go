@@ -7,8 +7,11 @@ import (
 	"testing"
 
 	"github.com/ctxstore/ctxstore/bitemporal"
+	"github.com/ctxstore/ctxstore/harness/formats"
 	"github.com/ctxstore/ctxstore/harness/importer"
+	"github.com/ctxstore/ctxstore/harness/recorded"
 	"github.com/ctxstore/ctxstore/internal/datasets"
+	"github.com/ctxstore/ctxstore/session/commits"
 )
 
 // TestRecordedCalls: the call tools answer for an imported session as for
@@ -53,6 +56,29 @@ func TestRecordedCalls(t *testing.T) {
 	}
 	if err := json.Unmarshal(m.Request, &body); err != nil || len(body.Messages) < 30 {
 		t.Errorf("the last request holds %d messages (%v)", len(body.Messages), err)
+	}
+	// Every call's request is the one deriving the whole session gives,
+	// rebuilt from the commits up to the call (its depth is stored).
+	dv, err := recorded.Derive(ctx, commits.New(st, commits.Options{Registry: formats.Commits()}), sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= 30; n++ {
+		r, ok, err := c.recorded(ctx, sid, n)
+		if err != nil || !ok || r.Depth < 0 {
+			t.Fatalf("call %d: stored depth %d, %v", n, r.Depth, err)
+		}
+		m, err := c.Materialize(ctx, sid, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := dv.Request(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(m.Request) != string(want.Body) {
+			t.Fatalf("call %d's request differs from the whole derivation's", n)
+		}
 	}
 	s := StoreSessions{Store: st}
 	all, err := s.List(ctx)
