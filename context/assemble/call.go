@@ -78,6 +78,9 @@ func (a *Assembler) CallWith(ctx context.Context, meta map[string]any) (*Assembl
 			}
 		}
 		d := Decide(in, a.pol)
+		if p, ok := a.editRebase(); ok {
+			d, at = Decision{Rebase: true, Reason: ReasonContextEdit}, []int{p}
+		}
 		c.PrefixBytes, c.PrefixTokens = a.prevLen, a.prevTok
 		if d.Rebase && d.From < len(at) {
 			c.Rebased, c.Reason = true, d.Reason

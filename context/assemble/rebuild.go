@@ -2,6 +2,7 @@ package assemble
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -282,6 +283,10 @@ func (r *resolver) get(ref objects.Ref) (*objects.Object, error) {
 		return nil, fmt.Errorf("assemble: reference %s is not static", k)
 	}
 	o, _, err := expand.Resolve(r.ctx, r.st, ref)
+	if errors.Is(err, store.ErrNotFound) {
+		// The versions of an object leave the store only by eviction.
+		return nil, fmt.Errorf("%w (%s)", ErrEvicted, k)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -67,7 +67,12 @@ func Open(ctx context.Context, s *session.Session, o Options) (*Assembler, error
 // stale blocks and pending tool calls it had, so that the next Call
 // continues the session exactly as the original process would have (same
 // numbering, same bytes, byte-exact extension). The rebuilt stream is
-// checked against the last commit's length and SHA-256. The layout and the
+// checked against the last commit's length and SHA-256, unless a commit
+// names a version a context edit evicted since (ErrEvicted): that item
+// and the ones after it are rendered from the current version of their
+// objects, and the next Call rebases from the first of them (reason
+// ReasonContextEdit), so the session goes on without what the edit took
+// out. The layout and the
 // tool list are the session's (from its first commit); o.Layout and o.Tools
 // are ignored. Events reported after the last call and never assembled are
 // not in any commit: the harness reports them again (an ingestion cursor
@@ -104,6 +109,15 @@ func Resume(ctx context.Context, s *session.Session, o Options) (*Assembler, err
 	}
 	for i, d := range list {
 		it, err := r.item(d)
+		if errors.Is(err, ErrEvicted) {
+			// A context edit took the version out of the store: the item
+			// shows the current one, and the next call rebases from the
+			// first such item (ReasonContextEdit).
+			it, err = r.current(d)
+			if err == nil && !a.evicted {
+				a.evicted, a.evictedAt = true, i
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("assemble: resuming %s: item %d: %w", last.ID, i, err)
 		}
@@ -115,7 +129,7 @@ func Resume(ctx context.Context, s *session.Session, o Options) (*Assembler, err
 		a.push(it)
 		a.told = a.told || (a.style.spill != "" && it.kind == kNote && it.text == spillNote(a.style.spill))
 	}
-	if a.o.Layout == LayoutStream && (len(a.buf) != last.ByteLen || digest(a.buf) != last.BytesSHA256) {
+	if a.o.Layout == LayoutStream && !a.evicted && (len(a.buf) != last.ByteLen || digest(a.buf) != last.BytesSHA256) {
 		return nil, fmt.Errorf("assemble: resuming %s: the stream rebuilt to %d bytes that do not match the %d recorded", last.ID, len(a.buf), last.ByteLen)
 	}
 	a.restoreState(last)

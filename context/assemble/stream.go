@@ -30,6 +30,11 @@ type stream struct {
 	// which the harness sent messages of its own (rendering 6): the next
 	// fragment that would join it opens a message instead (item.opens).
 	closed bool
+	// evicted: items from evictedAt on render a newer version of their
+	// object than the one their commit names, which a context edit evicted
+	// (Resume, Reload); the next call rebases from evictedAt.
+	evicted   bool
+	evictedAt int
 }
 
 // push renders it and appends it to the stream.
