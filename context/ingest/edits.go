@@ -49,9 +49,11 @@ type EditedResult struct {
 // skipped; so is one already applied (the toolcall's only version holds
 // the replacement already). It returns the toolcalls it rewrote.
 //
-// What the toolcall's earlier versions were quoted by keeps its
-// reference: the context commits of the calls that showed the original
-// name a version that no longer exists (docs/pi.md, "Context edits").
+// The context commits of the calls that showed the original name a
+// version that no longer exists: the assembler then rebases from the
+// first item that rendered it (assemble.Assembler.Reload, and Resume in
+// a new process), and those calls no longer rebuild (assemble.ErrEvicted;
+// docs/pi.md, "Context edits").
 //
 // log is the harness's log as it is now, the edits applied (as for
 // ContextLog, the first log.Start messages unchanged since the previous

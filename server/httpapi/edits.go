@@ -58,7 +58,10 @@ func checkEdit(i int, e map[string]any) error {
 // from the store and the replacement is the toolcall's only version),
 // before its log is ingested, and makes the session's spill file of each
 // such output hold what the store holds: the replacement, or no file for
-// an omitted output. Outputs edited are remembered for the session's life
+// an omitted output; then the assembler reloads its stream from the
+// commits (assemble.Assembler.Reload), so that this call rebases from the
+// first item that rendered an edited original and answers without it.
+// Outputs edited are remembered for the session's life
 // in this server (live.edited), so that a spill file the assembler lists
 // later for one is written from the store's version.
 func (s *Server) editResults(ctx context.Context, l *live, log ingest.Log, events []map[string]any) error {
@@ -83,6 +86,14 @@ func (s *Server) editResults(ctx context.Context, l *live, log ingest.Log, event
 		}
 	}
 	l.spillDue = l.editedSpill(l.spillDue)
+	if len(done) > 0 {
+		// The assembler renders the original until it rewrites the
+		// stream from there: it reloads from the commits, and the call
+		// this request makes rebases (assemble.ReasonContextEdit).
+		if e := l.asm.Reload(ctx); e != nil {
+			err = errors.Join(err, e)
+		}
+	}
 	return err
 }
 

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -81,6 +82,14 @@ func TestContextEditOfRecordedResult(t *testing.T) {
 	// for a replaced log (no note, nothing applied twice).
 	if c.Ingested.Reset || c.Ingested.Applied != 1 {
 		t.Errorf("the edited log was ingested as %+v, want only the new message applied", c.Ingested)
+	}
+	// The answer holds the replacement, not the original: the call
+	// rebased from the edited output.
+	if b, err := json.Marshal(c); err != nil || strings.Contains(string(b), noise) || strings.Contains(string(b), secret) {
+		t.Errorf("the edit's call answers with an original (%v)", err)
+	}
+	if !c.Rebased || c.RebaseReason != assemble.ReasonContextEdit {
+		t.Errorf("the edit's call: rebased %v, reason %q; want a %q rebase", c.Rebased, c.RebaseReason, assemble.ReasonContextEdit)
 	}
 
 	ctx := context.Background()
@@ -186,6 +195,35 @@ func TestContextEditOfRecordedResult(t *testing.T) {
 	if h := versions("c1"); len(h) != 1 {
 		t.Errorf("an edit told twice wrote %d versions of c1", len(h))
 	}
+
+	// The session goes on from its commits, which name the evicted
+	// originals up to the edit's call: closed and opened again, and on a
+	// new server over the same store, the next call answers whole,
+	// without them.
+	answers := func(e *env, what string) {
+		t.Helper()
+		lg.say("Still here.")
+		var c piAnswer
+		e.ok("POST", "/v1/sessions/s/context", lg.body(), &c)
+		b, err := json.Marshal(c)
+		if err != nil || len(c.Messages) == 0 {
+			t.Fatalf("%s: the call answers %d messages, %v", what, len(c.Messages), err)
+		}
+		for _, s := range []string{secret, noise} {
+			if strings.Contains(string(b), s) {
+				t.Errorf("%s: the answer holds %q", what, s)
+			}
+		}
+		if !strings.Contains(string(b), "Still here.") {
+			t.Errorf("%s: the answer lacks the log's last message", what)
+		}
+	}
+	e.ok("POST", "/v1/sessions/s/close", nil, nil)
+	e.ok("PUT", "/v1/sessions/s", OpenRequest{Cwd: e.dir, SystemPrompt: "You are a test agent.", Harness: "pi", BareHead: true}, nil)
+	answers(e, "reopened")
+	f := e.second()
+	f.ok("PUT", "/v1/sessions/s", OpenRequest{Cwd: e.dir, SystemPrompt: "You are a test agent.", Harness: "pi", BareHead: true}, nil)
+	answers(f, "a new server")
 
 	// A malformed edit is refused whole.
 	for _, ev := range []map[string]any{
