@@ -482,10 +482,11 @@ func openclawScenario(t *testing.T, storeURL string) {
 			t.Errorf("request %d: the service saw a replaced log: %.3000s", i, texts[i])
 		}
 	}
-	// Turn 2 sees turn 1's read as ctxstore assembled it: the tool result is
-	// a one-line reference, the file's content a content block of its own.
-	if r := string(results[2]["callread"].Content); !strings.Contains(r, "status=ok") || strings.Contains(r, "heliotrope") {
-		t.Errorf("turn 2: the read's tool result is %q, want ctxstore's reference (status=ok …), not the output", r)
+	// Turn 2 sees turn 1's read as OpenClaw sent it (kept until a rebase:
+	// docs/openclaw.md, "Byte-stable turns"), and the file's content as a
+	// content block of ctxstore's after the turn.
+	if r := string(results[2]["callread"].Content); strings.Contains(r, "status=ok") || !strings.Contains(r, "heliotrope") {
+		t.Errorf("turn 2: the read's tool result is %q, want OpenClaw's output, not ctxstore's reference", r)
 	}
 	if fileID == "" {
 		t.Fatalf("turn 2: no <<content id=…>> block with the file in the model's context: %.3000s", texts[2])
@@ -511,9 +512,9 @@ func openclawScenario(t *testing.T, storeURL string) {
 		t.Errorf("turn 3: after activate the file's content is not back after the inactive note: %.3000s", texts[5])
 	}
 	// After the restart: turn 4's read, made against the new server, is in
-	// turn 5's context as ctxstore renders it.
-	if r := string(results[8]["callmore"].Content); !strings.Contains(r, "status=ok") || strings.Contains(r, "saffron") {
-		t.Errorf("turn 5: the read of more.txt is %q, want ctxstore's reference", r)
+	// turn 5's context as OpenClaw sent it.
+	if r := string(results[8]["callmore"].Content); strings.Contains(r, "status=ok") || !strings.Contains(r, "saffron") {
+		t.Errorf("turn 5: the read of more.txt is %q, want OpenClaw's output", r)
 	}
 	if !strings.Contains(texts[8], "saffron") || !strings.Contains(texts[8], "heliotrope") {
 		t.Errorf("turn 5: the context lacks a file's content: %.3000s", texts[8])
