@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxstore/ctxstore/context/assemble"
 	"github.com/ctxstore/ctxstore/explain/inspect"
 	"github.com/ctxstore/ctxstore/harness/formats"
 	"github.com/ctxstore/ctxstore/store"
@@ -224,9 +225,13 @@ func (h *Handler) render(w http.ResponseWriter, name string, d pageData) {
 }
 
 // error answers an error from the read model: 404 for what does not exist
-// (or is not granted), 400 for bad arguments, 500 otherwise.
+// (or is not granted), 410 for a call whose context held a version a
+// context edit evicted since (it can no longer be rebuilt), 400 for bad
+// arguments, 500 otherwise.
 func (h *Handler) error(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
+	case errors.Is(err, assemble.ErrEvicted):
+		h.fail(w, r, http.StatusGone, err.Error())
 	case errors.Is(err, store.ErrNotFound):
 		h.fail(w, r, http.StatusNotFound, err.Error())
 	case errors.Is(err, store.ErrInvalid), errors.Is(err, inspect.ErrInvalid), errors.Is(err, errBadRequest):
