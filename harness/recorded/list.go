@@ -16,7 +16,21 @@ import (
 type reqList struct {
 	sys  *sysPart
 	last *msgNode
+	// kept, when set, keeps the blocks themselves, the last first (the
+	// one without a block ends the list): a list that rebuilds one call's
+	// request (RequestOf) writes its body from them. The blocks of an
+	// import's lists are not kept.
+	kept *blockNode
 }
+
+// blockNode is one kept block of a request, after the ones before it.
+type blockNode struct {
+	prev *blockNode
+	b    *block
+}
+
+// keptList is an empty request that keeps its blocks.
+func keptList() reqList { return reqList{kept: &blockNode{}} }
 
 // sysPart is the system prompt's blocks.
 type sysPart struct {
@@ -84,6 +98,9 @@ func relAfter(prev *msgNode) int {
 func (l reqList) add(b *block) reqList {
 	if b == nil {
 		return l
+	}
+	if l.kept != nil {
+		l.kept = &blockNode{prev: l.kept, b: b}
 	}
 	if b.role == "system" {
 		if l.sys == nil {

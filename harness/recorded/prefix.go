@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/ctxstore/ctxstore/session/commits"
 	"github.com/ctxstore/ctxstore/store"
@@ -36,6 +37,89 @@ func RequestOf(ctx context.Context, svc *commits.Service, sid string, c Call) (*
 	if err != nil {
 		return nil, err
 	}
+	if sh != nil {
+		r, err := streamRequest(ctx, svc, sid, c, sh)
+		if !errors.Is(err, errLegacy) {
+			return r, err
+		}
+	}
+	return wholeRequest(ctx, svc, sid, c, sh)
+}
+
+// streamRequest is RequestOf by the streaming derivation, a page of
+// depths at a time: of the commits read it keeps what the wanted call's
+// request holds (its blocks, shared with the requests of the records or
+// lanes it may extend), the message ids of the calls before it and, for
+// a harness that keeps a tree, the request up to each record; the calls
+// before it are counted, not kept. A session whose commits record their
+// requests (api-request) is read twice, the requests first, as Derive
+// does. errLegacy: the commits cannot be read in one pass (Derive's
+// reading, wholeRequest, is used).
+func streamRequest(ctx context.Context, svc *commits.Service, sid string, c Call, sh *shape) (*Request, error) {
+	var d *deriver
+	for _, reqs := range []bool{false, true} {
+		d = newDeriver(ctx, svc, sid)
+		d.limit, d.fixed, d.want = c.Depth, sh, c.N
+		d.assume.Main, d.assume.Requests = sh.Main, reqs
+		if err := d.run(); err != nil {
+			return nil, err
+		}
+		if !d.seen.Requests || reqs {
+			break
+		}
+	}
+	if onPrefix != nil {
+		onPrefix()
+	}
+	got := d.wanted
+	if got == nil {
+		return nil, fmt.Errorf("session %s call %d: %w", sid, c.N, ErrNotBounded)
+	}
+	if got.MessageID != c.MessageID || got.Lane != c.Lane || got.Messages != c.Messages || got.Bytes != c.Bytes || got.Exact != c.Exact {
+		return nil, fmt.Errorf("session %s call %d: %w", sid, c.N, ErrNotBounded)
+	}
+	r := &Request{Call: c, PrevN: c.Prev}
+	if got.Exact {
+		r.Body, r.Spans = exactBody(d.reqs.requests[got.RequestID], d.reqs.blobs, got.Model)
+		r.Exact = true
+	} else {
+		r.Body, r.Spans = got.req.body()
+	}
+	return r, nil
+}
+
+// onPrefix, when set (by tests), is called when the commits up to a
+// call have been read, the deriver that read them still held.
+var onPrefix func()
+
+// body writes request l's body from its kept blocks: the bytes
+// renderer.write gives for the same events.
+func (l reqList) body() ([]byte, []Span) {
+	var bs []*block
+	for n := l.kept; n != nil && n.b != nil; n = n.prev {
+		bs = append(bs, n.b)
+	}
+	slices.Reverse(bs)
+	var system []*block
+	var msgs []message
+	for _, b := range bs {
+		if b.role == "system" {
+			system = append(system, b)
+			continue
+		}
+		if n := len(msgs); n > 0 && msgs[n-1].role == b.role {
+			msgs[n-1].blocks = append(msgs[n-1].blocks, b)
+			continue
+		}
+		msgs = append(msgs, message{role: b.role, blocks: []*block{b}})
+	}
+	return writeBody(system, msgs)
+}
+
+// wholeRequest is RequestOf by Derive's reading of the commits up to the
+// call's, held in memory: a session without a stored shape, or whose
+// records cannot be read in one pass.
+func wholeRequest(ctx context.Context, svc *commits.Service, sid string, c Call, sh *shape) (*Request, error) {
 	cs, err := commitsThrough(ctx, svc, sid, c.Depth)
 	if err != nil {
 		return nil, err

@@ -220,7 +220,12 @@ type Span struct {
 // write renders the request body of the events idx, with the spans of
 // its parts. model, when set, is written first.
 func (r *renderer) write(idx []int) ([]byte, []Span) {
-	system, msgs := r.messages(idx)
+	return writeBody(r.messages(idx))
+}
+
+// writeBody renders a request body of a system prompt's blocks and
+// messages, with the spans of its parts.
+func writeBody(system []*block, msgs []message) ([]byte, []Span) {
 	var buf bytes.Buffer
 	var spans []Span
 	buf.WriteString(`{`)

@@ -205,17 +205,45 @@ type deriver struct {
 	known    map[string]bool
 	legacy   bool   // derived by Derive
 	shape    *shape // Derive's shape of the session (legacy)
+
+	// A run that rebuilds one call's request (RequestOf): the commits
+	// read end at depth limit (-1: none), the shape is the whole
+	// session's, the requests keep their blocks, and of the calls only
+	// the wanted one is kept (with its request); the others are counted.
+	limit  int64
+	fixed  *shape
+	want   int
+	wanted *dcall
+	made   int    // the calls made by a run that wants one
+	other  *dcall // the calls not wanted
 }
 
 func newDeriver(ctx context.Context, svc *commits.Service, sid string) *deriver {
 	return &deriver{ctx: ctx, svc: svc, sid: sid, lanes: map[string]*laneState{}, records: map[string]reqList{},
-		missing: map[string]bool{}, byMsg: map[string]*dcall{}, oldMsg: map[string]*oldCall{}, depth: -1, known: map[string]bool{}}
+		missing: map[string]bool{}, byMsg: map[string]*dcall{}, oldMsg: map[string]*oldCall{}, depth: -1, known: map[string]bool{}, limit: -1}
+}
+
+// empty is an empty request (keeping its blocks when one call's is
+// rebuilt).
+func (d *deriver) empty() reqList {
+	if d.want > 0 {
+		return keptList()
+	}
+	return reqList{}
+}
+
+// parented tells whether the session's harness keeps a tree.
+func (d *deriver) parented() bool {
+	if d.fixed != nil {
+		return d.fixed.Parented
+	}
+	return d.assume.parented()
 }
 
 func (d *deriver) lane(name string) *laneState {
 	ls := d.lanes[name]
 	if ls == nil {
-		ls = &laneState{}
+		ls = &laneState{list: d.empty()}
 		d.lanes[name] = ls
 	}
 	return ls
@@ -238,6 +266,9 @@ func (d *deriver) run() error {
 // before its last depth is looked past once (a session's commits may
 // continue deeper, after commits of another session).
 func (d *deriver) pages(after int64, fn func([]*commits.Commit) error) error {
+	if d.limit >= 0 {
+		return d.pagesTo(after, fn)
+	}
 	from, ok, err := d.svc.NextDepth(d.ctx, d.sid, after)
 	if err != nil || !ok {
 		return err
@@ -262,6 +293,34 @@ func (d *deriver) pages(after int64, fn func([]*commits.Commit) error) error {
 		}
 		from = next
 	}
+}
+
+// pagesTo is pages for a run that reads the commits up to depth
+// d.limit: pages of depthPage depths from the first after after, the
+// next depth the session has asked for only after an empty page (asked
+// from the start, that query reads every commit of the session deeper
+// than it).
+func (d *deriver) pagesTo(after int64, fn func([]*commits.Commit) error) error {
+	for from := after + 1; from <= d.limit; {
+		to := min(from+depthPage, d.limit+1)
+		cs, err := d.svc.ListDepths(d.ctx, d.sid, from, to)
+		if err != nil {
+			return err
+		}
+		if len(cs) > 0 {
+			if err := fn(cs); err != nil {
+				return err
+			}
+			from = to
+			continue
+		}
+		next, ok, err := d.svc.NextDepth(d.ctx, d.sid, to-1)
+		if err != nil || !ok {
+			return err
+		}
+		from = next
+	}
+	return nil
 }
 
 // readRequests reads the recorded requests of every Claude Code commit
@@ -452,7 +511,7 @@ func (d *deriver) derive(c *commits.Commit, evs []events.Event) error {
 // event derives one event the session keeps: the call it begins or
 // belongs to, the turn it adds to, then the request it joins.
 func (d *deriver) event(e events.Event) error {
-	parented := d.assume.parented()
+	parented := d.parented()
 	name, err := d.laneOf(e)
 	if err != nil {
 		return err
@@ -470,11 +529,13 @@ func (d *deriver) event(e events.Event) error {
 	} else if e.Type != events.Output {
 		d.prevNew, d.prevOld = nil, nil
 	}
-	d.turn(e)
+	if d.want == 0 {
+		d.turn(e)
+	}
 	b := renderBlock(e)
 	if compaction(e) {
 		ls.comp++
-		ls.list = reqList{}
+		ls.list = d.empty()
 	}
 	ls.list = ls.list.add(b)
 	if parented && e.ID != "" {
@@ -557,7 +618,7 @@ func (d *deriver) close() {
 // pathOf is the request up to record r: its parent's, unless r holds a
 // compaction, then its own blocks.
 func (d *deriver) pathOf(r *record) reqList {
-	var l reqList
+	l := d.empty()
 	if !r.compact {
 		l = d.parentList(r.parent)
 	}
@@ -570,7 +631,7 @@ func (d *deriver) pathOf(r *record) reqList {
 // parentList is the request up to record id (none: empty).
 func (d *deriver) parentList(id string) reqList {
 	if id == "" {
-		return reqList{}
+		return d.empty()
 	}
 	if d.cur != nil && d.cur.id == id {
 		d.cur.referenced = true
@@ -580,7 +641,7 @@ func (d *deriver) parentList(id string) reqList {
 		return l
 	}
 	d.missing[id] = true
-	return reqList{}
+	return d.empty()
 }
 
 // assistant is Derived.derive's step for an event of a model's answer.
@@ -602,8 +663,20 @@ func (d *deriver) assistant(e events.Event, name string, ls *laneState, parented
 	case d.prevOld != nil && e.Usage == nil:
 		return d.touch(*d.prevOld, e)
 	}
+	if c == nil && d.want > 0 && d.made+1 != d.want {
+		// Another call than the one wanted: numbered, its request not
+		// measured, nothing of it kept.
+		d.made++
+		if d.other == nil {
+			d.other = &dcall{}
+		}
+		c = d.other
+		if e.MessageID != "" {
+			d.byMsg[e.MessageID] = c
+		}
+	}
 	if c == nil {
-		nc := &dcall{Call: Call{N: d.base + len(d.calls) + 1, Lane: name, MessageID: e.MessageID, Model: e.Model, Time: e.Time,
+		nc := &dcall{Call: Call{N: d.base + len(d.calls) + d.made + 1, Lane: name, MessageID: e.MessageID, Model: e.Model, Time: e.Time,
 			PrefixMessages: -1, PrefixBytes: -1, Depth: d.at}, comp: ls.comp}
 		if e.MessageID != "" {
 			d.byMsg[e.MessageID] = nc
@@ -631,12 +704,17 @@ func (d *deriver) assistant(e events.Event, name string, ls *laneState, parented
 				}
 			}
 		}
-		if p := ls.last; p != nil {
-			nc.Prev, nc.pcall, nc.link = p.N, &p.Call, nc.linkTo(p)
-			p.req, p.msgs, p.ends = reqList{}, nil, nil // no later call compares with it
+		if d.want > 0 {
+			d.made++
+			d.wanted = nc
+		} else {
+			if p := ls.last; p != nil {
+				nc.Prev, nc.pcall, nc.link = p.N, &p.Call, nc.linkTo(p)
+				p.req, p.msgs, p.ends = reqList{}, nil, nil // no later call compares with it
+			}
+			ls.last = nc
+			d.calls = append(d.calls, nc)
 		}
-		ls.last = nc
-		d.calls = append(d.calls, nc)
 		c = nc
 	}
 	d.prevNew, d.prevOld = c, nil
