@@ -27,7 +27,10 @@ import (
 // reach it), the late-edited output is its replacement from the next call
 // on, and ctxstore's store holds none of the originals: not the session's
 // export, the late-edited call's history, search, a spill file, a
-// conversation commit or the store's files. Pi's session file keeps the
+// conversation commit or the store's files. The session then goes on in
+// a new server process and a new Pi process: ctxstore answers from its
+// commits (which name the evicted original up to the late edit) without
+// any original. Pi's session file keeps the
 // originals, as Pi wrote them, and its context_edit entries, which
 // harness/pi reads back: the session's thread (ctxstore import) shows the
 // replacement, not the secret, and not the omitted output.
@@ -190,6 +193,50 @@ func TestPiContextEdit(t *testing.T) {
 	// Nor do the conversation commits (their contents are deflated: read
 	// them), or any byte of the store's files.
 	noOriginals(t, db, secret, noise, later)
+	// The session goes on in a new server process over the same store (its
+	// context commits up to the late edit name the evicted original) and
+	// a new Pi process continuing the session file: ctxstore answers the
+	// call, and the request holds no original.
+	srv2 := startServe(t, "sqlite:"+db, "--spill-dir", spillRoot)
+	var resumed, resumeFailed atomic.Int32
+	observe2 := srv2.proxy.Observe
+	srv2.proxy.Observe = func(req *http.Request, reqBody []byte, status int, body []byte) {
+		observe2(req, reqBody, status, body)
+		switch {
+		case status >= 400:
+			// The open that resumes the session, or a context call.
+			resumeFailed.Add(1)
+			t.Logf("%s %s after the restart failed: %d %s", req.Method, req.URL.Path, status, body)
+		case strings.HasSuffix(req.URL.Path, "/context"):
+			resumed.Add(1)
+		}
+	}
+	pi2 := startPi(t, e, srv2.pxURL, []piStep{{Text: "Resumed."}}, "--session", file)
+	pi2.prompt("Still there?")
+	pi2.quit()
+	srv2.Stop()
+	if r, f := resumed.Load(), resumeFailed.Load(); r != 1 || f > 0 {
+		t.Errorf("after the restart ctxstore answered %d context calls of 1, %d failed", r, f)
+	}
+	reqs, err = os.ReadFile(e.ctxLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines = bytes.Split(bytes.TrimSpace(reqs), []byte("\n"))
+	if len(lines) != len(script)+1 {
+		t.Fatalf("the model was called %d times, want %d", len(lines), len(script)+1)
+	}
+	last := lines[len(lines)-1]
+	for _, s := range []string{secret, noise, later} {
+		if bytes.Contains(last, []byte(s)) {
+			t.Errorf("the request after the restart holds %q, which an extension took out of the context", s)
+		}
+	}
+	if !bytes.Contains(last, []byte("Still there?")) || !bytes.Contains(last, []byte("SECRET=[redacted]")) {
+		t.Errorf("the request after the restart lacks the session")
+	}
+	noOriginals(t, db, secret, noise, later)
+
 	// Pi kept the originals and wrote its edits.
 	raw, err := os.ReadFile(file)
 	if err != nil {

@@ -109,3 +109,21 @@ func TestContextEditRebases(t *testing.T) {
 		})
 	}
 }
+
+// TestReloadKeepsEvents: Reload refuses to drop what was reported since
+// the last call (it is in no commit), and changes nothing without an
+// evicted version.
+func TestReloadKeepsEvents(t *testing.T) {
+	e := newEnv(t, LayoutStream, Policy{})
+	e.turn("list")
+	e.bash("ls", "a.go\n")
+	e.call()
+	e.must(e.a.Reload(e.ctx))
+	e.turn("again")
+	if err := e.a.Reload(e.ctx); err == nil {
+		t.Fatalf("Reload after an event no commit holds succeeded")
+	}
+	if c := e.call(); c.Rebased || !bytes.Contains(c.Bytes, []byte("again")) {
+		t.Fatalf("call %d after the refused reload: rebased %v", c.N, c.Rebased)
+	}
+}

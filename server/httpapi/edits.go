@@ -90,8 +90,11 @@ func (s *Server) editResults(ctx context.Context, l *live, log ingest.Log, event
 		// The assembler renders the original until it rewrites the
 		// stream from there: it reloads from the commits, and the call
 		// this request makes rebases (assemble.ReasonContextEdit).
+		// Failing that (events the commits lack), the answer still
+		// quotes the original and the extension replaces it
+		// (honourEdits); a resume rebases as the reload would have.
 		if e := l.asm.Reload(ctx); e != nil {
-			err = errors.Join(err, e)
+			s.log.Warn("reloading the assembler after a context edit", "session", l.id, "err", e)
 		}
 	}
 	return err
