@@ -210,6 +210,8 @@ type deriver struct {
 	// read end at depth limit (-1: none), the shape is the whole
 	// session's, the requests keep their blocks, and of the calls only
 	// the wanted one is kept (with its request); the others are counted.
+	read map[string][]byte // the contents of the commits being derived, by hash
+
 	limit  int64
 	fixed  *shape
 	want   int
@@ -400,9 +402,12 @@ func (d *deriver) load(c *commits.Commit) ([]events.Event, int, error) {
 	if !ok || f.Decode == nil {
 		return nil, 0, nil
 	}
-	b, err := d.svc.Content(d.ctx, c)
-	if err != nil {
-		return nil, 0, fmt.Errorf("session %s: %w", d.sid, err)
+	b, ok := d.read[c.Content]
+	if !ok {
+		var err error
+		if b, err = d.svc.Content(d.ctx, c); err != nil {
+			return nil, 0, fmt.Errorf("session %s: %w", d.sid, err)
+		}
 	}
 	evs, err := f.Decode(b)
 	if err != nil {
@@ -415,6 +420,42 @@ func (d *deriver) load(c *commits.Commit) ([]events.Event, int, error) {
 // groupBytes of content): a resumed run looks the group's message ids up
 // among the stored calls in one query.
 func (d *deriver) page(cs []*commits.Commit) error {
+	for lo := 0; lo < len(cs); {
+		// The contents of the next commits, read together: at most
+		// prefetchContents of them, prefetchBytes in all.
+		hi, n := lo, int64(0)
+		var need []*commits.Commit
+		for hi < len(cs) && len(need) < prefetchContents && n < prefetchBytes {
+			c := cs[hi]
+			hi++
+			if f, ok := d.svc.Registry().Lookup(c.Format); ok && f.Decode != nil && c.Session == d.sid && used(c) {
+				need = append(need, c)
+				n += c.ContentBytes
+			}
+		}
+		got, err := d.svc.Contents(d.ctx, need)
+		if err != nil {
+			return fmt.Errorf("session %s: %w", d.sid, err)
+		}
+		d.read = got
+		err = d.derivePage(cs[lo:hi])
+		d.read = nil
+		if err != nil {
+			return err
+		}
+		lo = hi
+	}
+	return nil
+}
+
+// The contents a page reads together.
+const (
+	prefetchContents = 256
+	prefetchBytes    = 4 << 20
+)
+
+// derivePage derives commits cs, their contents read (d.read).
+func (d *deriver) derivePage(cs []*commits.Commit) error {
 	var group []loaded
 	size := 0
 	flush := func() error {

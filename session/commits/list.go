@@ -96,3 +96,31 @@ func (s *Service) NextDepth(ctx context.Context, sid string, after int64) (depth
 	f, _ := store.Num(docs[0]["depth"])
 	return int64(f), true, nil
 }
+
+// Contents reads the contents of commits cs, one query per 256 distinct
+// contents: content hash -> bytes. A content the store does not hold, or
+// cannot give back, is left out (Content then says why).
+func (s *Service) Contents(ctx context.Context, cs []*Commit) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	var hashes []any
+	for _, c := range cs {
+		if _, ok := out[c.Content]; !ok {
+			out[c.Content] = nil
+			hashes = append(hashes, c.Content)
+		}
+	}
+	clear(out)
+	for lo := 0; lo < len(hashes); lo += contentBatch {
+		docs, err := s.st.Query(ctx, store.Query{Where: []store.Pred{store.Where("type", DocContent),
+			{Field: "sha256", Op: store.In, Values: hashes[lo:min(lo+contentBatch, len(hashes))]}}})
+		if err != nil {
+			return nil, fmt.Errorf("commits: reading contents: %w", err)
+		}
+		for _, d := range docs {
+			if b, h, err := contentBytes(d); err == nil {
+				out[h] = b
+			}
+		}
+	}
+	return out, nil
+}
