@@ -151,4 +151,17 @@ func TestExactRequest(t *testing.T) {
 	if c := d.Calls[1]; c.Cause != recorded.CauseShape || c.Shape != "sh2" {
 		t.Errorf("call 2: cause %s (%s), shape %q", c.Cause, c.Detail, c.Shape)
 	}
+	// Rebuilt from the commits up to each call, the recorded requests
+	// are read first (a second pass) and the bodies are the same.
+	stored, err := recorded.Page(context.Background(), svc.Store(), sids[0][0], 1, 0)
+	if err != nil || len(stored) != 2 {
+		t.Fatalf("%d calls stored, %v", len(stored), err)
+	}
+	streamed := 0
+	*recorded.OnPrefix = func() { streamed++ }
+	defer func() { *recorded.OnPrefix = nil }()
+	checkRequestsOf(t, svc, p, sids[0][0], d, stored)
+	if streamed < 4 { // calls 1, 2, 1, 2
+		t.Errorf("%d of 4 requests rebuilt a page of commits at a time", streamed)
+	}
 }
