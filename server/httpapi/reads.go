@@ -278,19 +278,27 @@ func (s *Server) query(q *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.Key = len(req.OrderBy) == 0
+	return cutPage(docs, limit, c), nil
+}
+
+// cutPage answers a page asked with one document more than limit: when
+// that one came, the page ends at limit and cursor c, moved past the page
+// (its last id; an offset cursor's offset too), names the next.
+func cutPage(docs []store.Doc, limit int, c queryCursor) QueryResponse {
 	out := QueryResponse{Docs: docs}
 	if len(docs) > limit {
 		out.Docs = docs[:limit:limit]
 		c.Last = docID(docs[limit-1])
-		if c.Key = len(req.OrderBy) == 0; !c.Key {
-			c.Offset = limit
+		if !c.Key {
+			c.Offset += limit
 		}
 		out.Next, out.Truncated = c.String(), true
 	}
 	if out.Docs == nil {
 		out.Docs = []store.Doc{}
 	}
-	return out, nil
+	return out
 }
 
 // queryAfter answers the page of query qu (in id order: no order_by) that
@@ -306,16 +314,7 @@ func (s *Server) queryAfter(q *request, qu store.Query, c queryCursor, limit int
 	if err != nil {
 		return nil, err
 	}
-	out := QueryResponse{Docs: docs}
-	if len(docs) > limit {
-		out.Docs = docs[:limit:limit]
-		c.Last = docID(docs[limit-1])
-		out.Next, out.Truncated = c.String(), true
-	}
-	if out.Docs == nil {
-		out.Docs = []store.Doc{}
-	}
-	return out, nil
+	return cutPage(docs, limit, c), nil
 }
 
 // queryFrom answers the page of query qu (with an order_by) that offset

@@ -50,6 +50,28 @@ func (c *counting) Values(ctx context.Context, q store.Query, field, after strin
 	return vs, err
 }
 
+// pageWork renders pages over a fresh SQLite store that fill wrote, and
+// returns the store reads and documents they took and their bodies.
+func pageWork(t *testing.T, pages []string, fill func(store.Store)) (reads, docs int64, bodies []string) {
+	t.Helper()
+	se := storetestenv.New(t, storetestenv.SQLite)
+	fill(se.Store)
+	c := &counting{Store: se.Store}
+	h, err := inspector.New(inspector.Options{Store: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pages {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", p, nil))
+		if w.Code != 200 {
+			t.Fatalf("%s: %d\n%s", p, w.Code, w.Body)
+		}
+		bodies = append(bodies, w.Body.String())
+	}
+	return c.reads.Load(), c.docs.Load(), bodies
+}
+
 // The sessions page and a recorded session's pages read what they show,
 // not the session: rendering them over a session of 4,200 commits (and
 // calls) reads as many documents as over one of 2,100, give or take the
@@ -61,23 +83,10 @@ func TestPageWorkDoesNotGrow(t *testing.T) {
 	}
 	pages := []string{"/inspect/", "/inspect/s/big", "/inspect/s/big?page=5"}
 	measure := func(n int) (reads, docs int64, bodies []string) {
-		se := storetestenv.New(t, storetestenv.SQLite)
-		inspecttest.Recorded(t, se.Store, "big", n, 1, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-		inspecttest.Recorded(t, se.Store, "small", 3, 1, time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
-		c := &counting{Store: se.Store}
-		h, err := inspector.New(inspector.Options{Store: c})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range pages {
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, httptest.NewRequest("GET", p, nil))
-			if w.Code != 200 {
-				t.Fatalf("%d commits, %s: %d\n%s", n, p, w.Code, w.Body)
-			}
-			bodies = append(bodies, w.Body.String())
-		}
-		return c.reads.Load(), c.docs.Load(), bodies
+		return pageWork(t, pages, func(st store.Store) {
+			inspecttest.Recorded(t, st, "big", n, 1, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+			inspecttest.Recorded(t, st, "small", 3, 1, time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
+		})
 	}
 	r1, d1, b1 := measure(2100)
 	r2, d2, b2 := measure(4200)
@@ -157,22 +166,9 @@ func TestCallPageWorkDoesNotGrow(t *testing.T) {
 	}
 	pages := []string{"/inspect/s/big/c/10", "/inspect/s/big/c/10/diff/9", "/inspect/s/big/c/10/raw"}
 	measure := func(n int) (reads, docs int64, bodies []string) {
-		se := storetestenv.New(t, storetestenv.SQLite)
-		inspecttest.Recorded(t, se.Store, "big", n, 5, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-		c := &counting{Store: se.Store}
-		h, err := inspector.New(inspector.Options{Store: c})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range pages {
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, httptest.NewRequest("GET", p, nil))
-			if w.Code != 200 {
-				t.Fatalf("%d commits, %s: %d\n%s", n, p, w.Code, w.Body)
-			}
-			bodies = append(bodies, w.Body.String())
-		}
-		return c.reads.Load(), c.docs.Load(), bodies
+		return pageWork(t, pages, func(st store.Store) {
+			inspecttest.Recorded(t, st, "big", n, 5, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+		})
 	}
 	r1, d1, b1 := measure(2100)
 	r2, d2, b2 := measure(21000)
