@@ -2,11 +2,10 @@ package ingest
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 
+	"github.com/ctxstore/ctxstore/context/tools"
 	"github.com/ctxstore/ctxstore/objects"
 	"github.com/ctxstore/ctxstore/objects/conversation"
 	"github.com/ctxstore/ctxstore/objects/events"
@@ -104,9 +103,6 @@ func (in *Ingester) rechain(log Log, edits []ResultEdit, originals map[string]*s
 		}
 	}
 	p := min(log.Start, len(in.chain))
-	node := func(i int, h string) [32]byte { // the node of h after the first i applied messages
-		return in.nodeAt(i, h)
-	}
 	var hs []string // the hashes of log's messages from p on, as far as they match
 	i, changed, dropped := p, false, 0
 	firstDrop := -1
@@ -114,17 +110,17 @@ func (in *Ingester) rechain(log Log, edits []ResultEdit, originals map[string]*s
 		m := log.At(j)
 		h := hash(m)
 		switch {
-		case node(i, h) == in.chain[i]:
+		case in.nodeAt(i, h) == in.chain[i]:
 		case m.Role == conversation.RoleToolResult && replaced[m.ToolCallID]:
 			if o, ok := originals[m.ToolCallID]; ok && o != nil {
 				was := m
 				was.Output = *o
-				if node(i, hash(was)) != in.chain[i] {
+				if in.nodeAt(i, hash(was)) != in.chain[i] {
 					return
 				}
 			}
 			changed = true
-		case dropped < omitted && i+1 < len(in.chain) && in.nodeAfter(in.chain[i], h) == in.chain[i+1]:
+		case dropped < omitted && i+1 < len(in.chain) && in.nodeAt(i+1, h) == in.chain[i+1]:
 			// Applied message i is not in the log any more: an omitted result.
 			if firstDrop < 0 {
 				firstDrop = i
@@ -155,17 +151,6 @@ func (in *Ingester) rechain(log Log, edits []ResultEdit, originals map[string]*s
 	if dropped > 0 && in.turnStart > firstDrop {
 		in.turnStart = max(firstDrop, in.turnStart-dropped)
 	}
-}
-
-// nodeAfter is the node of a message with hash h after the message whose
-// node is prev.
-func (in *Ingester) nodeAfter(prev [32]byte, h string) [32]byte {
-	sum := sha256.New()
-	sum.Write(prev[:])
-	sum.Write([]byte(h))
-	var k [32]byte
-	sum.Sum(k[:0])
-	return k
 }
 
 // forgetCommits evicts the session's conversation commits that hold the
@@ -332,7 +317,7 @@ func (in *Ingester) editResult(ctx context.Context, e ResultEdit) (EditedResult,
 				return err
 			}
 		}
-		state.SetToolcallTokens(id, callTokens(f.Args, e.Replacement))
+		state.SetToolcallTokens(id, tools.CallTokens(f.Args, e.Replacement))
 		return nil
 	}); err != nil {
 		return EditedResult{}, false, err
@@ -346,19 +331,4 @@ func sameOutput(out, replacement *string) bool {
 		return out == nil && replacement == nil
 	}
 	return *out == *replacement
-}
-
-// callTokens is what keeping a toolcall active costs, by the tools' rule
-// (tools.Record: its output and arguments, four bytes a token).
-func callTokens(args map[string]any, out *string) int {
-	n := 0
-	if out != nil {
-		n += len(*out)
-	}
-	if len(args) > 0 {
-		if b, err := json.Marshal(args); err == nil {
-			n += len(b)
-		}
-	}
-	return (n + 3) / 4
 }

@@ -244,16 +244,21 @@ func dedupe(ids []string) []string {
 	return out
 }
 
-// callTokens estimates what keeping call c active costs in the context:
-// its output and its arguments (large arguments collapse with the call),
-// in tokens of four bytes.
-func callTokens(c Call) int {
+// callTokens estimates what keeping call c active costs in the context
+// (CallTokens).
+func callTokens(c Call) int { return CallTokens(c.Args, c.Output) }
+
+// CallTokens estimates what keeping a toolcall with arguments args and
+// output out (nil: none) active costs in the context: its output and its
+// arguments (large arguments collapse with the call), in tokens of four
+// bytes.
+func CallTokens(args map[string]any, out *string) int {
 	n := 0
-	if c.Output != nil {
-		n += len(*c.Output)
+	if out != nil {
+		n += len(*out)
 	}
-	if len(c.Args) > 0 {
-		if b, err := json.Marshal(c.Args); err == nil {
+	if len(args) > 0 {
+		if b, err := json.Marshal(args); err == nil {
 			n += len(b)
 		}
 	}
