@@ -75,7 +75,7 @@ func streamRequest(ctx context.Context, svc *commits.Service, sid string, c Call
 	if got == nil {
 		return nil, fmt.Errorf("session %s call %d: %w", sid, c.N, ErrNotBounded)
 	}
-	if got.MessageID != c.MessageID || got.Lane != c.Lane || got.Messages != c.Messages || got.Bytes != c.Bytes || got.Exact != c.Exact {
+	if !sameRequest(got.Call, c) {
 		return nil, fmt.Errorf("session %s call %d: %w", sid, c.N, ErrNotBounded)
 	}
 	r := &Request{Call: c, PrevN: c.Prev}
@@ -86,6 +86,13 @@ func streamRequest(ctx context.Context, svc *commits.Service, sid string, c Call
 		r.Body, r.Spans = got.req.body()
 	}
 	return r, nil
+}
+
+// sameRequest reports whether call got, derived from the commits up to
+// stored call c, is c's request: the same message, lane, number of
+// messages and bytes, exact or not.
+func sameRequest(got, c Call) bool {
+	return got.MessageID == c.MessageID && got.Lane == c.Lane && got.Messages == c.Messages && got.Bytes == c.Bytes && got.Exact == c.Exact
 }
 
 // onPrefix, when set (by tests), is called when the commits up to a
@@ -131,8 +138,7 @@ func wholeRequest(ctx context.Context, svc *commits.Service, sid string, c Call,
 	if c.N > len(d.Calls) {
 		return nil, fmt.Errorf("session %s call %d: %w", sid, c.N, ErrNotBounded)
 	}
-	got := d.Calls[c.N-1]
-	if got.MessageID != c.MessageID || got.Lane != c.Lane || got.Messages != c.Messages || got.Bytes != c.Bytes || got.Exact != c.Exact {
+	if !sameRequest(d.Calls[c.N-1], c) {
 		return nil, fmt.Errorf("session %s call %d: %w", sid, c.N, ErrNotBounded)
 	}
 	r, err := d.Request(c.N)
