@@ -168,33 +168,16 @@ func readShape(ctx context.Context, st store.Store, sid string) (*shape, error) 
 }
 
 // commitsThrough lists the commits of session sid whose events count
-// (commitsOf's rule) at depths up to last, in order, a page of depths at
-// a time from depth 0. An empty page (a chain that begins deeper, in
-// another session, or goes on deeper after another session's commits)
-// asks for the next depth the session has: asked from the start, that
-// query reads every commit of the session deeper than it.
+// (commitsOf's rule) at depths up to last, in order (depthPages).
 func commitsThrough(ctx context.Context, svc *commits.Service, sid string, last int64) ([]*commits.Commit, error) {
 	var out []*commits.Commit
-	for from := int64(0); from <= last; {
-		to := min(from+depthPage, last+1)
-		cs, err := svc.ListDepths(ctx, sid, from, to)
-		if err != nil {
-			return nil, err
-		}
+	err := depthPages(ctx, svc, sid, 0, last, func(cs []*commits.Commit) error {
 		for _, c := range cs {
 			if c.Session == sid && used(c) {
 				out = append(out, c)
 			}
 		}
-		if len(cs) > 0 {
-			from = to
-			continue
-		}
-		next, ok, err := svc.NextDepth(ctx, sid, to-1)
-		if err != nil || !ok {
-			return out, err
-		}
-		from = next
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }

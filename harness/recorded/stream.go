@@ -297,15 +297,21 @@ func (d *deriver) pages(after int64, fn func([]*commits.Commit) error) error {
 	}
 }
 
-// pagesTo is pages for a run that reads the commits up to depth
-// d.limit: pages of depthPage depths from the first after after, the
-// next depth the session has asked for only after an empty page (asked
-// from the start, that query reads every commit of the session deeper
-// than it).
+// pagesTo is pages for a run that reads the commits up to depth d.limit
+// (depthPages).
 func (d *deriver) pagesTo(after int64, fn func([]*commits.Commit) error) error {
-	for from := after + 1; from <= d.limit; {
-		to := min(from+depthPage, d.limit+1)
-		cs, err := d.svc.ListDepths(d.ctx, d.sid, from, to)
+	return depthPages(d.ctx, d.svc, d.sid, after+1, d.limit, fn)
+}
+
+// depthPages hands fn session sid's commits at depths from..last, a page
+// of depthPage depths at a time; the next depth the session has is asked
+// for only after an empty page (a chain that begins deeper, or goes on
+// deeper after another session's commits): asked from the start, that
+// query reads every commit of the session deeper than it.
+func depthPages(ctx context.Context, svc *commits.Service, sid string, from, last int64, fn func([]*commits.Commit) error) error {
+	for from <= last {
+		to := min(from+depthPage, last+1)
+		cs, err := svc.ListDepths(ctx, sid, from, to)
 		if err != nil {
 			return err
 		}
@@ -316,7 +322,7 @@ func (d *deriver) pagesTo(after int64, fn func([]*commits.Commit) error) error {
 			from = to
 			continue
 		}
-		next, ok, err := d.svc.NextDepth(d.ctx, d.sid, to-1)
+		next, ok, err := svc.NextDepth(ctx, sid, to-1)
 		if err != nil || !ok {
 			return err
 		}
