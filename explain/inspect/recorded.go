@@ -2,7 +2,6 @@ package inspect
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 
@@ -164,8 +163,8 @@ func (in *Inspector) requestView(sid string, r *recorded.Request) *CallView {
 	return v
 }
 
-// recordedRequest rebuilds call n's request: from the stored call and
-// the commits up to it (harness/recorded.RequestOf) when the session's
+// recordedRequest rebuilds call n's request: from the stored call
+// (harness/recorded.CallRequest: the commits up to it) when the session's
 // calls are stored and current, else from the whole session derived now.
 func (in *Inspector) recordedRequest(ctx context.Context, sid string, n int) (*recorded.Request, error) {
 	if in.o.Formats == nil {
@@ -187,10 +186,7 @@ func (in *Inspector) recordedRequest(ctx context.Context, sid string, n int) (*r
 			return nil, err
 		}
 		if len(rc) == 1 {
-			r, err := recorded.RequestOf(ctx, svc, sid, rc[0])
-			if !errors.Is(err, recorded.ErrNotBounded) {
-				return r, err
-			}
+			return recorded.CallRequest(ctx, svc, sid, rc[0])
 		}
 	}
 	d, err := recorded.Derive(ctx, svc, sid)

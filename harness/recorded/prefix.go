@@ -46,6 +46,22 @@ func RequestOf(ctx context.Context, svc *commits.Service, sid string, c Call) (*
 	return wholeRequest(ctx, svc, sid, c, sh)
 }
 
+// CallRequest is stored call c's request: RequestOf's, or, when the
+// commits up to the call cannot give it (ErrNotBounded: a call stored
+// before calls recorded their depth), the one deriving the whole session
+// gives.
+func CallRequest(ctx context.Context, svc *commits.Service, sid string, c Call) (*Request, error) {
+	r, err := RequestOf(ctx, svc, sid, c)
+	if !errors.Is(err, ErrNotBounded) {
+		return r, err
+	}
+	d, err := Derive(ctx, svc, sid)
+	if err != nil {
+		return nil, err
+	}
+	return d.Request(c.N)
+}
+
 // streamRequest is RequestOf by the streaming derivation, a page of
 // depths at a time: of the commits read it keeps what the wanted call's
 // request holds (its blocks, shared with the requests of the records or

@@ -356,21 +356,6 @@ func (c StoreCalls) recordedCalls(ctx context.Context, session string) ([]record
 	return recorded.Calls(ctx, commits.New(c.Store, commits.Options{Registry: formats.Commits()}), session)
 }
 
-// recordedRequest rebuilds recorded call r's request from the commits up
-// to it (recorded.RequestOf), or, when those alone cannot give it (a call
-// stored before calls recorded their depth), from the whole session.
-func recordedRequest(ctx context.Context, svc *commits.Service, session string, r recorded.Call) (*recorded.Request, error) {
-	q, err := recorded.RequestOf(ctx, svc, session, r)
-	if !errors.Is(err, recorded.ErrNotBounded) {
-		return q, err
-	}
-	d, err := recorded.Derive(ctx, svc, session)
-	if err != nil {
-		return nil, err
-	}
-	return d.Request(r.N)
-}
-
 func recordedSummary(r recorded.Call) CallSummary {
 	return CallSummary{N: r.N, ID: r.MessageID, Bytes: r.Bytes, Tokens: r.Sent(), RebaseFrom: -1, Recorded: true,
 		Model: r.Model, Usage: r.Usage, Cause: r.Cause, Detail: r.Detail}
@@ -450,7 +435,7 @@ func (c StoreCalls) Materialize(ctx context.Context, session string, n int) (Cal
 	if r, ok, err := c.recorded(ctx, session, n); err != nil {
 		return CallContext{}, err
 	} else if ok {
-		q, err := recordedRequest(ctx, commits.New(c.Store, commits.Options{Registry: formats.Commits()}), session, r)
+		q, err := recorded.CallRequest(ctx, commits.New(c.Store, commits.Options{Registry: formats.Commits()}), session, r)
 		if err != nil {
 			return CallContext{}, err
 		}
